@@ -1,0 +1,1 @@
+"""Agents shipped with the core."""

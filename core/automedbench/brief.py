@@ -1,0 +1,65 @@
+"""Render the tier's brief with Jinja2. StrictUndefined: an unfilled placeholder is an error, not a gap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .errors import UserError
+from .records import TaskSpec
+
+CORE_TEMPLATES = Path(__file__).parent / "templates"
+SKILLS_BY_TIER: dict[str, tuple[str, ...]] = {"lite": ("s1", "s2", "s3"), "standard": ("s1",), "pro": ()}
+KICKOFF: dict[str, str] = {
+    "lite": "Begin. The model has been chosen for you. Research it, then follow S1 through S5.",
+    "standard": "Begin. Choose from the candidate model families, then follow S1 through S5.",
+    "pro": "Begin. Follow S1 through S5.",
+}
+
+
+def environment(track_templates: Path) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(track_templates)),
+                                    jinja2.FileSystemLoader(str(CORE_TEMPLATES))]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_brief(task: TaskSpec, tier: str, track_templates: Path, *, data_dir: str, workspace_dir: str,
+                 case_ids: list[str], extra: dict[str, Any] | None = None) -> str:
+    if tier not in task.tiers:
+        raise UserError(f"task {task.id} has no tier {tier!r}; it offers {', '.join(task.tiers)}")
+    env = environment(track_templates)
+    skills = []
+    for stage in SKILLS_BY_TIER[tier]:
+        name = f"skill_{stage}.md.j2"
+        if (track_templates / name).exists():
+            skills.append(name)
+    context = {
+        "task": task,
+        "tier": tier,
+        "info": task.tiers[tier],
+        "params": task.params,
+        "data_dir": data_dir,
+        "workspace_dir": workspace_dir,
+        "output_dir": f"{workspace_dir}/outputs",
+        "plan_dir": f"{workspace_dir}/plan",
+        "case_ids": case_ids,
+        "case_count": len(case_ids),
+        "skills": skills,
+        "requirements_path": f"{workspace_dir}/requirements.txt" if task.tiers[tier].requirements else "",
+        "time_limit_min": round(task.time_limit_s / 60),
+        **(extra or {}),
+    }
+    try:
+        return env.get_template("brief.md.j2").render(**context)
+    except jinja2.UndefinedError as exc:
+        raise UserError(f"brief for {task.id} ({tier}): unfilled placeholder: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        raise UserError(f"brief for {task.id} ({tier}): template error: {exc}") from None

@@ -1,0 +1,40 @@
+"""Exceptions the CLI turns into one clear line, and the harness's own codes for how a run ended."""
+
+from __future__ import annotations
+
+
+class AutoMedBenchError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class UserError(AutoMedBenchError):
+    """Bad input from the person at the keyboard: unknown names, missing files, malformed task files."""
+
+
+class InfrastructureError(AutoMedBenchError):
+    """The harness, sandbox or evaluator failed; the run is retryable and is not the agent's fault."""
+
+
+class AgentError(AutoMedBenchError):
+    """The agent backend failed (API down after retries, CLI crashed): the agent's failure."""
+
+
+def did_you_mean(name: str, choices: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, choices, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    listing = ", ".join(sorted(choices)) or "none installed"
+    return f"{hint}; known: {listing}"
+
+
+# How a run ended (Result.end_reason). Stable strings: reports and sweeps group on them.
+END_SUBMITTED = "submitted"
+END_AGENT_STOPPED = "agent_stopped"
+END_TURN_LIMIT = "turn_limit"
+END_TIME_LIMIT = "time_limit"
+END_BREACH = "isolation_breach"
+END_AGENT_ERROR = "agent_error"
+END_INFRA_ERROR = "infrastructure_error"
+END_CANCELLED = "cancelled"
+END_NO_AGENT = "no_agent"

@@ -1,0 +1,44 @@
+"""Score a folder of outputs (or a built-in baseline) without an agent, through the isolated evaluator."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import errors, staging
+from .evaluator import run_isolated
+from .freeze import freeze
+from .fsutil import sha256_text
+from .plugins import Registry
+from .records import Header, Isolation, Result, Runtime
+from .runner import score_result, versions
+from .serialize import dumps, write_json
+
+
+def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
+                    data_root: Path, work: Path, task_score: str = "strict") -> Result:
+    track, task = reg.task(task_id)
+    staged = staging.ensure(track, task, data_root)
+    work.mkdir(parents=True, exist_ok=True)
+    if baseline is not None:
+        offered = track.baselines()
+        if baseline not in offered:
+            raise errors.UserError(f"unknown baseline {baseline!r}{errors.did_you_mean(baseline, list(offered))}")
+        submission = work / "baseline"
+        track.write_baseline(task, baseline, staged, submission)
+    assert submission is not None
+    if not submission.is_dir():
+        raise errors.UserError(f"submission folder {submission} does not exist")
+    manifest = freeze(submission, work / "submission", submitted=True)
+    write_json(work / "submission_manifest.json", manifest)
+    evaluation = run_isolated(task.id, staged, work / "submission", work / "submission_manifest.json",
+                              work / "evaluation.json")
+    header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
+                    f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
+                    datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),
+                    {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)})
+    result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,
+                          Runtime(eval_s=evaluation.duration_s), Isolation("-"), evaluation, None, manifest, [],
+                          task_score, "-", judged=False)
+    write_json(work / "result.json", result)
+    return result

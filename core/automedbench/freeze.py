@@ -1,0 +1,66 @@
+"""Freeze a submission: copy regular files out of the agent's workspace and hash them.
+
+Symlinks, special files, oversized files and anything resolving outside the outputs folder are not
+copied; each is listed as rejected with the reason, so the checker can report it per case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from .fsutil import sha256_file
+from .records import FileEntry, SubmissionManifest
+
+MAX_FILE_BYTES = 2 << 30
+MAX_FILES = 100_000
+
+
+def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = MAX_FILE_BYTES) -> SubmissionManifest:
+    dest.mkdir(parents=True, exist_ok=True)
+    entries: list[FileEntry] = []
+    if not source.is_dir() or source.is_symlink():
+        return SubmissionManifest([], hashlib.sha256(b"").hexdigest(), submitted)
+    base = source.resolve()
+    count = 0
+    for folder, dirnames, filenames in os.walk(base, followlinks=False):
+        here = Path(folder)
+        for dname in list(dirnames):
+            if (here / dname).is_symlink():
+                dirnames.remove(dname)
+                entries.append(FileEntry((here / dname).relative_to(base).as_posix(), 0,
+                                         rejected="symlinked directory"))
+        dirnames.sort()
+        for fname in sorted(filenames):
+            path = here / fname
+            rel = path.relative_to(base).as_posix()
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                entries.append(FileEntry(rel, 0, rejected=f"symlink to {os.readlink(path)}"))
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                entries.append(FileEntry(rel, 0, rejected="not a regular file"))
+                continue
+            if info.st_size > max_file_bytes:
+                entries.append(FileEntry(rel, info.st_size, rejected=f"larger than {max_file_bytes} bytes"))
+                continue
+            count += 1
+            if count > MAX_FILES:
+                entries.append(FileEntry(rel, info.st_size, rejected=f"more than {MAX_FILES} files"))
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                shutil.copyfile(path, target, follow_symlinks=False)
+            except OSError as exc:
+                entries.append(FileEntry(rel, info.st_size, rejected=f"unreadable: {exc.strerror}"))
+                continue
+            os.chmod(target, 0o444)
+            entries.append(FileEntry(rel, info.st_size, sha256_file(target)))
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(f"{entry.path}\0{entry.sha256}\0{entry.rejected}\n".encode())
+    return SubmissionManifest(entries, digest.hexdigest(), submitted)

@@ -1,0 +1,53 @@
+"""pluggy hook specifications. Plugins (and the core's own built-ins) implement these with `hookimpl`.
+
+Each hook receives a `register` callable; call it once per component:
+`register(name, factory, description="")` where `factory()` returns the component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pluggy
+
+PROJECT = "automedbench"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+Register = Callable[..., None]
+
+
+@hookspec
+def automedbench_register_tracks(register: Register) -> None:
+    """Register Track instances (factory returns a `Track`)."""
+
+
+@hookspec
+def automedbench_register_agents(register: Register) -> None:
+    """Register agent factories (factory(**options) returns an `Agent`)."""
+
+
+@hookspec
+def automedbench_register_sandboxes(register: Register) -> None:
+    """Register sandbox backends (factory returns a `Sandbox`)."""
+
+
+@hookspec
+def automedbench_register_judges(register: Register) -> None:
+    """Register judge backends (factory(**options) returns a `Judge`)."""
+
+
+@hookspec
+def automedbench_register_metrics(register: Register) -> None:
+    """Register reusable metrics (factory returns a `Metric`)."""
+
+
+KINDS: dict[str, str] = {
+    "track": "automedbench_register_tracks",
+    "agent": "automedbench_register_agents",
+    "sandbox": "automedbench_register_sandboxes",
+    "judge": "automedbench_register_judges",
+    "metric": "automedbench_register_metrics",
+}
+
+

@@ -1,0 +1,1 @@
+"""Judge backends shipped with the core."""

@@ -1,0 +1,239 @@
+"""The rules judge: deterministic evidence checks over plan.md, plan.png and the trajectory.
+
+It is the offline default. It cannot understand a diagram or a clinical argument, so it checks the
+observable traces of each rubric item (files, commands that succeeded, outputs written per turn) and
+says so in every rationale. Same input, same verdict.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..judge import Judge, JudgeInput
+from ..records import ItemVerdict, JudgeVerdict, RubricItem
+
+PHASES = {
+    "load": r"load|read|input",
+    "preprocess": r"pre-?process|normali[sz]|resampl|window|intensity",
+    "inference": r"infer|predict|segment|model|forward",
+    "save": r"post-?process|save|write|export",
+    "validate": r"validat|pilot|check|verify|sanity",
+}
+
+
+def _any(patterns: Iterable[str], text: str) -> bool:
+    return any(re.search(p, text) for p in patterns)
+
+
+class Evidence:
+    """The trajectory reduced to what the rules need: execute_code calls in order, with outcomes."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
+        self.assistant = [e for e in events if e.get("type") == "assistant"]
+        first_out = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 0), None)
+        self.first_output_turn = first_out["turn"] if first_out else None
+        batch = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 1), None)
+        self.batch_turn = batch["turn"] if batch else None
+        pilot = None
+        if first_out is not None and first_out.get("cases_with_outputs") == 1 and first_out.get("exit_code") == 0:
+            pilot = first_out
+        self.pilot = pilot
+
+    @staticmethod
+    def text(call: dict[str, Any]) -> str:
+        return f"{call.get('code', '')}\n{call.get('stdout', '')}"
+
+    def ok(self) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c.get("exit_code") == 0]
+
+    def before(self, turn: int | None) -> list[dict[str, Any]]:
+        return [c for c in self.calls if turn is None or c["turn"] < turn]
+
+    def all_text(self) -> str:
+        parts = [a.get("content", "") for a in self.assistant] + [self.text(c) for c in self.calls]
+        return "\n".join(parts)
+
+
+class RulesJudge(Judge):
+    name = "rules"
+    version = "1"
+
+    def grade(self, judge_input: JudgeInput) -> JudgeVerdict:
+        ev = Evidence(judge_input.events)
+        items = []
+        for item in judge_input.rubric:
+            check = getattr(self, "_" + item.id.split("_", 1)[0], None)
+            if check is None:
+                items.append(ItemVerdict(item.id, item.stage, item.description, None,
+                                         "rules judge has no check for this item"))
+                continue
+            value, rationale, turns = check(item, judge_input, ev)
+            items.append(ItemVerdict(item.id, item.stage, item.description, value, "rules: " + rationale, turns))
+        return JudgeVerdict(self.name, self.version, items)
+
+    # ---------------------------------------------------------------- S1
+
+    def _s1a(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        minimum = item.hints.get("min_chars", 200)
+        plan = (inp.plan_md or "").strip()
+        if not plan:
+            return 0.0, "plan/plan.md missing or empty", []
+        if len(plan) < minimum:
+            return 0.0, f"plan.md has {len(plan)} characters (< {minimum}): a stub", []
+        return 1.0, f"plan.md present ({len(plan)} characters)", self._turns_writing(ev, "plan.md")
+
+    def _s1b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        plan = inp.plan_md or ""
+        steps = len(re.findall(r"(?m)^\s*(?:\d+[.)]|[-*]|#{1,4})\s+\S", plan))
+        phases = [name for name, pattern in PHASES.items() if re.search(pattern, plan, re.I)]
+        if steps >= 3 and len(phases) >= 3:
+            return 1.0, f"{steps} listed steps covering {', '.join(phases)}", []
+        return 0.0, f"{steps} listed steps, phases named: {', '.join(phases) or 'none'} (need 3 and 3)", []
+
+    def _s1c(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        plan = inp.plan_md or ""
+        patterns = item.hints.get("patterns", [])
+        hits = [p for p in patterns if re.search(p, plan, re.I)]
+        if hits:
+            return 1.0, f"plan names a task-suited model/method (matched {hits[0]!r})", []
+        return 0.0, "plan does not name a model/method suited to the task", []
+
+    def _s1d(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        minimum = item.hints.get("minimum", 3)
+        candidates: list[str] = item.hints.get("candidates", [])
+        corpus = (inp.plan_md or "") + "\n" + ev.all_text()
+        found = [c for c in candidates if re.search(c, corpus, re.I)]
+        turns = [c["turn"] for c in ev.calls if any(re.search(p, ev.text(c), re.I) for p in found)][:5]
+        value = 1.0 if len(found) >= minimum else 0.0
+        return value, f"{len(found)} distinct candidates found (need {minimum}): {', '.join(found) or 'none'}", turns
+
+    def _png(self, inp: JudgeInput):
+        data = inp.plan_png
+        if not data or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+            return None
+        try:
+            from PIL import Image
+
+            image = Image.open(io.BytesIO(data))
+            image.load()
+            return image
+        except Exception:
+            return None
+
+    def _s1e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        image = self._png(inp)
+        if image is None:
+            return 0.0, "plan/plan.png missing or not a decodable PNG", []
+        w, h = image.size
+        if min(w, h) < 64:
+            return 0.0, f"plan.png is {w}x{h}: too small to be a diagram", []
+        return 1.0, f"plan.png present ({w}x{h})", self._turns_writing(ev, "plan.png")
+
+    def _s1f(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        image = self._png(inp)
+        if image is None:
+            return 0.0, "no decodable plan.png", []
+        small = image.convert("RGB").resize((128, 128))
+        colours = small.getcolors(maxcolors=128 * 128) or []
+        dominant = max(count for count, _ in colours) / (128 * 128) if colours else 1.0
+        if len(colours) >= 3 and dominant < 0.97:
+            return 1.0, (f"structural check only: {len(colours)} colours, background {dominant:.0%} "
+                         "(the rules judge cannot read the diagram)"), []
+        return 0.0, f"plan.png looks blank ({len(colours)} colours, background {dominant:.0%})", []
+
+    @staticmethod
+    def _turns_writing(ev: Evidence, name: str) -> list[int]:
+        return [c["turn"] for c in ev.ok() if name in c.get("code", "")][:3]
+
+    # ---------------------------------------------------------------- S2
+
+    def _matching(self, ev: Evidence, patterns: list[str], calls=None) -> list[dict[str, Any]]:
+        pool = ev.ok() if calls is None else calls
+        return [c for c in pool if _any(patterns, ev.text(c))]
+
+    def _s2a(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        patterns = list(item.hints.get("patterns", []))
+        model = inp.task.tiers.get(inp.tier)
+        if model is not None and model.model:
+            patterns.append(re.escape(model.model))
+        hits = self._matching(ev, patterns)
+        if hits:
+            return 1.0, f"turn {hits[0]['turn']} obtained the model/method and succeeded", [h["turn"] for h in hits[:3]]
+        return 0.0, "no successful command obtained weights or the method", []
+
+    def _s2b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        minimum = item.hints.get("minimum", 2)
+        patterns = item.hints.get("patterns", [])
+        inputs = [re.escape(f) for f in inp.task.input_files]
+        pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
+        for call in pool:
+            code = call.get("code", "")
+            if not _any(inputs, code):
+                continue
+            matched = [p for p in patterns if re.search(p, code)]
+            if len(matched) >= minimum:
+                why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
+                return 1.0, why, [call["turn"]]
+        return 0.0, "no successful input inspection (shape/dtype/spacing) before the first output", []
+
+    def _s2c(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        hits = self._matching(ev, item.hints.get("patterns", []))
+        if hits:
+            return 1.0, f"environment confirmed at turn {hits[0]['turn']}", [hits[0]["turn"]]
+        return 0.0, "no successful environment set-up or dependency check", []
+
+    def _s2d(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        ready = self._matching(ev, GENERIC_ENV)
+        failures = [c for c in ev.before(ev.first_output_turn) if c.get("exit_code") != 0]
+        if not ready:
+            return 0.0, "environment never confirmed", []
+        if len(failures) > 5:
+            turns = [c["turn"] for c in failures[:5]]
+            return 0.0, f"{len(failures)} failed commands before the first output (> 5)", turns
+        return 1.0, f"{len(failures)} failed command(s) before the first output (<= 5)", [c["turn"] for c in failures]
+
+    def _s2e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        loaded = [c for c in ev.ok() if _any(item.hints.get("patterns", []), c.get("stdout", ""))]
+        if loaded:
+            return 1.0, f"model confirmed loaded at turn {loaded[0]['turn']}", [loaded[0]["turn"]]
+        produced = [c for c in ev.ok() if c.get("cases_with_outputs", 0) > 0]
+        if produced:
+            return 1.0, f"model ran and wrote outputs at turn {produced[0]['turn']}", [produced[0]["turn"]]
+        return 0.0, "no evidence the model was loaded or run", []
+
+    # ---------------------------------------------------------------- S3
+
+    def _s3(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        if ev.pilot is None:
+            if ev.first_output_turn is None:
+                return 0.0, "no outputs were ever written", []
+            return 0.0, f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once", []
+        pilot_turn = ev.pilot["turn"]
+        end = ev.batch_turn
+        window = [c for c in ev.ok() if c["turn"] >= pilot_turn and (end is None or c["turn"] < end)]
+        out_refs = [re.escape(f) for f in inp.task.output_files] + [r"outputs"]
+        checks: dict[str, str] = item.hints.get("checks", {})
+        found: dict[str, int] = {}
+        for call in window:
+            code = call.get("code", "")
+            if call is not ev.pilot and not _any(out_refs, code):
+                continue
+            for name, pattern in checks.items():
+                if name not in found and re.search(pattern, code):
+                    found[name] = call["turn"]
+        proceeded = end is not None or inp.task.case_count == 1
+        names = sorted(found)
+        turns = sorted({pilot_turn, *found.values()})
+        if len(found) == len(checks) and proceeded:
+            return 1.0, f"pilot on one case at turn {pilot_turn}, checked {', '.join(names)}, then ran the batch", turns
+        if "shape" in found or "values" in found:
+            return 0.5, f"pilot at turn {pilot_turn}, partial checks ({', '.join(names)})" + (
+                "" if proceeded else "; never proceeded to the batch"), turns
+        return 0.2, f"pilot at turn {pilot_turn} without output checks", turns
+
+
+GENERIC_ENV = [r"pip install", r"\bvenv\b", r"__version__", r"importlib\.metadata", r"import \w+"]

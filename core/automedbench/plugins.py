@@ -1,0 +1,155 @@
+"""Plugin loading and the component registries.
+
+Every entry point in the `automedbench` group is loaded in its own try: one broken plugin is reported
+and the rest still load. The core's built-ins come in through the same entry-point group.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+from attrs import define
+
+from . import hookspecs
+from .errors import UserError, did_you_mean
+
+GROUP = "automedbench"
+
+
+@define
+class Component:
+    kind: str
+    name: str
+    factory: Callable[..., Any]
+    description: str
+    plugin: str
+    distribution: str
+    version: str
+
+
+@define
+class PluginProblem:
+    plugin: str
+    distribution: str
+    error: str
+    detail: str
+
+
+class Registry:
+    """All components by kind and name, plus the problems met while loading them."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.components: dict[str, dict[str, Component]] = {kind: {} for kind in hookspecs.KINDS}
+        self.problems: list[PluginProblem] = []
+        self._origin: dict[str, tuple[str, str]] = {}
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    # ------------------------------------------------------------ loading
+
+    def load_entry_points(self) -> None:
+        for ep in md.entry_points(group=GROUP):
+            dist = ep.dist.name if ep.dist else "?"
+            version = ep.dist.version if ep.dist else "?"
+            try:
+                module = ep.load()
+                self.add_plugin(module, name=ep.name, distribution=dist, version=version)
+            except Exception as exc:  # a broken plugin must not break the others
+                self.problems.append(
+                    PluginProblem(ep.name, dist, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+                )
+
+    def add_plugin(self, module: Any, *, name: str, distribution: str = "local", version: str = "") -> None:
+        if self.pm.is_registered(module) or self.pm.has_plugin(name):
+            return
+        self.pm.register(module, name=name)
+        self._origin[name] = (distribution, version)
+        for kind, hook_name in hookspecs.KINDS.items():
+            hook = getattr(self.pm.hook, hook_name)
+            for impl in hook.get_hookimpls():
+                if impl.plugin_name != name:
+                    continue
+                try:
+                    impl.function(register=self._registrar(kind, name))
+                except Exception as exc:
+                    self.problems.append(
+                        PluginProblem(
+                            name, distribution, f"{hook_name}: {type(exc).__name__}: {exc}",
+                            traceback.format_exc(),
+                        )
+                    )
+
+    def _registrar(self, kind: str, plugin: str) -> Callable[..., None]:
+        distribution, version = self._origin[plugin]
+
+        def register(name: str, factory: Callable[..., Any], description: str = "") -> None:
+            existing = self.components[kind].get(name)
+            if existing is not None:
+                self.problems.append(
+                    PluginProblem(
+                        plugin, distribution,
+                        f"{kind} {name!r} already registered by {existing.plugin}; kept the first", "",
+                    )
+                )
+                return
+            self.components[kind][name] = Component(kind, name, factory, description, plugin,
+                                                    distribution, version)
+
+        return register
+
+    # ------------------------------------------------------------ lookup
+
+    def get(self, kind: str, name: str) -> Component:
+        found = self.components[kind].get(name)
+        if found is None:
+            raise UserError(f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}")
+        return found
+
+    def create(self, kind: str, name: str, **options: Any) -> Any:
+        return self.get(kind, name).factory(**options)
+
+    def track(self, name: str) -> Any:
+        key = ("track", name)
+        if key not in self._cache:
+            self._cache[key] = self.create("track", name)
+        return self._cache[key]
+
+    def tracks(self) -> list[Any]:
+        return [self.track(name) for name in sorted(self.components["track"])]
+
+    def tasks(self) -> dict[str, Any]:
+        """Task id -> (track, TaskSpec) over every track; a track whose tasks fail to load is reported."""
+        found: dict[str, Any] = {}
+        for name in sorted(self.components["track"]):
+            try:
+                track = self.track(name)
+                for spec in track.tasks():
+                    found[spec.id] = (track, spec)
+            except Exception as exc:
+                comp = self.components["track"][name]
+                self.problems.append(PluginProblem(comp.plugin, comp.distribution,
+                                                   f"tasks of track {name}: {exc}", traceback.format_exc()))
+        return found
+
+    def task(self, task_id: str) -> tuple[Any, Any]:
+        tasks = self.tasks()
+        if task_id not in tasks:
+            raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
+        return tasks[task_id]
+
+
+_REGISTRY: Registry | None = None
+
+
+def registry(*, reload: bool = False) -> Registry:
+    """The process-wide registry, loaded from entry points on first use."""
+    global _REGISTRY
+    if _REGISTRY is None or reload:
+        _REGISTRY = Registry()
+        _REGISTRY.load_entry_points()
+    return _REGISTRY

@@ -1,0 +1,328 @@
+"""Every record the harness stores, as attrs classes; JSON goes through `automedbench.serialize`.
+
+One schema for every track: tracks fill the same records and put track-specific numbers into the
+free-form `components` / `per_case` mappings of the metric block.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from attrs import Factory, define, field
+
+SCHEMA_VERSION = 1
+
+Tier = Literal["lite", "standard", "pro"]
+TIERS: tuple[str, ...] = ("lite", "standard", "pro")
+RunState = Literal["scored", "agent_failure", "infrastructure_failure", "cancelled"]
+STAGES: tuple[str, ...] = ("S1", "S2", "S3", "S4", "S5")
+STAGE_NAMES: dict[str, str] = {
+    "S1": "Plan",
+    "S2": "Setup",
+    "S3": "Validate",
+    "S4": "Inference",
+    "S5": "Submit",
+}
+STAGE_WEIGHTS: dict[str, float] = {"S1": 0.25, "S2": 0.15, "S3": 0.35, "S4": 0.15, "S5": 0.10}
+
+
+# ---------------------------------------------------------------- task definition
+
+
+@define(frozen=True)
+class TierInfo:
+    """What the brief tells the agent about models at one tier (the SPEC's tier table)."""
+
+    model: str = ""
+    model_description: str = ""
+    candidates: list[str] = Factory(list)
+    clinical_background: str = ""
+    requirements: list[str] = Factory(list)
+
+
+@define(frozen=True)
+class RatingThresholds:
+    """Task-metric cut-offs for the letter rating: >= good is A, >= okay is B, else C."""
+
+    good: float
+    okay: float
+
+
+@define(frozen=True)
+class TaskSpec:
+    """One task as its data file declares it. Missing fields are errors, never silent defaults."""
+
+    id: str
+    track: str
+    title: str
+    description: str
+    modality: str
+    input_files: list[str]
+    output_files: list[str]
+    case_count: int
+    time_limit_s: int
+    max_turns: int
+    exec_timeout_s: int
+    network: bool
+    demo: bool
+    rating: RatingThresholds
+    tiers: dict[str, TierInfo]
+    metric: str
+    params: dict[str, Any] = Factory(dict)
+    dataset: str = ""
+    license: str = ""
+
+
+# ---------------------------------------------------------------- rubric and judging
+
+
+@define(frozen=True)
+class RubricItem:
+    """One gradable item. `kind` binary is 0/1; ladder takes one of `levels`."""
+
+    id: str
+    stage: str
+    description: str
+    kind: Literal["binary", "ladder"] = "binary"
+    levels: list[float] = Factory(lambda: [0.0, 1.0])
+    lite_auto_pass: bool = False
+    requires: str = ""
+    hints: dict[str, Any] = Factory(dict)
+
+
+@define
+class ItemVerdict:
+    """A judge's verdict on one rubric item, with the evidence that supports it."""
+
+    id: str
+    stage: str
+    description: str
+    value: float | None
+    rationale: str
+    evidence_turns: list[int] = Factory(list)
+    auto: bool = False
+
+
+@define
+class JudgeVerdict:
+    judge: str
+    judge_version: str
+    items: list[ItemVerdict] = Factory(list)
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    duration_s: float = 0.0
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+@define
+class FileEntry:
+    """One file of a frozen submission; `rejected` files were not copied (symlink, too large...)."""
+
+    path: str
+    size: int
+    sha256: str = ""
+    rejected: str = ""
+
+
+@define
+class SubmissionManifest:
+    files: list[FileEntry] = Factory(list)
+    sha256: str = ""
+    submitted: bool = False
+
+
+@define
+class CaseVerdict:
+    case_id: str
+    present: bool
+    valid: bool
+    reasons: list[str] = Factory(list)
+
+
+@define
+class MetricBlock:
+    """The task metric: `strict` is completeness-gated (any missing or invalid case gives 0)."""
+
+    name: str
+    strict: float
+    partial: float
+    used: Literal["strict", "partial"] = "strict"
+    components: dict[str, float | None] = Factory(dict)
+    per_case: list[dict[str, Any]] = Factory(list)
+
+    @property
+    def value(self) -> float:
+        return self.strict if self.used == "strict" else self.partial
+
+
+@define
+class Evaluation:
+    """What the isolated evaluator returns: only facts about the submission, never agent stages."""
+
+    task_id: str
+    expected_cases: int
+    present_cases: int
+    valid_cases: int
+    cases: list[CaseVerdict]
+    metric: MetricBlock
+    extra_files: list[str] = Factory(list)
+    duration_s: float = 0.0
+    evaluator_version: str = ""
+    error: str | None = None
+
+    @property
+    def completion(self) -> float:
+        return self.present_cases / self.expected_cases if self.expected_cases else 0.0
+
+    @property
+    def all_valid(self) -> bool:
+        return self.expected_cases > 0 and self.valid_cases == self.expected_cases
+
+
+# ---------------------------------------------------------------- trajectory
+
+
+@define
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+    parsed: dict[str, Any] | None = None
+    error: str | None = None
+
+
+@define
+class AgentTurn:
+    """What an agent returns for one step: text and zero or more tool calls."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = Factory(list)
+    reasoning: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost_usd: float = 0.0
+    finish_reason: str = ""
+
+
+@define
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    capped: bool = False
+
+
+# ---------------------------------------------------------------- isolation
+
+
+@define
+class BreachEvidence:
+    turn: int
+    kind: str
+    path: str
+    command: str = ""
+
+
+@define
+class Isolation:
+    sandbox: str
+    protections: list[str] = Factory(list)
+    gaps: list[str] = Factory(list)
+    breached: bool = False
+    evidence: list[BreachEvidence] = Factory(list)
+
+
+# ---------------------------------------------------------------- result
+
+
+@define
+class StageScore:
+    stage: str
+    name: str
+    score: float | None
+    weight: float
+    items: list[ItemVerdict] = Factory(list)
+    rule: str = ""
+
+
+@define
+class FiredCode:
+    """A post-run error code (E1–E5) or a harness code; codes never change a score."""
+
+    code: str
+    message: str
+    stage: str = ""
+    evidence_turns: list[int] = Factory(list)
+    source: str = "harness"
+
+
+@define
+class Header:
+    run_id: str
+    task: str
+    track: str
+    tier: str
+    agent: str
+    sandbox: str
+    judge: str
+    started_at: str
+    versions: dict[str, str] = Factory(dict)
+    hashes: dict[str, str] = Factory(dict)
+    schema_version: int = SCHEMA_VERSION
+
+
+@define
+class Runtime:
+    wall_s: float = 0.0
+    agent_s: float = 0.0
+    exec_s: float = 0.0
+    harness_s: float = 0.0
+    eval_s: float = 0.0
+    judge_s: float = 0.0
+    turns: int = 0
+    tool_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    judge_cost_usd: float = 0.0
+    peak_rss_mb: float = 0.0
+
+
+@define
+class Aggregate:
+    agentic: float | None
+    overall: float | None
+    task: float | None
+    rating: str
+    rating_reason: str
+    rule: str
+    agentic_nulls_as_zero: float = 0.0
+
+
+@define
+class Result:
+    header: Header
+    state: RunState
+    end_reason: str
+    runtime: Runtime
+    stages: list[StageScore]
+    task: MetricBlock | None
+    aggregate: Aggregate
+    isolation: Isolation
+    submission: SubmissionManifest = Factory(SubmissionManifest)
+    cases: list[CaseVerdict] = Factory(list)
+    error_codes: list[FiredCode] = Factory(list)
+    judge: JudgeVerdict | None = None
+    error: str | None = field(default=None)
+
+    def stage(self, stage: str) -> StageScore:
+        return next(s for s in self.stages if s.stage == stage)

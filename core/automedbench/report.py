@@ -1,0 +1,51 @@
+"""Readable terminal summaries of a result (rich tables)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .records import Result
+
+
+def fmt(value: float | None) -> str:
+    return "null" if value is None else f"{value:.3f}"
+
+
+def render(result: Result, console: Console, *, items: bool = False) -> None:
+    h, a = result.header, result.aggregate
+    console.print(f"[bold]run {h.run_id}[/]  task {h.task}  tier {h.tier}  agent {h.agent}  "
+                  f"sandbox {h.sandbox}  judge {h.judge}")
+    console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
+                  f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("Stage", "Name", "Weight", "Score", "Rule"):
+        table.add_column(col)
+    for stage in result.stages:
+        table.add_row(stage.stage, stage.name, f"{stage.weight:.2f}", fmt(stage.score), escape(stage.rule))
+        if items:
+            for item in stage.items:
+                turns = ",".join(map(str, item.evidence_turns))
+                table.add_row("", f"  {item.id}", "", fmt(item.value),
+                              escape(item.rationale + (f" [turns {turns}]" if turns else "")))
+    console.print(table)
+    if result.task is not None:
+        comps = "  ".join(f"{k} {fmt(v)}" for k, v in result.task.components.items())
+        console.print(f"Task ({result.task.name}): strict {fmt(result.task.strict)}  partial "
+                      f"{fmt(result.task.partial)}  [used: {result.task.used}]  {comps}")
+    console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
+                  f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
+    if a.agentic is None and result.stages:
+        console.print(f"  a stage is null; with nulls as 0 Agentic would be {fmt(a.agentic_nulls_as_zero)}")
+    bad = [c for c in result.cases if not c.valid]
+    for case in bad[:10]:
+        console.print(f"  case {case.case_id}: " + escape("; ".join(case.reasons)))
+    if len(bad) > 10:
+        console.print(f"  ... and {len(bad) - 10} more invalid case(s)")
+    if result.isolation.breached:
+        console.print("[bold red]ISOLATION BREACH[/] — all scores zeroed")
+        for ev in result.isolation.evidence[:10]:
+            console.print(f"  turn {ev.turn}: {ev.kind}: " + escape(ev.path))
+    if result.error:
+        console.print("[red]error:[/] " + escape(result.error))

@@ -1,0 +1,1 @@
+"""Sandbox backends shipped with the core."""

@@ -1,0 +1,229 @@
+"""The local sandbox: one fresh process per call, in a bubblewrap namespace where the machine has it.
+
+With bubblewrap (`bwrap`): a new mount, PID, IPC, UTS and (unless the task allows it) network
+namespace; only system directories and the Python installation are mounted read-only, the public data
+read-only at /data/public, the workspace read-write at /workspace, a private /tmp; private references
+and the rest of the host filesystem are simply absent. Without it (`--sandbox local-plain`, or when bwrap
+is missing) the process runs on the host with a scrubbed environment and limits only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..records import ExecResult
+from ..sandbox import Sandbox, SandboxSession, SandboxSpec
+
+PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
+
+
+class _Capture:
+    """Reads a pipe, keeping the head and the tail when output runs past the cap."""
+
+    def __init__(self, stream, cap: int) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.cap = cap
+        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, stream) -> None:
+        half = self.cap // 2
+        for chunk in iter(lambda: stream.read1(65536), b""):
+            self.total += len(chunk)
+            room = half - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > half:
+                    del self.tail[: len(self.tail) - half]
+        stream.close()
+
+    def text(self) -> tuple[str, bool]:
+        self.thread.join(timeout=5)
+        capped = self.total > len(self.head) + len(self.tail)
+        middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes dropped ...]\n" if capped else ""
+        return (self.head.decode("utf-8", "replace") + middle + self.tail.decode("utf-8", "replace")), capped
+
+
+def bwrap_path() -> str | None:
+    found = shutil.which("bwrap")
+    if not found:
+        return None
+    try:
+        probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                               capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found if probe.returncode == 0 else None
+
+
+class LocalSession(SandboxSession):
+    def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
+        self.spec = spec
+        self.bwrap = bwrap
+        self.calls = 0
+        ws = spec.workspace
+        for sub in (".home", ".cache", ".tmp", ".automedbench/exec"):
+            (ws / sub).mkdir(parents=True, exist_ok=True)
+        if bwrap:
+            self.data_dir, self.workspace_dir = "/data/public", "/workspace"
+        else:
+            self.data_dir, self.workspace_dir = str(spec.public), str(ws)
+        self._live: subprocess.Popen | None = None
+
+    # ---------------------------------------------------------------- environment
+
+    def _env(self) -> dict[str, str]:
+        ws = self.workspace_dir
+        tmp = "/tmp" if self.bwrap else f"{ws}/.tmp"
+        env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+        env.setdefault("LANG", "C.UTF-8")
+        cache = f"{ws}/.cache"
+        env.update({
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": f"{ws}/.home",
+            "TMPDIR": tmp,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "WORKSPACE_DIR": ws,
+            "DATA_DIR": self.data_dir,
+            "XDG_CACHE_HOME": cache,
+            "PIP_CACHE_DIR": f"{cache}/pip",
+            "HF_HOME": f"{cache}/huggingface",
+            "TORCH_HOME": f"{cache}/torch",
+            "MPLCONFIGDIR": f"{cache}/matplotlib",
+            "MONAI_DATA_DIRECTORY": f"{cache}/monai",
+        })
+        env.update(self.spec.env)
+        return env
+
+    def _bwrap_args(self, env: dict[str, str]) -> list[str]:
+        assert self.bwrap
+        args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--hostname", "sandbox"]
+        if self.spec.network:
+            args.append("--share-net")
+        for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
+            args += ["--ro-bind-try", system, system]
+        for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
+            args += ["--ro-bind", prefix, prefix]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                 "--ro-bind", str(self.spec.public), "/data/public",
+                 "--bind", str(self.spec.workspace), "/workspace"]
+        for inside, host in sorted(self.spec.decoys.items()):
+            args += ["--ro-bind", str(host), inside]
+        args += ["--chdir", "/workspace", "--clearenv"]
+        for key, value in sorted(env.items()):
+            args += ["--setenv", key, value]
+        return args
+
+    def bound_sources(self) -> list[Path]:
+        """Host directories the sandbox can read; the runner checks private data is under none of them."""
+        if not self.bwrap:
+            return [Path("/")]
+        roots = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", sys.base_prefix, sys.prefix]
+        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve()]
+
+    # ---------------------------------------------------------------- execution
+
+    def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:
+        if language not in ("python", "bash"):
+            return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
+        self.calls += 1
+        suffix = ".py" if language == "python" else ".sh"
+        name = f"call_{self.calls:04d}{suffix}"
+        host_script = self.spec.workspace / ".automedbench" / "exec" / name
+        host_script.write_text(code, encoding="utf-8")
+        script = f"{self.workspace_dir}/.automedbench/exec/{name}"
+        runner = [sys.executable, "-u", script] if language == "python" else ["bash", script]
+        env = self._env()
+        if self.bwrap:
+            argv, popen_env, cwd = self._bwrap_args(env) + runner, {"PATH": "/usr/bin:/bin"}, None
+        else:
+            argv, popen_env, cwd = runner, env, self.spec.workspace
+        limit = self.spec.memory_mb * 1024 * 1024
+
+        def _limits() -> None:
+            if limit > 0:
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        started = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=popen_env, cwd=cwd, start_new_session=True,
+                                preexec_fn=_limits)
+        self._live = proc
+        out = _Capture(proc.stdout, self.spec.output_cap_bytes)
+        err = _Capture(proc.stderr, self.spec.output_cap_bytes)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._kill(proc)
+            proc.wait()
+        finally:
+            self._live = None
+        stdout, capped_out = out.text()
+        stderr, capped_err = err.text()
+        if timed_out:
+            stderr += f"\nTIMEOUT: killed after {timeout_s:.0f} s (whole process group)"
+        code_ = proc.returncode if not timed_out else -9
+        return ExecResult(code_, stdout, stderr, round(time.monotonic() - started, 3), timed_out,
+                          out.total, err.total, capped_out or capped_err)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def protections(self) -> tuple[list[str], list[str]]:
+        common = ["fresh process per call", "scrubbed environment (no host secrets)",
+                  "HOME and caches inside the workspace", f"address-space limit {self.spec.memory_mb} MB",
+                  "process-group kill on timeout", "output capped per call",
+                  "inotify tripwire on private and decoy files"]
+        if self.bwrap:
+            prot = [
+                *common,
+                "bubblewrap: private references and host files not mounted",
+                "read-only /data/public and system directories",
+                "writable only /workspace and a private /tmp",
+                "new PID/IPC/UTS/mount namespaces",
+                "network namespace (no network)" if not self.spec.network else "network shared (task allows)",
+            ]
+            return prot, ["no seccomp filter", "no cgroup CPU/pids limit"]
+        return common, ["no filesystem isolation: the host filesystem (including private data) is reachable "
+                        "and only the tripwire detects reads", "network not restricted",
+                        "writes outside the workspace not prevented", "setsid'd grandchildren can outlive a kill"]
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._kill(self._live)
+
+
+class LocalSandbox(Sandbox):
+    def __init__(self, isolation: str = "auto") -> None:
+        self.isolation = isolation
+        self.name = "local" if isolation == "auto" else "local-plain"
+
+    def available(self) -> tuple[bool, str]:
+        if self.isolation == "none":
+            return True, "plain host process (no filesystem isolation)"
+        found = bwrap_path()
+        return True, ("bubblewrap at " + found) if found else "bubblewrap not usable: plain host process"
+
+    def open(self, spec: SandboxSpec) -> LocalSession:
+        bwrap = bwrap_path() if self.isolation == "auto" else None
+        return LocalSession(spec, bwrap)

@@ -1,0 +1,52 @@
+"""JSON for every record, through one cattrs converter so that loading validates types and fields."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.preconf.json import make_converter
+
+from .errors import UserError
+from .fsutil import atomic_write_text
+
+T = TypeVar("T")
+
+converter = make_converter(forbid_extra_keys=False)
+
+
+def to_dict(record: Any) -> Any:
+    return converter.unstructure(record)
+
+
+def from_dict(data: Any, cls: type[T]) -> T:
+    return converter.structure(data, cls)
+
+
+def dumps(record: Any, *, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(record), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def loads(text: str, cls: type[T]) -> T:
+    return from_dict(json.loads(text), cls)
+
+
+def write_json(path: Path, record: Any) -> None:
+    """Atomically write a record: a reader sees the old file or the new one, never half of one."""
+    atomic_write_text(path, dumps(record) + "\n")
+
+
+def read_json(path: Path, cls: type[T]) -> T:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    try:
+        return loads(text, cls)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except cattrs.BaseValidationError as exc:
+        detail = "; ".join(cattrs.transform_error(exc))
+        raise UserError(f"{path}: does not match the {cls.__name__} schema: {detail}") from None

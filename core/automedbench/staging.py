@@ -1,0 +1,77 @@
+"""Where staged task data lives, and the one-time digest that pins it in every result header."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import UserError
+from .fsutil import atomic_write_text, tree_digest
+from .records import TaskSpec
+from .track import StagedData, Track
+
+STAMP = "staging.json"
+
+
+def default_data_root() -> Path:
+    env = os.environ.get("AUTOMEDBENCH_DATA")
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "automedbench" / "data"
+
+
+def task_dir(data_root: Path, task: TaskSpec) -> Path:
+    return data_root / task.id
+
+
+def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = None,
+          force: bool = False) -> StagedData:
+    dest = task_dir(data_root, task)
+    stamp = dest / STAMP
+    if stamp.exists() and not force and source is None:
+        return load(task, data_root)
+    if source is not None and not source.exists():
+        raise UserError(f"source {source} does not exist")
+    staged = track.stage(task, dest, source)
+    if not staged.case_ids:
+        raise UserError(f"staging {task.id} produced no cases")
+    info = {
+        "task": task.id,
+        "case_ids": staged.case_ids,
+        "public_sha256": tree_digest(staged.public),
+        "private_sha256": tree_digest(staged.private),
+        "source": str(source) if source else "generated",
+    }
+    atomic_write_text(stamp, json.dumps(info, indent=2) + "\n")
+    return staged
+
+
+def load(task: TaskSpec, data_root: Path) -> StagedData:
+    if not data_root.exists():
+        raise UserError(f"data root {data_root} does not exist (set --data-root or AUTOMEDBENCH_DATA)")
+    dest = task_dir(data_root, task)
+    stamp = dest / STAMP
+    if not stamp.exists():
+        hint = "" if task.demo else f"; run: automedbench stage {task.id} --from PATH"
+        raise UserError(f"task {task.id} is not staged under {data_root}{hint}")
+    info = json.loads(stamp.read_text())
+    staged = StagedData(dest, dest / "public", dest / "private", list(info["case_ids"]))
+    for folder in (staged.public, staged.private):
+        if not folder.is_dir():
+            raise UserError(f"staged data for {task.id} is damaged: {folder} missing; re-stage with --force")
+    return staged
+
+
+def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
+    """Demo tasks stage themselves on first use; real tasks must have been staged by the user."""
+    stamp = task_dir(data_root, task) / STAMP
+    if task.demo and not stamp.exists():
+        data_root.mkdir(parents=True, exist_ok=True)
+        return stage(track, task, data_root)
+    return load(task, data_root)
+
+
+def digests(task: TaskSpec, data_root: Path) -> dict[str, str]:
+    info = json.loads((task_dir(data_root, task) / STAMP).read_text())
+    return {"public_data": info["public_sha256"], "private_data": info["private_sha256"]}

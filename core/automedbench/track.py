@@ -1,0 +1,105 @@
+"""The Track interface: everything a medical task family contributes to the harness.
+
+A track owns its data (stagers, demo generators), its output contract (checker), its metric, its
+rubric wording and brief templates, and a scripted reference solution. The core owns everything else.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from attrs import Factory, define
+
+from .records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
+
+
+@define
+class StagedData:
+    """Where a staged task lives: `public/` is what the agent sees, `private/` is for the scorer only."""
+
+    root: Path
+    public: Path
+    private: Path
+    case_ids: list[str]
+
+
+@define
+class ScriptStep:
+    """One tool call of a scripted solution. `phase` names the stage it belongs to (for flawed variants)."""
+
+    phase: str
+    language: str = "python"
+    code: str = ""
+    say: str = ""
+    submit: bool = False
+
+
+@define
+class ScriptedSolution:
+    """A competent run as tool calls, written by the track; the core's scripted agents replay and damage it."""
+
+    steps: list[ScriptStep] = Factory(list)
+    # Replacements for flawed variants, keyed by the variant name (e.g. "wrong-format").
+    variants: dict[str, list[ScriptStep]] = Factory(dict)
+
+
+@define
+class CaseScore:
+    case_id: str
+    values: dict[str, Any]
+
+
+class Track(ABC):
+    """Subclass this in a plugin and register an instance through `automedbench_register_tracks`."""
+
+    name: str = ""
+
+    @abstractmethod
+    def tasks(self) -> list[TaskSpec]:
+        """Every task this track offers."""
+
+    @abstractmethod
+    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
+        """Write `dest/public` and `dest/private` (idempotent). Demo tasks generate; real ones read `source`."""
+
+    @abstractmethod
+    def template_dir(self) -> Path:
+        """Folder of Jinja2 templates: `task.md.j2` and the optional `skill_s1/2/3.md.j2` hints."""
+
+    @abstractmethod
+    def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
+        """Validate one case's outputs (in `submitted`) against the contract, using only public inputs."""
+
+    @abstractmethod
+    def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
+        """Metric values for one valid case. Called only by the isolated evaluator."""
+
+    @abstractmethod
+    def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
+                  private: Path) -> MetricBlock:
+        """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial.
+
+        `private` is available for case facts (e.g. which cases are lesion-positive) that missing
+        cases still count towards."""
+
+    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+        """Rubric items with this track's wording; the default is the core's generic rubric."""
+        from .rubric import default_rubric
+
+        return default_rubric()
+
+    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
+        raise NotImplementedError(f"track {self.name} ships no scripted reference solution")
+
+    def baselines(self) -> dict[str, str]:
+        """Name -> description of baselines `write_baseline` can produce for `automedbench evaluate`."""
+        return {}
+
+    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+        raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
+
+    def iter_cases(self, staged: StagedData) -> Iterator[str]:
+        yield from staged.case_ids

@@ -1,0 +1,76 @@
+"""The append-only trajectory: one JSON line per event, flushed as it happens.
+
+Tool output is kept whole on disk (up to the sandbox's per-call cap) but long streams go to side files
+under `tool_output/` so that `trajectory.jsonl` stays small and streamable; the model sees only tails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+INLINE_LIMIT = 16_000
+MODEL_STDOUT_TAIL = 3000
+MODEL_STDERR_TAIL = 2000
+
+
+def tail(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"[... {len(text) - limit} characters omitted ...]\n" + text[-limit:]
+
+
+class TrajectoryWriter:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.side = path.parent / "tool_output"
+        self._handle = path.open("a", encoding="utf-8")
+        self._t0 = time.monotonic()
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self._t0, 3)
+
+    def write(self, event: dict[str, Any]) -> None:
+        event = {"t": self.elapsed(), **event}
+        self._handle.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
+        """Inline short streams; spill long ones to a side file and keep a pointer."""
+        if len(text) <= INLINE_LIMIT:
+            return {name: text}
+        self.side.mkdir(exist_ok=True)
+        side = self.side / f"turn{turn:04d}_{call_id}_{name}.txt"
+        side.write_text(text, encoding="utf-8")
+        return {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_file": str(side.relative_to(self.path.parent)),
+                f"{name}_chars": len(text)}
+
+    def close(self) -> None:
+        if not self._handle.closed:
+            self._handle.close()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Read a trajectory, tolerating a torn last line from a crash."""
+    events = []
+    if not path.exists():
+        return events
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return events
+
+
+def full_stream(run_dir: Path, event: dict[str, Any], name: str) -> str:
+    side = event.get(f"{name}_file")
+    if side:
+        return (run_dir / side).read_text(encoding="utf-8")
+    return event.get(name, "")

@@ -1,0 +1,67 @@
+"""`automedbench validate-task`: what a track author runs before publishing a task."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+
+from . import staging
+from .brief import render_brief
+from .plugins import Registry
+from .records import TIERS
+
+
+def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
+    from .evaluate_cmd import evaluate_folder
+
+    failures = 0
+
+    def check(ok: bool, what: str, detail: str = "") -> None:
+        nonlocal failures
+        failures += 0 if ok else 1
+        mark = "[green]ok[/]  " if ok else "[red]FAIL[/]"
+        console.print(f"{mark} {what}" + (f" — {detail}" if detail else ""))
+
+    track, task = reg.task(task_id)
+    check(True, f"task file parses: {task.id} ({task.case_count} cases, tiers {', '.join(task.tiers)})")
+    try:
+        staged = staging.ensure(track, task, data_root)
+        check(len(staged.case_ids) == task.case_count, "staged case count matches the task file",
+              f"{len(staged.case_ids)} staged, {task.case_count} declared")
+        leaked = sorted(p.name for p in staged.public.rglob("*") if p.is_file()
+                        and any(p.name == q.name for q in staged.private.rglob("*") if q.is_file()))
+        check(not leaked, "no reference file name appears in public/", ", ".join(leaked[:5]))
+    except Exception as exc:
+        check(False, "staging", str(exc))
+        return False
+    for tier in TIERS:
+        if tier not in task.tiers:
+            continue
+        try:
+            text = render_brief(task, tier, track.template_dir(), data_dir="/data/public",
+                                workspace_dir="/workspace", case_ids=staged.case_ids)
+            check("{{" not in text and "{%" not in text, f"brief renders at {tier}", f"{len(text)} characters")
+        except Exception as exc:
+            check(False, f"brief renders at {tier}", str(exc))
+    rubric = track.rubric(task)
+    check({i.stage for i in rubric} == {"S1", "S2", "S3"}, "rubric covers S1–S3", f"{len(rubric)} items")
+    baselines = track.baselines()
+    with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
+        for name in baselines:
+            try:
+                result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name)
+                strict = result.task.strict if result.task else None
+                if name == "perfect":
+                    check(strict == 1.0 and result.aggregate.rating == "A", "perfect baseline scores 1.0 / A",
+                          f"strict {strict}, rating {result.aggregate.rating}")
+                elif name == "empty":
+                    check((strict or 0.0) < 0.5, "empty baseline scores low", f"strict {strict}")
+                else:
+                    check(result.task is not None, f"baseline {name} evaluates", f"strict {strict}")
+            except Exception as exc:
+                check(False, f"baseline {name}", str(exc))
+    check("perfect" in baselines, "track offers a perfect baseline")
+    console.print(f"{'[green]valid[/]' if not failures else f'[red]{failures} problem(s)[/]'}: {task_id}")
+    return failures == 0

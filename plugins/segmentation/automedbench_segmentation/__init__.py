@@ -1,0 +1,3 @@
+"""AutoMedBench segmentation track."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,19 @@
+"""Entry point of the segmentation track: registers the track and its Dice metric."""
+
+from __future__ import annotations
+
+from automedbench.hookspecs import Register, hookimpl
+
+
+@hookimpl
+def automedbench_register_tracks(register: Register) -> None:
+    from .track import SegmentationTrack
+
+    register("segmentation", SegmentationTrack, "CT tumour / organ and MRI tissue segmentation (Dice)")
+
+
+@hookimpl
+def automedbench_register_metrics(register: Register) -> None:
+    from .metrics import DiceMetric
+
+    register("dice", DiceMetric, "per-label Dice from one joint histogram (both empty = 1)")

@@ -1,0 +1,137 @@
+"""The scripted reference solution for organ + lesion tasks, as tool calls (agent code, run in the sandbox)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from automedbench.records import TaskSpec
+from automedbench.track import ScriptedSolution, ScriptStep
+
+PLAN_MD = """# Plan: {title}
+
+## Candidates considered
+| Candidate | Labels | Weights here? | Verdict |
+|---|---|---|---|
+| nnU-Net v2 (KiTS19) | kidney + tumour | no (offline sandbox) | best in general, unavailable |
+| MONAI bundle / VISTA3D | organs, some tumour classes | no | unavailable offline |
+| TotalSegmentator | organs only, no tumour class | no | would need a tumour model beside it |
+| Classical HU thresholds + connected components | kidney + hypodense tumour | needs none | **chosen** |
+
+Chosen: classical HU-threshold segmenter — it predicts both the kidney and the tumour (lesion) label and
+runs offline on the CPU.
+
+## Pipeline
+1. Load each `ct.nii.gz` with nibabel; keep the affine and header.
+2. Preprocess: Gaussian smoothing (sigma 1.0 voxel) to suppress noise.
+3. Inference: kidney = 2 largest components with {lo:.0f} < HU < {hi:.0f}, closed and hole-filled;
+   tumour = hypodense voxels (50–130 HU) inside the eroded kidney mask.
+4. Post-process/save: binary uint8 masks `organ.nii.gz`, `lesion.nii.gz` with the input affine.
+5. Validate: pilot ONE case, check shape, values {{0,1}}, voxel counts and lesion/organ ratio; then batch.
+6. Verify every case's outputs and submit.
+"""
+
+PLAN_PNG = '''
+from PIL import Image, ImageDraw
+steps = ["load CT", "smooth", "threshold + CC", "tumour inside kidney", "save masks", "validate"]
+img = Image.new("RGB", (900, 220), "white")
+d = ImageDraw.Draw(img)
+for i, s in enumerate(steps):
+    x = 20 + i * 145
+    d.rectangle([x, 80, x + 120, 140], outline=(20, 60, 160), fill=(210, 225, 250), width=3)
+    d.text((x + 8, 102), s, fill=(0, 0, 0))
+    if i < len(steps) - 1:
+        d.line([x + 120, 110, x + 145, 110], fill=(200, 40, 40), width=4)
+d.text((20, 30), "Pipeline: kidney + tumour segmentation (classical)", fill=(0, 0, 0))
+img.save("{plan}/plan.png")
+print("wrote plan.png", img.size)
+'''
+
+
+def method_source() -> str:
+    return resources.files(__package__).joinpath("reference_method.py").read_text()
+
+
+def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
+    out, plan = f"{ws}/outputs", f"{ws}/plan"
+    from .reference_method import ORGAN_MAX, ORGAN_MIN
+
+    plan_text = PLAN_MD.format(title=task.title, lo=ORGAN_MIN, hi=ORGAN_MAX)
+    first = f"$(ls {data_dir} | head -1)"
+    steps = [
+        ScriptStep("explore", "bash",
+                   f"ls {data_dir} | head; ls {data_dir}/{first}; nproc; "
+                   "python3 -c \"import numpy, scipy, nibabel; print('numpy', numpy.__version__, "
+                   "'scipy', scipy.__version__, 'nibabel', nibabel.__version__)\"",
+                   say="Exploring the data and checking the environment."),
+        ScriptStep("plan", "python",
+                   f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
+                   f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
+                   + PLAN_PNG.format(plan=plan),
+                   say="Candidates: nnU-Net (KiTS19), MONAI/VISTA3D, TotalSegmentator, classical thresholds. "
+                       "Writing plan.md and plan.png."),
+        ScriptStep("inspect", "python",
+                   "import glob, nibabel as nib, numpy as np\n"
+                   f"path = sorted(glob.glob('{data_dir}/*/{task.input_files[0]}'))[0]\n"
+                   "img = nib.load(path)\ndata = np.asanyarray(img.dataobj)\n"
+                   "print(path, 'shape', data.shape, 'dtype', data.dtype, 'zooms', img.header.get_zooms())\n"
+                   "print('affine', img.affine.round(3).tolist())\n"
+                   "print('HU percentiles', np.percentile(data, [1, 50, 99]).tolist())",
+                   say="Checking input compatibility: shape, dtype, spacing, intensity range."),
+        ScriptStep("setup", "python",
+                   f"import hashlib, pathlib\nsrc = {method_source()!r}\n"
+                   f"pathlib.Path('{ws}/segment.py').write_text(src)\n"
+                   f"import sys; sys.path.insert(0, '{ws}')\nimport numpy as np, segment\n"
+                   "organ, lesion = segment.segment(np.zeros((32, 32, 8), dtype=np.int16))\n"
+                   "print('method obtained: segment.py sha256', hashlib.sha256(src.encode()).hexdigest()[:12])\n"
+                   "print('model loaded and ready: smoke output', organ.shape, organ.dtype)",
+                   say="Writing the method and confirming it loads."),
+        ScriptStep("pilot", "bash",
+                   f"cd {ws} && python3 segment.py {data_dir} {out} {first}",
+                   say="Pilot on ONE case."),
+        ScriptStep("validate", "python",
+                   "import glob, os, nibabel as nib, numpy as np\n"
+                   f"case = sorted(os.listdir('{out}'))[0]\n"
+                   f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
+                   f"organ = nib.load('{out}/' + case + '/organ.nii.gz')\n"
+                   f"lesion = nib.load('{out}/' + case + '/lesion.nii.gz')\n"
+                   "o, l = np.asanyarray(organ.dataobj), np.asanyarray(lesion.dataobj)\n"
+                   "assert o.shape == ct.shape and l.shape == ct.shape, (o.shape, l.shape, ct.shape)\n"
+                   "assert np.allclose(organ.affine, ct.affine)\n"
+                   "assert set(np.unique(o)) <= {0, 1} and set(np.unique(l)) <= {0, 1}\n"
+                   "n_o, n_l = int(o.sum()), int(l.sum())\n"
+                   "ratio = n_l / max(n_o, 1)\n"
+                   "print(case, 'organ voxels', n_o, 'lesion voxels', n_l, 'ratio', round(ratio, 4))\n"
+                   "assert n_o > 1000 and ratio < 0.6\nprint('PILOT OK')",
+                   say="Validating the pilot output."),
+        ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out}",
+                   say="Running the whole cohort."),
+        ScriptStep("verify", "python",
+                   "import os, nibabel as nib, numpy as np\n"
+                   f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
+                   "for case in cases:\n"
+                   f"    shape = nib.load('{data_dir}/' + case + '/{task.input_files[0]}').shape\n"
+                   "    for name in ('organ.nii.gz', 'lesion.nii.gz'):\n"
+                   f"        p = '{out}/' + case + '/' + name\n"
+                   "        if not os.path.exists(p):\n            bad.append((case, name, 'missing')); continue\n"
+                   "        a = np.asanyarray(nib.load(p).dataobj)\n"
+                   "        if a.shape != shape or a.max() > 1 or a.min() < 0:\n"
+                   "            bad.append((case, name, 'invalid'))\n"
+                   "print(len(cases), 'cases checked;', 'problems:', bad or 'none')\nassert not bad",
+                   say="Verifying every output before submitting."),
+        ScriptStep("submit", submit=True, say="All outputs verified; submitting."),
+    ]
+    half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
+    variants = {
+        "wrong-format": [ScriptStep(
+            "batch", "bash",
+            f"cd {ws} && python3 segment.py {data_dir} {out} && python3 - <<'EOF'\n"
+            "import glob, nibabel as nib, numpy as np\n"
+            f"for p in glob.glob('{out}/*/lesion.nii.gz'):\n"
+            "    img = nib.load(p)\n"
+            "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
+            "    nib.save(nib.Nifti1Image(a, img.affine), p)\nprint('saved soft lesion maps')\nEOF",
+            say="Running the cohort, saving soft lesion maps.")],
+        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out} {half}",
+                                  say="Running the first half of the cohort.")],
+    }
+    return ScriptedSolution(steps, variants)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up .venv with everything the tests need, then run the whole test suite.
+# This is the README's test command, and exactly what .ci/run runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  # bubblewrap makes the local sandbox real; without it the isolation tests skip with the reason.
+  (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "note: bubblewrap not installed"
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+[ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
+# CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
+"${PIP[@]}" "torch==2.13.0"
+"${PIP[@]}" -e ".[dev,reference]" -e plugins/segmentation
+.venv/bin/ruff check core plugins tests benchmarks
+exec .venv/bin/python -m pytest -q "$@"

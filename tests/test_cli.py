@@ -1,0 +1,90 @@
+"""The command line: bad input gives one clear line and a non-zero exit; nothing crashes."""
+
+from __future__ import annotations
+
+import pytest
+from automedbench.cli import main
+from click.testing import CliRunner
+
+
+@pytest.fixture()
+def cli(data_root, staged, monkeypatch):
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "--task", "segmentation/dem", "--agent", "reference"], "did you mean 'segmentation/demo'"),
+    (["run", "--task", "segmentation/demo", "--agent", "refrence"], "unknown agent 'refrence'"),
+    (["run", "--task", "segmentation/demo", "--sandbox", "nope"], "unknown sandbox 'nope'"),
+    (["run", "--task", "segmentation/demo", "--judge", "nope"], "unknown judge 'nope'"),
+    (["evaluate", "--task", "segmentation/demo"], "exactly one of --submission"),
+    (["evaluate", "--task", "segmentation/demo", "--baseline", "perfekt"], "unknown baseline 'perfekt'"),
+    (["show", "no-such-run"], "no such file"),
+    (["run", "--task", "segmentation/demo", "--agent-option", "oops"], "KEY=VALUE"),
+])
+def test_bad_input_is_one_clear_line(cli, args, needle):
+    result = cli(*args)
+    assert result.exit_code == 2
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unknown_tier_is_rejected_by_click(cli):
+    result = cli("run", "--task", "segmentation/demo", "--tier", "ultra")
+    assert result.exit_code == 2 and "ultra" in result.output
+
+
+def test_missing_data_root(cli, tmp_path):
+    result = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect",
+                 "--data-root", str(tmp_path / "nowhere"))
+    assert result.exit_code == 0  # demo tasks stage themselves into a new root
+    assert "Rating A" in result.output
+
+
+def test_real_task_not_staged_names_the_fix(cli, reg, tmp_path, monkeypatch):
+    from automedbench import staging
+    from automedbench.errors import UserError
+
+    track, task = reg.task("segmentation/demo")
+    import attrs
+
+    real = attrs.evolve(task, demo=False)
+    with pytest.raises(UserError, match="automedbench stage segmentation/demo --from PATH"):
+        staging.ensure(track, real, tmp_path)
+
+
+def test_run_then_show_rerenders(cli, tmp_path):
+    out = tmp_path / "runs"
+    result = cli("run", "--task", "segmentation/demo", "--agent", "reference", "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "Overall" in result.output and "Rating A" in result.output
+    run_dir = next(out.iterdir())
+    shown = cli("show", run_dir.name, "--runs", str(out), "--items")
+    assert shown.exit_code == 0
+    assert "s3_validate" in shown.output and "Overall" in shown.output
+    as_json = cli("show", str(run_dir), "--json")
+    assert '"state": "scored"' in as_json.output
+
+
+def test_plugins_lists_components_with_distribution(cli):
+    result = cli("plugins")
+    assert result.exit_code == 0
+    for needle in ("segmentation", "automedbench-segmentation", "reference", "local", "rules", "dice"):
+        assert needle in result.output
+
+
+def test_validate_task_passes_for_the_demo(cli):
+    result = cli("validate-task", "segmentation/demo")
+    assert result.exit_code == 0, result.output
+    assert "perfect baseline scores 1.0 / A" in result.output and "FAIL" not in result.output
+
+
+def test_help_explains(cli):
+    result = cli("run", "--help")
+    assert "--tier" in result.output and "strict" in result.output

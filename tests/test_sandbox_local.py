@@ -1,0 +1,125 @@
+"""The local sandbox: what code inside it can and cannot see or do."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from automedbench.sandbox import SandboxSpec
+from automedbench.sandboxes.local import LocalSandbox, bwrap_path
+from automedbench.tripwire import Tripwire, plant_decoys
+
+needs_bwrap = pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap (bwrap) not usable on this machine")
+
+
+@pytest.fixture()
+def layout(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "public" / "c1").mkdir(parents=True)
+    (tmp_path / "public" / "c1" / "ct.txt").write_text("input")
+    (tmp_path / "private" / "c1").mkdir(parents=True)
+    (tmp_path / "private" / "c1" / "lesion.txt").write_text("SECRET-REFERENCE")
+    return tmp_path
+
+
+def session(layout, isolation="auto", **kw):
+    decoy = plant_decoys(layout / "private", layout / "decoy")
+    spec = SandboxSpec(layout / "ws", layout / "public", decoys={"/data/private": decoy}, **kw)
+    return LocalSandbox(isolation).open(spec), decoy
+
+
+@needs_bwrap
+def test_private_data_is_not_visible(layout):
+    s, _ = session(layout)
+    r = s.execute("bash", f"cat {layout}/private/c1/lesion.txt; ls {layout}", 10)
+    assert "SECRET-REFERENCE" not in r.stdout
+    assert r.exit_code != 0
+
+
+@needs_bwrap
+def test_public_is_read_only_and_workspace_writable(layout):
+    s, _ = session(layout)
+    r = s.execute("bash", "cat /data/public/c1/ct.txt; echo x > /data/public/new 2>&1; "
+                          "echo ok > /workspace/out.txt; touch /usr/evil 2>&1; echo done", 10)
+    assert "input" in r.stdout and "Read-only" in r.stdout and r.stdout.strip().endswith("done")
+    assert (layout / "ws" / "out.txt").read_text() == "ok\n"
+    assert not (layout / "public" / "new").exists()
+
+
+@needs_bwrap
+def test_no_network_by_default(layout):
+    s, _ = session(layout)
+    r = s.execute("python", "import socket\ns = socket.socket()\ns.settimeout(2)\n"
+                            "print(s.connect_ex(('127.0.0.1', 22)))\nprint(open('/proc/net/dev').read())", 10)
+    lines = r.stdout.splitlines()
+    assert r.exit_code == 0 and lines[0] != "0"
+    assert not any(line.strip().startswith(("eth", "ens", "enp")) for line in lines)
+
+
+def test_environment_is_scrubbed(layout, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
+    s, _ = session(layout)
+    r = s.execute("bash", "env", 10)
+    assert "sk-should-not-leak" not in r.stdout
+    assert "HOME=" + s.workspace_dir + "/.home" in r.stdout
+
+
+def test_timeout_kills_the_whole_process_group(layout):
+    s, _ = session(layout)
+    started = time.monotonic()
+    r = s.execute("bash", "sleep 60 & sleep 60 & wait", 1)
+    assert r.timed_out and r.exit_code == -9
+    assert time.monotonic() - started < 10
+    assert "TIMEOUT" in r.stderr
+
+
+def test_memory_limit(layout):
+    s, _ = session(layout, memory_mb=512)
+    r = s.execute("python", "x = bytearray(2 * 1024 ** 3)\nprint('allocated')", 20)
+    assert r.exit_code != 0 and "allocated" not in r.stdout
+    assert "MemoryError" in r.stderr
+
+
+def test_runaway_output_is_capped(layout):
+    s, _ = session(layout, output_cap_bytes=1 << 16)
+    r = s.execute("python", "import sys\nfor i in range(200000):\n    sys.stdout.write('y' * 99 + '\\n')\n"
+                            "print('THE-END')", 30)
+    assert r.capped and r.stdout_bytes == 200000 * 100 + 8
+    assert len(r.stdout) < 70_000 and r.stdout.rstrip().endswith("THE-END")
+
+
+def test_state_does_not_persist_between_calls(layout):
+    s, _ = session(layout)
+    s.execute("python", "import os\nos.environ['X'] = '1'\nglobal_var = 5", 10)
+    r = s.execute("python", "import os\nprint(os.environ.get('X'), 'global_var' in globals())", 10)
+    assert r.stdout.strip() == "None False"
+
+
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+def test_tripwire_sees_reads_of_decoys_and_private(layout, isolation):
+    if isolation == "auto" and bwrap_path() is None:
+        pytest.skip("bubblewrap not usable")
+    s, decoy = session(layout, isolation)
+    wire = Tripwire()
+    if not wire.active:
+        pytest.skip("inotify unavailable")
+    wire.watch_tree(decoy)
+    wire.watch_tree(layout / "private")
+    s.execute("bash", "ls /data/public; cat /data/public/c1/ct.txt", 10)
+    assert wire.drain() == []  # reading public data is not a breach
+    target = "/data/private/c1/lesion.txt" if isolation == "auto" else f"{layout}/private/c1/lesion.txt"
+    # obfuscated path: the tripwire watches inodes, not strings
+    code = "p = ''.join(chr(c) for c in " + str([ord(ch) for ch in target]) + ")\nprint(open(p).read())"
+    s.execute("python", code, 10)
+    touched = wire.drain()
+    assert any(t.endswith("c1/lesion.txt") for t in touched), touched
+    wire.close()
+
+
+def test_plain_fallback_says_what_it_does_not_protect(layout):
+    s, _ = session(layout, "none")
+    _protections, gaps = s.protections()
+    assert any("no filesystem isolation" in g for g in gaps)
+    assert s.workspace_dir == str(layout / "ws")
+    assert os.path.isdir(s.workspace_dir)

@@ -1,0 +1,94 @@
+"""Aggregation rules, checked against hand-computed numbers."""
+
+from __future__ import annotations
+
+import pytest
+from automedbench import scoring
+from automedbench.records import (
+    CaseVerdict,
+    Evaluation,
+    ItemVerdict,
+    JudgeVerdict,
+    MetricBlock,
+    RatingThresholds,
+    StageScore,
+)
+from automedbench.rubric import default_rubric
+
+
+def evaluation(present: int, valid: int, expected: int = 4, strict: float = 0.8) -> Evaluation:
+    cases = [CaseVerdict(f"c{i}", i < present, i < valid) for i in range(expected)]
+    metric = MetricBlock("m", strict if valid == expected == present else 0.0, strict * valid / expected)
+    return Evaluation("t/x", expected, present, valid, cases, metric)
+
+
+def stages(values: dict[str, float | None]) -> list[StageScore]:
+    return [StageScore(k, k, v, scoring.STAGE_WEIGHTS[k]) for k, v in values.items()]
+
+
+def test_agentic_and_overall_hand_computed():
+    st = stages({"S1": 0.5, "S2": 1.0, "S3": 0.2, "S4": 0.75, "S5": 0.5})
+    metric = MetricBlock("m", 0.6, 0.6)
+    agg = scoring.aggregate(st, metric, ("B", ""))
+    expected = 0.25 * 0.5 + 0.15 * 1.0 + 0.35 * 0.2 + 0.15 * 0.75 + 0.10 * 0.5
+    assert agg.agentic == pytest.approx(round(expected, 4))
+    assert agg.overall == pytest.approx(round(0.5 * round(expected, 4) + 0.3, 4))
+
+
+def test_null_stage_makes_agentic_null_not_zero():
+    st = stages({"S1": None, "S2": None, "S3": None, "S4": 1.0, "S5": 1.0})
+    agg = scoring.aggregate(st, MetricBlock("m", 1.0, 1.0), ("A", ""))
+    assert agg.agentic is None and agg.overall is None and agg.task == 1.0
+    assert agg.agentic_nulls_as_zero == pytest.approx(0.25)
+
+
+def test_s4_s5_rules():
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=True)
+    assert (s4.score, s5.score) == (1.0, 1.0)
+    s4, s5 = scoring.deterministic_stages(evaluation(2, 2), submitted=True)
+    assert (s4.score, s5.score) == (0.25, 0.5)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 0), submitted=True)
+    assert (s4.score, s5.score) == (0.5, 0.0)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=False)
+    assert (s4.score, s5.score) == (1.0, 0.0)
+
+
+def test_rating_letters():
+    th = RatingThresholds(0.7, 0.3)
+    assert scoring.rate(evaluation(4, 4, strict=0.71), evaluation(4, 4, strict=0.71).metric, th, False)[0] == "A"
+    assert scoring.rate(evaluation(4, 4, strict=0.5), evaluation(4, 4, strict=0.5).metric, th, False)[0] == "B"
+    assert scoring.rate(evaluation(4, 4, strict=0.1), evaluation(4, 4, strict=0.1).metric, th, False)[0] == "C"
+    assert scoring.rate(evaluation(3, 3), evaluation(3, 3).metric, th, False)[0] == "F"
+    assert scoring.rate(evaluation(4, 3), evaluation(4, 3).metric, th, False)[0] == "F"
+    assert scoring.rate(evaluation(4, 4), evaluation(4, 4).metric, th, True) == ("F", "isolation breach")
+
+
+def test_lite_auto_pass_and_requires():
+    rubric = default_rubric()
+    verdict = JudgeVerdict("x", "1", [ItemVerdict(i.id, i.stage, "", 1.0, "") for i in rubric])
+    verdict.items[0].value = 0.0  # s1a fails -> s1b and s1c forced 0
+    s1 = scoring.judged_stages(rubric, verdict, "lite")[0]
+    values = {i.id: i.value for i in s1.items}
+    assert values["s1a_plan_md"] == 0 and values["s1b_plan_pipeline"] == 0 and values["s1c_task_model"] == 0
+    assert values["s1d_researched_3"] == values["s1e_plan_png"] == values["s1f_plot_pipeline"] == 1.0
+    assert s1.score == 0.5
+    s1_std = scoring.judged_stages(rubric, verdict, "standard")[0]
+    assert not any(i.auto for i in s1_std.items)
+
+
+def test_s3_snaps_to_ladder():
+    rubric = default_rubric()
+    verdict = JudgeVerdict("x", "1", [ItemVerdict("s3_validate", "S3", "", 0.4, "")])
+    s3 = scoring.judged_stages(rubric, verdict, "pro")[2]
+    assert s3.score == 0.5
+
+
+def test_judge_error_leaves_stages_null():
+    s1, s2, s3 = scoring.judged_stages(default_rubric(), JudgeVerdict("x", "1", [], error="down"), "standard")
+    assert s1.score is None and s2.score is None and s3.score is None
+    assert all("down" in i.rationale for i in s2.items)
+
+
+def test_breach_zeroes_stages_and_task():
+    st, metric = scoring.zero_for_breach(stages({"S1": 1.0, "S4": 1.0}), MetricBlock("m", 0.9, 0.9))
+    assert all(s.score == 0.0 for s in st) and metric.strict == metric.partial == 0.0

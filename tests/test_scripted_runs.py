@@ -1,0 +1,118 @@
+"""End-to-end runs of every scripted agent on the phantom demo: each flaw costs the stage it should."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from automedbench.records import Result
+from automedbench.serialize import read_json
+from automedbench.trajectory import read_events
+
+
+def scores(result) -> dict[str, float | None]:
+    return {s.stage: s.score for s in result.stages}
+
+
+def test_reference_run_is_competent(run_agent):
+    result, run_dir = run_agent("reference")
+    s = scores(result)
+    assert result.state == "scored" and result.end_reason == "submitted"
+    assert all(s[k] is not None and s[k] > 0 for k in ("S1", "S2", "S3", "S4", "S5")), s
+    assert s["S3"] == 1.0 and s["S4"] == 1.0 and s["S5"] == 1.0
+    assert result.aggregate.overall > 0.5
+    assert result.task.strict == result.task.partial > 0.6
+    assert result.aggregate.rating == "A"
+    # the stored record round-trips and equals what the run returned
+    assert read_json(run_dir / "result.json", Result) == result
+
+
+def test_reference_standard_tier_grades_plan_png(run_agent):
+    result, _ = run_agent("reference", "standard")
+    items = {i.id: i for s in result.stages for i in s.items}
+    assert not items["s1e_plan_png"].auto and items["s1e_plan_png"].value == 1.0
+    assert items["s1d_researched_3"].value == 1.0
+    assert items["s1f_plot_pipeline"].value == 1.0
+
+
+def test_skip_validate_loses_s3_only(run_agent):
+    ref, _ = run_agent("reference")
+    result, _ = run_agent("skip-validate")
+    s = scores(result)
+    assert s["S3"] == 0.0
+    assert s["S4"] == 1.0 and s["S5"] == 1.0 and s["S1"] == scores(ref)["S1"]
+    assert result.aggregate.agentic == pytest.approx(ref.aggregate.agentic - 0.35, abs=1e-6)
+
+
+def test_wrong_format_fails_inference_and_task(run_agent):
+    result, _ = run_agent("wrong-format")
+    s = scores(result)
+    assert s["S4"] == 0.5  # complete but not all valid
+    assert s["S5"] == 0.5  # one tumour-free case stays valid (all-zero soft map), not all
+    assert result.task.strict == 0.0 and result.aggregate.rating == "F"
+    reasons = " ".join(r for c in result.cases for r in c.reasons)
+    assert "non-integer values" in reasons
+
+
+def test_incomplete_fails_completion(run_agent):
+    result, _ = run_agent("incomplete")
+    s = scores(result)
+    assert s["S4"] == pytest.approx(0.5 * 2 / 5)
+    assert s["S5"] == 0.5
+    assert result.task.strict == 0.0 < result.task.partial
+    assert result.aggregate.rating == "F" and "incomplete" in result.aggregate.rating_reason
+
+
+def test_no_submit_loses_s5(run_agent):
+    result, _ = run_agent("no-submit")
+    s = scores(result)
+    assert result.end_reason == "agent_stopped"
+    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert result.submission.submitted is False
+
+
+def test_breach_zeroes_everything_with_evidence(run_agent):
+    result, run_dir = run_agent("breach")
+    assert result.isolation.breached
+    assert all(s.score == 0.0 for s in result.stages)
+    assert result.aggregate.overall == 0.0 and result.aggregate.task == 0.0
+    assert result.aggregate.rating == "F"
+    ev = result.isolation.evidence
+    assert ev and all(e.turn == ev[0].turn for e in ev)
+    assert any("case_000" in e.path for e in ev), [e.path for e in ev]
+    assert "private" in ev[0].command
+    assert result.end_reason == "isolation_breach"
+    assert any(e["type"] == "breach" for e in read_events(run_dir / "trajectory.jsonl"))
+    # the judge never ran on a breached run
+    assert result.judge is None
+
+
+def test_noop_scores_near_zero(run_agent):
+    result, _ = run_agent("noop")
+    s = scores(result)
+    assert s["S2"] == 0.0 and s["S3"] == 0.0 and s["S4"] == 0.0 and s["S5"] == 0.0
+    assert result.aggregate.overall < 0.1
+
+
+def test_malformed_arguments_are_reported_back_and_run_continues(run_agent):
+    result, run_dir = run_agent("malformed-args")
+    events = read_events(run_dir / "trajectory.jsonl")
+    bad = [e for e in events if e.get("error") == "malformed_arguments"]
+    assert len(bad) == 1 and bad[0]["turn"] == 1
+    assert result.aggregate.overall > 0.5
+
+
+def test_trajectory_records_every_turn(run_agent):
+    result, run_dir = run_agent("reference")
+    events = read_events(run_dir / "trajectory.jsonl")
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    assistant = [e for e in events if e["type"] == "assistant"]
+    assert len(assistant) == result.runtime.turns
+    tools = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert all("exit_code" in t and "code" in t and "duration_s" in t for t in tools)
+    assert [t["cases_with_outputs"] for t in tools][-4:] == [1, 1, 5, 5]
+    # compact: the whole trajectory of a demo run is small
+    assert (run_dir / "trajectory.jsonl").stat().st_size < 200_000
+    header = json.loads((run_dir / "result.json").read_text())["header"]
+    assert set(header["hashes"]) >= {"brief", "task", "public_data", "private_data"}
