@@ -72,6 +72,14 @@ def test_run_then_show_rerenders(cli, tmp_path):
     assert '"state": "scored"' in as_json.output
 
 
+def test_relative_out_folder(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = cli("run", "--task", "segmentation/demo", "--agent", "noop", "--out", "rel-runs", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "state scored" in result.output
+    assert (tmp_path / "rel-runs").is_dir()
+
+
 def test_plugins_lists_components_with_distribution(cli):
     result = cli("plugins")
     assert result.exit_code == 0

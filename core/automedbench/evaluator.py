@@ -92,6 +92,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
 def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_path: Path, out: Path,
                  timeout_s: float = 3600) -> Evaluation:
     """Spawn the evaluator process with a scrubbed environment and read back its verdict."""
+    submission, manifest_path, out = submission.resolve(), manifest_path.resolve(), out.resolve()
+    staged = StagedData(staged.root.resolve(), staged.public.resolve(), staged.private.resolve(), staged.case_ids)
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
                           str(manifest_path), str(out))
     req_path = out.parent / "eval_request.json"

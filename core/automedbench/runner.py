@@ -104,7 +104,7 @@ class Run:
         self.judge_comp = registry.get("judge", options.judge)
         self.data_root = options.data_root or staging.default_data_root()
         self.run_id = options.run_id or new_run_id()
-        self.run_dir = options.out / self.run_id
+        self.run_dir = options.out.expanduser().resolve() / self.run_id
         self.workspace = self.run_dir / "workspace"
 
     # ------------------------------------------------------------------ main
@@ -381,7 +381,7 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         stages, metric = scoring.zero_for_breach(stages, metric)
     rating = scoring.rate(evaluation, metric, task.rating, isolation.breached)
     agg = scoring.aggregate(stages, metric, rating) if stages else scoring.Aggregate(
-        None, None, None, "F" if state != "cancelled" else "-", error or state, scoring.RULE)
+        None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), scoring.RULE)
     if isolation.breached:
         agg.agentic, agg.overall, agg.task = 0.0, 0.0, 0.0
         codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
