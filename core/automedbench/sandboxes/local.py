@@ -115,12 +115,13 @@ class LocalSession(SandboxSession):
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--hostname", "sandbox"]
         if self.spec.network:
             args.append("--share-net")
+        # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible.
+        args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
             args += ["--ro-bind-try", system, system]
         for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
             args += ["--ro-bind", prefix, prefix]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                 "--ro-bind", str(self.spec.public), "/data/public",
+        args += ["--ro-bind", str(self.spec.public), "/data/public",
                  "--bind", str(self.spec.workspace), "/workspace"]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
