@@ -90,11 +90,13 @@ def _problems(reg) -> None:
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default="strict", show_default=True,
               help="Which Task value Overall uses: strict (any missing case gives 0) or partial.")
 @click.option("--keep-workspace", is_flag=True, help="Keep the agent's workspace after the run.")
+@click.option("--gpus", default="", show_default=False, metavar="IDS",
+              help="GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; none by default).")
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
 def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge: str, judge_options, out: str,
         data_root: str | None, max_turns, time_limit, exec_timeout, memory_mb, task_score, keep_workspace,
-        items, quiet) -> None:
+        gpus, items, quiet) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render
     from .runner import Run, RunOptions
@@ -103,7 +105,7 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
     _problems(reg)
     options = RunOptions(task_id, tier, agent, sandbox, judge, Path(out), _data_root(data_root),
                          _kv(agent_options), _kv(judge_options), max_turns, time_limit, exec_timeout, memory_mb,
-                         task_score, keep_workspace=keep_workspace)
+                         task_score, keep_workspace=keep_workspace, gpus=gpus)
 
     def progress(event: dict[str, Any]) -> None:
         if quiet:

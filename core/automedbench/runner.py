@@ -68,6 +68,7 @@ class RunOptions:
     task_score: str = "strict"
     run_id: str | None = None
     keep_workspace: bool = False
+    gpus: str = ""
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -119,6 +120,7 @@ class Run:
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
+                                                             "options": sha256_text(dumps(self._options_record())),
                                                              **staging.digests(self.task, self.data_root)})
         isolation = Isolation(self.o.sandbox)
         state, end_reason, error = "scored", errors.END_AGENT_STOPPED, None
@@ -166,6 +168,14 @@ class Run:
             shutil.rmtree(self.workspace, ignore_errors=True)
         return result
 
+    def _options_record(self) -> dict[str, Any]:
+        """The run's configuration as hashed into the header (paths excluded: they differ per machine)."""
+        o = self.o
+        return {"tier": o.tier, "agent": o.agent, "agent_options": o.agent_options, "sandbox": o.sandbox,
+                "judge": o.judge, "judge_options": o.judge_options, "max_turns": o.max_turns,
+                "time_limit_s": o.time_limit_s, "exec_timeout_s": o.exec_timeout_s, "memory_mb": o.memory_mb,
+                "task_score": o.task_score}
+
     # ------------------------------------------------------------------ agent loop
 
     def _agent_phase(self, staged: StagedData, header: Header, runtime: Runtime, isolation: Isolation,
@@ -179,7 +189,7 @@ class Run:
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
         sandbox = self.sandbox_comp.factory()
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
-                           decoys=decoys)
+                           decoys=decoys, gpus=self.o.gpus)
         session: SandboxSession = sandbox.open(spec)
         isolation.protections, isolation.gaps = session.protections()
         bound = getattr(session, "bound_sources", lambda: [])()

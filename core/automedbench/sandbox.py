@@ -22,6 +22,8 @@ class SandboxSpec:
     # Host directories mounted read-only at the given in-sandbox paths as tripwires (never real data).
     decoys: dict[str, Path] = Factory(dict)
     env: dict[str, str] = Factory(dict)
+    # GPUs this run may use, e.g. "0" or "0,1"; empty = none. Each run gets its GPU explicitly.
+    gpus: str = ""
 
 
 class SandboxSession(ABC):

@@ -107,6 +107,7 @@ class LocalSession(SandboxSession):
             "MPLCONFIGDIR": f"{cache}/matplotlib",
             "MONAI_DATA_DIRECTORY": f"{cache}/monai",
         })
+        env["CUDA_VISIBLE_DEVICES"] = self.spec.gpus
         env.update(self.spec.env)
         return env
 
@@ -117,6 +118,8 @@ class LocalSession(SandboxSession):
             args.append("--share-net")
         # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible.
         args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+        for gpu_node in sorted(Path("/dev").glob("nvidia*")) if self.spec.gpus else []:
+            args += ["--dev-bind", str(gpu_node), str(gpu_node)]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
             args += ["--ro-bind-try", system, system]
         for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
