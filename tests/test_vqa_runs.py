@@ -165,6 +165,8 @@ def test_answer_judge_through_the_evaluator(reg, data_root, vqa_staged, tmp_path
     assert again.task.partial == judged.task.partial
     with pytest.raises(UserError, match="no evaluation option 'judge'"):
         evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "d", eval_options={"judge": "offline"})
+    with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
+        evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "e", eval_options={"answer_judge": "ofline"})
 
 
 def test_validate_task_passes(reg, data_root, vqa_staged):
@@ -173,3 +175,19 @@ def test_validate_task_passes(reg, data_root, vqa_staged):
 
     console = Console(record=True, width=160)
     assert validate(reg, DEMO, data_root, console), console.export_text()
+
+
+def test_standard_tier_grades_the_diagram_and_candidates(vqa_run):
+    result, _ = vqa_run("reference", "standard")
+    items = {i.id: i for s in result.stages for i in s.items}
+    assert not items["s1e_plan_png"].auto and items["s1e_plan_png"].value == 1.0
+    assert items["s1f_plot_pipeline"].value == 1.0
+    assert items["s1d_researched_3"].value == 1.0 and "LLaVA" in items["s1d_researched_3"].rationale
+
+
+def test_vqa_rubric_wording_reaches_the_result(vqa_run):
+    result, _ = vqa_run("reference")
+    items = {i.id: i for s in result.stages for i in s.items}
+    assert "smoke forward pass" in items["s2e_model_loaded"].description
+    assert "calibration questions" in items["s3_validate"].description
+    assert "calibration" in items["s3_validate"].rationale

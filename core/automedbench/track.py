@@ -117,9 +117,8 @@ class Track(ABC):
         offered = self.evaluation_options()
         for key in options:
             if key not in offered:
-                listed = ", ".join(sorted(offered)) or "none"
-                raise UserError(f"track {self.name} has no evaluation option {key!r}"
-                                f"{did_you_mean(key, list(offered))} (offered: {listed})")
+                hint = did_you_mean(key, list(offered)) if offered else "; it takes none"
+                raise UserError(f"track {self.name} has no evaluation option {key!r}{hint}")
         return dict(options)
 
     def iter_cases(self, staged: StagedData) -> Iterator[str]:

@@ -242,6 +242,5 @@ def make_answer_judge(name: str, options: dict[str, str]) -> AnswerJudge:
 
     judges = available_judges()
     if name not in judges:
-        raise UserError(f"unknown answer judge {name!r}{did_you_mean(name, list(judges))}; "
-                        f"available: {', '.join(sorted(judges))}")
+        raise UserError(f"unknown answer judge {name!r}{did_you_mean(name, list(judges))}")
     return judges[name](options)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
+from automedbench.agents.scripted import pipeline_diagram_code
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
@@ -32,21 +33,8 @@ count, side, shape, largest frame), which thresholding and connected components 
 6. Verify every answer file and submit.
 """
 
-PLAN_PNG = '''
-from PIL import Image, ImageDraw
-steps = ["question.json", "image(s)", "model call", "raw output", "post-process", "answer.json"]
-img = Image.new("RGB", (900, 220), "white")
-d = ImageDraw.Draw(img)
-for i, s in enumerate(steps):
-    x = 20 + i * 145
-    d.rectangle([x, 80, x + 120, 140], outline=(20, 110, 60), fill=(215, 240, 220), width=3)
-    d.text((x + 8, 102), s, fill=(0, 0, 0))
-    if i < len(steps) - 1:
-        d.line([x + 120, 110, x + 145, 110], fill=(200, 40, 40), width=4)
-d.text((20, 30), "Pipeline: medical VQA (pixel-rule model, answer post-processing)", fill=(0, 0, 0))
-img.save("{plan}/plan.png")
-print("wrote plan.png", img.size)
-'''
+DIAGRAM_STEPS = ["question.json", "image(s)", "model call", "raw output", "post-process", "answer.json"]
+DIAGRAM_TITLE = "Pipeline: medical VQA (pixel-rule model, answer post-processing)"
 
 CHECK_ANSWER = """
 import json, pathlib
@@ -80,7 +68,7 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
         ScriptStep("plan", "python",
                    f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
                    f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                   + PLAN_PNG.format(plan=plan),
+                   + pipeline_diagram_code(plan, DIAGRAM_TITLE, DIAGRAM_STEPS),
                    say="Candidates: LLaVA-Med, MedVLThinker, Qwen2.5-VL, pixel rules. Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",
                    "import collections, glob, json, os\nfrom PIL import Image\n"

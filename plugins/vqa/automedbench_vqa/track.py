@@ -13,7 +13,7 @@ from automedbench.taskfile import load_task_dir
 from automedbench.track import CaseScore, ScriptedSolution, StagedData, Track
 
 from . import contract, scoring
-from .answer_judge import AnswerJudgeCache, make_answer_judge
+from .answer_judge import AnswerJudgeCache, available_judges, make_answer_judge
 from .records import read_private
 from .rubric import HINTS, WORDING
 
@@ -61,6 +61,13 @@ class VQATrack(Track):
         return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
                                 "registers); default: 0.5·exact match + 0.5·token F1",
                 "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]"}
+
+    def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
+        checked = super().check_evaluation_options(options)
+        name = checked.get("answer_judge", "none")
+        if name and name != "none" and name not in available_judges():
+            make_answer_judge(name, checked)  # raises the one-line error with suggestions
+        return checked
 
     def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
         self.state = scoring.EvaluationState()
