@@ -245,12 +245,21 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     kind = task.params.get("source_kind", "")
     if kind not in READERS:
         raise UserError(f"task {task.id}: unknown source_kind {kind!r}")
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     qids: list[str] = []
     seen: set[str] = set()
-    for qid, question, images, gold in READERS[kind](task, source):
-        if qid in seen:
-            raise UserError(f"{task.id}: duplicate question id {qid}")
-        seen.add(qid)
-        write_question(dest, qid, question, images, gold)
-        qids.append(qid)
+    console = Console(stderr=True)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} questions"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        job = bar.add_task(f"staging {task.id}", total=None)
+        for qid, question, images, gold in READERS[kind](task, source):
+            if qid in seen:
+                raise UserError(f"{task.id}: duplicate question id {qid}")
+            seen.add(qid)
+            write_question(dest, qid, question, images, gold)
+            qids.append(qid)
+            bar.advance(job)
     return finish(dest, qids, task.params)
