@@ -191,3 +191,5 @@ def test_vqa_rubric_wording_reaches_the_result(vqa_run):
     assert "smoke forward pass" in items["s2e_model_loaded"].description
     assert "calibration questions" in items["s3_validate"].description
     assert "calibration" in items["s3_validate"].rationale
+    # the inspection turn (reads mode, image_paths, image size) is the evidence, not the plan's prose
+    assert items["s2b_compatibility_check"].evidence_turns == [3]

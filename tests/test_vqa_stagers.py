@@ -179,3 +179,32 @@ def test_medxpertqa_jsonl_and_zip(tmp_path):
     (src / "MM" / "test.jsonl").write_text(json.dumps({**rec(1), "images": ["MM-9-a.jpeg"]}) + "\n")
     with pytest.raises(UserError, match=r"image MM-9-a\.jpeg not in images\.zip"):
         track.stage(spec, tmp_path / "out3", src)
+
+
+def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
+    from automedbench import staging
+    from automedbench.evaluate_cmd import evaluate_folder
+
+    rows = [{"question_id": f"v{i}", "question": f"q{i}?", "options": ["a", "b", "c", "d", "e"],
+             "image": [{"bytes": jpeg(i), "path": None}], "answer": "ABCDE"[i % 5], "system": "Nervous",
+             "organ": "Brain", "modality": "MRI"} for i in range(6)]
+    write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
+    reg = registry()
+    track, spec = reg.task("vqa/medframeqa")
+    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    assert len(staged.case_ids) == 6
+    perfect = evaluate_folder(reg, spec.id, None, "perfect", tmp_path / "data", tmp_path / "p")
+    assert perfect.task.strict == 1.0 and perfect.task.components["body_system=Nervous"] == 1.0
+    constant = evaluate_folder(reg, spec.id, None, "constant", tmp_path / "data", tmp_path / "c")
+    assert constant.task.strict == pytest.approx(2 / 6)  # gold A for v0 and v5
+
+
+@pytest.mark.parametrize("name", ["pathvqa", "vqa-rad", "slake", "medframeqa", "medxpertqa-mm"])
+def test_briefs_render_for_every_real_task(name):
+    from automedbench.brief import render_brief
+
+    track, spec = registry().task(f"vqa/{name}")
+    for tier in spec.tiers:
+        text = render_brief(spec, tier, track.template_dir(), data_dir="/data/public", workspace_dir="/workspace",
+                            case_ids=["q1", "q2"])
+        assert "answer.json" in text and "calibration_ids.txt" in text and "{{" not in text

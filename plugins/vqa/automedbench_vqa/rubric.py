@@ -33,8 +33,10 @@ HINTS: dict[str, dict[str, Any]] = {
     "s1d_researched_3": {"candidates": [r"LLaVA-?Med", r"MedVLThinker", r"MedVLSynther", r"Qwen2?\.?5?-?VL",
                                         r"Gemma", r"pixel|image rules|classical"], "minimum": 3},
     "s2a_model_obtained": {"patterns": [r"(?i)method obtained", r"(?i)weights (downloaded|obtained)"]},
-    "s2b_compatibility_check": {"patterns": [r"\.size\b|\.mode\b", r"options|question_type|\bmode\b",
-                                             r"image_paths|frames?"], "minimum": 2},
+    # code that reads the fields, not prose that names them: q['mode'], q.get('options'), img.size
+    "s2b_compatibility_check": {"patterns": [r"\.size\b|\.mode\b",
+                                             r"\[['\"](options|mode|question_type)['\"]\]|\.get\(['\"]options",
+                                             r"\[['\"]image_paths['\"]\]"], "minimum": 2},
     "s2e_model_loaded": {"patterns": [r"(?i)smoke forward pass ok", r"(?i)model (is )?(loaded|ready)",
                                       r"(?i)loading checkpoint shards"]},
     "s3_validate": {"checks": {"raw_output": r"raw_model_output",
