@@ -208,3 +208,31 @@ def test_briefs_render_for_every_real_task(name):
         text = render_brief(spec, tier, track.template_dir(), data_dir="/data/public", workspace_dir="/workspace",
                             case_ids=["q1", "q2"])
         assert "answer.json" in text and "calibration_ids.txt" in text and "{{" not in text
+
+
+def test_restage_replaces_and_a_failed_restage_keeps_the_old(tmp_path):
+    rows = [{"image": {"bytes": png(i), "path": None}, "question": f"q{i}", "answer": "no"} for i in range(8)]
+    write_parquet(tmp_path / "src" / "data" / "test-0.parquet", rows)
+    track, spec = task("pathvqa", sample=None)
+    track.stage(spec, tmp_path / "out", tmp_path / "src")
+    _, smaller = task("pathvqa", sample=3)
+    staged = track.stage(smaller, tmp_path / "out", tmp_path / "src")
+    on_disk = sorted(p.name for p in staged.public.iterdir() if p.is_dir())
+    assert on_disk == staged.case_ids and len(on_disk) == 3
+    assert sorted(p.name for p in staged.private.iterdir()) == on_disk
+    rows[5]["image"] = {"bytes": b"garbage", "path": None}
+    write_parquet(tmp_path / "src" / "data" / "test-0.parquet", rows)
+    with pytest.raises(UserError, match="not a readable image"):
+        track.stage(spec, tmp_path / "out", tmp_path / "src")
+    assert sorted(p.name for p in staged.public.iterdir() if p.is_dir()) == on_disk
+
+
+def test_zip_never_guesses_between_same_named_images(tmp_path):
+    records = [{**slake_records()[0], "img_name": "xmlab7/source.jpg"}]
+    (tmp_path / "test.json").write_text(json.dumps(records))
+    with zipfile.ZipFile(tmp_path / "imgs.zip", "w") as archive:
+        archive.writestr("imgs/xmlab1/source.jpg", jpeg(1))
+        archive.writestr("imgs/xmlab2/source.jpg", jpeg(2))
+    track, spec = task("slake")
+    with pytest.raises(UserError, match=r"image xmlab7/source\.jpg not in imgs\.zip"):
+        track.stage(spec, tmp_path / "out", tmp_path)

@@ -14,7 +14,7 @@ from automedbench.track import StagedData
 from PIL import Image, ImageDraw
 
 from .answers import LETTERS
-from .records import finish, write_question
+from .records import finish, incoming, write_question
 
 SIZE = 128
 LESION = 225
@@ -111,9 +111,10 @@ def demo_questions(seed: int) -> list[tuple[dict[str, Any], list[tuple[str, byte
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     seed = int(task.params.get("seed", 20261202))
+    work = incoming(dest)
     qids = []
     for index, (question, images, gold) in enumerate(demo_questions(seed)):
         qid = f"demo_q{index:02d}"
-        write_question(dest, qid, question, images, gold)
+        write_question(work, qid, question, images, gold)
         qids.append(qid)
-    return finish(dest, qids, task.params)
+    return finish(work, dest, qids, task.params)

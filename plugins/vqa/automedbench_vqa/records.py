@@ -11,6 +11,7 @@ import io
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,27 @@ def subsample(count: int, limit: int | None, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(count), limit))
 
 
-def finish(staged_root: Path, qids: list[str], params: dict[str, Any]) -> StagedData:
-    """Write the smoke and calibration id lists (a seeded shuffle; disjoint) and return the staged data."""
+INCOMING = ".incoming"
+
+
+def incoming(dest: Path) -> Path:
+    """A fresh scratch root beside the staged data: questions are written there first."""
+    work = dest / INCOMING
+    shutil.rmtree(work, ignore_errors=True)
+    return work
+
+
+def install(work: Path, dest: Path) -> None:
+    """Swap the freshly written public/ and private/ in: a failed re-stage leaves the old one intact,
+    a successful one leaves no stale question folders."""
+    for sub in ("public", "private"):
+        shutil.rmtree(dest / sub, ignore_errors=True)
+        (work / sub).rename(dest / sub)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> StagedData:
+    """Write the smoke and calibration id lists (a seeded shuffle; disjoint), install `work` as `dest`."""
     if not qids:
         raise UserError("staging produced no questions")
     order = list(qids)
@@ -79,10 +99,11 @@ def finish(staged_root: Path, qids: list[str], params: dict[str, Any]) -> Staged
     calibration_n = int(params.get("calibration", 15))
     smoke = order[:smoke_n]
     calibration = order[smoke_n:smoke_n + calibration_n]
-    public = staged_root / "public"
+    public = work / "public"
     atomic_write_text(public / SMOKE_FILE, "".join(f"{q}\n" for q in smoke))
     atomic_write_text(public / CALIBRATION_FILE, "".join(f"{q}\n" for q in calibration))
-    return StagedData(staged_root, public, staged_root / "private", list(qids))
+    install(work, dest)
+    return StagedData(dest, dest / "public", dest / "private", list(qids))
 
 
 def read_private(private: Path, qid: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from automedbench.records import TaskSpec
 from automedbench.track import StagedData
 
 from .answers import LETTERS, is_closed
-from .records import finish, safe_id, subsample, write_question
+from .records import finish, incoming, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
 
@@ -43,17 +44,22 @@ class ImageStore:
                 self.zip = zipfile.ZipFile(archive)
             except zipfile.BadZipFile:
                 raise UserError(f"{archive}: not a readable zip archive (truncated download?)") from None
-            for name in self.zip.namelist():
-                if not name.endswith("/"):
-                    self.members[name] = name
-                    self.members[name.split(f"{folder}/", 1)[-1]] = name
-                    self.members.setdefault(name.rsplit("/", 1)[-1], name)
+            files = [n for n in self.zip.namelist() if not n.endswith("/")]
+            basenames = Counter(n.rsplit("/", 1)[-1] for n in files)
+            for name in files:
+                self.members[name] = name
+                self.members[name.split(f"{folder}/", 1)[-1]] = name
+                base = name.rsplit("/", 1)[-1]
+                if basenames[base] == 1:  # a bare file name only when it is unambiguous (SLAKE: all source.jpg)
+                    self.members.setdefault(base, name)
         elif not self.directory.is_dir():
             raise UserError(f"{root}: neither {folder}/ nor {folder}.zip found (images missing)")
 
     def read(self, name: str, qid: str) -> bytes:
         if self.zip is not None:
-            member = self.members.get(name) or self.members.get(name.rsplit("/", 1)[-1])
+            member = self.members.get(name)
+            if member is None and "/" not in name:
+                member = self.members.get(name.rsplit("/", 1)[-1])
             if member is None:
                 raise UserError(f"question {qid}: image {name} not in {self.folder}.zip")
             return self.zip.read(member)
@@ -250,6 +256,7 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
 
     qids: list[str] = []
     seen: set[str] = set()
+    work = incoming(dest)
     console = Console(stderr=True)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} questions"),
                TimeElapsedColumn())
@@ -259,7 +266,7 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
             if qid in seen:
                 raise UserError(f"{task.id}: duplicate question id {qid}")
             seen.add(qid)
-            write_question(dest, qid, question, images, gold)
+            write_question(work, qid, question, images, gold)
             qids.append(qid)
             bar.advance(job)
-    return finish(dest, qids, task.params)
+    return finish(work, dest, qids, task.params)
