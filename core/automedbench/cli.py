@@ -94,9 +94,11 @@ def _problems(reg) -> None:
               help="GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; none by default).")
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
+@click.option("--eval-option", "eval_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.")
 def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge: str, judge_options, out: str,
         data_root: str | None, max_turns, time_limit, exec_timeout, memory_mb, task_score, keep_workspace,
-        gpus, items, quiet) -> None:
+        gpus, items, quiet, eval_options) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render
     from .runner import Run, RunOptions
@@ -105,7 +107,8 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
     _problems(reg)
     options = RunOptions(task_id, tier, agent, sandbox, judge, Path(out), _data_root(data_root),
                          _kv(agent_options), _kv(judge_options), max_turns, time_limit, exec_timeout, memory_mb,
-                         task_score, keep_workspace=keep_workspace, gpus=gpus)
+                         task_score, keep_workspace=keep_workspace, gpus=gpus,
+                         eval_options=_kv(eval_options))
 
     def progress(event: dict[str, Any]) -> None:
         if quiet:
@@ -138,8 +141,10 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
               help="Keep the frozen copy, evaluation.json and result.json here.")
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default="strict", show_default=True)
 @click.option("--items", is_flag=True)
+@click.option("--eval-option", "eval_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.")
 def evaluate(task_id: str, submission: str | None, baseline: str | None, data_root: str | None, out: str | None,
-             task_score: str, items: bool) -> None:
+             task_score: str, items: bool, eval_options) -> None:
     """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
     from .evaluate_cmd import evaluate_folder
     from .report import render
@@ -150,7 +155,7 @@ def evaluate(task_id: str, submission: str | None, baseline: str | None, data_ro
     work = Path(out) if out else Path(tempfile.mkdtemp(prefix="amb-eval-"))
     try:
         result = evaluate_folder(reg, task_id, Path(submission) if submission else None, baseline,
-                                 _data_root(data_root), work, task_score)
+                                 _data_root(data_root), work, task_score, _kv(eval_options))
         render(result, console, items=items)
         if out:
             console.print(f"result: {work / 'result.json'}")

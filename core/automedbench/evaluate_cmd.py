@@ -16,8 +16,10 @@ from .serialize import dumps, write_json
 
 
 def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
-                    data_root: Path, work: Path, task_score: str = "strict") -> Result:
+                    data_root: Path, work: Path, task_score: str = "strict",
+                    eval_options: dict[str, str] | None = None) -> Result:
     track, task = reg.task(task_id)
+    options = track.check_evaluation_options(eval_options or {})
     staged = staging.ensure(track, task, data_root)
     work.mkdir(parents=True, exist_ok=True)
     if baseline is not None:
@@ -32,7 +34,7 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     manifest = freeze(submission, work / "submission", submitted=True)
     write_json(work / "submission_manifest.json", manifest)
     evaluation = run_isolated(task.id, staged, work / "submission", work / "submission_manifest.json",
-                              work / "evaluation.json")
+                              work / "evaluation.json", options=options)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),

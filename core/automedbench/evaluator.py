@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from attrs import define
+from attrs import Factory, define
 
 from . import __version__
 from .errors import InfrastructureError
@@ -33,11 +33,14 @@ class EvalRequest:
     case_ids: list[str]
     manifest: str
     out: str
+    options: dict[str, str] = Factory(dict)
 
 
-def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest) -> Evaluation:
+def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
+             options: dict[str, str] | None = None) -> Evaluation:
     """Check every expected case, score the valid ones one at a time (memory bounded by one case)."""
     started = time.monotonic()
+    track.prepare_evaluation(task, staged, dict(options or {}))
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
     expected = set(staged.case_ids)
     verdicts: list[CaseVerdict] = []
@@ -90,12 +93,12 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
 
 
 def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_path: Path, out: Path,
-                 timeout_s: float = 3600) -> Evaluation:
+                 timeout_s: float = 3600, options: dict[str, str] | None = None) -> Evaluation:
     """Spawn the evaluator process with a scrubbed environment and read back its verdict."""
     submission, manifest_path, out = submission.resolve(), manifest_path.resolve(), out.resolve()
     staged = StagedData(staged.root.resolve(), staged.public.resolve(), staged.private.resolve(), staged.case_ids)
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
-                          str(manifest_path), str(out))
+                          str(manifest_path), str(out), dict(options or {}))
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     staged = StagedData(Path(request.public).parent, Path(request.public), Path(request.private),
                         request.case_ids)
     manifest = read_json(Path(request.manifest), SubmissionManifest)
-    result = evaluate(track, task, staged, Path(request.submission), manifest)
+    result = evaluate(track, task, staged, Path(request.submission), manifest, request.options)
     write_json(Path(request.out), result)
     return 0
 

@@ -69,6 +69,7 @@ class RunOptions:
     run_id: str | None = None
     keep_workspace: bool = False
     gpus: str = ""
+    eval_options: dict[str, str] = Factory(dict)
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -100,6 +101,7 @@ class Run:
         if options.tier not in self.task.tiers:
             raise errors.UserError(f"task {self.task.id} has no {options.tier} tier; it offers "
                                    f"{', '.join(self.task.tiers)}")
+        self.eval_options = self.track.check_evaluation_options(options.eval_options)
         self.agent_comp = registry.get("agent", options.agent)
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
@@ -141,7 +143,8 @@ class Run:
             self._copy_plan()
             t_eval = time.monotonic()
             evaluation = run_isolated(self.task.id, staged, self.run_dir / "submission",
-                                      self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json")
+                                      self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json",
+                                      options=self.eval_options)
             runtime.eval_s = round(time.monotonic() - t_eval, 3)
             if not isolation.breached:
                 t_judge = time.monotonic()

@@ -101,5 +101,25 @@ class Track(ABC):
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 
+    def evaluation_options(self) -> dict[str, str]:
+        """Name -> description of the options `prepare_evaluation` accepts (`--eval-option KEY=VALUE`)."""
+        return {}
+
+    def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
+        """Called once in the evaluator process before any case is checked: set up per-evaluation state
+        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options`."""
+        return None
+
+    def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
+        """Refuse unknown evaluation options before a run starts (one clear line, not an evaluator crash)."""
+        from .errors import UserError, did_you_mean
+
+        offered = self.evaluation_options()
+        for key in options:
+            if key not in offered:
+                hint = did_you_mean(key, list(offered)) if offered else "; it takes none"
+                raise UserError(f"track {self.name} has no evaluation option {key!r}{hint}")
+        return dict(options)
+
     def iter_cases(self, staged: StagedData) -> Iterator[str]:
         yield from staged.case_ids

@@ -230,7 +230,8 @@ class RulesJudge(Judge):
         turns = sorted({pilot_turn, *found.values()})
         if len(found) == len(checks) and proceeded:
             return 1.0, f"pilot on one case at turn {pilot_turn}, checked {', '.join(names)}, then ran the batch", turns
-        if "shape" in found or "values" in found:
+        partial = item.hints.get("partial", ["shape", "values"])
+        if any(name in found for name in partial):
             return 0.5, f"pilot at turn {pilot_turn}, partial checks ({', '.join(names)})" + (
                 "" if proceeded else "; never proceeded to the batch"), turns
         return 0.2, f"pilot at turn {pilot_turn} without output checks", turns

@@ -1,0 +1,3 @@
+"""AutoMedBench VQA track."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,119 @@
+"""Answer normalisation and the per-question scores: MCQ letter, closed yes/no strict, open EM/F1.
+
+Normalisation (both sides): lower-case, delete ASCII punctuation, collapse whitespace; then whole-string
+yes/no synonyms, then token-wise number words (zero/none -> 0 ... twelve -> 12) and common anatomical /
+clinical abbreviations expanded to their full form, so "bilat" matches "bilateral" and "ivc" matches
+"inferior vena cava". A gold answer that normalises to yes/no is *closed* and scored strictly; any
+other is *open* and scored 0.5·exact match + 0.5·token F1 (bag-of-tokens overlap).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any
+
+LETTERS = ("A", "B", "C", "D", "E")
+
+YES = frozenset({"yes", "y", "yeah", "yep", "true", "present", "positive"})
+NO = frozenset({"no", "n", "nope", "false", "absent", "negative"})
+
+NUMBERS = {
+    "zero": "0", "none": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}
+
+ABBREVIATIONS = {
+    "r": "right", "l": "left", "bil": "bilateral", "bilat": "bilateral",
+    "ivc": "inferior vena cava", "svc": "superior vena cava",
+    "lv": "left ventricle", "rv": "right ventricle", "la": "left atrium", "ra": "right atrium",
+    "lad": "left anterior descending artery", "mca": "middle cerebral artery",
+    "ica": "internal carotid artery", "pca": "posterior cerebral artery", "aca": "anterior cerebral artery",
+    "pe": "pulmonary embolism", "dvt": "deep vein thrombosis", "chf": "congestive heart failure",
+    "cad": "coronary artery disease", "gi": "gastrointestinal", "gu": "genitourinary",
+    "cns": "central nervous system",
+}
+
+_PUNCT = str.maketrans("", "", string.punctuation)
+_SPACE = re.compile(r"\s+")
+_STANDALONE_LETTER = re.compile(r"(?<![A-Za-z])([A-Ea-e])(?![A-Za-z])")
+
+
+def normalize(text: Any) -> str:
+    """The canonical form both the gold answer and the prediction are compared in."""
+    if text is None:
+        return ""
+    cleaned = _SPACE.sub(" ", str(text).lower().translate(_PUNCT)).strip()
+    if cleaned in YES:
+        return "yes"
+    if cleaned in NO:
+        return "no"
+    tokens = []
+    for token in cleaned.split(" "):
+        if not token:
+            continue
+        tokens.append(NUMBERS.get(token) or ABBREVIATIONS.get(token) or token)
+    return " ".join(tokens)
+
+
+def is_closed(gold: Any) -> bool:
+    return normalize(gold) in ("yes", "no")
+
+
+def exact_match(prediction: Any, gold: Any) -> float:
+    return 1.0 if normalize(prediction) == normalize(gold) and normalize(gold) != "" else 0.0
+
+
+def token_f1(prediction: Any, gold: Any) -> float:
+    """F1 over the bags of normalised tokens (0 when either side is empty)."""
+    pred, ref = normalize(prediction).split(), normalize(gold).split()
+    if not pred or not ref:
+        return 0.0
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def closed_score(prediction: Any, gold: Any) -> float:
+    """Strict yes/no: 1 iff the normalised prediction is exactly the normalised gold."""
+    return 1.0 if normalize(prediction) == normalize(gold) else 0.0
+
+
+def open_score(prediction: Any, gold: Any) -> float:
+    return 0.5 * exact_match(prediction, gold) + 0.5 * token_f1(prediction, gold)
+
+
+def normalize_label(label: Any) -> str:
+    """An MCQ letter A–E: the exact letter, else the first standalone letter A–E; '' if none."""
+    if label is None:
+        return ""
+    text = str(label).strip()
+    if text.upper() in LETTERS:
+        return text.upper()
+    found = _STANDALONE_LETTER.search(text)
+    return found.group(1).upper() if found else ""
+
+
+def mcq_score(label: Any, gold_label: Any) -> float:
+    got = normalize_label(label)
+    return 1.0 if got and got == normalize_label(gold_label) else 0.0
+
+
+def text_scores(prediction: Any, gold: Any) -> dict[str, float | bool]:
+    """Every number the open-ended scorer reports for one question."""
+    closed = is_closed(gold)
+    em, f1 = exact_match(prediction, gold), token_f1(prediction, gold)
+    score = closed_score(prediction, gold) if closed else 0.5 * em + 0.5 * f1
+    return {"score": score, "exact_match": em, "token_f1": f1, "closed": closed}
+
+
+class AnswerMetric:
+    """The open-ended answer metric as a registered `Metric` (prediction and reference are strings)."""
+
+    name = "vqa_answer"
+
+    def __call__(self, prediction: Any, reference: Any, **options: Any) -> dict[str, float]:
+        return {k: float(v) for k, v in text_scores(prediction, reference).items()}

@@ -1,0 +1,130 @@
+"""The answer contract: one `answer.json` per question, checked against the public question only.
+
+A record is valid, a *skip* (no answer and no raw output: honest, recorded as such, not scored), a
+*placeholder* (an answer without a model behind it: empty/"unknown" raw output or a mock:/stub:...
+prefix) or otherwise invalid. Skips and placeholders are both invalid for the completeness rules; the
+reason says which one it was so reports can count them apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from attrs import define
+
+from .answers import LETTERS
+
+ANSWER_FILE = "answer.json"
+QUESTION_FILE = "question.json"
+MAX_ANSWER_BYTES = 1 << 20
+FIELDS = ("question_id", "predicted_label", "predicted_answer", "raw_model_output", "model_name", "runtime_s")
+PLACEHOLDER_RAW = frozenset({"unknown", "n/a", "na", "none", "null"})
+PLACEHOLDER_PREFIXES = ("heuristic:", "fallback:", "placeholder:", "mock:", "dummy:", "stub:")
+SKIP_PREFIX = "skip:"
+PLACEHOLDER_PREFIX = "placeholder:"
+
+Kind = Literal["valid", "invalid", "skip", "placeholder"]
+
+
+@define
+class AnswerCheck:
+    kind: Kind
+    reasons: list[str]
+    record: dict[str, Any] | None = None
+
+
+def read_json_object(path: Path, limit: int = MAX_ANSWER_BYTES) -> tuple[dict[str, Any] | None, str]:
+    """Read a small JSON object, or say in one line why it cannot be read (size, encoding, syntax)."""
+    name = path.name
+    if not path.is_file():
+        return None, f"{name}: missing"
+    size = path.stat().st_size
+    if size > limit:
+        return None, f"{name}: {size} bytes is larger than the {limit}-byte limit for one answer"
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"{name}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+    if not text.strip():
+        return None, f"{name}: empty file"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}; truncated?)"
+    if not isinstance(value, dict):
+        return None, f"{name}: expected a JSON object, got {type(value).__name__}"
+    return value, ""
+
+
+def is_mcq(question: dict[str, Any]) -> bool:
+    return question.get("mode") == "multiple_choice"
+
+
+def placeholder_reason(raw: str) -> str:
+    lowered = raw.strip().lower()
+    if lowered in PLACEHOLDER_RAW:
+        return f"raw_model_output is {raw.strip()!r}"
+    for prefix in PLACEHOLDER_PREFIXES:
+        if lowered.startswith(prefix):
+            return f"raw_model_output starts with {prefix!r}: {raw.strip()[:60]!r}"
+    return ""
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> AnswerCheck:
+    missing = [f for f in FIELDS if f not in record]
+    if missing:
+        return AnswerCheck("invalid", [f"answer.json: missing field(s) {', '.join(missing)}"], record)
+    problems = []
+    if record["question_id"] != qid:
+        problems.append(f"question_id {record['question_id']!r} does not match the folder {qid!r}")
+    texts = {}
+    for key in ("predicted_label", "predicted_answer", "raw_model_output"):
+        value = "" if record[key] is None and key == "predicted_label" else record[key]
+        if not isinstance(value, str):
+            problems.append(f"{key} must be a string, got {type(value).__name__}")
+            value = ""
+        texts[key] = value
+    model = record["model_name"]
+    if not isinstance(model, str) or not model.strip():
+        problems.append("model_name must be a non-empty string")
+    runtime = record["runtime_s"]
+    if isinstance(runtime, bool) or not isinstance(runtime, (int, float)) or not math.isfinite(runtime) or runtime < 0:
+        problems.append(f"runtime_s must be a finite number >= 0, got {runtime!r}")
+    if problems:
+        return AnswerCheck("invalid", problems, record)
+    label, answer, raw = (texts[k].strip() for k in ("predicted_label", "predicted_answer", "raw_model_output"))
+    if not label and not answer and not raw:
+        return AnswerCheck("skip", [f"{SKIP_PREFIX} no answer given (predicted_answer and raw_model_output empty)"],
+                           record)
+    why = placeholder_reason(raw)
+    if not why and not raw:
+        why = "raw_model_output is empty but an answer is given (no model output behind it)"
+    if why:
+        return AnswerCheck("placeholder", [f"{PLACEHOLDER_PREFIX} {why}"], record)
+    if is_mcq(question):
+        options = question.get("options") or {}
+        letters = [k for k in LETTERS if k in options] or list(LETTERS)
+        if label not in letters:
+            return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} is not one of "
+                                           f"{', '.join(letters)}"], record)
+        if not _same_text(answer, str(options.get(label, answer))):
+            return AnswerCheck("invalid", [f"predicted_answer {answer[:60]!r} is not the text of option {label} "
+                                           f"({str(options.get(label))[:60]!r})"], record)
+    elif not answer:
+        return AnswerCheck("invalid", ["half-empty: raw_model_output given but predicted_answer is empty"], record)
+    return AnswerCheck("valid", [], record)
+
+
+def check_answer_file(path: Path, qid: str, question: dict[str, Any]) -> AnswerCheck:
+    record, problem = read_json_object(path)
+    if record is None:
+        return AnswerCheck("invalid", [problem])
+    return check_record(record, qid, question)

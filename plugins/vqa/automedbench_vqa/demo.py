@@ -1,0 +1,120 @@
+"""The generated demo: synthetic scans whose answers follow from the pixels (presence, count, side,
+shape as MCQ, and a multi-frame "which frame" MCQ). Deterministic, offline, well under a second.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.records import TaskSpec
+from automedbench.track import StagedData
+from PIL import Image, ImageDraw
+
+from .answers import LETTERS
+from .records import finish, incoming, write_question
+
+SIZE = 128
+LESION = 225
+# (lesion count, side, shape, body system) per scan; the answers are facts about these pixels.
+SCANS: list[tuple[int, str, str, str]] = [
+    (1, "left", "circle", "chest"), (0, "", "", "chest"), (2, "right", "square", "chest"),
+    (1, "right", "triangle", "abdomen"), (3, "left", "circle", "abdomen"), (2, "left", "square", "abdomen"),
+]
+SHAPES = ["circle", "square", "triangle", "ring", "star"]
+FRAMES = 5
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _base(rng: np.random.Generator) -> Image.Image:
+    yy, xx = np.mgrid[0:SIZE, 0:SIZE]
+    body = ((xx - SIZE / 2) / 56) ** 2 + ((yy - SIZE / 2) / 48) ** 2 <= 1.0
+    pixels = np.where(body, 95.0, 12.0) + rng.normal(0.0, 7.0, (SIZE, SIZE))
+    return Image.fromarray(np.clip(pixels, 0, 150).astype(np.uint8), mode="L")
+
+
+def _draw(draw: ImageDraw.ImageDraw, shape: str, cx: float, cy: float, r: float) -> None:
+    box = [cx - r, cy - r, cx + r, cy + r]
+    if shape == "circle":
+        draw.ellipse(box, fill=LESION)
+    elif shape == "square":
+        draw.rectangle(box, fill=LESION)
+    else:
+        draw.polygon([(cx, cy - r), (cx + r, cy + r), (cx - r, cy + r)], fill=LESION)
+
+
+def make_scan(index: int, count: int, side: str, shape: str, seed: int) -> bytes:
+    rng = np.random.default_rng([seed, index])
+    image = _base(rng)
+    draw = ImageDraw.Draw(image)
+    x_lo, x_hi = (24, 52) if side == "left" else (76, 104)
+    for k in range(count):
+        cy = 30 + k * 32 + rng.uniform(-3, 3)
+        _draw(draw, shape, rng.uniform(x_lo, x_hi), cy, rng.uniform(7, 9))
+    return _png(image)
+
+
+def make_frames(index: int, seed: int) -> tuple[list[bytes], int]:
+    """Five frames of one growing-then-shrinking lesion; returns the frames and the largest frame (0-based)."""
+    rng = np.random.default_rng([seed, 1000 + index])
+    peak = int(rng.integers(0, FRAMES))
+    frames = []
+    for f in range(FRAMES):
+        image = _base(rng)
+        radius = 12 - 2.0 * abs(f - peak)
+        ImageDraw.Draw(image).ellipse([64 - radius, 64 - radius, 64 + radius, 64 + radius], fill=LESION)
+        frames.append(_png(image))
+    return frames, peak
+
+
+def _options(rng: np.random.Generator, correct: str, pool: list[str]) -> tuple[dict[str, str], str]:
+    order = list(rng.permutation(pool))
+    options = dict(zip(LETTERS, order, strict=True))
+    return options, next(k for k, v in options.items() if v == correct)
+
+
+def demo_questions(seed: int) -> list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, str]]]:
+    """(public question fields, images, gold) for every demo question, in a fixed order."""
+    items = []
+    for index, (count, side, shape, system) in enumerate(SCANS):
+        scan = [("image", make_scan(index, count, side, shape, seed))]
+        common = {"dataset": "vqa-demo", "split": "test", "body_system": system, "modality": "synthetic CT"}
+        items.append(({**common, "question": "Is there a bright lesion in this image?", "mode": "open_ended",
+                       "question_type": "presence"}, scan, {"answer_text": "yes" if count else "no"}))
+        items.append(({**common, "question": "How many bright lesions are visible?", "mode": "open_ended",
+                       "question_type": "count"}, scan, {"answer_text": str(count)}))
+        if count:
+            items.append(({**common, "question": "On which side of the image are the bright lesions?",
+                           "mode": "open_ended", "question_type": "side"}, scan, {"answer_text": side}))
+            options, label = _options(np.random.default_rng([seed, 2000 + index]), shape, SHAPES)
+            items.append(({**common, "question": "What shape are the bright lesions?", "mode": "multiple_choice",
+                           "options": options, "question_type": "shape"}, scan,
+                          {"answer_text": shape, "answer_label": label}))
+    for index in range(2):
+        frames, peak = make_frames(index, seed)
+        options = {letter: f"frame {i + 1}" for i, letter in enumerate(LETTERS)}
+        items.append(({"dataset": "vqa-demo", "split": "test", "body_system": "abdomen",
+                       "modality": "synthetic ultrasound cine", "mode": "multiple_choice", "options": options,
+                       "question": "The frames are in time order. In which frame is the bright lesion largest?",
+                       "question_type": "frames"},
+                      [(f"frame_{i + 1}", data) for i, data in enumerate(frames)],
+                      {"answer_text": options[LETTERS[peak]], "answer_label": LETTERS[peak]}))
+    return items
+
+
+def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
+    seed = int(task.params.get("seed", 20261202))
+    work = incoming(dest)
+    qids = []
+    for index, (question, images, gold) in enumerate(demo_questions(seed)):
+        qid = f"demo_q{index:02d}"
+        write_question(work, qid, question, images, gold)
+        qids.append(qid)
+    return finish(work, dest, qids, task.params)

@@ -1,0 +1,111 @@
+"""Staged question and answer records: `public/<qid>/question.json` + images, `private/<qid>/answer.json`.
+
+Shared by the demo generator and every dataset stager so that all VQA tasks look the same to agents
+and to the scorer. Breakdown facts (question type, body system, modality) are copied into the private
+record too, so questions an agent never answered still count in their group.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from automedbench.errors import UserError
+from automedbench.fsutil import atomic_write_bytes, atomic_write_text
+from automedbench.track import StagedData
+from PIL import Image
+
+from .contract import ANSWER_FILE, QUESTION_FILE
+
+SMOKE_FILE = "smoke_ids.txt"
+CALIBRATION_FILE = "calibration_ids.txt"
+FACTS = ("question_type", "body_system", "modality")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_id(value: Any) -> str:
+    text = _UNSAFE.sub("_", str(value)).strip("._")
+    if not text:
+        raise UserError(f"question id {value!r} has no usable characters")
+    return text
+
+
+def image_extension(data: bytes, origin: str) -> str:
+    """The file extension for encoded image bytes; a clear error when they are not an image."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.verify()
+            fmt = (image.format or "").lower()
+    except Exception as exc:
+        raise UserError(f"{origin}: not a readable image ({type(exc).__name__})") from None
+    return {"jpeg": "jpg", "mpo": "jpg"}.get(fmt, fmt or "img")
+
+
+def write_question(staged_root: Path, qid: str, question: dict[str, Any], images: list[tuple[str, bytes]],
+                   gold: dict[str, Any]) -> None:
+    """Write one question. `images` are (stem, encoded bytes); the extension follows the bytes."""
+    public, private = staged_root / "public" / qid, staged_root / "private" / qid
+    paths = []
+    for stem, data in images:
+        name = f"{stem}.{image_extension(data, f'{qid}/{stem}')}"
+        atomic_write_bytes(public / name, data)
+        paths.append(name)
+    record = {"question_id": qid, **question, "image_paths": paths}
+    atomic_write_text(public / QUESTION_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    answer = {"question_id": qid, "answer_text": str(gold.get("answer_text", "")),
+              "answer_label": str(gold.get("answer_label", "")),
+              **{k: str(question.get(k, "") or "") for k in FACTS}}
+    atomic_write_text(private / ANSWER_FILE, json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
+
+
+def subsample(count: int, limit: int | None, seed: int) -> list[int]:
+    """Indices of a seeded sample of `limit` items (all when limit is None or >= count), in source order."""
+    if limit is None or limit >= count:
+        return list(range(count))
+    return sorted(random.Random(seed).sample(range(count), limit))
+
+
+INCOMING = ".incoming"
+
+
+def incoming(dest: Path) -> Path:
+    """A fresh scratch root beside the staged data: questions are written there first."""
+    work = dest / INCOMING
+    shutil.rmtree(work, ignore_errors=True)
+    return work
+
+
+def install(work: Path, dest: Path) -> None:
+    """Swap the freshly written public/ and private/ in: a failed re-stage leaves the old one intact,
+    a successful one leaves no stale question folders."""
+    for sub in ("public", "private"):
+        shutil.rmtree(dest / sub, ignore_errors=True)
+        (work / sub).rename(dest / sub)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> StagedData:
+    """Write the smoke and calibration id lists (a seeded shuffle; disjoint), install `work` as `dest`."""
+    if not qids:
+        raise UserError("staging produced no questions")
+    order = list(qids)
+    random.Random(int(params.get("subset_seed", params.get("seed", 0)))).shuffle(order)
+    smoke_n = int(params.get("smoke", 10))
+    calibration_n = int(params.get("calibration", 15))
+    smoke = order[:smoke_n]
+    calibration = order[smoke_n:smoke_n + calibration_n]
+    public = work / "public"
+    atomic_write_text(public / SMOKE_FILE, "".join(f"{q}\n" for q in smoke))
+    atomic_write_text(public / CALIBRATION_FILE, "".join(f"{q}\n" for q in calibration))
+    install(work, dest)
+    return StagedData(dest, dest / "public", dest / "private", list(qids))
+
+
+def read_private(private: Path, qid: str) -> dict[str, Any]:
+    path = private / qid / ANSWER_FILE
+    return json.loads(path.read_text("utf-8")) if path.is_file() else {}

@@ -1,0 +1,102 @@
+"""Per-question scores and the task metric: accuracy over ALL expected questions (missing = 0).
+
+MCQ questions score their letter; text questions score closed (yes/no, strict) or open (0.5·EM +
+0.5·token F1, or the answer judge's 0/0.5/1 when one is configured). Breakdowns by question type,
+body system and modality use the private facts, so unanswered questions count in their group.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from attrs import Factory, define
+from automedbench.records import MetricBlock
+
+from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge
+from .answers import is_closed, mcq_score, text_scores
+from .records import FACTS, read_private
+
+MAX_GROUPS = 40
+
+
+@define
+class EvaluationState:
+    """What one evaluation accumulates besides the scores: the answer judge and the checker's kinds."""
+
+    judge: AnswerJudge | None = None
+    cache: AnswerJudgeCache | None = None
+    kinds: dict[str, str] = Factory(dict)
+
+
+def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[str, Any],
+                   state: EvaluationState) -> dict[str, Any]:
+    facts = {k: gold.get(k, "") for k in FACTS}
+    label = str(gold.get("answer_label") or "")
+    if label:
+        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}
+    prediction = str(record.get("predicted_answer") or "")
+    scores = text_scores(prediction, gold.get("answer_text", ""))
+    values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
+                              "exact_match": scores["exact_match"], "token_f1": scores["token_f1"], **facts}
+    if state.judge is not None and not scores["closed"]:
+        request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
+                               str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")))
+        verdict = cached_judge(state.judge, state.cache, request)
+        values.update(score=verdict.score, judge_score=verdict.score, judge_fallback=verdict.fallback,
+                      judge_cached=verdict.cached)
+    return values
+
+
+def _mean(values: list[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
+              state: EvaluationState) -> MetricBlock:
+    rows, groups = [], defaultdict(list)
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    em, f1 = [], []
+    for qid, score in zip(case_ids, scores, strict=True):
+        if score is not None:
+            values = dict(score.values)
+        else:
+            gold = read_private(private, qid)
+            closed = is_closed(gold.get("answer_text", ""))
+            kind = "mcq" if gold.get("answer_label") else ("closed" if closed else "open")
+            values = {"score": 0.0, "kind": kind, "valid": False, "verdict": state.kinds.get(qid, "missing"),
+                      **{k: gold.get(k, "") for k in FACTS}}
+        rows.append({"case_id": qid, **values})
+        by_kind[values["kind"]].append(values["score"])
+        if values["kind"] != "mcq":
+            em.append(float(values.get("exact_match", 0.0)))
+            f1.append(float(values.get("token_f1", 0.0)))
+        for fact in FACTS:
+            if values.get(fact):
+                groups[f"{fact}={values[fact]}"].append(values["score"])
+    accuracy = _mean([r["score"] for r in rows])
+    complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
+    kinds = list(state.kinds.values())
+    comps: dict[str, float | None] = {
+        "accuracy": accuracy,
+        "answered": float(sum(s is not None for s in scores)),
+        "skipped": float(kinds.count("skip")),
+        "placeholders": float(kinds.count("placeholder")),
+    }
+    if by_kind["mcq"]:
+        comps["mcq_accuracy"] = _mean(by_kind["mcq"])
+    if by_kind["closed"]:
+        comps["yes_no_accuracy"] = _mean(by_kind["closed"])
+        comps["yes_no_count"] = float(len(by_kind["closed"]))
+    if by_kind["open"]:
+        comps["open_accuracy"] = _mean(by_kind["open"])
+        comps["open_count"] = float(len(by_kind["open"]))
+    if em:
+        comps["exact_match"], comps["token_f1"] = _mean(em), _mean(f1)
+    if state.judge is not None:
+        comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
+    for key in sorted(groups, key=lambda k: (-len(groups[k]), k))[:MAX_GROUPS]:
+        comps[key] = _mean(groups[key])
+    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+

@@ -1,0 +1,132 @@
+"""The VQA track: many small text-answer cases (one question each) over one or more images."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from automedbench.errors import UserError
+from automedbench.fsutil import atomic_write_text
+from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
+from automedbench.rubric import default_rubric, reword
+from automedbench.taskfile import load_task_dir
+from automedbench.track import CaseScore, ScriptedSolution, StagedData, Track
+
+from . import contract, scoring
+from .answer_judge import AnswerJudgeCache, available_judges, make_answer_judge
+from .records import read_private
+from .rubric import HINTS, WORDING
+
+HERE = Path(__file__).parent
+JUDGE_CACHE = "answer_judge_cache.jsonl"
+
+
+def read_question(public_case: Path) -> dict:
+    record, problem = contract.read_json_object(public_case / contract.QUESTION_FILE)
+    if record is None:
+        raise UserError(f"staged question {public_case.name}: {problem}; re-stage the task with --force")
+    return record
+
+
+class VQATrack(Track):
+    name = "vqa"
+
+    def __init__(self) -> None:
+        self._tasks = {t.id: t for t in load_task_dir(HERE / "tasks")}
+        self.state = scoring.EvaluationState()
+        self.public: Path | None = None
+
+    def tasks(self) -> list[TaskSpec]:
+        return list(self._tasks.values())
+
+    def template_dir(self) -> Path:
+        return HERE / "templates"
+
+    # ---------------------------------------------------------------- staging
+
+    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
+        if task.demo:
+            from .demo import stage_demo
+
+            return stage_demo(task, dest)
+        if source is None:
+            raise UserError(f"{task.id} needs the dataset's download folder (--from PATH)")
+        from .stagers import stage_dataset
+
+        return stage_dataset(task, dest, source)
+
+    # ---------------------------------------------------------------- evaluation
+
+    def evaluation_options(self) -> dict[str, str]:
+        return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
+                                "registers); default: 0.5·exact match + 0.5·token F1",
+                "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]"}
+
+    def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
+        checked = super().check_evaluation_options(options)
+        name = checked.get("answer_judge", "none")
+        if name and name != "none" and name not in available_judges():
+            make_answer_judge(name, checked)  # raises the one-line error with suggestions
+        return checked
+
+    def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
+        self.state = scoring.EvaluationState()
+        self.public = staged.public
+        name = options.get("answer_judge", "none")
+        if name and name != "none":
+            self.state.judge = make_answer_judge(name, options)
+            self.state.cache = AnswerJudgeCache(Path(options.get("answer_judge_cache") or staged.root / JUDGE_CACHE))
+
+    def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
+        question = read_question(public)
+        result = contract.check_answer_file(submitted / contract.ANSWER_FILE, case_id, question)
+        self.state.kinds[case_id] = result.kind
+        present = (submitted / contract.ANSWER_FILE).exists()
+        return CaseVerdict(case_id, present, result.kind == "valid", result.reasons)
+
+    def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
+        record, problem = contract.read_json_object(submitted / contract.ANSWER_FILE)
+        if record is None:
+            raise ValueError(problem)
+        gold = json.loads((private / contract.ANSWER_FILE).read_text("utf-8"))
+        question = read_question(self.public / case_id) if self.public is not None else {}
+        return CaseScore(case_id, scoring.score_question(record, gold, question, self.state))
+
+    def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
+                  private: Path) -> MetricBlock:
+        return scoring.aggregate(task.metric, scores, case_ids, private, self.state)
+
+    # ---------------------------------------------------------------- rubric, agents, baselines
+
+    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+        return reword(default_rubric(), WORDING, HINTS)
+
+    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
+        if not task.demo:
+            raise UserError(f"the scripted reference solution answers the generated demo only, not {task.id}")
+        from .solution import demo_solution
+
+        return demo_solution(task, tier, data_dir, workspace)
+
+    def baselines(self) -> dict[str, str]:
+        return {"perfect": "the gold answers", "empty": "an honest skip for every question",
+                "constant": "'yes' for every text question, option A for every MCQ"}
+
+    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+        if name not in self.baselines():
+            raise UserError(f"unknown baseline {name!r}")
+        for qid in staged.case_ids:
+            question = read_question(staged.public / qid)
+            options = question.get("options") or {}
+            gold = read_private(staged.private, qid)
+            label, answer = "", ""
+            if name == "perfect":
+                label = gold.get("answer_label", "")
+                answer = options.get(label, "") if label else gold.get("answer_text", "")
+            elif name == "constant":
+                label = "A" if contract.is_mcq(question) else ""
+                answer = options.get("A", "") if label else "yes"
+            record = {"question_id": qid, "predicted_label": label, "predicted_answer": answer,
+                      "raw_model_output": (f"Answer: {label or answer}" if (label or answer) else ""),
+                      "model_name": f"baseline:{name}", "runtime_s": 0.0}
+            atomic_write_text(dest / qid / contract.ANSWER_FILE, json.dumps(record) + "\n")

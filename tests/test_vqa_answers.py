@@ -1,0 +1,67 @@
+"""VQA answer normalisation and scores against hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+from automedbench_vqa.answers import (
+    AnswerMetric,
+    closed_score,
+    exact_match,
+    is_closed,
+    mcq_score,
+    normalize,
+    normalize_label,
+    open_score,
+    token_f1,
+)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Yes.", "yes"), ("  YEP ", "yes"), ("Present", "yes"), ("negative", "no"), ("N", "no"),
+    ("yes, there is", "yes there is"),          # synonyms only apply to the whole string
+    ("Two lesions!", "2 lesions"), ("none", "0"), ("twelve", "12"),
+    ("R kidney", "right kidney"), ("bilat.", "bilateral"), ("IVC", "inferior vena cava"),
+    ("x-ray,  chest", "xray chest"), (None, ""), ("", ""),
+])
+def test_normalize(text, expected):
+    assert normalize(text) == expected
+
+
+def test_closed_is_strict_after_normalisation():
+    assert is_closed("Yes") and is_closed("absent") and not is_closed("left")
+    assert closed_score("yeah", "Yes") == 1.0
+    assert closed_score("yes, definitely", "yes") == 0.0   # not a bare yes
+    assert closed_score("no", "yes") == 0.0
+
+
+def test_exact_match_and_token_f1_hand_computed():
+    assert exact_match("The Left Lung", "the left lung.") == 1.0
+    assert exact_match("", "") == 0.0
+    # pred {left, lower, lobe} vs gold {left, lobe}: common 2, P 2/3, R 1 -> F1 0.8
+    assert token_f1("left lower lobe", "left lobe") == pytest.approx(0.8)
+    # duplicates count once per occurrence: pred {a, a, b} vs gold {a, b, b}: common 2, P = R = 2/3
+    assert token_f1("a a b", "a b b") == pytest.approx(2 / 3)
+    assert token_f1("", "left") == 0.0 and token_f1("heart", "liver") == 0.0
+    # numbers and abbreviations normalise before the comparison
+    assert token_f1("two", "2") == 1.0 and exact_match("L", "left") == 1.0
+
+
+def test_open_score_is_half_em_plus_half_f1():
+    assert open_score("left lobe", "left lobe") == 1.0
+    assert open_score("left lower lobe", "left lobe") == pytest.approx(0.5 * 0 + 0.5 * 0.8)
+    # upstream's worked example: "tumor present" vs gold "no tumor": F1 = 0.5 -> open score 0.25
+    assert open_score("tumor present", "no tumor") == pytest.approx(0.25)
+
+
+def test_mcq_labels():
+    assert normalize_label(" b ") == "B"
+    assert normalize_label("Answer: (C) because") == "C"
+    assert normalize_label("Option F") == ""
+    assert mcq_score("C", "C") == 1.0 and mcq_score("c", "C") == 1.0
+    assert mcq_score("", "C") == 0.0 and mcq_score("D", "C") == 0.0
+
+
+def test_metric_plugin_reports_every_number():
+    values = AnswerMetric()("left lower lobe", "left lobe")
+    assert values == {"score": pytest.approx(0.4), "exact_match": 0.0, "token_f1": pytest.approx(0.8),
+                      "closed": 0.0}

@@ -1,0 +1,195 @@
+"""The VQA demo end to end: the scripted reference scores well, each flaw costs the stage it should,
+baselines and the answer judge go through the same isolated evaluator."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from automedbench import staging
+from automedbench.errors import UserError
+from automedbench.evaluate_cmd import evaluate_folder
+from automedbench.runner import Run, RunOptions
+
+DEMO = "vqa/demo"
+
+
+@pytest.fixture(scope="module")
+def vqa_staged(reg, data_root):
+    track, task = reg.task(DEMO)
+    return staging.ensure(track, task, data_root)
+
+
+@pytest.fixture(scope="module")
+def vqa_run(reg, data_root, vqa_staged, tmp_path_factory):
+    cache: dict[tuple, tuple] = {}
+    out = tmp_path_factory.mktemp("vqa-runs")
+
+    def _run(agent: str, tier: str = "lite", **kw):
+        key = (agent, tier, tuple(sorted(kw.items())))
+        if key not in cache:
+            runner = Run(RunOptions(DEMO, tier, agent, out=out, data_root=data_root, **kw), reg)
+            cache[key] = (runner.execute(), runner.run_dir)
+        return cache[key]
+
+    return _run
+
+
+def scores(result):
+    return {s.stage: s.score for s in result.stages}
+
+
+def test_demo_stages_every_question_with_facts(vqa_staged):
+    assert len(vqa_staged.case_ids) == 24
+    modes = {json.loads((vqa_staged.public / q / "question.json").read_text())["mode"] for q in vqa_staged.case_ids}
+    assert modes == {"open_ended", "multiple_choice"}
+    frames = json.loads((vqa_staged.public / vqa_staged.case_ids[-1] / "question.json").read_text())
+    assert len(frames["image_paths"]) == 5
+    assert not any(p.name == "answer.json" for p in vqa_staged.public.rglob("*"))
+
+
+def test_reference_answers_from_pixels(vqa_run):
+    result, _ = vqa_run("reference")
+    s = scores(result)
+    assert result.state == "scored" and result.end_reason == "submitted"
+    assert s == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
+    assert result.task.strict == result.task.partial >= 0.9
+    assert result.aggregate.rating == "A"
+    comps = result.task.components
+    assert comps["answered"] == 24 and comps["yes_no_count"] == 6
+    assert {"question_type=count", "body_system=chest", "modality=synthetic CT"} <= set(comps)
+
+
+def test_skip_validate_loses_s3(vqa_run):
+    ref, _ = vqa_run("reference")
+    result, _ = vqa_run("skip-validate")
+    s = scores(result)
+    assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0
+    assert result.aggregate.agentic == pytest.approx(ref.aggregate.agentic - 0.35, abs=1e-6)
+
+
+def test_wrong_format_labels_are_invalid(vqa_run):
+    result, _ = vqa_run("wrong-format")
+    s = scores(result)
+    assert s["S4"] == 0.5 and s["S5"] == 0.5
+    assert result.task.strict == 0.0 and result.aggregate.rating == "F"
+    bad = [c for c in result.cases if not c.valid]
+    assert len(bad) == 7  # the five shape and two frame questions (multiple choice)
+    assert all("is not one of" in c.reasons[0] for c in bad)
+    assert 0 < result.task.partial < 1
+
+
+def test_incomplete_counts_missing_as_zero(vqa_run):
+    result, _ = vqa_run("incomplete")
+    s = scores(result)
+    present = sum(c.present for c in result.cases)
+    assert 12 <= present <= 13
+    assert s["S4"] == pytest.approx(0.5 * present / 24, abs=1e-4) and s["S5"] == 0.5
+    assert result.task.strict == 0.0
+    assert result.task.partial == pytest.approx(sum(r["score"] for r in result.task.per_case) / 24)
+    assert result.task.partial <= present / 24 + 1e-9
+    assert result.aggregate.rating == "F" and "incomplete" in result.aggregate.rating_reason
+
+
+def test_no_submit_loses_s5(vqa_run):
+    result, _ = vqa_run("no-submit")
+    s = scores(result)
+    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+
+
+def test_breach_zeroes_everything(vqa_run):
+    result, _ = vqa_run("breach")
+    assert result.isolation.breached and result.aggregate.rating == "F"
+    assert all(s.score == 0.0 for s in result.stages) and result.aggregate.overall == 0.0
+    assert any("demo_q" in e.path for e in result.isolation.evidence)
+
+
+def test_baselines(reg, data_root, vqa_staged, tmp_path):
+    perfect = evaluate_folder(reg, DEMO, None, "perfect", data_root, tmp_path / "p")
+    assert perfect.task.strict == 1.0 and perfect.aggregate.rating == "A"
+    empty = evaluate_folder(reg, DEMO, None, "empty", data_root, tmp_path / "e")
+    assert empty.task.partial == 0.0 and empty.task.components["skipped"] == 24
+    assert all(c.present and not c.valid and c.reasons[0].startswith("skip:") for c in empty.cases)
+    constant = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "c")
+    golds = [json.loads((vqa_staged.private / q / "answer.json").read_text()) for q in vqa_staged.case_ids]
+    # "yes" is right exactly on the closed questions whose gold is yes; "A" on the MCQs whose gold is A
+    hits = sum(g["answer_text"] == "yes" for g in golds) + sum(g["answer_label"] == "A" for g in golds)
+    assert 0 < hits < 24 and constant.task.strict == pytest.approx(hits / 24)
+
+
+def test_placeholders_and_bad_files_in_a_submission(reg, data_root, vqa_staged, tmp_path):
+    sub = tmp_path / "sub"
+    evaluate_folder(reg, DEMO, None, "perfect", data_root, tmp_path / "p")
+    base = tmp_path / "p" / "baseline"
+    for qid in vqa_staged.case_ids:
+        (sub / qid).mkdir(parents=True)
+        (sub / qid / "answer.json").write_bytes((base / qid / "answer.json").read_bytes())
+    first, second, third, fourth = vqa_staged.case_ids[:4]
+    rec = json.loads((sub / first / "answer.json").read_text())
+    (sub / first / "answer.json").write_text(json.dumps({**rec, "raw_model_output": "mock: yes"}))
+    (sub / second / "answer.json").write_bytes(b"\xff\xfe{}")
+    (sub / third / "answer.json").write_text('{"question_id": "x"')
+    (sub / fourth / "answer.json").unlink()
+    result = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "run")
+    reasons = {c.case_id: " ".join(c.reasons) for c in result.cases}
+    assert reasons[first].startswith("placeholder:")
+    assert "not UTF-8" in reasons[second] and "not valid JSON" in reasons[third]
+    assert "no outputs" in reasons[fourth]
+    assert result.task.components["placeholders"] == 1
+    assert result.task.partial == pytest.approx(20 / 24)
+
+
+def test_answer_judge_through_the_evaluator(reg, data_root, vqa_staged, tmp_path):
+    cache = tmp_path / "judge.jsonl"
+    sub = tmp_path / "sub"
+    for qid in vqa_staged.case_ids:
+        question = json.loads((vqa_staged.public / qid / "question.json").read_text())
+        label = "A" if question["mode"] == "multiple_choice" else ""
+        answer = question["options"]["A"] if label else "the left side"
+        rec = {"question_id": qid, "predicted_label": label, "predicted_answer": answer,
+               "raw_model_output": f"I think: {answer}", "model_name": "t", "runtime_s": 0.1}
+        (sub / qid).mkdir(parents=True)
+        (sub / qid / "answer.json").write_text(json.dumps(rec))
+    plain = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "a")
+    options = {"answer_judge": "offline", "answer_judge_cache": str(cache)}
+    judged = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "b", eval_options=options)
+    rows = {r["case_id"]: r for r in judged.task.per_case}
+    side = [r for r in rows.values() if r["question_type"] == "side"]
+    # "the left side" vs "left": F1 = 0.5 -> judge 0.5; EM 0 -> plain open score 0.25
+    assert all(r["judge_score"] == (0.5 if r["token_f1"] else 0.0) for r in side)
+    assert judged.task.partial > plain.task.partial
+    assert judged.task.components["judge_fallback_count"] == 0
+    assert len(cache.read_text().splitlines()) == 11  # one verdict per open question, none for closed/MCQ
+    again = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "c", eval_options=options)
+    assert all(r.get("judge_cached") for r in again.task.per_case if r["kind"] == "open")
+    assert again.task.partial == judged.task.partial
+    with pytest.raises(UserError, match="no evaluation option 'judge'"):
+        evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "d", eval_options={"judge": "offline"})
+    with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
+        evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "e", eval_options={"answer_judge": "ofline"})
+
+
+def test_validate_task_passes(reg, data_root, vqa_staged):
+    from automedbench.validate import validate
+    from rich.console import Console
+
+    console = Console(record=True, width=160)
+    assert validate(reg, DEMO, data_root, console), console.export_text()
+
+
+def test_standard_tier_grades_the_diagram_and_candidates(vqa_run):
+    result, _ = vqa_run("reference", "standard")
+    items = {i.id: i for s in result.stages for i in s.items}
+    assert not items["s1e_plan_png"].auto and items["s1e_plan_png"].value == 1.0
+    assert items["s1f_plot_pipeline"].value == 1.0
+    assert items["s1d_researched_3"].value == 1.0 and "LLaVA" in items["s1d_researched_3"].rationale
+
+
+def test_vqa_rubric_wording_reaches_the_result(vqa_run):
+    result, _ = vqa_run("reference")
+    items = {i.id: i for s in result.stages for i in s.items}
+    assert "smoke forward pass" in items["s2e_model_loaded"].description
+    assert "calibration questions" in items["s3_validate"].description
+    assert "calibration" in items["s3_validate"].rationale
+    # the inspection turn (reads mode, image_paths, image size) is the evidence, not the plan's prose
+    assert items["s2b_compatibility_check"].evidence_turns == [3]
