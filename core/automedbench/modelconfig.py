@@ -148,6 +148,8 @@ def resolve(provider: str, options: Mapping[str, Any]) -> ModelConfig:
         raise UserError(f"unknown {provider} option(s) {', '.join(unknown)}; known: "
                         f"{', '.join(sorted(set(_FIELDS) - {'provider'} | {'config', 'entry'}))}")
     values = {name: _coerce(name, value, f"{provider} option") for name, value in settings.items()}
+    if provider == "anthropic":
+        values.setdefault("temperature", None)  # Anthropic's default sampling unless one is asked for
     cfg = ModelConfig(provider, **values)
     if not cfg.model:
         raise UserError(f"{provider}: no model given (--agent-option model=NAME, or config=FILE entry=NAME)")

@@ -103,10 +103,11 @@ class AnthropicBackend(Backend):
         kwargs: dict[str, Any] = {"model": cfg.model, "max_tokens": max_tokens, "messages": converted}
         if system:
             kwargs["system"] = system
+        body = dict(cfg.extra_body)
         if cfg.thinking_tokens > 0:
             kwargs["thinking"] = {"type": "enabled", "budget_tokens": cfg.thinking_tokens}
-        elif cfg.temperature is not None:
-            kwargs["temperature"] = cfg.temperature
+        elif cfg.temperature is not None:  # only when asked for: newer models and SDKs take no sampling knobs
+            body["temperature"] = cfg.temperature
         spec = [{"name": t["name"], "description": t.get("description", ""),
                  "input_schema": t.get("parameters", {"type": "object"})} for t in tools or []]
         if json_schema is not None:
@@ -115,8 +116,8 @@ class AnthropicBackend(Backend):
             kwargs["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
         if spec:
             kwargs["tools"] = spec
-        if cfg.extra_body:
-            kwargs["extra_body"] = cfg.extra_body
+        if body:
+            kwargs["extra_body"] = body
         response = self.client.messages.create(**kwargs)
         text, reasoning, calls, kept = [], [], [], []
         for block in response.content:
