@@ -145,11 +145,11 @@ def load_spec(path: Path) -> CliAgentSpec:
 
 
 class CliAgent(Agent):
-    def __init__(self, spec: CliAgentSpec | None = None, **options: Any) -> None:
+    def __init__(self, spec: CliAgentSpec | str | None = None, **options: Any) -> None:
         if spec is None:
-            if "spec" not in options:
-                raise UserError("the cli agent needs --agent-option spec=cli.yaml (install, command, log_format)")
-            spec = load_spec(Path(options.pop("spec")).expanduser())
+            raise UserError("the cli agent needs --agent-option spec=cli.yaml (install, command, log_format)")
+        if not isinstance(spec, CliAgentSpec):
+            spec = load_spec(Path(spec).expanduser())
         if options:
             raise UserError(f"cli agent: unknown option(s) {', '.join(sorted(options))}")
         if spec.log_format not in LOG_PARSERS:
