@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +25,7 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = Factory(dict)
     raw: bytes | None = None
+    delay_s: float = 0.0
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -50,6 +52,8 @@ class FakeLLMServer:
                     reply = Reply(500, {"error": {"message": "fake server: script exhausted"}})
                 else:
                     reply = item(request) if callable(item) else item
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
                 data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
@@ -159,9 +163,10 @@ class ReferenceModel:
 
     The paths come from the brief in the request itself, as a real model would read them."""
 
-    def __init__(self, reg, task_id: str, tier: str, wire: str) -> None:
+    def __init__(self, reg, task_id: str, tier: str, wire: str, raw_newlines_at: int | None = None) -> None:
         self.track, self.task = reg.task(task_id)
         self.tier, self.wire = tier, wire
+        self.raw_newlines_at = raw_newlines_at  # that step's arguments carry raw newlines (invalid JSON)
         self.steps: list | None = None
         self.position = 0
 
@@ -187,7 +192,12 @@ class ReferenceModel:
     def reply(self, text: str, call: tuple[str, str, dict[str, Any]] | None) -> Reply:
         if self.wire == "anthropic":
             return anthropic_reply(text, [call] if call else [], thinking=f"thinking about step {self.position}")
-        calls = [(call[0], call[1], json.dumps(call[2]))] if call else []
+        arguments = json.dumps(call[2]) if call else ""
+        if call and self.position == self.raw_newlines_at:
+            arguments = re.sub(r"(?<!\\)\\n", "\n", arguments)
+            with pytest.raises(json.JSONDecodeError):
+                json.loads(arguments)
+        calls = [(call[0], call[1], arguments)] if call else []
         return openai_reply(text, calls, reasoning=f"reasoning about step {self.position}")
 
 

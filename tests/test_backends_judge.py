@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from automedbench.cli import main
@@ -11,7 +12,7 @@ from automedbench.records import Evaluation, JudgeVerdict, Result
 from automedbench.rubric import default_rubric
 from automedbench.serialize import read_json
 from click.testing import CliRunner
-from test_backends_fakes import anthropic_reply, openai_reply, serve_fake_llm
+from test_backends_fakes import FakeLLMServer, anthropic_reply, openai_reply, serve_fake_llm
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -78,21 +79,32 @@ def _judge_args(fake_llm, provider: str, model: str) -> list[str]:
 
 
 @pytest.fixture
-def judged_run(fake_llm, monkeypatch, tmp_path, data_root):
-    """A reference run at the standard tier, graded by the scripted OpenAI judge (first reply invalid)."""
+def judge_key(monkeypatch):
     monkeypatch.setenv(KEY_ENV, "sk-judge")
-    fake_llm.push(openai_reply(json.dumps(verdict_json(OPENAI_VALUES, drop="s3_validate")), model="gpt-4o"),
-                  openai_reply(json.dumps(verdict_json(OPENAI_VALUES)), model="gpt-4o"))
-    out = tmp_path / "runs"
-    cli = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--tier", "standard", "--agent",
-                                    "reference", *_judge_args(fake_llm, "openai", "gpt-4o"), "--out", str(out),
-                                    "--data-root", str(data_root), "--quiet"])
+
+
+@pytest.fixture(scope="module")
+def judged(data_root, tmp_path_factory):
+    """One reference run at the standard tier, graded by the scripted OpenAI judge (first reply invalid).
+
+    Returns the run folder and the judge requests; tests that change the run work on a copy."""
+    server = FakeLLMServer().start()
+    server.push(openai_reply(json.dumps(verdict_json(OPENAI_VALUES, drop="s3_validate")), model="gpt-4o"),
+                openai_reply(json.dumps(verdict_json(OPENAI_VALUES)), model="gpt-4o"))
+    out = tmp_path_factory.mktemp("judged")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, "sk-judge")
+        cli = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--tier", "standard", "--agent",
+                                        "reference", *_judge_args(server, "openai", "gpt-4o"), "--out", str(out),
+                                        "--data-root", str(data_root), "--quiet"])
+    server.stop()
     assert cli.exit_code == 0, cli.output
     (run_dir,) = out.iterdir()
-    return run_dir
+    return run_dir, list(server.requests)
 
 
-def test_llm_judge_run_grades_from_plan_text_image_and_trajectory(judged_run, fake_llm):
+def test_llm_judge_run_grades_from_plan_text_image_and_trajectory(judged):
+    judged_run, requests = judged
     result = read_json(judged_run / "result.json", Result)
     stages = {s.stage: s.score for s in result.stages}
     assert stages["S1"] == pytest.approx(round(5 / 6, 4)) and stages["S2"] == 1.0 and stages["S3"] == 0.5
@@ -105,7 +117,7 @@ def test_llm_judge_run_grades_from_plan_text_image_and_trajectory(judged_run, fa
     assert (stored.tokens_in, stored.tokens_out) == (200, 40)
     assert result.runtime.judge_cost_usd == pytest.approx((200 * 2.5 + 40 * 10) / 1e6)
     assert result.runtime.cost_usd == 0.0
-    first, second = (r["body"] for r in fake_llm.requests)
+    first, second = (r["body"] for r in requests)
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["strict"] is True
     parts = first["messages"][1]["content"]
@@ -121,11 +133,10 @@ def test_llm_judge_run_grades_from_plan_text_image_and_trajectory(judged_run, fa
     assert "missing items: s3_validate" in second["messages"][-1]["content"]
 
 
-def test_judge_that_never_answers_validly_leaves_stages_null(fake_llm, monkeypatch, tmp_path, data_root):
-    monkeypatch.setenv(KEY_ENV, "sk-judge")
+def test_judge_that_never_answers_validly_leaves_stages_null(fake_llm, judge_key, tmp_path, data_root):
     fake_llm.fallback = lambda request: openai_reply("All good, 10/10!")
     out = tmp_path / "runs"
-    cli = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", "reference",
+    cli = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", "noop",
                                     *_judge_args(fake_llm, "openai", "gpt-4o"), "--judge-option", "parse_retries=1",
                                     "--out", str(out), "--data-root", str(data_root), "--quiet"])
     assert cli.exit_code == 0, cli.output
@@ -137,7 +148,9 @@ def test_judge_that_never_answers_validly_leaves_stages_null(fake_llm, monkeypat
     assert "invalid verdict after 2 attempt(s)" in result.judge.error
 
 
-def test_rejudge_with_anthropic_then_agreement(judged_run, fake_llm):
+def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_path):
+    judged_run = tmp_path / "run"
+    shutil.copytree(judged[0], judged_run)
     before = read_json(judged_run / "result.json", Result)
     fake_llm.push(anthropic_reply("", [("toolu_v", "submit_verdict", verdict_json(ANTHROPIC_VALUES))],
                                   model="claude-sonnet-4-x", usage=(1000, 100, 0)))

@@ -15,7 +15,7 @@ from automedbench.records import Result
 from automedbench.serialize import read_json
 from automedbench.trajectory import read_events
 from click.testing import CliRunner
-from test_backends_fakes import ReferenceModel, error_reply, openai_reply, serve_fake_llm
+from test_backends_fakes import ReferenceModel, Reply, error_reply, openai_reply, serve_fake_llm
 
 pytest.importorskip("openai")
 KEY_ENV = "AMB_TEST_OPENAI_KEY"
@@ -84,6 +84,15 @@ def test_retry_after_is_capped_and_attempts_are_bounded(agent_for, fake_llm):
     assert "\n" not in str(info.value)
 
 
+def test_timeouts_and_non_json_bodies_are_retried(agent_for, fake_llm):
+    slow = openai_reply("too late")
+    slow.delay_s = 1.5
+    fake_llm.push(slow, Reply(200, raw=b"<html>bad gateway</html>"), openai_reply("in time"))
+    agent = agent_for(timeout_s="0.5")
+    assert agent.next_turn(MESSAGES).content == "in time"
+    assert [r["error"] for r in agent.backend.retries] == ["APITimeoutError", "JSONDecodeError"]
+
+
 def test_client_errors_are_not_retried(agent_for, fake_llm):
     fake_llm.push(error_reply(401), openai_reply("never reached"))
     agent = agent_for()
@@ -129,13 +138,16 @@ def test_full_demo_run_with_scripted_openai_server(fake_llm, monkeypatch, tmp_pa
     monkeypatch.setenv(KEY_ENV, "sk-fake-123")
     prices = tmp_path / "prices.yaml"
     prices.write_text("pricing:\n  fake-model: {input: 1.0, output: 2.0}\n")
+    models = tmp_path / "agents.yaml"
+    models.write_text(f"models:\n  local:\n    provider: openai\n    model: fake-model\n"
+                      f"    base_url: {fake_llm.url}/v1\n    api_key_env: {KEY_ENV}\n")
     fake_llm.push(error_reply(429, retry_after="1"))
-    fake_llm.fallback = ReferenceModel(reg, "segmentation/demo", "lite", "openai")
+    fake_llm.fallback = ReferenceModel(reg, "segmentation/demo", "lite", "openai", raw_newlines_at=3)
     out = tmp_path / "runs"
     cli = CliRunner().invoke(main, [
-        "run", "--task", "segmentation/demo", "--agent", "openai", "--agent-option", "model=fake-model",
-        "--agent-option", f"base_url={fake_llm.url}/v1", "--agent-option", f"api_key_env={KEY_ENV}",
-        "--agent-option", f"prices={prices}", "--out", str(out), "--data-root", str(data_root), "--quiet"])
+        "run", "--task", "segmentation/demo", "--agent", "openai", "--agent-option", f"config={models}",
+        "--agent-option", "entry=local", "--agent-option", f"prices={prices}", "--out", str(out),
+        "--data-root", str(data_root), "--quiet"])
     assert cli.exit_code == 0, cli.output
     (run_dir,) = out.iterdir()
     result = read_json(run_dir / "result.json", Result)
@@ -147,8 +159,12 @@ def test_full_demo_run_with_scripted_openai_server(fake_llm, monkeypatch, tmp_pa
     assert result.runtime.turns == steps and len(fake_llm.requests) == steps + 1  # one 429 retried
     assert result.runtime.tokens_in == 100 * steps and result.runtime.tokens_out == 20 * steps
     assert result.runtime.cost_usd == pytest.approx(steps * (100 * 1.0 + 20 * 2.0) / 1e6)
-    assistant = [e for e in read_events(run_dir / "trajectory.jsonl") if e["type"] == "assistant"]
+    assert f"agent: {100 * steps} in / {20 * steps} out tokens, ${steps * 140e-6:.4f}" in cli.output
+    events = read_events(run_dir / "trajectory.jsonl")
+    assistant = [e for e in events if e["type"] == "assistant"]
     assert assistant[0]["reasoning"] == "reasoning about step 1"
+    repaired = next(e for e in events if e["type"] == "tool" and e["turn"] == 3)
+    assert repaired["exit_code"] == 0 and "error" not in repaired  # raw newlines repaired, the call ran
     last = fake_llm.requests[-1]["body"]["messages"]
     assert last[-1]["role"] == "tool" and last[-1]["content"].startswith("exit_code: 0")
 

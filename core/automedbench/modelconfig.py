@@ -151,6 +151,8 @@ def resolve(provider: str, options: Mapping[str, Any]) -> ModelConfig:
     if provider == "anthropic":
         values.setdefault("temperature", None)  # Anthropic's default sampling unless one is asked for
     cfg = ModelConfig(provider, **values)
+    if cfg.json_mode not in ("schema", "object", "none"):
+        raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
     if not cfg.model:
         raise UserError(f"{provider}: no model given (--agent-option model=NAME, or config=FILE entry=NAME)")
     if not cfg.api_key_env:

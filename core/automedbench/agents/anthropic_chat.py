@@ -84,8 +84,8 @@ class AnthropicBackend(Backend):
     provider = "anthropic"
 
     def __init__(self, cfg) -> None:
-        super().__init__(cfg)
         self.thinking: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        super().__init__(cfg)
 
     def make_client(self) -> Any:
         try:
@@ -137,7 +137,8 @@ class AnthropicBackend(Backend):
         if calls and kept:
             self.thinking[tuple(c.id for c in calls)] = kept
         u = response.usage
-        cached, written = u.cache_read_input_tokens or 0, u.cache_creation_input_tokens or 0
+        cached = getattr(u, "cache_read_input_tokens", 0) or 0
+        written = getattr(u, "cache_creation_input_tokens", 0) or 0
         usage = Usage(u.input_tokens + cached + written, u.output_tokens, cached, written)
         reason = STOP_REASONS.get(response.stop_reason or "", response.stop_reason or "")
         return Completion("\n".join(text), "\n".join(reasoning), calls, usage, reason)

@@ -43,9 +43,9 @@ class Backend(ABC):
         self.cfg = cfg
         self.api_key = cfg.api_key()  # fail fast, before any run folder exists
         self.prices = cfg.price_table()
-        self._client: Any = None
         self.retries: list[dict[str, Any]] = []
         self.sleep = time.sleep
+        self._client: Any = self.make_client()  # no network yet; a missing SDK fails here, not mid-run
 
     @property
     def client(self) -> Any:
@@ -54,7 +54,8 @@ class Backend(ABC):
         return self._client
 
     @abstractmethod
-    def make_client(self) -> Any: ...
+    def make_client(self) -> Any:
+        """The SDK client (max_retries=0: retries are ours, so they are counted and bounded)."""
 
     @abstractmethod
     def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,

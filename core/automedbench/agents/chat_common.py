@@ -54,6 +54,8 @@ def is_retryable(exc: BaseException) -> bool:
     status = getattr(exc, "status_code", None)
     if status is not None:
         return int(status) in RETRY_STATUS
+    if isinstance(exc, json.JSONDecodeError):  # an HTTP 200 whose body is not JSON: a proxy or gateway hiccup
+        return True
     name = type(exc).__name__
     return name in ("APITimeoutError", "APIConnectionError") or isinstance(exc, (TimeoutError, ConnectionError))
 

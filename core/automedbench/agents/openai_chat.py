@@ -70,9 +70,8 @@ class OpenAIBackend(Backend):
                 continue
             calls.append(ToolCall(call.id or f"call_{i}", function.name or "", function.arguments or ""))
         usage = response.usage
-        cached = 0
-        if usage is not None and usage.prompt_tokens_details is not None:
-            cached = usage.prompt_tokens_details.cached_tokens or 0
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
         return Completion(
             message.content or "", reasoning if isinstance(reasoning, str) else str(reasoning), calls,
             Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached) if usage else Usage(),
