@@ -8,6 +8,7 @@ import os
 import pytest
 from automedbench.agent import TOOLS, AgentContext
 from automedbench.agents.chat import TRUNCATED_NUDGE
+from automedbench.agents.chat_common import ELIDED
 from automedbench.agents.openai_chat import OpenAIChatAgent
 from automedbench.cli import main
 from automedbench.errors import AgentError, UserError
@@ -63,6 +64,17 @@ def test_tool_call_reasoning_usage_and_cost(agent_for, fake_llm):
     assert body["model"] == "gpt-4o-mini-2024-07-18" and body["tool_choice"] == "auto"
     assert [t["function"]["name"] for t in body["tools"]] == ["execute_code", "submit_results"]
     assert body["messages"] == MESSAGES and body["max_tokens"] == 4096 and body["temperature"] == 0.0
+
+
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature(agent_for, fake_llm):
+    reply = openai_reply("ok")
+    message = reply.body["choices"][0]["message"]
+    message["reasoning"] = "OpenRouter-style reasoning field"
+    fake_llm.push(reply)
+    turn = agent_for(model="o4-mini", reasoning_effort="low").next_turn(MESSAGES)
+    body = fake_llm.requests[0]["body"]
+    assert body["max_completion_tokens"] == 4096 and "max_tokens" not in body and "temperature" not in body
+    assert body["reasoning_effort"] == "low" and turn.reasoning == "OpenRouter-style reasoning field"
 
 
 def test_429_waits_for_retry_after_then_succeeds(agent_for, fake_llm):
@@ -121,6 +133,23 @@ def test_length_cut_reply_is_continued_with_a_nudge(agent_for, fake_llm):
     assert second[-1] == {"role": "user", "content": TRUNCATED_NUDGE}
 
 
+def test_long_history_is_trimmed_before_sending_and_reported(agent_for, fake_llm):
+    history = list(MESSAGES)
+    for t in range(6):
+        history += [{"role": "assistant", "content": f"step {t}", "tool_calls": [
+            {"id": f"c{t}", "type": "function", "function": {"name": "execute_code", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{t}", "content": f"output {t} " + "x" * 8000}]
+    fake_llm.push(openai_reply("ok"))
+    agent = agent_for(context_window="9000", max_tokens="1000", keep_turns="2")
+    agent.next_turn(history)
+    sent = fake_llm.requests[0]["body"]["messages"]
+    tools = [m["content"] for m in sent if m["role"] == "tool"]
+    assert len(sent) == len(history) and tools[:4] == [ELIDED] * 4
+    assert tools[4].startswith("output 4") and tools[5].startswith("output 5")
+    assert agent.drain_events() == [{"type": "context_trimmed", "elided": 4, "dropped": 0}]
+    assert history[3]["content"].startswith("output 0")  # the runner's list is untouched
+
+
 def test_missing_key_fails_before_anything_is_sent(fake_llm, monkeypatch, tmp_path):
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(UserError, match=f"{KEY_ENV} is not set"):
@@ -163,6 +192,8 @@ def test_full_demo_run_with_scripted_openai_server(fake_llm, monkeypatch, tmp_pa
     events = read_events(run_dir / "trajectory.jsonl")
     assistant = [e for e in events if e["type"] == "assistant"]
     assert assistant[0]["reasoning"] == "reasoning about step 1"
+    assert [(e["type"], e["turn"], e["status"], e["wait_s"]) for e in events if e.get("imported")] == [
+        ("api_retry", 1, 429, 1.0)]
     repaired = next(e for e in events if e["type"] == "tool" and e["turn"] == 3)
     assert repaired["exit_code"] == 0 and "error" not in repaired  # raw newlines repaired, the call ran
     last = fake_llm.requests[-1]["body"]["messages"]

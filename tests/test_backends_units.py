@@ -67,7 +67,7 @@ def test_config_entry_then_options_and_key_from_named_env(tmp_path, monkeypatch)
 @pytest.mark.parametrize("options, message", [
     ({"model": "m", "api_key": "sk-123"}, "not accepted as options"),
     ({}, "no model given"),
-    ({"model": "m", "colour": "red"}, "unknown openai option"),
+    ({"model": "m", "colour": "red"}, "unknown openai agent option"),
     ({"model": "m", "max_tokens": "many"}, "max_tokens='many' is not valid"),
     ({"entry": "x"}, "needs config=FILE"),
 ])

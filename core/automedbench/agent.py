@@ -63,7 +63,7 @@ class Agent(ABC):
         """Messages are OpenAI-style dicts (system, user, assistant with tool_calls, tool)."""
 
     def drain_events(self) -> list[dict[str, Any]]:
-        """Extra trajectory events since the last call (e.g. the steps of a CLI agent's own log)."""
+        """Events only the agent saw (a CLI agent's own steps, API retries), written after each turn."""
         return []
 
     def close(self) -> None:  # noqa: B027 - optional hook

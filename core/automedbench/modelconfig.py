@@ -116,8 +116,11 @@ def load_entries(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return data.get("models", {}) or {}, data.get("pricing", {}) or {}
 
 
-def resolve(provider: str, options: Mapping[str, Any]) -> ModelConfig:
-    """Merge defaults, the config entry (`config=FILE entry=NAME`) and explicit options."""
+def resolve(provider: str, options: Mapping[str, Any], role: str = "agent") -> ModelConfig:
+    """Merge defaults, the config entry (`config=FILE entry=NAME`) and explicit options.
+
+    `role` (agent or judge) only words the errors: `--agent-option` or `--judge-option`."""
+    flag = f"--{role}-option"
     if "api_key" in options:
         raise UserError("API keys are not accepted as options; put the key in an environment variable and "
                         "name it with api_key_env=VAR")
@@ -142,19 +145,20 @@ def resolve(provider: str, options: Mapping[str, Any]) -> ModelConfig:
     settings.update({k: v for k, v in options.items() if k not in _OPTION_ONLY})
     chosen = str(settings.pop("provider", provider))
     if chosen != provider:
-        raise UserError(f"entry {entry!r} is for provider {chosen!r}; use --agent/--judge {chosen}")
+        raise UserError(f"entry {entry!r} is for provider {chosen!r}; use --{role} {chosen}")
     unknown = sorted(set(settings) - set(_FIELDS))
     if unknown:
-        raise UserError(f"unknown {provider} option(s) {', '.join(unknown)}; known: "
+        raise UserError(f"unknown {provider} {role} option(s) {', '.join(unknown)}; known: "
                         f"{', '.join(sorted(set(_FIELDS) - {'provider'} | {'config', 'entry'}))}")
-    values = {name: _coerce(name, value, f"{provider} option") for name, value in settings.items()}
+    values = {name: _coerce(name, value, f"{provider} {role} option") for name, value in settings.items()}
     if provider == "anthropic":
         values.setdefault("temperature", None)  # Anthropic's default sampling unless one is asked for
     cfg = ModelConfig(provider, **values)
     if cfg.json_mode not in ("schema", "object", "none"):
         raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
     if not cfg.model:
-        raise UserError(f"{provider}: no model given (--agent-option model=NAME, or config=FILE entry=NAME)")
+        raise UserError(f"{provider} {role}: no model given ({flag} model=NAME, or {flag} config=FILE "
+                        f"{flag} entry=NAME)")
     if not cfg.api_key_env:
         cfg.api_key_env = DEFAULT_KEY_ENV.get(provider, "")
     cfg.pricing = {**pricing, **cfg.pricing}

@@ -80,8 +80,8 @@ class Backend(ABC):
         self._client = None
 
 
-def make_backend(provider: str, options: dict[str, Any]) -> Backend:
-    cfg = resolve(provider, options)
+def make_backend(provider: str, options: dict[str, Any], role: str = "agent") -> Backend:
+    cfg = resolve(provider, options, role)
     if provider == "openai":
         from .openai_chat import OpenAIBackend
 
@@ -107,6 +107,7 @@ class ChatAgent(Agent):
         self.name = f"{self.provider}:{self.cfg.model}"
         self.tools: list[dict[str, Any]] = TOOLS
         self.context_stats: dict[str, int] = {"elided": 0, "dropped": 0}
+        self._reported_retries = 0
 
     def start(self, context: AgentContext) -> None:
         self.tools = context.tools
@@ -134,6 +135,15 @@ class ChatAgent(Agent):
         content = "\n".join(p for p in [*partial, reply.content] if p)
         return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
                          cost.usd, reply.finish_reason)
+
+    def drain_events(self) -> list[dict[str, Any]]:
+        """Retries and context trimming of the last turn, for the trajectory (the runner cannot see them)."""
+        events: list[dict[str, Any]] = [{"type": "api_retry", **r}
+                                        for r in self.backend.retries[self._reported_retries:]]
+        self._reported_retries = len(self.backend.retries)
+        if any(self.context_stats.values()):
+            events.append({"type": "context_trimmed", **self.context_stats})
+        return events
 
     def close(self) -> None:
         self.backend.close()

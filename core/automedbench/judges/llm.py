@@ -237,7 +237,7 @@ class LlmJudge(Judge):
         except ValueError:
             raise UserError("judge option parse_retries must be an integer") from None
         self.images = str(opts.pop("images", "true")).lower() not in ("0", "false", "no")
-        self.backend = make_backend(provider, opts)
+        self.backend = make_backend(provider, opts, role="judge")
         self.name = provider
         self.version = f"1/{self.backend.cfg.model}"
 
