@@ -67,9 +67,8 @@ class ModelConfig:
             return "no-key"  # keyless endpoint: the SDKs insist on a value; this one is not a secret
         value = os.environ.get(self.api_key_env, "").strip()
         if not value:
-            raise UserError(f"{self.provider} model {self.model!r}: environment variable {self.api_key_env} "
-                            "is not set (set it, or name another with api_key_env=VAR; api_key_env=none "
-                            "for a keyless local server)")
+            raise UserError(f"{self.provider} model {self.model!r}: environment variable {self.api_key_env} is not "
+                            "set (or name another: api_key_env=VAR; none if keyless)")
         return value
 
     def price_table(self) -> PriceTable:

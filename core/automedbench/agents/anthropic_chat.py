@@ -113,7 +113,9 @@ class AnthropicBackend(Backend):
         if json_schema is not None:
             spec = [{"name": VERDICT_TOOL, "description": "Record the verdict for every rubric item.",
                      "input_schema": json_schema}]
-            kwargs["tool_choice"] = {"type": "tool", "name": VERDICT_TOOL}
+            # extended thinking allows only tool_choice auto; the verdict is then parsed from text or the tool
+            kwargs["tool_choice"] = {"type": "auto"} if cfg.thinking_tokens > 0 else {"type": "tool",
+                                                                                    "name": VERDICT_TOOL}
         if spec:
             kwargs["tools"] = spec
         if body:

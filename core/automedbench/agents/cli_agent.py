@@ -40,7 +40,8 @@ TEXT_CAP = 4000
 @define
 class CliAgentSpec:
     """How to install, invoke and read one CLI agent. Templates see {brief} {kickoff} {workspace}
-    {data_dir} {log} {dir} (shell-quoted paths)."""
+    {data_dir} {log} {dir} (shell-quoted). `env` is for plain settings only: the script, and so every
+    value in it, is recorded in the trajectory."""
 
     name: str
     command: str
