@@ -181,3 +181,23 @@ def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_
     assert report["pooled"]["kappa"] == pytest.approx(18 / 42, abs=1e-4)
     rows = {r["item"]: r for r in report["items"]}
     assert rows["s3_validate"]["agreement"] == 0.0 and rows["s1a_plan_md"]["agreement"] == 1.0
+
+
+def test_agreement_grades_now_when_nothing_is_stored(judged, fake_llm, judge_key, reg):
+    from automedbench.judges.rules import RulesJudge
+    from automedbench.runner import judge_input
+
+    run_dir = judged[0]
+    before = sorted(p.name for p in run_dir.iterdir())
+    fake_llm.push(openai_reply(json.dumps(verdict_json(OPENAI_VALUES)), model="gpt-4o"))
+    cli = CliRunner().invoke(main, ["judge-agreement", str(run_dir), "--judge-a", "rules", "--judge-b", "openai",
+                                    "--regrade", "--json", *[f"--judge-b-option={o}" for o in (
+                                        "model=gpt-4o", f"base_url={fake_llm.url}/v1", f"api_key_env={KEY_ENV}")]])
+    assert cli.exit_code == 0, cli.output
+    report = json.loads(cli.output)
+    track, task = reg.task("segmentation/demo")
+    rules = {i.id: i.value for i in RulesJudge().grade(judge_input(run_dir, track, task, "standard")).items}
+    same = sum(rules[k] == v for k, v in OPENAI_VALUES.items())
+    assert report["pooled"]["n"] == 12 and report["pooled"]["agreement"] == pytest.approx(same / 12, abs=1e-4)
+    assert len(fake_llm.requests) == 1
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # nothing was written
