@@ -98,9 +98,9 @@ def test_retry_after_is_capped_and_attempts_are_bounded(agent_for, fake_llm):
 
 def test_timeouts_and_non_json_bodies_are_retried(agent_for, fake_llm):
     slow = openai_reply("too late")
-    slow.delay_s = 1.5
+    slow.delay_s = 3.0
     fake_llm.push(slow, Reply(200, raw=b"<html>bad gateway</html>"), openai_reply("in time"))
-    agent = agent_for(timeout_s="0.5")
+    agent = agent_for(timeout_s="1.0")
     assert agent.next_turn(MESSAGES).content == "in time"
     assert [r["error"] for r in agent.backend.retries] == ["APITimeoutError", "JSONDecodeError"]
 
