@@ -14,6 +14,6 @@ PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 [ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
 # CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
 "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[dev,reference]" -e plugins/segmentation -e "plugins/vqa[parquet]"
+"${PIP[@]}" -e ".[dev,reference,openai,anthropic]" -e plugins/segmentation -e "plugins/vqa[parquet]"
 .venv/bin/ruff check core plugins tests benchmarks
 exec .venv/bin/python -m pytest -q "$@"

@@ -46,6 +46,8 @@ class AgentContext:
     workspace_dir: str
     track: Any = None
     options: dict[str, Any] = Factory(dict)
+    # The workspace as the host sees it (agents that read files the sandbox wrote, e.g. a CLI's log).
+    host_workspace: str = ""
 
 
 class Agent(ABC):
@@ -59,6 +61,10 @@ class Agent(ABC):
     @abstractmethod
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
         """Messages are OpenAI-style dicts (system, user, assistant with tool_calls, tool)."""
+
+    def drain_events(self) -> list[dict[str, Any]]:
+        """Events only the agent saw (a CLI agent's own steps, API retries), written after each turn."""
+        return []
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and processes."""

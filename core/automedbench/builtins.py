@@ -30,3 +30,46 @@ def automedbench_register_judges(register: Register) -> None:
     from .judges.rules import RulesJudge
 
     register("rules", RulesJudge, "deterministic evidence checks over plan.md, plan.png and the trajectory")
+
+
+@hookimpl(specname="automedbench_register_agents")
+def register_model_agents(register: Register) -> None:
+    def openai_agent(**options):
+        from .agents.openai_chat import OpenAIChatAgent
+
+        return OpenAIChatAgent(**options)
+
+    def anthropic_agent(**options):
+        from .agents.anthropic_chat import AnthropicChatAgent
+
+        return AnthropicChatAgent(**options)
+
+    def replay_agent(**options):
+        from .agents.replay import ReplayAgent
+
+        return ReplayAgent(**options)
+
+    def cli_agent(**options):
+        from .agents.cli_agent import CliAgent
+
+        return CliAgent(**options)
+
+    register("openai", openai_agent, "chat model over an OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, "
+             "Ollama, LiteLLM, OpenRouter): model=, base_url=, api_key_env=, or config= entry=")
+    register("anthropic", anthropic_agent, "Anthropic messages API: model=, api_key_env=, or config= entry=")
+    register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl")
+    register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml")
+
+
+@hookimpl(specname="automedbench_register_judges")
+def register_model_judges(register: Register) -> None:
+    def llm_judge(provider: str):
+        def factory(**options):
+            from .judges.llm import LlmJudge
+
+            return LlmJudge(provider, **options)
+
+        return factory
+
+    register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)")
+    register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API")

@@ -19,6 +19,11 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
                   f"sandbox {h.sandbox}  judge {h.judge}")
     console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
                   f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s")
+    rt, jv = result.runtime, result.judge
+    if rt.tokens_in or rt.tokens_out or rt.judge_cost_usd or (jv and jv.tokens_in):
+        judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
+        console.print(f"agent: {rt.tokens_in} in / {rt.tokens_out} out tokens, ${rt.cost_usd:.4f}   "
+                      f"judge: ${rt.judge_cost_usd:.4f}{judge_tokens}")
     table = Table(show_header=True, header_style="bold")
     for col in ("Stage", "Name", "Weight", "Score", "Rule"):
         table.add_column(col)

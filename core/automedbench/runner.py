@@ -105,6 +105,9 @@ class Run:
         self.agent_comp = registry.get("agent", options.agent)
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
+        # Built here so that a bad option or a missing API key fails before any run folder exists.
+        self.agent: Agent = self.agent_comp.factory(**options.agent_options)
+        self.judge: Judge = self.judge_comp.factory(**options.judge_options)
         self.data_root = options.data_root or staging.default_data_root()
         self.run_id = options.run_id or new_run_id()
         self.run_dir = options.out.expanduser().resolve() / self.run_id
@@ -206,9 +209,9 @@ class Run:
         atomic_write_text(self.run_dir / "brief.md", brief)
         header.hashes["brief"] = sha256_text(brief)
         kickoff = KICKOFF[self.o.tier]
-        agent: Agent = self.agent_comp.factory(**self.o.agent_options)
+        agent = self.agent
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
-                               session.workspace_dir, self.track, dict(self.o.agent_options))
+                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
         tripwire = Tripwire()
         for root in (decoy, staged.private):
             tripwire.watch_tree(root)
@@ -251,6 +254,7 @@ class Run:
                             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
                                            for c in reply.tool_calls],
                             "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+                            "tokens_cached": reply.tokens_cached,
                             "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
                             "latency_s": round(time.monotonic() - t_agent, 3)})
                 messages.append(_assistant_message(reply))
@@ -285,6 +289,8 @@ class Run:
                     if is_submit:
                         submitted, end_reason, stop = True, errors.END_SUBMITTED, True
                         break
+                for extra in agent.drain_events():
+                    traj.write({**extra, "turn": turn, "imported": True})
                 if stop:
                     break
         finally:
@@ -353,13 +359,8 @@ class Run:
                 shutil.copyfile(src, dest / name)
 
     def _judge(self, header: Header) -> JudgeVerdict:
-        art = self.run_dir / "artefacts"
-        plan_md = (art / "plan.md").read_text("utf-8", "replace") if (art / "plan.md").exists() else None
-        plan_png = (art / "plan.png").read_bytes() if (art / "plan.png").exists() else None
-        judge: Judge = self.judge_comp.factory(**self.o.judge_options)
-        events = read_events(self.run_dir / "trajectory.jsonl")
-        brief = (self.run_dir / "brief.md").read_text() if (self.run_dir / "brief.md").exists() else ""
-        inp = JudgeInput(self.task, self.o.tier, self.track.rubric(self.task), plan_md, plan_png, events, brief)
+        judge = self.judge
+        inp = judge_input(self.run_dir, self.track, self.task, self.o.tier)
         try:
             return judge.grade(inp)
         except Exception as exc:  # an unavailable judge leaves S1–S3 null, never 0
@@ -369,6 +370,16 @@ class Run:
                codes) -> Result:
         return score_result(self.track, self.task, header, state, end_reason, error, runtime, isolation,
                             evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier)
+
+
+def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
+    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric)."""
+    art = run_dir / "artefacts"
+    plan_md = (art / "plan.md").read_text("utf-8", "replace") if (art / "plan.md").exists() else None
+    plan_png = (art / "plan.png").read_bytes() if (art / "plan.png").exists() else None
+    events = read_events(run_dir / "trajectory.jsonl")
+    brief = (run_dir / "brief.md").read_text() if (run_dir / "brief.md").exists() else ""
+    return JudgeInput(task, tier, track.rubric(task), plan_md, plan_png, events, brief)
 
 
 def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,

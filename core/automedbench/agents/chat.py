@@ -1,0 +1,149 @@
+"""Chat-model agents: a provider backend (OpenAI-compatible or Anthropic) behind the Agent interface.
+
+The backend turns OpenAI-style messages into one provider call and back; this module adds what every
+provider needs: the context rule, retries, continuation after a reply cut off by the token limit,
+argument repair, and per-call token and cost accounting.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+from attrs import Factory, define
+
+from ..agent import TOOLS, Agent, AgentContext
+from ..modelconfig import ModelConfig, resolve
+from ..pricing import Usage
+from ..records import AgentTurn, ToolCall
+from .chat_common import fit_context, repair_json, with_retries
+
+TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
+                   "briefly: state the next step in a sentence and make one tool call.")
+
+
+@define
+class Completion:
+    """One provider reply, normalised."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Factory(list)
+    usage: Usage = Factory(Usage)
+    finish_reason: str = ""
+
+
+class Backend(ABC):
+    """One provider's wire format, through its official SDK. Subclasses build the client lazily."""
+
+    provider: str = ""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg
+        self.api_key = cfg.api_key()  # fail fast, before any run folder exists
+        self.prices = cfg.price_table()
+        self.retries: list[dict[str, Any]] = []
+        self.sleep = time.sleep
+        self._client: Any = self.make_client()  # no network yet; a missing SDK fails here, not mid-run
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.make_client()
+        return self._client
+
+    @abstractmethod
+    def make_client(self) -> Any:
+        """The SDK client (max_retries=0: retries are ours, so they are counted and bounded)."""
+
+    @abstractmethod
+    def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
+                json_schema: dict[str, Any] | None, max_tokens: int) -> Completion:
+        """One raw call (no retries). `json_schema` asks for a structured JSON reply in `content`."""
+
+    def complete(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                 json_schema: dict[str, Any] | None = None, max_tokens: int | None = None) -> Completion:
+        def note(attempt: int, wait: float, exc: BaseException) -> None:
+            self.retries.append({"attempt": attempt, "wait_s": round(wait, 3), "error": type(exc).__name__,
+                                 "status": getattr(exc, "status_code", None)})
+
+        return with_retries(
+            lambda: self.request(messages, tools=tools, json_schema=json_schema,
+                                 max_tokens=max_tokens or self.cfg.max_tokens),
+            attempts=self.cfg.max_retries, backoff_s=self.cfg.backoff_s, max_backoff_s=self.cfg.max_backoff_s,
+            what=f"{self.provider} call to {self.cfg.model}", sleep=self.sleep, on_retry=note)
+
+    def close(self) -> None:
+        if self._client is not None and hasattr(self._client, "close"):
+            self._client.close()
+        self._client = None
+
+
+def make_backend(provider: str, options: dict[str, Any], role: str = "agent") -> Backend:
+    cfg = resolve(provider, options, role)
+    if provider == "openai":
+        from .openai_chat import OpenAIBackend
+
+        return OpenAIBackend(cfg)
+    from .anthropic_chat import AnthropicBackend
+
+    return AnthropicBackend(cfg)
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(a.prompt + b.prompt, a.completion + b.completion, a.cached + b.cached,
+                 a.cache_write + b.cache_write)
+
+
+class ChatAgent(Agent):
+    """`--agent openai|anthropic`: the model decides every turn through the two tools."""
+
+    provider = ""
+
+    def __init__(self, **options: Any) -> None:
+        self.backend = make_backend(self.provider, dict(options))
+        self.cfg = self.backend.cfg
+        self.name = f"{self.provider}:{self.cfg.model}"
+        self.tools: list[dict[str, Any]] = TOOLS
+        self.context_stats: dict[str, int] = {"elided": 0, "dropped": 0}
+        self._reported_retries = 0
+
+    def start(self, context: AgentContext) -> None:
+        self.tools = context.tools
+
+    def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
+        sent, stats = fit_context(messages, context_window=self.cfg.context_window,
+                                  max_tokens=self.cfg.max_tokens, keep_turns=self.cfg.keep_turns)
+        self.context_stats = stats
+        usage, partial, extra = Usage(), [], []
+        for attempt in range(self.cfg.length_retries + 1):
+            reply = self.backend.complete(sent + extra, tools=self.tools)
+            usage = add_usage(usage, reply.usage)
+            cut = reply.finish_reason == "length" and not reply.tool_calls
+            if cut and attempt < self.cfg.length_retries:
+                partial.append(reply.content)
+                extra += [{"role": "assistant", "content": reply.content or "(cut off)"},
+                          {"role": "user", "content": TRUNCATED_NUDGE}]
+                continue
+            break
+        for call in reply.tool_calls:
+            fixed = repair_json(call.arguments)
+            if fixed != call.arguments:
+                call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
+        cost = self.backend.prices.cost(self.cfg.model, usage)
+        content = "\n".join(p for p in [*partial, reply.content] if p)
+        return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
+                         cost.usd, reply.finish_reason)
+
+    def drain_events(self) -> list[dict[str, Any]]:
+        """Retries and context trimming of the last turn, for the trajectory (the runner cannot see them)."""
+        events: list[dict[str, Any]] = [{"type": "api_retry", **r}
+                                        for r in self.backend.retries[self._reported_retries:]]
+        self._reported_retries = len(self.backend.retries)
+        if any(self.context_stats.values()):
+            events.append({"type": "context_trimmed", **self.context_stats})
+        return events
+
+    def close(self) -> None:
+        self.backend.close()

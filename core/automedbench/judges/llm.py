@@ -1,0 +1,268 @@
+"""LLM judges (`--judge openai|anthropic`): grade S1–S3 rubric items with a model, through the same
+backends as the chat agents.
+
+The model gets the task description, the rubric (as a JSON schema), plan.md as text, plan.png as an
+image and a digest of the trajectory. It never gets the task metric or the evaluator's findings. The
+reply must be JSON: every asked item present, a value from that item's levels, a rationale and evidence
+turns that exist; anything else is sent back with the reason (up to `parse_retries` times), and a judge
+that never answers validly leaves S1–S3 null with the error recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from typing import Any
+
+from ..agents.chat import add_usage, make_backend
+from ..errors import AgentError, UserError
+from ..judge import Judge, JudgeInput
+from ..pricing import Usage
+from ..records import ItemVerdict, JudgeVerdict, RubricItem
+
+SYSTEM = """You grade the PROCESS of an autonomous agent's medical-AI research run against a rubric.
+You see the task, the agent's plan files (plan.md as text, plan.png as an image when present) and a
+digest of its turns: what it said, the code it ran, exit codes, output tails, and after each call how
+many cases had output files. You do not see how good its final outputs are; do not guess. Grade each
+item only on the evidence shown. For every item give `value` (one of the allowed values), a short
+`rationale` citing what you saw, and `evidence_turns` (the turn numbers that support it; [] if none).
+Reply with one JSON object only: {"items": {"<item id>": {"value": ..., "rationale": "...",
+"evidence_turns": [...]}, ...}}."""
+
+TIER_NOTES = {
+    "lite": "Lite tier: the model was given in the brief and S1 research/diagram items are not asked.",
+    "standard": "Standard tier: the agent had to choose among candidate families and draw plan.png.",
+    "pro": "Pro tier: the agent had to find a method itself; grade the research (S1) strictly.",
+}
+DIGEST_CHARS = 60_000
+PLAN_CHARS = 20_000
+MAX_IMAGE_BYTES = 5 << 20
+
+
+class VerdictError(ValueError):
+    """The judge's reply is not a valid verdict; the message is sent back to the model."""
+
+
+def asked_items(judge_input: JudgeInput) -> list[RubricItem]:
+    return [i for i in judge_input.rubric if not (judge_input.tier == "lite" and i.lite_auto_pass)]
+
+
+def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:
+    """A strict JSON schema (every property required, no extras) for the reply."""
+    props = {}
+    for item in items:
+        props[item.id] = {
+            "type": "object", "additionalProperties": False,
+            "required": ["value", "rationale", "evidence_turns"],
+            "properties": {"value": {"type": "number", "enum": list(item.levels)},
+                           "rationale": {"type": "string"},
+                           "evidence_turns": {"type": "array", "items": {"type": "integer"}}},
+        }
+    return {"type": "object", "additionalProperties": False, "required": ["items"],
+            "properties": {"items": {"type": "object", "additionalProperties": False,
+                                     "required": [i.id for i in items], "properties": props}}}
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a reply: whole text, a fenced block, or the outermost braces (after <think>)."""
+    text = re.sub(r"(?s)<think>.*?</think>", "", text or "").strip()
+    candidates = [text]
+    fenced = re.search(r"(?s)```(?:json)?\s*(.*?)```", text)
+    if fenced:
+        candidates.append(fenced.group(1))
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{"): text.rindex("}") + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    raise VerdictError("the reply is not a JSON object")
+
+
+def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:
+    data = extract_json(text)
+    if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
+        raise VerdictError('the reply must be an object with an "items" mapping')
+    graded = data["items"]
+    problems = []
+    missing = [i.id for i in items if i.id not in graded]
+    if missing:
+        problems.append(f"missing items: {', '.join(missing)}")
+    extra = sorted(set(graded) - {i.id for i in items})
+    if extra:
+        problems.append(f"unknown items: {', '.join(extra)}")
+    out = []
+    for item in items:
+        entry = graded.get(item.id)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            problems.append(f"{item.id}: must be an object")
+            continue
+        value = entry.get("value")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not any(
+                abs(float(value) - level) < 1e-9 for level in item.levels):
+            problems.append(f"{item.id}: value {value!r} is not one of {item.levels}")
+            continue
+        rationale = entry.get("rationale")
+        if not isinstance(rationale, str) or not rationale.strip():
+            problems.append(f"{item.id}: rationale must be a non-empty string")
+            continue
+        turns = entry.get("evidence_turns", [])
+        if not isinstance(turns, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in turns):
+            problems.append(f"{item.id}: evidence_turns must be a list of integers")
+            continue
+        bad = [t for t in turns if not 1 <= t <= max_turn]
+        if bad:
+            problems.append(f"{item.id}: evidence_turns {bad} do not exist (turns are 1..{max_turn})")
+            continue
+        out.append(ItemVerdict(item.id, item.stage, item.description, float(value), rationale.strip(),
+                               sorted(set(turns))))
+    if problems:
+        raise VerdictError("; ".join(problems))
+    return out
+
+
+# ------------------------------------------------------------------ prompt
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return text[:head] + f"\n[... {len(text) - limit} characters omitted ...]\n" + text[-(limit - head):]
+
+
+def _event_text(event: dict[str, Any]) -> str:
+    kind = event.get("type")
+    if kind == "assistant":
+        calls = ", ".join(c.get("name", "") for c in event.get("tool_calls", [])) or "no tool call"
+        return f"[agent] {_clip(event.get('content') or '', 800)}\n(tool calls: {calls})"
+    if kind == "cli_message":
+        return f"[agent, from its CLI log] {_clip(event.get('content') or '', 800)}"
+    if kind == "tool":
+        source = "CLI step" if event.get("imported") else "tool"
+        if event.get("name") == "submit_results":
+            return f"[{source} submit_results] {json.dumps(event.get('result', {}))[:400]}"
+        if event.get("error"):
+            return f"[{source} {event.get('name')}] rejected: {event['error']}"
+        outputs = ""
+        if "cases_with_outputs" in event:
+            changed = ", ".join(event.get("changed_cases", [])[:10])
+            outputs = f"; cases with outputs afterwards: {event['cases_with_outputs']}" + (
+                f" (changed: {changed})" if changed else "")
+        return (f"[{source} execute_code {event.get('language', '')}] exit {event.get('exit_code')}"
+                f"{' (timed out)' if event.get('timed_out') else ''}{outputs}\n"
+                f"code:\n{_clip(event.get('code') or '', 1500)}\n"
+                f"stdout (tail):\n{_clip(event.get('stdout') or '', 800)}\n"
+                f"stderr (tail):\n{_clip(event.get('stderr') or '', 400)}")
+    if kind == "breach":
+        return "[harness] read of held-out references detected"
+    return ""
+
+
+def digest(events: list[dict[str, Any]], limit: int = DIGEST_CHARS) -> tuple[str, int]:
+    """Per-turn text blocks; when too long, the first and last turns are kept and the middle elided."""
+    blocks: dict[int, list[str]] = {}
+    for event in events:
+        turn = event.get("turn")
+        text = _event_text(event)
+        if isinstance(turn, int) and text:
+            blocks.setdefault(turn, []).append(text)
+    turns = sorted(blocks)
+    rendered = [f"## Turn {t}\n" + "\n".join(blocks[t]) for t in turns]
+    max_turn = turns[-1] if turns else 0
+    if sum(len(r) for r in rendered) <= limit:
+        return "\n\n".join(rendered) or "(the agent took no turns)", max_turn
+    head, tail, used = [], [], 0
+    i, j = 0, len(rendered) - 1
+    while i <= j:
+        for side in ("head", "tail"):
+            if i > j:
+                break
+            block = rendered[i] if side == "head" else rendered[j]
+            if used + len(block) > limit:
+                i = j + 1
+                break
+            used += len(block)
+            if side == "head":
+                head.append(block)
+                i += 1
+            else:
+                tail.insert(0, block)
+                j -= 1
+    omitted = len(rendered) - len(head) - len(tail)
+    return "\n\n".join([*head, f"[... {omitted} middle turn(s) omitted for length ...]", *tail]), max_turn
+
+
+def build_messages(inp: JudgeInput, items: list[RubricItem], schema: dict[str, Any], *,
+                   images: bool = True) -> tuple[list[dict[str, Any]], int]:
+    trajectory, max_turn = digest(inp.events)
+    rubric = "\n".join(f"- {i.id} ({i.stage}, allowed values {i.levels}): {i.description}" for i in items)
+    task = inp.task
+    text = (f"# Task\n{task.title} ({task.id}), {task.modality}\n{task.description}\n"
+            f"Required outputs per case: {', '.join(task.output_files)}; cases: {task.case_count}.\n"
+            f"{TIER_NOTES.get(inp.tier, '')}\n\n# Rubric items to grade\n{rubric}\n\n"
+            f"# plan/plan.md\n{_clip(inp.plan_md, PLAN_CHARS) if inp.plan_md else '(missing)'}\n\n"
+            f"# plan/plan.png\n")
+    parts: list[dict[str, Any]] = []
+    png = inp.plan_png
+    is_png = bool(png) and png.startswith(b"\x89PNG\r\n\x1a\n")
+    if is_png and len(png) <= MAX_IMAGE_BYTES and images:
+        text += "(attached below)\n"
+        parts.append({"type": "image_url",
+                      "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode()}})
+    elif png:
+        text += f"(present, {len(png)} bytes, {'not shown' if is_png else 'not a PNG'})\n"
+    else:
+        text += "(missing)\n"
+    tail = (f"\n# Trajectory ({max_turn} turns)\n{trajectory}\n\n# Reply\nJSON only, matching this schema:\n"
+            f"{json.dumps(schema)}")
+    content = [{"type": "text", "text": text}, *parts, {"type": "text", "text": tail}]
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}], max_turn
+
+
+# ------------------------------------------------------------------ the judge
+
+
+class LlmJudge(Judge):
+    def __init__(self, provider: str, **options: Any) -> None:
+        opts = dict(options)
+        try:
+            self.attempts = 1 + int(opts.pop("parse_retries", 2))
+        except ValueError:
+            raise UserError("judge option parse_retries must be an integer") from None
+        self.images = str(opts.pop("images", "true")).lower() not in ("0", "false", "no")
+        self.backend = make_backend(provider, opts, role="judge")
+        self.name = provider
+        self.version = f"1/{self.backend.cfg.model}"
+
+    def grade(self, judge_input: JudgeInput) -> JudgeVerdict:
+        t0 = time.monotonic()
+        items = asked_items(judge_input)
+        schema = verdict_schema(items)
+        messages, max_turn = build_messages(judge_input, items, schema, images=self.images)
+        usage, error = Usage(), None
+        verdicts: list[ItemVerdict] = []
+        try:
+            for attempt in range(self.attempts):
+                reply = self.backend.complete(messages, json_schema=schema)
+                usage = add_usage(usage, reply.usage)
+                try:
+                    verdicts = parse_verdict(reply.content, items, max_turn)
+                    error = None
+                    break
+                except VerdictError as exc:
+                    error = f"invalid verdict after {attempt + 1} attempt(s): {exc}"
+                    messages = [*messages, {"role": "assistant", "content": _clip(reply.content, 4000) or "(empty)"},
+                                {"role": "user", "content": f"That reply is invalid: {exc}. Reply again with the "
+                                                            "complete JSON object only."}]
+        except AgentError as exc:
+            error = str(exc)
+        cost = self.backend.prices.cost(self.backend.cfg.model, usage)
+        return JudgeVerdict(self.name, self.version, [] if error else verdicts, error, usage.prompt,
+                            usage.completion, cost.usd, round(time.monotonic() - t0, 3))
