@@ -30,3 +30,11 @@ def automedbench_register_judges(register: Register) -> None:
     from .judges.rules import RulesJudge
 
     register("rules", RulesJudge, "deterministic evidence checks over plan.md, plan.png and the trajectory")
+
+
+@hookimpl
+def automedbench_register_code_detectors(register: Register) -> None:
+    from .codes.generic import GENERIC_DETECTORS
+
+    for name, cls in GENERIC_DETECTORS.items():
+        register(name, cls, f"error codes, every track: {(cls.__doc__ or '').strip().splitlines()[0]}")
