@@ -34,18 +34,19 @@ def bootstrap_means(values: np.ndarray, *, resamples: int = 2000, seed: int = 0,
     if n == 0:
         return mean, lo, hi, counts
     rng = np.random.default_rng(seed)
-    weights_present = present.astype(float)
     sums = np.empty((resamples, m))
-    cnts = np.empty((resamples, m))
-    # Resample as per-row case counts (bincount) and reduce with a matrix product: memory stays at
-    # CHUNK cells whatever n is, and 10 000 runs × 2000 resamples take a fraction of a second.
+    cnts = np.full((resamples, m), float(n))
+    gaps = [j for j in range(m) if counts[j] < n]  # only columns with nulls need per-resample counts
+    # Resample indices in chunks (memory stays at CHUNK cells whatever n is) and reduce column by
+    # column with `take`: 10 000 runs × 2000 resamples take well under a second per column.
     rows = max(1, min(resamples, CHUNK // max(n, 1)))
     for start in range(0, resamples, rows):
         c = min(rows, resamples - start)
-        index = rng.integers(0, n, size=(c, n)) + (np.arange(c) * n)[:, None]
-        draws = np.bincount(index.ravel(), minlength=c * n).reshape(c, n).astype(float)
-        sums[start:start + c] = draws @ filled
-        cnts[start:start + c] = draws @ weights_present
+        index = rng.integers(0, n, size=(c, n), dtype=np.int32 if n < 2**31 else np.int64)
+        for j in range(m):
+            sums[start:start + c, j] = filled[:, j].take(index).sum(axis=1)
+        for j in gaps:
+            cnts[start:start + c, j] = present[:, j].take(index).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / cnts
     alpha = (1.0 - level) / 2.0

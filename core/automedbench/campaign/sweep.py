@@ -28,6 +28,7 @@ from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
 MANIFEST = "sweep.json"
+MANIFEST_EVERY_S = 2.0
 ATTEMPTS = ".attempts"
 
 
@@ -166,11 +167,20 @@ class Sweep:
         self.manifest_path = self.out / MANIFEST
         self.records: dict[str, RunRecord] = {}
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._written = 0.0
+        self._resources: dict[str, tuple[float, float]] = {}
 
     # ------------------------------------------------------------ manifest
 
-    def write_manifest(self) -> None:
+    def write_manifest(self, force: bool = True) -> None:
+        """Rewrite sweep.json atomically; unforced writes happen at most every MANIFEST_EVERY_S seconds so
+        that a 10 000-run sweep does not rewrite a large file after every run."""
         import json
+
+        now = time.monotonic()
+        if not force and now - self._written < MANIFEST_EVERY_S:
+            return
+        self._written = now
 
         states: dict[str, int] = {}
         for record in self.records.values():
@@ -221,9 +231,12 @@ class Sweep:
 
     def resources(self, spec: RunSpec) -> tuple[float, float]:
         """CPU/GPU needs of one run: the sweep's defaults, or the task's `params.resources` when it sets them."""
-        _, task = self.reg.task(spec.task)
-        wanted = task.params.get("resources", {}) if isinstance(task.params.get("resources"), dict) else {}
-        return float(wanted.get("cpus", self.c.cpus_per_run)), float(wanted.get("gpus", self.c.gpus_per_run))
+        if spec.task not in self._resources:
+            _, task = self.reg.task(spec.task)
+            wanted = task.params.get("resources") if isinstance(task.params.get("resources"), dict) else {}
+            self._resources[spec.task] = (float(wanted.get("cpus", self.c.cpus_per_run)),
+                                          float(wanted.get("gpus", self.c.gpus_per_run)))
+        return self._resources[spec.task]
 
     # ------------------------------------------------------------ running
 
@@ -277,7 +290,7 @@ class Sweep:
                     if retry:
                         retried += 1
                         queue.append(spec)
-                    self.write_manifest()
+                    self.write_manifest(force=False)
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
                                    "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
