@@ -53,8 +53,8 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     if codes["fired_total"]:
         shares = ", ".join(f"{c} {100 * s:.1f} %" for c, s in codes["shares"].items() if s is not None)
         ratio = codes["engineering_to_knowledge"]
-        console.print(f"Fired codes: {codes['fired_total']} in {codes['runs_with_codes']} run(s); {shares}; "
-                      f"engineering : knowledge = {ratio if ratio is not None else '∞'} : 1")
+        tail = f"engineering : knowledge = {ratio} : 1" if ratio is not None else "no E1 (knowledge) code fired"
+        console.print(f"Fired codes: {codes['fired_total']} in {codes['runs_with_codes']} run(s); {shares}; {tail}")
     cliff = a["cliff"]
     if cliff["0"]["n"] and cliff["with"]["n"]:
         drop = cliff["drop_one_vs_none"]
