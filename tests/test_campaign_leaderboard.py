@@ -192,3 +192,11 @@ def test_html_report_renders_in_headless_chromium(tmp_path):
     assert image.shape[:2] == (1600, 1280)
     colourful = (image.max(axis=2).astype(int) - image.min(axis=2)) > 60  # bars, not text or background
     assert colourful.mean() > 0.01 and (image < 250).mean() > 0.02
+
+
+def test_a_folder_of_sweeps_is_searched_but_not_failed_attempts(tmp_path):
+    write(tmp_path / "campaign1", "r1", "A", 0.5, [0.5] * 5, [])
+    write(tmp_path / "campaign2" / "sub", "r2", "B", 0.7, [0.7] * 5, [])
+    write(tmp_path / "campaign1" / ".attempts" / "r1", "01-infrastructure_failure", "A", 0.0, [0.0] * 5, [])
+    table = load_table([tmp_path])
+    assert sorted(table["run_id"]) == ["r1", "r2"]

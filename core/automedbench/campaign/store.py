@@ -35,21 +35,30 @@ TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "r
 FINISHED = ("scored", "agent_failure")
 
 
-def find_runs(roots: Iterable[Path]) -> list[Path]:
-    """Run folders under each root: the root itself if it holds result.json, else its direct children."""
+def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
+    """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
+    `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
+    (`.attempts`, `.sweep-slots`) are not searched."""
     found: list[Path] = []
+
+    def walk(folder: str, level: int) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir() or entry.name.startswith("."):
+                    continue
+                if os.path.isfile(os.path.join(entry.path, RESULT)):
+                    found.append(Path(entry.path))
+                elif level < depth:
+                    walk(entry.path, level + 1)
+
     for root in roots:
         root = Path(root)
         if not root.exists():
             raise UserError(f"{root}: no such folder")
         if (root / RESULT).is_file():
             found.append(root)
-            continue
-        with os.scandir(root) as entries:
-            for entry in entries:
-                if entry.is_dir() and not entry.name.startswith(".") and os.path.isfile(
-                        os.path.join(entry.path, RESULT)):
-                    found.append(Path(entry.path))
+        else:
+            walk(str(root), 1)
     return sorted(found)
 
 
