@@ -217,3 +217,37 @@ def test_fired_code_record_round_trips():
 
     code = FiredCode("E3", "m", "S3", [1, 2], "detector:x")
     assert loads(dumps(code), FiredCode) == code
+
+
+def test_codes_command_with_an_llm_judge_backend(run_agent, tmp_path, monkeypatch):
+    """Any judge component with complete(system, prompt) serves as the tagger, options passed through."""
+    from automedbench.plugins import Registry
+
+    class FakeLLMJudge:
+        name = "fake-llm"
+
+        def __init__(self, code: str = "E1") -> None:
+            self.code = code
+
+        def complete(self, system: str, prompt: str) -> str:
+            assert "E3 verification/recovery" in system
+            return json.dumps({"codes": [{"code": self.code, "evidence_turns": [2], "rationale": "fake"}]})
+
+    class Plugin:
+        @hookimpl
+        def automedbench_register_judges(self, register):
+            register("fake-llm", FakeLLMJudge, "deterministic fake LLM")
+
+    fresh = Registry()
+    fresh.load_entry_points()
+    fresh.add_plugin(Plugin(), name="fake-llm-plugin")
+    monkeypatch.setattr("automedbench.cli.registry", lambda: fresh)
+    _, run_dir = run_agent("reference")
+    dest = tmp_path / run_dir.name
+    shutil.copytree(run_dir, dest)
+    result = CliRunner().invoke(main, ["codes", str(dest), "--tagger", "fake-llm", "--tagger-option", "code=E2"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    stored = json.loads((dest / "result.json").read_text())
+    assert [(c["code"], c["source"], c["evidence_turns"]) for c in stored["error_codes"]] == [
+        ("E2", "llm:fake-llm", [2])]
