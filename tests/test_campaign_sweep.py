@@ -154,3 +154,27 @@ def test_ray_executor_on_a_local_instance(reg, tmp_path, data_root, staged):
             assert json.loads((c.out / run_id / "result.json").read_text())["header"]["run_id"] == run_id
     finally:
         ray.shutdown()
+
+
+def die_once(payload):
+    """Kills its worker process on the first attempt of each run (a marker file remembers), then runs it."""
+    marker = os.path.join(payload["options"]["out"], f".died-{payload['run_id']}")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    return execute_payload(payload)
+
+
+def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, tmp_path, data_root, staged):
+    from automedbench.campaign.executors import LocalExecutor
+
+    c = config(tmp_path, data_root, repeats=2, executor="local")
+    c.out.mkdir(parents=True)
+    executor = LocalExecutor(1, die_once)
+    try:
+        report = Sweep(c, reg).run(executor)
+    finally:
+        executor.close()
+    assert report.states == {"scored": 2} and report.retried == 2
+    manifest = json.loads((c.out / MANIFEST).read_text())
+    assert sorted(r["attempts"] for r in manifest["runs"].values()) == [2, 2]

@@ -63,18 +63,33 @@ class InlineExecutor(Executor):
 
 
 class LocalExecutor(Executor):
-    """A process pool of `workers` spawned interpreters (spawn: the sandbox forks, so no fork of threads)."""
+    """A process pool of `workers` spawned interpreters (spawn: the sandbox forks, so no fork of threads).
+
+    A worker that dies (OOM kill, segfault) breaks a ProcessPoolExecutor for good: its runs come back as
+    infrastructure failures and the next submit starts a fresh pool, so the sweep can retry them."""
 
     name = "local"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, function: Any = None) -> None:
+        self.workers = workers
+        self.function = function or execute_payload
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> Any:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
 
     def submit(self, payload: dict[str, Any], cpus: float, gpus: float) -> Any:
-        return self.pool.submit(execute_payload, payload)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.pool.submit(self.function, payload)
+        except BrokenProcessPool:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.pool = self._new_pool()
+            return self.pool.submit(self.function, payload)
 
     def wait(self, handles: list[Any]) -> list[tuple[Any, dict[str, Any]]]:
         from concurrent.futures import FIRST_COMPLETED
@@ -85,9 +100,9 @@ class LocalExecutor(Executor):
         for future in done:
             try:
                 out.append((future, future.result()))
-            except Exception as exc:  # a worker process died (OOM kill, segfault)
-                out.append((future, {"state": "infrastructure_failure", "error": f"worker died: {exc}",
-                                     "overall": None, "cost_usd": 0.0, "wall_s": 0.0}))
+            except Exception as exc:  # the worker process died
+                out.append((future, {"state": "infrastructure_failure", "overall": None, "cost_usd": 0.0,
+                                     "wall_s": 0.0, "error": f"worker died: {type(exc).__name__}: {exc}"}))
         return out
 
     def close(self, cancel: bool = False) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import re
 import shutil
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -264,11 +265,11 @@ class Sweep:
         tries: dict[str, int] = {}
         retried = 0
         run_walls: list[float] = []
-        queue = list(todo)
+        queue = deque(todo)
         try:
             while queue or pending:
                 while queue and free:
-                    spec = queue.pop(0)
+                    spec = queue.popleft()
                     _move_aside(self.out, spec.run_id, run_state(self.out / spec.run_id)[0] or "incomplete")
                     record = self.records[spec.run_id]
                     record.state, record.attempts = "running", record.attempts + 1
