@@ -80,3 +80,14 @@ def test_failed_check_fixed_later_is_not_e3(base):
               call(4, "check outputs/case_000/lesion.nii.gz", 0, stdout="OK", with_outputs=1),
               call(5, "python run.py outputs", 0, changed=every[1:], with_outputs=5)]
     assert VerificationDetector().detect(ctx(base, events, present=5)) == []
+
+
+def test_pilot_that_checks_its_own_output_counts_as_validation(base):
+    every = [f"case_{i:03d}" for i in range(5)]
+    pilot = ("seg = run('case_000'); save(seg)\nassert seg.shape == ct.shape\nprint(np.unique(seg))")
+    events = [call(1, pilot, 0, changed=["case_000"], with_outputs=1),
+              call(2, "python run.py outputs", 0, changed=every[1:], with_outputs=5)]
+    assert VerificationDetector().detect(ctx(base, events, present=5)) == []
+    events[0]["code"] = "seg = run('case_000'); save(seg)"  # the same pilot without any check
+    (code,) = VerificationDetector().detect(ctx(base, events, present=5))
+    assert code.code == "E3" and code.evidence_turns == [2]

@@ -18,7 +18,8 @@ SETUP_PATTERNS = [
     r"401 Client Error|403 Client Error|404 Client Error", r"checkpoint|state_dict|weights.*(missing|not found)",
 ]
 SETUP = re.compile("|".join(SETUP_PATTERNS), re.I)
-CHECK_FAILURE = re.compile(r"AssertionError|\bassert\b|check failed|FAILED|invalid", re.I)
+# What checking an output looks like in code: shapes, value sets, ranges, counts, assertions.
+CHECKS = re.compile(r"\.shape|unique|\bassert\b|\.min\(|\.max\(|count_nonzero|\.sum\(|isin|allclose|isnan")
 
 
 class Trace:
@@ -71,6 +72,11 @@ class Trace:
         pattern = re.compile("|".join(refs))
         return [c for c in self.calls if not c.get("changed_cases") and self.outputs_before(c) > 0
                 and pattern.search(c.get("code", ""))]
+
+    def checked_pilots(self) -> list[dict[str, Any]]:
+        """Single-case writes whose own code also checks what it wrote (pilot and check in one call)."""
+        return [c for c in self.writes if c.get("cases_with_outputs") == 1 and not self.failed(c)
+                and CHECKS.search(c.get("code", ""))]
 
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:
