@@ -178,3 +178,21 @@ def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, t
     assert report.states == {"scored": 2} and report.retried == 2
     manifest = json.loads((c.out / MANIFEST).read_text())
     assert sorted(r["attempts"] for r in manifest["runs"].values()) == [2, 2]
+
+
+def test_sweep_codes_and_leaderboard_end_to_end(reg, tmp_path, data_root, staged):
+    """The flawed agents through a sweep: their codes reach the leaderboard's analyses."""
+    from automedbench.campaign.leaderboard import build
+    from automedbench.campaign.store import load_table
+
+    agents = ["reference", "skip-validate", "no-submit", "incomplete"]
+    c = config(tmp_path, data_root, agents=agents, repeats=1)
+    assert Sweep(c, reg).run().states == {"scored": 4}
+    board = build(load_table([c.out]), by=("agent",), resamples=200)
+    codes = board.analyses["codes"]
+    assert codes["counts"] == {"E1": 0, "E2": 0, "E3": 1, "E4": 1, "E5": 2} and codes["runs_with_codes"] == 3
+    cliff = board.analyses["cliff"]
+    assert (cliff["0"]["n"], cliff["1"]["n"], cliff["2+"]["n"]) == (1, 2, 1)
+    assert cliff["0"]["mean"] > cliff["1"]["mean"] > cliff["2+"]["mean"]
+    by_agent = {cell.key["agent"]: cell for cell in board.cells}
+    assert by_agent["skip-validate"].scores["S3"]["mean"] == 0.0 and by_agent["no-submit"].scores["S5"]["mean"] == 0.0
