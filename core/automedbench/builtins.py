@@ -73,3 +73,9 @@ def register_model_judges(register: Register) -> None:
 
     register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)")
     register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API")
+@hookimpl
+def automedbench_register_code_detectors(register: Register) -> None:
+    from .codes.generic import GENERIC_DETECTORS
+
+    for name, cls in GENERIC_DETECTORS.items():
+        register(name, cls, f"error codes, every track: {(cls.__doc__ or '').strip().splitlines()[0]}")

@@ -42,12 +42,18 @@ def automedbench_register_metrics(register: Register) -> None:
     """Register reusable metrics (factory returns a `Metric`)."""
 
 
+@hookspec
+def automedbench_register_code_detectors(register: Register) -> None:
+    """Register post-run error-code detectors (factory returns a `codes.Detector`; its `tracks` says where)."""
+
+
 KINDS: dict[str, str] = {
     "track": "automedbench_register_tracks",
     "agent": "automedbench_register_agents",
     "sandbox": "automedbench_register_sandboxes",
     "judge": "automedbench_register_judges",
     "metric": "automedbench_register_metrics",
+    "code_detector": "automedbench_register_code_detectors",
 }
 
 

@@ -52,5 +52,8 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         console.print("[bold red]ISOLATION BREACH[/] — all scores zeroed")
         for ev in result.isolation.evidence[:10]:
             console.print(f"  turn {ev.turn}: {ev.kind}: " + escape(ev.path))
+    for code in result.error_codes:  # diagnostic only: codes never change a score
+        turns = f" [turns {','.join(map(str, code.evidence_turns))}]" if code.evidence_turns else ""
+        console.print(f"  code {code.code} ({escape(code.source)}): " + escape(code.message + turns))
     if result.error:
         console.print("[red]error:[/] " + escape(result.error))

@@ -17,3 +17,10 @@ def automedbench_register_metrics(register: Register) -> None:
     from .metrics import DiceMetric
 
     register("dice", DiceMetric, "per-label Dice from one joint histogram (both empty = 1)")
+
+
+@hookimpl
+def automedbench_register_code_detectors(register: Register) -> None:
+    from .codes import LesionMaskDetector
+
+    register("segmentation-lesion", LesionMaskDetector, "error codes, segmentation: empty or misplaced lesion masks")

@@ -1,0 +1,1 @@
+"""Campaigns: the run matrix (sweep), the stored-run table and the leaderboard with its analyses."""

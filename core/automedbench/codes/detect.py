@@ -1,0 +1,155 @@
+"""Detector interface, the per-track detector registry and the tagging step that runs them.
+
+Detectors are plugins (hook `automedbench_register_code_detectors`); each says which tracks it serves
+("*" = every track). They read the stored run only, are deterministic, and return FiredCode records.
+Tagging never touches a score: it only replaces the E-codes in `Result.error_codes`.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+from ..records import FiredCode, Result
+from ..trajectory import read_events
+from .taxonomy import TAXONOMY, is_error_code
+from .trace import Trace
+
+
+@define
+class CodeContext:
+    """Everything a detector may look at for one finished run."""
+
+    result: Result
+    events: list[dict[str, Any]]
+    run_dir: Path | None = None
+    output_names: list[str] = field(factory=list)
+    plan_md: str | None = None
+    evaluation: dict[str, Any] | None = None
+
+    @classmethod
+    def from_run_dir(cls, run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:
+        plan = run_dir / "artefacts" / "plan.md"
+        evaluation = run_dir / "evaluation.json"
+        return cls(result, read_events(run_dir / "trajectory.jsonl"), run_dir, list(output_names or []),
+                   plan.read_text("utf-8", "replace") if plan.is_file() else None,
+                   json.loads(evaluation.read_text()) if evaluation.is_file() else None)
+
+    @cached_property
+    def trace(self) -> Trace:
+        return Trace(self.events, self.output_names)
+
+    # Convenience facts from the scored result.
+    @property
+    def expected(self) -> int:
+        return len(self.result.cases)
+
+    @property
+    def present(self) -> list[str]:
+        return [c.case_id for c in self.result.cases if c.present]
+
+    @property
+    def invalid(self) -> list[Any]:
+        return [c for c in self.result.cases if c.present and not c.valid]
+
+    @property
+    def missing(self) -> list[str]:
+        return [c.case_id for c in self.result.cases if not c.present]
+
+    def item(self, item_id: str) -> float | None:
+        for stage in self.result.stages:
+            for item in stage.items:
+                if item.id == item_id:
+                    return item.value
+        return None
+
+
+class Detector(ABC):
+    """One deterministic rule family; `tracks` names the tracks it applies to ("*" for all)."""
+
+    name: str = ""
+    version: str = "1"
+    tracks: tuple[str, ...] = ("*",)
+
+    @abstractmethod
+    def detect(self, ctx: CodeContext) -> list[FiredCode]:
+        """Return the codes this rule fires for the run (empty when it is clean)."""
+
+    def fire(self, code: str, message: str, turns: list[int] | None = None, stage: str = "") -> FiredCode:
+        if code not in TAXONOMY:
+            raise ValueError(f"detector {self.name} fired unknown code {code!r}")
+        return FiredCode(code, message, stage, sorted(set(turns or [])), f"detector:{self.name}")
+
+
+def detectors_for(track: str, registry: Any) -> list[Detector]:
+    """Instantiate every registered detector that serves `track`, in name order (stable output)."""
+    found = []
+    for name in sorted(registry.components.get("code_detector", {})):
+        detector = registry.create("code_detector", name)
+        if "*" in detector.tracks or track in detector.tracks:
+            found.append(detector)
+    return found
+
+
+def skip_reason(result: Result) -> str | None:
+    """Runs the taxonomy does not apply to: breaches are recorded in `isolation`, not as E-codes."""
+    if result.isolation.breached:
+        return "isolation breach (recorded in result.isolation, not as an error code)"
+    if result.state in ("infrastructure_failure", "cancelled"):
+        return f"run state {result.state}: nothing the agent did was scored"
+    return None
+
+
+def merge(codes: list[FiredCode]) -> list[FiredCode]:
+    """One record per code: several detectors firing the same code share it (turns and sources joined)."""
+    by_code: dict[str, FiredCode] = {}
+    for fired in codes:
+        seen = by_code.get(fired.code)
+        if seen is None:
+            by_code[fired.code] = FiredCode(fired.code, fired.message, fired.stage, list(fired.evidence_turns),
+                                            fired.source)
+            continue
+        seen.message = f"{seen.message}; {fired.message}"
+        seen.evidence_turns = sorted(set(seen.evidence_turns) | set(fired.evidence_turns))
+        if fired.source not in seen.source.split(","):
+            seen.source = f"{seen.source},{fired.source}"
+    return [by_code[c] for c in sorted(by_code)]
+
+
+def detect(ctx: CodeContext, detectors: list[Detector]) -> list[FiredCode]:
+    """Run the detectors; a detector that raises is reported as a harness code, never fatal."""
+    if skip_reason(ctx.result):
+        return []
+    fired: list[FiredCode] = []
+    problems: list[FiredCode] = []
+    for detector in detectors:
+        try:
+            fired.extend(detector.detect(ctx))
+        except Exception as exc:  # one broken detector must not lose the others' codes
+            problems.append(FiredCode("H-DETECTOR", f"{detector.name}: {type(exc).__name__}: {exc}",
+                                      source=f"detector:{detector.name}"))
+    return merge(fired) + problems
+
+
+def replace_codes(result: Result, new: list[FiredCode]) -> None:
+    """Swap the run's E-codes (and detector problems) for `new`; harness codes such as H-BREACH stay."""
+    kept = [c for c in result.error_codes if not is_error_code(c.code) and c.code != "H-DETECTOR"]
+    result.error_codes = kept + new
+
+
+def tag_run(run_dir: Path, result: Result, registry: Any, output_names: list[str] | None = None,
+            tagger: Any = None) -> list[FiredCode]:
+    """Detect (and optionally LLM-tag) the codes of one stored run and put them into `result`."""
+    ctx = CodeContext.from_run_dir(run_dir, result, output_names)
+    codes = detect(ctx, detectors_for(result.header.track, registry))
+    if tagger is not None and not skip_reason(result):
+        extra = tagger.tag(ctx)
+        codes = merge([c for c in codes + extra if is_error_code(c.code)]) + [
+            c for c in codes + extra if not is_error_code(c.code)]
+    replace_codes(result, codes)
+    return codes

@@ -1,0 +1,126 @@
+"""Optional LLM tagger: asks a text-completion backend to assign E1–E5 from the recorded run.
+
+Any judge backend can serve if it offers `complete(system, prompt) -> str` (the `CompletionBackend`
+protocol). The reply must be JSON: {"codes": [{"code": "E3", "evidence_turns": [7], "rationale": "..."}]}.
+Codes outside E1–E5 and unparsable replies are reported as an H-TAGGER code, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import UserError
+from ..records import FiredCode
+from .detect import CodeContext
+from .taxonomy import TAXONOMY
+
+MAX_FIELD = 600
+
+
+@runtime_checkable
+class CompletionBackend(Protocol):
+    name: str
+
+    def complete(self, system: str, prompt: str) -> str:
+        """Return the model's text reply."""
+
+
+SYSTEM = (
+    "You label failed or flawed runs of an autonomous medical-AI research agent with post-run error codes. "
+    "Codes are diagnostic only. A run may have several codes or none. Codes:\n"
+    + "\n".join(f"{c.code} {c.name}: {c.definition}" for c in TAXONOMY.values())
+    + '\nReply with JSON only: {"codes": [{"code": "E<n>", "evidence_turns": [<turn>], "rationale": "<why>"}]}'
+)
+
+
+def _clip(text: Any) -> str:
+    text = str(text or "")
+    return text if len(text) <= MAX_FIELD else text[:MAX_FIELD // 2] + " [...] " + text[-MAX_FIELD // 2:]
+
+
+def render_prompt(ctx: CodeContext, max_events: int = 120) -> str:
+    """The run as the tagger sees it: brief facts, each turn's action and outcome, the evaluator's verdicts."""
+    result = ctx.result
+    lines = [f"task: {result.header.task} (track {result.header.track}, tier {result.header.tier})",
+             f"run ended: {result.end_reason}; submitted: {result.submission.submitted}"]
+    if ctx.plan_md:
+        lines.append("plan.md:\n" + _clip(ctx.plan_md))
+    lines.append("turns:")
+    for event in ctx.events[:max_events]:
+        if event.get("type") == "assistant":
+            lines.append(f"[turn {event.get('turn')}] agent: {_clip(event.get('content'))}")
+        elif event.get("type") == "tool" and event.get("name") == "execute_code":
+            lines.append(f"[turn {event.get('turn')}] execute_code exit={event.get('exit_code')} "
+                         f"cases_with_outputs={event.get('cases_with_outputs')}\ncode: {_clip(event.get('code'))}\n"
+                         f"stdout: {_clip(event.get('stdout'))}\nstderr: {_clip(event.get('stderr'))}")
+        elif event.get("type") == "tool":
+            lines.append(f"[turn {event.get('turn')}] {event.get('name')}: {_clip(event.get('result'))}")
+    bad = [f"{c.case_id}: {'present' if c.present else 'missing'}, {'valid' if c.valid else 'invalid'} "
+           f"{'; '.join(c.reasons)}" for c in result.cases if not (c.present and c.valid)]
+    lines.append(f"evaluator: {len(result.cases)} expected case(s); problems: {'; '.join(bad) or 'none'}")
+    return "\n".join(lines)
+
+
+def parse_reply(text: str, source: str) -> list[FiredCode]:
+    match = re.search(r"\{.*\}", text, re.S)
+    try:
+        data = json.loads(match.group(0) if match else text)
+        entries = data["codes"]
+        if not isinstance(entries, list):
+            raise TypeError("'codes' is not a list")
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        return [FiredCode("H-TAGGER", f"unparsable tagger reply ({type(exc).__name__}): {_clip(text)}",
+                          source=source)]
+    fired = []
+    for entry in entries:
+        code = str(entry.get("code", "")).strip().upper() if isinstance(entry, dict) else ""
+        if code not in TAXONOMY:
+            fired.append(FiredCode("H-TAGGER", f"tagger proposed unknown code {code or entry!r}", source=source))
+            continue
+        turns = [int(t) for t in entry.get("evidence_turns", []) if isinstance(t, int | float)]
+        fired.append(FiredCode(code, str(entry.get("rationale", "")).strip() or "(no rationale)", "",
+                               sorted(set(turns)), source))
+    return fired
+
+
+class LLMTagger:
+    def __init__(self, backend: CompletionBackend, max_events: int = 120) -> None:
+        self.backend = backend
+        self.max_events = max_events
+
+    @property
+    def source(self) -> str:
+        return f"llm:{getattr(self.backend, 'name', type(self.backend).__name__)}"
+
+    def tag(self, ctx: CodeContext) -> list[FiredCode]:
+        try:
+            reply = self.backend.complete(SYSTEM, render_prompt(ctx, self.max_events))
+        except Exception as exc:  # an unavailable backend leaves the detectors' codes in place
+            return [FiredCode("H-TAGGER", f"tagger backend failed: {type(exc).__name__}: {exc}",
+                              source=self.source)]
+        return parse_reply(reply, self.source)
+
+
+class ScriptedBackend:
+    """A fixed reply (or a function of the prompt): deterministic, offline, for tests and dry runs."""
+
+    name = "scripted"
+
+    def __init__(self, reply: Any) -> None:
+        self.reply = reply
+        self.prompts: list[str] = []
+
+    def complete(self, system: str, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return self.reply(prompt) if callable(self.reply) else str(self.reply)
+
+
+def tagger_from_registry(registry: Any, judge: str, options: dict[str, Any] | None = None) -> LLMTagger:
+    """Build a tagger over a registered judge backend that implements `complete(system, prompt)`."""
+    backend = registry.create("judge", judge, **(options or {}))
+    if not callable(getattr(backend, "complete", None)):
+        raise UserError(f"judge {judge!r} has no text completion interface (complete(system, prompt)); "
+                        "pick an LLM judge backend")
+    return LLMTagger(backend)

@@ -1,0 +1,100 @@
+"""The trajectory reduced to the facts error-code detectors read: calls, outputs written, failures, submit."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from typing import Any
+
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b", re.M)
+EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::|$)", re.M)
+
+# Exceptions that mean "could not get data, model or environment" (E2) rather than a logic crash (E4).
+SETUP_PATTERNS = [
+    r"ModuleNotFoundError", r"ImportError", r"No module named", r"command not found",
+    r"Could not find a version that satisfies", r"No matching distribution", r"pip.*(error|ERROR)",
+    r"FileNotFoundError", r"No such file or directory", r"CUDA out of memory", r"OutOfMemoryError",
+    r"CUDA error", r"no CUDA", r"ConnectionError", r"HTTPError", r"Temporary failure in name resolution",
+    r"401 Client Error|403 Client Error|404 Client Error", r"checkpoint|state_dict|weights.*(missing|not found)",
+]
+SETUP = re.compile("|".join(SETUP_PATTERNS), re.I)
+# What checking an output looks like in code: shapes, value sets, ranges, counts, assertions.
+CHECKS = re.compile(r"\.shape|unique|\bassert\b|\.min\(|\.max\(|count_nonzero|\.sum\(|isin|allclose|isnan")
+
+
+class Trace:
+    """Ordered execute_code calls with their outcomes, plus the submit call if any."""
+
+    def __init__(self, events: list[dict[str, Any]], output_names: list[str] | None = None) -> None:
+        self.events = events
+        self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"
+                      and "exit_code" in e]
+        self.output_names = output_names or []
+        submits = [e for e in events if e.get("type") == "tool" and e.get("name") == "submit_results"]
+        self.submit = submits[-1] if submits else None
+
+    @staticmethod
+    def text(call: dict[str, Any]) -> str:
+        return f"{call.get('stdout', '')}\n{call.get('stderr', '')}"
+
+    @staticmethod
+    def failed(call: dict[str, Any]) -> bool:
+        return call.get("exit_code") != 0 or bool(call.get("timed_out"))
+
+    def exception(self, call: dict[str, Any]) -> str | None:
+        """The last exception type named in a failed call's output ('' if it failed without one)."""
+        if not self.failed(call):
+            return None
+        found = EXCEPTION_LINE.findall(call.get("stderr", "") or call.get("stdout", ""))
+        return found[-1] if found else ("Timeout" if call.get("timed_out") else "")
+
+    @cached_property
+    def writes(self) -> list[dict[str, Any]]:
+        """Calls that created or changed at least one case's outputs."""
+        return [c for c in self.calls if c.get("changed_cases")]
+
+    @cached_property
+    def first_write(self) -> dict[str, Any] | None:
+        return self.writes[0] if self.writes else None
+
+    @cached_property
+    def last_write(self) -> dict[str, Any] | None:
+        return self.writes[-1] if self.writes else None
+
+    def outputs_before(self, call: dict[str, Any]) -> int:
+        """How many cases had outputs just before `call` ran."""
+        index = self.calls.index(call)
+        return self.calls[index - 1].get("cases_with_outputs", 0) if index else 0
+
+    def inspections(self) -> list[dict[str, Any]]:
+        """Calls that looked at existing outputs without writing any (pilot checks, verification)."""
+        refs = [re.escape(n) for n in self.output_names] + [r"outputs"]
+        pattern = re.compile("|".join(refs))
+        return [c for c in self.calls if not c.get("changed_cases") and self.outputs_before(c) > 0
+                and pattern.search(c.get("code", ""))]
+
+    def checked_pilots(self) -> list[dict[str, Any]]:
+        """Single-case writes whose own code also checks what it wrote (pilot and check in one call)."""
+        return [c for c in self.writes if c.get("cases_with_outputs") == 1 and not self.failed(c)
+                and CHECKS.search(c.get("code", ""))]
+
+    def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
+        if call is None:
+            return list(self.calls)
+        return self.calls[self.calls.index(call) + 1:]
+
+    def setup_failures(self) -> list[dict[str, Any]]:
+        return [c for c in self.calls if self.failed(c) and SETUP.search(self.text(c))]
+
+    def runtime_failures(self) -> list[dict[str, Any]]:
+        """Crashes that are not setup problems and not a deliberate check failing."""
+        out = []
+        for call in self.calls:
+            kind = self.exception(call)
+            if kind is None or SETUP.search(self.text(call)) or kind == "AssertionError":
+                continue
+            out.append(call)
+        return out
+
+    def submit_turn(self) -> int | None:
+        return self.submit["turn"] if self.submit else None
