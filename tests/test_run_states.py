@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 
 import pytest
 from automedbench.agent import Agent
@@ -136,3 +137,40 @@ def test_gpu_is_given_explicitly(tmp_path):
     probe = "import os; print(repr(os.environ['CUDA_VISIBLE_DEVICES']))"
     assert none.execute("python", probe, 10).stdout.strip() == "''"
     assert one.execute("python", probe, 10).stdout.strip() == "'1'"
+
+
+class NeighbourReads(Agent):
+    """Between its turns, the *host* reads a private reference — as a concurrent run's evaluator would."""
+
+    name = "neighbour-reads"
+
+    def __init__(self, private: str = "") -> None:
+        self.private = private
+        self.turns = 0
+
+    def next_turn(self, messages):
+        self.turns += 1
+        if self.turns == 1:
+            for ref in sorted(Path(self.private).rglob("*.nii.gz"))[:2]:
+                ref.read_bytes()
+            return AgentTurn("", [ToolCall("c1", "execute_code", json.dumps({"language": "bash", "code": "true"}))])
+        return AgentTurn("done", [])
+
+
+@pytest.mark.parametrize("sandbox,breached", [("local", False), ("local-plain", True)])
+def test_other_processes_reading_private_data(reg, tmp_path, data_root, staged, sandbox, breached):
+    """With filesystem isolation only the run's own decoys are watched; without it any read is a breach."""
+    from automedbench.sandboxes.local import bwrap_path
+
+    if sandbox == "local" and bwrap_path() is None:
+        pytest.skip("bubblewrap not usable")
+    module = types.ModuleType(f"neighbour_{sandbox}")
+
+    @hookimpl
+    def automedbench_register_agents(register):
+        register(f"neighbour-{sandbox}", lambda: NeighbourReads(str(staged.private)), "test agent")
+
+    module.automedbench_register_agents = automedbench_register_agents
+    reg.add_plugin(module, name=f"neighbour_{sandbox}")
+    result, _ = run(reg, tmp_path, data_root, f"neighbour-{sandbox}", sandbox=sandbox)
+    assert result.isolation.breached is breached

@@ -214,8 +214,10 @@ class Run:
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
         tripwire = Tripwire()
-        for root in (decoy, staged.private):
-            tripwire.watch_tree(root)
+        tripwire.watch_tree(decoy)
+        if not session.isolates_filesystem:
+            # the agent could reach the real references: any open of them during the agent phase is a breach
+            tripwire.watch_tree(staged.private)
         if not tripwire.active:
             isolation.gaps.append("inotify unavailable: reads of private files are not detected")
         traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,

@@ -29,6 +29,10 @@ class SandboxSpec:
 class SandboxSession(ABC):
     data_dir: str
     workspace_dir: str
+    # True when the sandbox cannot see the host's private folder at all (bubblewrap, containers). Then
+    # only the per-run decoys are watched, so other runs' evaluators reading the shared private data
+    # are not mistaken for this agent.
+    isolates_filesystem: bool = False
 
     @abstractmethod
     def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:

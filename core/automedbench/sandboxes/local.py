@@ -78,6 +78,7 @@ class LocalSession(SandboxSession):
         ws = spec.workspace
         for sub in (".home", ".cache", ".tmp", ".automedbench/exec"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
+        self.isolates_filesystem = bool(bwrap)
         if bwrap:
             self.data_dir, self.workspace_dir = "/data/public", "/workspace"
         else:
