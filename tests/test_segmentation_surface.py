@@ -8,6 +8,7 @@ from automedbench_segmentation import surface
 
 pytest.importorskip("monai.metrics")
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # MONAI deprecation inside its own code
 
 
 def _full_monai(pred, ref, spacing, tol):
