@@ -112,12 +112,16 @@ def test_kits19_wrong_layout(reg, tmp_path):
 def test_kits19_bad_labels_and_grid_are_skipped(reg, kits, tmp_path):
     nii(kits / "data" / "case_00000" / "segmentation.nii.gz", label_map(True, extra=5))
     nii(kits / "data" / "case_00002" / "segmentation.nii.gz", np.zeros((8, 7, 5), np.uint8))
+    nii(kits / "data" / "case_00003" / "segmentation.nii.gz", label_map(True), np.diag([1.0, 1.0, 1.0, 1.0]))
+    nii(kits / "data" / "case_00004" / "imaging.nii.gz", ct(4))
+    nii(kits / "data" / "case_00004" / "segmentation.nii.gz", label_map(True))
     track, task = small(reg, "segmentation/kidney", 1)
     staged = staging.stage(track, task, tmp_path / "root", kits)
     manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert manifest["cases"][0]["source_id"] == "case_00003"
+    assert manifest["cases"][0]["source_id"] == "case_00004"
     reasons = [s["reason"] for s in manifest["skipped"]]
-    assert reasons == ["labels [5] beyond 0-2", "no tumour", "reference shape (8, 7, 5) != image shape (8, 7, 6)"]
+    assert reasons == ["labels [5] beyond 0-2", "no tumour", "reference shape (8, 7, 5) != image shape (8, 7, 6)",
+                       "segmentation.nii.gz: affine differs from the image's"]
 
 
 # ---------------------------------------------------------------- MSD Task03 Liver

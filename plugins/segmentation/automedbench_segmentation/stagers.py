@@ -30,6 +30,7 @@ from .layouts import SourceCase
 
 MANIFEST = "manifest.json"
 INCOMING = ".incoming"
+AFFINE_TOL_MM = 1e-2
 
 
 def load_label_volume(path: Path) -> np.ndarray:
@@ -97,6 +98,16 @@ def build_references(task: TaskSpec, case: SourceCase, shape: tuple[int, ...]
     if stager == "pants_multilabel":
         facts["lesion_present"] = 2 in present
     return {task.output_files[0]: label_map}, facts, ""
+
+
+def _grid_problem(image: nib.Nifti1Image, case: SourceCase) -> str:
+    """A reference stored on another voxel grid than its image would be scored against the wrong voxels."""
+    for path in case.references.values():
+        header = nib.load(str(path))  # header only
+        if tuple(header.shape[:3]) == tuple(image.shape[:3]) and not np.allclose(header.affine, image.affine,
+                                                                               atol=AFFINE_TOL_MM):
+            return f"{path.name}: affine differs from the image's"
+    return ""
 
 
 def _stat(path: Path) -> list[int]:
@@ -171,7 +182,9 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                     continue
                 try:
                     image = nib.load(str(case.image))
-                    refs, case_facts, reason = build_references(task, case, tuple(image.shape))
+                    reason = _grid_problem(image, case)
+                    refs, case_facts, reason = ({}, {}, reason) if reason else build_references(
+                        task, case, tuple(image.shape))
                 except (ValueError, OSError, nib.filebasedimages.ImageFileError) as exc:
                     refs, case_facts, reason = {}, {}, f"unreadable ({exc})"
                 if not reason and image.ndim != 3:
