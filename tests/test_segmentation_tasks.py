@@ -28,7 +28,7 @@ def test_real_task_contract(reg, task_id):
         assert line in lite and line not in std
     assert "Skill hint — S1" in std and "Skill hint — S3" not in std and "Skill hint" not in pro
     assert task.tiers["lite"].model in lite and task.tiers["pro"].clinical_background.split(".")[0] in pro
-    with pytest.raises(Exception, match="covers the phantom demo only"):
+    with pytest.raises(Exception, match="covers the phantom demos only"):
         track.reference_solution(task, "lite", "/data/public", "/workspace")
 
 

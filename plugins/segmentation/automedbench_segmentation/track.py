@@ -84,8 +84,12 @@ class SegmentationTrack(Track):
         return reword(default_rubric(), WORDING, HINTS)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if task.params.get("kind") != "organ_lesion" or not task.demo:  # real data: no scripted method
-            raise UserError(f"the scripted reference solution covers the phantom demo only, not {task.id}")
+        if not task.demo:  # real data needs a real model: no scripted method stands in for it
+            raise UserError(f"the scripted reference solution covers the phantom demos only, not {task.id}")
+        if task.params.get("kind") == "multilabel":
+            from .solution_multilabel import multilabel_solution
+
+            return multilabel_solution(task, tier, data_dir, workspace)
         from .solution import organ_lesion_solution
 
         return organ_lesion_solution(task, tier, data_dir, workspace)
