@@ -265,3 +265,22 @@ def test_cli_stage_then_score_a_real_task(tmp_path, monkeypatch):
     assert result.exit_code == 0 and "Rating A" in result.output
     result = runner.invoke(main, ["stage", "segmentation/kidney"], catch_exceptions=False)
     assert result.exit_code == 2 and "needs --from PATH" in result.output
+
+
+def test_pants_per_case_folders_and_kits_without_data_folder(reg, tmp_path):
+    """PanTSMini-style CASE/ct.nii.gz + CASE/segmentations/, and KiTS19 case folders directly in SOURCE."""
+    src = tmp_path / "mini"
+    for case_id, tumour in (("PanTS_00000003", True), ("PanTS_00000001", True)):
+        masks = pants_case(tmp_path / "tmp", case_id, tumour)
+        nii(src / case_id / "ct.nii.gz", ct(3))
+        for name, mask in masks.items():
+            nii(src / case_id / "segmentations" / f"{name}.nii.gz", mask)
+    track, task = small(reg, "segmentation/pancreas", 2)
+    staged = staging.stage(track, task, tmp_path / "root", src)
+    manifest = json.loads((staged.private / "manifest.json").read_text())
+    assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000001", "PanTS_00000003"]
+    kits = tmp_path / "flat"
+    nii(kits / "case_00007" / "imaging.nii.gz", ct(7))
+    nii(kits / "case_00007" / "segmentation.nii.gz", label_map(True))
+    track, task = small(reg, "segmentation/kidney", 1)
+    assert staging.stage(track, task, tmp_path / "root", kits).case_ids == ["kidney_001"]
