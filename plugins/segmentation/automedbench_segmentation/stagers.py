@@ -153,6 +153,36 @@ def _skipped_summary(skipped: list[tuple[str, str]]) -> str:
     return "; ".join(f"{n} x {reason}" for reason, n in top)
 
 
+def _qualify(task: TaskSpec, case: SourceCase):
+    """(image header, references, facts, '') for a usable case, or a reason it is skipped."""
+    try:
+        image = nib.load(str(case.image))
+        if image.ndim != 3:
+            return image, {}, {}, f"image is {image.ndim}-D, expected 3-D"
+        reason = _grid_problem(image, case)
+        if reason:
+            return image, {}, {}, reason
+        return (image, *build_references(task, case, tuple(image.shape)))
+    except (ValueError, OSError, nib.filebasedimages.ImageFileError) as exc:
+        return None, {}, {}, f"unreadable ({exc})"
+
+
+def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dict[str, np.ndarray],
+                incoming: Path) -> dict[str, Any]:
+    """Copy the image byte for byte, save the references on its grid; the manifest entry."""
+    target = incoming / "public" / case_id / task.input_files[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(case.image, target)
+    staged_files = {f"public/{case_id}/{task.input_files[0]}": target.stat().st_size}
+    for name, volume in refs.items():
+        path = incoming / "private" / case_id / name
+        io.save(path, volume, image.affine)
+        staged_files[f"private/{case_id}/{name}"] = path.stat().st_size
+    sources = [case.image, *case.references.values()]
+    return {"case_id": case_id, "source_id": case.source_id,
+            "source_files": {str(p.resolve()): _stat(p) for p in sources}, "staged_files": staged_files}
+
+
 def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None = None) -> StagedData:
     params = task.params
     cases = layouts.finder(params["stager"], params)(source)
@@ -180,31 +210,12 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                 if case.problem:
                     skipped.append((case.source_id, case.problem))
                     continue
-                try:
-                    image = nib.load(str(case.image))
-                    reason = _grid_problem(image, case)
-                    refs, case_facts, reason = ({}, {}, reason) if reason else build_references(
-                        task, case, tuple(image.shape))
-                except (ValueError, OSError, nib.filebasedimages.ImageFileError) as exc:
-                    refs, case_facts, reason = {}, {}, f"unreadable ({exc})"
-                if not reason and image.ndim != 3:
-                    reason = f"image is {image.ndim}-D, expected 3-D"
+                image, refs, case_facts, reason = _qualify(task, case)
                 if reason:
                     skipped.append((case.source_id, reason))
                     continue
                 case_id = f"{prefix}_{len(selected) + 1:03d}"
-                target = incoming / "public" / case_id / task.input_files[0]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(case.image, target)
-                staged_files = {f"public/{case_id}/{task.input_files[0]}": target.stat().st_size}
-                for name, volume in refs.items():
-                    path = incoming / "private" / case_id / name
-                    io.save(path, volume, image.affine)
-                    staged_files[f"private/{case_id}/{name}"] = path.stat().st_size
-                sources = [case.image, *case.references.values()]
-                selected.append({"case_id": case_id, "source_id": case.source_id,
-                                 "source_files": {str(p.resolve()): _stat(p) for p in sources},
-                                 "staged_files": staged_files})
+                selected.append(_write_case(task, case, case_id, image, refs, incoming))
                 facts[case_id] = case_facts
                 bar.advance(job)
         if len(selected) < task.case_count:
