@@ -118,3 +118,12 @@ def test_matches_monai_on_empty_labels():
     theirs = metric(_onehot(torch, pred, 4), _onehot(torch, ref, 4))[0].numpy()
     assert ours == {1: 1.0, 2: 1.0, 3: 0.0}
     assert np.allclose([ours[1], ours[2], ours[3]], theirs)
+
+
+def test_background_label_and_negative_values_are_counted():
+    """Chunk skipping relies on the chunk maximum: it must stay exact for label 0 and for negative values."""
+    pred = np.array([0, 0, -1, 2, 0, 0], dtype=np.int16)
+    ref = np.array([0, 1, -1, 2, 0, 0], dtype=np.int16)
+    n_pred, n_ref, n_both = label_counts(pred, ref, (0, 1, 2), chunk=2)
+    assert n_pred.tolist() == [4, 0, 1] and n_ref.tolist() == [3, 1, 1] and n_both.tolist() == [3, 0, 1]
+    assert dice(pred, ref, (1, 2)) == {1: 0.0, 2: 1.0}
