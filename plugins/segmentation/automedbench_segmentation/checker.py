@@ -1,4 +1,9 @@
-"""The segmentation output contract: present, loadable, input shape and affine, allowed values only."""
+"""The segmentation output contract: present, loadable, input shape and affine, allowed values only.
+
+Values are checked in one chunked pass (min, max, NaN/Inf and integrality per chunk), so a KiTS-sized
+float volume costs no full-size temporaries; the set of labels present is only computed (with a
+`bincount`, never `np.unique`'s sort) when the allowed set has gaps that min/max cannot rule out.
+"""
 
 from __future__ import annotations
 
@@ -8,53 +13,90 @@ import nibabel as nib
 import numpy as np
 from automedbench.records import CaseVerdict, TaskSpec
 
+from .io import CaseCache
+
+CHUNK = 1 << 20
+
+
+def task_labels(task: TaskSpec) -> dict[int, str]:
+    """Foreground label -> name of a multi-label task (YAML or JSON keys, int or str)."""
+    return {int(k): str(v) for k, v in task.params["labels"].items()}
+
 
 def allowed_values(task: TaskSpec, name: str) -> set[int]:
     if task.params.get("kind") == "multilabel":
-        return {0, *(int(k) for k in task.params["labels"])}
+        return {0, *task_labels(task)}
     return {0, 1}
 
 
-def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: set[int]) -> list[str]:
+def _flat(data: np.ndarray) -> np.ndarray:
+    """A 1-D view in memory order (no copy for C- or Fortran-ordered volumes, as nibabel returns)."""
+    return data.reshape(-1, order="A")
+
+
+def value_problems(name: str, data: np.ndarray, allowed: set[int]) -> list[str]:
+    """Why the voxel values break the contract (empty list = fine)."""
+    if data.dtype.kind not in "iubf":
+        return [f"{name}: unsupported dtype {data.dtype}"]
+    if data.size == 0:
+        return [f"{name}: empty volume"]
+    flat = _flat(data)
+    lo, hi = np.inf, -np.inf
+    bad_finite = fractional = 0
+    for start in range(0, flat.size, CHUNK):
+        part = flat[start:start + CHUNK]
+        if data.dtype.kind == "f":
+            finite = np.isfinite(part)
+            n_bad = part.size - int(np.count_nonzero(finite))
+            if n_bad:
+                bad_finite += n_bad
+                part = part[finite]
+                if not part.size:
+                    continue
+            fractional += int(np.count_nonzero(part != np.rint(part)))
+        lo, hi = min(lo, part.min()), max(hi, part.max())
+    lo, hi = float(lo), float(hi)
+    if bad_finite == flat.size:
+        return [f"{name}: every voxel is NaN or Inf"]
+    if bad_finite:
+        return [f"{name}: {bad_finite} NaN/Inf voxel(s)"]
+    if fractional:
+        return [f"{name}: non-integer values in {fractional} voxel(s) (probabilities?), range [{lo:.3g}, {hi:.3g}]"]
+    if lo < min(allowed) or hi > max(allowed):
+        return [f"{name}: values outside {sorted(allowed)} (min {lo:g}, max {hi:g})"]
+    if len(allowed) != int(max(allowed)) - int(min(allowed)) + 1:  # gaps: min/max cannot rule values out
+        counts = np.zeros(int(hi) + 1, dtype=np.int64)
+        for start in range(0, flat.size, CHUNK):
+            counts += np.bincount(flat[start:start + CHUNK].astype(np.intp), minlength=int(hi) + 1)
+        extra = sorted(set(np.flatnonzero(counts).tolist()) - allowed)
+        if extra:
+            return [f"{name}: labels {extra} not in {sorted(allowed)}"]
+    return []
+
+
+def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: set[int],
+               cache: CaseCache | None = None) -> list[str]:
     """Problems with one output file (empty list = valid)."""
     if not path.is_file():
         return [f"{path.name}: missing"]
     try:
-        image = nib.load(str(path))
-        data = np.asanyarray(image.dataobj)
+        image, data = (cache or CaseCache()).load(path)
     except Exception as exc:
         return [f"{path.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
-    problems = []
     if tuple(data.shape) != tuple(shape):
-        problems.append(f"{path.name}: shape {tuple(data.shape)} != input {tuple(shape)}")
-        return problems
+        return [f"{path.name}: shape {tuple(data.shape)} != input {tuple(shape)}"]
+    problems = []
     if not np.allclose(image.affine, affine, atol=1e-3):
         problems.append(f"{path.name}: affine differs from the input's")
-    if data.dtype.kind == "f":
-        if not np.isfinite(data).all():
-            problems.append(f"{path.name}: contains NaN or Inf")
-            return problems
-        if not np.array_equal(data, np.round(data)):
-            problems.append(f"{path.name}: non-integer values (probabilities?) in [{data.min():.3g}, {data.max():.3g}]")
-            return problems
-    elif data.dtype.kind not in "iub":
-        return [f"{path.name}: unsupported dtype {data.dtype}"]
-    lo, hi = int(data.min()), int(data.max())
-    if lo < min(allowed) or hi > max(allowed):
-        problems.append(f"{path.name}: values outside {sorted(allowed)} (min {lo}, max {hi})")
-    elif len(allowed) > 2:
-        present = {int(v) for v in np.unique(data)}
-        extra = present - allowed
-        if extra:
-            problems.append(f"{path.name}: labels {sorted(extra)} not in {sorted(allowed)}")
-    return problems
+    return problems + value_problems(path.name, data, allowed)
 
 
-def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
-    reference = nib.load(str(public / task.input_files[0]))
+def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path,
+               cache: CaseCache | None = None) -> CaseVerdict:
+    reference = nib.load(str(public / task.input_files[0]))  # header only: the CT itself is never read
     shape, affine = reference.shape, reference.affine
     reasons: list[str] = []
     for name in task.output_files:
-        reasons += check_file(submitted / name, shape, affine, allowed_values(task, name))
+        reasons += check_file(submitted / name, shape, affine, allowed_values(task, name), cache)
     present = any((submitted / n).exists() for n in task.output_files)
     return CaseVerdict(case_id, present, not reasons, reasons)

@@ -28,13 +28,30 @@ def affine(spacing=SPACING) -> np.ndarray:
 
 def make_case(index: int, tumour: bool, seed: int = 20261202) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (ct HU int16, organ uint8, lesion uint8) for case `index`."""
+    ct, organ, lesion, _ = make_case_with_liver(index, tumour, seed)
+    return ct, organ, lesion
+
+
+def make_label_map(index: int, tumour: bool, seed: int = 20261202) -> tuple[np.ndarray, np.ndarray]:
+    """Return (ct HU int16, labels uint8) with 1 kidney (without tumour), 2 kidney tumour, 3 liver."""
+    ct, organ, lesion, liver = make_case_with_liver(index, tumour, seed)
+    labels = np.zeros(SHAPE, dtype=np.uint8)
+    labels[liver.astype(bool)] = 3
+    labels[organ.astype(bool)] = 1
+    labels[lesion.astype(bool)] = 2
+    return ct, labels
+
+
+def make_case_with_liver(index: int, tumour: bool, seed: int = 20261202):
+    """(ct, organ, lesion, liver): the same draws as `make_case`, plus the visible liver mask."""
     rng = np.random.default_rng([seed, index])
     cx, cy, cz = (s / 2 for s in SHAPE)
     ct = np.full(SHAPE, -1000.0, dtype=np.float32)
     body = _ellipsoid(SHAPE, (cx, cy, cz), (42, 34, 60))
     ct[body] = 40.0
     liver = _ellipsoid(SHAPE, (cx - 18 + rng.uniform(-2, 2), cy - 14, cz + 6), (16, 12, 14))
-    ct[liver & body] = 95.0
+    liver &= body
+    ct[liver] = 95.0
     spine = _ellipsoid(SHAPE, (cx, cy + 22, cz), (6, 6, 60))
     ct[spine] = 650.0
     organ = np.zeros(SHAPE, dtype=bool)
@@ -54,4 +71,5 @@ def make_case(index: int, tumour: bool, seed: int = 20261202) -> tuple[np.ndarra
         organ |= lesion
     ct = ndimage.gaussian_filter(ct, sigma=(0.8, 0.8, 0.4))
     ct += rng.normal(0.0, 18.0, SHAPE).astype(np.float32)
-    return np.round(ct).astype(np.int16), organ.astype(np.uint8), lesion.astype(np.uint8)
+    liver &= ~organ & ~spine
+    return np.round(ct).astype(np.int16), organ.astype(np.uint8), lesion.astype(np.uint8), liver.astype(np.uint8)

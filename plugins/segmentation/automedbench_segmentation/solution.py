@@ -51,6 +51,19 @@ def method_source() -> str:
     return resources.files(__package__).joinpath("reference_method.py").read_text()
 
 
+def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, what: str) -> ScriptStep:
+    """The `wrong-format` batch: run the method, then overwrite `name` with a fractional (soft) copy."""
+    return ScriptStep(
+        "batch", "bash",
+        f"cd {ws} && python3 segment.py {flags}{data_dir} {out} && python3 - <<'EOF'\n"
+        "import glob, nibabel as nib, numpy as np\n"
+        f"for p in glob.glob('{out}/*/{name}'):\n"
+        "    img = nib.load(p)\n"
+        "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
+        f"    nib.save(nib.Nifti1Image(a, img.affine), p)\nprint('saved soft {what}')\nEOF",
+        say=f"Running the cohort, saving soft {what}.")
+
+
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
     from .reference_method import ORGAN_MAX, ORGAN_MIN
@@ -122,15 +135,7 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
     ]
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
     variants = {
-        "wrong-format": [ScriptStep(
-            "batch", "bash",
-            f"cd {ws} && python3 segment.py {data_dir} {out} && python3 - <<'EOF'\n"
-            "import glob, nibabel as nib, numpy as np\n"
-            f"for p in glob.glob('{out}/*/lesion.nii.gz'):\n"
-            "    img = nib.load(p)\n"
-            "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
-            "    nib.save(nib.Nifti1Image(a, img.affine), p)\nprint('saved soft lesion maps')\nEOF",
-            say="Running the cohort, saving soft lesion maps.")],
+        "wrong-format": [soft_output_step(ws, data_dir, out, "", "lesion.nii.gz", "lesion maps")],
         "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out} {half}",
                                   say="Running the first half of the cohort.")],
     }

@@ -1,13 +1,236 @@
-"""Stagers for the official download layouts of the real datasets (KiTS19, MSD, PanTS, FeTA)."""
+"""Stage a real dataset's official download into `public/` (inputs) and `private/` (references).
+
+Cases are walked in the download's sorted order and the first `case_count` that meet the task's rule
+are taken (organ + lesion tasks: a non-empty tumour; PanTS organs at risk: every structure file and a
+non-empty pancreas; FeTA: an image and a label map). Staged cases get neutral ids (`kidney_001` ...)
+so the brief does not name the public source case; `private/manifest.json` maps them back and records
+the source files' sizes and times, which makes re-staging an unchanged download a no-op. A new
+staging is built beside the old one and swapped in only when complete.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 from pathlib import Path
+from typing import Any
 
+import nibabel as nib
+import numpy as np
 from automedbench.errors import UserError
 from automedbench.records import TaskSpec
 from automedbench.track import StagedData
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import io, layouts
+from .checker import task_labels
+from .layouts import SourceCase
+
+MANIFEST = "manifest.json"
+INCOMING = ".incoming"
+AFFINE_TOL_MM = 1e-2
 
 
-def stage_real(task: TaskSpec, dest: Path, source: Path) -> StagedData:
-    raise UserError(f"no stager for {task.id} yet")
+def load_label_volume(path: Path) -> np.ndarray:
+    """An integer label volume as uint8; refuses fractional, negative or > 255 values."""
+    data = np.asanyarray(nib.load(str(path)).dataobj)
+    if data.dtype.kind == "f":
+        rounded = np.rint(data)
+        if not np.array_equal(rounded, data):
+            raise ValueError(f"{path.name}: non-integer label values")
+        data = rounded
+    lo, hi = (data.min(), data.max()) if data.size else (0, 0)
+    if lo < 0 or hi > 255:
+        raise ValueError(f"{path.name}: label values outside 0..255 (min {lo}, max {hi})")
+    return data.astype(np.uint8, copy=False)
+
+
+def _union(paths: list[Path]) -> np.ndarray:
+    out = None
+    for path in paths:
+        mask = load_label_volume(path) > 0
+        out = mask if out is None else out | mask
+    assert out is not None
+    return out
+
+
+def build_references(task: TaskSpec, case: SourceCase, shape: tuple[int, ...]
+                     ) -> tuple[dict[str, np.ndarray], dict[str, Any], str]:
+    """(output name -> reference volume, case facts, why the case does not qualify or '')."""
+    params, stager = task.params, task.params["stager"]
+    if params["kind"] == "organ_lesion":
+        if stager == "pants":
+            organ = _union([case.references[n] for n in params["organ_structures"]])
+            lesion = _union([case.references[n] for n in params["lesion_structures"]])
+            organ |= lesion
+        else:  # one label map: 1 organ, 2 lesion
+            labels = load_label_volume(case.references["labels"])
+            if labels.shape == shape and labels.max(initial=0) > 2:
+                return {}, {}, f"labels {sorted(set(np.unique(labels).tolist()) - {0, 1, 2})} beyond 0-2"
+            organ, lesion = labels > 0, labels == 2
+        if organ.shape != shape:
+            return {}, {}, f"reference shape {organ.shape} != image shape {shape}"
+        if not lesion.any():
+            return {}, {}, "no tumour"
+        refs = {"organ.nii.gz": organ.astype(np.uint8), "lesion.nii.gz": lesion.astype(np.uint8)}
+        return refs, {"lesion_present": True}, ""
+    allowed = task_labels(task)
+    if stager == "pants_multilabel":
+        label_map = np.zeros(shape, dtype=np.uint8)
+        structures = {int(k): names for k, names in params["structures"].items()}
+        for k in sorted(allowed):
+            mask = _union([case.references[n] for n in structures[k]])
+            if mask.shape != shape:
+                return {}, {}, f"reference shape {mask.shape} != image shape {shape}"
+            label_map[mask] = k
+        if not (label_map == min(allowed)).any():
+            return {}, {}, f"empty {allowed[min(allowed)]}"
+    else:
+        label_map = load_label_volume(case.references["labels"])
+        if label_map.shape != shape:
+            return {}, {}, f"reference shape {label_map.shape} != image shape {shape}"
+        if label_map.max(initial=0) > max(allowed):
+            return {}, {}, f"label values above {max(allowed)}"
+    present = [k for k in sorted(allowed) if np.any(label_map == k)]
+    facts: dict[str, Any] = {"labels_present": present}
+    if stager == "pants_multilabel":
+        facts["lesion_present"] = 2 in present
+    return {task.output_files[0]: label_map}, facts, ""
+
+
+def _grid_problem(image: nib.Nifti1Image, case: SourceCase) -> str:
+    """A reference stored on another voxel grid than its image would be scored against the wrong voxels."""
+    for path in case.references.values():
+        header = nib.load(str(path))  # header only
+        if tuple(header.shape[:3]) == tuple(image.shape[:3]) and not np.allclose(header.affine, image.affine,
+                                                                               atol=AFFINE_TOL_MM):
+            return f"{path.name}: affine differs from the image's"
+    return ""
+
+
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _task_digest(task: TaskSpec) -> str:
+    keys = {"params": task.params, "inputs": task.input_files, "outputs": task.output_files, "n": task.case_count}
+    return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _up_to_date(dest: Path, task: TaskSpec, source: Path, cases: list[SourceCase]) -> list[str] | None:
+    """The staged case ids if `dest` already holds this exact staging of this download, else None."""
+    path = dest / "private" / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+        if manifest["task_digest"] != _task_digest(task) or manifest["source"] != str(source.resolve()):
+            return None
+        scanned = manifest["scanned"]
+        if [c.source_id for c in cases[:len(scanned)]] != scanned:
+            return None  # the download changed before the last selected case: the selection may differ
+        for entry in manifest["cases"]:
+            for src, stat in entry["source_files"].items():
+                if not Path(src).is_file() or _stat(Path(src)) != stat:
+                    return None
+            for rel, size in entry["staged_files"].items():
+                staged = dest / rel
+                if not staged.is_file() or staged.stat().st_size != size:
+                    return None
+        return [entry["case_id"] for entry in manifest["cases"]]
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+
+
+def _skipped_summary(skipped: list[tuple[str, str]]) -> str:
+    counts: dict[str, int] = {}
+    for _, reason in skipped:
+        counts[reason] = counts.get(reason, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    return "; ".join(f"{n} x {reason}" for reason, n in top)
+
+
+def _qualify(task: TaskSpec, case: SourceCase):
+    """(image header, references, facts, '') for a usable case, or a reason it is skipped."""
+    try:
+        image = nib.load(str(case.image))
+        if image.ndim != 3:
+            return image, {}, {}, f"image is {image.ndim}-D, expected 3-D"
+        reason = _grid_problem(image, case)
+        if reason:
+            return image, {}, {}, reason
+        return (image, *build_references(task, case, tuple(image.shape)))
+    except (ValueError, OSError, nib.filebasedimages.ImageFileError) as exc:
+        return None, {}, {}, f"unreadable ({exc})"
+
+
+def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dict[str, np.ndarray],
+                incoming: Path) -> dict[str, Any]:
+    """Copy the image byte for byte, save the references on its grid; the manifest entry."""
+    target = incoming / "public" / case_id / task.input_files[0]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(case.image, target)
+    staged_files = {f"public/{case_id}/{task.input_files[0]}": target.stat().st_size}
+    for name, volume in refs.items():
+        path = incoming / "private" / case_id / name
+        io.save(path, volume, image.affine)
+        staged_files[f"private/{case_id}/{name}"] = path.stat().st_size
+    sources = [case.image, *case.references.values()]
+    return {"case_id": case_id, "source_id": case.source_id,
+            "source_files": {str(p.resolve()): _stat(p) for p in sources}, "staged_files": staged_files}
+
+
+def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None = None) -> StagedData:
+    params = task.params
+    cases = layouts.finder(params["stager"], params)(source)
+    public, private = dest / "public", dest / "private"
+    done = _up_to_date(dest, task, source, cases)
+    if done is not None:
+        return StagedData(dest, public, private, done)
+    incoming = dest / INCOMING
+    shutil.rmtree(incoming, ignore_errors=True)
+    selected: list[dict[str, Any]] = []
+    skipped: list[tuple[str, str]] = []
+    scanned: list[str] = []
+    facts: dict[str, dict[str, Any]] = {}
+    prefix = params.get("case_prefix", task.id.split("/", 1)[1])
+    console = console or Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            job = bar.add_task(f"staging {task.id}", total=task.case_count)
+            for case in cases:
+                if len(selected) == task.case_count:
+                    break
+                scanned.append(case.source_id)
+                bar.update(job, description=f"staging {task.id}: {case.source_id}")
+                if case.problem:
+                    skipped.append((case.source_id, case.problem))
+                    continue
+                image, refs, case_facts, reason = _qualify(task, case)
+                if reason:
+                    skipped.append((case.source_id, reason))
+                    continue
+                case_id = f"{prefix}_{len(selected) + 1:03d}"
+                selected.append(_write_case(task, case, case_id, image, refs, incoming))
+                facts[case_id] = case_facts
+                bar.advance(job)
+        if len(selected) < task.case_count:
+            why = f" (skipped: {_skipped_summary(skipped)})" if skipped else ""
+            raise UserError(f"{source}: only {len(selected)} of the {task.case_count} cases {task.id} needs "
+                            f"qualify among {len(cases)} found — rule: {params.get('selection', 'all')}{why}")
+        io.write_case_facts(incoming / "private", facts)
+        manifest = {"task": task.id, "task_digest": _task_digest(task), "stager": params["stager"],
+                    "source": str(source.resolve()), "selection": params.get("selection", ""),
+                    "scanned": scanned, "skipped": [{"source_id": s, "reason": r} for s, r in skipped],
+                    "cases": selected}
+        (incoming / "private" / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        for name in ("public", "private"):
+            shutil.rmtree(dest / name, ignore_errors=True)
+            (incoming / name).replace(dest / name)
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
+    return StagedData(dest, public, private, [c["case_id"] for c in selected])

@@ -12,7 +12,7 @@ from automedbench.rubric import default_rubric, reword
 from automedbench.taskfile import load_task_dir
 from automedbench.track import CaseScore, ScriptedSolution, StagedData, Track
 
-from . import checker, io, metrics
+from . import checker, io, score
 
 HERE = Path(__file__).parent
 
@@ -38,6 +38,7 @@ class SegmentationTrack(Track):
 
     def __init__(self) -> None:
         self._tasks = {t.id: t for t in load_task_dir(HERE / "tasks")}
+        self._cache = io.CaseCache()
 
     def tasks(self) -> list[TaskSpec]:
         return list(self._tasks.values())
@@ -61,48 +62,19 @@ class SegmentationTrack(Track):
     # ---------------------------------------------------------------- checking and scoring
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
-        return checker.check_case(task, case_id, submitted, public)
+        self._cache.begin(case_id)
+        return checker.check_case(task, case_id, submitted, public, self._cache)
 
     def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
+        self._cache.begin(case_id)
         if task.params.get("kind") == "multilabel":
-            labels = [int(k) for k in task.params["labels"]]
-            name = task.output_files[0]
-            pred = io.load_array(submitted / name)
-            ref = io.load_array(private / name)
-            per = metrics.dice(pred.astype(np.int64, copy=False) if pred.dtype.kind == "f" else pred, ref, labels)
-            return CaseScore(case_id, {f"dice_{k}": v for k, v in per.items()})
-        organ = metrics.binary_dice(io.load_array(submitted / "organ.nii.gz"), io.load_array(private / "organ.nii.gz"))
-        ref_lesion = io.load_array(private / "lesion.nii.gz")
-        lesion = metrics.binary_dice(io.load_array(submitted / "lesion.nii.gz"), ref_lesion)
-        return CaseScore(case_id, {"organ_dice": organ, "lesion_dice": lesion,
-                                   "lesion_positive": bool(np.count_nonzero(ref_lesion))})
+            return score.score_multilabel(task, case_id, submitted, private, self._cache)
+        return score.score_organ_lesion(task, case_id, submitted, private, self._cache)
 
     def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
                   private: Path) -> MetricBlock:
-        complete = all(s is not None for s in scores) and len(scores) == len(case_ids)
-        per_case = [{"case_id": c, **(s.values if s else {"valid": False})} for c, s in zip(case_ids, scores,
-                                                                                          strict=True)]
-        if task.params.get("kind") == "multilabel":
-            labels = [int(k) for k in task.params["labels"]]
-            per_label = {}
-            for k in labels:
-                vals = [s.values[f"dice_{k}"] if s else 0.0 for s in scores]
-                per_label[f"dice_{k}_{task.params['labels'][k]}"] = float(np.mean(vals)) if vals else 0.0
-            partial = float(np.mean(list(per_label.values()))) if per_label else 0.0
-            comps = {"macro_dice": partial, **per_label}
-            return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps,
-                               per_case=per_case)
-        facts = io.read_case_facts(private)
-        positive = [
-            (s.values["lesion_positive"] if s else bool(facts.get(c, {}).get("lesion_present", True)))
-            for c, s in zip(case_ids, scores, strict=True)
-        ]
-        organ = float(np.mean([s.values["organ_dice"] if s else 0.0 for s in scores])) if scores else 0.0
-        lesion_vals = [s.values["lesion_dice"] if s else 0.0 for s, p in zip(scores, positive, strict=True) if p]
-        lesion = float(np.mean(lesion_vals)) if lesion_vals else None
-        partial = 0.5 * organ + 0.5 * lesion if lesion is not None else organ
-        comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive))}
-        return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
+        self._cache.begin("")  # the last case's volumes are no longer needed
+        return score.aggregate(task, scores, case_ids, private)
 
     # ---------------------------------------------------------------- rubric, agents, baselines
 
@@ -112,8 +84,12 @@ class SegmentationTrack(Track):
         return reword(default_rubric(), WORDING, HINTS)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if task.params.get("kind") != "organ_lesion" or not task.demo:
-            raise UserError(f"the scripted reference solution covers the phantom demo only, not {task.id}")
+        if not task.demo:  # real data needs a real model: no scripted method stands in for it
+            raise UserError(f"the scripted reference solution covers the phantom demos only, not {task.id}")
+        if task.params.get("kind") == "multilabel":
+            from .solution_multilabel import multilabel_solution
+
+            return multilabel_solution(task, tier, data_dir, workspace)
         from .solution import organ_lesion_solution
 
         return organ_lesion_solution(task, tier, data_dir, workspace)

@@ -1,0 +1,95 @@
+"""Per-case scores and the cohort metric for both task kinds.
+
+organ + lesion: Task = 0.5 · mean lesion Dice over the reference-positive cases + 0.5 · mean organ
+Dice over all cases (only organ Dice when no case has a lesion). Multi-label: Task = macro mean over
+labels of the per-label mean Dice. A label absent from both prediction and reference scores 1. A
+missing or invalid case counts 0 in the partial value and makes the strict value 0. HD95 / surface
+Dice (MONAI) are extra components, averaged over the cases where they are defined.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.records import MetricBlock, TaskSpec
+from automedbench.track import CaseScore
+
+from . import io, metrics, surface
+from .checker import task_labels
+
+SURFACE_KEYS = ("hd95_mm", "surface_dice")
+
+
+def _surface(task: TaskSpec, prefix: str, pred: np.ndarray, ref: np.ndarray, spacing) -> dict[str, Any]:
+    if not task.params.get("surface_metrics") or surface.unavailable():
+        return {}
+    tol = float(task.params.get("surface_tolerance_mm", 2.0))
+    return {f"{prefix}_{k}": v for k, v in surface.surface_metrics(pred, ref, spacing, tol).items()}
+
+
+def score_organ_lesion(task: TaskSpec, case_id: str, submitted: Path, private: Path,
+                       cache: io.CaseCache) -> CaseScore:
+    values: dict[str, Any] = {}
+    for part in ("organ", "lesion"):
+        _, pred = cache.load(submitted / f"{part}.nii.gz")
+        ref_image, ref = cache.load(private / f"{part}.nii.gz")
+        n_pred, n_ref, n_both = metrics.binary_counts(pred, ref)
+        values[f"{part}_dice"] = metrics.dice_from_counts(n_pred, n_ref, n_both)
+        if part == "lesion":
+            values["lesion_positive"] = n_ref > 0
+        values.update(_surface(task, part, pred, ref, ref_image.header.get_zooms()[:3]))
+    return CaseScore(case_id, values)
+
+
+def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Path,
+                     cache: io.CaseCache) -> CaseScore:
+    name = task.output_files[0]
+    labels = sorted(task_labels(task))
+    _, pred = cache.load(submitted / name)
+    ref_image, ref = cache.load(private / name)
+    per = metrics.dice(pred, ref, labels)
+    values: dict[str, Any] = {f"dice_{k}": v for k, v in per.items()}
+    values["macro_dice"] = float(np.mean(list(per.values())))
+    if task.params.get("surface_metrics") and not surface.unavailable():
+        spacing = ref_image.header.get_zooms()[:3]
+        for k in labels:
+            values.update(_surface(task, f"label_{k}", pred == k, ref == k, spacing))
+    return CaseScore(case_id, values)
+
+
+def _mean_defined(scores: list[CaseScore | None], key: str) -> float | None:
+    vals = [s.values[key] for s in scores if s is not None and s.values.get(key) is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def _surface_components(task: TaskSpec, scores: list[CaseScore | None], prefixes: list[str]) -> dict:
+    if not task.params.get("surface_metrics"):
+        return {}
+    if surface.unavailable():
+        return {f"{p}_{k}": None for p in prefixes for k in SURFACE_KEYS}
+    return {f"{p}_{k}": _mean_defined(scores, f"{p}_{k}") for p in prefixes for k in SURFACE_KEYS}
+
+
+def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], private: Path) -> MetricBlock:
+    complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
+    per_case = [{"case_id": c, **(s.values if s else {"valid": False})} for c, s in zip(case_ids, scores, strict=True)]
+    if task.params.get("kind") == "multilabel":
+        names = task_labels(task)
+        per_label = {f"dice_{k}_{names[k]}": float(np.mean([s.values[f"dice_{k}"] if s else 0.0 for s in scores]))
+                     for k in sorted(names)} if scores else {}
+        partial = float(np.mean(list(per_label.values()))) if per_label else 0.0
+        comps: dict[str, float | None] = {"macro_dice": partial, **per_label}
+        comps.update(_surface_components(task, scores, [f"label_{k}" for k in sorted(names)]))
+    else:
+        facts = io.read_case_facts(private)
+        positive = [bool(s.values["lesion_positive"]) if s else bool(facts.get(c, {}).get("lesion_present", True))
+                    for c, s in zip(case_ids, scores, strict=True)]
+        organ = float(np.mean([s.values["organ_dice"] if s else 0.0 for s in scores])) if scores else 0.0
+        lesion_vals = [s.values["lesion_dice"] if s else 0.0 for s, p in zip(scores, positive, strict=True) if p]
+        lesion = float(np.mean(lesion_vals)) if lesion_vals else None
+        partial = 0.5 * organ + 0.5 * lesion if lesion is not None else organ
+        comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive))}
+        comps.update(_surface_components(task, scores, ["organ", "lesion"]))
+    return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)

@@ -1,0 +1,50 @@
+"""HD95 / surface Dice: the bounding-box crop must not change MONAI's values; hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from automedbench_segmentation import surface
+
+pytest.importorskip("monai.metrics")
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # MONAI deprecation inside its own code
+
+
+def _full_monai(pred, ref, spacing, tol):
+    from monai.metrics import compute_hausdorff_distance, compute_surface_dice
+
+    tp = torch.from_numpy(np.stack([~pred, pred])[None].astype(np.float32))
+    tg = torch.from_numpy(np.stack([~ref, ref])[None].astype(np.float32))
+    hd = float(compute_hausdorff_distance(tp, tg, percentile=95, spacing=spacing)[0, 0])
+    nsd = float(compute_surface_dice(tp, tg, class_thresholds=[tol], spacing=spacing)[0, 0])
+    return hd, nsd
+
+
+def test_crop_does_not_change_monai_values():
+    shape = (40, 36, 30)
+    grid = np.indices(shape)
+    ref = ((grid[0] - 20) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 15) ** 2) <= 49
+    pred = ((grid[0] - 22) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 14) ** 2) <= 36
+    spacing = (0.8, 0.8, 2.5)
+    ours = surface.surface_metrics(pred, ref, spacing, tolerance_mm=2.0)
+    hd, nsd = _full_monai(pred, ref, list(spacing), 2.0)
+    assert ours["hd95_mm"] == pytest.approx(hd) and ours["surface_dice"] == pytest.approx(nsd)
+    assert 0 < ours["surface_dice"] < 1 and ours["hd95_mm"] > 0
+
+
+def test_hand_computed_single_voxels():
+    pred = np.zeros((10, 10, 10), bool)
+    ref = np.zeros((10, 10, 10), bool)
+    ref[2, 2, 2] = True
+    pred[2, 2, 5] = True  # 3 voxels apart along the last axis, spacing 2 mm there -> 6 mm
+    out = surface.surface_metrics(pred, ref, (1.0, 1.0, 2.0), tolerance_mm=5.0)
+    assert out["hd95_mm"] == pytest.approx(6.0)
+    assert out["surface_dice"] == 0.0
+    assert surface.surface_metrics(pred, ref, (1.0, 1.0, 2.0), tolerance_mm=6.5)["surface_dice"] == 1.0
+
+
+def test_undefined_when_a_mask_is_empty():
+    empty = np.zeros((5, 5, 5), bool)
+    full = np.ones((5, 5, 5), bool)
+    assert surface.surface_metrics(empty, full, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": None}
