@@ -96,3 +96,19 @@ def test_validate_task_passes_for_the_demo(cli):
 def test_help_explains(cli):
     result = cli("run", "--help")
     assert "--tier" in result.output and "strict" in result.output
+
+
+def test_scripted_agent_on_a_real_task_is_refused_without_leftovers(cli, tmp_path):
+    import json
+
+    out, data = tmp_path / "runs", tmp_path / "data"
+    staged = data / "segmentation" / "kidney"
+    for sub in ("public/kidney_001", "private/kidney_001"):
+        (staged / sub).mkdir(parents=True)
+    (staged / "staging.json").write_text(json.dumps({"case_ids": ["kidney_001"], "public_sha256": "x",
+                                                     "private_sha256": "y"}))
+    result = cli("run", "--task", "segmentation/kidney", "--agent", "reference", "--out", str(out),
+                 "--data-root", str(data))
+    assert result.exit_code == 2
+    assert "reference solution covers the phantom demo" in result.output
+    assert not out.exists() or not any(out.iterdir())

@@ -92,3 +92,28 @@ def test_evaluator_ignores_agent_python_files(reg, staged, data_root, tmp_path):
     result = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "work")
     assert not marker.exists()
     assert result.task.strict == pytest.approx(1.0)
+
+
+def test_force_restage_rebuilds_and_keeps_old_on_failure(reg, tmp_path):
+    from automedbench import staging
+
+    track, task = reg.task(DEMO)
+    staged = staging.stage(track, task, tmp_path)
+    marker = staged.public / "case_000" / "ct.nii.gz"
+    first = marker.stat().st_mtime_ns
+    staging.stage(track, task, tmp_path, force=True)
+    assert marker.stat().st_mtime_ns != first  # rebuilt, not skipped
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("source vanished")
+
+    before = marker.stat().st_mtime_ns
+    track_stage = track.stage
+    try:
+        track.stage = broken
+        with pytest.raises(RuntimeError):
+            staging.stage(track, task, tmp_path, force=True)
+    finally:
+        track.stage = track_stage
+    assert marker.stat().st_mtime_ns == before  # the old staging came back
+    assert staging.load(task, tmp_path).case_ids == staged.case_ids

@@ -158,6 +158,9 @@ class Run:
         except KeyboardInterrupt:
             state, end_reason, error = "cancelled", errors.END_CANCELLED, "cancelled by the user"
         except errors.UserError:
+            if runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
+                traj.close()
+                shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
         except Exception as exc:  # anything else is the harness's fault: retryable
             state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR

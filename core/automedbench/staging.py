@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from .errors import UserError
@@ -33,7 +34,22 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
         return load(task, data_root)
     if source is not None and not source.exists():
         raise UserError(f"source {source} does not exist")
-    staged = track.stage(task, dest, source)
+    aside = None
+    if force and dest.exists():
+        # the track may skip an unchanged download; moving the old staging aside makes it rebuild,
+        # and the old one comes back if the rebuild fails
+        aside = dest.with_name(dest.name + ".replaced")
+        shutil.rmtree(aside, ignore_errors=True)
+        dest.rename(aside)
+    try:
+        staged = track.stage(task, dest, source)
+    except BaseException:
+        if aside is not None:
+            shutil.rmtree(dest, ignore_errors=True)
+            aside.rename(dest)
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
     if not staged.case_ids:
         raise UserError(f"staging {task.id} produced no cases")
     info = {
