@@ -22,6 +22,9 @@ class SandboxSpec:
     # Host directories mounted read-only at the given in-sandbox paths as tripwires (never real data).
     decoys: dict[str, Path] = Factory(dict)
     env: dict[str, str] = Factory(dict)
+    # Which track the run belongs to (a backend may pick an image per track), and GPUs to pass through.
+    track: str = ""
+    gpus: list[str] = Factory(list)
 
 
 class SandboxSession(ABC):

@@ -34,25 +34,31 @@ class _Capture:
         self.tail = bytearray()
         self.total = 0
         self.cap = cap
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = None
+        if stream is not None:  # without a stream, the caller feeds chunks itself (docker exec streams)
+            self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+            self.thread.start()
 
     def _pump(self, stream) -> None:
-        half = self.cap // 2
         for chunk in iter(lambda: stream.read1(65536), b""):
-            self.total += len(chunk)
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                if len(self.tail) > half:
-                    del self.tail[: len(self.tail) - half]
+            self.feed(chunk)
         stream.close()
 
+    def feed(self, chunk: bytes) -> None:
+        half = self.cap // 2
+        self.total += len(chunk)
+        room = half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > half:
+                del self.tail[: len(self.tail) - half]
+
     def text(self) -> tuple[str, bool]:
-        self.thread.join(timeout=5)
+        if self.thread is not None:
+            self.thread.join(timeout=5)
         capped = self.total > len(self.head) + len(self.tail)
         middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes dropped ...]\n" if capped else ""
         return (self.head.decode("utf-8", "replace") + middle + self.tail.decode("utf-8", "replace")), capped
@@ -68,6 +74,30 @@ def bwrap_path() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return found if probe.returncode == 0 else None
+
+
+def sandbox_env(ws: str, data_dir: str, tmp: str, path: str, extra: dict[str, str]) -> dict[str, str]:
+    """The whole environment of sandboxed code: nothing of the host's but locale hints, caches in the workspace."""
+    env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    cache = f"{ws}/.cache"
+    env.update({
+        "PATH": path,
+        "HOME": f"{ws}/.home",
+        "TMPDIR": tmp,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "WORKSPACE_DIR": ws,
+        "DATA_DIR": data_dir,
+        "XDG_CACHE_HOME": cache,
+        "PIP_CACHE_DIR": f"{cache}/pip",
+        "HF_HOME": f"{cache}/huggingface",
+        "TORCH_HOME": f"{cache}/torch",
+        "MPLCONFIGDIR": f"{cache}/matplotlib",
+        "MONAI_DATA_DIRECTORY": f"{cache}/monai",
+    })
+    env.update(extra)
+    return env
 
 
 class LocalSession(SandboxSession):
@@ -87,28 +117,9 @@ class LocalSession(SandboxSession):
     # ---------------------------------------------------------------- environment
 
     def _env(self) -> dict[str, str]:
-        ws = self.workspace_dir
-        tmp = "/tmp" if self.bwrap else f"{ws}/.tmp"
-        env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
-        env.setdefault("LANG", "C.UTF-8")
-        cache = f"{ws}/.cache"
-        env.update({
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": f"{ws}/.home",
-            "TMPDIR": tmp,
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "WORKSPACE_DIR": ws,
-            "DATA_DIR": self.data_dir,
-            "XDG_CACHE_HOME": cache,
-            "PIP_CACHE_DIR": f"{cache}/pip",
-            "HF_HOME": f"{cache}/huggingface",
-            "TORCH_HOME": f"{cache}/torch",
-            "MPLCONFIGDIR": f"{cache}/matplotlib",
-            "MONAI_DATA_DIRECTORY": f"{cache}/monai",
-        })
-        env.update(self.spec.env)
-        return env
+        tmp = "/tmp" if self.bwrap else f"{self.workspace_dir}/.tmp"
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        return sandbox_env(self.workspace_dir, self.data_dir, tmp, path, self.spec.env)
 
     def _bwrap_args(self, env: dict[str, str]) -> list[str]:
         assert self.bwrap
