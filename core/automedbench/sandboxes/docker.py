@@ -106,6 +106,14 @@ class DockerSession(SandboxSession):
         return self.cli.api.exec_create(self.container.id, argv, stdout=True, stderr=True,
                                         user=f"{self.uid}:{self.gid}", workdir="/workspace")["Id"]
 
+    def _ensure_running(self) -> str:
+        """Restart the container if something (the OOM killer) ended its init; returns a note if so."""
+        self.container.reload()
+        if self.container.status == "running":
+            return ""
+        self.container.start()
+        return "\nNOTE: the sandbox container had stopped (out of memory?) and was restarted; /tmp is empty"
+
     def _sweep(self) -> None:
         with contextlib.suppress(Exception):
             self.cli.api.exec_start(self._exec(["sh", "-c", SWEEP]))
@@ -120,6 +128,7 @@ class DockerSession(SandboxSession):
         grant(host_script, self.uid, self.gid)
         script = f"/workspace/.automedbench/exec/{name}"
         argv = ["python3", "-u", script] if language == "python" else ["bash", script]
+        note = self._ensure_running()
         out = _Capture(None, self.spec.output_cap_bytes)
         err = _Capture(None, self.spec.output_cap_bytes)
         started = time.monotonic()
@@ -144,6 +153,7 @@ class DockerSession(SandboxSession):
         exit_code = self.cli.api.exec_inspect(exec_id).get("ExitCode")
         stdout, capped_out = out.text()
         stderr, capped_err = err.text()
+        stderr += note
         if timed_out:
             stderr += f"\nTIMEOUT: killed after {timeout_s:.0f} s (every process in the sandbox)"
             exit_code = -9
@@ -186,7 +196,7 @@ class DockerSandbox(Sandbox):
     evaluator = "docker"  # the runner then scores in the evaluator container too
 
     def __init__(self, image: str | None = None, cpus: float | None = None, pids_limit: int = 512,
-                 tmp_mb: int = 1024) -> None:
+                 tmp_mb: int | None = None) -> None:
         self.image = image
         self.cpus = cpus or float(os.cpu_count() or 1)
         self.pids_limit, self.tmp_mb = pids_limit, tmp_mb
@@ -212,7 +222,9 @@ class DockerSandbox(Sandbox):
                 image = agent_image("default")
         if not _has_image(cli, image):
             raise UserError(f"no docker image {image}: run `automedbench images build` first")
-        return DockerSession(spec, cli, image, cpus=self.cpus, pids_limit=self.pids_limit, tmp_mb=self.tmp_mb)
+        # tmpfs pages count against the memory limit: a full /tmp must not leave the container nothing.
+        tmp_mb = self.tmp_mb or (max(64, min(1024, spec.memory_mb // 2)) if spec.memory_mb > 0 else 1024)
+        return DockerSession(spec, cli, image, cpus=self.cpus, pids_limit=self.pids_limit, tmp_mb=tmp_mb)
 
 
 def _has_image(cli, name: str) -> bool:
