@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__, errors, staging
 from .plugins import registry
@@ -46,10 +47,10 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except errors.UserError as exc:
-            err_console.print(f"[red]error:[/] {exc}")
+            err_console.print(f"[red]error:[/] {escape(str(exc))}")
             sys.exit(2)
         except errors.InfrastructureError as exc:
-            err_console.print(f"[red]infrastructure error:[/] {exc}")
+            err_console.print(f"[red]infrastructure error:[/] {escape(str(exc))}")
             sys.exit(3)
 
 
