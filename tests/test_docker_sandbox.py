@@ -157,3 +157,29 @@ def test_evaluator_container_has_no_network_and_mounts_read_only(tmp_path, stage
     writable = [m["Target"] for m in kwargs["mounts"] if not m["ReadOnly"]]
     assert writable == ["/out"]
     assert {"/submission", "/data/private", "/data/public"} <= {m["Target"] for m in kwargs["mounts"]}
+
+
+def test_gpus_named_in_the_environment_reach_the_container(tmp_path, monkeypatch):
+    from automedbench.sandboxes import docker as docker_mod
+
+    seen: dict = {}
+
+    class FakeSession:
+        def __init__(self, spec, cli, image, **kw):
+            seen["config"] = container_config(spec, image, cpus=1, pids_limit=8, tmp_mb=64, user=(1, 1))
+
+    class FakeClient:
+        class images:  # mimics the SDK's attribute
+            @staticmethod
+            def get(name):
+                return name
+
+    monkeypatch.setattr(docker_mod, "client", lambda *a, **k: FakeClient())
+    monkeypatch.setattr(docker_mod, "DockerSession", FakeSession)
+    monkeypatch.setenv("AUTOMEDBENCH_GPUS", "0, 2")
+    DockerSandbox().open(_spec(tmp_path))
+    (request,) = seen["config"]["device_requests"]
+    assert request["DeviceIDs"] == ["0", "2"]
+    monkeypatch.delenv("AUTOMEDBENCH_GPUS")
+    DockerSandbox().open(_spec(tmp_path))
+    assert "device_requests" not in seen["config"]

@@ -214,6 +214,9 @@ class DockerSandbox(Sandbox):
         return True, f"docker engine {cli.version().get('Version', '?')}"
 
     def open(self, spec: SandboxSpec) -> DockerSession:
+        if not spec.gpus and os.environ.get("AUTOMEDBENCH_GPUS", "").strip():
+            # GPUs are never passed through implicitly: the ids are named in the spec or this variable.
+            spec.gpus = [g.strip() for g in os.environ["AUTOMEDBENCH_GPUS"].split(",") if g.strip()]
         cli = client()
         image = self.image
         if image is None:
