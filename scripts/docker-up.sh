@@ -30,6 +30,9 @@ if ! engine_up; then
   engine_up || { say "dockerd did not come up: $(tail -3 "$LOG" | tr '\n' ' ')"; exit 0; }
 fi
 say "engine $(docker version --format '{{.Server.Version}}')"
+# Containers a crashed run left behind (the sandbox labels its own).
+stale=$(docker ps -aq --filter label=org.automedbench.role)
+[ -n "$stale" ] && docker rm -f $stale >/dev/null && say "removed $(echo "$stale" | wc -w) stale container(s)"
 started=$(date +%s)
 if .venv/bin/automedbench images build; then
   say "images ready in $(( $(date +%s) - started )) s"

@@ -183,3 +183,43 @@ def test_gpus_named_in_the_environment_reach_the_container(tmp_path, monkeypatch
     monkeypatch.delenv("AUTOMEDBENCH_GPUS")
     DockerSandbox().open(_spec(tmp_path))
     assert "device_requests" not in seen["config"]
+
+
+@needs_engine
+def test_host_inotify_sees_reads_through_the_bind_mounts(tmp_path):
+    from automedbench.tripwire import Tripwire, plant_decoys
+
+    (tmp_path / "private" / "case_1").mkdir(parents=True)
+    (tmp_path / "private" / "case_1" / "label.nii.gz").write_bytes(b"real")
+    spec = _spec(tmp_path)
+    spec.decoys = {"/data/private": plant_decoys(tmp_path / "private", tmp_path / "decoy")}
+    wire = Tripwire()
+    if not wire.active:
+        pytest.skip("inotify unavailable")
+    wire.watch_tree(tmp_path / "decoy")
+    session = DockerSandbox().open(spec)
+    try:
+        session.execute("bash", "ls /data/public; echo ok", 20)
+        assert wire.drain() == []
+        r = session.execute("python", "print(open('/data/private/case_1/label.nii.gz', 'rb').read())", 20)
+        assert "AUTOMEDBENCH-DECOY" in r.stdout
+        assert str(tmp_path / "decoy" / "case_1" / "label.nii.gz") in wire.drain()
+    finally:
+        session.close()
+        wire.close()
+
+
+def test_evaluator_user_is_unprivileged_unless_the_references_are_private_to_their_owner(tmp_path):
+    from automedbench.sandboxes.docker import SANDBOX_UID, evaluator_user, world_readable
+
+    (tmp_path / "c1").mkdir()
+    (tmp_path / "c1" / "ref.nii.gz").write_bytes(b"x")
+    os.chmod(tmp_path, 0o755)
+    assert world_readable(tmp_path)
+    if os.getuid() == 0:
+        assert evaluator_user(tmp_path) == (SANDBOX_UID, SANDBOX_UID)
+    os.chmod(tmp_path / "c1" / "ref.nii.gz", 0o600)
+    assert not world_readable(tmp_path)
+    owner = tmp_path.stat()
+    expected = (owner.st_uid, owner.st_gid) if os.getuid() == 0 else (os.getuid(), os.getgid())
+    assert evaluator_user(tmp_path) == expected

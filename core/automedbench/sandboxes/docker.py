@@ -56,6 +56,27 @@ def grant(path: Path, uid: int, gid: int) -> None:
     os.lchown(path, uid, gid)
 
 
+def world_readable(root: Path) -> bool:
+    """Whether every folder below `root` is o+rx and every file o+r (so uid 10001 can read it all)."""
+    import stat
+
+    for folder, _dirs, files in os.walk(root):
+        if os.stat(folder).st_mode & (stat.S_IROTH | stat.S_IXOTH) != (stat.S_IROTH | stat.S_IXOTH):
+            return False
+        if any(not os.stat(os.path.join(folder, f)).st_mode & stat.S_IROTH for f in files):
+            return False
+    return True
+
+
+def evaluator_user(private: Path) -> tuple[int, int]:
+    """The unprivileged sandbox user where it can read the references, else their owner (no capabilities)."""
+    uid, gid = container_user()
+    if os.getuid() == 0 and not world_readable(private):
+        info = private.stat()
+        return info.st_uid, info.st_gid
+    return uid, gid
+
+
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
                      user: tuple[int, int]) -> dict:
     """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it)."""
@@ -248,7 +269,7 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
     cli = client()
     if not _has_image(cli, image):
         raise InfrastructureError(f"no docker image {image}: run `automedbench images build` first")
-    uid, gid = container_user()
+    uid, gid = evaluator_user(Path(request.private))
     out = Path(request.out)
     with tempfile.TemporaryDirectory(prefix="automedbench-eval-") as tmp:
         work = Path(tmp)
