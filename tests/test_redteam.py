@@ -186,8 +186,10 @@ def env(request, tmp_path_factory):
             f"{counts['detected-only']} detected (not prevented), {counts['detected']} tripwire hits, "
             f"{counts['gaps']} gaps; {counts['benign']} benign, "
             f"{counts['flagged']} flagged")
-    if reporter is not None:
-        reporter.write_line(line)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n" + line)
     summary = os.environ.get("AUTOMEDBENCH_REDTEAM_SUMMARY")
     if summary:
         with open(summary, "a") as fh:
