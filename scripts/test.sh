@@ -18,8 +18,13 @@ PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 [ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
 # CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
 "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[dev,reference,openai,anthropic]" -e plugins/segmentation -e "plugins/vqa[parquet]"
+"${PIP[@]}" -e ".[dev,reference,openai,anthropic,docker]" -e plugins/segmentation -e "plugins/vqa[parquet]"
 # Ray for the sweep's --executor ray test (skips when the install fails).
 "${PIP[@]}" "ray>=2.9" || echo "note: ray not installed"
 .venv/bin/ruff check core plugins tests benchmarks
-exec .venv/bin/python -m pytest -q "$@"
+# A docker engine (started here if need be, stopped again below) and images for the docker sandbox tests.
+bash scripts/docker-up.sh
+rc=0
+.venv/bin/python -m pytest -q "$@" || rc=$?
+bash scripts/docker-down.sh
+exit $rc

@@ -23,6 +23,10 @@ def automedbench_register_sandboxes(register: Register) -> None:
              "host process in a bubblewrap namespace when bwrap works here, else plain (default)")
     register("local-plain", partial(LocalSandbox, "none"),
              "host process, scrubbed environment and limits only (no filesystem isolation)")
+    from .sandboxes.docker import DockerSandbox
+
+    register("docker", DockerSandbox,
+             "docker container per run (read-only root, no network, limits) and an evaluator container")
 
 
 @hookimpl

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from . import __version__, errors, staging
 from .plugins import registry
@@ -46,10 +47,10 @@ class Group(click.Group):
         try:
             return super().invoke(ctx)
         except errors.UserError as exc:
-            err_console.print(f"[red]error:[/] {exc}")
+            err_console.print(f"[red]error:[/] {escape(str(exc))}")
             sys.exit(2)
         except errors.InfrastructureError as exc:
-            err_console.print(f"[red]infrastructure error:[/] {exc}")
+            err_console.print(f"[red]infrastructure error:[/] {escape(str(exc))}")
             sys.exit(3)
 
 
@@ -525,3 +526,23 @@ def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet
 
 if __name__ == "__main__":
     main()
+
+
+@main.group()
+def images() -> None:
+    """Build the docker sandbox's images locally (no registry needed)."""
+
+
+@images.command("build")
+@click.option("--base-image", default=None,
+              help="Use this existing image (with python3) as the base instead of building one with debootstrap.")
+@click.option("--force", is_flag=True, help="Rebuild even when an image with the same recipe exists.")
+def images_build(base_image: str | None, force: bool) -> None:
+    """Build the base, one agent image per track with a Dockerfile in docker/agent/, and the evaluator.
+
+    Images whose recipe (Dockerfile folder, parent image, fetched wheels) is unchanged are kept.
+    """
+    from .sandboxes.docker_images import build_all
+
+    for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force):
+        console.print(f"[green]ok[/] {tag}")

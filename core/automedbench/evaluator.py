@@ -93,14 +93,25 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
 
 
 def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_path: Path, out: Path,
-                 timeout_s: float = 3600, options: dict[str, str] | None = None) -> Evaluation:
-    """Spawn the evaluator process with a scrubbed environment and read back its verdict."""
+                 timeout_s: float = 3600, options: dict[str, str] | None = None,
+                 backend: str = "process") -> Evaluation:
+    """Spawn the evaluator process with a scrubbed environment and read back its verdict.
+
+    `backend="docker"` runs it in a network-less, read-only container instead (the docker sandbox asks
+    for that); the default is a local subprocess.
+    """
     submission, manifest_path, out = submission.resolve(), manifest_path.resolve(), out.resolve()
     staged = StagedData(staged.root.resolve(), staged.public.resolve(), staged.private.resolve(), staged.case_ids)
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
                           str(manifest_path), str(out), dict(options or {}))
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
+    if backend == "docker":
+        from .sandboxes.docker import evaluate_in_container
+
+        return evaluate_in_container(request, timeout_s)
+    if backend != "process":
+        raise InfrastructureError(f"unknown evaluator backend {backend!r}: use process or docker")
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                          "HOME", "TZ")}
     try:

@@ -44,6 +44,9 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
             if not stat.S_ISREG(info.st_mode):
                 entries.append(FileEntry(rel, 0, rejected="not a regular file"))
                 continue
+            if info.st_nlink > 1:  # a hard link may share its inode with a private reference
+                entries.append(FileEntry(rel, 0, rejected="hard link (shares its inode with another file)"))
+                continue
             if info.st_size > max_file_bytes:
                 entries.append(FileEntry(rel, info.st_size, rejected=f"larger than {max_file_bytes} bytes"))
                 continue

@@ -112,6 +112,7 @@ class Run:
         self.run_id = options.run_id or new_run_id()
         self.run_dir = options.out.expanduser().resolve() / self.run_id
         self.workspace = self.run_dir / "workspace"
+        self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
 
     # ------------------------------------------------------------------ main
 
@@ -147,7 +148,7 @@ class Run:
             t_eval = time.monotonic()
             evaluation = run_isolated(self.task.id, staged, self.run_dir / "submission",
                                       self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json",
-                                      options=self.eval_options)
+                                      options=self.eval_options, backend=self.evaluator_backend)
             runtime.eval_s = round(time.monotonic() - t_eval, 3)
             if not isolation.breached:
                 t_judge = time.monotonic()
@@ -199,7 +200,9 @@ class Run:
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
         sandbox = self.sandbox_comp.factory()
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
-                           decoys=decoys, gpus=self.o.gpus)
+                           decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
+                           track=self.task.track)
+        self.evaluator_backend = getattr(sandbox, "evaluator", "process")
         session: SandboxSession = sandbox.open(spec)
         isolation.protections, isolation.gaps = session.protections()
         bound = getattr(session, "bound_sources", lambda: [])()

@@ -22,8 +22,10 @@ class SandboxSpec:
     # Host directories mounted read-only at the given in-sandbox paths as tripwires (never real data).
     decoys: dict[str, Path] = Factory(dict)
     env: dict[str, str] = Factory(dict)
-    # GPUs this run may use, e.g. "0" or "0,1"; empty = none. Each run gets its GPU explicitly.
-    gpus: str = ""
+    # Which track the run belongs to (a backend may pick an image per track), and the GPUs this run may
+    # use, e.g. ["0"]; empty = none. Each run gets its GPU explicitly.
+    track: str = ""
+    gpus: list[str] = Factory(list)
 
 
 class SandboxSession(ABC):

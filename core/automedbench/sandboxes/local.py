@@ -18,12 +18,16 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
+from .cgroup import PidsGroup
 
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
+# Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
+PIDS_LIMIT = 1024
 
 
 class _Capture:
@@ -34,25 +38,31 @@ class _Capture:
         self.tail = bytearray()
         self.total = 0
         self.cap = cap
-        self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = None
+        if stream is not None:  # without a stream, the caller feeds chunks itself (docker exec streams)
+            self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
+            self.thread.start()
 
     def _pump(self, stream) -> None:
-        half = self.cap // 2
         for chunk in iter(lambda: stream.read1(65536), b""):
-            self.total += len(chunk)
-            room = half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                if len(self.tail) > half:
-                    del self.tail[: len(self.tail) - half]
+            self.feed(chunk)
         stream.close()
 
+    def feed(self, chunk: bytes) -> None:
+        half = self.cap // 2
+        self.total += len(chunk)
+        room = half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > half:
+                del self.tail[: len(self.tail) - half]
+
     def text(self) -> tuple[str, bool]:
-        self.thread.join(timeout=5)
+        if self.thread is not None:
+            self.thread.join(timeout=5)
         capped = self.total > len(self.head) + len(self.tail)
         middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes dropped ...]\n" if capped else ""
         return (self.head.decode("utf-8", "replace") + middle + self.tail.decode("utf-8", "replace")), capped
@@ -70,6 +80,30 @@ def bwrap_path() -> str | None:
     return found if probe.returncode == 0 else None
 
 
+def sandbox_env(ws: str, data_dir: str, tmp: str, path: str, extra: dict[str, str]) -> dict[str, str]:
+    """The whole environment of sandboxed code: nothing of the host's but locale hints, caches in the workspace."""
+    env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
+    env.setdefault("LANG", "C.UTF-8")
+    cache = f"{ws}/.cache"
+    env.update({
+        "PATH": path,
+        "HOME": f"{ws}/.home",
+        "TMPDIR": tmp,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "WORKSPACE_DIR": ws,
+        "DATA_DIR": data_dir,
+        "XDG_CACHE_HOME": cache,
+        "PIP_CACHE_DIR": f"{cache}/pip",
+        "HF_HOME": f"{cache}/huggingface",
+        "TORCH_HOME": f"{cache}/torch",
+        "MPLCONFIGDIR": f"{cache}/matplotlib",
+        "MONAI_DATA_DIRECTORY": f"{cache}/monai",
+    })
+    env.update(extra)
+    return env
+
+
 class LocalSession(SandboxSession):
     def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
         self.spec = spec
@@ -84,41 +118,29 @@ class LocalSession(SandboxSession):
         else:
             self.data_dir, self.workspace_dir = str(spec.public), str(ws)
         self._live: subprocess.Popen | None = None
+        self.pids = PidsGroup(PIDS_LIMIT)
+        weakref.finalize(self, self.pids.close)
 
     # ---------------------------------------------------------------- environment
 
     def _env(self) -> dict[str, str]:
-        ws = self.workspace_dir
-        tmp = "/tmp" if self.bwrap else f"{ws}/.tmp"
-        env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
-        env.setdefault("LANG", "C.UTF-8")
-        cache = f"{ws}/.cache"
-        env.update({
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": f"{ws}/.home",
-            "TMPDIR": tmp,
-            "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "WORKSPACE_DIR": ws,
-            "DATA_DIR": self.data_dir,
-            "XDG_CACHE_HOME": cache,
-            "PIP_CACHE_DIR": f"{cache}/pip",
-            "HF_HOME": f"{cache}/huggingface",
-            "TORCH_HOME": f"{cache}/torch",
-            "MPLCONFIGDIR": f"{cache}/matplotlib",
-            "MONAI_DATA_DIRECTORY": f"{cache}/monai",
-        })
-        env["CUDA_VISIBLE_DEVICES"] = self.spec.gpus
-        env.update(self.spec.env)
-        return env
+        tmp = "/tmp" if self.bwrap else f"{self.workspace_dir}/.tmp"
+        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env}
+        return sandbox_env(self.workspace_dir, self.data_dir, tmp, path, extra)
 
     def _bwrap_args(self, env: dict[str, str]) -> list[str]:
         assert self.bwrap
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--hostname", "sandbox"]
+        if os.geteuid() == 0:  # bwrap run by root keeps every capability unless told otherwise
+            args += ["--cap-drop", "ALL"]
         if self.spec.network:
             args.append("--share-net")
         # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible.
         args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+        if os.geteuid() == 0:  # uid 0 may write sysctls by file mode alone, capabilities or not
+            args += ["--ro-bind", "/proc/sys", "/proc/sys",
+                     "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
         for gpu_node in sorted(Path("/dev").glob("nvidia*")) if self.spec.gpus else []:
             args += ["--dev-bind", str(gpu_node), str(gpu_node)]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
@@ -159,8 +181,10 @@ class LocalSession(SandboxSession):
         else:
             argv, popen_env, cwd = runner, env, self.spec.workspace
         limit = self.spec.memory_mb * 1024 * 1024
+        pids = self.pids
 
         def _limits() -> None:
+            pids.join()
             if limit > 0:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -181,6 +205,7 @@ class LocalSession(SandboxSession):
             proc.wait()
         finally:
             self._live = None
+            self.pids.kill_all()  # whatever the call left running (setsid'd or not) ends with it
         stdout, capped_out = out.text()
         stderr, capped_err = err.text()
         if timed_out:
@@ -189,33 +214,41 @@ class LocalSession(SandboxSession):
         return ExecResult(code_, stdout, stderr, round(time.monotonic() - started, 3), timed_out,
                           out.total, err.total, capped_out or capped_err)
 
-    @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
+    def _kill(self, proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
+        self.pids.kill_all()
 
     def protections(self) -> tuple[list[str], list[str]]:
         common = ["fresh process per call", "scrubbed environment (no host secrets)",
                   "HOME and caches inside the workspace", f"address-space limit {self.spec.memory_mb} MB",
                   "process-group kill on timeout", "output capped per call",
                   "inotify tripwire on private and decoy files"]
+        if self.pids.available:
+            common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]
         if self.bwrap:
             prot = [
                 *common,
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
                 "writable only /workspace and a private /tmp",
-                "new PID/IPC/UTS/mount namespaces",
+                "new PID/IPC/UTS/mount namespaces", "no capabilities (bwrap --cap-drop ALL when root)",
                 "network namespace (no network)" if not self.spec.network else "network shared (task allows)",
             ]
-            return prot, ["no seccomp filter", "no cgroup CPU/pids limit"]
+            gaps = ["no seccomp filter", "no CPU limit; memory limited per process (address space), not in total",
+                    "runs as the harness's user"]
+            return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is reachable "
                         "and only the tripwire detects reads", "network not restricted",
-                        "writes outside the workspace not prevented", "setsid'd grandchildren can outlive a kill"]
+                        "writes outside the workspace not prevented", "host processes (/proc) visible",
+                        "memory limited per process (address space), not in total", "runs as the harness's user",
+                        *([] if self.pids.available else ["setsid'd grandchildren can outlive a kill",
+                                                          "no pids limit (needs root and cgroup v1)"])]
 
     def close(self) -> None:
         if self._live is not None:
             self._kill(self._live)
+        self.pids.close()
 
 
 class LocalSandbox(Sandbox):

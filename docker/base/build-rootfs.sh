@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Build the base image without any registry: a Debian root filesystem from debootstrap, imported.
+# Usage: build-rootfs.sh IMAGE_TAG [SUITE] [MIRROR]   (needs root and debootstrap)
+set -euo pipefail
+tag=${1:?usage: build-rootfs.sh IMAGE_TAG [SUITE] [MIRROR]}
+suite=${2:-bookworm}
+mirror=${3:-http://deb.debian.org/debian}
+# Python plus the scientific stack the demo track's reference solution uses, all from Debian.
+packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,procps
+root=$(mktemp -d /var/tmp/automedbench-rootfs.XXXXXX)
+trap 'rm -rf "$root"' EXIT
+debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \
+  || { tail -20 "$root.log" >&2; exit 1; }
+rm -f "$root.log"
+# What a container never needs: downloaded .debs, package lists, docs, manuals, translations.
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+       "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
+tar -C "$root" -c . | docker import \
+  --change 'ENV LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'CMD ["python3"]' - "$tag" >/dev/null
+echo "built $tag"

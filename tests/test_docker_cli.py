@@ -1,0 +1,42 @@
+"""The docker pieces fail with one clear line where the package or the engine is missing."""
+
+from __future__ import annotations
+
+import sys
+
+from automedbench.cli import main
+from click.testing import CliRunner
+
+
+def test_without_the_docker_package_the_sandbox_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "docker", None)  # makes `import docker` raise ImportError
+    from automedbench.sandboxes.docker import DockerSandbox
+
+    ok, why = DockerSandbox().available()
+    assert not ok and "pip install 'automedbench[docker]'" in why
+
+
+def test_run_with_docker_but_no_package_is_one_line_and_exit_2(monkeypatch, data_root, staged, tmp_path):
+    monkeypatch.setitem(sys.modules, "docker", None)
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
+    result = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--sandbox", "docker",
+                                       "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2
+    assert "automedbench[docker]" in result.output and "Traceback" not in result.output
+
+
+def test_no_engine_is_a_clear_error(monkeypatch):
+    import pytest
+
+    pytest.importorskip("docker", reason="the docker package is not installed")
+    from automedbench.sandboxes.docker import DockerSandbox
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    ok, why = DockerSandbox().available()
+    assert not ok and "no docker engine reachable" in why
+
+
+def test_images_build_help_explains_the_options():
+    result = CliRunner().invoke(main, ["images", "build", "--help"])
+    assert result.exit_code == 0
+    assert "--base-image" in result.output and "debootstrap" in result.output and "--force" in result.output
