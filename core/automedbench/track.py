@@ -123,3 +123,39 @@ class Track(ABC):
 
     def iter_cases(self, staged: StagedData) -> Iterator[str]:
         yield from staged.case_ids
+
+
+class PackagedTrack(Track):
+    """A track whose tasks are YAML files in `<root>/tasks` and whose templates are in `<root>/templates`.
+
+    Subclasses set `root` (usually the package folder) and implement `stage_demo` for generated tasks
+    and `stage_source` for tasks staged from a dataset download.
+    """
+
+    root: Path
+
+    def __init__(self) -> None:
+        from .taskfile import load_task_dir
+
+        self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+
+    def tasks(self) -> list[TaskSpec]:
+        return list(self._tasks.values())
+
+    def template_dir(self) -> Path:
+        return self.root / "templates"
+
+    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
+        if task.demo:
+            return self.stage_demo(task, dest)
+        if source is None:
+            from .errors import UserError
+
+            raise UserError(f"{task.id} needs the dataset's download folder (--from PATH)")
+        return self.stage_source(task, dest, source)
+
+    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
+        raise NotImplementedError(f"track {self.name} cannot generate {task.id}")
+
+    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
+        raise NotImplementedError(f"track {self.name} has no stager for {task.id}")

@@ -9,8 +9,7 @@ import numpy as np
 from automedbench.errors import UserError
 from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
 from automedbench.rubric import default_rubric, reword
-from automedbench.taskfile import load_task_dir
-from automedbench.track import CaseScore, ScriptedSolution, StagedData, Track
+from automedbench.track import CaseScore, PackagedTrack, ScriptedSolution, StagedData
 
 from . import checker, io, score
 
@@ -33,30 +32,24 @@ HINTS = {
 MULTILABEL_HINTS = {"s1c_task_model": {"patterns": [r"label", r"remap|mapping"]}}
 
 
-class SegmentationTrack(Track):
+class SegmentationTrack(PackagedTrack):
     name = "segmentation"
+    root = HERE
 
     def __init__(self) -> None:
-        self._tasks = {t.id: t for t in load_task_dir(HERE / "tasks")}
+        super().__init__()
         self._cache = io.CaseCache()
-
-    def tasks(self) -> list[TaskSpec]:
-        return list(self._tasks.values())
-
-    def template_dir(self) -> Path:
-        return HERE / "templates"
 
     # ---------------------------------------------------------------- staging
 
-    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
-        if task.demo:
-            from .demo import stage_demo
+    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
+        from .demo import stage_demo
 
-            return stage_demo(task, dest)
+        return stage_demo(task, dest)
+
+    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
         from .stagers import stage_real
 
-        if source is None:
-            raise UserError(f"{task.id} needs the dataset's download folder (--from PATH)")
         return stage_real(task, dest, source)
 
     # ---------------------------------------------------------------- checking and scoring

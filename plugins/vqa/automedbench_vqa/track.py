@@ -9,8 +9,7 @@ from automedbench.errors import UserError
 from automedbench.fsutil import atomic_write_text
 from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
 from automedbench.rubric import default_rubric, reword
-from automedbench.taskfile import load_task_dir
-from automedbench.track import CaseScore, ScriptedSolution, StagedData, Track
+from automedbench.track import CaseScore, PackagedTrack, ScriptedSolution, StagedData
 
 from . import contract, scoring
 from .answer_judge import AnswerJudgeCache, available_judges, make_answer_judge
@@ -28,29 +27,23 @@ def read_question(public_case: Path) -> dict:
     return record
 
 
-class VQATrack(Track):
+class VQATrack(PackagedTrack):
     name = "vqa"
+    root = HERE
 
     def __init__(self) -> None:
-        self._tasks = {t.id: t for t in load_task_dir(HERE / "tasks")}
+        super().__init__()
         self.state = scoring.EvaluationState()
         self.public: Path | None = None
 
-    def tasks(self) -> list[TaskSpec]:
-        return list(self._tasks.values())
-
-    def template_dir(self) -> Path:
-        return HERE / "templates"
-
     # ---------------------------------------------------------------- staging
 
-    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
-        if task.demo:
-            from .demo import stage_demo
+    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
+        from .demo import stage_demo
 
-            return stage_demo(task, dest)
-        if source is None:
-            raise UserError(f"{task.id} needs the dataset's download folder (--from PATH)")
+        return stage_demo(task, dest)
+
+    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
         from .stagers import stage_dataset
 
         return stage_dataset(task, dest, source)
