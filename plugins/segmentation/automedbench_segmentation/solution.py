@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
+from automedbench.agents.scripted import pipeline_diagram_code
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
@@ -30,21 +31,8 @@ runs offline on the CPU.
 6. Verify every case's outputs and submit.
 """
 
-PLAN_PNG = '''
-from PIL import Image, ImageDraw
-steps = ["load CT", "smooth", "threshold + CC", "tumour inside kidney", "save masks", "validate"]
-img = Image.new("RGB", (900, 220), "white")
-d = ImageDraw.Draw(img)
-for i, s in enumerate(steps):
-    x = 20 + i * 145
-    d.rectangle([x, 80, x + 120, 140], outline=(20, 60, 160), fill=(210, 225, 250), width=3)
-    d.text((x + 8, 102), s, fill=(0, 0, 0))
-    if i < len(steps) - 1:
-        d.line([x + 120, 110, x + 145, 110], fill=(200, 40, 40), width=4)
-d.text((20, 30), "Pipeline: kidney + tumour segmentation (classical)", fill=(0, 0, 0))
-img.save("{plan}/plan.png")
-print("wrote plan.png", img.size)
-'''
+PLAN_STEPS = ["load CT", "smooth", "threshold + CC", "tumour inside kidney", "save masks", "validate"]
+PLAN_TITLE = "Pipeline: kidney + tumour segmentation (classical)"
 
 
 def method_source() -> str:
@@ -79,7 +67,7 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
         ScriptStep("plan", "python",
                    f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
                    f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                   + PLAN_PNG.format(plan=plan),
+                   + pipeline_diagram_code(plan, PLAN_TITLE, PLAN_STEPS),
                    say="Candidates: nnU-Net (KiTS19), MONAI/VISTA3D, TotalSegmentator, classical thresholds. "
                        "Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",

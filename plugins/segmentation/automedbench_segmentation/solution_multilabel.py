@@ -6,11 +6,12 @@ It is the organ + lesion solution with the label-map steps swapped in: the same 
 
 from __future__ import annotations
 
+from automedbench.agents.scripted import pipeline_diagram_code
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
 from .checker import task_labels
-from .solution import PLAN_PNG, organ_lesion_solution, soft_output_step
+from .solution import PLAN_STEPS, PLAN_TITLE, organ_lesion_solution, soft_output_step
 
 PLAN_MD = """# Plan: {title}
 
@@ -48,7 +49,7 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
         "plan": ScriptStep("plan", "python",
                            f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
                            f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                           + PLAN_PNG.format(plan=plan),
+                           + pipeline_diagram_code(plan, PLAN_TITLE, PLAN_STEPS),
                            say="Candidates: TotalSegmentator, nnU-Net (KiTS19) + liver model, MONAI/VISTA3D, "
                                "classical thresholds. Writing plan.md (with the label mapping) and plan.png."),
         "pilot": ScriptStep("pilot", "bash", f"cd {ws} && python3 segment.py --labels {data_dir} {out} {first}",
