@@ -92,3 +92,18 @@ def test_judge_error_leaves_stages_null():
 def test_breach_zeroes_stages_and_task():
     st, metric = scoring.zero_for_breach(stages({"S1": 1.0, "S4": 1.0}), MetricBlock("m", 0.9, 0.9))
     assert all(s.score == 0.0 for s in st) and metric.strict == metric.partial == 0.0
+
+
+def test_min_valid_share_and_partial_task_for_rating():
+    th = RatingThresholds(0.4, 0.25, min_valid=0.5)
+    half = evaluation(2, 2, strict=0.8)  # 2 of 4 present and valid: partial 0.4
+    half.metric.used = "partial"
+    assert scoring.rate(half, half.metric, th, False)[0] == "A"  # partial 0.4 >= good
+    below = evaluation(1, 1, strict=0.8)
+    below.metric.used = "partial"
+    assert scoring.rate(below, below.metric, th, False) == ("F", "incomplete: 3 of 4 case(s) missing")
+    invalid = evaluation(4, 1, strict=0.8)
+    invalid.metric.used = "partial"
+    assert scoring.rate(invalid, invalid.metric, th, False)[0] == "F"
+    none_valid = evaluation(4, 0)
+    assert scoring.rate(none_valid, none_valid.metric, RatingThresholds(0.4, 0.25, min_valid=0.0), False)[0] == "F"

@@ -88,8 +88,9 @@ def _problems(reg) -> None:
 @click.option("--exec-timeout", type=click.FloatRange(1), default=None, help="Override the per-call timeout (s).")
 @click.option("--memory-mb", type=click.IntRange(0), default=8192, show_default=True,
               help="Address-space limit per sandboxed call (0 = none).")
-@click.option("--task-score", type=click.Choice(["strict", "partial"]), default="strict", show_default=True,
-              help="Which Task value Overall uses: strict (any missing case gives 0) or partial.")
+@click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
+              help="Which Task value Overall uses: strict (any missing case gives 0) or partial "
+                   "[default: the task's, strict for segmentation, partial for VQA].")
 @click.option("--keep-workspace", is_flag=True, help="Keep the agent's workspace after the run.")
 @click.option("--gpus", default="", show_default=False, metavar="IDS",
               help="GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; none by default).")
@@ -140,7 +141,8 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Keep the frozen copy, evaluation.json and result.json here.")
-@click.option("--task-score", type=click.Choice(["strict", "partial"]), default="strict", show_default=True)
+@click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
+              help="strict or partial [default: the task's].")
 @click.option("--items", is_flag=True)
 @click.option("--eval-option", "eval_options", multiple=True, metavar="KEY=VALUE",
               help="Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.")
@@ -374,7 +376,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--max-turns", type=click.IntRange(1), default=None)
 @click.option("--time-limit", type=click.FloatRange(1), default=None)
 @click.option("--memory-mb", type=click.IntRange(0), default=8192, show_default=True)
-@click.option("--task-score", type=click.Choice(["strict", "partial"]), default="strict", show_default=True)
+@click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
+              help="strict or partial [default: the task's].")
 @click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
 def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run, gpus_per_run, retries, out,
           sandbox, judge, agent_options, judge_options, data_root, max_turns, time_limit, memory_mb, task_score,

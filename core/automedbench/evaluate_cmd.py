@@ -16,7 +16,7 @@ from .serialize import dumps, write_json
 
 
 def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
-                    data_root: Path, work: Path, task_score: str = "strict",
+                    data_root: Path, work: Path, task_score: str | None = None,
                     eval_options: dict[str, str] | None = None) -> Result:
     track, task = reg.task(task_id)
     options = track.check_evaluation_options(eval_options or {})

@@ -42,10 +42,14 @@ class TierInfo:
 
 @define(frozen=True)
 class RatingThresholds:
-    """Task-metric cut-offs for the letter rating: >= good is A, >= okay is B, else C."""
+    """Task-metric cut-offs for the letter rating: >= good is A, >= okay is B, else C.
+
+    `min_valid` is the share of cases that must be present and valid, else F (1.0: every case, as
+    upstream segmentation; VQA tasks use 0.5 as upstream VQA did)."""
 
     good: float
     okay: float
+    min_valid: float = 1.0
 
 
 @define(frozen=True)
@@ -71,6 +75,8 @@ class TaskSpec:
     params: dict[str, Any] = Factory(dict)
     dataset: str = ""
     license: str = ""
+    # Which Task value Overall uses unless the run says otherwise: strict (completeness-gated) or partial.
+    task_score: Literal["strict", "partial"] = "strict"
 
 
 # ---------------------------------------------------------------- rubric and judging

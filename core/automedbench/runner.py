@@ -65,7 +65,7 @@ class RunOptions:
     time_limit_s: float | None = None
     exec_timeout_s: float | None = None
     memory_mb: int = 8192
-    task_score: str = "strict"
+    task_score: str | None = None  # None: the task's own default (TaskSpec.task_score)
     run_id: str | None = None
     keep_workspace: bool = False
     gpus: str = ""
@@ -94,7 +94,7 @@ class Run:
         self.progress = progress or (lambda event: None)
         if options.tier not in ("lite", "standard", "pro"):
             raise errors.UserError(f"unknown tier {options.tier!r}; choose lite, standard or pro")
-        if options.task_score not in ("strict", "partial"):
+        if options.task_score not in (None, "strict", "partial"):
             raise errors.UserError("--task-score must be strict or partial")
         self.track: Track
         self.track, self.task = registry.task(options.task)
@@ -403,11 +403,11 @@ def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> Judge
 def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
                  runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
                  verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
-                 task_score: str, tier: str, judged: bool = True) -> Result:
+                 task_score: str | None, tier: str, judged: bool = True) -> Result:
     """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge)."""
     metric = evaluation.metric if evaluation is not None else None
     if metric is not None:
-        metric.used = task_score
+        metric.used = task_score or task.task_score
     stages = []
     if judged:
         stages += scoring.judged_stages(track.rubric(task), verdict, tier)

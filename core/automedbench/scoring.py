@@ -24,7 +24,7 @@ from .records import (
 RULE = (
     "Agentic = sum(w*S)/sum(w), w = S1 .25, S2 .15, S3 .35, S4 .15, S5 .10; a null stage makes Agentic "
     "and Overall null (lower bound with nulls as 0 reported); Overall = 0.5*Agentic + 0.5*Task; Task = "
-    "the strict (completeness-gated) metric unless the run says otherwise; isolation breach zeroes all."
+    "the strict (completeness-gated) metric unless the task or run says partial; isolation breach zeroes all."
 )
 
 
@@ -98,13 +98,15 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
         return "F", "isolation breach"
     if evaluation is None or metric is None:
         return "F", "no evaluation"
-    if evaluation.present_cases < evaluation.expected_cases:
-        missing = evaluation.expected_cases - evaluation.present_cases
-        return "F", f"incomplete: {missing} of {evaluation.expected_cases} case(s) missing"
-    if not evaluation.all_valid:
-        bad = evaluation.expected_cases - evaluation.valid_cases
-        return "F", f"invalid: {bad} case(s) fail the output checker"
-    value = metric.strict
+    expected = evaluation.expected_cases
+    need = thresholds.min_valid * expected
+    if evaluation.present_cases < need or evaluation.present_cases == 0:
+        missing = expected - evaluation.present_cases
+        return "F", f"incomplete: {missing} of {expected} case(s) missing"
+    if evaluation.valid_cases < need or evaluation.valid_cases == 0:
+        bad = expected - evaluation.valid_cases
+        return "F", f"invalid: {bad} case(s) missing or failing the output checker"
+    value = metric.value
     if value >= thresholds.good:
         return "A", f"task {value:.3f} >= {thresholds.good} (good)"
     if value >= thresholds.okay:

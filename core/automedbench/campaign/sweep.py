@@ -69,7 +69,7 @@ class SweepConfig:
     max_turns: int | None = None
     time_limit_s: float | None = None
     memory_mb: int = 8192
-    task_score: str = "strict"
+    task_score: str | None = None
     cpus_per_run: float = 1.0
     gpus_per_run: float = 0.0
     ray_address: str | None = None
