@@ -30,17 +30,22 @@ def staged(reg, data_root):
 
 
 @pytest.fixture(scope="session")
-def run_agent(reg, data_root, staged, tmp_path_factory):
-    """Run a scripted agent once per session and cache the result by (agent, tier)."""
-    cache: dict[tuple[str, str], tuple] = {}
+def run_task(reg, data_root, tmp_path_factory):
+    """Run an agent on a task once per session; results cached by (task, agent, tier, options)."""
+    cache: dict[tuple, tuple] = {}
     out = tmp_path_factory.mktemp("runs")
 
-    def _run(agent: str, tier: str = "lite", **kw):
-        key = (agent, tier, tuple(sorted(kw.items())))
+    def _run(task: str, agent: str, tier: str = "lite", **kw):
+        key = (task, agent, tier, tuple(sorted(kw.items())))
         if key not in cache:
-            options = RunOptions(DEMO, tier, agent, out=out, data_root=data_root, **kw)
-            runner = Run(options, reg)
+            runner = Run(RunOptions(task, tier, agent, out=out, data_root=data_root, **kw), reg)
             cache[key] = (runner.execute(), runner.run_dir)
         return cache[key]
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def run_agent(run_task, staged):
+    """`run_task` on the segmentation demo."""
+    return lambda agent, tier="lite", **kw: run_task(DEMO, agent, tier, **kw)

@@ -9,7 +9,6 @@ import pytest
 from automedbench import staging
 from automedbench.errors import UserError
 from automedbench.evaluate_cmd import evaluate_folder
-from automedbench.runner import Run, RunOptions
 
 DEMO = "vqa/demo"
 
@@ -21,18 +20,8 @@ def vqa_staged(reg, data_root):
 
 
 @pytest.fixture(scope="module")
-def vqa_run(reg, data_root, vqa_staged, tmp_path_factory):
-    cache: dict[tuple, tuple] = {}
-    out = tmp_path_factory.mktemp("vqa-runs")
-
-    def _run(agent: str, tier: str = "lite", **kw):
-        key = (agent, tier, tuple(sorted(kw.items())))
-        if key not in cache:
-            runner = Run(RunOptions(DEMO, tier, agent, out=out, data_root=data_root, **kw), reg)
-            cache[key] = (runner.execute(), runner.run_dir)
-        return cache[key]
-
-    return _run
+def vqa_run(run_task, vqa_staged):
+    return lambda agent, tier="lite", **kw: run_task(DEMO, agent, tier, **kw)
 
 
 def scores(result):
