@@ -13,6 +13,8 @@ from .errors import UserError
 from .records import TIERS, TaskSpec
 from .serialize import converter
 
+# libyaml's loader when PyYAML has it: the same safe subset, several times faster (`automedbench tasks`)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REQUIRED = [a.name for a in attrs.fields(TaskSpec) if a.default is attrs.NOTHING]
 
 
@@ -44,7 +46,7 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
 
 def load_task_file(path: Path) -> TaskSpec:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     except FileNotFoundError:
         raise UserError(f"task file {path}: not found") from None
     except yaml.YAMLError as exc:

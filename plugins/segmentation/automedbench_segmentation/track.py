@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 from automedbench.errors import UserError
 from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
 from automedbench.rubric import default_rubric, reword
 from automedbench.track import CaseScore, PackagedTrack, ScriptedSolution, StagedData
-
-from . import checker, io, score
 
 HERE = Path(__file__).parent
 
@@ -38,7 +36,16 @@ class SegmentationTrack(PackagedTrack):
 
     def __init__(self) -> None:
         super().__init__()
-        self._cache = io.CaseCache()
+        self._case_cache: Any = None
+
+    @property
+    def _cache(self) -> Any:
+        """Made on first use: numpy and nibabel load only when a case is checked (fast `automedbench plugins`)."""
+        if self._case_cache is None:
+            from .io import CaseCache
+
+            self._case_cache = CaseCache()
+        return self._case_cache
 
     # ---------------------------------------------------------------- staging
 
@@ -55,10 +62,14 @@ class SegmentationTrack(PackagedTrack):
     # ---------------------------------------------------------------- checking and scoring
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
+        from . import checker
+
         self._cache.begin(case_id)
         return checker.check_case(task, case_id, submitted, public, self._cache)
 
     def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
+        from . import score
+
         self._cache.begin(case_id)
         if task.params.get("kind") == "multilabel":
             return score.score_multilabel(task, case_id, submitted, private, self._cache)
@@ -66,6 +77,8 @@ class SegmentationTrack(PackagedTrack):
 
     def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
                   private: Path) -> MetricBlock:
+        from . import score
+
         self._cache.begin("")  # the last case's volumes are no longer needed
         return score.aggregate(task, scores, case_ids, private)
 
@@ -93,6 +106,9 @@ class SegmentationTrack(PackagedTrack):
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         import nibabel as nib
+        import numpy as np
+
+        from . import io
 
         for case in staged.case_ids:
             target = dest / case
