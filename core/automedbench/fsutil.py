@@ -12,12 +12,28 @@ from .errors import UserError
 _CHUNK = 1 << 20
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary sibling, fsync, then rename over the target."""
+def current_umask() -> int:
+    """The process umask, read without changing it (Linux /proc; else the usual 022)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, shared: bool = False) -> None:
+    """Write to a temporary sibling, fsync, then rename over the target.
+
+    mkstemp makes the file 0600; `shared=True` gives it the mode a plain open() would (0666 & ~umask).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
+            if shared:
+                os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -27,8 +43,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, shared: bool = False) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), shared=shared)
 
 
 def sha256_file(path: Path) -> str:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from rich.columns import Columns
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from .records import Result
 
 
 def fmt(value: float | None) -> str:
     return "null" if value is None else f"{value:.3f}"
+
+
+def fmt_component(value: float | None) -> str:
+    """Counts (whole numbers above 1) print as integers; scores keep three decimals."""
+    if value is not None and float(value).is_integer() and abs(value) > 1:
+        return str(int(value))
+    return fmt(value)
 
 
 def render(result: Result, console: Console, *, items: bool = False) -> None:
@@ -34,11 +43,15 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
                 turns = ",".join(map(str, item.evidence_turns))
                 table.add_row("", f"  {item.id}", "", fmt(item.value),
                               escape(item.rationale + (f" [turns {turns}]" if turns else "")))
-    console.print(table)
+    if result.stages:  # a cancelled or failed-before-scoring run has none: no empty table
+        console.print(table)
     if result.task is not None:
-        comps = "  ".join(f"{k} {fmt(v)}" for k, v in result.task.components.items())
-        console.print(f"Task ({result.task.name}): strict {fmt(result.task.strict)}  partial "
-                      f"{fmt(result.task.partial)}  [used: {result.task.used}]  {comps}")
+        # escaped: "[used: strict]" is plain text, not rich markup
+        console.print(f"Task ({escape(result.task.name)}): strict {fmt(result.task.strict)}  partial "
+                      f"{fmt(result.task.partial)}  " + escape(f"[used: {result.task.used}]"))
+        if result.task.components:  # one cell per component, so a name is never split from its value
+            console.print(Columns([Text(f"{k} {fmt_component(v)}") for k, v in result.task.components.items()],
+                                  padding=(0, 3)))
     console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:

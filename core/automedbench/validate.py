@@ -53,13 +53,14 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
             try:
                 result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name)
                 strict = result.task.strict if result.task else None
+                shown = "null" if strict is None else f"{strict:.3f}"  # not 0.01908752961900258
                 if name == "perfect":
                     check(strict == 1.0 and result.aggregate.rating == "A", "perfect baseline scores 1.0 / A",
-                          f"strict {strict}, rating {result.aggregate.rating}")
+                          f"strict {shown}, rating {result.aggregate.rating}")
                 elif name == "empty":
-                    check((strict or 0.0) < 0.5, "empty baseline scores low", f"strict {strict}")
+                    check((strict or 0.0) < 0.5, "empty baseline scores low", f"strict {shown}")
                 else:
-                    check(result.task is not None, f"baseline {name} evaluates", f"strict {strict}")
+                    check(result.task is not None, f"baseline {name} evaluates", f"strict {shown}")
             except Exception as exc:
                 check(False, f"baseline {name}", str(exc))
     check("perfect" in baselines, "track offers a perfect baseline")

@@ -7,6 +7,7 @@ import io
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..records import STAGES
@@ -25,25 +26,39 @@ def with_ci(score: dict[str, Any]) -> str:
     return f"{pct(score['mean'])} [{pct(score['lo'])}–{pct(score['hi'])}]"
 
 
+def stacked_ci(score: dict[str, Any]) -> str:
+    """The mean over its CI on a second line: keeps the table narrow enough for a terminal."""
+    if score["mean"] is None:
+        return "–"
+    return f"{pct(score['mean'])}\n[dim]{pct(score['lo'])}–{pct(score['hi'])}[/]"
+
+
+def _keyed_table(board: Leaderboard, title: str) -> Table:
+    table = Table(title=title, header_style="bold", show_lines=True)
+    for key in board.by:  # names may fold, never to a few letters per line while numbers have room
+        table.add_column(LABELS[key], overflow="fold", min_width=min(24, max(len(LABELS[key]), *(
+            len(c.key[key]) for c in board.cells))))
+    table.add_column("n", justify="right", no_wrap=True)
+    return table
+
+
 def render_terminal(board: Leaderboard, console: Console) -> None:
-    table = Table(title=f"Leaderboard: {board.runs_used} finished run(s), scores ×100, 95 % bootstrap CI",
-                  header_style="bold", show_lines=False)
-    for key in board.by:
-        table.add_column(LABELS[key], overflow="fold")
-    table.add_column("n", justify="right")
-    for name in ("Overall", "Agentic", "Task"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for stage in STAGES:
-        table.add_column(stage, justify="right")
-    for name in ("Ratings A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $"):
-        table.add_column(name, justify="right")
-    for cell in sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1)):
-        table.add_row(*[cell.key[k] for k in board.by], str(cell.n),
-                      *[with_ci(cell.scores[m]) for m in ("overall", "agentic", "task")],
-                      *[pct(cell.scores[s]["mean"]) for s in STAGES],
-                      "/".join(str(cell.ratings.get(r, 0)) for r in RATINGS), f"{cell.turns:.1f}",
-                      f"{cell.wall_s:.1f}", f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}")
-    console.print(table)
+    cells = sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1))
+    scores = _keyed_table(board, f"Leaderboard: {board.runs_used} finished run(s), scores ×100, "
+                                 "mean over its 95 % bootstrap CI")
+    effort = _keyed_table(board, "Ratings (run counts) and effort (means per run)")
+    for name in ("Overall", "Agentic", "Task", *STAGES):
+        scores.add_column(name, justify="right", no_wrap=True)
+    for name in ("A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $"):
+        effort.add_column(name, justify="right", no_wrap=True)
+    for cell in cells:
+        keys = [escape(cell.key[k]) for k in board.by]
+        scores.add_row(*keys, str(cell.n), *[stacked_ci(cell.scores[m]) for m in ("overall", "agentic", "task")],
+                       *[pct(cell.scores[s]["mean"]) for s in STAGES])
+        effort.add_row(*keys, str(cell.n), "/".join(str(cell.ratings.get(r, 0)) for r in RATINGS),
+                       f"{cell.turns:.1f}", f"{cell.wall_s:.1f}", f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}")
+    console.print(scores)
+    console.print(effort)
     a = board.analyses
     stages = a["stages"]["all"]
     if stages["stages"]:
@@ -66,7 +81,7 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     if board.excluded:
         console.print("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items()))
     for problem in board.skipped[:5]:
-        console.print(f"[yellow]skipped[/] {problem}")
+        console.print(f"[yellow]skipped[/] {escape(str(problem))}")
 
 
 def to_csv(board: Leaderboard) -> str:
