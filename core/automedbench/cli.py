@@ -40,17 +40,32 @@ def _data_root(value: str | None) -> Path:
     return Path(value).expanduser() if value else staging.default_data_root()
 
 
+def _track(items, label: str):
+    """Iterate with a transient progress bar on stderr (judging many runs with an LLM takes minutes)."""
+    from rich.progress import track
+
+    return track(items, description=label, console=err_console, transient=True,
+                 disable=len(items) < 2 or not err_console.is_terminal)
+
+
 class Group(click.Group):
     """Turns the harness's own errors into one line on stderr and a non-zero exit, never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as exc:  # a typo in a command or option: one line too, with where to look
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            err_console.print(f"[red]error:[/] {escape(exc.format_message())} (see '{where} --help')",
+                              soft_wrap=True)
+            sys.exit(2)
         except errors.UserError as exc:
-            err_console.print(f"[red]error:[/] {escape(str(exc))}")
+            err_console.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)  # one line even when piped
             sys.exit(2)
         except errors.InfrastructureError as exc:
-            err_console.print(f"[red]infrastructure error:[/] {escape(str(exc))}")
+            err_console.print(f"[red]infrastructure error:[/] {escape(str(exc))}", soft_wrap=True)
             sys.exit(3)
 
 
@@ -66,7 +81,8 @@ def main() -> None:
 
 def _problems(reg) -> None:
     for problem in reg.problems:
-        err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): {problem.error}")
+        err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): "
+                          + escape(str(problem.error)))
 
 
 @main.command()
@@ -113,20 +129,26 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
                          eval_options=_kv(eval_options))
 
     def progress(event: dict[str, Any]) -> None:
+        if event["kind"] == "run_started":  # sent once the data is there and the run folder exists
+            console.print(f"run {event['run_id']}: {task_id} ({tier}) with agent {agent} -> {event['run_dir']}",
+                          soft_wrap=True)  # a path stays on one line, to copy
         if quiet:
             return
         if event["kind"] == "turn":
             tools = ", ".join(event["tools"]) or "no tool call"
             text = (event["content"] or "").strip().splitlines()
-            console.print(f"[dim]turn {event['turn']:>3}[/] {tools}  {text[0][:80] if text else ''}")
+            line = escape(f"{tools}  {text[0][:80] if text else ''}")  # the model's words are not markup
+            console.print(f"[dim]turn {event['turn']:>3}[/] {line}")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
             console.print(f"[dim]          exit {event['exit_code']} in {event.get('duration_s') or 0:.2f}s[/]")
+        elif event["kind"] == "phase":  # scoring real volumes or an LLM judge can take minutes: say so
+            console.print("[dim]scoring " + (f"{event['cases']} case(s) in the isolated evaluator…[/]"
+                          if event["phase"] == "evaluate" else f"S1–S3 with the {escape(event['judge'])} judge…[/]"))
 
     runner = Run(options, reg, progress)
-    console.print(f"run {runner.run_id}: {task_id} ({tier}) with agent {agent} -> {runner.run_dir}")
     result = runner.execute()
     render(result, console, items=items)
-    console.print(f"result: {runner.run_dir / 'result.json'}")
+    console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":
@@ -161,7 +183,7 @@ def evaluate(task_id: str, submission: str | None, baseline: str | None, data_ro
                                  _data_root(data_root), work, task_score, _kv(eval_options))
         render(result, console, items=items)
         if out:
-            console.print(f"result: {work / 'result.json'}")
+            console.print(f"result: {work / 'result.json'}", soft_wrap=True)
     finally:
         if not out:
             shutil.rmtree(work, ignore_errors=True)
@@ -176,15 +198,11 @@ def evaluate(task_id: str, submission: str | None, baseline: str | None, data_ro
 def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     """Re-render a stored result (RUN is a run folder or a run id under --runs)."""
     from .records import Result
+    from .rejudge import run_folder
     from .report import render
     from .serialize import dumps, read_json
 
-    path = Path(run)
-    if not path.exists():
-        path = Path(runs) / run
-    if path.is_dir():
-        path = path / "result.json"
-    result = read_json(path, Result)
+    result = read_json(run_folder(run, Path(runs)) / "result.json", Result)
     if as_json:
         click.echo(dumps(result))
     else:
@@ -265,17 +283,19 @@ def validate_task(task_id: str, data_root: str | None) -> None:
 def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, items: bool) -> None:
     """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
     atomically; the previous verdict is kept as judge.<old-judge>.<timestamp>.json."""
+    from .rejudge import check_trajectory, run_folder
     from .rejudge import rejudge as regrade
-    from .rejudge import run_folder
     from .report import render
 
     reg = registry()
     _problems(reg)
     folders = [run_folder(r, Path(runs_dir)) for r in runs]
+    for folder in folders:  # every run checked before the first result.json is rewritten
+        check_trajectory(folder)
     for folder in folders:
         result = regrade(reg, folder, judge, _kv(judge_options))
         if result.judge is not None and result.judge.error:
-            err_console.print(f"[yellow]{folder}: judge error:[/] {result.judge.error}")
+            err_console.print(f"[yellow]{escape(str(folder))}: judge error:[/] {escape(result.judge.error)}")
         render(result, console, items=items)
         cost = result.runtime.judge_cost_usd
         console.print(f"re-graded {folder} with {judge}" + (f" (judge cost ${cost:.4f})" if cost else ""))
@@ -305,8 +325,8 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
         raise errors.UserError("--stored-only and --regrade exclude each other")
     reg = registry()
     judges: dict[str, Any] = {}
-    pairs, skipped = [], []
-    for run_id in runs:
+    pairs, skipped, reasons = [], [], {}
+    for run_id in _track(runs, "grading"):
         folder = run_folder(run_id, Path(runs_dir))
         result = read_json(folder / "result.json", Result)
         pair = []
@@ -315,8 +335,12 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
             if verdict is None and not stored_only and not result.isolation.breached:
                 if name not in judges:
                     judges[name] = reg.create("judge", name, **_kv(options))
-                verdict = grade(reg, folder, result, judges[name])
-                verdict = None if verdict.error else verdict
+                try:
+                    verdict = grade(reg, folder, result, judges[name])
+                except errors.UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
+                    reasons[str(folder)] = str(exc)
+                    verdict = None
+                verdict = None if verdict is None or verdict.error else verdict
             pair.append(verdict)
         if None in pair:
             skipped.append(str(folder))
@@ -336,7 +360,8 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
     console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)")
     console.print(table)
     for folder in skipped:
-        err_console.print(f"[yellow]skipped[/] {folder}: no usable verdict from one of the judges")
+        reason = reasons.get(folder, "no usable verdict from one of the judges")
+        err_console.print(f"[yellow]skipped[/] {escape(folder)}: {escape(reason)}", soft_wrap=True)
 # ---------------------------------------------------------------- campaigns: sweep, codes, leaderboard
 
 
@@ -415,9 +440,14 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
                    console=err_console, transient=False)
     state: dict[str, Any] = {"task": None, "failed": 0, "retries": 0}
 
+    def stop_bar() -> None:  # rich prints a newline on stop even if the bar never started
+        if bar.live.is_started:
+            bar.stop()
+
     def progress(event: dict[str, Any]) -> None:
-        if event["kind"] == "start":
+        if event["kind"] == "start":  # the bar starts only now: a bad name or unstaged task stays one line
             err_console.print(f"{event['total']} run(s): {event['skipped']} already finished, {event['todo']} to run")
+            bar.start()
             state["task"] = bar.add_task("sweep", total=event["todo"], status=f"cost ${event['cost_usd']:.2f}")
             return
         if event.get("retry"):
@@ -428,14 +458,17 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
         status = f"cost ${event['cost_usd']:.2f} · retried {state['retries']} · failed {state['failed']}"
         bar.update(state["task"], advance=1, status=status)
         if event["state"] == "infrastructure_failure":
-            bar.console.print(f"[yellow]{event['run_id']}[/]: infrastructure failure: {event.get('error')}")
+            bar.console.print(f"[yellow]{event['run_id']}[/]: infrastructure failure: "
+                              + escape(str(event.get("error"))))
 
     try:
-        with bar:
-            report = Sweep(config, reg, progress).run()
+        report = Sweep(config, reg, progress).run()
     except KeyboardInterrupt:
+        stop_bar()
         err_console.print("interrupted: rerun the same command to resume")
         sys.exit(130)
+    finally:
+        stop_bar()
     states = ", ".join(f"{n} {s}" for s, n in sorted(report.states.items()))
     console.print(f"sweep: {report.total} run(s) ({report.skipped} skipped, {report.ran} executed, "
                   f"{report.retried} retried): {states}; cost ${report.cost_usd:.2f}; {report.wall_s:.1f}s")
@@ -481,7 +514,7 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
         console.print(f"{run_dir.name}: {label}")
         for c in fired:
             turns = f" (turns {', '.join(map(str, c.evidence_turns))})" if c.evidence_turns else ""
-            console.print(f"    [dim]{c.code} {c.source}: {c.message}{turns}[/]")
+            console.print(f"    [dim]{c.code} {escape(c.source)}: {escape(c.message + turns)}[/]")
 
 
 @main.command()
@@ -516,19 +549,16 @@ def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet
     board = build(table, by=keys, resamples=resamples, seed=seed)
     if not quiet:
         render_terminal(board, console)
+    # reports are meant to be shared: the file mode a plain open() would give, not mkstemp's 0600
     if csv_path:
-        atomic_write_text(Path(csv_path), to_csv(board))
+        atomic_write_text(Path(csv_path), to_csv(board), shared=True)
     if json_path:
-        atomic_write_text(Path(json_path), json.dumps(to_json(board), indent=1) + "\n")
+        atomic_write_text(Path(json_path), json.dumps(to_json(board), indent=1) + "\n", shared=True)
     if html_path:
-        atomic_write_text(Path(html_path), render_html(board, table))
+        atomic_write_text(Path(html_path), render_html(board, table), shared=True)
     for label, path in (("csv", csv_path), ("json", json_path), ("html", html_path)):
         if path:
             console.print(f"{label}: {path}")
-
-
-if __name__ == "__main__":
-    main()
 
 
 @main.group()
@@ -549,3 +579,7 @@ def images_build(base_image: str | None, force: bool) -> None:
 
     for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force):
         console.print(f"[green]ok[/] {tag}")
+
+
+if __name__ == "__main__":
+    main()

@@ -22,6 +22,7 @@ from .plugins import Registry
 from .records import Evaluation, JudgeVerdict, Result
 from .runner import judge_input, score_result
 from .serialize import read_json, write_json
+from .trajectory import torn_line
 
 
 def run_folder(run: str | Path, runs: Path = Path("runs")) -> Path:
@@ -30,12 +31,25 @@ def run_folder(run: str | Path, runs: Path = Path("runs")) -> Path:
         path = runs / str(run)
     if path.name == "result.json":
         path = path.parent
+    if not path.exists():
+        raise errors.UserError(f"{run}: no such file, run folder or run id under {runs}")
     if not (path / "result.json").is_file():
-        raise errors.UserError(f"{run}: not a run folder (no result.json)")
+        inside = sorted(p.parent.name for p in path.glob("*/result.json")) if path.is_dir() else []
+        hint = f"; it holds {len(inside)} run(s), e.g. {path / inside[0]}" if inside else ""
+        raise errors.UserError(f"{run}: not a run folder (no result.json){hint}")
     return path
 
 
+def check_trajectory(run_dir: Path) -> None:
+    """Refuse a torn trajectory: a verdict on the events before the tear would judge part of the run."""
+    torn = torn_line(run_dir / "trajectory.jsonl")
+    if torn is not None:
+        raise errors.UserError(f"{run_dir / 'trajectory.jsonl'}: line {torn} is not valid JSON (torn or edited); "
+                               "a verdict on the events before it would judge only part of the run")
+
+
 def grade(reg: Registry, run_dir: Path, result: Result, judge: Any) -> JudgeVerdict:
+    check_trajectory(run_dir)
     track, task = reg.task(result.header.task)
     inp = judge_input(run_dir, track, task, result.header.tier)
     t0 = time.monotonic()

@@ -122,6 +122,7 @@ class Run:
         if self.run_dir.exists():
             raise errors.UserError(f"run directory {self.run_dir} already exists")
         self.run_dir.mkdir(parents=True)
+        self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         runtime = Runtime()
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -146,12 +147,14 @@ class Run:
             write_json(self.run_dir / "submission_manifest.json", manifest)
             self._copy_plan()
             t_eval = time.monotonic()
+            self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
             evaluation = run_isolated(self.task.id, staged, self.run_dir / "submission",
                                       self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json",
                                       options=self.eval_options, backend=self.evaluator_backend)
             runtime.eval_s = round(time.monotonic() - t_eval, 3)
             if not isolation.breached:
                 t_judge = time.monotonic()
+                self.progress({"kind": "phase", "phase": "judge", "judge": self.o.judge})
                 verdict = self._judge(header)
                 runtime.judge_s = round(time.monotonic() - t_judge, 3)
                 runtime.judge_cost_usd = verdict.cost_usd

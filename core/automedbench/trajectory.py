@@ -69,6 +69,19 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return events
 
 
+def torn_line(path: Path) -> int | None:
+    """The number of the first non-empty line that is not JSON (where `read_events` stops), else None."""
+    if not path.exists():
+        return None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                json.loads(line)
+            except json.JSONDecodeError:
+                return number
+    return None
+
+
 def full_stream(run_dir: Path, event: dict[str, Any], name: str) -> str:
     side = event.get(f"{name}_file")
     if side:

@@ -16,7 +16,7 @@ from typing import Any
 from ..agent import Agent, AgentContext
 from ..errors import UserError
 from ..records import AgentTurn, ToolCall
-from ..trajectory import read_events
+from ..trajectory import read_events, torn_line
 
 
 class ReplayAgent(Agent):
@@ -30,9 +30,14 @@ class ReplayAgent(Agent):
             path = path / "trajectory.jsonl"
         if not path.is_file():
             raise UserError(f"replay: {path}: no such trajectory")
-        unknown = sorted(set(options) - {"rewrite_paths"})
+        unknown = sorted(set(options) - {"rewrite_paths", "allow_torn"})
         if unknown:
-            raise UserError(f"replay: unknown option(s) {', '.join(unknown)}; known: trajectory, rewrite_paths")
+            raise UserError(f"replay: unknown option(s) {', '.join(unknown)}; known: trajectory, rewrite_paths, "
+                            "allow_torn")
+        torn = torn_line(path)
+        if torn is not None and str(options.get("allow_torn", "false")).lower() not in ("1", "true", "yes"):
+            raise UserError(f"replay: {path}: line {torn} is not valid JSON (torn or edited); "
+                            "--agent-option allow_torn=true replays the turns before it")
         events = read_events(path)
         self.turns = [e for e in events if e.get("type") == "assistant"]
         if not self.turns:
