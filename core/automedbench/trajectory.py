@@ -27,7 +27,8 @@ class TrajectoryWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.side = path.parent / "tool_output"
-        self._handle = path.open("a", encoding="utf-8")
+        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
+        self._handle = path.open("a", encoding="utf-8", errors="backslashreplace")
         self._t0 = time.monotonic()
 
     def elapsed(self) -> float:
@@ -59,7 +60,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     events = []
     if not path.exists():
         return events
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # split on "\n" only: json.dumps leaves U+2028, U+2029 and U+0085 unescaped inside strings, and
+    # str.splitlines() would cut a line at any of them that an agent printed
+    for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
             continue
         try:
