@@ -287,6 +287,8 @@ class Run:
                         for path in touched:
                             kind = ("read of decoy references (mounted at " + ", ".join(sorted(decoys)) + ")"
                                     if path.startswith(str(decoy)) else "read of private references")
+                            if path in tripwire.modified:
+                                kind = kind.replace("read of", "change to", 1)
                             isolation.evidence.append(BreachEvidence(turn, kind, path, command))
                         traj.write({"type": "breach", "turn": turn, "paths": touched})
                     traj.write(event)
