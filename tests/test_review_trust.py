@@ -5,6 +5,8 @@ Every test here failed before its fix: it states what a cheating (or merely unlu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from review_steps import exec_events, need_bwrap, register_steps, run_steps
 
@@ -85,3 +87,26 @@ def test_lone_surrogate_in_code_is_answered_not_an_infrastructure_failure(reg_st
     assert result.state == "scored", result.error
     tools = exec_events(run_dir)
     assert [t.get("error") for t in tools] == ["bad_arguments", None]
+
+
+def test_freeze_rejects_paths_too_long_for_the_host(tmp_path, monkeypatch):
+    """A nest of folders whose host path passes PATH_MAX crashed freeze (a retryable harness failure)."""
+    import os
+
+    from automedbench.freeze import freeze
+
+    outputs = tmp_path / "outputs"
+    (outputs / "case_000").mkdir(parents=True)
+    (outputs / "case_000" / "organ.nii.gz").write_bytes(b"ok")
+    monkeypatch.chdir(outputs / "case_000")
+    while len(os.getcwd()) < 4096 - 260:  # relative mkdir/chdir: the way an agent builds it
+        os.mkdir("d" * 200)
+        os.chdir("d" * 200)
+    Path("f" * 250).write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    manifest = freeze(outputs, tmp_path / "submission", submitted=True)
+    by_path = {e.path: e for e in manifest.files}
+    assert not by_path["case_000/organ.nii.gz"].rejected
+    assert (tmp_path / "submission" / "case_000" / "organ.nii.gz").read_bytes() == b"ok"
+    deep = [e for e in manifest.files if e.rejected]
+    assert len(deep) == 1 and "longer than" in deep[0].rejected

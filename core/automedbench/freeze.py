@@ -18,6 +18,8 @@ from .records import FileEntry, SubmissionManifest
 
 MAX_FILE_BYTES = 2 << 30
 MAX_FILES = 100_000
+# the host path (run folder + submission/ + this) must stay under PATH_MAX (4096) for the copy to work
+MAX_PATH_CHARS = 1024
 
 
 def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = MAX_FILE_BYTES) -> SubmissionManifest:
@@ -41,7 +43,15 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
             if printable(rel) != rel:  # not UTF-8: no record or JSON file could name it faithfully
                 entries.append(FileEntry(printable(rel), 0, rejected="file name is not valid UTF-8"))
                 continue
-            info = path.lstat()
+            if len(rel) > MAX_PATH_CHARS:
+                entries.append(FileEntry(rel[:200] + "...", 0,
+                                         rejected=f"path longer than {MAX_PATH_CHARS} characters"))
+                continue
+            try:
+                info = path.lstat()
+            except OSError as exc:
+                entries.append(FileEntry(rel, 0, rejected=f"unreadable: {exc.strerror}"))
+                continue
             if stat.S_ISLNK(info.st_mode):
                 entries.append(FileEntry(rel, 0, rejected=f"symlink to {os.readlink(path)}"))
                 continue
@@ -59,8 +69,8 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
                 entries.append(FileEntry(rel, info.st_size, rejected=f"more than {MAX_FILES} files"))
                 continue
             target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             try:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target, follow_symlinks=False)
             except OSError as exc:
                 entries.append(FileEntry(rel, info.st_size, rejected=f"unreadable: {exc.strerror}"))
