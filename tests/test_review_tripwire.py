@@ -76,3 +76,21 @@ def test_replacing_references_is_a_breach(reg_steps, tmp_path):
     assert any(e.kind == "change to private references" for e in result.isolation.evidence)
 
 
+
+
+def test_tripwire_says_when_it_could_not_watch_everything(tmp_path):
+    """A watch limit hit (inotify's max_user_watches, or max_paths) must be reported, not silently unwatched."""
+    from automedbench.tripwire import Tripwire
+
+    for case in ("a", "b"):
+        (tmp_path / case).mkdir()
+        (tmp_path / case / "ref.nii.gz").write_bytes(b"r")
+    wire = Tripwire()
+    if not wire.active:
+        pytest.skip("inotify unavailable")
+    try:
+        assert wire.watch_tree(tmp_path, max_paths=3) == 3
+        assert wire.unwatched == 2
+        assert wire.watch_tree(tmp_path / "a") == 2 and wire.unwatched == 2
+    finally:
+        wire.close()

@@ -227,6 +227,8 @@ class Run:
             tripwire.watch_tree(staged.private)
         if not tripwire.active:
             isolation.gaps.append("inotify unavailable: reads of private files are not detected")
+        elif tripwire.unwatched:
+            isolation.gaps.append(f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched")
         traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
                     "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": header.hashes["brief"],
                     "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})

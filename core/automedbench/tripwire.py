@@ -45,6 +45,7 @@ class Tripwire:
         self._fd = -1
         self._watches: dict[int, Path] = {}
         self.modified: set[str] = set()
+        self.unwatched = 0  # paths that could not be watched (limit reached): reads of them go unseen
         libname = ctypes.util.find_library("c")
         if libname is None:
             return
@@ -66,11 +67,15 @@ class Tripwire:
             return 0
         added = 0
         below = sorted(p for p in root.rglob("*") if not p.is_symlink() and (p.is_dir() or p.is_file()))
-        for path in [root, *below][:max_paths]:
+        paths = [root, *below]
+        self.unwatched += max(0, len(paths) - max_paths)
+        for path in paths[:max_paths]:
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), READS | CHANGES)
             if wd >= 0:
                 self._watches[wd] = path
                 added += 1
+            else:
+                self.unwatched += 1
         return added
 
     def drain(self) -> list[str]:
