@@ -110,3 +110,19 @@ def test_freeze_rejects_paths_too_long_for_the_host(tmp_path, monkeypatch):
     assert (tmp_path / "submission" / "case_000" / "organ.nii.gz").read_bytes() == b"ok"
     deep = [e for e in manifest.files if e.rejected]
     assert len(deep) == 1 and "longer than" in deep[0].rejected
+
+
+@pytest.mark.parametrize("call_id", ["a/b", "../../escape", "x" * 5000])
+def test_tool_call_id_cannot_steer_the_side_file(tmp_path, call_id):
+    """The call id comes from the model; a '/' or a huge id made the side-file write fail (or go elsewhere)."""
+    from automedbench.trajectory import TrajectoryWriter, full_stream
+
+    writer = TrajectoryWriter(tmp_path / "trajectory.jsonl")
+    long = "y" * 20_000
+    fields = writer.stream_field(1, call_id, "stdout", long)
+    again = writer.stream_field(1, call_id, "stdout", long + "2")
+    writer.close()
+    side = (tmp_path / fields["stdout_file"]).resolve()
+    assert side.parent == (tmp_path / "tool_output").resolve()
+    assert full_stream(tmp_path, fields, "stdout") == long
+    assert full_stream(tmp_path, again, "stdout") == long + "2"  # a second call with the same id keeps its own

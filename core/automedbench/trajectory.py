@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,14 @@ class TrajectoryWriter:
         if len(text) <= INLINE_LIMIT:
             return {name: text}
         self.side.mkdir(exist_ok=True)
-        side = self.side / f"turn{turn:04d}_{call_id}_{name}.txt"
-        side.write_text(text, encoding="utf-8")
+        # the call id comes from the model: only safe characters, bounded, and never overwriting
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:64].lstrip(".") or "call"
+        side = self.side / f"turn{turn:04d}_{safe}_{name}.txt"
+        n = 1
+        while side.exists():
+            n += 1
+            side = self.side / f"turn{turn:04d}_{safe}_{name}.{n}.txt"
+        side.write_text(text, encoding="utf-8", errors="backslashreplace")
         return {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_file": str(side.relative_to(self.path.parent)),
                 f"{name}_chars": len(text)}
 
