@@ -118,7 +118,7 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
         if event["kind"] == "turn":
             tools = ", ".join(event["tools"]) or "no tool call"
             text = (event["content"] or "").strip().splitlines()
-            console.print(f"[dim]turn {event['turn']:>3}[/] {tools}  {text[0][:80] if text else ''}")
+            console.print(f"[dim]turn {event['turn']:>3}[/] {escape(tools)}  {escape(text[0][:80]) if text else ''}")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
             console.print(f"[dim]          exit {event['exit_code']} in {event.get('duration_s') or 0:.2f}s[/]")
 
