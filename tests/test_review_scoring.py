@@ -54,3 +54,33 @@ def test_rules_judge_step_count_is_linear_in_a_blank_plan():
     value, why, _ = RulesJudge()._s1b(None, judge_input, None)
     assert time.monotonic() - started < 0.5
     assert value == 1.0 and why.startswith("3 listed steps"), why
+
+
+EMPTY_MASKS = ("import os, nibabel as nib, numpy as np\nd, w = os.environ['DATA_DIR'], os.environ['WORKSPACE_DIR']\n"
+               "for case in sorted(os.listdir(d))[:LIMIT]:\n    ct = nib.load(f'{d}/{case}/ct.nii.gz')\n"
+               "    os.makedirs(f'{w}/outputs/{case}', exist_ok=True)\n    for n in ('organ', 'lesion'):\n"
+               "        empty = nib.Nifti1Image(np.zeros(ct.shape, np.uint8), ct.affine)\n"
+               "        nib.save(empty, f'{w}/outputs/{case}/{n}.nii.gz')")
+KEYWORD_STEPS = [
+    ["bash", "mkdir -p $WORKSPACE_DIR/plan && cat > $WORKSPACE_DIR/plan/plan.md <<'X'\n# Plan\n"
+             "1. load the CT volumes and read their input headers\n2. preprocess: intensity normalise\n"
+             "3. inference: predict organ and lesion masks with the tumour model\n4. save masks\n"
+             "5. validate one pilot case first\nX"],
+    ["python", "import os, nibabel as nib\nimg = nib.load(os.environ['DATA_DIR'] + '/case_000/ct.nii.gz')\n"
+               "print(img.shape, img.get_data_dtype(), img.affine.shape)\nprint('method obtained; model loaded')"],
+    ["python", EMPTY_MASKS.replace("LIMIT", "1")],
+    ["python", "import glob, nibabel as nib, numpy as np\nfor p in glob.glob('outputs/*/*.nii.gz'):\n"
+               "    a = np.asarray(nib.load(p).dataobj)\n    print(p, a.shape, np.unique(a), a.sum())"],
+    ["python", EMPTY_MASKS.replace("LIMIT", "")],
+]
+
+
+@pytest.mark.xfail(strict=True, reason="the offline rules judge grades observable traces, not substance: an agent "
+                   "that runs no model, writes empty masks and echoes the keywords earns S1-S5 = 1 (Agentic 1.0, "
+                   "Overall 0.5, rating C); only an LLM judge (--judge openai/anthropic) can see through it")
+def test_keyword_stuffing_without_a_model_does_not_earn_the_agentic_score(reg, data_root, staged, tmp_path):
+    from review_steps import register_steps, run_steps
+
+    result, _ = run_steps(register_steps(reg), tmp_path, data_root, KEYWORD_STEPS)
+    assert result.aggregate.task == 0.0  # the masks are empty: the work was not done
+    assert result.aggregate.agentic < 0.5, [(s.stage, s.score) for s in result.stages]
