@@ -37,17 +37,22 @@ class Steps(Agent):
         return AgentTurn("done", [])
 
 
-def register_steps(reg):
-    """Add the Steps agent to a registry (once; later calls are no-ops) and return the registry."""
-    module = types.ModuleType("review_trust_agents")
+def register_agent(reg, cls: type[Agent]):
+    """Add a test agent class to a registry under its `name` (once; later calls are no-ops)."""
+    module = types.ModuleType(f"review_agent_{cls.name}")
 
     @hookimpl
     def automedbench_register_agents(register):
-        register(Steps.name, Steps, "review test agent")
+        register(cls.name, cls, "review test agent")
 
     module.automedbench_register_agents = automedbench_register_agents
-    reg.add_plugin(module, name="review_trust_agents")
+    reg.add_plugin(module, name=f"review_agent_{cls.name}")
     return reg
+
+
+def register_steps(reg):
+    """The registry with the Steps agent in it."""
+    return register_agent(reg, Steps)
 
 
 def run_steps(reg, out: Path, data_root: Path, steps, sandbox: str = "local") -> tuple[Result, Path]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import types
 
 from automedbench.agent import Agent
 from automedbench.cli import main
-from automedbench.hookspecs import hookimpl
 from automedbench.records import AgentTurn, ToolCall
 from click.testing import CliRunner
+from review_steps import register_agent
 
 CONTENT = "Closing [/] and [/dim] tags, an open [bold red] one"
 
@@ -32,14 +31,7 @@ class MarkupTalker(Agent):
 
 def test_agent_text_in_progress_lines_is_not_rich_markup(reg, data_root, staged, tmp_path, monkeypatch):
     """An unmatched '[/]' in the model's message raised MarkupError mid-run: an infrastructure failure."""
-    module = types.ModuleType("review_cli_agents")
-
-    @hookimpl
-    def automedbench_register_agents(register):
-        register(MarkupTalker.name, MarkupTalker, "review test agent")
-
-    module.automedbench_register_agents = automedbench_register_agents
-    reg.add_plugin(module, name="review_cli_agents")
+    register_agent(reg, MarkupTalker)
     monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
     out = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", MarkupTalker.name,
                                     "--out", str(tmp_path)], catch_exceptions=False)

@@ -25,13 +25,16 @@ def _fresh_data_root(reg, path: Path) -> Path:
     return path
 
 
-LINK_READ = """
+PREAMBLE = """
 import os, shutil
+import nibabel as nib, numpy as np
 data = os.environ['DATA_DIR']
 ws = os.environ['WORKSPACE_DIR']
 private = os.path.normpath(os.path.join(data, '..', 'private'))
 for case in sorted(os.listdir(data)):
     os.makedirs(f'{ws}/outputs/{case}', exist_ok=True)
+"""
+LINK_READ = PREAMBLE + """
     for name in ('organ.nii.gz', 'lesion.nii.gz'):
         ref, tmp = f'{private}/{case}/{name}', f'{ws}/.tmp/{case}-{name}'
         {how}
@@ -50,14 +53,7 @@ def test_reading_references_through_another_directory_is_a_breach(reg_steps, tmp
     assert result.aggregate.task == 0.0 and result.aggregate.rating == "F"
 
 
-OVERWRITE = """
-import os, shutil
-import nibabel as nib, numpy as np
-data = os.environ['DATA_DIR']
-ws = os.environ['WORKSPACE_DIR']
-private = os.path.normpath(os.path.join(data, '..', 'private'))
-for case in sorted(os.listdir(data)):
-    os.makedirs(f'{ws}/outputs/{case}', exist_ok=True)
+OVERWRITE = PREAMBLE + """
     ct = nib.load(f'{data}/{case}/ct.nii.gz')
     for name in ('organ.nii.gz', 'lesion.nii.gz'):
         out = f'{ws}/outputs/{case}/{name}'
