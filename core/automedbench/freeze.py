@@ -1,7 +1,8 @@
 """Freeze a submission: copy regular files out of the agent's workspace and hash them.
 
-Symlinks, special files, oversized files and anything resolving outside the outputs folder are not
-copied; each is listed as rejected with the reason, so the checker can report it per case.
+Symlinks, special files, oversized files, names that are not UTF-8 and anything resolving outside the
+outputs folder are not copied; each is listed as rejected with the reason, so the checker can report it
+per case.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import shutil
 import stat
 from pathlib import Path
 
-from .fsutil import sha256_file
+from .fsutil import printable, sha256_file
 from .records import FileEntry, SubmissionManifest
 
 MAX_FILE_BYTES = 2 << 30
 MAX_FILES = 100_000
+# the host path (run folder + submission/ + this) must stay under PATH_MAX (4096) for the copy to work
+MAX_PATH_CHARS = 1024
 
 
 def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = MAX_FILE_BYTES) -> SubmissionManifest:
@@ -31,13 +34,24 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
         for dname in list(dirnames):
             if (here / dname).is_symlink():
                 dirnames.remove(dname)
-                entries.append(FileEntry((here / dname).relative_to(base).as_posix(), 0,
+                entries.append(FileEntry(printable((here / dname).relative_to(base).as_posix()), 0,
                                          rejected="symlinked directory"))
         dirnames.sort()
         for fname in sorted(filenames):
             path = here / fname
             rel = path.relative_to(base).as_posix()
-            info = path.lstat()
+            if printable(rel) != rel:  # not UTF-8: no record or JSON file could name it faithfully
+                entries.append(FileEntry(printable(rel), 0, rejected="file name is not valid UTF-8"))
+                continue
+            if len(rel) > MAX_PATH_CHARS:
+                entries.append(FileEntry(rel[:200] + "...", 0,
+                                         rejected=f"path longer than {MAX_PATH_CHARS} characters"))
+                continue
+            try:
+                info = path.lstat()
+            except OSError as exc:
+                entries.append(FileEntry(rel, 0, rejected=f"unreadable: {exc.strerror}"))
+                continue
             if stat.S_ISLNK(info.st_mode):
                 entries.append(FileEntry(rel, 0, rejected=f"symlink to {os.readlink(path)}"))
                 continue
@@ -55,8 +69,8 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
                 entries.append(FileEntry(rel, info.st_size, rejected=f"more than {MAX_FILES} files"))
                 continue
             target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
             try:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target, follow_symlinks=False)
             except OSError as exc:
                 entries.append(FileEntry(rel, info.st_size, rejected=f"unreadable: {exc.strerror}"))

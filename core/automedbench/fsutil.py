@@ -47,6 +47,11 @@ def atomic_write_text(path: Path, text: str, *, shared: bool = False) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), shared=shared)
 
 
+def printable(name: str) -> str:
+    """A file name as valid text: bytes that are not UTF-8 (surrogate-escaped by os) become \\xNN."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -7,6 +7,7 @@ always leaves a `result.json`, written atomically, even when it fails.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import resource
 import secrets
@@ -24,7 +25,7 @@ from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
 from .freeze import freeze
-from .fsutil import atomic_write_text, sha256_text
+from .fsutil import atomic_write_text, printable, sha256_text
 from .judge import Judge, JudgeInput
 from .plugins import Registry
 from .records import (
@@ -229,6 +230,8 @@ class Run:
             tripwire.watch_tree(staged.private)
         if not tripwire.active:
             isolation.gaps.append("inotify unavailable: reads of private files are not detected")
+        elif tripwire.unwatched:
+            isolation.gaps.append(f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched")
         traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
                     "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": header.hashes["brief"],
                     "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})
@@ -289,6 +292,8 @@ class Run:
                         for path in touched:
                             kind = ("read of decoy references (mounted at " + ", ".join(sorted(decoys)) + ")"
                                     if path.startswith(str(decoy)) else "read of private references")
+                            if path in tripwire.modified:
+                                kind = kind.replace("read of", "change to", 1)
                             isolation.evidence.append(BreachEvidence(turn, kind, path, command))
                         traj.write({"type": "breach", "turn": turn, "paths": touched})
                     traj.write(event)
@@ -338,6 +343,9 @@ class Run:
         if language not in ("python", "bash") or not isinstance(code, str) or not code.strip():
             msg = "ERROR: execute_code needs language ('python' or 'bash') and non-empty code"
             return msg, {**base, "error": "bad_arguments", "arguments": call.arguments[:2000]}, False
+        if not _is_utf8(code):  # a JSON escape like \ud800 decodes to text no script file can hold
+            msg = "ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8"
+            return msg, {**base, "error": "bad_arguments", "arguments": call.arguments[:2000]}, False
         before = _snapshot(self.workspace / "outputs")
         result = session.execute(language, code, timeout)
         after = _snapshot(self.workspace / "outputs")
@@ -365,8 +373,11 @@ class Run:
     def _copy_plan(self) -> None:
         dest = self.run_dir / "artefacts"
         dest.mkdir(exist_ok=True)
+        plan = self.workspace / "plan"
+        if plan.is_symlink() or not plan.is_dir():  # a symlink would point the harness at a host folder
+            return
         for name in PLAN_FILES:
-            src = self.workspace / "plan" / name
+            src = plan / name
             if src.is_file() and not src.is_symlink() and src.stat().st_size <= MAX_PLAN_BYTES:
                 shutil.copyfile(src, dest / name)
 
@@ -443,15 +454,30 @@ def _assistant_message(reply: AgentTurn) -> dict[str, Any]:
     return msg
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    if not root.is_dir():
+    """Size and mtime of every file under outputs/, keyed by a printable relative path.
+
+    A symlinked outputs/ is not followed (the harness would walk a host tree the agent chose), and
+    names that are not UTF-8 are shown with backslash escapes so the trajectory can hold them.
+    """
+    if root.is_symlink() or not root.is_dir():
         return {}
     snap = {}
-    for path in root.rglob("*"):
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if path.is_file() or path.is_symlink():
-            snap[path.relative_to(root).as_posix()] = (info.st_size, info.st_mtime_ns)
+    for folder, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(folder)
+        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
+            path = here / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            snap[printable(path.relative_to(root).as_posix())] = (info.st_size, info.st_mtime_ns)
     return snap

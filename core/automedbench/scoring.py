@@ -7,6 +7,8 @@ reported beside it as a lower bound.
 
 from __future__ import annotations
 
+import math
+
 from .records import (
     STAGE_NAMES,
     STAGE_WEIGHTS,
@@ -99,14 +101,15 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
     if evaluation is None or metric is None:
         return "F", "no evaluation"
     expected = evaluation.expected_cases
-    need = thresholds.min_valid * expected
+    # a whole number of cases; rounded first so that 0.55 * 100 = 55.00000000000001 still asks for 55
+    need = math.ceil(round(thresholds.min_valid * expected, 9))
     if evaluation.present_cases < need or evaluation.present_cases == 0:
         missing = expected - evaluation.present_cases
         return "F", f"incomplete: {missing} of {expected} case(s) missing"
     if evaluation.valid_cases < need or evaluation.valid_cases == 0:
         bad = expected - evaluation.valid_cases
         return "F", f"invalid: {bad} case(s) missing or failing the output checker"
-    value = metric.value
+    value = round(metric.value, 4)  # the Task value as reported: a rating never contradicts the number shown
     if value >= thresholds.good:
         return "A", f"task {value:.3f} >= {thresholds.good} (good)"
     if value >= thresholds.okay:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ class TrajectoryWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.side = path.parent / "tool_output"
-        self._handle = path.open("a", encoding="utf-8")
+        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
+        self._handle = path.open("a", encoding="utf-8", errors="backslashreplace")
         self._t0 = time.monotonic()
 
     def elapsed(self) -> float:
@@ -44,8 +46,14 @@ class TrajectoryWriter:
         if len(text) <= INLINE_LIMIT:
             return {name: text}
         self.side.mkdir(exist_ok=True)
-        side = self.side / f"turn{turn:04d}_{call_id}_{name}.txt"
-        side.write_text(text, encoding="utf-8")
+        # the call id comes from the model: only safe characters, bounded, and never overwriting
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:64].lstrip(".") or "call"
+        side = self.side / f"turn{turn:04d}_{safe}_{name}.txt"
+        n = 1
+        while side.exists():
+            n += 1
+            side = self.side / f"turn{turn:04d}_{safe}_{name}.{n}.txt"
+        side.write_text(text, encoding="utf-8", errors="backslashreplace")
         return {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_file": str(side.relative_to(self.path.parent)),
                 f"{name}_chars": len(text)}
 
@@ -59,7 +67,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     events = []
     if not path.exists():
         return events
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # split on "\n" only: json.dumps leaves U+2028, U+2029 and U+0085 unescaped inside strings, and
+    # str.splitlines() would cut a line at any of them that an agent printed
+    for line in path.read_text(encoding="utf-8").split("\n"):
         if not line.strip():
             continue
         try:

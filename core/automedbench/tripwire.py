@@ -15,18 +15,37 @@ import struct
 from pathlib import Path
 
 IN_ACCESS = 0x00000001
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004  # also a change of link count: a hard link made to a watched file
 IN_OPEN = 0x00000020
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+READS = IN_OPEN | IN_ACCESS
+CHANGES = (IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF
+           | IN_MOVE_SELF)
 IN_NONBLOCK = 0o4000
 _EVENT = struct.Struct("iIII")
 
 
 class Tripwire:
-    """Watches directories (and their subdirectories) for opens; `drain()` returns what was touched."""
+    """Watches directories and the files in them for opens and changes; `drain()` returns what was touched.
+
+    Files are watched themselves, not only through their folder: a directory watch sees only opens made
+    through that directory, so a hard link or a move elsewhere would read the same inode unseen.
+    Creating, moving, linking, deleting or modifying anything watched counts too (`modified` names it):
+    a reference replaced by the agent's own prediction is never opened, yet it decides the score.
+    """
 
     def __init__(self) -> None:
         self._libc = None
         self._fd = -1
         self._watches: dict[int, Path] = {}
+        self.modified: set[str] = set()
+        self.unwatched = 0  # paths that could not be watched (limit reached): reads of them go unseen
         libname = ctypes.util.find_library("c")
         if libname is None:
             return
@@ -42,20 +61,25 @@ class Tripwire:
     def active(self) -> bool:
         return self._fd >= 0
 
-    def watch_tree(self, root: Path, max_dirs: int = 4096) -> int:
-        """Watch `root` and the directories below it; returns how many watches were added."""
+    def watch_tree(self, root: Path, max_paths: int = 16384) -> int:
+        """Watch `root`, the directories below it and their files; returns how many watches were added."""
         if not self.active or not root.is_dir():
             return 0
         added = 0
-        for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())][:max_dirs]:
-            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), IN_OPEN | IN_ACCESS)
+        below = sorted(p for p in root.rglob("*") if not p.is_symlink() and (p.is_dir() or p.is_file()))
+        paths = [root, *below]
+        self.unwatched += max(0, len(paths) - max_paths)
+        for path in paths[:max_paths]:
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), READS | CHANGES)
             if wd >= 0:
-                self._watches[wd] = folder
+                self._watches[wd] = path
                 added += 1
+            else:
+                self.unwatched += 1
         return added
 
     def drain(self) -> list[str]:
-        """Paths opened since the last drain (directories as themselves, files by full path)."""
+        """Paths opened or changed since the last drain (directories as themselves, files by full path)."""
         if not self.active:
             return []
         touched: list[str] = []
@@ -70,13 +94,15 @@ class Tripwire:
                 raise
             offset = 0
             while offset + _EVENT.size <= len(data):
-                wd, _mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
                 raw = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
                 offset += _EVENT.size + length
                 folder = self._watches.get(wd)
                 if folder is None:
                     continue
                 path = str(folder / os.fsdecode(raw)) if raw else str(folder)
+                if mask & CHANGES:
+                    self.modified.add(path)
                 if path not in touched:
                     touched.append(path)
         return touched

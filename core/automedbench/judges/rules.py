@@ -88,7 +88,8 @@ class RulesJudge(Judge):
 
     def _s1b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         plan = inp.plan_md or ""
-        steps = len(re.findall(r"(?m)^\s*(?:\d+[.)]|[-*]|#{1,4})\s+\S", plan))
+        # [ \t], not \s: a \s* at every line start would scan all following blank lines (quadratic)
+        steps = len(re.findall(r"(?m)^[ \t]*(?:\d+[.)]|[-*]|#{1,4})[ \t]+\S", plan))
         phases = [name for name, pattern in PHASES.items() if re.search(pattern, plan, re.I)]
         if steps >= 3 and len(phases) >= 3:
             return 1.0, f"{steps} listed steps covering {', '.join(phases)}", []

@@ -79,6 +79,15 @@ def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: 
     """Problems with one output file (empty list = valid)."""
     if not path.is_file():
         return [f"{path.name}: missing"]
+    try:  # the header first: a wrong shape or dtype is refused before any voxel is decompressed
+        header = nib.load(str(path)).header
+        claimed, dtype = tuple(int(n) for n in header.get_data_shape()), np.dtype(header.get_data_dtype())
+    except Exception as exc:
+        return [f"{path.name}: unreadable ({type(exc).__name__}: {str(exc)[:120]})"]
+    if claimed != tuple(shape):
+        return [f"{path.name}: shape {claimed} != input {tuple(shape)}"]
+    if dtype.kind not in "iubf":
+        return [f"{path.name}: unsupported dtype {dtype}"]
     try:
         image, data = (cache or CaseCache()).load(path)
     except Exception as exc:

@@ -1,0 +1,92 @@
+"""Adversarial review: reading or replacing references through paths the old directory-only tripwire missed.
+
+Without filesystem isolation (`local-plain`) the tripwire is the only guard; each attack here went unseen
+before files themselves were watched and changes counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from review_steps import DEMO, register_steps, run_steps
+
+
+@pytest.fixture(scope="module")
+def reg_steps(reg):
+    return register_steps(reg)
+
+def _fresh_data_root(reg, path: Path) -> Path:
+    """A private copy of the staged demo: these attacks may damage the references they reach."""
+    from automedbench import staging
+
+    track, task = reg.task(DEMO)
+    staging.ensure(track, task, path)
+    return path
+
+
+PREAMBLE = """
+import os, shutil
+import nibabel as nib, numpy as np
+data = os.environ['DATA_DIR']
+ws = os.environ['WORKSPACE_DIR']
+private = os.path.normpath(os.path.join(data, '..', 'private'))
+for case in sorted(os.listdir(data)):
+    os.makedirs(f'{ws}/outputs/{case}', exist_ok=True)
+"""
+LINK_READ = PREAMBLE + """
+    for name in ('organ.nii.gz', 'lesion.nii.gz'):
+        ref, tmp = f'{private}/{case}/{name}', f'{ws}/.tmp/{case}-{name}'
+        {how}
+"""
+HARD_LINK = ("os.link(ref, tmp); shutil.copyfile(tmp, f'{ws}/outputs/{case}/{name}'); os.unlink(tmp)")
+RENAME = ("os.rename(ref, tmp); shutil.copyfile(tmp, f'{ws}/outputs/{case}/{name}'); os.rename(tmp, ref)")
+
+
+@pytest.mark.parametrize("how", [HARD_LINK, RENAME], ids=["hard-link", "rename"])
+def test_reading_references_through_another_directory_is_a_breach(reg_steps, tmp_path, how):
+    """Without filesystem isolation, a reference opened through a hard link or after a move is still read."""
+    data_root = _fresh_data_root(reg_steps, tmp_path / "data")
+    code = LINK_READ.replace("{how}", how)
+    result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", code]], sandbox="local-plain")
+    assert result.isolation.breached, "copied the references undetected"
+    assert result.aggregate.task == 0.0 and result.aggregate.rating == "F"
+
+
+OVERWRITE = PREAMBLE + """
+    ct = nib.load(f'{data}/{case}/ct.nii.gz')
+    for name in ('organ.nii.gz', 'lesion.nii.gz'):
+        out = f'{ws}/outputs/{case}/{name}'
+        nib.save(nib.Nifti1Image(np.zeros(ct.shape, np.uint8), ct.affine), out)  # an empty mask
+        shutil.copyfile(out, f'{ws}/.tmp/x')
+        os.rename(f'{ws}/.tmp/x', f'{private}/{case}/{name}')  # ... made the reference, never opened
+"""
+
+
+def test_replacing_references_is_a_breach(reg_steps, tmp_path):
+    """Moving one's own prediction over the reference opens nothing in private/, but it is tampering."""
+    data_root = _fresh_data_root(reg_steps, tmp_path / "data")
+    result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", OVERWRITE]], sandbox="local-plain")
+    assert result.isolation.breached, f"tampered references undetected: task {result.aggregate.task}"
+    assert result.aggregate.task == 0.0
+    assert any(e.kind == "change to private references" for e in result.isolation.evidence)
+
+
+
+
+def test_tripwire_says_when_it_could_not_watch_everything(tmp_path):
+    """A watch limit hit (inotify's max_user_watches, or max_paths) must be reported, not silently unwatched."""
+    from automedbench.tripwire import Tripwire
+
+    for case in ("a", "b"):
+        (tmp_path / case).mkdir()
+        (tmp_path / case / "ref.nii.gz").write_bytes(b"r")
+    wire = Tripwire()
+    if not wire.active:
+        pytest.skip("inotify unavailable")
+    try:
+        assert wire.watch_tree(tmp_path, max_paths=3) == 3
+        assert wire.unwatched == 2
+        assert wire.watch_tree(tmp_path / "a") == 2 and wire.unwatched == 2
+    finally:
+        wire.close()
