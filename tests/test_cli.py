@@ -112,3 +112,24 @@ def test_scripted_agent_on_a_real_task_is_refused_without_leftovers(cli, tmp_pat
     assert result.exit_code == 2
     assert "reference solution covers the phantom demo" in result.output
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_evaluate_refuses_to_overwrite_a_folder(cli, tmp_path):
+    out = tmp_path / "eval"
+    first = cli("evaluate", "--task", "segmentation/demo", "--baseline", "empty", "--out", str(out))
+    assert first.exit_code == 0 and (out / "result.json").exists()
+    before = (out / "result.json").read_bytes()
+    again = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect", "--out", str(out))
+    assert again.exit_code == 2 and "already holds files" in again.output
+    assert (out / "result.json").read_bytes() == before
+
+
+def test_every_option_explains_itself(cli):
+    import re
+
+    for command in ("run", "evaluate", "sweep"):
+        text = cli(command, "--help").output
+        options = re.findall(r"^\s+(--[a-z-]+)", text, re.M)
+        metavar = r"(?: (?:[A-Z][A-Z_=.,-]*|\[[a-z|]+\]))*"  # TEXT, KEY=VALUE, INTEGER RANGE, [a|b]
+        bare = [o for o in options if re.search(rf"^\s+{o}{metavar}\s*(?:\[[^\]]*\])?\s*$", text, re.M)]
+        assert not bare, f"{command}: options without help: {bare}"

@@ -94,7 +94,8 @@ def _problems(reg) -> None:
               help="Option passed to the agent factory; repeatable.")
 @click.option("--sandbox", default="local", show_default=True, help="Sandbox backend.")
 @click.option("--judge", default="rules", show_default=True, help="Judge backend for S1–S3.")
-@click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE")
+@click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE",
+              help="Option passed to the judge factory; repeatable.")
 @click.option("--out", type=click.Path(file_okay=False), default="runs", show_default=True,
               help="Folder that receives runs/<run-id>/.")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
@@ -156,16 +157,17 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
 
 
 @main.command()
-@click.option("--task", "task_id", required=True)
+@click.option("--task", "task_id", required=True, help="Task id, e.g. segmentation/demo.")
 @click.option("--submission", type=click.Path(file_okay=False), default=None,
               help="Folder with one sub-folder per case (same layout as the agent's outputs/).")
 @click.option("--baseline", default=None, help="Score a built-in baseline instead (e.g. perfect, empty, constant).")
-@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+@click.option("--data-root", type=click.Path(file_okay=False), default=None,
+              help="Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Keep the frozen copy, evaluation.json and result.json here.")
+              help="Keep the frozen copy, evaluation.json and result.json here (a new or empty folder).")
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
               help="strict or partial [default: the task's].")
-@click.option("--items", is_flag=True)
+@click.option("--items", is_flag=True, help="Show every stage item in the summary.")
 @click.option("--eval-option", "eval_options", multiple=True, metavar="KEY=VALUE",
               help="Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.")
 def evaluate(task_id: str, submission: str | None, baseline: str | None, data_root: str | None, out: str | None,
@@ -177,6 +179,8 @@ def evaluate(task_id: str, submission: str | None, baseline: str | None, data_ro
     if (submission is None) == (baseline is None):
         raise errors.UserError("give exactly one of --submission DIR or --baseline NAME")
     reg = registry()
+    if out and Path(out).exists() and any(Path(out).iterdir()):
+        raise errors.UserError(f"--out {out} already holds files; give a new or empty folder")
     work = Path(out) if out else Path(tempfile.mkdtemp(prefix="amb-eval-"))
     try:
         result = evaluate_folder(reg, task_id, Path(submission) if submission else None, baseline,
@@ -392,15 +396,19 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Extra attempts for runs that end in infrastructure_failure (only those are retried).")
 @click.option("--out", type=click.Path(file_okay=False), default="runs", show_default=True,
               help="Folder of the runs and of the manifest sweep.json; rerun to resume.")
-@click.option("--sandbox", default="local", show_default=True)
-@click.option("--judge", default="rules", show_default=True)
-@click.option("--agent-option", "agent_options", multiple=True, metavar="KEY=VALUE")
-@click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE")
+@click.option("--sandbox", default="local", show_default=True, help="Sandbox backend for every run.")
+@click.option("--judge", default="rules", show_default=True, help="Judge backend for S1–S3.")
+@click.option("--agent-option", "agent_options", multiple=True, metavar="KEY=VALUE",
+              help="Option passed to every agent factory; repeatable.")
+@click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE",
+              help="Option passed to the judge factory; repeatable.")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
               help="Staged data (on a cluster: a path every node sees).")
-@click.option("--max-turns", type=click.IntRange(1), default=None)
-@click.option("--time-limit", type=click.FloatRange(1), default=None)
-@click.option("--memory-mb", type=click.IntRange(0), default=8192, show_default=True)
+@click.option("--max-turns", type=click.IntRange(1), default=None, help="Override each task's turn budget.")
+@click.option("--time-limit", type=click.FloatRange(1), default=None,
+              help="Override each task's wall-clock budget (s).")
+@click.option("--memory-mb", type=click.IntRange(0), default=8192, show_default=True,
+              help="Address-space limit per sandboxed call (0 = none).")
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
               help="strict or partial [default: the task's].")
 @click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
