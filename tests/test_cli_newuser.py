@@ -150,7 +150,7 @@ def test_listing_plugins_and_tasks_loads_no_numpy():
 def test_fast_yaml_loader_reads_task_files_like_the_safe_loader(reg):
     files = [p for track in reg.tracks() for p in sorted((Path(track.root) / "tasks").glob("*.yaml"))]
     assert files
-    from automedbench.taskfile import _LOADER
+    from automedbench.yamlfile import LOADER as _LOADER
 
     for path in files:
         text = path.read_text()

@@ -110,3 +110,17 @@ def test_one_broken_plugin_does_not_break_the_rest(monkeypatch):
 def test_duplicate_names_keep_the_first(reg):
     comp = reg.get("agent", "reference")
     assert comp.plugin == "builtins" and comp.distribution == "automedbench"
+
+
+@pytest.mark.parametrize("content,needle", [(None, "no such file"), (b"id: [unclosed", "not valid YAML"),
+                                            (b"\xff\xfe bad", "not UTF-8")])
+def test_yaml_files_fail_in_one_line(tmp_path, content, needle):
+    from automedbench.yamlfile import read_yaml
+
+    path = tmp_path / "x.yaml"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(UserError, match=f"task file {path}: {needle}"):
+        load_task_file(path)
+    with pytest.raises(UserError, match=f"price file {path}: {needle}"):
+        read_yaml(path, "price file")

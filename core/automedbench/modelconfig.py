@@ -33,6 +33,7 @@ from attrs import Factory, define
 
 from .errors import UserError
 from .pricing import PriceTable, price_table
+from .yamlfile import read_yaml
 
 CONFIG_ENV = "AUTOMEDBENCH_MODELS"
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -104,12 +105,7 @@ def _coerce(name: str, value: Any, where: str) -> Any:
 
 def load_entries(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(models, pricing) sections of a model config file."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except FileNotFoundError:
-        raise UserError(f"model config {path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"model config {path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, "model config") or {}
     if not isinstance(data, dict) or not isinstance(data.get("models", {}), dict):
         raise UserError(f"model config {path}: expected a 'models:' mapping of entry name -> settings")
     return data.get("models", {}) or {}, data.get("pricing", {}) or {}

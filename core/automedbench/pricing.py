@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from attrs import define
 
 from .errors import UserError
+from .yamlfile import read_yaml
 
 PRICES_ENV = "AUTOMEDBENCH_PRICES"
 
@@ -77,12 +77,7 @@ class PriceTable:
             self.prices[str(key)] = parse_price(value, f"{source}: {key}")
 
     def load(self, path: Path) -> None:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise UserError(f"price file {path}: no such file") from None
-        except yaml.YAMLError as exc:
-            raise UserError(f"price file {path}: not valid YAML ({exc})") from None
+        data = read_yaml(path, "price file") or {}
         if not isinstance(data, dict):
             raise UserError(f"price file {path}: expected a mapping of model -> {{input, output}}")
         self.update(data.get("pricing", data), str(path))

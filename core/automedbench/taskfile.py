@@ -7,14 +7,12 @@ from typing import Any
 
 import attrs
 import cattrs
-import yaml
 
 from .errors import UserError
 from .records import TIERS, TaskSpec
 from .serialize import converter
+from .yamlfile import read_yaml
 
-# libyaml's loader when PyYAML has it: the same safe subset, several times faster (`automedbench tasks`)
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _REQUIRED = [a.name for a in attrs.fields(TaskSpec) if a.default is attrs.NOTHING]
 
 
@@ -45,13 +43,7 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
 
 
 def load_task_file(path: Path) -> TaskSpec:
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
-    except FileNotFoundError:
-        raise UserError(f"task file {path}: not found") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"task file {path}: not valid YAML: {exc}") from None
-    return parse_task(data, str(path))
+    return parse_task(read_yaml(path, "task file"), str(path))
 
 
 def load_task_dir(folder: Path) -> list[TaskSpec]:

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from attrs import Factory, define, fields
 
 from ..agent import Agent, AgentContext
 from ..errors import UserError
 from ..records import AgentTurn, ToolCall
+from ..yamlfile import read_yaml
 
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20
@@ -125,12 +125,7 @@ LOG_PARSERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
 
 
 def load_spec(path: Path) -> CliAgentSpec:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"CLI agent spec {path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"CLI agent spec {path}: not valid YAML ({exc})") from None
+    data = read_yaml(path, "CLI agent spec")
     known = {f.name for f in fields(CliAgentSpec)}
     if not isinstance(data, dict) or "command" not in data:
         raise UserError(f"CLI agent spec {path}: needs at least 'command'")
