@@ -71,6 +71,14 @@ def pipeline_diagram_code(plan_dir: str, title: str, steps: list[str]) -> str:
     )
 
 
+def plan_step(plan_dir: str, plan_md: str, title: str, steps: list[str], say: str) -> ScriptStep:
+    """The S1 tool call of a scripted solution: write plan.md and draw plan.png (see pipeline_diagram_code)."""
+    code = (f"import pathlib\npathlib.Path({plan_dir!r}).mkdir(parents=True, exist_ok=True)\n"
+            f"pathlib.Path({plan_dir + '/plan.md'!r}).write_text({plan_md!r})\nprint('wrote plan.md')\n"
+            + pipeline_diagram_code(plan_dir, title, steps))
+    return ScriptStep("plan", "python", code, say=say)
+
+
 def replace_phases(steps: list[ScriptStep], replacement: list[ScriptStep]) -> list[ScriptStep]:
     """Swap every step of each replaced phase for that phase's replacement steps, in place."""
     phases = {s.phase for s in replacement}

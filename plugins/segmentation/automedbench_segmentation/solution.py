@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.agents.scripted import pipeline_diagram_code
+from automedbench.agents.scripted import plan_step
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
@@ -64,10 +64,7 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
                    "python3 -c \"import numpy, scipy, nibabel; print('numpy', numpy.__version__, "
                    "'scipy', scipy.__version__, 'nibabel', nibabel.__version__)\"",
                    say="Exploring the data and checking the environment."),
-        ScriptStep("plan", "python",
-                   f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
-                   f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                   + pipeline_diagram_code(plan, PLAN_TITLE, PLAN_STEPS),
+        plan_step(plan, plan_text, PLAN_TITLE, PLAN_STEPS,
                    say="Candidates: nnU-Net (KiTS19), MONAI/VISTA3D, TotalSegmentator, classical thresholds. "
                        "Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",

@@ -6,7 +6,7 @@ It is the organ + lesion solution with the label-map steps swapped in: the same 
 
 from __future__ import annotations
 
-from automedbench.agents.scripted import pipeline_diagram_code
+from automedbench.agents.scripted import plan_step
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
@@ -46,10 +46,7 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
     first = f"$(ls {data_dir} | head -1)"
     plan_text = PLAN_MD.format(title=task.title)
     swap = {
-        "plan": ScriptStep("plan", "python",
-                           f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
-                           f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                           + pipeline_diagram_code(plan, PLAN_TITLE, PLAN_STEPS),
+        "plan": plan_step(plan, plan_text, PLAN_TITLE, PLAN_STEPS,
                            say="Candidates: TotalSegmentator, nnU-Net (KiTS19) + liver model, MONAI/VISTA3D, "
                                "classical thresholds. Writing plan.md (with the label mapping) and plan.png."),
         "pilot": ScriptStep("pilot", "bash", f"cd {ws} && python3 segment.py --labels {data_dir} {out} {first}",

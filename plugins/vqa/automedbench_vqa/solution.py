@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.agents.scripted import pipeline_diagram_code
+from automedbench.agents.scripted import plan_step
 from automedbench.records import TaskSpec
 from automedbench.track import ScriptedSolution, ScriptStep
 
@@ -65,10 +65,7 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    f"ls {data_dir} | head; cat {data_dir}/smoke_ids.txt | head -3; nproc; "
                    "python3 -c \"import numpy, PIL; print('numpy', numpy.__version__, 'pillow', PIL.__version__)\"",
                    say="Exploring the questions and checking the environment."),
-        ScriptStep("plan", "python",
-                   f"import pathlib\npathlib.Path('{plan}').mkdir(parents=True, exist_ok=True)\n"
-                   f"pathlib.Path('{plan}/plan.md').write_text({plan_text!r})\nprint('wrote plan.md')\n"
-                   + pipeline_diagram_code(plan, DIAGRAM_TITLE, DIAGRAM_STEPS),
+        plan_step(plan, plan_text, DIAGRAM_TITLE, DIAGRAM_STEPS,
                    say="Candidates: LLaVA-Med, MedVLThinker, Qwen2.5-VL, pixel rules. Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",
                    "import collections, glob, json, os\nfrom PIL import Image\n"
