@@ -66,7 +66,7 @@ class VerificationDetector(Detector):
         failed_checks = [c for c in trace.inspections() if trace.exception(c) == "AssertionError"]
         if failed_checks and (ctx.result.submission.submitted or not trace.after(failed_checks[-1])):
             last_fail = failed_checks[-1]
-            repaired = [c for c in trace.after(last_fail) if c in trace.inspections() and not trace.failed(c)]
+            repaired = [c for c in trace.after(last_fail) if trace.is_inspection(c) and not trace.failed(c)]
             if not repaired:
                 fired.append(self.fire("E3", f"the check at turn {last_fail['turn']} failed and was never "
                                              "passed afterwards", [c["turn"] for c in failed_checks], "S3"))

@@ -63,15 +63,31 @@ class Trace:
 
     def outputs_before(self, call: dict[str, Any]) -> int:
         """How many cases had outputs just before `call` ran."""
-        index = self.calls.index(call)
+        index = self._position[id(call)]
         return self.calls[index - 1].get("cases_with_outputs", 0) if index else 0
 
-    def inspections(self) -> list[dict[str, Any]]:
-        """Calls that looked at existing outputs without writing any (pilot checks, verification)."""
+    @cached_property
+    def _position(self) -> dict[int, int]:
+        """Index of each call by identity (list.index compares dicts by value and walks the list)."""
+        return {id(c): i for i, c in enumerate(self.calls)}
+
+    @cached_property
+    def _inspections(self) -> list[dict[str, Any]]:
         refs = [re.escape(n) for n in self.output_names] + [r"outputs"]
         pattern = re.compile("|".join(refs))
         return [c for c in self.calls if not c.get("changed_cases") and self.outputs_before(c) > 0
                 and pattern.search(c.get("code", ""))]
+
+    def inspections(self) -> list[dict[str, Any]]:
+        """Calls that looked at existing outputs without writing any (pilot checks, verification)."""
+        return self._inspections
+
+    @cached_property
+    def _inspection_ids(self) -> set[int]:
+        return {id(c) for c in self._inspections}
+
+    def is_inspection(self, call: dict[str, Any]) -> bool:
+        return id(call) in self._inspection_ids
 
     def checked_pilots(self) -> list[dict[str, Any]]:
         """Single-case writes whose own code also checks what it wrote (pilot and check in one call)."""
@@ -81,7 +97,7 @@ class Trace:
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:
             return list(self.calls)
-        return self.calls[self.calls.index(call) + 1:]
+        return self.calls[self._position[id(call)] + 1:]
 
     def setup_failures(self) -> list[dict[str, Any]]:
         return [c for c in self.calls if self.failed(c) and SETUP.search(self.text(c))]
