@@ -40,7 +40,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
              options: dict[str, str] | None = None) -> Evaluation:
     """Check every expected case, score the valid ones one at a time (memory bounded by one case)."""
     started = time.monotonic()
-    track.prepare_evaluation(task, staged, dict(options or {}))
+    scoring = track.evaluation(task, staged, dict(options or {}))
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
     expected = set(staged.case_ids)
     verdicts: list[CaseVerdict] = []
@@ -67,7 +67,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
             scores.append(None)
             continue
         try:
-            scores.append(track.score_case(task, case_id, case_dir, staged.private / case_id))
+            scores.append(scoring.score_case(case_id, case_dir))
         except Exception as exc:
             verdict.valid = False
             verdict.reasons.append(f"scoring error: {type(exc).__name__}: {exc}")
@@ -78,7 +78,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         if p.name not in expected and p.name != "MANIFEST.json"
     )
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
-    metric = track.aggregate(task, scores, staged.case_ids, staged.private)
+    metric = scoring.aggregate(scores, staged.case_ids)
     return Evaluation(
         task_id=task.id,
         expected_cases=len(staged.case_ids),

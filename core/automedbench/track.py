@@ -52,6 +52,26 @@ class CaseScore:
     values: dict[str, Any]
 
 
+class TaskEvaluation(ABC):
+    """Scoring state of one evaluation: `score_case` for each valid case, then `aggregate` once.
+
+    Made by `Track.evaluation` inside the isolated evaluator, so it may hold per-evaluation state
+    (caches, loaded reference models) without leaking it across evaluations through the track."""
+
+    def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None) -> None:
+        self.task = task
+        self.staged = staged
+        self.options = dict(options or {})
+
+    @abstractmethod
+    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
+        """Metric values for one case whose outputs passed the contract check (`submitted` = its folder)."""
+
+    @abstractmethod
+    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+        """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial."""
+
+
 class Track(ABC):
     """Subclass this in a plugin and register an instance through `automedbench_register_tracks`."""
 
@@ -73,17 +93,26 @@ class Track(ABC):
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         """Validate one case's outputs (in `submitted`) against the contract, using only public inputs."""
 
-    @abstractmethod
     def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
-        """Metric values for one valid case. Called only by the isolated evaluator."""
+        """Metric values for one valid case. Called only by the isolated evaluator.
 
-    @abstractmethod
+        Tracks either implement this and `aggregate`, or override `evaluation` with their own
+        `TaskEvaluation` (the newer style: per-evaluation state lives there, not on the track)."""
+        raise NotImplementedError(f"track {self.name} implements neither score_case nor evaluation()")
+
     def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
                   private: Path) -> MetricBlock:
         """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial.
 
         `private` is available for case facts (e.g. which cases are lesion-positive) that missing
         cases still count towards."""
+        raise NotImplementedError(f"track {self.name} implements neither aggregate nor evaluation()")
+
+    def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
+        """A fresh scoring object for one evaluation (MONAI's metric lifecycle: made once, fed case by
+        case, aggregated once). The default wraps `prepare_evaluation`, `score_case` and `aggregate`."""
+        self.prepare_evaluation(task, staged, options)
+        return _TrackMethods(self, task, staged)
 
     def rubric(self, task: TaskSpec) -> list[RubricItem]:
         """Rubric items with this track's wording; the default is the core's generic rubric."""
@@ -159,3 +188,17 @@ class PackagedTrack(Track):
 
     def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
         raise NotImplementedError(f"track {self.name} has no stager for {task.id}")
+
+
+class _TrackMethods(TaskEvaluation):
+    """Adapter for tracks that keep scoring as methods on the track (the older style)."""
+
+    def __init__(self, track: Track, task: TaskSpec, staged: StagedData) -> None:
+        super().__init__(task, staged)
+        self.track = track
+
+    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
+        return self.track.score_case(self.task, case_id, submitted, self.staged.private / case_id)
+
+    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+        return self.track.aggregate(self.task, scores, case_ids, self.staged.private)

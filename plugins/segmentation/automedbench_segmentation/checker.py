@@ -11,7 +11,7 @@ from pathlib import Path
 
 import nibabel as nib
 import numpy as np
-from automedbench.records import CaseVerdict, TaskSpec
+from automedbench.api import CaseVerdict, TaskSpec
 
 from .io import CaseCache
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from automedbench.codes import CodeContext, Detector
-from automedbench.records import FiredCode
+from automedbench.api import CodeContext, Detector, FiredCode
 
 LOW_DICE = 0.1  # a lesion mask this far off the reference is empty or misplaced, not merely imprecise
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automedbench.records import TaskSpec
-from automedbench.track import StagedData
+from automedbench.api import StagedData, TaskSpec
 
 from . import io, phantom
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attrs import Factory, define
-from automedbench.errors import UserError
+from automedbench.api import UserError
 
 
 @define

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from automedbench.hookspecs import Register, hookimpl
+from automedbench.api import Register, hookimpl
 
 
 @hookimpl

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.records import MetricBlock, TaskSpec
-from automedbench.track import CaseScore
+from automedbench.api import CaseScore, MetricBlock, TaskSpec
 
 from . import io, metrics, surface
 from .checker import task_labels

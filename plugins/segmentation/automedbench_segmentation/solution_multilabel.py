@@ -6,9 +6,7 @@ It is the organ + lesion solution with the label-map steps swapped in: the same 
 
 from __future__ import annotations
 
-from automedbench.agents.scripted import plan_step
-from automedbench.records import TaskSpec
-from automedbench.track import ScriptedSolution, ScriptStep
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 from .checker import task_labels
 from .solution import PLAN_STEPS, PLAN_TITLE, organ_lesion_solution, soft_output_step

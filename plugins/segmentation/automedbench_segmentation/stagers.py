@@ -18,9 +18,7 @@ from typing import Any
 
 import nibabel as nib
 import numpy as np
-from automedbench.errors import UserError
-from automedbench.records import TaskSpec
-from automedbench.track import StagedData
+from automedbench.api import StagedData, TaskSpec, UserError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

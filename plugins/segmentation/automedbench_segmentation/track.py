@@ -6,10 +6,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from automedbench.errors import UserError
-from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
-from automedbench.rubric import default_rubric, reword
-from automedbench.track import CaseScore, PackagedTrack, ScriptedSolution, StagedData
+from automedbench.api import (
+    CaseScore,
+    CaseVerdict,
+    MetricBlock,
+    PackagedTrack,
+    RubricItem,
+    ScriptedSolution,
+    StagedData,
+    TaskSpec,
+    UserError,
+    default_rubric,
+    reword,
+)
 
 HERE = Path(__file__).parent
 

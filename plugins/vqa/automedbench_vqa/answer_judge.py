@@ -238,7 +238,7 @@ def available_judges() -> dict[str, JudgeFactory]:
 
 
 def make_answer_judge(name: str, options: dict[str, str]) -> AnswerJudge:
-    from automedbench.errors import UserError, did_you_mean
+    from automedbench.api import UserError, did_you_mean
 
     judges = available_judges()
     if name not in judges:

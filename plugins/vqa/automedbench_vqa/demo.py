@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.records import TaskSpec
-from automedbench.track import StagedData
+from automedbench.api import StagedData, TaskSpec
 from PIL import Image, ImageDraw
 
 from .answers import LETTERS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from automedbench.hookspecs import Register, hookimpl
+from automedbench.api import Register, hookimpl
 
 
 @hookimpl

@@ -15,9 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from automedbench.errors import UserError
-from automedbench.fsutil import atomic_write_bytes, atomic_write_text
-from automedbench.track import StagedData
+from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
 from PIL import Image
 
 from .contract import ANSWER_FILE, QUESTION_FILE

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
-from automedbench.records import MetricBlock
+from automedbench.api import MetricBlock
 
 from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge
 from .answers import is_closed, mcq_score, text_scores

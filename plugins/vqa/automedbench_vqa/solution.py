@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.agents.scripted import plan_step
-from automedbench.records import TaskSpec
-from automedbench.track import ScriptedSolution, ScriptStep
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 PLAN_MD = """# Plan: {title}
 

@@ -20,9 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from automedbench.errors import UserError
-from automedbench.records import TaskSpec
-from automedbench.track import StagedData
+from automedbench.api import StagedData, TaskSpec, UserError
 
 from .answers import LETTERS, is_closed
 from .records import finish, incoming, safe_id, subsample, write_question

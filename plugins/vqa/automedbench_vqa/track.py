@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from automedbench.errors import UserError
-from automedbench.fsutil import atomic_write_text
-from automedbench.records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
-from automedbench.rubric import default_rubric, reword
-from automedbench.track import CaseScore, PackagedTrack, ScriptedSolution, StagedData
+from automedbench.api import (
+    CaseScore,
+    CaseVerdict,
+    MetricBlock,
+    PackagedTrack,
+    RubricItem,
+    ScriptedSolution,
+    StagedData,
+    TaskSpec,
+    UserError,
+    atomic_write_text,
+    default_rubric,
+    reword,
+)
 
 from . import contract, scoring
 from .answer_judge import AnswerJudgeCache, available_judges, make_answer_judge

@@ -1,0 +1,76 @@
+"""The public face of AutoMedBench: everything a plugin author imports, and nothing else.
+
+Plugins (tracks, agents, sandboxes, judges, metrics, error-code detectors) import from here only, so
+the core can reorganise its internals without breaking them. A test keeps the plugins in this
+repository to that rule. Names not in `__all__` are internal and may change without notice.
+"""
+
+from __future__ import annotations
+
+from .agent import Agent, AgentContext
+from .authoring import pipeline_diagram_code, plan_step
+from .codes import CodeContext, Detector
+from .errors import AgentError, InfrastructureError, UserError, did_you_mean
+from .fsutil import atomic_write_bytes, atomic_write_text, sha256_file
+from .hookspecs import Register, hookimpl
+from .judge import Judge, JudgeInput
+from .metric import Metric
+from .records import (
+    CaseVerdict,
+    FiredCode,
+    ItemVerdict,
+    JudgeVerdict,
+    MetricBlock,
+    RatingThresholds,
+    Result,
+    RubricItem,
+    TaskSpec,
+    TierInfo,
+)
+from .rubric import S3_LEVELS, default_rubric, reword
+from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
+
+__all__ = [
+    "S3_LEVELS",
+    "Agent",
+    "AgentContext",
+    "AgentError",
+    "CaseScore",
+    "CaseVerdict",
+    "CodeContext",
+    "Detector",
+    "FiredCode",
+    "InfrastructureError",
+    "ItemVerdict",
+    "Judge",
+    "JudgeInput",
+    "JudgeVerdict",
+    "Metric",
+    "MetricBlock",
+    "PackagedTrack",
+    "RatingThresholds",
+    "Register",
+    "Result",
+    "RubricItem",
+    "Sandbox",
+    "SandboxSession",
+    "SandboxSpec",
+    "ScriptStep",
+    "ScriptedSolution",
+    "StagedData",
+    "TaskEvaluation",
+    "TaskSpec",
+    "TierInfo",
+    "Track",
+    "UserError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "default_rubric",
+    "did_you_mean",
+    "hookimpl",
+    "pipeline_diagram_code",
+    "plan_step",
+    "reword",
+    "sha256_file",
+]

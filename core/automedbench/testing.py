@@ -1,0 +1,85 @@
+"""Test helpers for plugin authors: run a task end to end, and check a track the way `validate-task` does.
+
+A plugin's `tests/conftest.py` can say `pytest_plugins = ["automedbench.testing"]` to get the
+`amb_registry`, `amb_data_root` and `amb_run` fixtures; the plain functions work without pytest.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .records import Result
+
+
+def stage_task(task_id: str, data_root: Path) -> Any:
+    """Stage (or reuse) a task under `data_root`; returns its `StagedData`."""
+    from . import staging
+    from .plugins import registry
+
+    track, task = registry().task(task_id)
+    return staging.ensure(track, task, data_root)
+
+
+def run_task(task_id: str, agent: str, *, out: Path, data_root: Path, tier: str = "lite",
+             **options: Any) -> tuple[Result, Path]:
+    """One run through the real runner (sandbox, freeze, isolated evaluator, judge); (result, run folder)."""
+    from .plugins import registry
+    from .runner import Run, RunOptions
+
+    runner = Run(RunOptions(task_id, tier, agent, out=out, data_root=data_root, **options), registry())
+    return runner.execute(), runner.run_dir
+
+
+def stage_scores(result: Result) -> dict[str, float | None]:
+    """Stage id -> score of a result (None where the stage could not be scored)."""
+    return {s.stage: s.score for s in result.stages}
+
+
+def item_values(result: Result) -> dict[str, float | None]:
+    """Rubric item id -> value over every stage of a result."""
+    return {i.id: i.value for s in result.stages for i in s.items}
+
+
+def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
+    """What `automedbench validate-task` checks (task file, staging, briefs per tier, rubric, baselines).
+
+    Returns (passed, the report it printed) so a plugin's own tests can assert on both."""
+    from rich.console import Console
+
+    from .plugins import registry
+    from .validate import validate
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, no_color=True, highlight=False)
+    ok = validate(registry(), task_id, data_root, console)
+    return ok, buffer.getvalue()
+
+
+try:  # fixtures only where pytest is installed (it is a test-time dependency, not a runtime one)
+    import pytest
+except ImportError:  # pragma: no cover
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+
+    @pytest.fixture(scope="session")
+    def amb_data_root(tmp_path_factory) -> Path:
+        """One data root per test session, so each task is staged once."""
+        return tmp_path_factory.mktemp("amb-data")
+
+    @pytest.fixture(scope="session")
+    def amb_run(amb_data_root, tmp_path_factory) -> Callable[..., tuple[Result, Path]]:
+        """`amb_run(task, agent, tier="lite", **options)`: run once per session per arguments, cached."""
+        cache: dict[tuple, tuple[Result, Path]] = {}
+        out = tmp_path_factory.mktemp("amb-runs")
+
+        def _run(task_id: str, agent: str, tier: str = "lite", **options: Any) -> tuple[Result, Path]:
+            key = (task_id, agent, tier, tuple(sorted((k, repr(v)) for k, v in options.items())))
+            if key not in cache:
+                cache[key] = run_task(task_id, agent, out=out, data_root=amb_data_root, tier=tier, **options)
+            return cache[key]
+
+        return _run
