@@ -1,30 +1,61 @@
 #!/usr/bin/env bash
 # Set up .venv with everything the tests need, then run the whole test suite.
 # This is the README's test command, and exactly what .ci/run runs.
+# Every plugin under plugins/*/ is installed (with its `test` extra when it has one), its optional
+# setup.sh runs as root first (system packages such as a JRE), and its tests/ folder joins the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+say() { printf '[test.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 PY=${PYTHON:-python3}
-if [ "$(id -u)" = 0 ] && ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+apt_ok=0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then apt_ok=1; fi
+apt_updated=0
+apt_install() {  # apt_install PKG... : best effort, once per package set
+  [ "$apt_ok" = 1 ] || return 1
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq >/dev/null 2>&1 || true; apt_updated=1; fi
+  apt-get install -y -qq "$@" >/dev/null 2>&1
+}
+if ! command -v bwrap >/dev/null 2>&1; then
   # bubblewrap makes the local sandbox real; without it the isolation tests skip with the reason.
-  (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "note: bubblewrap not installed"
+  say "installing bubblewrap"; apt_install bubblewrap || echo "note: bubblewrap not installed"
 fi
-if [ "$(id -u)" = 0 ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+if ! command -v chromium >/dev/null 2>&1; then
   # headless Chromium renders the leaderboard's HTML report in a test; without it that test skips.
-  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "note: chromium not installed"
+  say "installing chromium"; apt_install chromium || echo "note: chromium not installed"
 fi
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+for setup in plugins/*/setup.sh; do
+  [ -f "$setup" ] || continue
+  if [ "$(id -u)" = 0 ]; then say "plugin set-up: $setup"; bash "$setup" || echo "note: $setup failed"
+  else echo "note: $setup needs root; skipped"; fi
+done
+[ -x .venv/bin/python ] || { say "creating .venv"; "$PY" -m venv .venv; }
 PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
 [ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
 # CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
+say "installing CPU torch 2.13.0"
 "${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" -e ".[dev,reference,openai,anthropic,docker]" -e plugins/segmentation -e "plugins/vqa[parquet]"
+plugin_args=()
+for dir in plugins/*/; do
+  dir=${dir%/}
+  [ -f "$dir/pyproject.toml" ] || continue
+  if grep -qE '^test *=' "$dir/pyproject.toml"; then plugin_args+=(-e "$dir[test]"); else plugin_args+=(-e "$dir"); fi
+done
+say "installing the core and ${#plugin_args[@]} plugin arguments: ${plugin_args[*]}"
+"${PIP[@]}" -e ".[dev,reference,openai,anthropic,docker]" "${plugin_args[@]}"
 # Ray for the sweep's --executor ray test (skips when the install fails).
+say "installing ray"
 "${PIP[@]}" "ray>=2.9" || echo "note: ray not installed"
+say "ruff"
 .venv/bin/ruff check core plugins tests benchmarks
 # A docker engine (started here if need be, stopped again below) and images for the docker sandbox tests.
+say "docker engine and images"
 bash scripts/docker-up.sh
+test_dirs=(tests)
+for dir in plugins/*/tests; do [ -d "$dir" ] && test_dirs+=("$dir"); done
+say "pytest ${test_dirs[*]}"
 rc=0
-.venv/bin/python -m pytest -q "$@" || rc=$?
+.venv/bin/python -m pytest -q "${test_dirs[@]}" "$@" || rc=$?
 bash scripts/docker-down.sh
+say "done (pytest exit $rc)"
 exit $rc

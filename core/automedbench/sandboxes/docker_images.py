@@ -240,10 +240,17 @@ def layered(cli, tag: str, folder: Path, base: str, say: Say, force: bool = Fals
 
 
 def tracks_with_images() -> Iterator[tuple[str, Path]]:
+    """(track, recipe folder): `docker/agent/<track>/` and each plugin's own `plugins/<track>/docker/`."""
     root = dockerfiles_dir() / "agent"
+    seen: set[str] = set()
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if folder.name != "default" and (folder / "Dockerfile").is_file():
+            seen.add(folder.name)
             yield folder.name, folder
+    plugins = dockerfiles_dir().parent / "plugins"
+    for folder in sorted(plugins.glob("*/docker")) if plugins.is_dir() else []:
+        if folder.parent.name not in seen and (folder / "Dockerfile").is_file():
+            yield folder.parent.name, folder
 
 
 def build_all(say: Say, base_image: str | None = None, force: bool = False) -> list[str]:
