@@ -6,12 +6,18 @@ import numpy as np
 import pytest
 from automedbench_segmentation import surface
 
-pytest.importorskip("monai.metrics")
-torch = pytest.importorskip("torch")
+# MONAI and torch load inside the tests (through this autouse fixture), not at collection: importing
+# them costs ~7 s, which every `pytest -k …` would otherwise pay.
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # MONAI deprecation inside its own code
 
 
+@pytest.fixture(autouse=True)
+def _needs_monai():
+    pytest.importorskip("monai.metrics")
+
+
 def _full_monai(pred, ref, spacing, tol):
+    import torch
     from monai.metrics import compute_hausdorff_distance, compute_surface_dice
 
     tp = torch.from_numpy(np.stack([~pred, pred])[None].astype(np.float32))
