@@ -8,6 +8,7 @@ directory the agent might have shaped can inject modules.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -34,6 +35,8 @@ class EvalRequest:
     manifest: str
     out: str
     options: dict[str, str] = Factory(dict)
+    # plugin name -> module import name, for plugins the harness added in code (see Registry.added_modules)
+    plugins: dict[str, str] = Factory(dict)
 
 
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
@@ -102,8 +105,10 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
     """
     submission, manifest_path, out = submission.resolve(), manifest_path.resolve(), out.resolve()
     staged = StagedData(staged.root.resolve(), staged.public.resolve(), staged.private.resolve(), staged.case_ids)
+    from .plugins import registry
+
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
-                          str(manifest_path), str(out), dict(options or {}))
+                          str(manifest_path), str(out), dict(options or {}), dict(registry().added_modules))
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
     if backend == "docker":
@@ -133,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     from .plugins import registry
 
     request = from_dict(json.loads(Path(args[0]).read_text()), EvalRequest)
+    for name, module in request.plugins.items():
+        registry().add_plugin(importlib.import_module(module), name=name)
     track, task = registry().task(request.task_id)
     staged = StagedData(Path(request.public).parent, Path(request.public), Path(request.private),
                         request.case_ids)

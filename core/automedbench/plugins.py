@@ -49,6 +49,9 @@ class Registry:
         self.problems: list[PluginProblem] = []
         self._origin: dict[str, tuple[str, str]] = {}
         self._cache: dict[tuple[str, str], Any] = {}
+        # Modules added in code (not through an entry point), by import name: the isolated evaluator
+        # process re-adds them so that a programmatically registered track can be scored there too.
+        self.added_modules: dict[str, str] = {}
 
     # ------------------------------------------------------------ loading
 
@@ -59,6 +62,7 @@ class Registry:
             try:
                 module = ep.load()
                 self.add_plugin(module, name=ep.name, distribution=dist, version=version)
+                self.added_modules.pop(ep.name, None)
             except Exception as exc:  # a broken plugin must not break the others
                 self.problems.append(
                     PluginProblem(ep.name, dist, f"{type(exc).__name__}: {exc}", traceback.format_exc())
@@ -67,6 +71,8 @@ class Registry:
     def add_plugin(self, module: Any, *, name: str, distribution: str = "local", version: str = "") -> None:
         if self.pm.is_registered(module) or self.pm.has_plugin(name):
             return
+        if isinstance(getattr(module, "__name__", None), str):
+            self.added_modules[name] = module.__name__
         self.pm.register(module, name=name)
         self._origin[name] = (distribution, version)
         for kind, hook_name in hookspecs.KINDS.items():

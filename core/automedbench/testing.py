@@ -14,6 +14,14 @@ from typing import Any
 from .records import Result
 
 
+def register_toy_track() -> None:
+    """Add the pure-Python toy track (`toy/vowels`) to the process-wide registry; idempotent."""
+    from .plugins import registry
+    from .toy import plugin
+
+    registry().add_plugin(plugin, name="automedbench-toy", distribution="automedbench")
+
+
 def stage_task(task_id: str, data_root: Path) -> Any:
     """Stage (or reuse) a task under `data_root`; returns its `StagedData`."""
     from . import staging

@@ -1,0 +1,33 @@
+"""The toy track: a third-party-style track on the public API, run end to end through the real runner."""
+
+from __future__ import annotations
+
+from automedbench.testing import check_track, item_values, register_toy_track, run_task, stage_scores
+
+TASK = "toy/vowels"
+
+
+def test_toy_reference_run_scores_every_stage(tmp_path):
+    register_toy_track()
+    result, run_dir = run_task(TASK, "reference", out=tmp_path / "runs", data_root=tmp_path / "data")
+    assert result.state == "scored", result.error
+    assert result.task.strict == result.task.partial == 1.0
+    scores = stage_scores(result)
+    assert scores["S4"] == 1.0 and scores["S5"] == 1.0 and scores["S3"] == 1.0, scores
+    assert item_values(result)["s1a_plan_md"] == 1.0
+    assert (run_dir / "result.json").is_file()
+
+
+def test_toy_incomplete_run_is_gated(tmp_path):
+    register_toy_track()
+    result, _ = run_task(TASK, "incomplete", out=tmp_path / "runs", data_root=tmp_path / "data")
+    assert result.state == "scored"
+    assert result.task.strict == 0.0 and abs(result.task.partial - 2 / 6) < 1e-9
+    assert result.aggregate.rating == "F"
+
+
+def test_toy_track_passes_the_conformance_check(tmp_path):
+    register_toy_track()
+    ok, report = check_track(TASK, tmp_path / "data")
+    assert ok, report
+    assert "perfect" in report
