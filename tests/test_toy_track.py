@@ -31,3 +31,30 @@ def test_toy_track_passes_the_conformance_check(tmp_path):
     ok, report = check_track(TASK, tmp_path / "data")
     assert ok, report
     assert "perfect" in report
+
+
+SEEN: list[str] = []
+
+
+def _failing_subscriber(result, run_dir, registry, output_names):
+    """A third-party subscriber to the run-finished hook: it records the run and then fails."""
+    SEEN.append(result.header.run_id)
+    raise RuntimeError("subscriber bug")
+
+
+def test_run_finished_hook_reaches_subscribers_and_contains_their_failures(tmp_path):
+    from automedbench.api import hookimpl
+    from automedbench.plugins import registry
+
+    register_toy_track()
+    watcher = type("Watcher", (), {"automedbench_run_finished": staticmethod(
+        hookimpl(specname="automedbench_run_finished")(_failing_subscriber))})
+    registry().pm.register(watcher, name="finished-watcher")
+    try:
+        result, _ = run_task(TASK, "reference", out=tmp_path / "runs", data_root=tmp_path / "data")
+    finally:
+        registry().pm.unregister(name="finished-watcher")
+    assert [result.header.run_id] == SEEN
+    assert result.state == "scored"
+    hook_codes = [c for c in result.error_codes if c.code == "H-HOOK"]
+    assert len(hook_codes) == 1 and "subscriber bug" in hook_codes[0].message

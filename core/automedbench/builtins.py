@@ -83,3 +83,15 @@ def automedbench_register_code_detectors(register: Register) -> None:
 
     for name, cls in GENERIC_DETECTORS.items():
         register(name, cls, f"error codes, every track: {(cls.__doc__ or '').strip().splitlines()[0]}")
+
+
+@hookimpl
+def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
+    """Post-run error codes E1–E5 from the registered detectors (diagnostic: scores are untouched)."""
+    from .codes import tag_run
+    from .records import FiredCode
+
+    try:
+        tag_run(run_dir, result, registry, output_names)
+    except Exception as exc:
+        result.error_codes.append(FiredCode("H-DETECTOR", f"tagging failed: {type(exc).__name__}: {exc}"))

@@ -7,6 +7,8 @@ Each hook receives a `register` callable; call it once per component:
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pluggy
 
@@ -45,6 +47,13 @@ def automedbench_register_metrics(register: Register) -> None:
 @hookspec
 def automedbench_register_code_detectors(register: Register) -> None:
     """Register post-run error-code detectors (factory returns a `codes.Detector`; its `tracks` says where)."""
+
+
+@hookspec
+def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> None:
+    """Called once per run after scoring, before `result.json` is written; may annotate `result`
+    (the built-in error-code tagger subscribes here). Each implementation runs in its own try: a
+    failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
 
 
 KINDS: dict[str, str] = {

@@ -177,7 +177,7 @@ class Run:
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         result = self._score(header, state, end_reason, error, runtime, isolation, evaluation, verdict,
                              manifest, codes)
-        self._tag_codes(result)
+        self._run_finished(result)
         write_json(self.run_dir / "result.json", result)
         if not self.o.keep_workspace:
             shutil.rmtree(self.workspace, ignore_errors=True)
@@ -389,14 +389,15 @@ class Run:
         except Exception as exc:  # an unavailable judge leaves S1–S3 null, never 0
             return JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
 
-    def _tag_codes(self, result: Result) -> None:
-        """Post-run error codes E1–E5 from the registered detectors (diagnostic: scores are untouched)."""
-        from .codes import tag_run
-
-        try:
-            tag_run(self.run_dir, result, self.reg, self.task.output_files)
-        except Exception as exc:
-            result.error_codes.append(FiredCode("H-DETECTOR", f"tagging failed: {type(exc).__name__}: {exc}"))
+    def _run_finished(self, result: Result) -> None:
+        """Tell every `automedbench_run_finished` subscriber (e.g. the error-code tagger), each in its own try."""
+        for impl in self.reg.pm.hook.automedbench_run_finished.get_hookimpls():
+            try:
+                impl.function(result=result, run_dir=self.run_dir, registry=self.reg,
+                              output_names=list(self.task.output_files))
+            except Exception as exc:
+                result.error_codes.append(
+                    FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
 
     def _score(self, header, state, end_reason, error, runtime, isolation, evaluation, verdict, manifest,
                codes) -> Result:
