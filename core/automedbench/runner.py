@@ -206,10 +206,10 @@ class Run:
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
                            decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
                            track=self.task.track)
-        self.evaluator_backend = getattr(sandbox, "evaluator", "process")
+        self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
         isolation.protections, isolation.gaps = session.protections()
-        bound = getattr(session, "bound_sources", lambda: [])()
+        bound = session.bound_sources()
         private = staged.private.resolve()
         if any(private == b or b in private.parents for b in bound) and Path("/") not in bound:
             session.close()

@@ -29,6 +29,12 @@ class SandboxSpec:
 
 
 class SandboxSession(ABC):
+    """One run's open sandbox. Every capability is declared here, abstract or with a default, so the
+    runner never probes for optional attributes (as inspect_ai's SandboxEnvironment declares its own).
+
+    Errors: `execute` raises `InfrastructureError` only for faults of the backend itself (engine gone);
+    anything the agent's code does (crash, timeout, OOM) is reported in the returned `ExecResult`."""
+
     data_dir: str
     workspace_dir: str
     # True when the sandbox cannot see the host's private folder at all (bubblewrap, containers). Then
@@ -44,12 +50,22 @@ class SandboxSession(ABC):
     def protections(self) -> tuple[list[str], list[str]]:
         """(what this session enforces, what it does not), for the result's isolation block."""
 
+    def bound_sources(self) -> list[Path]:
+        """Host directories this session makes visible inside the sandbox (the runner refuses a run whose
+        private data lies under one of them). Default: none; `[Path("/")]` means the whole host."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Kill anything left running and release resources."""
 
 
 class Sandbox(ABC):
+    """A sandbox backend, registered through `automedbench_register_sandboxes`."""
+
     name: str = ""
+    # Which evaluator backend scores this sandbox's runs: "process" (a local `python -I` subprocess)
+    # or "docker" (a network-less container), so a containerised agent is scored in a container too.
+    evaluator: str = "process"
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:
