@@ -58,3 +58,37 @@ def test_run_finished_hook_reaches_subscribers_and_contains_their_failures(tmp_p
     assert result.state == "scored"
     hook_codes = [c for c in result.error_codes if c.code == "H-HOOK"]
     assert len(hook_codes) == 1 and "subscriber bug" in hook_codes[0].message
+
+
+def test_a_sandbox_names_its_evaluator_backend_and_the_registry_supplies_it(tmp_path):
+    """Evaluator backends are a plugin kind: a third-party sandbox can ask for its own evaluator."""
+    from automedbench.api import hookimpl
+    from automedbench.evaluator import evaluate_in_process
+    from automedbench.plugins import registry
+    from automedbench.sandboxes.local import LocalSandbox
+
+    calls: list[str] = []
+
+    class SpySandbox(LocalSandbox):
+        evaluator = "spy"
+
+    def spy_backend(request, timeout_s):
+        calls.append(request.task_id)
+        return evaluate_in_process(request, timeout_s)
+
+    class SpyPlugin:
+        @staticmethod
+        @hookimpl
+        def automedbench_register_evaluators(register):
+            register("spy", lambda: spy_backend, "records each evaluation")
+
+        @staticmethod
+        @hookimpl
+        def automedbench_register_sandboxes(register):
+            register("spy-local", lambda: SpySandbox("auto"), "local sandbox scored by the spy evaluator")
+
+    register_toy_track()
+    registry().add_plugin(SpyPlugin, name="spy-plugin")
+    result, _ = run_task(TASK, "reference", out=tmp_path / "runs", data_root=tmp_path / "data", sandbox="spy-local")
+    assert result.state == "scored" and result.task.strict == 1.0
+    assert calls == [TASK]

@@ -95,3 +95,19 @@ def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
         tag_run(run_dir, result, registry, output_names)
     except Exception as exc:
         result.error_codes.append(FiredCode("H-DETECTOR", f"tagging failed: {type(exc).__name__}: {exc}"))
+
+
+@hookimpl
+def automedbench_register_evaluators(register: Register) -> None:
+    def process():
+        from .evaluator import evaluate_in_process
+
+        return evaluate_in_process
+
+    def docker():
+        from .sandboxes.docker import evaluate_in_container
+
+        return evaluate_in_container
+
+    register("process", process, "local `python -I` subprocess, scrubbed environment (default)")
+    register("docker", docker, "network-less, read-only evaluator container (with the docker sandbox)")

@@ -111,12 +111,13 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
                           str(manifest_path), str(out), dict(options or {}), dict(registry().added_modules))
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
-    if backend == "docker":
-        from .sandboxes.docker import evaluate_in_container
+    return registry().create("evaluator", backend)(request, timeout_s)
 
-        return evaluate_in_container(request, timeout_s)
-    if backend != "process":
-        raise InfrastructureError(f"unknown evaluator backend {backend!r}: use process or docker")
+
+def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
+    """The built-in evaluator backend: a `python -I` subprocess with a scrubbed environment."""
+    out = Path(request.out)
+    req_path = out.parent / "eval_request.json"
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                          "HOME", "TZ")}
     try:

@@ -50,6 +50,12 @@ def automedbench_register_code_detectors(register: Register) -> None:
 
 
 @hookspec
+def automedbench_register_evaluators(register: Register) -> None:
+    """Register evaluator backends: factory() returns `fn(request: EvalRequest, timeout_s) -> Evaluation`
+    that scores a frozen submission in isolation (the built-in "process"; the docker plugin's "docker")."""
+
+
+@hookspec
 def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> None:
     """Called once per run after scoring, before `result.json` is written; may annotate `result`
     (the built-in error-code tagger subscribes here). Each implementation runs in its own try: a
@@ -63,6 +69,7 @@ KINDS: dict[str, str] = {
     "judge": "automedbench_register_judges",
     "metric": "automedbench_register_metrics",
     "code_detector": "automedbench_register_code_detectors",
+    "evaluator": "automedbench_register_evaluators",
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -71,7 +72,7 @@ class Registry:
     def add_plugin(self, module: Any, *, name: str, distribution: str = "local", version: str = "") -> None:
         if self.pm.is_registered(module) or self.pm.has_plugin(name):
             return
-        if isinstance(getattr(module, "__name__", None), str):
+        if isinstance(module, types.ModuleType):  # a class or instance cannot be re-imported by name
             self.added_modules[name] = module.__name__
         self.pm.register(module, name=name)
         self._origin[name] = (distribution, version)
