@@ -206,10 +206,10 @@ def test_prompt_is_bounded(run_agent):
     assert "plan.md" in text and len(text) < 40_000
 
 
-def test_codes_command_rejects_a_judge_without_completion(run_agent, tmp_path):
+def test_codes_command_rejects_a_tagger_that_is_no_model_backend(run_agent, tmp_path):
     _, run_dir = run_agent("reference")
     result = CliRunner().invoke(main, ["codes", str(run_dir), "--tagger", "rules"], catch_exceptions=False)
-    assert result.exit_code == 2 and "no text completion interface" in result.output
+    assert result.exit_code == 2 and "unknown model 'rules'" in result.output and "openai" in result.output
 
 
 def test_fired_code_record_round_trips():
@@ -219,24 +219,22 @@ def test_fired_code_record_round_trips():
     assert loads(dumps(code), FiredCode) == code
 
 
-def test_codes_command_with_an_llm_judge_backend(run_agent, tmp_path, monkeypatch):
-    """Any judge component with complete(system, prompt) serves as the tagger, options passed through."""
+def test_codes_command_with_a_third_party_model_backend(run_agent, tmp_path, monkeypatch):
+    """Any registered model backend serves as the tagger (a third party's too), options passed through."""
     from automedbench.plugins import Registry
 
-    class FakeLLMJudge:
-        name = "fake-llm"
+    class FakeModel:
+        def __init__(self, cfg) -> None:
+            self.code = cfg.model
 
-        def __init__(self, code: str = "E1") -> None:
-            self.code = code
-
-        def complete(self, system: str, prompt: str) -> str:
+        def complete_text(self, system: str, prompt: str) -> str:
             assert "E3 verification/recovery" in system
             return json.dumps({"codes": [{"code": self.code, "evidence_turns": [2], "rationale": "fake"}]})
 
     class Plugin:
         @hookimpl
-        def automedbench_register_judges(self, register):
-            register("fake-llm", FakeLLMJudge, "deterministic fake LLM")
+        def automedbench_register_model_backends(self, register):
+            register("fake-llm", FakeModel, "deterministic fake model")
 
     fresh = Registry()
     fresh.load_entry_points()
@@ -245,7 +243,7 @@ def test_codes_command_with_an_llm_judge_backend(run_agent, tmp_path, monkeypatc
     _, run_dir = run_agent("reference")
     dest = tmp_path / run_dir.name
     shutil.copytree(run_dir, dest)
-    result = CliRunner().invoke(main, ["codes", str(dest), "--tagger", "fake-llm", "--tagger-option", "code=E2"],
+    result = CliRunner().invoke(main, ["codes", str(dest), "--tagger", "fake-llm", "--tagger-option", "model=E2"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     stored = json.loads((dest / "result.json").read_text())

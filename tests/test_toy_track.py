@@ -92,3 +92,58 @@ def test_a_sandbox_names_its_evaluator_backend_and_the_registry_supplies_it(tmp_
     result, _ = run_task(TASK, "reference", out=tmp_path / "runs", data_root=tmp_path / "data", sandbox="spy-local")
     assert result.state == "scored" and result.task.strict == 1.0
     assert calls == [TASK]
+
+
+def test_a_third_party_model_backend_drives_the_chat_agent_and_the_llm_judge(tmp_path):
+    """A provider registered by a plugin reaches every consumer by name; no consumer names providers."""
+    import json
+
+    from automedbench.agents.chat import Backend, Completion
+    from automedbench.api import hookimpl
+    from automedbench.plugins import registry
+    from automedbench.records import ToolCall
+
+    class ScriptedProvider(Backend):
+        provider = "scripted-provider"
+
+        def make_client(self):
+            return None
+
+        def request(self, messages, *, tools, json_schema, max_tokens):
+            if json_schema is not None:  # the judge asks for a verdict: grade every asked item 0
+                items = json_schema["properties"]["items"]["required"]
+                verdict = {i: {"value": 0, "rationale": "scripted", "evidence_turns": []} for i in items}
+                return Completion(content=json.dumps({"items": verdict}))
+            turns = sum(m["role"] == "assistant" for m in messages)
+            if turns == 0:
+                code = "print('hello')"
+                return Completion(tool_calls=[ToolCall("c1", "execute_code",
+                                                       json.dumps({"language": "python", "code": code}))])
+            return Completion(tool_calls=[ToolCall("c2", "submit_results", "{}")])
+
+    class ProviderPlugin:
+        @staticmethod
+        @hookimpl
+        def automedbench_register_model_backends(register):
+            register("scripted-provider", ScriptedProvider, "test provider")
+
+    register_toy_track()
+    registry().add_plugin(ProviderPlugin, name="scripted-provider-plugin")
+    opts = {"provider": "scripted-provider", "model": "m1", "api_key_env": "none"}
+    result, _ = run_task(TASK, "chat", out=tmp_path / "runs", data_root=tmp_path / "data",
+                         agent_options=opts, judge="llm", judge_options=opts)
+    assert result.state == "scored", result.error
+    assert result.task.partial == 0.0  # it wrote nothing
+    assert stage_scores(result)["S2"] == 0.0 and stage_scores(result)["S3"] == 0.0
+    assert result.judge is not None and result.judge.error is None
+    assert {i.rationale for s in result.stages for i in s.items if not i.auto and s.stage in ("S1", "S2", "S3")} == {
+        "scripted"}  # every judged item came from the third-party provider's verdict
+
+
+def test_an_unknown_model_backend_is_one_line_not_a_silent_fallback():
+    import pytest
+    from automedbench.agents.chat import make_backend
+    from automedbench.api import UserError
+
+    with pytest.raises(UserError, match="unknown model 'gemini'"):
+        make_backend("gemini", {"model": "x"})

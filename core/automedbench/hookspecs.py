@@ -50,6 +50,13 @@ def automedbench_register_code_detectors(register: Register) -> None:
 
 
 @hookspec
+def automedbench_register_model_backends(register: Register) -> None:
+    """Register model providers: factory(cfg: ModelConfig) returns a `ModelBackend` (chat with tools,
+    plain completion, images, retries, pricing). Every model consumer (chat agents, LLM judge,
+    error-code tagger, answer judges, graders) reaches a provider through this kind, by name."""
+
+
+@hookspec
 def automedbench_register_evaluators(register: Register) -> None:
     """Register evaluator backends: factory() returns `fn(request: EvalRequest, timeout_s) -> Evaluation`
     that scores a frozen submission in isolation (the built-in "process"; the docker plugin's "docker")."""
@@ -70,6 +77,7 @@ KINDS: dict[str, str] = {
     "metric": "automedbench_register_metrics",
     "code_detector": "automedbench_register_code_detectors",
     "evaluator": "automedbench_register_evaluators",
+    "model": "automedbench_register_model_backends",
 }
 
 

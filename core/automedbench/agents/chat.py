@@ -14,6 +14,7 @@ from typing import Any
 from attrs import Factory, define
 
 from ..agent import TOOLS, Agent, AgentContext
+from ..errors import UserError
 from ..modelconfig import ModelConfig, resolve
 from ..pricing import Usage
 from ..records import AgentTurn, ToolCall
@@ -74,21 +75,28 @@ class Backend(ABC):
             attempts=self.cfg.max_retries, backoff_s=self.cfg.backoff_s, max_backoff_s=self.cfg.max_backoff_s,
             what=f"{self.provider} call to {self.cfg.model}", sleep=self.sleep, on_retry=note)
 
+    def complete_text(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
+        """Plain completion (no tools): the text reply to one system + user message, with retries."""
+        reply = self.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                              max_tokens=max_tokens)
+        return reply.content
+
     def close(self) -> None:
         if self._client is not None and hasattr(self._client, "close"):
             self._client.close()
         self._client = None
 
 
-def make_backend(provider: str, options: dict[str, Any], role: str = "agent") -> Backend:
-    cfg = resolve(provider, options, role)
-    if provider == "openai":
-        from .openai_chat import OpenAIBackend
+# What a model provider plugin implements (registered through `automedbench_register_model_backends`).
+ModelBackend = Backend
 
-        return OpenAIBackend(cfg)
-    from .anthropic_chat import AnthropicBackend
 
-    return AnthropicBackend(cfg)
+def make_backend(provider: str, options: dict[str, Any], role: str = "agent", reg: Any = None) -> Backend:
+    """The registered model backend `provider`, configured from `options` (an unknown name is one line)."""
+    from ..plugins import registry
+
+    component = (reg or registry()).get("model", provider)
+    return component.factory(resolve(provider, options, role))
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:
@@ -101,7 +109,10 @@ class ChatAgent(Agent):
 
     provider = ""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, provider: str = "", **options: Any) -> None:
+        self.provider = provider or self.provider
+        if not self.provider:
+            raise UserError("the chat agent needs provider=NAME (a model backend: see `automedbench plugins`)")
         self.backend = make_backend(self.provider, dict(options))
         self.cfg = self.backend.cfg
         self.name = f"{self.provider}:{self.cfg.model}"

@@ -11,7 +11,6 @@ import json
 import re
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import UserError
 from ..records import FiredCode
 from .detect import CodeContext
 from .taxonomy import TAXONOMY
@@ -117,10 +116,19 @@ class ScriptedBackend:
         return self.reply(prompt) if callable(self.reply) else str(self.reply)
 
 
-def tagger_from_registry(registry: Any, judge: str, options: dict[str, Any] | None = None) -> LLMTagger:
-    """Build a tagger over a registered judge backend that implements `complete(system, prompt)`."""
-    backend = registry.create("judge", judge, **(options or {}))
-    if not callable(getattr(backend, "complete", None)):
-        raise UserError(f"judge {judge!r} has no text completion interface (complete(system, prompt)); "
-                        "pick an LLM judge backend")
-    return LLMTagger(backend)
+class _ModelText:
+    """A registered model backend seen through the tagger's `complete(system, prompt)` interface."""
+
+    def __init__(self, name: str, backend: Any) -> None:
+        self.name = name
+        self.backend = backend
+
+    def complete(self, system: str, prompt: str) -> str:
+        return self.backend.complete_text(system, prompt)
+
+
+def tagger_from_registry(registry: Any, name: str, options: dict[str, Any] | None = None) -> LLMTagger:
+    """A tagger over the registered model backend `name` (openai, anthropic, or a third party's)."""
+    from ..agents.chat import make_backend
+
+    return LLMTagger(_ModelText(name, make_backend(name, dict(options or {}), role="tagger", reg=registry)))
