@@ -72,7 +72,8 @@ class Registry:
     def add_plugin(self, module: Any, *, name: str, distribution: str = "local", version: str = "") -> None:
         if self.pm.is_registered(module) or self.pm.has_plugin(name):
             return
-        if isinstance(module, types.ModuleType):  # a class or instance cannot be re-imported by name
+        spec = getattr(module, "__spec__", None) if isinstance(module, types.ModuleType) else None
+        if spec is not None and spec.origin:  # only a module imported from a file can be re-imported by name
             self.added_modules[name] = module.__name__
         self.pm.register(module, name=name)
         self._origin[name] = (distribution, version)
