@@ -13,7 +13,7 @@ from automedbench.records import (
     RatingThresholds,
     StageScore,
 )
-from automedbench.rubric import default_rubric
+from automedbench.rubric import default_rubric, resolve
 
 
 def evaluation(present: int, valid: int, expected: int = 4, strict: float = 0.8) -> Evaluation:
@@ -65,26 +65,27 @@ def test_rating_letters():
 
 def test_lite_auto_pass_and_requires():
     rubric = default_rubric()
-    verdict = JudgeVerdict("x", "1", [ItemVerdict(i.id, i.stage, "", 1.0, "") for i in rubric])
+    verdict = JudgeVerdict("x", "1", [ItemVerdict(i.id, i.stage, "", 1.0, "") for i in rubric.items])
     verdict.items[0].value = 0.0  # s1a fails -> s1b and s1c forced 0
-    s1 = scoring.judged_stages(rubric, verdict, "lite")[0]
+    s1 = scoring.judged_stages(resolve(rubric, "lite", []), verdict, "lite")[0]
     values = {i.id: i.value for i in s1.items}
     assert values["s1a_plan_md"] == 0 and values["s1b_plan_pipeline"] == 0 and values["s1c_task_model"] == 0
     assert values["s1d_researched_3"] == values["s1e_plan_png"] == values["s1f_plot_pipeline"] == 1.0
     assert s1.score == 0.5
-    s1_std = scoring.judged_stages(rubric, verdict, "standard")[0]
+    s1_std = scoring.judged_stages(resolve(rubric, "standard", []), verdict, "standard")[0]
     assert not any(i.auto for i in s1_std.items)
 
 
 def test_s3_snaps_to_ladder():
     rubric = default_rubric()
     verdict = JudgeVerdict("x", "1", [ItemVerdict("s3_validate", "S3", "", 0.4, "")])
-    s3 = scoring.judged_stages(rubric, verdict, "pro")[2]
+    s3 = scoring.judged_stages(resolve(rubric, "pro", []), verdict, "pro")[2]
     assert s3.score == 0.5
 
 
 def test_judge_error_leaves_stages_null():
-    s1, s2, s3 = scoring.judged_stages(default_rubric(), JudgeVerdict("x", "1", [], error="down"), "standard")
+    resolved = resolve(default_rubric(), "standard", [])
+    s1, s2, s3 = scoring.judged_stages(resolved, JudgeVerdict("x", "1", [], error="down"), "standard")
     assert s1.score is None and s2.score is None and s3.score is None
     assert all("down" in i.rationale for i in s2.items)
 

@@ -41,7 +41,8 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         if items:
             for item in stage.items:
                 turns = ",".join(map(str, item.evidence_turns))
-                table.add_row("", f"  {item.id}", "", fmt(item.value),
+                shown = "n/a" if item.state in ("not-applicable", "excluded") else fmt(item.value)
+                table.add_row("", f"  {item.id}", "", shown,
                               escape(item.rationale + (f" [turns {turns}]" if turns else "")))
     if result.stages:  # a cancelled or failed-before-scoring run has none: no empty table
         console.print(table)

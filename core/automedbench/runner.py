@@ -41,6 +41,8 @@ from .records import (
     SubmissionManifest,
     TaskSpec,
 )
+from .rubric import Resolved, describe_conditions
+from .rubric import resolve as resolve_rubric
 from .sandbox import SandboxSession, SandboxSpec
 from .serialize import dumps, write_json
 from .track import StagedData, Track
@@ -400,33 +402,49 @@ class Run:
 
     def _score(self, header, state, end_reason, error, runtime, isolation, evaluation, verdict, manifest,
                codes) -> Result:
+        events = read_events(self.run_dir / "trajectory.jsonl")
         return score_result(self.track, self.task, header, state, end_reason, error, runtime, isolation,
-                            evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier)
+                            evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier,
+                            resolved=run_rubric(self.track, self.task, self.o.tier, events))
+
+
+def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, Any]]) -> Resolved:
+    """The track's rubric settled for one run (tier rules, conditions on the trajectory)."""
+    return resolve_rubric(track.rubric(task), tier, events, track.rubric_conditions(task))
 
 
 def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
-    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric)."""
+    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric).
+
+    `rubric` holds only the items to grade; auto-passed, excluded and not-applicable ones are settled
+    by the rubric, the same for every judge."""
     art = run_dir / "artefacts"
     plan_md = (art / "plan.md").read_text("utf-8", "replace") if (art / "plan.md").exists() else None
     plan_png = (art / "plan.png").read_bytes() if (art / "plan.png").exists() else None
     events = read_events(run_dir / "trajectory.jsonl")
     brief = (run_dir / "brief.md").read_text() if (run_dir / "brief.md").exists() else ""
-    return JudgeInput(task, tier, track.rubric(task), plan_md, plan_png, events, brief)
+    resolved = run_rubric(track, task, tier, events)
+    return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, resolved=resolved)
 
 
 def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
                  runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
                  verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
-                 task_score: str | None, tier: str, judged: bool = True) -> Result:
-    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge)."""
+                 task_score: str | None, tier: str, judged: bool = True,
+                 resolved: Resolved | None = None) -> Result:
+    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge).
+
+    `resolved` is the rubric as settled for this run (`run_rubric`); it is stored in the result."""
     metric = evaluation.metric if evaluation is not None else None
     if metric is not None:
         metric.used = task_score or task.task_score
     stages = []
     if judged:
-        stages += scoring.judged_stages(track.rubric(task), verdict, tier)
+        if resolved is None:
+            resolved = run_rubric(track, task, tier, [])
+        stages += scoring.judged_stages(resolved, verdict, tier)
     else:
-        stages += scoring.judged_stages([], None, tier)
+        stages += scoring.judged_stages(None, None, tier)
         for stage in stages:
             stage.rule = "not graded: no agent run"
     if evaluation is not None:
@@ -443,7 +461,8 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
                                evidence_turns=sorted({e.turn for e in isolation.evidence})))
     return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
-                  evaluation.cases if evaluation else [], codes, verdict, error)
+                  evaluation.cases if evaluation else [], codes, verdict, error,
+                  describe_conditions(resolved.rubric) if judged and resolved is not None else None)
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

@@ -19,9 +19,12 @@ from .records import (
     JudgeVerdict,
     MetricBlock,
     RatingThresholds,
-    RubricItem,
+    Rubric,
     StageScore,
 )
+from .rubric import JUDGED_STAGES, Resolved, default_rubric
+
+DEFAULT_RULES = {rule.stage: rule.text for rule in default_rubric().stages}
 
 RULE = (
     "Agentic = sum(w*S)/sum(w), w = S1 .25, S2 .15, S3 .35, S4 .15, S5 .10; a null stage makes Agentic "
@@ -30,16 +33,22 @@ RULE = (
 )
 
 
-def judged_stages(rubric: list[RubricItem], verdict: JudgeVerdict | None, tier: str) -> list[StageScore]:
-    """S1–S3 from the judge's item verdicts, with Lite auto-passes and `requires` dependencies applied."""
+def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier: str) -> list[StageScore]:
+    """S1–S3 from the judge's item verdicts, folded by the rubric's stage rules.
+
+    Auto-pass items score 1.0; excluded and not-applicable items are listed but left out of the mean
+    (they never make a stage null); `requires` forces an item to 0 when the item it names scored 0."""
     by_id = {v.id: v for v in verdict.items} if verdict and not verdict.error else {}
+    rubric = resolved.rubric if resolved is not None else Rubric([], [])
     stages = []
-    for stage in ("S1", "S2", "S3"):
+    for stage in JUDGED_STAGES:
         items = []
-        for item in (i for i in rubric if i.stage == stage):
-            if tier == "lite" and item.lite_auto_pass:
-                items.append(ItemVerdict(item.id, stage, item.description, 1.0, "auto-pass at the Lite tier",
-                                         auto=True))
+        for item in (i for i in rubric.items if i.stage == stage):
+            state = resolved.states[item.id] if resolved is not None else "graded"
+            if state != "graded":
+                value = 1.0 if state == "auto-pass" else None
+                items.append(ItemVerdict(item.id, stage, item.description, value, resolved.reasons[item.id],
+                                         auto=state == "auto-pass", state=state))
                 continue
             found = by_id.get(item.id)
             if found is None:
@@ -54,9 +63,9 @@ def judged_stages(rubric: list[RubricItem], verdict: JudgeVerdict | None, tier: 
                     found.rationale += f" (forced 0: {item.requires} failed)"
             items.append(ItemVerdict(item.id, stage, item.description, value, found.rationale,
                                      found.evidence_turns, found.auto))
-        values = [i.value for i in items]
-        score = None if any(v is None for v in values) or not values else round(sum(values) / len(values), 4)
-        rule = "ladder 0/0.2/0.5/1.0" if stage == "S3" else "mean of binary items"
+        counted = [i.value for i in items if i.state in ("graded", "auto-pass")]
+        score = None if any(v is None for v in counted) or not counted else round(sum(counted) / len(counted), 4)
+        rule = rubric.stage_rule(stage).text if resolved is not None else DEFAULT_RULES[stage]
         stages.append(StageScore(stage, STAGE_NAMES[stage], score, STAGE_WEIGHTS[stage], items, rule))
     return stages
 

@@ -7,13 +7,13 @@ rubric wording and brief templates, and a scripted reference solution. The core 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
 
-from .records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
+from .records import CaseVerdict, MetricBlock, Rubric, TaskSpec
 
 
 @define
@@ -114,11 +114,18 @@ class Track(ABC):
         self.prepare_evaluation(task, staged, options)
         return _TrackMethods(self, task, staged)
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
-        """Rubric items with this track's wording; the default is the core's generic rubric."""
+    def rubric(self, task: TaskSpec) -> Rubric:
+        """This track's S1–S3 rubric (stage rules, items, tier rules, conditions); the default is the
+        core's generic one. Build on `default_rubric()` with `reword`, `with_items` and `with_ladder`."""
         from .rubric import default_rubric
 
         return default_rubric()
+
+    def rubric_conditions(self, task: TaskSpec) -> dict[str, Callable[[list[dict[str, Any]]], bool]]:
+        """Conditions (name -> test on the trajectory events) that this track's items name in
+        `applies_if`, beside the core's (`automedbench.rubric.CONDITIONS`). Describe each in
+        `Rubric.conditions` so the stored rubric says what it means."""
+        return {}
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         raise NotImplementedError(f"track {self.name} ships no scripted reference solution")

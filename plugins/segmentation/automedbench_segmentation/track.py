@@ -11,7 +11,7 @@ from automedbench.api import (
     CaseVerdict,
     MetricBlock,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskSpec,
@@ -93,7 +93,7 @@ class SegmentationTrack(PackagedTrack):
 
     # ---------------------------------------------------------------- rubric, agents, baselines
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+    def rubric(self, task: TaskSpec) -> Rubric:
         if task.params.get("kind") == "multilabel":
             return reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **MULTILABEL_HINTS})
         return reword(default_rubric(), WORDING, HINTS)

@@ -10,7 +10,7 @@ from automedbench.api import (
     CaseVerdict,
     MetricBlock,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskSpec,
@@ -100,7 +100,7 @@ class VQATrack(PackagedTrack):
 
     # ---------------------------------------------------------------- rubric, agents, baselines
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+    def rubric(self, task: TaskSpec) -> Rubric:
         return reword(default_rubric(), WORDING, HINTS)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
