@@ -149,6 +149,6 @@ def test_rubric_round_trips_in_a_result(run_agent, reg):
     assert result.rubric == describe_conditions(track.rubric(task))
     stored = loads((run_dir / "result.json").read_text(), Result)
     assert stored.rubric == result.rubric and loads(dumps(result), Result).rubric.stages[2].levels == [
-        0.0, 0.2, 0.5, 1.0]
+        0.0, 0.5, 1.0]  # segmentation declares the paper's S3 ladder
     states = {i.id: i.state for s in result.stages for i in s.items}
     assert states["s1d_researched_3"] == "auto-pass" and states["s2a_model_obtained"] == "graded"

@@ -43,14 +43,39 @@ def test_null_stage_makes_agentic_null_not_zero():
 
 
 def test_s4_s5_rules():
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=4)
     assert (s4.score, s5.score) == (1.0, 1.0)
-    s4, s5 = scoring.deterministic_stages(evaluation(2, 2), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(2, 2), positive_cases=1)
     assert (s4.score, s5.score) == (0.25, 0.5)
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 0), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 0), positive_cases=0)
     assert (s4.score, s5.score) == (0.5, 0.0)
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=False)
-    assert (s4.score, s5.score) == (1.0, 0.0)
+    # every output valid but no case with positive metric evidence (e.g. all-empty masks): half of S5
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=0)
+    assert (s4.score, s5.score) == (1.0, 0.5)
+    # no submit_results call: recorded in the rationale, S5 unchanged (the paper has no submit factor)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=4, submitted=False)
+    assert (s4.score, s5.score) == (1.0, 1.0) and "never called" in s5.items[1].rationale
+    assert [i.id for i in s5.items] == ["s5_positive_evidence", "s5_all_valid"]
+
+
+def test_rating_uses_the_unrounded_task_and_display_truncates():
+    th = RatingThresholds(0.4, 0.25)
+    ev = evaluation(4, 4, strict=0.39995)
+    letter, reason = scoring.rate(ev, ev.metric, th, False)
+    assert letter == "B" and "0.399" in reason and "0.400" not in reason
+    assert scoring.truncate(0.39995) == "0.399" and scoring.truncate(0.57) == "0.570"
+    assert scoring.truncate(1.0) == "1.000" and scoring.truncate(0.0) == "0.000"
+    from automedbench.report import fmt
+
+    assert fmt(0.9999) == "0.999" and fmt(None) == "null"
+
+
+def test_overall_is_rounded_once_from_unrounded_parts():
+    # Agentic 0.10006 and Task 0.10002: rounded first they give 0.1001 and 0.1, whose mean rounds to 0.1001;
+    # rounded once, at the end, Overall is round(0.10004, 4) = 0.1
+    st = stages({k: 0.10006 for k in ("S1", "S2", "S3", "S4", "S5")})
+    agg = scoring.aggregate(st, MetricBlock("m", 0.10002, 0.10002), ("C", ""))
+    assert agg.overall == 0.1 and (agg.agentic, agg.task) == (0.1001, 0.1)
 
 
 def test_rating_letters():

@@ -29,13 +29,24 @@ from .records import (
     TaskSpec,
     TierInfo,
 )
-from .rubric import CONDITIONS, S3_LEVELS, default_rubric, ladder_stage, mean_stage, reword, with_items, with_ladder
+from .rubric import (
+    CONDITIONS,
+    S3_LEVELS,
+    S3_PAPER_LEVELS,
+    default_rubric,
+    ladder_stage,
+    mean_stage,
+    reword,
+    with_items,
+    with_ladder,
+)
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 
 __all__ = [
     "CONDITIONS",
     "S3_LEVELS",
+    "S3_PAPER_LEVELS",
     "Agent",
     "AgentContext",
     "AgentError",

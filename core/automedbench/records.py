@@ -379,6 +379,8 @@ class Result:
     judge: JudgeVerdict | None = None
     error: str | None = field(default=None)
     rubric: Rubric | None = None  # the S1–S3 rubric this run was scored with
+    # Pro only: summary plots found beside the plan (reported, never scored); None at tiers that ask for none
+    summary_plots: list[str] | None = None
 
     def stage(self, stage: str) -> StageScore:
         return next(s for s in self.stages if s.stage == stage)

@@ -97,6 +97,7 @@ def rejudge(reg: Registry, run_dir: Path, judge_name: str, judge_options: dict[s
     new = score_result(track, task, header, result.state, result.end_reason, result.error, runtime,
                        result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
                        resolved=run_rubric(track, task, header.tier, read_events(run_dir / "trajectory.jsonl")))
+    new.summary_plots = result.summary_plots
     write_json(run_dir / "result.json", new)
     return new
 

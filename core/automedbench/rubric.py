@@ -18,7 +18,8 @@ from .errors import UserError
 from .records import ItemState, Rubric, RubricItem, StageRule
 
 JUDGED_STAGES: tuple[str, ...] = ("S1", "S2", "S3")
-S3_LEVELS = [0.0, 0.2, 0.5, 1.0]
+S3_LEVELS = [0.0, 0.2, 0.5, 1.0]  # the original's four-level ladder (enhancement, VQA)
+S3_PAPER_LEVELS = [0.0, 0.5, 1.0]  # paper Table 7 (segmentation, detection)
 
 # Rule hints the deterministic judge reads. Tracks override any of them per item.
 GENERIC_HINTS: dict[str, dict[str, Any]] = {
@@ -85,7 +86,7 @@ def mean_stage(stage: str) -> StageRule:
 def default_rubric() -> Rubric:
     """The generic rubric: six S1 items, five S2 items and the S3 pilot ladder."""
     items = [
-        RubricItem("s1a_plan_md", "S1", "plan/plan.md exists and is a real plan (not a stub)"),
+        RubricItem("s1a_plan_md", "S1", "plan/plan.md exists"),
         RubricItem("s1b_plan_pipeline", "S1", "plan.md lays out a clear pipeline: load, preprocess, "
                    "inference, post-process/save, validate", requires="s1a_plan_md"),
         RubricItem("s1c_task_model", "S1", "the plan chooses a model or method suited to the task",
@@ -99,8 +100,10 @@ def default_rubric() -> Rubric:
         RubricItem("s2b_compatibility_check", "S2", "input compatibility checked (shape, spacing, dtype) "
                    "before inference"),
         RubricItem("s2c_env_ready", "S2", "environment set up and dependencies confirmed"),
-        RubricItem("s2d_env_fail_within_5", "S2", "environment problems resolved within 5 failed attempts"),
-        RubricItem("s2e_model_loaded", "S2", "model loaded and confirmed working"),
+        RubricItem("s2d_env_fail_within_5", "S2", "environment problems resolved within 5 failed attempts, or "
+                   "none occurred"),
+        RubricItem("s2e_model_loaded", "S2", "model loaded on the accelerator the run was given (the GPU where "
+                   "one is present) and confirmed working"),
         RubricItem("s3_validate", "S3", S3_DESCRIPTION, kind="ladder", levels=list(S3_LEVELS)),
     ]
     items = [attrs.evolve(item, hints=dict(GENERIC_HINTS.get(item.id, {}))) for item in items]

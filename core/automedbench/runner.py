@@ -20,7 +20,7 @@ from typing import Any
 
 from attrs import Factory, define
 
-from . import __version__, errors, scoring, staging
+from . import __version__, errors, plan_artefacts, scoring, staging
 from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
@@ -48,9 +48,6 @@ from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, read_events, tail
 from .tripwire import Tripwire, plant_decoys
-
-PLAN_FILES = ("plan.md", "plan.png")
-MAX_PLAN_BYTES = 20 << 20
 
 
 @define
@@ -95,6 +92,7 @@ class Run:
         self.o = options
         self.reg = registry
         self.progress = progress or (lambda event: None)
+        self._plots: list[str] = []  # summary plots collected with the plan artefacts
         if options.tier not in ("lite", "standard", "pro"):
             raise errors.UserError(f"unknown tier {options.tier!r}; choose lite, standard or pro")
         if options.task_score not in (None, "strict", "partial"):
@@ -179,6 +177,8 @@ class Run:
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         result = self._score(header, state, end_reason, error, runtime, isolation, evaluation, verdict,
                              manifest, codes)
+        if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
+            result.summary_plots = list(self._plots)
         self._tag_codes(result)
         write_json(self.run_dir / "result.json", result)
         if not self.o.keep_workspace:
@@ -373,15 +373,8 @@ class Run:
     # ------------------------------------------------------------------ after the agent
 
     def _copy_plan(self) -> None:
-        dest = self.run_dir / "artefacts"
-        dest.mkdir(exist_ok=True)
-        plan = self.workspace / "plan"
-        if plan.is_symlink() or not plan.is_dir():  # a symlink would point the harness at a host folder
-            return
-        for name in PLAN_FILES:
-            src = plan / name
-            if src.is_file() and not src.is_symlink() and src.stat().st_size <= MAX_PLAN_BYTES:
-                shutil.copyfile(src, dest / name)
+        """plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/."""
+        self._plots = plan_artefacts.collect(self.workspace / "plan", self.run_dir / "artefacts")
 
     def _judge(self, header: Header) -> JudgeVerdict:
         judge = self.judge
@@ -427,6 +420,12 @@ def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> Judge
     return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, resolved=resolved)
 
 
+def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
+    """Valid cases whose metric row the track counts as positive evidence (S5)."""
+    rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
+    return sum(1 for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {})))
+
+
 def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
                  runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
                  verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
@@ -448,7 +447,8 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         for stage in stages:
             stage.rule = "not graded: no agent run"
     if evaluation is not None:
-        stages += scoring.deterministic_stages(evaluation, manifest.submitted)
+        stages += scoring.deterministic_stages(evaluation, positive_cases(track, task, evaluation),
+                                               track.positive_evidence(task), manifest.submitted)
     if state in ("infrastructure_failure", "cancelled"):
         stages, metric = [], None
     if isolation.breached:

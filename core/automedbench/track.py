@@ -121,6 +121,16 @@ class Track(ABC):
 
         return default_rubric()
 
+    def positive_evidence(self, task: TaskSpec) -> str:
+        """What counts as positive metric evidence in one scored case, in words (S5's first half)."""
+        return "a valid, scored case"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        """Whether one valid case's metric row (`MetricBlock.per_case`) shows positive evidence: a Dice
+        above 0 against a non-empty reference, a correct answer, a true positive... The default counts
+        every valid case; a track overrides it so that an all-empty submission earns nothing here."""
+        return True
+
     def rubric_conditions(self, task: TaskSpec) -> dict[str, Callable[[list[dict[str, Any]]], bool]]:
         """Conditions (name -> test on the trajectory events) that this track's items name in
         `applies_if`, beside the core's (`automedbench.rubric.CONDITIONS`). Describe each in

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import staging
-from .brief import render_brief
+from .brief import python_repr, render_brief
 from .plugins import Registry
 from .records import TIERS
 from .rubric import CONDITIONS
@@ -45,6 +45,8 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
             text = render_brief(task, tier, track.template_dir(), data_dir="/data/public",
                                 workspace_dir="/workspace", case_ids=staged.case_ids)
             check("{{" not in text and "{%" not in text, f"brief renders at {tier}", f"{len(text)} characters")
+            leaked = python_repr(text)
+            check(not leaked, f"brief at {tier} holds no Python repr", leaked or "clean")
         except Exception as exc:
             check(False, f"brief renders at {tier}", str(exc))
     rubric = track.rubric(task)
