@@ -7,6 +7,9 @@ items, Agentic, Task, Overall, rating, run state): no timestamps, versions, hash
 
     python scripts/golden_results.py --out before.json [--jobs 2]
     python scripts/golden_results.py --compare before.json after.json
+
+`scripts/golden_scores.json` holds the scores as of the last change that moved them on purpose (the
+paper's scoring rules, issue 12); a refactor compares a fresh run against it.
 """
 
 from __future__ import annotations

@@ -239,12 +239,12 @@ class RulesJudge(Judge):
 
 def ladder_values(item: RubricItem) -> dict[str, float]:
     """What each S3 outcome is worth on the item's declared ladder (a `ladder` hint overrides it): full
-    credit is the top level, partial checks 0.5 (or the middle level), an unchecked pilot the lowest
-    non-zero level (0.2 on 0/0.2/0.5/1.0; 0.5 on the paper's 0/0.5/1.0)."""
+    credit is the top level, partial checks 0.5 (else the level below the top), an unchecked pilot the
+    lowest non-zero level (0.2 on 0/0.2/0.5/1.0; 0.5 on the paper's 0/0.5/1.0)."""
     levels = sorted(item.levels)
     nonzero = [v for v in levels if v > 0] or [1.0]
-    middle = 0.5 if 0.5 in levels else nonzero[len(nonzero) // 2 - 1] if len(nonzero) > 1 else nonzero[0]
-    derived = {"full": levels[-1], "partial": middle, "unchecked": nonzero[0], "none": 0.0}
+    partial = 0.5 if 0.5 in levels else nonzero[max(0, len(nonzero) - 2)]
+    derived = {"full": levels[-1], "partial": partial, "unchecked": nonzero[0], "none": 0.0}
     return {**derived, **item.hints.get("ladder", {})}
 
 
