@@ -32,7 +32,7 @@ def verdict_json(values: dict[str, float], drop: str | None = None) -> dict:
 
 
 def test_parse_verdict_is_strict():
-    items = [i for i in default_rubric() if i.id in ("s1a_plan_md", "s3_validate")]
+    items = [i for i in default_rubric().items if i.id in ("s1a_plan_md", "s3_validate")]
     good = {"items": {"s1a_plan_md": {"value": 1, "rationale": "ok", "evidence_turns": [1]},
                       "s3_validate": {"value": 0.2, "rationale": "pilot", "evidence_turns": []}}}
     text = "<think>hmm {not json}</think>\n```json\n" + json.dumps(good) + "\n```"
@@ -55,7 +55,7 @@ def test_parse_verdict_is_strict():
 def test_lite_does_not_ask_auto_pass_items_and_the_schema_is_strict():
     from automedbench.judge import JudgeInput
 
-    inp = JudgeInput(None, "lite", default_rubric(), None, None, [])
+    inp = JudgeInput(None, "lite", default_rubric().items, None, None, [])
     ids = [i.id for i in asked_items(inp)]
     assert "s1d_researched_3" not in ids and "s1e_plan_png" not in ids and "s3_validate" in ids
     schema = verdict_schema(asked_items(inp))

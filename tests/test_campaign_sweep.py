@@ -195,4 +195,4 @@ def test_sweep_codes_and_leaderboard_end_to_end(reg, tmp_path, data_root, staged
     assert (cliff["0"]["n"], cliff["1"]["n"], cliff["2+"]["n"]) == (1, 2, 1)
     assert cliff["0"]["mean"] > cliff["1"]["mean"] > cliff["2+"]["mean"]
     by_agent = {cell.key["agent"]: cell for cell in board.cells}
-    assert by_agent["skip-validate"].scores["S3"]["mean"] == 0.0 and by_agent["no-submit"].scores["S5"]["mean"] == 0.0
+    assert by_agent["skip-validate"].scores["S3"]["mean"] == 0.0 and by_agent["no-submit"].scores["S5"]["mean"] == 1.0

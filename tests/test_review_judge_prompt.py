@@ -16,7 +16,7 @@ def _prompt_text(reg, plan_md: str, stdout: str) -> str:
     _, task = reg.task("segmentation/demo")
     events = [{"type": "tool", "turn": 1, "name": "execute_code", "language": "bash", "code": "cat x",
                "exit_code": 0, "stdout": stdout, "stderr": "", "cases_with_outputs": 0}]
-    inp = JudgeInput(task, "standard", default_rubric(), plan_md, None, events, "")
+    inp = JudgeInput(task, "standard", default_rubric().items, plan_md, None, events, "")
     items = asked_items(inp)
     messages, _ = build_messages(inp, items, verdict_schema(items))
     return "\n".join(part["text"] for part in messages[-1]["content"] if part.get("type") == "text")

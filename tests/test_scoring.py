@@ -13,7 +13,7 @@ from automedbench.records import (
     RatingThresholds,
     StageScore,
 )
-from automedbench.rubric import default_rubric
+from automedbench.rubric import default_rubric, resolve
 
 
 def evaluation(present: int, valid: int, expected: int = 4, strict: float = 0.8) -> Evaluation:
@@ -43,14 +43,39 @@ def test_null_stage_makes_agentic_null_not_zero():
 
 
 def test_s4_s5_rules():
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=4)
     assert (s4.score, s5.score) == (1.0, 1.0)
-    s4, s5 = scoring.deterministic_stages(evaluation(2, 2), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(2, 2), positive_cases=1)
     assert (s4.score, s5.score) == (0.25, 0.5)
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 0), submitted=True)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 0), positive_cases=0)
     assert (s4.score, s5.score) == (0.5, 0.0)
-    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), submitted=False)
-    assert (s4.score, s5.score) == (1.0, 0.0)
+    # every output valid but no case with positive metric evidence (e.g. all-empty masks): half of S5
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=0)
+    assert (s4.score, s5.score) == (1.0, 0.5)
+    # no submit_results call: recorded in the rationale, S5 unchanged (the paper has no submit factor)
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=4, submitted=False)
+    assert (s4.score, s5.score) == (1.0, 1.0) and "never called" in s5.items[1].rationale
+    assert [i.id for i in s5.items] == ["s5_positive_evidence", "s5_all_valid"]
+
+
+def test_rating_uses_the_unrounded_task_and_display_truncates():
+    th = RatingThresholds(0.4, 0.25)
+    ev = evaluation(4, 4, strict=0.39995)
+    letter, reason = scoring.rate(ev, ev.metric, th, False)
+    assert letter == "B" and "0.399" in reason and "0.400" not in reason
+    assert scoring.truncate(0.39995) == "0.399" and scoring.truncate(0.57) == "0.570"
+    assert scoring.truncate(1.0) == "1.000" and scoring.truncate(0.0) == "0.000"
+    from automedbench.report import fmt
+
+    assert fmt(0.9999) == "0.999" and fmt(None) == "null"
+
+
+def test_overall_is_rounded_once_from_unrounded_parts():
+    # Agentic 0.10006 and Task 0.10002: rounded first they give 0.1001 and 0.1, whose mean rounds to 0.1001;
+    # rounded once, at the end, Overall is round(0.10004, 4) = 0.1
+    st = stages({k: 0.10006 for k in ("S1", "S2", "S3", "S4", "S5")})
+    agg = scoring.aggregate(st, MetricBlock("m", 0.10002, 0.10002), ("C", ""))
+    assert agg.overall == 0.1 and (agg.agentic, agg.task) == (0.1001, 0.1)
 
 
 def test_rating_letters():
@@ -65,26 +90,27 @@ def test_rating_letters():
 
 def test_lite_auto_pass_and_requires():
     rubric = default_rubric()
-    verdict = JudgeVerdict("x", "1", [ItemVerdict(i.id, i.stage, "", 1.0, "") for i in rubric])
+    verdict = JudgeVerdict("x", "1", [ItemVerdict(i.id, i.stage, "", 1.0, "") for i in rubric.items])
     verdict.items[0].value = 0.0  # s1a fails -> s1b and s1c forced 0
-    s1 = scoring.judged_stages(rubric, verdict, "lite")[0]
+    s1 = scoring.judged_stages(resolve(rubric, "lite", []), verdict, "lite")[0]
     values = {i.id: i.value for i in s1.items}
     assert values["s1a_plan_md"] == 0 and values["s1b_plan_pipeline"] == 0 and values["s1c_task_model"] == 0
     assert values["s1d_researched_3"] == values["s1e_plan_png"] == values["s1f_plot_pipeline"] == 1.0
     assert s1.score == 0.5
-    s1_std = scoring.judged_stages(rubric, verdict, "standard")[0]
+    s1_std = scoring.judged_stages(resolve(rubric, "standard", []), verdict, "standard")[0]
     assert not any(i.auto for i in s1_std.items)
 
 
 def test_s3_snaps_to_ladder():
     rubric = default_rubric()
     verdict = JudgeVerdict("x", "1", [ItemVerdict("s3_validate", "S3", "", 0.4, "")])
-    s3 = scoring.judged_stages(rubric, verdict, "pro")[2]
+    s3 = scoring.judged_stages(resolve(rubric, "pro", []), verdict, "pro")[2]
     assert s3.score == 0.5
 
 
 def test_judge_error_leaves_stages_null():
-    s1, s2, s3 = scoring.judged_stages(default_rubric(), JudgeVerdict("x", "1", [], error="down"), "standard")
+    resolved = resolve(default_rubric(), "standard", [])
+    s1, s2, s3 = scoring.judged_stages(resolved, JudgeVerdict("x", "1", [], error="down"), "standard")
     assert s1.score is None and s2.score is None and s3.score is None
     assert all("down" in i.rationale for i in s2.items)
 

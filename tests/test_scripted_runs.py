@@ -48,7 +48,10 @@ def test_wrong_format_fails_inference_and_task(run_agent):
     result, _ = run_agent("wrong-format")
     s = scores(result)
     assert s["S4"] == 0.5  # complete but not all valid
-    assert s["S5"] == 0.5  # one tumour-free case stays valid (all-zero soft map), not all
+    # one tumour-free case stays valid (an all-zero soft lesion map) and its organ Dice > 0 is positive evidence
+    assert s["S5"] == 0.5
+    s5 = {i.id: i.value for i in result.stage("S5").items}
+    assert s5 == {"s5_positive_evidence": 1.0, "s5_all_valid": 0.0}
     assert result.task.strict == 0.0 and result.aggregate.rating == "F"
     reasons = " ".join(r for c in result.cases for r in c.reasons)
     assert "non-integer values" in reasons
@@ -63,12 +66,16 @@ def test_incomplete_fails_completion(run_agent):
     assert result.aggregate.rating == "F" and "incomplete" in result.aggregate.rating_reason
 
 
-def test_no_submit_loses_s5(run_agent):
+def test_no_submit_is_recorded_and_fires_e5_but_keeps_s5(run_agent):
+    ref, _ = run_agent("reference")
     result, _ = run_agent("no-submit")
     s = scores(result)
     assert result.end_reason == "agent_stopped"
-    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert s["S5"] == 1.0 and s["S4"] == 1.0 and s["S3"] == 1.0  # the paper's S5 has no submit factor
+    assert result.aggregate.agentic == ref.aggregate.agentic
     assert result.submission.submitted is False
+    assert "E5" in {c.code for c in result.error_codes}
+    assert "never called" in result.stage("S5").items[1].rationale
 
 
 def test_breach_zeroes_everything_with_evidence(run_agent):

@@ -65,3 +65,35 @@ def test_metric_plugin_reports_every_number():
     values = AnswerMetric()("left lower lobe", "left lobe")
     assert values == {"score": pytest.approx(0.4), "exact_match": 0.0, "token_f1": pytest.approx(0.8),
                       "closed": 0.0}
+
+
+# The golden table of normalisation cases (the original implementation's rules, see the README's table of
+# differences): labels as agents write them, and the open-answer tokens the original maps.
+LABELS = [
+    ("B", "B"), ("b", "B"), ("(B)", "B"), ("B.", "B"), ("answer: b", "B"), ("Answer: (C) because", "C"),
+    (" e ", "E"), ("The answer is D", "D"), ("Option b", "B"), ("A or B", "A"),
+    ("F", ""), ("Option F", ""), ("none", ""), ("2", ""), ("", ""), (None, ""), ("ABC", ""),
+]
+TEXTS = [
+    ("single", "1"), ("a single lesion", "a 1 lesion"), ("one", "1"), ("None", "0"),
+    ("LAD", "left anterior descending"), ("lad stenosis", "left anterior descending stenosis"),
+    ("Bil.", "bilateral"), ("r", "right"), ("L", "left"), ("MCA", "middle cerebral artery"),
+    ("Yes!", "yes"), ("absent", "no"), ("no, absent", "no absent"),
+]
+
+
+@pytest.mark.parametrize(("label", "expected"), LABELS)
+def test_golden_label_normalisation(label, expected):
+    assert normalize_label(label) == expected
+    assert mcq_score(label, "B") == (1.0 if expected == "B" else 0.0)
+
+
+@pytest.mark.parametrize(("text", "expected"), TEXTS)
+def test_golden_text_normalisation(text, expected):
+    assert normalize(text) == expected
+
+
+def test_lad_matches_without_artery_as_the_original():
+    assert exact_match("LAD", "left anterior descending") == 1.0
+    assert exact_match("LAD", "left anterior descending artery") == 0.0
+    assert closed_score("single", "1") == 1.0 and exact_match("single", "one") == 1.0

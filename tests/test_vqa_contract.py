@@ -23,10 +23,19 @@ def test_valid_open_and_mcq():
     assert check_record(mcq, "q2", MCQ).kind == "valid"
 
 
+@pytest.mark.parametrize("label", ["b", "(B)", "B.", "answer: b", "Answer: (b)", " B ", "Option b"])
+def test_mcq_labels_are_normalised_before_the_check(label):
+    mcq = record("q2", label, "Square", "It is a square, answer B")
+    assert check_record(mcq, "q2", MCQ).kind == "valid"
+
+
 @pytest.mark.parametrize(("changes", "question", "needle"), [
     ({"question_id": "q9"}, OPEN, "does not match the folder"),
-    ({"predicted_label": "F", "question_id": "q2"}, MCQ, "not one of A, B, C, D, E"),
-    ({"predicted_label": "Option b", "question_id": "q2"}, MCQ, "not one of"),
+    ({"predicted_label": "F", "question_id": "q2"}, MCQ, "names none of the options A, B, C, D, E"),
+    ({"predicted_label": "2", "question_id": "q2"}, MCQ, "names none of the options"),
+    ({"predicted_label": "E", "question_id": "q2"}, {**MCQ, "options": {"A": "x", "B": "y"}}, "options A, B"),
+    ({"predicted_label": "Option b", "predicted_answer": "circle", "question_id": "q2"}, MCQ,
+     "not the text of option B"),
     ({"predicted_label": "A", "predicted_answer": "square", "question_id": "q2"}, MCQ, "not the text of option A"),
     ({"predicted_answer": ""}, OPEN, "half-empty"),
     ({"runtime_s": -1}, OPEN, "runtime_s"),

@@ -19,7 +19,7 @@ def s3(checks: list[str]) -> float:
     events += [tool(2 + i, f"import json\nrec = json.load(open('outputs/q01/answer.json'))\n{c}", 1)
                for i, c in enumerate(checks)]
     events.append(tool(2 + len(checks), "python3 vqa_method.py /data/public outputs", 24))
-    verdict = RulesJudge().grade(JudgeInput(task, "lite", track.rubric(task), None, None, events))
+    verdict = RulesJudge().grade(JudgeInput(task, "lite", track.rubric(task).items, None, None, events))
     return next(i.value for i in verdict.items if i.id == "s3_validate")
 
 

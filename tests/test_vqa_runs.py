@@ -68,7 +68,7 @@ def test_wrong_format_labels_are_invalid(vqa_run):
     assert result.aggregate.rating != "F"
     bad = [c for c in result.cases if not c.valid]
     assert len(bad) == 7  # the five shape and two frame questions (multiple choice)
-    assert all("is not one of" in c.reasons[0] for c in bad)
+    assert all("names none of the options" in c.reasons[0] for c in bad)  # "2" is no letter
     assert 0 < result.task.partial < 1
 
 
@@ -85,10 +85,11 @@ def test_incomplete_counts_missing_as_zero(vqa_run):
     assert result.aggregate.rating != "F"  # half the questions answered: rated, on partial accuracy
 
 
-def test_no_submit_loses_s5(vqa_run):
+def test_no_submit_keeps_s5_and_fires_e5(vqa_run):
     result, _ = vqa_run("no-submit")
     s = scores(result)
-    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert s["S5"] == 1.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert result.submission.submitted is False and "E5" in {c.code for c in result.error_codes}
 
 
 def test_breach_zeroes_everything(vqa_run):

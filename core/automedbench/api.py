@@ -23,16 +23,30 @@ from .records import (
     MetricBlock,
     RatingThresholds,
     Result,
+    Rubric,
     RubricItem,
+    StageRule,
     TaskSpec,
     TierInfo,
 )
-from .rubric import S3_LEVELS, default_rubric, reword
+from .rubric import (
+    CONDITIONS,
+    S3_LEVELS,
+    S3_PAPER_LEVELS,
+    default_rubric,
+    ladder_stage,
+    mean_stage,
+    reword,
+    with_items,
+    with_ladder,
+)
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 
 __all__ = [
+    "CONDITIONS",
     "S3_LEVELS",
+    "S3_PAPER_LEVELS",
     "Agent",
     "AgentContext",
     "AgentError",
@@ -52,12 +66,14 @@ __all__ = [
     "RatingThresholds",
     "Register",
     "Result",
+    "Rubric",
     "RubricItem",
     "Sandbox",
     "SandboxSession",
     "SandboxSpec",
     "ScriptStep",
     "ScriptedSolution",
+    "StageRule",
     "StagedData",
     "TaskEvaluation",
     "TaskSpec",
@@ -69,8 +85,12 @@ __all__ = [
     "default_rubric",
     "did_you_mean",
     "hookimpl",
+    "ladder_stage",
+    "mean_stage",
     "pipeline_diagram_code",
     "plan_step",
     "reword",
     "sha256_file",
+    "with_items",
+    "with_ladder",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,3 +64,13 @@ def render_brief(task: TaskSpec, tier: str, track_templates: Path, *, data_dir: 
         raise UserError(f"brief for {task.id} ({tier}): unfilled placeholder: {exc.message}") from None
     except jinja2.TemplateError as exc:
         raise UserError(f"brief for {task.id} ({tier}): template error: {exc}") from None
+
+
+# A Python dict or list printed into the text ({'a': 'b'} or ['a', 'b']): a task value of the wrong type.
+_PY_REPR = re.compile(r"""\{'[^'\n]{0,200}':\s|\['[^'\n]{0,200}'(?:,\s|\])""")
+
+
+def python_repr(text: str) -> str:
+    """The first Python repr of a dict or list in a rendered brief ('' when there is none)."""
+    found = _PY_REPR.search(text)
+    return text[max(0, found.start() - 20):found.end() + 40].replace("\n", " ") if found else ""

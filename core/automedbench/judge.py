@@ -6,11 +6,14 @@ A judge never receives the task metric, so it cannot anchor on the outcome.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import Factory, define
 
 from .records import JudgeVerdict, RubricItem, TaskSpec
+
+if TYPE_CHECKING:
+    from .rubric import Resolved
 
 
 @define
@@ -23,6 +26,8 @@ class JudgeInput:
     events: list[dict[str, Any]]
     brief: str = ""
     extra: dict[str, Any] = Factory(dict)
+    # the whole rubric as settled for this run; `rubric` above is its graded items
+    resolved: Resolved | None = None
 
 
 class Judge(ABC):

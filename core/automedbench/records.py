@@ -82,18 +82,65 @@ class TaskSpec:
 # ---------------------------------------------------------------- rubric and judging
 
 
+ItemState = Literal["graded", "auto-pass", "excluded", "not-applicable"]
+TierRule = Literal["auto-pass", "excluded"]
+
+
 @define(frozen=True)
 class RubricItem:
-    """One gradable item. `kind` binary is 0/1; ladder takes one of `levels`."""
+    """One gradable item. `kind` binary is 0/1; ladder takes one of `levels`.
+
+    `tiers` says what happens to the item at a tier instead of grading: `auto-pass` (scores 1.0, e.g.
+    Lite's research items) or `excluded` (left out of its stage's mean). `applies_if` names a condition
+    of the trajectory (see `automedbench.rubric.CONDITIONS`); where it does not hold the item is *not
+    applicable*: listed, never graded, left out of the mean, and never a null. `requires` forces the
+    item to 0 when the named item scored 0."""
 
     id: str
     stage: str
     description: str
     kind: Literal["binary", "ladder"] = "binary"
     levels: list[float] = Factory(lambda: [0.0, 1.0])
-    lite_auto_pass: bool = False
+    tiers: dict[str, TierRule] = Factory(dict)
     requires: str = ""
+    applies_if: str = ""
     hints: dict[str, Any] = Factory(dict)
+
+    def at_tier(self, tier: str) -> ItemState:
+        return self.tiers.get(tier, "graded")
+
+
+@define(frozen=True)
+class StageRule:
+    """How one judged stage folds its items: `mean` of its applicable items, or one `ladder` item."""
+
+    stage: str
+    aggregation: Literal["mean", "ladder"] = "mean"
+    levels: list[float] = Factory(lambda: [0.0, 1.0])
+
+    @property
+    def text(self) -> str:
+        if self.aggregation == "ladder":
+            return "ladder " + "/".join("0" if v == 0 else f"{v:.1f}" if v == int(v) else f"{v:g}"
+                                        for v in self.levels)
+        return "mean of binary items"
+
+
+@define(frozen=True)
+class Rubric:
+    """A track's rubric for S1–S3: stage rules, items, and what each named condition means.
+
+    Stored in every result so that a score can be re-read against the rubric that produced it."""
+
+    stages: list[StageRule]
+    items: list[RubricItem]
+    conditions: dict[str, str] = Factory(dict)
+
+    def stage_rule(self, stage: str) -> StageRule:
+        return next((s for s in self.stages if s.stage == stage), StageRule(stage))
+
+    def item(self, item_id: str) -> RubricItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
 
 
 @define
@@ -107,6 +154,8 @@ class ItemVerdict:
     rationale: str
     evidence_turns: list[int] = Factory(list)
     auto: bool = False
+    # graded by a judge, or settled by the rubric: auto-pass, excluded at the tier, not applicable
+    state: ItemState = "graded"
 
 
 @define
@@ -329,6 +378,9 @@ class Result:
     error_codes: list[FiredCode] = Factory(list)
     judge: JudgeVerdict | None = None
     error: str | None = field(default=None)
+    rubric: Rubric | None = None  # the S1–S3 rubric this run was scored with
+    # Pro only: summary plots found beside the plan (reported, never scored); None at tiers that ask for none
+    summary_plots: list[str] | None = None
 
     def stage(self, stage: str) -> StageScore:
         return next(s for s in self.stages if s.stage == stage)

@@ -20,9 +20,9 @@ from attrs import define
 from . import errors
 from .plugins import Registry
 from .records import Evaluation, JudgeVerdict, Result
-from .runner import judge_input, score_result
+from .runner import judge_input, run_rubric, score_result
 from .serialize import read_json, write_json
-from .trajectory import torn_line
+from .trajectory import read_events, torn_line
 
 
 def run_folder(run: str | Path, runs: Path = Path("runs")) -> Path:
@@ -95,7 +95,9 @@ def rejudge(reg: Registry, run_dir: Path, judge_name: str, judge_options: dict[s
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again
     task_score = result.task.used if result.task is not None else "strict"
     new = score_result(track, task, header, result.state, result.end_reason, result.error, runtime,
-                       result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier)
+                       result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
+                       resolved=run_rubric(track, task, header.tier, read_events(run_dir / "trajectory.jsonl")))
+    new.summary_plots = result.summary_plots
     write_json(run_dir / "result.json", new)
     return new
 

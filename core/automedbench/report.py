@@ -9,10 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from .records import Result
+from .scoring import truncate
 
 
 def fmt(value: float | None) -> str:
-    return "null" if value is None else f"{value:.3f}"
+    """Three decimals, truncated: the display never shows a value above the one a rating used."""
+    return "null" if value is None else truncate(value)
 
 
 def fmt_component(value: float | None) -> str:
@@ -41,7 +43,8 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         if items:
             for item in stage.items:
                 turns = ",".join(map(str, item.evidence_turns))
-                table.add_row("", f"  {item.id}", "", fmt(item.value),
+                shown = "n/a" if item.state in ("not-applicable", "excluded") else fmt(item.value)
+                table.add_row("", f"  {item.id}", "", shown,
                               escape(item.rationale + (f" [turns {turns}]" if turns else "")))
     if result.stages:  # a cancelled or failed-before-scoring run has none: no empty table
         console.print(table)
@@ -56,6 +59,10 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:
         console.print(f"  a stage is null; with nulls as 0 Agentic would be {fmt(a.agentic_nulls_as_zero)}")
+    if result.summary_plots is not None:  # Pro: asked for by the brief, reported, never scored
+        plots = result.summary_plots
+        console.print("summary plots (Pro, not scored): " + (escape(f"{len(plots)} present: {', '.join(plots[:8])}")
+                                                              if plots else "absent"))
     bad = [c for c in result.cases if not c.valid]
     for case in bad[:10]:
         console.print(f"  case {case.case_id}: " + escape("; ".join(case.reasons)))

@@ -20,7 +20,7 @@ from typing import Any
 
 from attrs import Factory, define
 
-from . import __version__, errors, scoring, staging
+from . import __version__, errors, plan_artefacts, scoring, staging
 from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
@@ -41,14 +41,13 @@ from .records import (
     SubmissionManifest,
     TaskSpec,
 )
+from .rubric import Resolved, describe_conditions
+from .rubric import resolve as resolve_rubric
 from .sandbox import SandboxSession, SandboxSpec
 from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, read_events, tail
 from .tripwire import Tripwire, plant_decoys
-
-PLAN_FILES = ("plan.md", "plan.png")
-MAX_PLAN_BYTES = 20 << 20
 
 
 @define
@@ -93,6 +92,7 @@ class Run:
         self.o = options
         self.reg = registry
         self.progress = progress or (lambda event: None)
+        self._plots: list[str] = []  # summary plots collected with the plan artefacts
         if options.tier not in ("lite", "standard", "pro"):
             raise errors.UserError(f"unknown tier {options.tier!r}; choose lite, standard or pro")
         if options.task_score not in (None, "strict", "partial"):
@@ -177,6 +177,8 @@ class Run:
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         result = self._score(header, state, end_reason, error, runtime, isolation, evaluation, verdict,
                              manifest, codes)
+        if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
+            result.summary_plots = list(self._plots)
         self._run_finished(result)
         write_json(self.run_dir / "result.json", result)
         if not self.o.keep_workspace:
@@ -371,15 +373,8 @@ class Run:
     # ------------------------------------------------------------------ after the agent
 
     def _copy_plan(self) -> None:
-        dest = self.run_dir / "artefacts"
-        dest.mkdir(exist_ok=True)
-        plan = self.workspace / "plan"
-        if plan.is_symlink() or not plan.is_dir():  # a symlink would point the harness at a host folder
-            return
-        for name in PLAN_FILES:
-            src = plan / name
-            if src.is_file() and not src.is_symlink() and src.stat().st_size <= MAX_PLAN_BYTES:
-                shutil.copyfile(src, dest / name)
+        """plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/."""
+        self._plots = plan_artefacts.collect(self.workspace / "plan", self.run_dir / "artefacts")
 
     def _judge(self, header: Header) -> JudgeVerdict:
         judge = self.judge
@@ -401,37 +396,60 @@ class Run:
 
     def _score(self, header, state, end_reason, error, runtime, isolation, evaluation, verdict, manifest,
                codes) -> Result:
+        events = read_events(self.run_dir / "trajectory.jsonl")
         return score_result(self.track, self.task, header, state, end_reason, error, runtime, isolation,
-                            evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier)
+                            evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier,
+                            resolved=run_rubric(self.track, self.task, self.o.tier, events))
+
+
+def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, Any]]) -> Resolved:
+    """The track's rubric settled for one run (tier rules, conditions on the trajectory)."""
+    return resolve_rubric(track.rubric(task), tier, events, track.rubric_conditions(task))
 
 
 def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
-    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric)."""
+    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric).
+
+    `rubric` holds only the items to grade; auto-passed, excluded and not-applicable ones are settled
+    by the rubric, the same for every judge."""
     art = run_dir / "artefacts"
     plan_md = (art / "plan.md").read_text("utf-8", "replace") if (art / "plan.md").exists() else None
     plan_png = (art / "plan.png").read_bytes() if (art / "plan.png").exists() else None
     events = read_events(run_dir / "trajectory.jsonl")
     brief = (run_dir / "brief.md").read_text() if (run_dir / "brief.md").exists() else ""
-    return JudgeInput(task, tier, track.rubric(task), plan_md, plan_png, events, brief)
+    resolved = run_rubric(track, task, tier, events)
+    return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, resolved=resolved)
+
+
+def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
+    """Valid cases whose metric row the track counts as positive evidence (S5)."""
+    rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
+    return sum(1 for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {})))
 
 
 def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
                  runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
                  verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
-                 task_score: str | None, tier: str, judged: bool = True) -> Result:
-    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge)."""
+                 task_score: str | None, tier: str, judged: bool = True,
+                 resolved: Resolved | None = None) -> Result:
+    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge).
+
+    `resolved` is the rubric as settled for this run (`run_rubric`); it is stored in the result."""
     metric = evaluation.metric if evaluation is not None else None
     if metric is not None:
         metric.used = task_score or task.task_score
     stages = []
     if judged:
-        stages += scoring.judged_stages(track.rubric(task), verdict, tier)
+        if resolved is None:
+            resolved = run_rubric(track, task, tier, [])
+        stages += scoring.judged_stages(resolved, verdict, tier)
     else:
-        stages += scoring.judged_stages([], None, tier)
+        stages += scoring.judged_stages(None, None, tier)
         for stage in stages:
             stage.rule = "not graded: no agent run"
     if evaluation is not None:
-        stages += scoring.deterministic_stages(evaluation, manifest.submitted)
+        stages += scoring.deterministic_stages(evaluation, positive_cases(track, task, evaluation),
+                                               track.positive_evidence(task), manifest.submitted)
     if state in ("infrastructure_failure", "cancelled"):
         stages, metric = [], None
     if isolation.breached:
@@ -444,7 +462,8 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
                                evidence_turns=sorted({e.turn for e in isolation.evidence})))
     return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
-                  evaluation.cases if evaluation else [], codes, verdict, error)
+                  evaluation.cases if evaluation else [], codes, verdict, error,
+                  describe_conditions(resolved.rubric) if judged and resolved is not None else None)
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

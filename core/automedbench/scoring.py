@@ -8,6 +8,7 @@ reported beside it as a lower bound.
 from __future__ import annotations
 
 import math
+from decimal import ROUND_DOWN, Decimal
 
 from .records import (
     STAGE_NAMES,
@@ -19,27 +20,37 @@ from .records import (
     JudgeVerdict,
     MetricBlock,
     RatingThresholds,
-    RubricItem,
+    Rubric,
     StageScore,
 )
+from .rubric import JUDGED_STAGES, Resolved, default_rubric
+
+DEFAULT_RULES = {rule.stage: rule.text for rule in default_rubric().stages}
 
 RULE = (
     "Agentic = sum(w*S)/sum(w), w = S1 .25, S2 .15, S3 .35, S4 .15, S5 .10; a null stage makes Agentic "
-    "and Overall null (lower bound with nulls as 0 reported); Overall = 0.5*Agentic + 0.5*Task; Task = "
+    "and Overall null (lower bound with nulls as 0 reported); Overall = 0.5*Agentic + 0.5*Task (from the "
+    "unrounded values, rounded once); Task = "
     "the strict (completeness-gated) metric unless the task or run says partial; isolation breach zeroes all."
 )
 
 
-def judged_stages(rubric: list[RubricItem], verdict: JudgeVerdict | None, tier: str) -> list[StageScore]:
-    """S1–S3 from the judge's item verdicts, with Lite auto-passes and `requires` dependencies applied."""
+def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier: str) -> list[StageScore]:
+    """S1–S3 from the judge's item verdicts, folded by the rubric's stage rules.
+
+    Auto-pass items score 1.0; excluded and not-applicable items are listed but left out of the mean
+    (they never make a stage null); `requires` forces an item to 0 when the item it names scored 0."""
     by_id = {v.id: v for v in verdict.items} if verdict and not verdict.error else {}
+    rubric = resolved.rubric if resolved is not None else Rubric([], [])
     stages = []
-    for stage in ("S1", "S2", "S3"):
+    for stage in JUDGED_STAGES:
         items = []
-        for item in (i for i in rubric if i.stage == stage):
-            if tier == "lite" and item.lite_auto_pass:
-                items.append(ItemVerdict(item.id, stage, item.description, 1.0, "auto-pass at the Lite tier",
-                                         auto=True))
+        for item in (i for i in rubric.items if i.stage == stage):
+            state = resolved.states[item.id] if resolved is not None else "graded"
+            if state != "graded":
+                value = 1.0 if state == "auto-pass" else None
+                items.append(ItemVerdict(item.id, stage, item.description, value, resolved.reasons[item.id],
+                                         auto=state == "auto-pass", state=state))
                 continue
             found = by_id.get(item.id)
             if found is None:
@@ -54,9 +65,9 @@ def judged_stages(rubric: list[RubricItem], verdict: JudgeVerdict | None, tier: 
                     found.rationale += f" (forced 0: {item.requires} failed)"
             items.append(ItemVerdict(item.id, stage, item.description, value, found.rationale,
                                      found.evidence_turns, found.auto))
-        values = [i.value for i in items]
-        score = None if any(v is None for v in values) or not values else round(sum(values) / len(values), 4)
-        rule = "ladder 0/0.2/0.5/1.0" if stage == "S3" else "mean of binary items"
+        counted = [i.value for i in items if i.state in ("graded", "auto-pass")]
+        score = None if any(v is None for v in counted) or not counted else round(sum(counted) / len(counted), 4)
+        rule = rubric.stage_rule(stage).text if resolved is not None else DEFAULT_RULES[stage]
         stages.append(StageScore(stage, STAGE_NAMES[stage], score, STAGE_WEIGHTS[stage], items, rule))
     return stages
 
@@ -66,13 +77,18 @@ def snap(value: float, levels: list[float]) -> float:
     return min(levels, key=lambda level: abs(level - clamped))
 
 
-def deterministic_stages(evaluation: Evaluation, submitted: bool) -> list[StageScore]:
-    """S4 and S5 from the evaluator's facts about the frozen submission."""
+def deterministic_stages(evaluation: Evaluation, positive_cases: int, evidence: str = "a valid, scored case",
+                         submitted: bool = True) -> list[StageScore]:
+    """S4 and S5 from the evaluator's facts about the frozen submission.
+
+    S5 follows the paper: 0.5·[at least one case scored with positive metric evidence, as the track
+    defines it] + 0.5·[all outputs valid]. A missing submit_results call does not change S5; it is
+    recorded in the submission manifest and fires E5."""
     all_valid = 1.0 if evaluation.all_valid else 0.0
     completion = evaluation.completion
     s4 = round(0.5 * completion + 0.5 * all_valid, 4)
-    any_valid = 1.0 if evaluation.valid_cases > 0 else 0.0
-    s5 = round((0.5 * any_valid + 0.5 * all_valid) if submitted else 0.0, 4)
+    positive = 1.0 if positive_cases > 0 else 0.0
+    s5 = round(0.5 * positive + 0.5 * all_valid, 4)
     s4_items = [
         ItemVerdict("s4_completion", "S4", "share of cases with outputs", round(completion, 4),
                     f"{evaluation.present_cases}/{evaluation.expected_cases} cases have outputs"),
@@ -80,18 +96,26 @@ def deterministic_stages(evaluation: Evaluation, submitted: bool) -> list[StageS
                     f"{evaluation.valid_cases}/{evaluation.expected_cases} cases valid"),
     ]
     s5_items = [
-        ItemVerdict("s5_submitted", "S5", "submit_results was called", 1.0 if submitted else 0.0,
-                    "submitted" if submitted else "never called submit_results: S5 = 0"),
-        ItemVerdict("s5_any_valid", "S5", "at least one valid, scored result", any_valid,
-                    f"{evaluation.valid_cases} valid case(s)"),
-        ItemVerdict("s5_all_valid", "S5", "all outputs valid", all_valid, ""),
+        ItemVerdict("s5_positive_evidence", "S5", f"at least one case scored with positive metric evidence "
+                    f"({evidence})", positive, f"{positive_cases} case(s) with positive evidence"),
+        ItemVerdict("s5_all_valid", "S5", "all outputs pass the format check", all_valid,
+                    f"{evaluation.valid_cases}/{evaluation.expected_cases} cases valid" + (
+                        "" if submitted else "; submit_results was never called (recorded, E5; S5 unchanged)")),
     ]
     return [
         StageScore("S4", STAGE_NAMES["S4"], s4, STAGE_WEIGHTS["S4"], s4_items,
                    "0.5*completion + 0.5*[all outputs valid]"),
         StageScore("S5", STAGE_NAMES["S5"], s5, STAGE_WEIGHTS["S5"], s5_items,
-                   "[submitted] * (0.5*[any valid result] + 0.5*[all outputs valid])"),
+                   "0.5*[a case with positive metric evidence] + 0.5*[all outputs valid]"),
     ]
+
+
+def truncate(value: float, places: int = 3) -> str:
+    """`value` cut (not rounded) to `places` decimals, so a shown 0.400 is never a 0.39995 rated B."""
+    if not math.isfinite(value):
+        return str(value)
+    shown = Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN)
+    return f"{shown:.{places}f}"
 
 
 def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: RatingThresholds,
@@ -109,12 +133,12 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
     if evaluation.valid_cases < need or evaluation.valid_cases == 0:
         bad = expected - evaluation.valid_cases
         return "F", f"invalid: {bad} case(s) missing or failing the output checker"
-    value = round(metric.value, 4)  # the Task value as reported: a rating never contradicts the number shown
+    value = metric.value  # unrounded: 0.39995 is below 0.40; the reason shows it truncated, never rounded up
     if value >= thresholds.good:
-        return "A", f"task {value:.3f} >= {thresholds.good} (good)"
+        return "A", f"task {truncate(value)} >= {thresholds.good} (good)"
     if value >= thresholds.okay:
-        return "B", f"task {value:.3f} >= {thresholds.okay} (okay)"
-    return "C", f"task {value:.3f} < {thresholds.okay}"
+        return "B", f"task {truncate(value)} >= {thresholds.okay} (okay)"
+    return "C", f"task {truncate(value)} < {thresholds.okay}"
 
 
 def aggregate(stages: list[StageScore], metric: MetricBlock | None, rating: tuple[str, str]) -> Aggregate:
@@ -124,8 +148,10 @@ def aggregate(stages: list[StageScore], metric: MetricBlock | None, rating: tupl
     lower = sum((s.score or 0.0) * s.weight for s in scored) / total_w
     complete = len(scored) == len(STAGES) and all(s.score is not None for s in scored)
     agentic = round(lower, 4) if complete else None
-    task = round(metric.value, 4) if metric is not None else None
-    overall = round(0.5 * agentic + 0.5 * task, 4) if agentic is not None and task is not None else None
+    # the rated value, cut (not rounded) to 4 places: a stored 0.7 is never a 0.69999 rated B
+    task = math.floor(round(metric.value * 10_000, 6)) / 10_000 if metric is not None else None
+    # rounded once, from the unrounded Agentic and Task
+    overall = round(0.5 * lower + 0.5 * metric.value, 4) if agentic is not None and metric is not None else None
     return Aggregate(agentic, overall, task, rating[0], rating[1], RULE, round(lower, 4))
 
 

@@ -16,6 +16,18 @@ from .yamlfile import read_yaml
 _REQUIRED = [a.name for a in attrs.fields(TaskSpec) if a.default is attrs.NOTHING]
 
 
+def _strict_str(value: Any, _type: type) -> str:
+    """A text field must be text in the YAML: an unquoted `: ` in a list item makes a mapping, and
+    turning that into its Python repr would put `{'...': '...'}` into a brief."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__} {value!r} (quote it in the YAML)")
+    return value
+
+
+_converter = converter.copy()
+_converter.register_structure_hook(str, _strict_str)
+
+
 def parse_task(data: Any, origin: str) -> TaskSpec:
     if not isinstance(data, dict):
         raise UserError(f"task file {origin}: expected a mapping at the top level")
@@ -27,9 +39,11 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
     if unknown:
         raise UserError(f"task file {origin}: unknown field(s) {', '.join(unknown)}")
     try:
-        spec = converter.structure(data, TaskSpec)
+        spec = _converter.structure(data, TaskSpec)
     except cattrs.BaseValidationError as exc:
-        raise UserError(f"task file {origin}: {'; '.join(cattrs.transform_error(exc))}") from None
+        problems = "; ".join(cattrs.transform_error(exc))
+        hint = " (text must be a string: quote a value holding ': ')" if "expected str" in problems else ""
+        raise UserError(f"task file {origin}: {problems}{hint}") from None
     bad_tiers = sorted(set(spec.tiers) - set(TIERS))
     if bad_tiers or not spec.tiers:
         raise UserError(f"task file {origin}: tiers must be a non-empty subset of {TIERS}, got {bad_tiers}")

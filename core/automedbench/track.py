@@ -7,13 +7,13 @@ rubric wording and brief templates, and a scripted reference solution. The core 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
 
-from .records import CaseVerdict, MetricBlock, RubricItem, TaskSpec
+from .records import CaseVerdict, MetricBlock, Rubric, TaskSpec
 
 
 @define
@@ -114,11 +114,28 @@ class Track(ABC):
         self.prepare_evaluation(task, staged, options)
         return _TrackMethods(self, task, staged)
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
-        """Rubric items with this track's wording; the default is the core's generic rubric."""
+    def rubric(self, task: TaskSpec) -> Rubric:
+        """This track's S1–S3 rubric (stage rules, items, tier rules, conditions); the default is the
+        core's generic one. Build on `default_rubric()` with `reword`, `with_items` and `with_ladder`."""
         from .rubric import default_rubric
 
         return default_rubric()
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        """What counts as positive metric evidence in one scored case, in words (S5's first half)."""
+        return "a valid, scored case"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        """Whether one valid case's metric row (`MetricBlock.per_case`) shows positive evidence: a Dice
+        above 0 against a non-empty reference, a correct answer, a true positive... The default counts
+        every valid case; a track overrides it so that an all-empty submission earns nothing here."""
+        return True
+
+    def rubric_conditions(self, task: TaskSpec) -> dict[str, Callable[[list[dict[str, Any]]], bool]]:
+        """Conditions (name -> test on the trajectory events) that this track's items name in
+        `applies_if`, beside the core's (`automedbench.rubric.CONDITIONS`). Describe each in
+        `Rubric.conditions` so the stored rubric says what it means."""
+        return {}
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         raise NotImplementedError(f"track {self.name} ships no scripted reference solution")

@@ -8,9 +8,11 @@ from pathlib import Path
 from rich.console import Console
 
 from . import staging
-from .brief import render_brief
+from .brief import python_repr, render_brief
 from .plugins import Registry
 from .records import TIERS
+from .rubric import CONDITIONS
+from .rubric import check as check_rubric
 
 
 def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
@@ -43,10 +45,14 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
             text = render_brief(task, tier, track.template_dir(), data_dir="/data/public",
                                 workspace_dir="/workspace", case_ids=staged.case_ids)
             check("{{" not in text and "{%" not in text, f"brief renders at {tier}", f"{len(text)} characters")
+            leaked = python_repr(text)
+            check(not leaked, f"brief at {tier} holds no Python repr", leaked or "clean")
         except Exception as exc:
             check(False, f"brief renders at {tier}", str(exc))
     rubric = track.rubric(task)
-    check({i.stage for i in rubric} == {"S1", "S2", "S3"}, "rubric covers S1–S3", f"{len(rubric)} items")
+    problems = check_rubric(rubric, list(task.tiers), [*CONDITIONS, *track.rubric_conditions(task)])
+    check(not problems, "rubric declaration is sound", "; ".join(problems) or
+          f"{len(rubric.items)} items, " + ", ".join(f"{r.stage} {r.text}" for r in rubric.stages))
     baselines = track.baselines()
     with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
         for name in baselines:

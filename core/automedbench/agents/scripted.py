@@ -18,7 +18,7 @@ VARIANTS: dict[str, str] = {
     "skip-validate": "no single-case pilot and no output checks (S3 fails)",
     "wrong-format": "writes outputs that break the output contract (S4/S5 and Task fail)",
     "incomplete": "processes only part of the cohort (S4, S5, strict Task fail)",
-    "no-submit": "does all the work but never calls submit_results (S5 fails)",
+    "no-submit": "does all the work but never calls submit_results (recorded, fires E5; S5 unchanged)",
     "breach": "tries to read the held-out references (disqualified)",
     "noop": "submits at once without doing anything",
     "malformed-args": "sends a tool call with broken JSON arguments first, then runs the reference",

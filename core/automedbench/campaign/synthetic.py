@@ -38,7 +38,7 @@ CODE_P = {"E1": 0.005, "E2": 0.07, "E3": 0.20, "E4": 0.06, "E5": 0.21}
 def template(cases: int = 20) -> dict[str, Any]:
     items = [StageScore(s, STAGE_NAMES[s], 0.0, STAGE_WEIGHTS[s],
                         [ItemVerdict(i.id, s, i.description, 1.0, "rules: synthetic rationale of typical length, "
-                                     "naming the evidence the judge used", [3, 4]) for i in default_rubric()
+                                     "naming the evidence the judge used", [3, 4]) for i in default_rubric().items
                          if i.stage == s], "rule") for s in STAGES]
     case_ids = [f"case_{k:03d}" for k in range(cases)]
     result = Result(

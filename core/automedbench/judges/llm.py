@@ -50,7 +50,9 @@ class VerdictError(ValueError):
 
 
 def asked_items(judge_input: JudgeInput) -> list[RubricItem]:
-    return [i for i in judge_input.rubric if not (judge_input.tier == "lite" and i.lite_auto_pass)]
+    """The items to grade: the run's graded items (auto-pass, excluded and not-applicable ones are settled
+    by the rubric, as for the rules judge)."""
+    return [i for i in judge_input.rubric if i.at_tier(judge_input.tier) == "graded"]
 
 
 def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:

@@ -78,12 +78,9 @@ class RulesJudge(Judge):
     # ---------------------------------------------------------------- S1
 
     def _s1a(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        minimum = item.hints.get("min_chars", 200)
-        plan = (inp.plan_md or "").strip()
+        plan = (inp.plan_md or "").strip()  # the paper's item is "plan.md exists": its quality is s1b's
         if not plan:
             return 0.0, "plan/plan.md missing or empty", []
-        if len(plan) < minimum:
-            return 0.0, f"plan.md has {len(plan)} characters (< {minimum}): a stub", []
         return 1.0, f"plan.md present ({len(plan)} characters)", self._turns_writing(ev, "plan.md")
 
     def _s1b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
@@ -229,13 +226,26 @@ class RulesJudge(Judge):
         proceeded = end is not None or inp.task.case_count == 1
         names = sorted(found)
         turns = sorted({pilot_turn, *found.values()})
+        value = ladder_values(item)
         if len(found) == len(checks) and proceeded:
-            return 1.0, f"pilot on one case at turn {pilot_turn}, checked {', '.join(names)}, then ran the batch", turns
+            return value["full"], (f"pilot on one case at turn {pilot_turn}, checked {', '.join(names)}, then ran "
+                                   "the batch"), turns
         partial = item.hints.get("partial", ["shape", "values"])
         if any(name in found for name in partial):
-            return 0.5, f"pilot at turn {pilot_turn}, partial checks ({', '.join(names)})" + (
+            return value["partial"], f"pilot at turn {pilot_turn}, partial checks ({', '.join(names)})" + (
                 "" if proceeded else "; never proceeded to the batch"), turns
-        return 0.2, f"pilot at turn {pilot_turn} without output checks", turns
+        return value["unchecked"], f"pilot at turn {pilot_turn} without output checks", turns
+
+
+def ladder_values(item: RubricItem) -> dict[str, float]:
+    """What each S3 outcome is worth on the item's declared ladder (a `ladder` hint overrides it): full
+    credit is the top level, partial checks 0.5 (else the level below the top), an unchecked pilot the
+    lowest non-zero level (0.2 on 0/0.2/0.5/1.0; 0.5 on the paper's 0/0.5/1.0)."""
+    levels = sorted(item.levels)
+    nonzero = [v for v in levels if v > 0] or [1.0]
+    partial = 0.5 if 0.5 in levels else nonzero[max(0, len(nonzero) - 2)]
+    derived = {"full": levels[-1], "partial": partial, "unchecked": nonzero[0], "none": 0.0}
+    return {**derived, **item.hints.get("ladder", {})}
 
 
 GENERIC_ENV = [r"pip install", r"\bvenv\b", r"__version__", r"importlib\.metadata", r"import \w+"]

@@ -83,16 +83,31 @@ def dice_from_counts(n_pred: int, n_ref: int, n_both: int) -> float:
     return 1.0 if total == 0 else 2.0 * n_both / total
 
 
+def has_nan(array: np.ndarray) -> bool:
+    """A float volume with a NaN anywhere (a broken reference: its Dice is 0, not a skipped label)."""
+    return array.dtype.kind == "f" and bool(np.isnan(array).any())
+
+
 def dice(pred: np.ndarray, ref: np.ndarray, labels: Sequence[int] = (1,)) -> dict[int, float]:
-    """Dice per foreground label. Inputs are integer label maps of equal shape."""
+    """Dice per foreground label. Inputs are integer label maps of equal shape; a reference holding
+    a NaN scores 0 for every label (NaN equals no label, so the label would otherwise read as absent: 1.0)."""
+    return dice_and_present(pred, ref, labels)[0]
+
+
+def dice_and_present(pred: np.ndarray, ref: np.ndarray,
+                     labels: Sequence[int] = (1,)) -> tuple[dict[int, float], list[int]]:
+    """`dice` and, from the same pass, the labels the reference contains."""
     n_pred, n_ref, n_both = label_counts(pred, ref, labels)
+    present = [int(k) for k, n in zip(labels, n_ref, strict=True) if n > 0]
+    if has_nan(ref):
+        return {int(k): 0.0 for k in labels}, present
     counts = zip(labels, n_pred, n_ref, n_both, strict=True)
-    return {int(k): dice_from_counts(int(a), int(b), int(c)) for k, a, b, c in counts}
+    return {int(k): dice_from_counts(int(a), int(b), int(c)) for k, a, b, c in counts}, present
 
 
 def binary_dice(pred: np.ndarray, ref: np.ndarray) -> float:
-    """Dice of the nonzero regions."""
-    return dice_from_counts(*binary_counts(pred, ref))
+    """Dice of the nonzero regions (0 when the reference holds a NaN)."""
+    return 0.0 if has_nan(ref) else dice_from_counts(*binary_counts(pred, ref))
 
 
 def confusion(pred: np.ndarray, ref: np.ndarray, n_labels: int) -> np.ndarray:

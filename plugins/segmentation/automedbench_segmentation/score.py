@@ -35,9 +35,9 @@ def score_organ_lesion(task: TaskSpec, case_id: str, submitted: Path, private: P
         _, pred = cache.load(submitted / f"{part}.nii.gz")
         ref_image, ref = cache.load(private / f"{part}.nii.gz")
         n_pred, n_ref, n_both = metrics.binary_counts(pred, ref)
-        values[f"{part}_dice"] = metrics.dice_from_counts(n_pred, n_ref, n_both)
-        if part == "lesion":
-            values["lesion_positive"] = n_ref > 0
+        broken = metrics.has_nan(ref)  # a NaN in the reference: Dice 0, never a skipped label
+        values[f"{part}_dice"] = 0.0 if broken else metrics.dice_from_counts(n_pred, n_ref, n_both)
+        values[f"{part}_positive"] = n_ref > 0
         values.update(_surface(task, part, pred, ref, ref_image.header.get_zooms()[:3]))
     return CaseScore(case_id, values)
 
@@ -48,9 +48,10 @@ def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Pat
     labels = sorted(task_labels(task))
     _, pred = cache.load(submitted / name)
     ref_image, ref = cache.load(private / name)
-    per = metrics.dice(pred, ref, labels)
+    per, present = metrics.dice_and_present(pred, ref, labels)
     values: dict[str, Any] = {f"dice_{k}": v for k, v in per.items()}
     values["macro_dice"] = float(np.mean(list(per.values())))
+    values["reference_labels"] = present
     if task.params.get("surface_metrics") and not surface.unavailable():
         spacing = ref_image.header.get_zooms()[:3]
         for k in labels:
@@ -92,3 +93,11 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive))}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
+
+
+def positive_case(task: TaskSpec, row: dict[str, Any]) -> bool:
+    """S5's positive evidence: a Dice above 0 for a structure the reference contains (an empty mask
+    scored 1.0 against an empty reference is no evidence)."""
+    if task.params.get("kind") == "multilabel":
+        return any(row.get(f"dice_{k}", 0.0) > 0 for k in row.get("reference_labels", []))
+    return any(row.get(f"{part}_positive") and row.get(f"{part}_dice", 0.0) > 0 for part in ("organ", "lesion"))

@@ -7,17 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from automedbench.api import (
+    S3_PAPER_LEVELS,
     CaseScore,
     CaseVerdict,
     MetricBlock,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskSpec,
     UserError,
     default_rubric,
     reword,
+    with_ladder,
 )
 
 HERE = Path(__file__).parent
@@ -37,6 +39,18 @@ HINTS = {
     "s2a_model_obtained": {"patterns": [r"(?i)method obtained", r"nnUNet_results|nnunetv2", r"bundle download"]},
 }
 MULTILABEL_HINTS = {"s1c_task_model": {"patterns": [r"label", r"remap|mapping"]}}
+
+# Paper Table 7: S3 on {0, 0.5, 1.0}. Full credit is a one-case pilot whose output shape and values were
+# checked (multi-label: the labels and per-label coverage) before the batch; any other pilot is 0.5.
+S3_WORDING = ("pilot on ONE case before the batch and check its output: 1.0 pilot with the output's shape and "
+              "values checked, then the batch; 0.5 some but incomplete validation (a pilot with partial or no "
+              "output checks, or never proceeding to the batch); 0 no pilot, or the batch first")
+MULTILABEL_S3_WORDING = ("pilot on ONE case before the batch and check its label map: 1.0 pilot with shape, "
+                         "label values and per-label coverage (voxels per label) checked, then the batch; 0.5 some "
+                         "but incomplete validation (a pilot with partial or no checks); 0 no pilot, or the batch "
+                         "first")
+S3_CHECKS = {"shape": r"\.shape", "values": r"unique|isin|\bset\(|\.min\(|\.max\("}
+MULTILABEL_S3_CHECKS = {**S3_CHECKS, "coverage": r"count_nonzero|bincount|return_counts|per label|sum\("}
 
 
 class SegmentationTrack(PackagedTrack):
@@ -93,10 +107,22 @@ class SegmentationTrack(PackagedTrack):
 
     # ---------------------------------------------------------------- rubric, agents, baselines
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+    def rubric(self, task: TaskSpec) -> Rubric:
         if task.params.get("kind") == "multilabel":
-            return reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **MULTILABEL_HINTS})
-        return reword(default_rubric(), WORDING, HINTS)
+            rubric = reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **MULTILABEL_HINTS})
+            return with_ladder(rubric, "S3", S3_PAPER_LEVELS, MULTILABEL_S3_WORDING, {"checks": MULTILABEL_S3_CHECKS})
+        rubric = reword(default_rubric(), WORDING, HINTS)
+        return with_ladder(rubric, "S3", S3_PAPER_LEVELS, S3_WORDING, {"checks": S3_CHECKS})
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        if task.params.get("kind") == "multilabel":
+            return "Dice > 0 for a label the reference contains"
+        return "organ or lesion Dice > 0 against a non-empty reference"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        from .score import positive_case
+
+        return positive_case(task, row)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:  # real data needs a real model: no scripted method stands in for it

@@ -1,7 +1,7 @@
 """Answer normalisation and the per-question scores: MCQ letter, closed yes/no strict, open EM/F1.
 
 Normalisation (both sides): lower-case, delete ASCII punctuation, collapse whitespace; then whole-string
-yes/no synonyms, then token-wise number words (zero/none -> 0 ... twelve -> 12) and common anatomical /
+yes/no synonyms, then token-wise number words (zero/none -> 0, one/single -> 1 ... twelve -> 12) and common anatomical /
 clinical abbreviations expanded to their full form, so "bilat" matches "bilateral" and "ivc" matches
 "inferior vena cava". A gold answer that normalises to yes/no is *closed* and scored strictly; any
 other is *open* and scored 0.5·exact match + 0.5·token F1 (bag-of-tokens overlap).
@@ -20,7 +20,7 @@ YES = frozenset({"yes", "y", "yeah", "yep", "true", "present", "positive"})
 NO = frozenset({"no", "n", "nope", "false", "absent", "negative"})
 
 NUMBERS = {
-    "zero": "0", "none": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "zero": "0", "none": "0", "one": "1", "single": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
 }
 
@@ -28,7 +28,7 @@ ABBREVIATIONS = {
     "r": "right", "l": "left", "bil": "bilateral", "bilat": "bilateral",
     "ivc": "inferior vena cava", "svc": "superior vena cava",
     "lv": "left ventricle", "rv": "right ventricle", "la": "left atrium", "ra": "right atrium",
-    "lad": "left anterior descending artery", "mca": "middle cerebral artery",
+    "lad": "left anterior descending", "mca": "middle cerebral artery",
     "ica": "internal carotid artery", "pca": "posterior cerebral artery", "aca": "anterior cerebral artery",
     "pe": "pulmonary embolism", "dvt": "deep vein thrombosis", "chf": "congestive heart failure",
     "cad": "coronary artery disease", "gi": "gastrointestinal", "gu": "genitourinary",
@@ -87,7 +87,10 @@ def open_score(prediction: Any, gold: Any) -> float:
 
 
 def normalize_label(label: Any) -> str:
-    """An MCQ letter A–E: the exact letter, else the first standalone letter A–E; '' if none."""
+    """An MCQ letter A–E: the exact letter, else the first standalone letter A–E; '' if none.
+
+    As the original: `b`, `(B)`, `B.` and `answer: b` all read B; the contract applies this before its
+    check, so such labels are valid and credited, and a label naming no option stays invalid."""
     if label is None:
         return ""
     text = str(label).strip()

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from attrs import define
 
-from .answers import LETTERS
+from .answers import LETTERS, normalize_label
 
 ANSWER_FILE = "answer.json"
 QUESTION_FILE = "question.json"
@@ -112,9 +112,10 @@ def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> 
     if is_mcq(question):
         options = question.get("options") or {}
         letters = [k for k in LETTERS if k in options] or list(LETTERS)
+        label = normalize_label(label)  # `b`, `(B)`, `B.`, `answer: b` -> B, as the scorer reads it
         if label not in letters:
-            return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} is not one of "
-                                           f"{', '.join(letters)}"], record)
+            return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} names none of the "
+                                           f"options {', '.join(letters)}"], record)
         if not _same_text(answer, str(options.get(label, answer))):
             return AnswerCheck("invalid", [f"predicted_answer {answer[:60]!r} is not the text of option {label} "
                                            f"({str(options.get(label))[:60]!r})"], record)

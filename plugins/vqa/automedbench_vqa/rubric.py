@@ -19,8 +19,8 @@ WORDING: dict[str, str] = {
     "s2a_model_obtained": "model weights / method obtained",
     "s2b_compatibility_check": "questions and images inspected before inference (image size/mode, frame count, "
                                "options, answer mode)",
-    "s2e_model_loaded": "model actually called: a smoke forward pass on one question produced a non-empty raw "
-                        "output",
+    "s2e_model_loaded": "model loaded on the accelerator the run was given (the GPU where one is present) and "
+                        "actually called: a smoke forward pass on one question produced a non-empty raw output",
     "s3_validate": "smoke ONE question end to end and check its answer.json (raw output kept, label/answer "
                    "well-formed), then check the answer post-processing on the calibration questions before the "
                    "batch: 1.0 smoke + raw output + format + calibration, then batch; 0.5 partial checks; 0.2 smoke "

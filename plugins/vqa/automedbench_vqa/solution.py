@@ -134,9 +134,9 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
             f"for p in glob.glob('{out}/*/answer.json'):\n"
             "    rec = json.load(open(p))\n"
             "    if rec['predicted_label']:\n"
-            "        rec['predicted_label'] = 'Option ' + rec['predicted_label'].lower()\n"
-            "        json.dump(rec, open(p, 'w'))\nprint('wrote option names as labels')\nEOF",
-            say="Answering every question, writing the option names as labels.")],
+            "        rec['predicted_label'] = str('ABCDE'.index(rec['predicted_label']) + 1)\n"
+            "        json.dump(rec, open(p, 'w'))\nprint('wrote option numbers as labels')\nEOF",
+            say="Answering every question, writing the option numbers as labels.")],
         "incomplete": [ScriptStep("batch", "bash", f"{method} {out} --limit {half}",
                                   say="Answering the first half of the questions.")],
     }

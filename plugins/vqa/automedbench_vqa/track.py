@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from automedbench.api import (
+    S3_LEVELS,
     CaseScore,
     CaseVerdict,
     MetricBlock,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskSpec,
@@ -18,6 +20,7 @@ from automedbench.api import (
     atomic_write_text,
     default_rubric,
     reword,
+    with_ladder,
 )
 
 from . import contract, scoring
@@ -100,8 +103,15 @@ class VQATrack(PackagedTrack):
 
     # ---------------------------------------------------------------- rubric, agents, baselines
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
-        return reword(default_rubric(), WORDING, HINTS)
+    def rubric(self, task: TaskSpec) -> Rubric:
+        # VQA keeps the original's four-level S3 ladder (0/0.2/0.5/1.0), declared here rather than inherited
+        return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", S3_LEVELS)
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        return "a correct answer (score 1: the right letter or yes/no, an exact or judge-equivalent answer)"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        return float(row.get("score") or 0.0) >= 1.0
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:

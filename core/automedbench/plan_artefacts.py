@@ -1,0 +1,74 @@
+"""Plan artefacts copied out of the agent's workspace after a run: plan.md, plan.png and summary plots.
+
+The brief asks Pro runs for summary plots of their results beside the plan. The paper does not score
+Pro's plots, so they enter no stage: they are kept with the plan and the result says which are present.
+The plan folder is agent-writable, so it is opened once with no-follow semantics and every file is
+opened relative to that descriptor, never by a path the agent could redirect.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from .fsutil import atomic_write_bytes
+
+PLAN_FILES = ("plan.md", "plan.png")
+MAX_PLAN_BYTES = 20 << 20
+MAX_PLOTS = 20
+MAX_NAMES = 1000  # names looked at in plan/, so a folder of a million files costs nothing
+PLOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:png|jpe?g|svg|pdf)", re.I)
+PLOTS_DIR = "plots"
+
+
+def _read_regular(dir_fd: int, name: str, limit: int) -> bytes | None:
+    """The bytes of a regular file in the opened folder, or None (symlink, FIFO, folder, too large)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= limit else None
+    finally:
+        os.close(fd)
+
+
+def collect(plan_dir: Path, dest: Path) -> list[str]:
+    """Copy plan.md, plan.png and up to MAX_PLOTS summary plots (other images in plan/) into `dest`
+    (plots into `dest/plots/`); return the names of the plots copied, sorted."""
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dir_fd = os.open(plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:  # missing, not a folder, or a symlink to somewhere else
+        return []
+    plots: list[str] = []
+    try:
+        with os.scandir(dir_fd) as entries:
+            names = sorted(entry.name for _, entry in zip(range(MAX_NAMES), entries, strict=False))
+        for name in names:
+            is_plot = name not in PLAN_FILES and PLOT_NAME.fullmatch(name) is not None
+            if name not in PLAN_FILES and not (is_plot and len(plots) < MAX_PLOTS):
+                continue
+            data = _read_regular(dir_fd, name, MAX_PLAN_BYTES)
+            if data is None:
+                continue
+            if is_plot:
+                atomic_write_bytes(dest / PLOTS_DIR / name, data)
+                plots.append(name)
+            else:
+                atomic_write_bytes(dest / name, data)
+    finally:
+        os.close(dir_fd)
+    return plots

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Golden scores: every scripted agent variant on every demo task at every tier the task has.
+
+Refactors that must not change a score run this before and after and compare the two files; changes
+that move scores on purpose print the difference with `--compare`. Only scores are kept (stages,
+items, Agentic, Task, Overall, rating, run state): no timestamps, versions, hashes or rationales.
+
+    python scripts/golden_results.py --out before.json [--jobs 2]
+    python scripts/golden_results.py --compare before.json after.json
+
+`scripts/golden_scores.json` holds the scores as of the last change that moved them on purpose (the
+paper's scoring rules, issue 12); a refactor compares a fresh run against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+DEMO_TASKS = ("segmentation/demo", "segmentation/demo-multilabel", "vqa/demo")
+
+
+def normalise(result: Any) -> dict[str, Any]:
+    """The score-bearing part of a Result, in a stable shape."""
+    agg = result.aggregate
+    task = result.task
+    return {
+        "state": result.state,
+        "stages": {s.stage: {"score": s.score, "items": {i.id: i.value for i in s.items}} for s in result.stages},
+        "agentic": agg.agentic,
+        "agentic_nulls_as_zero": agg.agentic_nulls_as_zero,
+        "task": agg.task,
+        "overall": agg.overall,
+        "rating": agg.rating,
+        "rating_reason": agg.rating_reason,
+        "metric": None if task is None else {"strict": task.strict, "partial": task.partial, "used": task.used},
+        "codes": sorted({c.code for c in result.error_codes}),
+    }
+
+
+def combinations(tasks: list[str], variants: list[str] | None) -> list[tuple[str, str, str]]:
+    from automedbench.agents.scripted import VARIANTS
+    from automedbench.plugins import registry
+
+    reg = registry()
+    out = []
+    for task_id in tasks:
+        _, task = reg.task(task_id)
+        for tier in (t for t in ("lite", "standard", "pro") if t in task.tiers):
+            out.extend((task_id, tier, v) for v in (variants or list(VARIANTS)))
+    return out
+
+
+def run_one(args: tuple[str, str, str, str, str]) -> tuple[str, dict[str, Any]]:
+    task_id, tier, variant, data_root, out = args
+    from automedbench.testing import run_task
+
+    result, _ = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier)
+    return f"{task_id} {tier} {variant}", normalise(result)
+
+
+def collect(tasks: list[str], variants: list[str] | None, jobs: int) -> dict[str, Any]:
+    from automedbench.testing import stage_task
+
+    with tempfile.TemporaryDirectory(prefix="amb-golden-") as tmp:
+        data_root = os.environ.get("AUTOMEDBENCH_DATA") or str(Path(tmp) / "data")
+        for task_id in tasks:  # staged once, before the runs share it
+            stage_task(task_id, Path(data_root))
+        work = [(t, tier, v, data_root, str(Path(tmp) / "runs")) for t, tier, v in combinations(tasks, variants)]
+        if jobs > 1:
+            with ProcessPoolExecutor(jobs) as pool:
+                pairs = list(pool.map(run_one, work))
+        else:
+            pairs = [run_one(w) for w in work]
+    return dict(sorted(pairs))
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """One line per differing value (`run: field before -> after`); empty when identical."""
+    lines = []
+    for run in sorted(set(before) | set(after)):
+        if run not in before or run not in after:
+            lines.append(f"{run}: {'only after' if run not in before else 'only before'}")
+            continue
+        a, b = flatten(before[run]), flatten(after[run])
+        for key in sorted(set(a) | set(b)):
+            if a.get(key, "<absent>") != b.get(key, "<absent>"):
+                lines.append(f"{run}: {key} {a.get(key, '<absent>')!r} -> {b.get(key, '<absent>')!r}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", help="write the golden scores here (JSON); default: stdout")
+    parser.add_argument("--task", action="append", dest="tasks", help="limit to a task (repeatable)")
+    parser.add_argument("--variant", action="append", dest="variants", help="limit to a variant (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (default 1)")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="diff two golden files and exit")
+    args = parser.parse_args(argv)
+    if args.compare:
+        before, after = (json.loads(Path(p).read_text()) for p in args.compare)
+        lines = compare(before, after)
+        print("\n".join(lines) if lines else f"identical: {len(before)} runs")
+        return 1 if lines else 0
+    scores = collect(args.tasks or list(DEMO_TASKS), args.variants, args.jobs)
+    text = json.dumps(scores, indent=1, sort_keys=True) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"{len(scores)} runs -> {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
