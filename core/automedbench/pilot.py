@@ -9,6 +9,7 @@ verdicts from `pilot_checks.json` in the run folder, which the agent cannot reac
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ class PilotTracker:
                 valid, reasons = bool(verdict.valid), list(verdict.reasons)[:5]
             except Exception as exc:  # whatever the agent wrote may break the checker: not a pilot, not a fault
                 valid, reasons = False, [f"contract check failed: {type(exc).__name__}: {str(exc)[:200]}"]
+            shutil.rmtree(folder / "submission", ignore_errors=True)  # the verdict is what is kept
             results.append({"turn": candidate["turn"], "call_id": candidate["call_id"], "case": case,
                             "valid": valid, "reasons": [str(r)[:300] for r in reasons]})
             if valid:

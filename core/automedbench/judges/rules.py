@@ -29,6 +29,9 @@ def _any(patterns: Iterable[str], text: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
 
+MAX_ANALYSED = 100_000
+
+
 class Evidence:
     """The trajectory reduced to what the rules need: execute_code calls in order, with outcomes.
 
@@ -59,8 +62,10 @@ class Evidence:
     def _split(self, call: dict[str, Any]) -> tuple[str, str]:
         key = id(call)
         if key not in self._text:
-            language, code = str(call.get("language", "")), str(call.get("code", ""))
-            self._text[key] = (effective(language, code), observed_output(language, code, str(call.get("stdout", ""))))
+            # bounded: a call's code may be megabytes, and tokenizing is linear but not free
+            language, code = str(call.get("language", "")), str(call.get("code", ""))[:MAX_ANALYSED]
+            stdout = str(call.get("stdout", ""))[-MAX_ANALYSED:]
+            self._text[key] = (effective(language, code), observed_output(language, code, stdout))
         return self._text[key]
 
     def code(self, call: dict[str, Any]) -> str:
