@@ -64,11 +64,12 @@ class PilotTracker:
                 valid, reasons = bool(verdict.valid), list(verdict.reasons)[:5]
             except Exception as exc:  # whatever the agent wrote may break the checker: not a pilot, not a fault
                 valid, reasons = False, [f"contract check failed: {type(exc).__name__}: {str(exc)[:200]}"]
-            shutil.rmtree(folder / "submission", ignore_errors=True)  # the verdict is what is kept
             results.append({"turn": candidate["turn"], "call_id": candidate["call_id"], "case": case,
                             "valid": valid, "reasons": [str(r)[:300] for r in reasons]})
             if valid:
                 break
+        for candidate in self.candidates:  # the verdicts are what is kept
+            shutil.rmtree(Path(candidate["folder"]) / "submission", ignore_errors=True)
         return results
 
 
