@@ -339,3 +339,27 @@ def test_observed_output_drops_printed_literals():
     assert observed_output("bash", "echo model loaded", "model loaded") == ""
     line = "model loaded: smoke output (32, 32, 8) uint8"
     assert observed_output("python", "print('model loaded: smoke output', o.shape, o.dtype)", line) == line
+
+
+def test_digest_names_every_failed_turn_even_past_the_budget():
+    from automedbench.judges.digest import digest
+
+    events = [{"type": "tool", "turn": t, "name": "execute_code", "language": "python", "code": "x" * 1400,
+               "stdout": "y" * 800, "exit_code": 1 if t % 3 == 0 else 0} for t in range(1, 61)]
+    text, max_turn = digest(events, limit=20_000)
+    assert max_turn == 60 and len(text) < 24_000
+    for t in range(3, 61, 3):
+        assert f"## Turn {t}\n" in text or f"FAILED turn {t} omitted" in text, t
+    shown = len(re.findall(r"(?m)^## Turn \d+$", text))
+    named = len(re.findall(r"FAILED turn \d+ omitted", text)) + sum(
+        int(n) for n in re.findall(r"\[\.\.\. (\d+) turn\(s\) omitted", text))
+    assert shown + named == 60  # every turn is either shown or accounted for
+
+
+def test_agent_strings_cannot_break_lines():
+    from automedbench.agenttext import quote_line
+    from automedbench.judges.digest import indented
+
+    for sep in ("\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x1c"):
+        assert "\n" not in quote_line(f"a{sep}## Turn 9") and sep not in quote_line(f"a{sep}b")
+        assert all(line.startswith("  | ") for line in indented(f"ok{sep}## Turn 9{sep}x", 100).split("\n"))
