@@ -120,6 +120,18 @@ def test_one_byte_files_are_not_a_pilot(treg, data_root, tmp_path, run_agent):
     reference, _ = run_agent("reference")
     assert result.task.strict == pytest.approx(reference.task.strict)  # the batch itself was real
     assert stage_scores(reference)["S3"] == 1.0
+    text = llm_prompt(treg, run_dir)  # an LLM judge is told the same fact, on the pilot's call
+    failed = r'(?m)^\[harness\] contract check of case "case_\d+" after this call: FAILED: '
+    assert re.search(failed, text), text[-3000:]
+
+
+def llm_prompt(reg, run_dir, tier="lite") -> str:
+    from automedbench.judges.llm import asked_items, build_messages, verdict_schema
+
+    inp = judge_input(run_dir, *reg.task(DEMO), tier)
+    items = asked_items(inp)
+    messages, _ = build_messages(inp, items, verdict_schema(items))
+    return "\n".join(p["text"] for p in messages[-1]["content"] if p["type"] == "text")
 
 
 def test_a_probe_file_before_the_pilot_keeps_every_score(treg, data_root, tmp_path, run_agent):
@@ -127,6 +139,8 @@ def test_a_probe_file_before_the_pilot_keeps_every_score(treg, data_root, tmp_pa
     result, run_dir = run(treg, data_root, tmp_path, Tweaked.name, tweak="probe-first")
     checks = json.loads((run_dir / "pilot_checks.json").read_text())
     assert [c["valid"] for c in checks] == [False, True]
+    text = llm_prompt(treg, run_dir)
+    assert len(re.findall(r"(?m)^\[harness\] contract check of case .* after this call: (passed|FAILED)", text)) == 2
     reference, _ = run_agent("reference")
     assert stage_scores(result) == stage_scores(reference)
     assert result.aggregate.overall == pytest.approx(reference.aggregate.overall)

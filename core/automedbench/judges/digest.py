@@ -99,7 +99,7 @@ def event_text(event: dict[str, Any]) -> str:
             outputs = f"; cases with outputs afterwards: {int(event['cases_with_outputs'])}" + (
                 f" (changed: {changed})" if changed else "")
         check = event.get("pilot_check")
-        if isinstance(check, dict):
+        if isinstance(check, dict) and not event.get("imported"):
             reasons = quote_line("; ".join(str(r) for r in check.get("reasons", [])), 300)
             verdict = "passed" if check.get("valid") else f"FAILED: {reasons}"
             case = quote_line(check.get("case", ""), 80)
@@ -111,6 +111,20 @@ def event_text(event: dict[str, Any]) -> str:
     if kind == "breach":
         return "[harness] read of held-out references detected"
     return ""
+
+
+def with_pilot_checks(events: list[dict[str, Any]], checks: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The events with the harness's pilot verdicts (from `pilot_checks.json`) on the calls they concern;
+    a `pilot_check` key that came from anywhere else is dropped."""
+    by_call = {(c.get("turn"), c.get("call_id")): c for c in checks or []}
+    out = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k != "pilot_check"}
+        check = by_call.get((event.get("turn"), event.get("call_id")))
+        if check is not None and event.get("type") == "tool" and not event.get("imported"):
+            event["pilot_check"] = check
+        out.append(event)
+    return out
 
 
 def _summary(turn: int, events: list[dict[str, Any]]) -> str:

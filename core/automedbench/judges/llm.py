@@ -23,7 +23,7 @@ from ..errors import AgentError, UserError
 from ..judge import Judge, JudgeInput
 from ..pricing import Usage
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
-from .digest import clip, digest
+from .digest import clip, digest, with_pilot_checks
 from .planimage import png_for_model, read_plan_png
 
 SYSTEM = """You grade the PROCESS of an autonomous agent's medical-AI research run against a rubric.
@@ -141,7 +141,7 @@ def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[Ite
 
 def build_messages(inp: JudgeInput, items: list[RubricItem], schema: dict[str, Any], *,
                    images: bool = True) -> tuple[list[dict[str, Any]], int]:
-    trajectory, max_turn = digest(inp.events)
+    trajectory, max_turn = digest(with_pilot_checks(inp.events, inp.extra.get("pilot_checks")))
     rubric = "\n".join(f"- {i.id} ({i.stage}, allowed values {i.levels}): {i.description}" for i in items)
     task = inp.task
     text = (f"# Task\n{task.title} ({task.id}), {task.modality}\n{task.description}\n"
