@@ -43,7 +43,6 @@ class Evidence:
     def __init__(self, events: list[dict[str, Any]], pilot_checks: list[dict[str, Any]] | None = None) -> None:
         self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
         self.assistant = [e for e in events if e.get("type") == "assistant"]
-        self.self_reported = sum(bool(c.get("imported")) for c in self.calls)
         self._text: dict[int, tuple[str, str]] = {}
         first_out = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 0), None)
         self.first_output_turn = first_out["turn"] if first_out else None
