@@ -277,7 +277,11 @@ def test_oversized_plan_png_is_refused_before_decoding(treg, data_root, tmp_path
               {"type": "assistant", "turn": 1, "content": "diagram", "tool_calls": [
                   {"id": "c1", "name": "execute_code", "arguments": json.dumps({"language": "python", "code": code})}]}]
     trajectory.write_text("\n".join(json.dumps(e) for e in events) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "automedbench.cli", "run", "--task", DEMO, "--tier", "standard",
+    # VmHWM of the harness process itself (ru_maxrss would include the forking pytest process's pages)
+    wrap = ("import sys\nfrom automedbench.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+            "    hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0].split()[1]\n"
+            "    print('VMHWM', hwm, file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", wrap, "run", "--task", DEMO, "--tier", "standard",
                            "--agent", "replay", "--agent-option", f"trajectory={trajectory}", "--out",
                            str(tmp_path / "runs"), "--data-root", str(data_root), "--quiet"],
                           capture_output=True, text=True, timeout=600)
@@ -287,7 +291,8 @@ def test_oversized_plan_png_is_refused_before_decoding(treg, data_root, tmp_path
     assert (run_dir / "artefacts" / "plan.png").stat().st_size < 2 << 20
     s1e = next(i for s in result.stages for i in s.items if i.id == "s1e_plan_png")
     assert s1e.value == 0.0 and "declares 9000x9000" in s1e.rationale, s1e.rationale
-    assert result.runtime.peak_rss_mb < 300, result.runtime.peak_rss_mb  # decoding alone is 324 MB
+    peak_mb = int(re.findall(r"VMHWM (\d+)", proc.stderr)[-1]) / 1024
+    assert peak_mb < 300, peak_mb  # decoding alone is 324 MB; the old rules judge peaked at 640 MB
 
 
 def test_plan_png_sent_to_a_model_is_downscaled_and_fenced(reg):
@@ -336,6 +341,9 @@ def test_plan_image_unit_limits():
     ("bash", "python3 - <<'EOF'\nimport nibabel\nprint(a.shape)  # unique\nEOF", ["a.shape"], ["unique"]),
     ("bash", "cat > run.py <<'EOF'\nimport torch\nEOF\npython3 run.py", ["import torch"], []),
     ("bash", "cat > notes.txt <<'EOF'\nimport torch\nEOF", [], ["torch"]),
+    ("python", "r = json.load(open('outputs/q1/answer.json'))\nprint(r['raw_model_output'])",
+     ["'outputs/q1/answer.json'", "['raw_model_output']"], []),
+    ("python", "\"\"\".shape docstring\"\"\"\nlog.info('np.unique checked')\nx = 1", ["x = 1"], ["shape", "unique"]),
 ])
 def test_effective_code(language, code, keeps, drops):
     from automedbench.judges.codetext import effective

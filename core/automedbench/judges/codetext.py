@@ -1,11 +1,13 @@
-"""What an agent's code *does*, for the rules judge: code without comments and literals, output without echoes.
+"""What an agent's code *does*, for the rules judge: code without comments or inert text, output without echoes.
 
-A keyword in a comment, in a string, or printed back by `echo`/`print` satisfies a regex without any
-work behind it. So patterns about code are matched against the code's effective content (comments and
-string literals removed, except code that is run: `python -c "..."`, a heredoc fed to an interpreter or
-written to a script the same call runs, f-string expressions), and patterns about output against the
-lines of stdout that are not just the code's own literals printed back. A heuristic, not a proof: it
-raises the bar from "say the word" to "run something that produces it".
+A keyword in a comment, in a docstring, or printed back by `echo`/`print` satisfies a regex without any
+work behind it. So patterns about code are matched against the code's effective content: comments,
+bare string statements, the text arguments of print/write/logging calls and `echo`/`printf` commands,
+and heredocs that are only written to a file are removed; strings used as data (paths, dict keys),
+`python -c "..."`, f-string expressions and heredocs fed to an interpreter (or to a script the same
+call runs) are kept. Patterns about output are matched against the lines of stdout that are not just
+the code's own literals printed back. A heuristic, not a proof: it raises the bar from "say the word"
+to "run something that produces it".
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import tokenize
 
 INTERPRETERS = {"python": "python", "python3": "python", "bash": "bash", "sh": "bash"}
 NO_OPS = {"echo", "printf", ":", "true", "false"}
+# calls whose string arguments are text shown or stored, not code: print("model loaded") does nothing
+OUTPUT_CALLS = {"print", "write", "writelines", "write_text", "info", "debug", "warning", "warn", "error", "log",
+                "echo", "pprint", "display"}
 _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _FSTRING_EXPR = re.compile(r"(?<!\{)\{([^{}]+)\}")
 _STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
@@ -41,19 +46,48 @@ def _string_body(token: str) -> tuple[str, str]:
     return prefix.lower(), body[: len(body) - len(quote)] if body.endswith(quote) else body
 
 
+def _inert_strings(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Indices of STRING tokens that do nothing: a bare string statement (docstring), or a direct
+    argument of a printing/logging/writing call. A string used as data (a path, a dict key) is code."""
+    inert: set[int] = set()
+    frames: list[bool] = []  # per open bracket: is it the argument list of an output call?
+    significant = [i for i, t in enumerate(tokens)
+                   if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)]
+    previous: dict[int, tokenize.TokenInfo | None] = {}
+    following: dict[int, tokenize.TokenInfo | None] = {}
+    for n, i in enumerate(significant):
+        previous[i] = tokens[significant[n - 1]] if n else None
+        following[i] = tokens[significant[n + 1]] if n + 1 < len(significant) else None
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            before = previous.get(i)
+            frames.append(tok.string == "(" and before is not None and before.type == tokenize.NAME
+                          and before.string in OUTPUT_CALLS)
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            if frames:
+                frames.pop()
+        elif tok.type == tokenize.STRING:
+            before, after = previous.get(i), following.get(i)
+            statement = (before is None or before.type == tokenize.NEWLINE or before.string == ";") and (
+                after is None or after.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or after.string == ";")
+            if statement or (frames and frames[-1]):
+                inert.add(i)
+    return inert
+
+
 def python_effective(code: str) -> str:
     tokens = _python_tokens(code)
-    if tokens is None:  # not Python after all (or broken): drop comments and quoted runs by pattern
-        code = re.sub(r"(?m)#.*$", "", code)
-        return re.sub(r"('''|\"\"\")[\s\S]*?\1|'[^'\n]*'|\"[^\"\n]*\"", "''", code)
+    if tokens is None:  # not Python after all (or broken): drop comments by pattern
+        return re.sub(r"(?m)#.*$", "", code)
     starts = [0]
     for line in code.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
     offset = lambda pos: starts[pos[0] - 1] + pos[1] if pos[0] - 1 < len(starts) else len(code)  # noqa: E731
+    inert = _inert_strings(tokens)
     out: list[str] = []
     done = 0
-    for tok in tokens:
-        if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+    for index, tok in enumerate(tokens):
+        if tok.type != tokenize.COMMENT and index not in inert:
             continue
         begin, end = offset(tok.start), offset(tok.end)
         out.append(code[done:begin])
@@ -147,8 +181,10 @@ def _bash_line(line: str, literals: list[str] | None) -> str:
                 kept.append(effective(INTERPRETERS[program], text))  # python -c "...": code that runs
                 if literals is not None:
                     literals += code_literals(INTERPRETERS[program], text)
-            elif literals is not None:
-                literals.append(text)
+            else:  # a quoted argument of a real command (a path, a pattern) is part of what runs
+                kept.append(text)
+                if literals is not None:
+                    literals.append(text)
     return " ".join(kept)
 
 
