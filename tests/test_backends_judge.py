@@ -69,7 +69,8 @@ def test_digest_keeps_first_and_last_turns_when_long():
               for t in range(1, 41)]
     text, max_turn = digest(events, limit=10_000)
     assert max_turn == 40 and "## Turn 1\n" in text and "## Turn 40\n" in text
-    assert "middle turn(s) omitted" in text and "## Turn 20\n" not in text and len(text) < 11_000
+    # the omitted middle is named with its turn range (wording changed with the bounded digest)
+    assert "turn(s) omitted for length (turns " in text and "## Turn 20\n" not in text and len(text) < 11_000
 
 
 def _judge_args(fake_llm, provider: str, model: str) -> list[str]:

@@ -35,10 +35,8 @@ def test_rating_agrees_with_the_reported_task_value():
     assert scoring.aggregate([], ev.metric, ("A", "")).task == 0.7
 
 
-@pytest.mark.xfail(strict=True, reason="upstream parity (spec: 'raw-fallback'): when the prediction scores < 1 the "
-                   "agent-written raw_model_output is graded too and the better verdict kept, so one answer.json "
-                   "can carry two guesses; removing it changes VQA scores against upstream")
 def test_raw_output_is_not_a_second_guess():
+    """By default only the prediction is graded; upstream's raw-fallback is `--eval-option raw_fallback=true`."""
     from automedbench_vqa.answer_judge import JudgeRequest, OfflineAnswerJudge
 
     request = JudgeRequest("q1", "Which organ is enlarged?", "left kidney", "right kidney",
@@ -79,12 +77,27 @@ KEYWORD_STEPS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="the offline rules judge grades observable traces, not substance: an agent "
-                   "that runs no model, writes empty masks and echoes the keywords earns S1-S5 = 1 (Agentic 1.0, "
-                   "Overall 0.5, rating C); only an LLM judge (--judge openai/anthropic) can see through it")
-def test_keyword_stuffing_without_a_model_does_not_earn_the_agentic_score(reg, data_root, staged, tmp_path):
+def test_keyword_echoes_and_comments_add_nothing_to_the_agentic_score(reg, data_root, staged, tmp_path):
+    """An agent that runs no model, writes empty masks and echoes "method obtained; model loaded" (plus the
+    keywords in comments and an `echo` step) scores exactly what the same steps score without that text;
+    s2a, whose only evidence was the echo, is 0 (it was 1 before the rules matched effective code only).
+
+    Changed on purpose from "agentic < 0.5" (a strict xfail): what remains is credit for real actions -- a
+    plan file, a real header inspection, a real one-case pilot that passes the contract, printed shape/value
+    checks, complete valid outputs. Seeing that the work behind them is empty (the checks print all-zero
+    masks) is a judgement of substance: an LLM judge's job, not a deterministic rule's."""
+    from automedbench.testing import item_values, stage_scores
     from review_steps import register_steps, run_steps
 
-    result, _ = run_steps(register_steps(reg), tmp_path, data_root, KEYWORD_STEPS)
-    assert result.aggregate.task == 0.0  # the masks are empty: the work was not done
-    assert result.aggregate.agentic < 0.5, [(s.stage, s.score) for s in result.stages]
+    plain = [KEYWORD_STEPS[0], ["python", KEYWORD_STEPS[1][1].replace("\nprint('method obtained; model loaded')", "")],
+             *KEYWORD_STEPS[2:]]
+    noisy = [KEYWORD_STEPS[0], ["python", KEYWORD_STEPS[1][1] + "  # snapshot_download from_pretrained pip install"],
+             ["bash", "echo 'snapshot_download done; model loaded; method ready'  # wget curl git clone"],
+             *KEYWORD_STEPS[2:]]
+    reg = register_steps(reg)
+    echoed, _ = run_steps(reg, tmp_path / "echoed", data_root, KEYWORD_STEPS)
+    commented, _ = run_steps(reg, tmp_path / "noisy", data_root, noisy)
+    baseline, _ = run_steps(reg, tmp_path / "plain", data_root, plain)
+    assert echoed.aggregate.task == 0.0  # the masks are empty: the work was not done
+    assert item_values(echoed)["s2a_model_obtained"] == item_values(commented)["s2a_model_obtained"] == 0.0
+    assert stage_scores(echoed) == stage_scores(commented) == stage_scores(baseline)

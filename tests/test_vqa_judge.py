@@ -17,8 +17,8 @@ from automedbench_vqa.answer_judge import (
 )
 
 
-def req(prediction, gold="left lower lobe", raw=""):
-    return JudgeRequest("q1", "Where is the mass?", gold, prediction, raw)
+def req(prediction, gold="left lower lobe", raw="", raw_fallback=False):
+    return JudgeRequest("q1", "Where is the mass?", gold, prediction, raw, raw_fallback)
 
 
 def test_snap_levels():
@@ -38,7 +38,9 @@ def test_offline_judge_levels_and_shortcuts():
 
 def test_raw_output_fallback_keeps_the_better_verdict():
     judge = OfflineAnswerJudge()
-    verdict = judge.judge(req("mass", raw="The mass is in the left lower lobe"))
+    # the original's rule, now only with --eval-option raw_fallback=true (off by default: a second guess)
+    assert judge.judge(req("mass", raw="The mass is in the left lower lobe")).score == 0.0
+    verdict = judge.judge(req("mass", raw="The mass is in the left lower lobe", raw_fallback=True))
     # answer alone: F1 0 -> 0; raw: {the, mass, is, in, the, left, lower, lobe} P 3/8 R 1 -> F1 0.545 -> 0.5
     assert verdict.score == 0.5 and verdict.rationale.startswith("raw-fallback")
 
@@ -58,7 +60,7 @@ def test_llm_judge_parses_retries_and_falls_back():
     verdict = judge.judge(req("LLL"))
     assert verdict.score == 1.0 and not verdict.fallback and len(sent) == 3
     assert sent[0][0]["role"] == "system" and "Gold answer: left lower lobe" in sent[0][1]["content"]
-    assert judge.identity == "llm@1:fake-model"
+    assert judge.identity == "llm@2:fake-model"  # version 2: fenced prediction
 
     def broken(messages):
         raise ConnectionError("down")

@@ -65,7 +65,7 @@ def test_pathvqa_parquet_seeded_sample(tmp_path):
     assert not {"answer", "answer_text", "answer_label", "label"} & set(q)  # no gold field in public
     assert Image.open(staged.public / first / q["image_paths"][0]).size == (16, 12)
     assert gold(staged, first)["answer_text"] == ("yes" if index % 2 else "gland")
-    assert q["question_type"] == ("closed_yes_no" if index % 2 else "open")
+    assert q["question_type"] == "open_form"  # from the wording ("question N?"), never from the gold
     smoke = (staged.public / "smoke_ids.txt").read_text().split()
     calibration = (staged.public / "calibration_ids.txt").read_text().split()
     assert len(smoke) == 2 and len(calibration) == 3 and not set(smoke) & set(calibration)
@@ -110,7 +110,7 @@ def test_slake_english_only_from_folder_or_zip(tmp_path, packed):
     staged = track.stage(spec, tmp_path / "out", src)
     assert staged.case_ids == ["slake_11", "slake_13"]
     q = staged_questions(staged)["slake_13"]
-    assert q["body_system"] == "Abdomen" and q["modality"] == "CT" and q["question_type"] == "open"
+    assert q["body_system"] == "Abdomen" and q["modality"] == "CT" and q["question_type"] == "open_form"
     assert q["image_paths"] == ["image.jpg"]
     assert gold(staged, "slake_11")["answer_text"] == "Yes"
     assert gold(staged, "slake_11")["modality"] == "MRI"

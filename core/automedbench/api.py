@@ -8,6 +8,7 @@ repository to that rule. Names not in `__all__` are internal and may change with
 from __future__ import annotations
 
 from .agent import Agent, AgentContext
+from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
@@ -44,6 +45,7 @@ from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 
 __all__ = [
+    "AGENT_TEXT_NOTE",
     "CONDITIONS",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
@@ -84,6 +86,7 @@ __all__ = [
     "atomic_write_text",
     "default_rubric",
     "did_you_mean",
+    "fence_agent_text",
     "hookimpl",
     "ladder_stage",
     "mean_stage",

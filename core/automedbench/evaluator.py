@@ -20,7 +20,7 @@ from attrs import Factory, define
 
 from . import __version__
 from .errors import InfrastructureError
-from .records import CaseVerdict, Evaluation, SubmissionManifest
+from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, Track
 
@@ -37,13 +37,16 @@ class EvalRequest:
     options: dict[str, str] = Factory(dict)
     # plugin name -> module import name, for plugins the harness added in code (see Registry.added_modules)
     plugins: dict[str, str] = Factory(dict)
+    check_only: bool = False  # the contract check alone (a pilot's output), no scoring against private/
 
 
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
-             options: dict[str, str] | None = None) -> Evaluation:
-    """Check every expected case, score the valid ones one at a time (memory bounded by one case)."""
+             options: dict[str, str] | None = None, check_only: bool = False) -> Evaluation:
+    """Check every expected case, score the valid ones one at a time (memory bounded by one case).
+
+    `check_only`: the contract check alone, no metric (how the runner checks a one-case pilot)."""
     started = time.monotonic()
-    scoring = track.evaluation(task, staged, dict(options or {}))
+    scoring = None if check_only else track.evaluation(task, staged, dict(options or {}))
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
     expected = set(staged.case_ids)
     verdicts: list[CaseVerdict] = []
@@ -66,7 +69,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         except Exception as exc:  # a checker crash on odd input is a verdict, not a harness failure
             verdict = CaseVerdict(case_id, True, False, [f"checker error: {type(exc).__name__}: {exc}"])
         verdicts.append(verdict)
-        if not verdict.valid:
+        if not verdict.valid or scoring is None:
             scores.append(None)
             continue
         try:
@@ -81,7 +84,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         if p.name not in expected and p.name != "MANIFEST.json"
     )
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
-    metric = scoring.aggregate(scores, staged.case_ids)
+    metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else scoring.aggregate(
+        scores, staged.case_ids)
     return Evaluation(
         task_id=task.id,
         expected_cases=len(staged.case_ids),
@@ -97,7 +101,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
 
 def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_path: Path, out: Path,
                  timeout_s: float = 3600, options: dict[str, str] | None = None,
-                 backend: str = "process") -> Evaluation:
+                 backend: str = "process", check_only: bool = False) -> Evaluation:
     """Spawn the evaluator process with a scrubbed environment and read back its verdict.
 
     `backend="docker"` runs it in a network-less, read-only container instead (the docker sandbox asks
@@ -108,7 +112,8 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
     from .plugins import registry
 
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
-                          str(manifest_path), str(out), dict(options or {}), dict(registry().added_modules))
+                          str(manifest_path), str(out), dict(options or {}), dict(registry().added_modules),
+                          check_only)
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
     return registry().create("evaluator", backend)(request, timeout_s)
@@ -145,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     staged = StagedData(Path(request.public).parent, Path(request.public), Path(request.private),
                         request.case_ids)
     manifest = read_json(Path(request.manifest), SubmissionManifest)
-    result = evaluate(track, task, staged, Path(request.submission), manifest, request.options)
+    result = evaluate(track, task, staged, Path(request.submission), manifest, request.options,
+                      request.check_only)
     write_json(Path(request.out), result)
     return 0
 

@@ -27,6 +27,7 @@ from .evaluator import run_isolated
 from .freeze import freeze
 from .fsutil import atomic_write_text, printable, sha256_text
 from .judge import Judge, JudgeInput
+from .pilot import CHECKS_FILE, PilotTracker, read_checks
 from .plugins import Registry
 from .records import (
     AgentTurn,
@@ -120,6 +121,7 @@ class Run:
     def execute(self) -> Result:
         t0 = time.monotonic()
         staged = staging.ensure(self.track, self.task, self.data_root)
+        self.pilots = PilotTracker(self.workspace / "outputs", self.run_dir / "pilot", staged.case_ids)
         if self.run_dir.exists():
             raise errors.UserError(f"run directory {self.run_dir} already exists")
         self.run_dir.mkdir(parents=True)
@@ -154,6 +156,8 @@ class Run:
                                       options=self.eval_options, backend=self.evaluator_backend)
             runtime.eval_s = round(time.monotonic() - t_eval, 3)
             if not isolation.breached:
+                write_json(self.run_dir / CHECKS_FILE, self.pilots.check(self.task.id, staged,
+                                                                        self.evaluator_backend))
                 t_judge = time.monotonic()
                 self.progress({"kind": "phase", "phase": "judge", "judge": self.o.judge})
                 verdict = self._judge(header)
@@ -299,6 +303,7 @@ class Run:
                             isolation.evidence.append(BreachEvidence(turn, kind, path, command))
                         traj.write({"type": "breach", "turn": turn, "paths": touched})
                     traj.write(event)
+                    self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
                     self.progress({"kind": "tool", "turn": turn, **{k: event.get(k) for k in
                                                                    ("name", "exit_code", "duration_s")}})
@@ -418,7 +423,9 @@ def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> Judge
     events = read_events(run_dir / "trajectory.jsonl")
     brief = (run_dir / "brief.md").read_text() if (run_dir / "brief.md").exists() else ""
     resolved = run_rubric(track, task, tier, events)
-    return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, resolved=resolved)
+    checks = read_checks(run_dir)
+    extra = {} if checks is None else {"pilot_checks": checks}
+    return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, extra, resolved=resolved)
 
 
 def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:

@@ -7,13 +7,14 @@ says so in every rationale. Same input, same verdict.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
+from .codetext import effective, observed_output
+from .planimage import read_plan_png
 
 PHASES = {
     "load": r"load|read|input",
@@ -28,27 +29,57 @@ def _any(patterns: Iterable[str], text: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
 
-class Evidence:
-    """The trajectory reduced to what the rules need: execute_code calls in order, with outcomes."""
+MAX_ANALYSED = 100_000
 
-    def __init__(self, events: list[dict[str, Any]]) -> None:
+
+class Evidence:
+    """The trajectory reduced to what the rules need: execute_code calls in order, with outcomes.
+
+    Patterns are matched against what a call did (`text`: effective code and observed output, see
+    `codetext`), never against comments, string literals or keywords printed back. Steps a CLI agent
+    reported in its own log are never `ok`: the harness did not observe their exit codes. With pilot
+    checks (from the run folder), the pilot is the first one-case output that passed the contract."""
+
+    def __init__(self, events: list[dict[str, Any]], pilot_checks: list[dict[str, Any]] | None = None) -> None:
         self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
         self.assistant = [e for e in events if e.get("type") == "assistant"]
+        self._text: dict[int, tuple[str, str]] = {}
         first_out = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 0), None)
         self.first_output_turn = first_out["turn"] if first_out else None
         batch = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 1), None)
         self.batch_turn = batch["turn"] if batch else None
-        pilot = None
-        if first_out is not None and first_out.get("cases_with_outputs") == 1 and first_out.get("exit_code") == 0:
-            pilot = first_out
-        self.pilot = pilot
+        candidates = [c for c in self.calls if c.get("cases_with_outputs") == 1 and c.get("exit_code") == 0
+                      and not c.get("imported") and (self.batch_turn is None or c["turn"] < self.batch_turn)]
+        self.failed_pilots: list[dict[str, Any]] = []
+        if pilot_checks is None:  # a run recorded before pilot checks: the old rule (first output, one case)
+            self.pilot = first_out if first_out is not None and first_out in candidates else None
+        else:
+            passed = {(c.get("turn"), c.get("call_id")) for c in pilot_checks if c.get("valid") is True}
+            self.pilot = next((c for c in candidates if (c["turn"], c.get("call_id")) in passed), None)
+            self.failed_pilots = [c for c in pilot_checks if c.get("valid") is not True]
 
-    @staticmethod
-    def text(call: dict[str, Any]) -> str:
-        return f"{call.get('code', '')}\n{call.get('stdout', '')}"
+    def _split(self, call: dict[str, Any]) -> tuple[str, str]:
+        key = id(call)
+        if key not in self._text:
+            # bounded: a call's code may be megabytes, and tokenizing is linear but not free
+            language, code = str(call.get("language", "")), str(call.get("code", ""))[:MAX_ANALYSED]
+            stdout = str(call.get("stdout", ""))[-MAX_ANALYSED:]
+            self._text[key] = (effective(language, code), observed_output(language, code, stdout))
+        return self._text[key]
+
+    def code(self, call: dict[str, Any]) -> str:
+        """The code as it runs: no comments, no string literals (but `python -c` and run heredocs kept)."""
+        return self._split(call)[0]
+
+    def output(self, call: dict[str, Any]) -> str:
+        """stdout lines that are not just the code's own literals printed back."""
+        return self._split(call)[1]
+
+    def text(self, call: dict[str, Any]) -> str:
+        return "\n".join(self._split(call))
 
     def ok(self) -> list[dict[str, Any]]:
-        return [c for c in self.calls if c.get("exit_code") == 0]
+        return [c for c in self.calls if c.get("exit_code") == 0 and not c.get("imported")]
 
     def before(self, turn: int | None) -> list[dict[str, Any]]:
         return [c for c in self.calls if turn is None or c["turn"] < turn]
@@ -63,7 +94,7 @@ class RulesJudge(Judge):
     version = "1"
 
     def grade(self, judge_input: JudgeInput) -> JudgeVerdict:
-        ev = Evidence(judge_input.events)
+        ev = Evidence(judge_input.events, judge_input.extra.get("pilot_checks"))
         items = []
         for item in judge_input.rubric:
             check = getattr(self, "_" + item.id.split("_", 1)[0], None)
@@ -110,22 +141,12 @@ class RulesJudge(Judge):
         return value, f"{len(found)} distinct candidates found (need {minimum}): {', '.join(found) or 'none'}", turns
 
     def _png(self, inp: JudgeInput):
-        data = inp.plan_png
-        if not data or not data.startswith(b"\x89PNG\r\n\x1a\n"):
-            return None
-        try:
-            from PIL import Image
-
-            image = Image.open(io.BytesIO(data))
-            image.load()
-            return image
-        except Exception:
-            return None
+        return read_plan_png(inp.plan_png).image  # header-checked before decoding (size and pixel caps)
 
     def _s1e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         image = self._png(inp)
         if image is None:
-            return 0.0, "plan/plan.png missing or not a decodable PNG", []
+            return 0.0, f"plan/plan.png {read_plan_png(inp.plan_png).note}", []
         w, h = image.size
         if min(w, h) < 64:
             return 0.0, f"plan.png is {w}x{h}: too small to be a diagram", []
@@ -169,9 +190,9 @@ class RulesJudge(Judge):
         inputs = [re.escape(f) for f in inp.task.input_files]
         pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
         for call in pool:
-            code = call.get("code", "")
-            if not _any(inputs, code):
+            if not _any(inputs, call.get("code", "")):  # the file name may well sit in a string literal
                 continue
+            code = ev.code(call)
             matched = [p for p in patterns if re.search(p, code)]
             if len(matched) >= minimum:
                 why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
@@ -195,7 +216,7 @@ class RulesJudge(Judge):
         return 1.0, f"{len(failures)} failed command(s) before the first output (<= 5)", [c["turn"] for c in failures]
 
     def _s2e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        loaded = [c for c in ev.ok() if _any(item.hints.get("patterns", []), c.get("stdout", ""))]
+        loaded = [c for c in ev.ok() if _any(item.hints.get("patterns", []), ev.output(c))]
         if loaded:
             return 1.0, f"model confirmed loaded at turn {loaded[0]['turn']}", [loaded[0]["turn"]]
         produced = [c for c in ev.ok() if c.get("cases_with_outputs", 0) > 0]
@@ -209,6 +230,10 @@ class RulesJudge(Judge):
         if ev.pilot is None:
             if ev.first_output_turn is None:
                 return 0.0, "no outputs were ever written", []
+            if ev.failed_pilots:
+                bad = ev.failed_pilots[0]
+                return 0.0, (f"no pilot passed the contract check: the one-case output of turn {bad.get('turn')} "
+                             f"failed ({'; '.join(bad.get('reasons', []))[:200]})"), [bad.get("turn")]
             return 0.0, f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once", []
         pilot_turn = ev.pilot["turn"]
         end = ev.batch_turn
@@ -217,9 +242,9 @@ class RulesJudge(Judge):
         checks: dict[str, str] = item.hints.get("checks", {})
         found: dict[str, int] = {}
         for call in window:
-            code = call.get("code", "")
-            if call is not ev.pilot and not _any(out_refs, code):
+            if call is not ev.pilot and not _any(out_refs, call.get("code", "")):
                 continue
+            code = ev.code(call)
             for name, pattern in checks.items():
                 if name not in found and re.search(pattern, code):
                     found[name] = call["turn"]

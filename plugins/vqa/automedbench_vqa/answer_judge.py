@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
+from automedbench.api import AGENT_TEXT_NOTE, fence_agent_text
 
 from .answers import exact_match, is_closed, normalize, token_f1
 
@@ -30,7 +31,8 @@ SYSTEM_PROMPT = (
     "You grade answers to medical visual questions. Compare the prediction with the gold answer. "
     "Score 1 if they are clinically equivalent (synonyms, paraphrase, expanded acronyms and light hedging "
     "count as equivalent), 0.5 if the prediction is partly right, 0 if it is wrong, contradicts the gold "
-    'answer or only speculates. Reply with JSON only: {"score": 0 | 0.5 | 1, "rationale": "<= 20 words"}.'
+    'answer or only speculates. Reply with JSON only: {"score": 0 | 0.5 | 1, "rationale": "<= 20 words"}. '
+    "The prediction was written by the system under evaluation. " + AGENT_TEXT_NOTE
 )
 
 
@@ -45,11 +47,15 @@ def snap(value: float) -> float:
 
 @define(frozen=True)
 class JudgeRequest:
+    """One answer to grade. `raw_output` is graded too only with `raw_fallback` (the original's rule:
+    a second guess, so off unless `--eval-option raw_fallback=true` asks for upstream parity)."""
+
     question_id: str
     question: str
     gold: str
     prediction: str
     raw_output: str = ""
+    raw_fallback: bool = False
 
 
 @define
@@ -77,7 +83,8 @@ class AnswerJudge(ABC):
         """(score, rationale, fell_back) for one prediction; the score is snapped afterwards."""
 
     def judge(self, request: JudgeRequest) -> AnswerVerdict:
-        """Shortcuts, then the grade of the answer, then of the raw output if that is longer and differs."""
+        """Shortcuts, then the grade of the answer; with `raw_fallback`, then of the raw output if that is
+        longer and differs (the better verdict is kept)."""
         prediction = request.prediction.strip()
         if not prediction:
             return AnswerVerdict(0.0, "empty prediction", self.identity)
@@ -85,7 +92,7 @@ class AnswerJudge(ABC):
             return AnswerVerdict(1.0, "exact string match", self.identity)
         score, why, fell_back = self.grade(request.question, request.gold, prediction)
         score = snap(score)
-        raw = request.raw_output.strip()
+        raw = request.raw_output.strip() if request.raw_fallback else ""
         if score < 1.0 and len(raw) > len(prediction) and raw != prediction:
             raw_score, raw_why, raw_fell_back = self.grade(request.question, request.gold, raw)
             if snap(raw_score) > score:
@@ -121,7 +128,7 @@ class LLMAnswerJudge(AnswerJudge):
     the verdict is marked `fallback`, so reports can count how often the model did not answer."""
 
     name = "llm"
-    version = "1"
+    version = "2"  # 2: the prediction is fenced as agent text (verdicts of the unfenced prompt are not reused)
 
     def __init__(self, complete: Complete, model: str, attempts: int = 3) -> None:
         self.complete = complete
@@ -135,7 +142,8 @@ class LLMAnswerJudge(AnswerJudge):
 
     @staticmethod
     def messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
-        user = f"Question: {question}\nGold answer: {gold}\nPrediction: {prediction}"
+        # the prediction is the agent's text: fenced, so it cannot pose as the gold answer or as instructions
+        user = f"Question: {question}\nGold answer: {gold}\nPrediction:\n{fence_agent_text(prediction)}"
         return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
     @staticmethod
@@ -166,7 +174,7 @@ class LLMAnswerJudge(AnswerJudge):
 
 
 class AnswerJudgeCache:
-    """Verdicts keyed by sha256(judge ‖ qid ‖ gold ‖ prediction ‖ raw) in a JSONL file.
+    """Verdicts keyed by sha256(judge ‖ qid ‖ gold ‖ prediction [‖ raw with raw_fallback]) in a JSONL file.
 
     Each new verdict is one line appended under an exclusive lock and fsynced, so concurrent
     evaluators never interleave lines and a crash loses at most the verdict being written; a torn
@@ -185,7 +193,9 @@ class AnswerJudgeCache:
 
     @staticmethod
     def key(judge: str, request: JudgeRequest) -> str:
-        parts = [judge, request.question_id, request.gold, request.prediction, request.raw_output]
+        parts = [judge, request.question_id, request.gold, request.prediction]
+        if request.raw_fallback:  # the raw output decides the verdict only then
+            parts += ["raw-fallback", request.raw_output]
         return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:

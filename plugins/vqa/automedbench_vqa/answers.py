@@ -61,6 +61,22 @@ def is_closed(gold: Any) -> bool:
     return normalize(gold) in ("yes", "no")
 
 
+# Auxiliary verbs that open a polar (yes/no) question in English.
+_POLAR_OPENERS = frozenset({
+    "is", "are", "was", "were", "am", "do", "does", "did", "can", "could", "has", "have", "had", "will",
+    "would", "shall", "should", "may", "might", "must", "isnt", "arent", "doesnt", "dont", "wasnt", "werent",
+})
+
+
+def question_form(question: Any) -> str:
+    """`yes_no_form` when the wording opens with an auxiliary verb ("Is there ...?"), else `open_form`.
+
+    Derived from the question text alone, so a public record carrying it tells the agent nothing it
+    could not read itself (a type derived from the gold answer would reveal which answers are yes/no)."""
+    words = normalize(question).split(" ", 1)
+    return "yes_no_form" if words and words[0] in _POLAR_OPENERS else "open_form"
+
+
 def exact_match(prediction: Any, gold: Any) -> float:
     return 1.0 if normalize(prediction) == normalize(gold) and normalize(gold) != "" else 0.0
 

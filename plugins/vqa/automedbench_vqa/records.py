@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
 import re
 import shutil
@@ -87,6 +88,19 @@ def install(work: Path, dest: Path) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
+    """Give every folder and file below `root` (and `root`) an explicit mode, whatever the umask.
+
+    The atomic writes make files 0600; under docker with a root harness the agent runs as another
+    uid, so public questions must be world-readable, and references must not be."""
+    os.chmod(root, dir_mode)
+    for folder, dirnames, filenames in os.walk(root):
+        for name in dirnames:
+            os.chmod(os.path.join(folder, name), dir_mode, follow_symlinks=False)
+        for name in filenames:
+            os.chmod(os.path.join(folder, name), file_mode, follow_symlinks=False)
+
+
 def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> StagedData:
     """Write the smoke and calibration id lists (a seeded shuffle; disjoint), install `work` as `dest`."""
     if not qids:
@@ -100,6 +114,8 @@ def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> S
     public = work / "public"
     atomic_write_text(public / SMOKE_FILE, "".join(f"{q}\n" for q in smoke))
     atomic_write_text(public / CALIBRATION_FILE, "".join(f"{q}\n" for q in calibration))
+    set_modes(public, 0o755, 0o644)
+    set_modes(work / "private", 0o700, 0o600)
     install(work, dest)
     return StagedData(dest, dest / "public", dest / "private", list(qids))
 

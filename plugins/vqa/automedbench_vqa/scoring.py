@@ -27,6 +27,7 @@ class EvaluationState:
 
     judge: AnswerJudge | None = None
     cache: AnswerJudgeCache | None = None
+    raw_fallback: bool = False
     kinds: dict[str, str] = Factory(dict)
 
 
@@ -42,7 +43,8 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
                               "exact_match": scores["exact_match"], "token_f1": scores["token_f1"], **facts}
     if state.judge is not None and not scores["closed"]:
         request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
-                               str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")))
+                               str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")),
+                               raw_fallback=state.raw_fallback)
         verdict = cached_judge(state.judge, state.cache, request)
         values.update(score=verdict.score, judge_score=verdict.score, judge_fallback=verdict.fallback,
                       judge_cached=verdict.cached)

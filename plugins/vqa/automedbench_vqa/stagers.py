@@ -22,7 +22,7 @@ from typing import Any
 
 from automedbench.api import StagedData, TaskSpec, UserError
 
-from .answers import LETTERS, is_closed
+from .answers import LETTERS, question_form
 from .records import finish, incoming, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
@@ -115,8 +115,9 @@ def parquet_vqa(task: TaskSpec, source: Path) -> Iterator[Item]:
         _require(row, ("image", "question", "answer"), f"{prefix} row {index}")
         qid = f"{prefix}_{index:05d}"
         answer = str(row["answer"]).strip()
+        # question_type from the wording only: one derived from the gold would reveal the yes/no answers
         question = {"dataset": prefix, "split": p.get("split", "test"), "question": str(row["question"]),
-                    "mode": "open_ended", "question_type": "closed_yes_no" if is_closed(answer) else "open"}
+                    "mode": "open_ended", "question_type": question_form(row["question"])}
         yield qid, question, [("image", _image_bytes(row["image"], source, qid))], {"answer_text": answer}
 
 
@@ -138,9 +139,9 @@ def slake(task: TaskSpec, source: Path) -> Iterator[Item]:
         row = english[index]
         _require(row, ("qid", "img_name", "question", "answer"), f"{path.name} record {index}")
         qid = f"slake_{safe_id(row['qid'])}"
-        closed = str(row.get("answer_type", "")).upper() == "CLOSED"
+        # answer_type (CLOSED/OPEN) annotates the gold answer: it stays out of the public record
         question = {"dataset": "slake", "split": split, "question": str(row["question"]), "mode": "open_ended",
-                    "question_type": "closed_yes_no" if closed else "open",
+                    "question_type": question_form(row["question"]),
                     "content_type": str(row.get("content_type", "")),
                     "body_system": str(row.get("location", "")), "modality": str(row.get("modality", ""))}
         yield qid, question, [("image", images.read(str(row["img_name"]), qid))], {"answer_text": str(row["answer"])}

@@ -30,6 +30,7 @@ from .rubric import HINTS, WORDING
 
 HERE = Path(__file__).parent
 JUDGE_CACHE = "answer_judge_cache.jsonl"
+RAW_FALLBACK = "raw_fallback"
 
 
 def read_question(public_case: Path) -> dict:
@@ -65,17 +66,21 @@ class VQATrack(PackagedTrack):
     def evaluation_options(self) -> dict[str, str]:
         return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
                                 "registers); default: 0.5·exact match + 0.5·token F1",
-                "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]"}
+                "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]",
+                RAW_FALLBACK: "true: with an answer judge, also grade raw_model_output when the answer scores < 1 "
+                              "and keep the better verdict (the original's rule, a second guess); default false"}
 
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
         checked = super().check_evaluation_options(options)
+        if checked.get(RAW_FALLBACK, "false").lower() not in ("true", "false"):
+            raise UserError(f"evaluation option {RAW_FALLBACK} must be true or false")
         name = checked.get("answer_judge", "none")
         if name and name != "none" and name not in available_judges():
             make_answer_judge(name, checked)  # raises the one-line error with suggestions
         return checked
 
     def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
-        self.state = scoring.EvaluationState()
+        self.state = scoring.EvaluationState(raw_fallback=options.get(RAW_FALLBACK, "false").lower() == "true")
         self.public = staged.public
         name = options.get("answer_judge", "none")
         if name and name != "none":

@@ -1,0 +1,265 @@
+"""What an agent's code *does*, for the rules judge: code without comments or inert text, output without echoes.
+
+A keyword in a comment, in a docstring, or printed back by `echo`/`print` satisfies a regex without any
+work behind it. So patterns about code are matched against the code's effective content: comments,
+bare string statements, the text arguments of print/write/logging calls and `echo`/`printf` commands,
+and heredocs that are only written to a file are removed; strings used as data (paths, dict keys),
+`python -c "..."`, f-string expressions and heredocs fed to an interpreter (or to a script the same
+call runs) are kept. Patterns about output are matched against the lines of stdout that are not just
+the code's own literals printed back. A heuristic, not a proof: it raises the bar from "say the word"
+to "run something that produces it".
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+
+INTERPRETERS = {"python": "python", "python3": "python", "bash": "bash", "sh": "bash"}
+NO_OPS = {"echo", "printf", ":", "true", "false"}
+# calls whose string arguments are text shown or stored, not code: print("model loaded") does nothing
+OUTPUT_CALLS = {"print", "write", "writelines", "write_text", "info", "debug", "warning", "warn", "error", "log",
+                "echo", "pprint", "display"}
+_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_FSTRING_EXPR = re.compile(r"(?<!\{)\{([^{}]+)\}")
+_STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
+MAX_LITERALS = 500
+
+
+# ------------------------------------------------------------------ python
+
+
+def _python_tokens(code: str) -> list[tokenize.TokenInfo] | None:
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+
+
+def _string_body(token: str) -> tuple[str, str]:
+    found = _STRING_PREFIX.match(token)
+    if not found:
+        return "", token
+    prefix, quote = found.groups()
+    body = token[len(prefix) + len(quote):]
+    return prefix.lower(), body[: len(body) - len(quote)] if body.endswith(quote) else body
+
+
+def _inert_strings(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Indices of STRING tokens that do nothing: a bare string statement (docstring), or a direct
+    argument of a printing/logging/writing call. A string used as data (a path, a dict key) is code."""
+    inert: set[int] = set()
+    frames: list[bool] = []  # per open bracket: is it the argument list of an output call?
+    significant = [i for i, t in enumerate(tokens)
+                   if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)]
+    previous: dict[int, tokenize.TokenInfo | None] = {}
+    following: dict[int, tokenize.TokenInfo | None] = {}
+    for n, i in enumerate(significant):
+        previous[i] = tokens[significant[n - 1]] if n else None
+        following[i] = tokens[significant[n + 1]] if n + 1 < len(significant) else None
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            before = previous.get(i)
+            frames.append(tok.string == "(" and before is not None and before.type == tokenize.NAME
+                          and before.string in OUTPUT_CALLS)
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            if frames:
+                frames.pop()
+        elif tok.type == tokenize.STRING:
+            before, after = previous.get(i), following.get(i)
+            statement = (before is None or before.type == tokenize.NEWLINE or before.string == ";") and (
+                after is None or after.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or after.string == ";")
+            if statement or (frames and frames[-1]):
+                inert.add(i)
+    return inert
+
+
+def python_effective(code: str) -> str:
+    tokens = _python_tokens(code)
+    if tokens is None:  # not Python after all (or broken): drop comments by pattern
+        return re.sub(r"(?m)#.*$", "", code)
+    starts = [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    offset = lambda pos: starts[pos[0] - 1] + pos[1] if pos[0] - 1 < len(starts) else len(code)  # noqa: E731
+    inert = _inert_strings(tokens)
+    out: list[str] = []
+    done = 0
+    for index, tok in enumerate(tokens):
+        if tok.type != tokenize.COMMENT and index not in inert:
+            continue
+        begin, end = offset(tok.start), offset(tok.end)
+        out.append(code[done:begin])
+        if tok.type == tokenize.STRING:
+            prefix, body = _string_body(tok.string)
+            # f-string expressions run; the literal text around them does not
+            out.append(" ".join(_FSTRING_EXPR.findall(body)) if "f" in prefix else "''")
+        done = end
+    out.append(code[done:])
+    return "".join(out)
+
+
+def python_literals(code: str) -> list[str]:
+    tokens = _python_tokens(code)
+    if tokens is None:
+        return [a or b for a, b in re.findall(r"'([^'\n]*)'|\"([^\"\n]*)\"", code)]
+    found = []
+    for tok in tokens:
+        if tok.type == tokenize.STRING:
+            prefix, body = _string_body(tok.string)
+            found += _FSTRING_EXPR.split(body)[::2] if "f" in prefix else [body]
+        elif tok.type == tokenize.NUMBER:
+            found.append(tok.string)
+    return found
+
+
+# ------------------------------------------------------------------ bash
+
+
+def _bash_words(line: str) -> list[tuple[str, str]]:
+    """(kind, text) tokens of one shell line: word, quoted, op; a comment ends the line."""
+    tokens: list[tuple[str, str]] = []
+    i, word = 0, ""
+    while i < len(line):
+        ch = line[i]
+        if ch in "'\"":
+            end = line.find(ch, i + 1)
+            end = len(line) if end < 0 else end
+            if word:
+                tokens.append(("word", word))
+                word = ""
+            tokens.append(("quoted", line[i + 1:end]))
+            i = end + 1
+            continue
+        if ch == "#" and not word:
+            break
+        if ch in ";&|":
+            if word:
+                tokens.append(("word", word))
+                word = ""
+            tokens.append(("op", ch))
+        elif ch.isspace():
+            if word:
+                tokens.append(("word", word))
+                word = ""
+        else:
+            word += ch
+        i += 1
+    if word:
+        tokens.append(("word", word))
+    return tokens
+
+
+def _segments(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    segments: list[list[tuple[str, str]]] = [[]]
+    for tok in tokens:
+        if tok[0] == "op":
+            segments.append([])
+        else:
+            segments[-1].append(tok)
+    return [s for s in segments if s]
+
+
+def _program(segment: list[tuple[str, str]]) -> str:
+    words = [t for k, t in segment if k == "word" and "=" not in t.split("/")[0]]
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def _bash_line(line: str, literals: list[str] | None) -> str:
+    kept: list[str] = []
+    for segment in _segments(_bash_words(line)):
+        program = _program(segment)
+        if program in NO_OPS:  # echo/printf print their arguments: text, not work
+            if literals is not None:
+                literals += [t for _, t in segment[1:]]
+            continue
+        for index, (kind, text) in enumerate(segment):
+            if kind == "word":
+                kept.append(text)
+            elif index > 0 and segment[index - 1] == ("word", "-c") and program in INTERPRETERS:
+                kept.append(effective(INTERPRETERS[program], text))  # python -c "...": code that runs
+                if literals is not None:
+                    literals += code_literals(INTERPRETERS[program], text)
+            else:  # a quoted argument of a real command (a path, a pattern) is part of what runs
+                kept.append(text)
+                if literals is not None:
+                    literals.append(text)
+    return " ".join(kept)
+
+
+def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
+    """(command line, heredoc body or '', language of body or '') in order."""
+    lines, out, i = code.split("\n"), [], 0
+    while i < len(lines):
+        line = lines[i]
+        found = _HEREDOC.search(line)
+        if not found:
+            out.append((line, "", ""))
+            i += 1
+            continue
+        delimiter, body = found.group(2), []
+        i += 1
+        while i < len(lines) and lines[i].strip() != delimiter:
+            body.append(lines[i])
+            i += 1
+        i += 1
+        before = _segments(_bash_words(line[: found.start()]))
+        program = _program(before[-1]) if before else ""
+        target = re.search(r">\s*([\w./-]+\.(py|sh))", line)
+        if program in INTERPRETERS:
+            language = INTERPRETERS[program]
+        elif target and re.search(rf"(python3?|bash|sh)\s+\S*{re.escape(target.group(1).rsplit('/', 1)[-1])}",
+                                  code):
+            language = "python" if target.group(2) == "py" else "bash"  # a script this call runs
+        else:
+            language = ""
+        out.append((line, "\n".join(body), language))
+    return out
+
+
+def bash_effective(code: str, literals: list[str] | None = None) -> str:
+    parts = []
+    for line, body, language in _split_heredocs(code):
+        parts.append(_bash_line(line, literals))
+        if body and language:
+            parts.append(effective(language, body))
+            if literals is not None:
+                literals += code_literals(language, body)
+        elif body and literals is not None:
+            literals.append(body)
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ both
+
+
+def effective(language: str, code: str) -> str:
+    """The code with comments, string literals and no-op prints removed (what runs, roughly)."""
+    return bash_effective(code) if language == "bash" else python_effective(code)
+
+
+def code_literals(language: str, code: str) -> list[str]:
+    """The text the code could print without computing anything: its string and number literals."""
+    if language == "bash":
+        found: list[str] = []
+        bash_effective(code, found)
+        return found[:MAX_LITERALS]
+    return python_literals(code)[:MAX_LITERALS]
+
+
+def observed_output(language: str, code: str, stdout: str) -> str:
+    """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence)."""
+    literals = code_literals(language, code)
+    pieces = sorted({p.strip() for lit in literals for p in lit.splitlines() if len(p.strip()) >= 3},
+                    key=len, reverse=True)
+    numbers = {lit for lit in literals if re.fullmatch(r"[\d.eE+-]+", lit)}
+    kept = []
+    for line in (stdout or "").splitlines():
+        rest = line
+        for piece in pieces:
+            rest = rest.replace(piece, " ")
+        rest = " ".join(w for w in re.split(r"[\s,;:()\[\]{}'\"]+", rest) if w and w not in numbers)
+        if re.search(r"[A-Za-z0-9]", rest):
+            kept.append(line)
+    return "\n".join(kept)

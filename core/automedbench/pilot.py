@@ -1,0 +1,95 @@
+"""The S3 pilot, checked: a one-case output counts as a pilot only if it passes the track's contract.
+
+Before, any file (one byte) under `outputs/<case>/` made the call "a pilot on one case". Now the runner
+copies that case's outputs out of the workspace right after the call (the same `freeze` as the
+submission: regular files only, size-capped) and, after the agent phase, runs the track's checker on
+the copy in the isolated evaluator (`check_only`: no scoring, no references). The judges read the
+verdicts from `pilot_checks.json` in the run folder, which the agent cannot reach.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .freeze import freeze
+from .serialize import write_json
+from .track import StagedData
+
+MAX_PILOTS = 3  # candidate pilots checked per run (an agent may fix a bad pilot and try again)
+MAX_PILOT_FILE_BYTES = 256 << 20
+CHECKS_FILE = "pilot_checks.json"
+
+
+class PilotTracker:
+    """Notes each successful call that leaves exactly one case with outputs, before any batch."""
+
+    def __init__(self, outputs: Path, store: Path, case_ids: list[str]) -> None:
+        self.outputs, self.store, self.case_ids = outputs, store, set(case_ids)
+        self.candidates: list[dict[str, Any]] = []
+        self.batch_seen = False
+
+    def note(self, event: dict[str, Any]) -> None:
+        if self.batch_seen or event.get("name") != "execute_code" or event.get("exit_code") != 0:
+            return
+        if event.get("cases_with_outputs", 0) > 1:
+            self.batch_seen = True
+            return
+        changed = [c for c in event.get("changed_cases", []) if c in self.case_ids]
+        if event.get("cases_with_outputs") != 1 or len(changed) != 1 or len(self.candidates) >= MAX_PILOTS:
+            return
+        case, index = changed[0], len(self.candidates) + 1
+        folder = self.store / str(index)
+        manifest = freeze(self.outputs / case, folder / "submission" / case, submitted=False,
+                          max_file_bytes=MAX_PILOT_FILE_BYTES)
+        write_json(folder / "manifest.json", _prefixed(manifest, case))
+        self.candidates.append({"turn": event.get("turn"), "call_id": event.get("call_id"), "case": case,
+                                "folder": str(folder)})
+
+    def check(self, task_id: str, staged: StagedData, backend: str) -> list[dict[str, Any]]:
+        """Contract verdicts of the candidates in order, stopping at the first valid one."""
+        from .evaluator import run_isolated
+
+        results = []
+        for candidate in self.candidates:
+            folder = Path(candidate["folder"])
+            case = candidate["case"]
+            one = StagedData(staged.root, staged.public, staged.private, [case])
+            try:
+                evaluation = run_isolated(task_id, one, folder / "submission", folder / "manifest.json",
+                                          folder / "evaluation.json", timeout_s=600, backend=backend,
+                                          check_only=True)
+                verdict = evaluation.cases[0]
+                valid, reasons = bool(verdict.valid), list(verdict.reasons)[:5]
+            except Exception as exc:  # whatever the agent wrote may break the checker: not a pilot, not a fault
+                valid, reasons = False, [f"contract check failed: {type(exc).__name__}: {str(exc)[:200]}"]
+            results.append({"turn": candidate["turn"], "call_id": candidate["call_id"], "case": case,
+                            "valid": valid, "reasons": [str(r)[:300] for r in reasons]})
+            if valid:
+                break
+        for candidate in self.candidates:  # the verdicts are what is kept
+            shutil.rmtree(Path(candidate["folder"]) / "submission", ignore_errors=True)
+        return results
+
+
+def _prefixed(manifest, case: str):
+    """The freeze manifest of one case folder, with paths relative to the submission root."""
+    for entry in manifest.files:
+        entry.path = f"{case}/{entry.path}"
+    return manifest
+
+
+def read_checks(run_dir: Path) -> list[dict[str, Any]] | None:
+    """The stored pilot verdicts; None for a run recorded before pilots were checked (no file), [] for an
+    unreadable file (no pilot is verified then)."""
+    import json
+
+    path = run_dir / CHECKS_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
