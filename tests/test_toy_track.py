@@ -67,13 +67,13 @@ def test_a_sandbox_names_its_evaluator_backend_and_the_registry_supplies_it(tmp_
     from automedbench.plugins import registry
     from automedbench.sandboxes.local import LocalSandbox
 
-    calls: list[str] = []
+    calls: list[tuple[str, bool]] = []
 
     class SpySandbox(LocalSandbox):
         evaluator = "spy"
 
     def spy_backend(request, timeout_s):
-        calls.append(request.task_id)
+        calls.append((request.task_id, request.check_only))
         return evaluate_in_process(request, timeout_s)
 
     class SpyPlugin:
@@ -91,7 +91,8 @@ def test_a_sandbox_names_its_evaluator_backend_and_the_registry_supplies_it(tmp_
     registry().add_plugin(SpyPlugin, name="spy-plugin")
     result, _ = run_task(TASK, "reference", out=tmp_path / "runs", data_root=tmp_path / "data", sandbox="spy-local")
     assert result.state == "scored" and result.task.strict == 1.0
-    assert calls == [TASK]
+    # the pilot's contract check (check_only) and the final scoring both went through the spy
+    assert calls == [(TASK, True), (TASK, False)]
 
 
 def test_a_third_party_model_backend_drives_the_chat_agent_and_the_llm_judge(tmp_path):
