@@ -101,6 +101,10 @@ class SegmentationTrack(PackagedTrack):
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:  # real data needs a real model: no scripted method stands in for it
             raise UserError(f"the scripted reference solution covers the phantom demos only, not {task.id}")
+        if task.params.get("phantom") == "airway":
+            from .solution_airway import airway_solution
+
+            return airway_solution(task, tier, data_dir, workspace)
         if task.params.get("kind") == "multilabel":
             from .solution_multilabel import multilabel_solution
 
