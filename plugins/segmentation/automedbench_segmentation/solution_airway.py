@@ -12,7 +12,7 @@ from importlib import resources
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from .solution import soft_output_step
+from .solution import flawed_variants
 from .solution_multilabel import multilabel_solution
 
 PLAN_MD = """# Plan: {title}
@@ -86,10 +86,5 @@ def airway_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Script
                             say="Running the whole cohort."),
     }
     steps = [swap.get(step.phase, step) for step in base.steps]
-    half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    variants = {
-        "wrong-format": [soft_output_step(ws, data_dir, out, "", name, "airway masks")],
-        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out} {half}",
-                                  say="Running the first half of the cohort.")],
-    }
+    variants = flawed_variants(task, ws, data_dir, out, "", name, "airway masks")
     return ScriptedSolution(steps, variants)
