@@ -37,6 +37,19 @@ HINTS = {
     "s2a_model_obtained": {"patterns": [r"(?i)method obtained", r"nnUNet_results|nnunetv2", r"bundle download"]},
 }
 MULTILABEL_HINTS = {"s1c_task_model": {"patterns": [r"label", r"remap|mapping"]}}
+# S3 for label maps: the pilot check must test the values against the allowed labels and count each
+# structure (a structure with no voxels is the usual remapping error); a one-label mask needs its count.
+PER_LABEL_COUNT = r"count_nonzero\([^)\n]*==|==[^\n]*\)\.sum\(|bincount|for \w+ in [^\n]*label"
+MULTILABEL_S3 = {"checks": {"shape": r"\.shape", "labels": r"unique|isin|\bset\(|bincount",
+                            "coverage": PER_LABEL_COUNT}, "partial": ["shape", "labels"]}
+
+
+def multilabel_hints(task: TaskSpec) -> dict[str, dict[str, Any]]:
+    """Rule hints for a label-map task: the label-scheme plan item and the per-structure pilot check."""
+    s3 = {**MULTILABEL_S3, "checks": dict(MULTILABEL_S3["checks"])}
+    if len(task.params["labels"]) == 1:  # one structure: its voxel count is the coverage check
+        s3["checks"]["coverage"] = PER_LABEL_COUNT + r"|count_nonzero|\.sum\(|voxels"
+    return {**MULTILABEL_HINTS, "s3_validate": s3}
 
 
 class SegmentationTrack(PackagedTrack):
@@ -95,7 +108,7 @@ class SegmentationTrack(PackagedTrack):
 
     def rubric(self, task: TaskSpec) -> list[RubricItem]:
         if task.params.get("kind") == "multilabel":
-            return reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **MULTILABEL_HINTS})
+            return reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **multilabel_hints(task)})
         return reword(default_rubric(), WORDING, HINTS)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:

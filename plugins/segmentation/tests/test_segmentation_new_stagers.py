@@ -106,7 +106,7 @@ def test_totalsegmentator_meta_problems_get_one_line(tmp_path):
     write_totalseg(src, {}, [("s0001", "test")])
     with pytest.raises(UserError, match=r"1 x missing segmentations/duodenum.nii.gz"):
         staging.stage(track, task, tmp_path / "root", src)
-    with pytest.raises(UserError, match="no TotalSegmentator meta.csv"):
+    with pytest.raises(UserError, match=r"no TotalSegmentator meta\.csv"):
         staging.stage(track, task, tmp_path / "root", src / "s0001")
 
 
@@ -228,6 +228,7 @@ def full_layout(task_id, src):
         write_panther(src, [str(10000 + i) for i in range(20)], task1=task_id.endswith("t1"))
 
 
+@pytest.mark.slow  # each evaluates three baselines on 20+ cases with surface metrics (about a minute under load)
 @pytest.mark.parametrize("task_id", ["segmentation/totalsegmentator", "segmentation/aeropath",
                                      "segmentation/panther-t1", "segmentation/panther-t2"])
 def test_validate_task_passes(tmp_path, task_id):

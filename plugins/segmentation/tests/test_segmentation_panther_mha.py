@@ -65,7 +65,7 @@ def test_label_values_outside_panther_scheme_are_refused(tmp_path):
         panther.mha_to_nifti(tmp_path / "bad.mha", tmp_path / "bad.nii.gz", label=True)
     soft = np.full((3, 4, 5), 0.5, np.float32)
     write_mha(tmp_path / "soft.mha", soft)
-    with pytest.raises(UserError, match="label values 0.5"):
+    with pytest.raises(UserError, match=r"label values 0\.5"):
         panther.mha_to_nifti(tmp_path / "soft.mha", tmp_path / "soft.nii.gz", label=True)
 
 
