@@ -42,8 +42,9 @@ def _tear(run_dir: Path) -> int:
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["run", "--task", "segmentation/dmeo"], "did you mean 'segmentation/demo'"),  # long list of known tasks
-    (["run", "--task", "segmentation/demo", "--tier", "pr"], "(see 'automedbench run --help')"),
+    (["run", "--task", "segmentation/dmeo", "--agent", "reference"], "did you mean 'segmentation/demo'"),
+    (["run", "--task", "segmentation/demo", "--agent", "reference", "--tier", "pr"],
+     "(see 'automedbench run --help')"),
     (["run"], "Missing option '--task'"),
     (["rnu"], "No such command 'rnu'"),
     (["sweep", "--agents", "referense", "--tasks", "segmentation/demo"], "unknown agent 'referense'"),
@@ -57,7 +58,7 @@ def test_errors_are_one_line_even_when_piped(cli, args, needle, tmp_path):
 
 
 def test_unstaged_task_names_no_run_folder(cli, tmp_path):
-    result = cli("run", "--task", "segmentation/kidney", "--out", tmp_path / "runs")
+    result = cli("run", "--task", "segmentation/kidney", "--agent", "reference", "--out", tmp_path / "runs")
     assert result.exit_code == 2 and "is not staged" in result.stderr
     assert result.stdout == "" and not any((tmp_path / "runs").glob("*"))
 
