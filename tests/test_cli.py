@@ -21,12 +21,12 @@ def cli(data_root, staged, monkeypatch):
 @pytest.mark.parametrize("args,needle", [
     (["run", "--task", "segmentation/dem", "--agent", "reference"], "did you mean 'segmentation/demo'"),
     (["run", "--task", "segmentation/demo", "--agent", "refrence"], "unknown agent 'refrence'"),
-    (["run", "--task", "segmentation/demo", "--sandbox", "nope"], "unknown sandbox 'nope'"),
-    (["run", "--task", "segmentation/demo", "--judge", "nope"], "unknown judge 'nope'"),
+    (["run", "--task", "segmentation/demo", "--agent", "reference", "--sandbox", "nope"], "unknown sandbox 'nope'"),
+    (["run", "--task", "segmentation/demo", "--agent", "reference", "--judge", "nope"], "unknown judge 'nope'"),
     (["evaluate", "--task", "segmentation/demo"], "exactly one of --submission"),
     (["evaluate", "--task", "segmentation/demo", "--baseline", "perfekt"], "unknown baseline 'perfekt'"),
     (["show", "no-such-run"], "no such file"),
-    (["run", "--task", "segmentation/demo", "--agent-option", "oops"], "KEY=VALUE"),
+    (["run", "--task", "segmentation/demo", "--agent", "reference", "--agent-option", "oops"], "KEY=VALUE"),
 ])
 def test_bad_input_is_one_clear_line(cli, args, needle):
     result = cli(*args)
@@ -36,7 +36,7 @@ def test_bad_input_is_one_clear_line(cli, args, needle):
 
 
 def test_unknown_tier_is_rejected_by_click(cli):
-    result = cli("run", "--task", "segmentation/demo", "--tier", "ultra")
+    result = cli("run", "--task", "segmentation/demo", "--agent", "reference", "--tier", "ultra")
     assert result.exit_code == 2 and "ultra" in result.output
 
 

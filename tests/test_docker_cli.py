@@ -19,7 +19,7 @@ def test_without_the_docker_package_the_sandbox_says_how_to_install_it(monkeypat
 def test_run_with_docker_but_no_package_is_one_line_and_exit_2(monkeypatch, data_root, staged, tmp_path):
     monkeypatch.setitem(sys.modules, "docker", None)
     monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
-    result = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--sandbox", "docker",
+    result = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", "noop", "--sandbox", "docker",
                                        "--out", str(tmp_path / "runs"), "--quiet"])
     assert result.exit_code == 2
     assert "automedbench[docker]" in result.output and "Traceback" not in result.output

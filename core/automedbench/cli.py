@@ -58,6 +58,8 @@ class Group(click.Group):
             raise
         except click.UsageError as exc:  # a typo in a command or option: one line too, with where to look
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            if exc.ctx is None and ctx.invoked_subcommand:  # the parser's own errors (`--agent` with no value)
+                where = f"{ctx.command_path} {ctx.invoked_subcommand}"  # carry no context: name the subcommand
             err_console.print(f"[red]error:[/] {escape(exc.format_message())} (see '{where} --help')",
                               soft_wrap=True)
             sys.exit(2)
@@ -89,7 +91,8 @@ def _problems(reg) -> None:
 @click.option("--task", "task_id", required=True, help="Task id, e.g. segmentation/demo (see `automedbench tasks`).")
 @click.option("--tier", type=click.Choice(["lite", "standard", "pro"]), default="lite", show_default=True,
               help="Scaffolding level of the brief (same data and metric).")
-@click.option("--agent", default="reference", show_default=True, help="Agent name (see `automedbench plugins`).")
+@click.option("--agent", required=True,
+              help="Agent name, e.g. reference (scripted, offline), openai, anthropic (see `automedbench plugins`).")
 @click.option("--agent-option", "agent_options", multiple=True, metavar="KEY=VALUE",
               help="Option passed to the agent factory; repeatable.")
 @click.option("--sandbox", default="local", show_default=True, help="Sandbox backend.")
@@ -129,10 +132,19 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
                          task_score, keep_workspace=keep_workspace, gpus=gpus,
                          eval_options=_kv(eval_options))
 
+    # The run folder is named once the run is under way (first turn or phase): a sandbox that cannot
+    # open (no docker engine) makes the runner remove the folder again, so it must not be announced.
+    announce: list[str] = []
+
+    def say_folder() -> None:
+        if announce:
+            console.print(announce.pop(), soft_wrap=True)  # a path stays on one line, to copy
+
     def progress(event: dict[str, Any]) -> None:
         if event["kind"] == "run_started":  # sent once the data is there and the run folder exists
-            console.print(f"run {event['run_id']}: {task_id} ({tier}) with agent {agent} -> {event['run_dir']}",
-                          soft_wrap=True)  # a path stays on one line, to copy
+            announce.append(f"run {event['run_id']}: {task_id} ({tier}) with agent {agent} -> {event['run_dir']}")
+            return
+        say_folder()
         if quiet:
             return
         if event["kind"] == "turn":
@@ -148,6 +160,7 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
 
     runner = Run(options, reg, progress)
     result = runner.execute()
+    say_folder()
     render(result, console, items=items)
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
     if result.state == "infrastructure_failure":
@@ -231,19 +244,43 @@ def plugins() -> None:
     _problems(reg)
 
 
-@main.command()
-def tasks() -> None:
-    """List every task with its tiers and case count."""
+# Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
+# width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
+TASK_COLUMNS = [("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Title", "Tiers", "Cases", "Metric", "Data"]
+
+
+def tasks_table(specs: list, width: int):
+    """The task listing for a terminal `width` wide: the full id always, then as many columns as fit."""
     from rich.table import Table
 
-    reg = registry()
+    id_width = max([len(s.id) for s in specs] + [4])
+    used, shown = 1 + id_width + 3, {"Task"}  # a column costs its width plus padding and a border (3)
+    for name, need in TASK_COLUMNS:
+        if used + need + 3 > width:
+            break
+        used += need + 3
+        shown.add(name)
     table = Table(show_header=True, header_style="bold")
-    for col in ("Task", "Title", "Tiers", "Cases", "Metric", "Data"):
-        table.add_column(col)
-    for task_id, (_, spec) in sorted(reg.tasks().items()):
-        table.add_row(task_id, spec.title, ",".join(spec.tiers), str(spec.case_count), spec.metric,
-                      "generated" if spec.demo else spec.dataset)
-    console.print(table)
+    needs = dict(TASK_COLUMNS)
+    columns = [c for c in TASK_COLUMN_ORDER if c in shown]
+    for col in columns:
+        if col == "Task":
+            table.add_column(col, no_wrap=True, min_width=id_width)
+        else:
+            table.add_column(col, min_width=needs[col])
+    for spec in sorted(specs, key=lambda s: s.id):
+        cells = {"Task": spec.id, "Title": spec.title, "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
+                 "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
+        table.add_row(*(cells[c] for c in columns))
+    return table
+
+
+@main.command()
+def tasks() -> None:
+    """List every task with its tiers and case count (narrow terminals drop the last columns, never the id)."""
+    reg = registry()
+    console.print(tasks_table([spec for _, spec in reg.tasks().values()], console.width))
     _problems(reg)
 
 

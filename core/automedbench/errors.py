@@ -23,6 +23,10 @@ def did_you_mean(name: str, choices: list[str]) -> str:
     import difflib
 
     close = difflib.get_close_matches(name, choices, n=1)
+    if not close and "/" not in name:  # `kidney` for `segmentation/kidney`: match the part after the track
+        short = {c.rsplit("/", 1)[-1]: c for c in choices if "/" in c}
+        near = difflib.get_close_matches(name, list(short), n=1)
+        close = [short[near[0]]] if near else []
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     listing = ", ".join(sorted(choices)) or "none installed"
     return f"{hint}; known: {listing}"

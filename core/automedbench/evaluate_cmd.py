@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .serialize import dumps, write_json
 def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
                     data_root: Path, work: Path, task_score: str | None = None,
                     eval_options: dict[str, str] | None = None) -> Result:
+    t0 = time.monotonic()
     track, task = reg.task(task_id)
     options = track.check_evaluation_options(eval_options or {})
     staged = staging.ensure(track, task, data_root)
@@ -39,8 +41,10 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),
                     {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)})
+    wall = round(time.monotonic() - t0, 3)  # no agent: all of it is the harness's (baseline, freeze, evaluator)
+    runtime = Runtime(wall_s=wall, harness_s=wall, eval_s=evaluation.duration_s)
     result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,
-                          Runtime(eval_s=evaluation.duration_s), Isolation("-"), evaluation, None, manifest, [],
+                          runtime, Isolation("-"), evaluation, None, manifest, [],
                           task_score, "-", judged=False)
     write_json(work / "result.json", result)
     return result

@@ -17,9 +17,13 @@ def fmt(value: float | None) -> str:
     return "null" if value is None else truncate(value)
 
 
-def fmt_component(value: float | None) -> str:
-    """Counts (whole numbers above 1) print as integers; scores keep three decimals."""
-    if value is not None and float(value).is_integer() and abs(value) > 1:
+COUNT_SUFFIXES = ("_count", "_cases")
+
+
+def fmt_component(value: float | None, name: str = "") -> str:
+    """Counts (named `*_count` / `*_cases`, or whole numbers above 1) print as integers; scores keep three
+    decimals, so a count of 0 reads `0`, not the score-like `0.000`."""
+    if value is not None and float(value).is_integer() and (abs(value) > 1 or name.endswith(COUNT_SUFFIXES)):
         return str(int(value))
     return fmt(value)
 
@@ -53,7 +57,7 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         console.print(f"Task ({escape(result.task.name)}): strict {fmt(result.task.strict)}  partial "
                       f"{fmt(result.task.partial)}  " + escape(f"[used: {result.task.used}]"))
         if result.task.components:  # one cell per component, so a name is never split from its value
-            console.print(Columns([Text(f"{k} {fmt_component(v)}") for k, v in result.task.components.items()],
+            console.print(Columns([Text(f"{k} {fmt_component(v, k)}") for k, v in result.task.components.items()],
                                   padding=(0, 3)))
     console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")

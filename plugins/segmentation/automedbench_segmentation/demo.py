@@ -10,6 +10,10 @@ from . import io, phantom
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
+    if task.params.get("phantom") == "airway":
+        from .data.airway_phantom import stage_airway_demo
+
+        return stage_airway_demo(task, dest)
     public, private = dest / "public", dest / "private"
     tumour_free = set(task.params.get("tumour_free_cases", []))
     seed = int(task.params.get("seed", 20261202))

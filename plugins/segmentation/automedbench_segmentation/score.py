@@ -2,9 +2,11 @@
 
 organ + lesion: Task = 0.5 · mean lesion Dice over the reference-positive cases + 0.5 · mean organ
 Dice over all cases (only organ Dice when no case has a lesion). Multi-label: Task = macro mean over
-labels of the per-label mean Dice. A label absent from both prediction and reference scores 1. A
-missing or invalid case counts 0 in the partial value and makes the strict value 0. HD95 / surface
-Dice (MONAI) are extra components, averaged over the cases where they are defined.
+labels of the per-label mean Dice, or, with `primary_label: K` (PANTHER: the tumour), the mean Dice of
+label K alone, the other labels and the macro mean staying as components. A label absent from both
+prediction and reference scores 1. A missing or invalid case counts 0 in the partial value and makes
+the strict value 0. HD95 / surface Dice (MONAI) are extra components, averaged over the cases where
+they are defined.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, TaskSpec
+from automedbench.api import CaseScore, MetricBlock, TaskSpec, UserError
 
 from . import io, metrics, surface
 from .checker import task_labels
@@ -59,6 +61,16 @@ def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Pat
     return CaseScore(case_id, values)
 
 
+def primary_label(task: TaskSpec) -> int | None:
+    """The label whose Dice is the Task (`params.primary_label`), or None for the macro mean over labels."""
+    value = task.params.get("primary_label")
+    if value is None:
+        return None
+    if int(value) not in task_labels(task):
+        raise UserError(f"{task.id}: primary_label {value} is not one of its labels {sorted(task_labels(task))}")
+    return int(value)
+
+
 def _mean_defined(scores: list[CaseScore | None], key: str) -> float | None:
     vals = [s.values[key] for s in scores if s is not None and s.values.get(key) is not None]
     return float(np.mean(vals)) if vals else None
@@ -79,8 +91,10 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         names = task_labels(task)
         per_label = {f"dice_{k}_{names[k]}": float(np.mean([s.values[f"dice_{k}"] if s else 0.0 for s in scores]))
                      for k in sorted(names)} if scores else {}
-        partial = float(np.mean(list(per_label.values()))) if per_label else 0.0
-        comps: dict[str, float | None] = {"macro_dice": partial, **per_label}
+        macro = float(np.mean(list(per_label.values()))) if per_label else 0.0
+        primary = primary_label(task)
+        partial = per_label.get(f"dice_{primary}_{names[primary]}", 0.0) if primary is not None else macro
+        comps: dict[str, float | None] = {"macro_dice": macro, **per_label}
         comps.update(_surface_components(task, scores, [f"label_{k}" for k in sorted(names)]))
     else:
         facts = io.read_case_facts(private)

@@ -50,6 +50,17 @@ def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, wh
         say=f"Running the cohort, saving soft {what}.")
 
 
+def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str, name: str,
+                    what: str) -> dict[str, list[ScriptStep]]:
+    """The track's own damage for `wrong-format` (soft `name` files) and `incomplete` (half the cohort)."""
+    half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
+    return {
+        "wrong-format": [soft_output_step(ws, data_dir, out, flags, name, what)],
+        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {flags}{data_dir} {out} {half}",
+                                  say="Running the first half of the cohort.")],
+    }
+
+
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
     from .reference_method import ORGAN_MAX, ORGAN_MIN
@@ -116,10 +127,5 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
                    say="Verifying every output before submitting."),
         ScriptStep("submit", submit=True, say="All outputs verified; submitting."),
     ]
-    half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    variants = {
-        "wrong-format": [soft_output_step(ws, data_dir, out, "", "lesion.nii.gz", "lesion maps")],
-        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out} {half}",
-                                  say="Running the first half of the cohort.")],
-    }
+    variants = flawed_variants(task, ws, data_dir, out, "", "lesion.nii.gz", "lesion maps")
     return ScriptedSolution(steps, variants)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 from .checker import task_labels
-from .solution import PLAN_STEPS, PLAN_TITLE, organ_lesion_solution, soft_output_step
+from .solution import PLAN_STEPS, PLAN_TITLE, flawed_variants, organ_lesion_solution
 
 PLAN_MD = """# Plan: {title}
 
@@ -78,10 +78,5 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
                              say="Verifying every label map before submitting."),
     }
     steps = [swap.get(step.phase, step) for step in base.steps]
-    half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    variants = {
-        "wrong-format": [soft_output_step(ws, data_dir, out, "--labels ", name, "label maps")],
-        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py --labels {data_dir} {out} {half}",
-                                  say="Running the first half of the cohort.")],
-    }
+    variants = flawed_variants(task, ws, data_dir, out, "--labels ", name, "label maps")
     return ScriptedSolution(steps, variants)

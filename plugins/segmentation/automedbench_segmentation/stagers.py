@@ -2,7 +2,9 @@
 
 Cases are walked in the download's sorted order and the first `case_count` that meet the task's rule
 are taken (organ + lesion tasks: a non-empty tumour; PanTS organs at risk: every structure file and a
-non-empty pancreas; FeTA: an image and a label map). Staged cases get neutral ids (`kidney_001` ...)
+non-empty pancreas; FeTA: an image and a label map; TotalSegmentator: a test-split subject with every
+class file and a non-empty liver; AeroPath: a non-empty airway; PANTHER: a non-empty tumour, its `.mha`
+files converted to NIfTI first). Staged cases get neutral ids (`kidney_001` ...)
 so the brief does not name the public source case; `private/manifest.json` maps them back and records
 the source files' sizes and times, which makes re-staging an unchanged download a no-op. A new
 staging is built beside the old one and swapped in only when complete.
@@ -75,7 +77,7 @@ def build_references(task: TaskSpec, case: SourceCase, shape: tuple[int, ...]
         refs = {"organ.nii.gz": organ.astype(np.uint8), "lesion.nii.gz": lesion.astype(np.uint8)}
         return refs, {"lesion_present": True}, ""
     allowed = task_labels(task)
-    if stager == "pants_multilabel":
+    if "structures" in params:  # one binary file per structure (PanTS, TotalSegmentator), painted in label order
         label_map = np.zeros(shape, dtype=np.uint8)
         structures = {int(k): names for k, names in params["structures"].items()}
         for k in sorted(allowed):
@@ -83,14 +85,17 @@ def build_references(task: TaskSpec, case: SourceCase, shape: tuple[int, ...]
             if mask.shape != shape:
                 return {}, {}, f"reference shape {mask.shape} != image shape {shape}"
             label_map[mask] = k
-        if not (label_map == min(allowed)).any():
-            return {}, {}, f"empty {allowed[min(allowed)]}"
     else:
         label_map = load_label_volume(case.references["labels"])
         if label_map.shape != shape:
             return {}, {}, f"reference shape {label_map.shape} != image shape {shape}"
+        if params.get("binarise"):  # e.g. AeroPath airways: any nonzero value is the one foreground label
+            label_map = (label_map > 0).astype(np.uint8) * min(allowed)
         if label_map.max(initial=0) > max(allowed):
             return {}, {}, f"label values above {max(allowed)}"
+    required = params.get("required_label", min(allowed) if "structures" in params else None)
+    if required is not None and not (label_map == int(required)).any():
+        return {}, {}, f"empty {allowed[int(required)]}"
     present = [k for k in sorted(allowed) if np.any(label_map == k)]
     facts: dict[str, Any] = {"labels_present": present}
     if stager == "pants_multilabel":
@@ -166,8 +171,11 @@ def _qualify(task: TaskSpec, case: SourceCase):
 
 
 def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dict[str, np.ndarray],
-                incoming: Path) -> dict[str, Any]:
-    """Copy the image byte for byte, save the references on its grid; the manifest entry."""
+                incoming: Path, origin: SourceCase | None = None) -> dict[str, Any]:
+    """Copy the image byte for byte, save the references on its grid; the manifest entry.
+
+    `origin` is the download's own case when `case` holds files converted from it (PANTHER `.mha`):
+    the manifest records the download's files, so an unchanged download is still recognised."""
     target = incoming / "public" / case_id / task.input_files[0]
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(case.image, target)
@@ -176,9 +184,22 @@ def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dic
         path = incoming / "private" / case_id / name
         io.save(path, volume, image.affine)
         staged_files[f"private/{case_id}/{name}"] = path.stat().st_size
-    sources = [case.image, *case.references.values()]
+    origin = origin or case
+    sources = [origin.image, *origin.references.values()]
     return {"case_id": case_id, "source_id": case.source_id,
             "source_files": {str(p.resolve()): _stat(p) for p in sources}, "staged_files": staged_files}
+
+
+def _readable(task: TaskSpec, case: SourceCase, scratch: Path) -> SourceCase:
+    """The case as NIfTI files: PANTHER's `.mha` are converted into `scratch`, everything else is as found."""
+    if task.params["stager"] != "panther" or case.problem:
+        return case
+    from .data.panther import convert_case
+
+    try:
+        return convert_case(case, scratch)
+    except ValueError as exc:
+        return SourceCase(case.source_id, case.image, case.references, str(exc))
 
 
 def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None = None) -> StagedData:
@@ -208,18 +229,23 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                 if case.problem:
                     skipped.append((case.source_id, case.problem))
                     continue
-                image, refs, case_facts, reason = _qualify(task, case)
+                readable = _readable(task, case, incoming / ".converted")
+                if readable.problem:
+                    skipped.append((case.source_id, readable.problem))
+                    continue
+                image, refs, case_facts, reason = _qualify(task, readable)
                 if reason:
                     skipped.append((case.source_id, reason))
                     continue
                 case_id = f"{prefix}_{len(selected) + 1:03d}"
-                selected.append(_write_case(task, case, case_id, image, refs, incoming))
+                selected.append(_write_case(task, readable, case_id, image, refs, incoming, case))
                 facts[case_id] = case_facts
                 bar.advance(job)
         if len(selected) < task.case_count:
             why = f" (skipped: {_skipped_summary(skipped)})" if skipped else ""
             raise UserError(f"{source}: only {len(selected)} of the {task.case_count} cases {task.id} needs "
                             f"qualify among {len(cases)} found — rule: {params.get('selection', 'all')}{why}")
+        shutil.rmtree(incoming / ".converted", ignore_errors=True)
         io.write_case_facts(incoming / "private", facts)
         manifest = {"task": task.id, "task_digest": _task_digest(task), "stager": params["stager"],
                     "source": str(source.resolve()), "selection": params.get("selection", ""),

@@ -39,6 +39,19 @@ HINTS = {
     "s2a_model_obtained": {"patterns": [r"(?i)method obtained", r"nnUNet_results|nnunetv2", r"bundle download"]},
 }
 MULTILABEL_HINTS = {"s1c_task_model": {"patterns": [r"label", r"remap|mapping"]}}
+# S3 for label maps: the pilot check must test the values against the allowed labels and count each
+# structure (a structure with no voxels is the usual remapping error); a one-label mask needs its count.
+PER_LABEL_COUNT = r"count_nonzero\([^)\n]*==|==[^\n]*\)\.sum\(|bincount|for \w+ in [^\n]*label"
+MULTILABEL_S3 = {"checks": {"shape": r"\.shape", "labels": r"unique|isin|\bset\(|bincount",
+                            "coverage": PER_LABEL_COUNT}, "partial": ["shape", "labels"]}
+
+
+def multilabel_hints(task: TaskSpec) -> dict[str, dict[str, Any]]:
+    """Rule hints for a label-map task: the label-scheme plan item and the per-structure pilot check."""
+    s3 = {**MULTILABEL_S3, "checks": dict(MULTILABEL_S3["checks"])}
+    if len(task.params["labels"]) == 1:  # one structure: its voxel count is the coverage check
+        s3["checks"]["coverage"] = PER_LABEL_COUNT + r"|count_nonzero|\.sum\(|voxels"
+    return {**MULTILABEL_HINTS, "s3_validate": s3}
 
 # Paper Table 7: S3 on {0, 0.5, 1.0}. Full credit is a one-case pilot whose output shape and values were
 # checked (multi-label: the labels and per-label coverage) before the batch; any other pilot is 0.5.
@@ -50,7 +63,6 @@ MULTILABEL_S3_WORDING = ("pilot on ONE case before the batch and check its label
                          "but incomplete validation (a pilot with partial or no checks); 0 no pilot, or the batch "
                          "first")
 S3_CHECKS = {"shape": r"\.shape", "values": r"unique|isin|\bset\(|\.min\(|\.max\("}
-MULTILABEL_S3_CHECKS = {**S3_CHECKS, "coverage": r"count_nonzero|bincount|return_counts|per label|sum\("}
 
 
 class SegmentationTrack(PackagedTrack):
@@ -109,8 +121,9 @@ class SegmentationTrack(PackagedTrack):
 
     def rubric(self, task: TaskSpec) -> Rubric:
         if task.params.get("kind") == "multilabel":
-            rubric = reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **MULTILABEL_HINTS})
-            return with_ladder(rubric, "S3", S3_PAPER_LEVELS, MULTILABEL_S3_WORDING, {"checks": MULTILABEL_S3_CHECKS})
+            hints = multilabel_hints(task)
+            rubric = reword(default_rubric(), MULTILABEL_WORDING, {**HINTS, **hints})
+            return with_ladder(rubric, "S3", S3_PAPER_LEVELS, MULTILABEL_S3_WORDING, hints["s3_validate"])
         rubric = reword(default_rubric(), WORDING, HINTS)
         return with_ladder(rubric, "S3", S3_PAPER_LEVELS, S3_WORDING, {"checks": S3_CHECKS})
 
@@ -127,6 +140,10 @@ class SegmentationTrack(PackagedTrack):
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:  # real data needs a real model: no scripted method stands in for it
             raise UserError(f"the scripted reference solution covers the phantom demos only, not {task.id}")
+        if task.params.get("phantom") == "airway":
+            from .solution_airway import airway_solution
+
+            return airway_solution(task, tier, data_dir, workspace)
         if task.params.get("kind") == "multilabel":
             from .solution_multilabel import multilabel_solution
 
