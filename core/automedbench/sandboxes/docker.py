@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 
 from ..errors import InfrastructureError, UserError
+from ..fsutil import HarnessDir
 from ..records import Evaluation, ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
 from ..serialize import read_json, write_json
 from .docker_images import EVALUATOR_IMAGE, agent_image, client, stage_harness
-from .local import _Capture, sandbox_env
+from .local import EXEC_MOUNT, _Capture, sandbox_env
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -78,12 +79,14 @@ def evaluator_user(private: Path) -> tuple[int, int]:
 
 
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
-                     user: tuple[int, int]) -> dict:
+                     user: tuple[int, int], exec_dir: Path | None = None) -> dict:
     """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it)."""
     from docker.types import DeviceRequest, Mount
 
     mounts = [Mount("/data/public", str(spec.public.resolve()), type="bind", read_only=True),
               Mount("/workspace", str(spec.workspace.resolve()), type="bind", read_only=False)]
+    if exec_dir is not None:  # the harness's copies of each call's code, read-only, outside the workspace
+        mounts.append(Mount(EXEC_MOUNT, str(exec_dir.resolve()), type="bind", read_only=True))
     for inside, host in sorted(spec.decoys.items()):
         mounts.append(Mount(inside, str(Path(host).resolve()), type="bind", read_only=True))
     env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", spec.env)
@@ -113,11 +116,12 @@ class DockerSession(SandboxSession):
         self.calls = 0
         self.uid, self.gid = container_user()
         ws = spec.workspace
-        for sub in (".home", ".cache", ".automedbench/exec"):
+        for sub in (".home", ".cache"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         grant(ws, self.uid, self.gid)
+        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{os.urandom(8).hex()}")
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
-                                  user=(self.uid, self.gid))
+                                  user=(self.uid, self.gid), exec_dir=self.exec_dir.path)
         try:
             self.container = cli.containers.run(**config)
         except Exception as exc:
@@ -144,10 +148,8 @@ class DockerSession(SandboxSession):
             return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
         self.calls += 1
         name = f"call_{self.calls:04d}{'.py' if language == 'python' else '.sh'}"
-        host_script = self.spec.workspace / ".automedbench" / "exec" / name
-        host_script.write_text(code, encoding="utf-8")
-        grant(host_script, self.uid, self.gid)
-        script = f"/workspace/.automedbench/exec/{name}"
+        self.exec_dir.write_new(name, code.encode("utf-8"))  # 0644 in a 0755 folder the container cannot write
+        script = f"{EXEC_MOUNT}/{name}"
         argv = ["python3", "-u", script] if language == "python" else ["bash", script]
         note = self._ensure_running()
         out = _Capture(None, self.spec.output_cap_bytes)
@@ -199,7 +201,13 @@ class DockerSession(SandboxSession):
         ]
         if self.spec.gpus:
             prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
-        return prot, ["no seccomp profile beyond docker's default", "no disk quota on /workspace"]
+        gaps = ["no seccomp profile beyond docker's default",
+                "no disk quota on /workspace (a bind mount; the result is still written: space is reserved)",
+                "per-user kernel state (keyrings) shared with other containers of the same uid"]
+        if self.spec.network:
+            gaps.append("bridge network: the host's services listening on the docker bridge address and the "
+                        "internet are reachable")
+        return prot, gaps
 
     def bound_sources(self) -> list[Path]:
         return [self.spec.public.resolve(), self.spec.workspace.resolve(),
@@ -210,6 +218,9 @@ class DockerSession(SandboxSession):
         if container is not None:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+        exec_dir = getattr(self, "exec_dir", None)
+        if exec_dir is not None:
+            exec_dir.close()
 
 
 class DockerSandbox(Sandbox):
