@@ -94,7 +94,7 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
             if total + info.st_size > max_total_bytes:
                 entries.reject(rel, info.st_size, f"the submission would exceed {max_total_bytes} bytes")
                 continue
-            if _free_bytes(dest) - info.st_size < disk_reserve:
+            if _free_bytes(dest) - min(info.st_size, info.st_blocks * 512) < disk_reserve:
                 entries.reject(rel, info.st_size, "not copied: the disk is (nearly) full")
                 continue
             try:
@@ -129,15 +129,10 @@ def _copy(dir_fd: int, name: str, target: Path, max_bytes: int) -> tuple[int, st
         if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:  # swapped after the walk looked
             raise OSError(0, "changed while being frozen")
         target.parent.mkdir(parents=True, exist_ok=True)
-        digest, size = hashlib.sha256(), 0
+        digest = hashlib.sha256()
         out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
         try:
-            while chunk := os.read(fd, _CHUNK):
-                size += len(chunk)
-                if size > max_bytes:  # grew after the walk looked
-                    raise OSError(0, f"grew past {max_bytes} bytes while being frozen")
-                digest.update(chunk)
-                _write_all(out, chunk)
+            size = _copy_keeping_holes(fd, out, digest, max_bytes)
         except BaseException:
             os.close(out)
             target.unlink(missing_ok=True)
@@ -146,6 +141,59 @@ def _copy(dir_fd: int, name: str, target: Path, max_bytes: int) -> tuple[int, st
         return size, digest.hexdigest()
     finally:
         os.close(fd)
+
+
+def _copy_keeping_holes(src: int, out: int, digest, max_bytes: int) -> int:
+    """Copy data regions only (a sparse file stays sparse: its holes cost the disk nothing), hashing all bytes."""
+    end = os.fstat(src).st_size
+    position = 0
+    while position < end:
+        try:
+            data_at = os.lseek(src, position, os.SEEK_DATA)
+        except OSError:  # ENXIO: only a hole remains (or SEEK_DATA unsupported: then read everything)
+            data_at = end if _has_seek_data(src) else position
+        _hash_zeros(digest, data_at - position)
+        position = data_at
+        if position >= end:
+            break
+        try:
+            hole_at = os.lseek(src, position, os.SEEK_HOLE)
+        except OSError:
+            hole_at = end
+        os.lseek(src, position, os.SEEK_SET)
+        os.lseek(out, position, os.SEEK_SET)
+        chunk = b""
+        while position < hole_at:
+            chunk = os.read(src, min(_CHUNK, hole_at - position))
+            if not chunk:
+                break
+            position += len(chunk)
+            if position > max_bytes:  # grew after the walk looked
+                raise OSError(0, f"grew past {max_bytes} bytes while being frozen")
+            digest.update(chunk)
+            _write_all(out, chunk)
+        if not chunk:
+            break
+    os.ftruncate(out, position)
+    return position
+
+
+_ZEROS = bytes(_CHUNK)
+
+
+def _hash_zeros(digest, count: int) -> None:
+    while count > 0:
+        step = min(count, _CHUNK)
+        digest.update(_ZEROS[:step] if step < _CHUNK else _ZEROS)
+        count -= step
+
+
+def _has_seek_data(fd: int) -> bool:
+    try:
+        os.lseek(fd, 0, os.SEEK_HOLE)
+    except OSError:
+        return False
+    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:
