@@ -10,6 +10,7 @@ report it per case and the record stays small.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -22,6 +23,7 @@ MAX_FILE_BYTES = 2 << 30
 MAX_FILES = 100_000
 MAX_TOTAL_BYTES = 16 << 30
 MAX_REJECTED = 500
+SPARSE_MIN_BYTES = 64 << 20
 # copying stops short of filling the disk: the run's result and the harness's other records need room
 DISK_RESERVE_BYTES = 256 << 20
 # the host path (run folder + submission/ + this) must stay under PATH_MAX (4096) for the copy to work
@@ -72,10 +74,10 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
                 entries.reject(rel[:200] + "...", 0, f"path longer than {MAX_PATH_CHARS} characters")
                 continue
             if stat.S_ISLNK(info.st_mode):
-                try:
-                    target = printable(os.readlink(name, dir_fd=dir_fd))[:200]
-                except OSError:
-                    target = "?"
+                target = "?"
+                if entries.rejected < MAX_REJECTED:  # read only for the entries that are listed
+                    with contextlib.suppress(OSError):
+                        target = printable(os.readlink(name, dir_fd=dir_fd))[:200]
                 entries.reject(rel, 0, f"symlink to {target}")
                 continue
             if not stat.S_ISREG(info.st_mode):
@@ -90,6 +92,10 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
             count += 1
             if count > MAX_FILES:
                 entries.reject(rel, info.st_size, f"more than {MAX_FILES} files")
+                continue
+            if info.st_size > SPARSE_MIN_BYTES and info.st_blocks * 512 < info.st_size // 8:
+                # mostly holes: copying and hashing would cost the harness what the agent never paid for
+                entries.reject(rel, info.st_size, "sparse file (mostly holes)")
                 continue
             if total + info.st_size > max_total_bytes:
                 entries.reject(rel, info.st_size, f"the submission would exceed {max_total_bytes} bytes")

@@ -6,6 +6,7 @@ under `tool_output/` so that `trajectory.jsonl` stays small and streamable; the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -34,8 +35,9 @@ class TrajectoryWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.side = path.parent / "tool_output"
-        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
-        self._handle = path.open("a", encoding="utf-8", errors="backslashreplace")
+        # unbuffered bytes: a failed write (full disk) is cut back, so the file is always whole lines
+        self._handle = path.open("ab", buffering=0)
+        self.size = self._handle.seek(0, os.SEEK_END)
         self._t0 = time.monotonic()
         self.side_chars = 0
         # a running hash of every byte this writer appended: what the harness wrote, to compare the file with
@@ -46,11 +48,20 @@ class TrajectoryWriter:
 
     def write(self, event: dict[str, Any]) -> None:
         event = {"t": self.elapsed(), **event}
-        line = json.dumps(event, ensure_ascii=False) + "\n"
-        self._handle.write(line)
-        self.digest.update(line.encode("utf-8", "backslashreplace"))
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
+        data = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        fd = self._handle.fileno()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self.size)
+            raise
+        self.size += len(data)
+        self.digest.update(data)
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""
