@@ -135,8 +135,14 @@ def world(request, reg, tmp_path_factory) -> World:
         w.shadow_line = shadow.read_text().splitlines()[0]
     yield w
     counts = TALLY[backend]
-    print(f"\n[redteam-runs] {backend}: attempts {counts['attempts']}, prevented {counts['prevented']}, "
-          f"detected {counts['detected']}, gaps {counts['gaps']}, benign flagged {counts['benign_flagged']}")
+    line = (f"[redteam-runs] {backend}: attempts {counts['attempts']}, prevented {counts['prevented']}, "
+            f"detected {counts['detected']}, gaps {counts['gaps']}, benign flagged {counts['benign_flagged']} "
+            f"of {len(BENIGN)}")
+    print("\n" + line)
+    summary = os.environ.get("AUTOMEDBENCH_REDTEAM_SUMMARY")
+    if summary:
+        with open(summary, "a") as fh:
+            fh.write(line + "\n")
 
 
 def _tree_hash(root: Path) -> dict[str, str]:

@@ -122,10 +122,13 @@ class ProcessSweep:
 
     ENV = "AUTOMEDBENCH_SESSION"
 
-    def __init__(self) -> None:
+    def __init__(self, subreaper: bool = True) -> None:
         self.token = secrets.token_hex(12)
-        self.subreaper = _make_subreaper()
+        # only where nothing else contains a call (no pids cgroup, no PID namespace): the harness then
+        # inherits every orphan, so it must also reap the ones it kills (`known`)
+        self.subreaper = _make_subreaper() if subreaper else False
         self._marker = f"{self.ENV}={self.token}".encode()
+        self.known: set[int] = set()
 
     def env(self) -> dict[str, str]:
         return {self.ENV: self.token}
@@ -150,10 +153,9 @@ class ProcessSweep:
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             members = self._members(set(roots or ()))
+            self.known |= members
             alive = [pid for pid in members if not _zombie(pid)]
-            for pid in members:  # reap our own (re-parented) zombies so they do not pile up
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(pid, os.WNOHANG)
+            self._reap()
             if not alive:
                 break
             for pid in alive:
@@ -162,6 +164,19 @@ class ProcessSweep:
                     killed += 1
             time.sleep(0.02)
         return killed
+
+
+    def _reap(self) -> None:
+        """Collect the exit of every process of ours that has died (re-parented orphans end up our children)."""
+        for pid in list(self.known):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child (or already collected)
+                done = pid
+            except OSError:
+                continue
+            if done == pid:
+                self.known.discard(pid)
 
 
 def _zombie(pid: int) -> bool:

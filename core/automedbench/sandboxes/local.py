@@ -158,7 +158,7 @@ class LocalSession(SandboxSession):
             self.data_dir, self.workspace_dir = str(spec.public), str(ws)
         self._live: subprocess.Popen | None = None
         self.pids = PidsGroup(PIDS_LIMIT)
-        self.sweep = ProcessSweep()
+        self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap)
         weakref.finalize(self, self.pids.close)
 
     # ---------------------------------------------------------------- environment
@@ -270,6 +270,8 @@ class LocalSession(SandboxSession):
                   "inotify tripwire on private and decoy files"]
         if self.pids.available:
             common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]
+        elif self.bwrap:
+            common += ["every process of a call ends with it (its PID namespace dies with the call)"]
         else:
             common += ["every descendant of a call (the harness is a child subreaper) and every process "
                        "carrying the session token killed when the call ends"]
