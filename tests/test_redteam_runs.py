@@ -486,7 +486,8 @@ def test_attack_specific_outcomes(world: World):
     sur = attack(world, [[("raw", '{"language": "python", "code": "print(\\"\\ud800\\")"}')]])
     assert [e["error"] for e in sur.events if e.get("name") == "execute_code"] == ["bad_arguments"]
     junk = attack(world, [[("python", "import os\nd = os.environ['WORKSPACE_DIR'] + '/outputs/junk'\n"
-                                      "os.makedirs(d)\nfor i in range(3000):\n    os.symlink(f'/x/{{i}}', f'{{d}}/l{{i}}')\n")]])
+                                      "os.makedirs(d)\nfor i in range(3000):\n"
+                                      "    os.symlink(f'/x/{{i}}', f'{{d}}/l{{i}}')\n")]])
     rejected = [e for e in junk.result.submission.files if e.rejected]
     assert len(rejected) <= 501 and rejected[-1].rejected.endswith("more rejected entries not listed")
     bombs = attack(world, [[("python", _bomb_code())]])

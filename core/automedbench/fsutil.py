@@ -128,21 +128,24 @@ def open_path(root: Path, relative: str) -> int | None:
     return fd
 
 
-def read_regular(dir_fd: int, name: str, max_bytes: int) -> bytes | None:
-    """The bytes of a regular file `name` in `dir_fd`; None for symlinks, special files and files over `max_bytes`."""
+def read_regular(dir_fd: int, name: str, max_bytes: int, *, head: bool = False) -> bytes | None:
+    """The bytes of a regular file `name` in `dir_fd`; None for symlinks, special files and files over `max_bytes`
+    (with `head=True`, a larger file gives its first `max_bytes` instead)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        if not stat.S_ISREG(info.st_mode) or (info.st_size > max_bytes and not head):
             return None
         chunks, total = [], 0
         while total <= max_bytes and (chunk := os.read(fd, _CHUNK)):
             chunks.append(chunk)
             total += len(chunk)
-        return None if total > max_bytes else b"".join(chunks)
+        if total > max_bytes and not head:
+            return None
+        return b"".join(chunks)[:max_bytes]
     except OSError:
         return None
     finally:

@@ -202,8 +202,7 @@ class DockerSession(SandboxSession):
         if self.spec.gpus:
             prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
         gaps = ["no seccomp profile beyond docker's default",
-                "no disk quota on /workspace (a bind mount; the result is still written: space is reserved)",
-                "per-user kernel state (keyrings) shared with other containers of the same uid"]
+                "no disk quota on /workspace (a bind mount; the result is still written: space is reserved)"]
         if self.spec.network:
             gaps.append("bridge network: the host's services listening on the docker bridge address and the "
                         "internet are reachable")
