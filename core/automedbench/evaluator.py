@@ -165,15 +165,22 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
     except subprocess.TimeoutExpired:
         # only trusted code runs there, over the agent's files: a stall is the submission's doing
         raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") from None
-    if proc.returncode < 0 and -proc.returncode in LIMIT_SIGNALS:
-        raise SubmissionError(f"the evaluator was stopped at its {LIMIT_SIGNALS[-proc.returncode]} limit "
-                              "on this submission")
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-    if proc.returncode != 0 and any("MemoryError" in line for line in tail):
-        raise SubmissionError(f"the evaluator ran out of memory ({EVAL_MEMORY_MB} MB) on this submission")
+    failure = submission_failure(-proc.returncode if proc.returncode < 0 else 0, tail) if proc.returncode else None
+    if failure:
+        raise SubmissionError(failure)
     if proc.returncode != 0 or not out.exists():
         raise InfrastructureError("evaluator failed: " + " | ".join(tail))
     return read_json(out, Evaluation)
+
+
+def submission_failure(signal_number: int, tail: list[str]) -> str | None:
+    """Why an evaluator that exited non-zero failed on the submission (a limit it hit), or None for anything else."""
+    if signal_number in LIMIT_SIGNALS:
+        return f"the evaluator was stopped at its {LIMIT_SIGNALS[signal_number]} limit on this submission"
+    if any("MemoryError" in line for line in tail):
+        return f"the evaluator ran out of memory ({EVAL_MEMORY_MB} MB) on this submission"
+    return None
 
 
 def _evaluator_limits() -> None:

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import InfrastructureError, UserError
+from ..errors import InfrastructureError, SubmissionError, UserError
 from ..fsutil import HarnessDir
 from ..records import Evaluation, ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
@@ -274,7 +274,9 @@ def _has_image(cli, name: str) -> bool:
 
 def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAGE) -> Evaluation:
     """Run `python -I -m automedbench.evaluator` in a network-less, read-only container; read its verdict."""
-    from docker.types import Mount
+    from docker.types import Mount, Ulimit
+
+    from ..evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
 
     cli = client()
     if not _has_image(cli, image):
@@ -303,20 +305,31 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
             image, ["python3", "-I", "-m", "automedbench.evaluator", "/request/request.json"],
             user=f"{uid}:{gid}", network_mode="none", read_only=True, mounts=mounts, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], pids_limit=256, tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
-            environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"})
+            environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"},
+            # the same limits as the local evaluator process: memory (the whole container), CPU time, file size
+            mem_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            memswap_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            ulimits=[Ulimit(name="cpu", soft=EVAL_CPU_S, hard=EVAL_CPU_S + 60),
+                     Ulimit(name="fsize", soft=EVAL_FILE_BYTES, hard=EVAL_FILE_BYTES)])
         try:
             container.start()
             try:
                 status = container.wait(timeout=timeout_s)
             except Exception:
-                raise InfrastructureError(f"evaluator container timed out after {timeout_s:.0f} s") from None
+                raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") \
+                    from None
             logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
         result = work / "out" / "evaluation.json"
-        if status.get("StatusCode") != 0 or not result.is_file():
-            raise InfrastructureError("evaluator container failed: " + " | ".join(logs.strip().splitlines()[-5:]))
+        code = status.get("StatusCode")
+        tail = logs.strip().splitlines()[-5:]
+        failure = submission_failure(code - 128 if code and code > 128 else 0, tail) if code else None
+        if failure:  # 137: the container's memory limit (SIGKILL); 152/153: CPU time, file size
+            raise SubmissionError(failure)
+        if code != 0 or not result.is_file():
+            raise InfrastructureError("evaluator container failed: " + " | ".join(tail))
         evaluation = read_json(result, Evaluation)
     write_json(out, evaluation)
     return evaluation
