@@ -70,7 +70,7 @@ class Script(Agent):
                 calls.append(ToolCall(f"c{self.turn}_{k}", "execute_code", args))
             return AgentTurn(f"{self.text}step {self.turn}", calls)
         if self.submit and self.turn == len(self.turns) + 1:
-            return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
+            return AgentTurn(f"{self.text}submit", [ToolCall("s", "submit_results", "{}")])
         return AgentTurn("done", [])
 
 
@@ -585,3 +585,38 @@ def test_nifti_precheck_refuses_declared_sizes(tmp_path):
     with gzip.open(fine, "wb") as fh:
         fh.write(_nifti_header(352, None) + bytes(32 * 32 * 16))
     precheck(fine)
+
+
+def test_silent_downgrade_is_recorded_and_warned(reg, tmp_path, data_root, monkeypatch):
+    """Without bubblewrap `--sandbox local` runs plain: the header says local-plain and a warning is sent."""
+    import automedbench.sandboxes.local as local
+
+    register_agent(reg, Script)
+    monkeypatch.setattr(local, "bwrap_path", lambda: None)
+    seen: list[dict] = []
+    runner = Run(RunOptions(DEMO, "lite", Script.name, sandbox="local", out=tmp_path, data_root=data_root,
+                            agent_options={"turns": [[("bash", "echo hi")]]}), reg, seen.append)
+    result = runner.execute()
+    assert result.header.sandbox == "local-plain" and result.isolation.sandbox == "local-plain"
+    warnings = [e["text"] for e in seen if e["kind"] == "warning"]
+    assert len(warnings) == 1 and warnings[0].startswith("WARNING: bubblewrap is not usable")
+    assert any("no filesystem isolation" in gap for gap in result.isolation.gaps)
+    refused = Run(RunOptions(DEMO, "lite", Script.name, sandbox="local", out=tmp_path, data_root=data_root,
+                             require_isolation=True), reg)
+    from automedbench.errors import UserError
+
+    with pytest.raises(UserError, match="isolation is required"):
+        refused.execute()
+    assert not refused.run_dir.exists()
+
+
+def test_cli_progress_survives_lone_surrogates(reg, tmp_path, data_root):
+    """A lone surrogate in the model's words must not crash the terminal progress line (a harness failure)."""
+    from automedbench.cli import main
+    from click.testing import CliRunner
+
+    register_agent(reg, Script)
+    outcome = CliRunner().invoke(main, ["run", "--task", DEMO, "--agent", Script.name, "--agent-option",
+                                        "text=<surrogates>", "--out", str(tmp_path), "--data-root", str(data_root)])
+    assert outcome.exit_code == 0, outcome.output
+    assert "\\ud800 surrogate" in outcome.output
