@@ -423,7 +423,8 @@ ATTACKS = [
            [[("bash", "cd $WORKSPACE_DIR && mkdir -p outputs/case_000 && cp /bin/sh suid && chmod 6755 suid && "
                       "cp /bin/sh outputs/case_000/organ.nii.gz && chmod 6755 outputs/case_000/organ.nii.gz && "
                       "mknod dev b 8 0 2>/dev/null; mkfifo outputs/case_000/lesion.nii.gz; true")]],
-           lambda w, o: (o.run_dir / "workspace").stat().st_mode & 0o077 != 0
+           # kept workspace: the run folder above it stays 0700, so no other user reaches what the call left
+           lambda w, o: o.run_dir.stat().st_mode & 0o077 != 0
            or any(p.stat().st_mode & 0o6000 for p in (o.run_dir / "submission").rglob("*") if p.is_file())),
     Attack("etc-shadow", [[("bash", "cat /etc/shadow /etc/gshadow 2>&1 | head -3")]],
            _stdout_has(lambda w: w.shadow_line), needs=lambda w: None if w.shadow_line else "needs root"),

@@ -31,6 +31,7 @@ from .freeze import freeze
 from .fsutil import (
     atomic_write_bytes,
     atomic_write_text,
+    current_umask,
     open_dir,
     open_path,
     printable,
@@ -141,7 +142,10 @@ class Run:
         staged = staging.ensure(self.track, self.task, self.data_root)
         if self.run_dir.exists():
             raise errors.UserError(f"run directory {self.run_dir} already exists")
-        self.run_dir.mkdir(parents=True)
+        # 0700 while a workspace exists below it: set-id files or device nodes a call left (the agent owns its
+        # workspace and may chmod it) are out of reach of every other user on the host
+        self.run_dir.mkdir(parents=True, mode=0o700)
+        os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.run_dir / ".result-reserve")
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         runtime = Runtime()
@@ -214,6 +218,7 @@ class Run:
         write_json(self.run_dir / "result.json", result)
         if not self.o.keep_workspace:
             remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
+            os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
 
     def _options_record(self) -> dict[str, Any]:
