@@ -109,6 +109,7 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
 class DockerSession(SandboxSession):
     data_dir = "/data/public"
     workspace_dir = "/workspace"
+    isolates_filesystem = True  # the host's private folder is not mounted (only decoys are)
 
     def __init__(self, spec: SandboxSpec, cli, image: str, *, cpus: float, pids_limit: int, tmp_mb: int) -> None:
         self.spec, self.cli, self.image = spec, cli, image
