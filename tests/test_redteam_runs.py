@@ -128,7 +128,8 @@ def world(request, reg, tmp_path_factory) -> World:
     w = World(backend, reg, out, data_root, staged.private.resolve(), canary, out / "victim")
     # a finished earlier run in the same folder: a sweep's neighbours have predictable ids
     victim = Run(RunOptions(DEMO, "lite", Script.name, sandbox=backend, out=out, data_root=data_root,
-                            run_id="victim", agent_options={"turns": [[("bash", "echo honest")]]}), reg)
+                            run_id="victim", agent_options={"turns": [[("bash", "echo honest")]]},
+                            require_isolation=backend != "local-plain"), reg)  # isolating backends pass it
     victim.execute()
     shadow = Path("/etc/shadow")
     if os.geteuid() == 0 and shadow.exists():
