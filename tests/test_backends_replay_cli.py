@@ -166,3 +166,17 @@ def test_cli_spec_errors_are_one_line(tmp_path):
     bad.write_text("install: x\n")
     with pytest.raises(UserError, match="needs at least 'command'"):
         CliAgent(spec=str(bad))
+
+
+def test_cli_log_folder_that_is_a_symlink_is_not_followed(tmp_path):
+    """The log's folder swapped for a symlink to a host folder: the harness must not read through it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "log.jsonl").write_text(json.dumps({"type": "message", "content": "host file"}) + "\n")
+    os.symlink(host, ws / ".agent_cli")
+    agent = CliAgent(CliAgentSpec("x", command="true"))
+    agent.start(AgentContext(None, "lite", "", "", TOOLS, "/data", "/workspace", host_workspace=str(ws)))
+    agent.next_turn([])
+    assert agent.drain_events() == []

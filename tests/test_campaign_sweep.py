@@ -116,6 +116,28 @@ def test_bad_matrix_fails_before_any_run(reg, tmp_path, data_root):
     assert not (tmp_path / "runs").exists()
 
 
+def test_sweep_refuses_a_sandbox_without_isolation_unless_asked(reg, tmp_path, data_root):
+    with pytest.raises(UserError, match="no filesystem isolation"):
+        Sweep(config(tmp_path, data_root, sandbox="local-plain"), reg).run()
+    assert not (tmp_path / "runs").exists()
+    report = Sweep(config(tmp_path, data_root, sandbox="local-plain", require_isolation=False), reg).run()
+    assert set(report.states) <= {"scored", "agent_failure"}
+
+
+def test_slots_copy_private_files_and_link_public_ones(reg, tmp_path, staged):
+    """Concurrent slots must not share an inode the tripwire watches (the private references)."""
+    from automedbench.campaign.slots import slot_root
+
+    _, task = reg.task("segmentation/demo")
+    base = staged.root.parent.parent
+    root = slot_root(base, 0, [task])
+    ref = "segmentation/demo/private/case_000/organ.nii.gz"
+    pub = "segmentation/demo/public/case_000/" + task.input_files[0]
+    assert os.stat(root / ref).st_ino != os.stat(base / ref).st_ino
+    assert (root / ref).read_bytes() == (base / ref).read_bytes()
+    assert os.stat(root / pub).st_ino == os.stat(base / pub).st_ino
+
+
 def test_parallel_local_runs_do_not_trip_each_other(reg, tmp_path, data_root, staged):
     """Two runs at once on one data root: each worker slot reads its own hard-linked copy."""
     c = config(tmp_path, data_root, agents=["reference"], repeats=2, workers=2, executor="local")

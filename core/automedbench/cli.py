@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import __version__, errors, staging
+from .fsutil import printable_text
 from .plugins import registry
 
 
@@ -118,9 +119,11 @@ def _problems(reg) -> None:
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
 @click.option("--eval-option", "eval_options", multiple=True, metavar="KEY=VALUE",
               help="Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.")
+@click.option("--require-isolation/--no-require-isolation", default=False, show_default=True,
+              help="Refuse to run when the sandbox cannot isolate the filesystem (local without bubblewrap).")
 def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge: str, judge_options, out: str,
         data_root: str | None, max_turns, time_limit, exec_timeout, memory_mb, task_score, keep_workspace,
-        gpus, items, quiet, eval_options) -> None:
+        gpus, items, quiet, eval_options, require_isolation) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render
     from .runner import Run, RunOptions
@@ -130,7 +133,8 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
     options = RunOptions(task_id, tier, agent, sandbox, judge, Path(out), _data_root(data_root),
                          _kv(agent_options), _kv(judge_options), max_turns, time_limit, exec_timeout, memory_mb,
                          task_score, keep_workspace=keep_workspace, gpus=gpus,
-                         eval_options=_kv(eval_options))
+                         eval_options=_kv(eval_options), require_isolation=require_isolation)
+    warnings: list[str] = []
 
     # The run folder is named once the run is under way (first turn or phase): a sandbox that cannot
     # open (no docker engine) makes the runner remove the folder again, so it must not be announced.
@@ -144,12 +148,16 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
         if event["kind"] == "run_started":  # sent once the data is there and the run folder exists
             announce.append(f"run {event['run_id']}: {task_id} ({tier}) with agent {agent} -> {event['run_dir']}")
             return
+        if event["kind"] == "warning":  # printed even with --quiet, and again under the summary
+            warnings.append(event["text"])
+            console.print(f"[bold yellow]{escape(event['text'])}[/]")
+            return
         say_folder()
         if quiet:
             return
         if event["kind"] == "turn":
             tools = ", ".join(event["tools"]) or "no tool call"
-            text = (event["content"] or "").strip().splitlines()
+            text = printable_text(event["content"] or "").strip().splitlines()
             line = escape(f"{tools}  {text[0][:80] if text else ''}")  # the model's words are not markup
             console.print(f"[dim]turn {event['turn']:>3}[/] {line}")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
@@ -162,6 +170,8 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
     result = runner.execute()
     say_folder()
     render(result, console, items=items)
+    for line in warnings:
+        console.print(f"[bold yellow]{escape(line)}[/]")
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
     if result.state == "infrastructure_failure":
         sys.exit(3)
@@ -449,9 +459,11 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
               help="strict or partial [default: the task's].")
 @click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
+@click.option("--require-isolation/--no-require-isolation", default=True, show_default=True,
+              help="Refuse runs whose sandbox cannot isolate the filesystem (local without bubblewrap).")
 def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run, gpus_per_run, retries, out,
           sandbox, judge, agent_options, judge_options, data_root, max_turns, time_limit, memory_mb, task_score,
-          dry_run) -> None:
+          dry_run, require_isolation) -> None:
     """Run the matrix agents × tasks × tiers × repeats; resumable (finished runs are skipped).
 
     Run ids are deterministic, so rerunning the same command continues where it stopped. Runs that end in
@@ -472,7 +484,8 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
     _problems(reg)
     config = SweepConfig(_split(agents), _split(tasks), _split(tiers), repeats, workers, Path(out), executor,
                          retries, sandbox, judge, _data_root(data_root), _kv(agent_options), _kv(judge_options),
-                         max_turns, time_limit, memory_mb, task_score, cpus_per_run, gpus_per_run, ray_address)
+                         max_turns, time_limit, memory_mb, task_score, cpus_per_run, gpus_per_run, ray_address,
+                         require_isolation)
     if dry_run:
         validate(config, reg)
         done, todo = Sweep(config, reg).plan()

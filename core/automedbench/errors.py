@@ -15,6 +15,11 @@ class InfrastructureError(AutoMedBenchError):
     """The harness, sandbox or evaluator failed; the run is retryable and is not the agent's fault."""
 
 
+class SubmissionError(AutoMedBenchError):
+    """The evaluator could not finish on this submission (past its memory, CPU-time or time limits): the
+    submission is the agent's, so the run is an agent failure, never a retryable harness failure."""
+
+
 class AgentError(AutoMedBenchError):
     """The agent backend failed (API down after retries, CLI crashed): the agent's failure."""
 

@@ -8,21 +8,61 @@ directory the agent might have shaped can inject modules.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import resource
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from attrs import Factory, define
 
 from . import __version__
-from .errors import InfrastructureError
+from .errors import InfrastructureError, SubmissionError
 from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, Track
+
+# Limits of the evaluator process: it reads agent-made files, so a crafted file must end as a rejected case
+# or an agent failure, never exhaust the host. Address space leaves room for the track's imports (torch,
+# MONAI: about 3 GB of mappings) plus one large case.
+EVAL_MEMORY_MB = int(os.environ.get("AUTOMEDBENCH_EVAL_MEMORY_MB", "12288"))
+EVAL_CPU_S = 3 * 3600
+EVAL_FILE_BYTES = 256 << 20  # evaluation.json and nothing else is written
+CASE_TIMEOUT_S = 300.0
+LIMIT_SIGNALS = {signal.SIGKILL: "memory", signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
+                 signal.SIGSEGV: "memory"}
+
+
+class CaseTimeout(Exception):
+    """One case took longer than CASE_TIMEOUT_S to check and score."""
+
+
+@contextlib.contextmanager
+def _case_deadline(seconds: float):
+    """Raise CaseTimeout in this (main) thread after `seconds`; a no-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+        yield
+        return
+
+    def _expired(signum, frame):
+        raise CaseTimeout(f"took longer than {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+MAX_EXTRA = 200
 
 
 @define
@@ -41,7 +81,8 @@ class EvalRequest:
 
 
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
-             options: dict[str, str] | None = None, check_only: bool = False) -> Evaluation:
+             options: dict[str, str] | None = None, check_only: bool = False,
+             case_timeout_s: float = 0.0) -> Evaluation:
     """Check every expected case, score the valid ones one at a time (memory bounded by one case).
 
     `check_only`: the contract check alone, no metric (how the runner checks a one-case pilot)."""
@@ -65,18 +106,20 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
             scores.append(None)
             continue
         try:
-            verdict = track.check_case(task, case_id, case_dir, staged.public / case_id)
+            with _case_deadline(case_timeout_s):
+                verdict = track.check_case(task, case_id, case_dir, staged.public / case_id)
         except Exception as exc:  # a checker crash on odd input is a verdict, not a harness failure
-            verdict = CaseVerdict(case_id, True, False, [f"checker error: {type(exc).__name__}: {exc}"])
+            verdict = CaseVerdict(case_id, True, False, [f"checker error: {type(exc).__name__}: {exc}"[:500]])
         verdicts.append(verdict)
         if not verdict.valid or scoring is None:
             scores.append(None)
             continue
         try:
-            scores.append(scoring.score_case(case_id, case_dir))
-        except Exception as exc:
+            with _case_deadline(case_timeout_s):
+                scores.append(scoring.score_case(case_id, case_dir))
+        except Exception as exc:  # MemoryError under the address-space limit lands here too
             verdict.valid = False
-            verdict.reasons.append(f"scoring error: {type(exc).__name__}: {exc}")
+            verdict.reasons.append(f"scoring error: {type(exc).__name__}: {exc}"[:500])
             scores.append(None)
     extra = sorted(
         p.relative_to(submission).as_posix()
@@ -84,6 +127,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         if p.name not in expected and p.name != "MANIFEST.json"
     )
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
+    if len(extra) > MAX_EXTRA:  # the record stays small whatever the agent left in outputs/
+        extra = [*extra[:MAX_EXTRA], f"... and {len(extra) - MAX_EXTRA} more"]
     metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else scoring.aggregate(
         scores, staged.case_ids)
     return Evaluation(
@@ -124,16 +169,40 @@ def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
     out = Path(request.out)
     req_path = out.parent / "eval_request.json"
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                                         "HOME", "TZ")}
+                                                         "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
     try:
         proc = subprocess.run([sys.executable, "-I", "-m", "automedbench.evaluator", str(req_path)],
-                              capture_output=True, text=True, env=env, cwd=out.parent, timeout=timeout_s)
+                              capture_output=True, text=True, env=env, cwd=out.parent, timeout=timeout_s,
+                              preexec_fn=_evaluator_limits)
     except subprocess.TimeoutExpired:
-        raise InfrastructureError(f"evaluator timed out after {timeout_s:.0f} s") from None
+        # only trusted code runs there, over the agent's files: a stall is the submission's doing
+        raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") from None
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+    failure = submission_failure(-proc.returncode if proc.returncode < 0 else 0, tail) if proc.returncode else None
+    if failure:
+        raise SubmissionError(failure)
     if proc.returncode != 0 or not out.exists():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         raise InfrastructureError("evaluator failed: " + " | ".join(tail))
     return read_json(out, Evaluation)
+
+
+def submission_failure(signal_number: int, tail: list[str]) -> str | None:
+    """Why an evaluator that exited non-zero failed on the submission (a limit it hit), or None for anything else."""
+    if signal_number in LIMIT_SIGNALS:
+        return f"the evaluator was stopped at its {LIMIT_SIGNALS[signal_number]} limit on this submission"
+    if any("MemoryError" in line for line in tail):
+        return f"the evaluator ran out of memory ({EVAL_MEMORY_MB} MB) on this submission"
+    return None
+
+
+def _evaluator_limits() -> None:
+    """Memory (address space), CPU-time and file-size limits, set in the child before it execs."""
+    if EVAL_MEMORY_MB > 0:
+        limit = EVAL_MEMORY_MB << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (EVAL_CPU_S, EVAL_CPU_S + 60))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (EVAL_FILE_BYTES, EVAL_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                         request.case_ids)
     manifest = read_json(Path(request.manifest), SubmissionManifest)
     result = evaluate(track, task, staged, Path(request.submission), manifest, request.options,
-                      request.check_only)
+                      request.check_only, case_timeout_s=CASE_TIMEOUT_S)
     write_json(Path(request.out), result)
     return 0
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -91,3 +93,185 @@ def confine(root: Path, relative: str) -> Path:
 
 def dir_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+# ---------------------------------------------------------------- agent-writable trees
+#
+# The harness never opens a path inside a tree the agent can write: it opens the tree's root itself with
+# O_NOFOLLOW and reaches everything below relative to directory descriptors, one component at a time, so a
+# symlink planted anywhere (even swapped in during the walk) is refused by the kernel, never followed.
+
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # NONBLOCK: a FIFO never hangs us
+MAX_DEPTH = 64  # deeper chains are reported, never walked (os.walk recursion, PATH_MAX)
+
+
+def open_dir(name: str | Path, dir_fd: int | None = None) -> int | None:
+    """A descriptor for a real directory (not a symlink to one), or None when it is anything else or gone."""
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def open_path(root: Path, relative: str) -> int | None:
+    """Open `root/relative` component by component without following any symlink below `root`."""
+    fd = open_dir(root)
+    for part in [p for p in relative.split("/") if p not in ("", ".")]:
+        if fd is None or part == "..":
+            if fd is not None:
+                os.close(fd)
+            return None
+        child = open_dir(part, fd)
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def read_regular(dir_fd: int, name: str, max_bytes: int, *, head: bool = False) -> bytes | None:
+    """The bytes of a regular file `name` in `dir_fd`; None for symlinks, special files and files over `max_bytes`
+    (with `head=True`, a larger file gives its first `max_bytes` instead)."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (info.st_size > max_bytes and not head):
+            return None
+        chunks, total = [], 0
+        while total <= max_bytes and (chunk := os.read(fd, _CHUNK)):
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes and not head:
+            return None
+        return b"".join(chunks)[:max_bytes]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def walk_fd(root_fd: int, *, max_depth: int = MAX_DEPTH, max_entries: int = 200_000):
+    """Iterate (relative path, parent dir fd, name, lstat) below `root_fd` without following symlinks.
+
+    Iterative (no recursion limit), sorted, bounded: a directory deeper than `max_depth` is yielded with
+    `None` as its stat (the caller reports it), and the walk stops after `max_entries` entries by yielding
+    ("", -1, "", None). Descriptors yielded are only valid until the next step.
+    """
+    seen = 0
+    stack: list[tuple[int, str, int]] = [(os.dup(root_fd), "", 0)]
+    try:
+        while stack:
+            fd, prefix, depth = stack.pop()
+            try:
+                try:
+                    names = sorted(os.listdir(fd))
+                except OSError:
+                    continue
+                subdirs = []
+                for name in names:
+                    seen += 1
+                    if seen > max_entries:
+                        yield "", -1, "", None
+                        return
+                    rel = f"{prefix}{name}"
+                    try:
+                        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(info.st_mode):
+                        if depth + 1 >= max_depth:
+                            yield rel, fd, name, None
+                            continue
+                        child = open_dir(name, fd)
+                        if child is not None:
+                            subdirs.append((child, rel + "/", depth + 1))
+                        continue
+                    yield rel, fd, name, info
+                stack.extend(reversed(subdirs))
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _, _ in stack:
+            os.close(fd)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a tree the agent could write: iterative, never following symlinks, any depth; errors ignored."""
+    parent = open_dir(path.parent)
+    if parent is None:
+        return
+    try:
+        _remove_below(parent, path.name)
+    finally:
+        os.close(parent)
+
+
+def _remove_below(parent_fd: int, name: str) -> None:
+    # each stack entry: (fd of the directory's parent, the directory's name, fd of the directory)
+    first = open_dir(name, parent_fd)
+    if first is None:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=parent_fd)
+        return
+    stack = [(os.dup(parent_fd), name, first)]
+    while stack:
+        pfd, dname, dfd = stack[-1]
+        descended = False
+        try:
+            names = os.listdir(dfd)
+        except OSError:
+            names = []
+        for entry in names:
+            try:
+                info = os.stat(entry, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                child = open_dir(entry, dfd)
+                if child is not None:
+                    stack.append((os.dup(dfd), entry, child))
+                    descended = True
+                    break
+            with contextlib.suppress(OSError):
+                os.unlink(entry, dir_fd=dfd)
+        if descended:
+            continue
+        stack.pop()
+        os.close(dfd)
+        with contextlib.suppress(OSError):
+            os.rmdir(dname, dir_fd=pfd)
+        os.close(pfd)
+
+
+class HarnessDir:
+    """A directory the harness made itself and writes only through its descriptor (new files, O_EXCL)."""
+
+    def __init__(self, path: Path, mode: int = 0o755) -> None:
+        path.mkdir(mode=mode, parents=True, exist_ok=False)
+        os.chmod(path, mode)
+        self.path = path
+        fd = open_dir(path)
+        if fd is None:
+            raise OSError(f"{path} is not a directory")
+        self.fd = fd
+
+    def write_new(self, name: str, data: bytes, mode: int = 0o644) -> Path:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=self.fd)
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+        return self.path / name
+
+    def close(self, remove: bool = True) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if remove:
+            remove_tree(self.path)
+
+
+def printable_text(text: str) -> str:
+    """Any text as encodable UTF-8: lone surrogates (from JSON escapes in model output) become \\udXXX."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from pathlib import Path
 
-from .fsutil import atomic_write_bytes
+from .fsutil import atomic_write_bytes, open_path, read_regular
 
 PLAN_FILES = ("plan.md", "plan.png")
 MAX_PLAN_BYTES = 20 << 20
@@ -23,35 +22,12 @@ PLOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.(?:png|jpe?g|svg|pdf)"
 PLOTS_DIR = "plots"
 
 
-def _read_regular(dir_fd: int, name: str, limit: int) -> bytes | None:
-    """The bytes of a regular file in the opened folder, or None (symlink, FIFO, folder, too large)."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
-            return None
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks) if size <= limit else None
-    finally:
-        os.close(fd)
-
-
 def collect(plan_dir: Path, dest: Path) -> list[str]:
     """Copy plan.md, plan.png and up to MAX_PLOTS summary plots (other images in plan/) into `dest`
     (plots into `dest/plots/`); return the names of the plots copied, sorted."""
     dest.mkdir(parents=True, exist_ok=True)
-    try:
-        dir_fd = os.open(plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError:  # missing, not a folder, or a symlink to somewhere else
+    dir_fd = open_path(plan_dir.parent, plan_dir.name)
+    if dir_fd is None:  # missing, not a folder, or a symlink to somewhere else
         return []
     plots: list[str] = []
     try:
@@ -61,7 +37,7 @@ def collect(plan_dir: Path, dest: Path) -> list[str]:
             is_plot = name not in PLAN_FILES and PLOT_NAME.fullmatch(name) is not None
             if name not in PLAN_FILES and not (is_plot and len(plots) < MAX_PLOTS):
                 continue
-            data = _read_regular(dir_fd, name, MAX_PLAN_BYTES)
+            data = read_regular(dir_fd, name, MAX_PLAN_BYTES)
             if data is None:
                 continue
             if is_plot:

@@ -6,12 +6,15 @@ always leaves a `result.json`, written atomically, even when it fails.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import platform
 import resource
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -25,7 +28,16 @@ from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
 from .freeze import freeze
-from .fsutil import atomic_write_text, printable, sha256_text
+from .fsutil import (
+    atomic_write_text,
+    current_umask,
+    open_dir,
+    open_path,
+    printable,
+    remove_tree,
+    sha256_text,
+    walk_fd,
+)
 from .judge import Judge, JudgeInput
 from .pilot import CHECKS_FILE, PilotTracker, read_checks
 from .plugins import Registry
@@ -50,6 +62,11 @@ from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, read_events, tail
 from .tripwire import Tripwire, plant_decoys
 
+# Tool calls one reply may make; the rest are answered with an error, never run (limits hold per call).
+MAX_CALLS_PER_REPLY = 32
+# Disk space set aside at the start of a run so its result.json can be written even if the agent fills the disk.
+RESULT_RESERVE_BYTES = 8 << 20
+
 
 @define
 class RunOptions:
@@ -71,6 +88,8 @@ class RunOptions:
     keep_workspace: bool = False
     gpus: str = ""
     eval_options: dict[str, str] = Factory(dict)
+    # refuse to run when the sandbox cannot isolate the filesystem (local without bubblewrap)
+    require_isolation: bool = False
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -124,7 +143,11 @@ class Run:
         self.pilots = PilotTracker(self.workspace / "outputs", self.run_dir / "pilot", staged.case_ids)
         if self.run_dir.exists():
             raise errors.UserError(f"run directory {self.run_dir} already exists")
-        self.run_dir.mkdir(parents=True)
+        # 0700 while a workspace exists below it: set-id files or device nodes a call left (the agent owns its
+        # workspace and may chmod it) are out of reach of every other user on the host
+        self.run_dir.mkdir(parents=True, mode=0o700)
+        os.chmod(self.run_dir, 0o700)
+        reserve = _reserve_space(self.run_dir / ".result-reserve")
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         runtime = Runtime()
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
@@ -171,11 +194,23 @@ class Run:
                 traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
+                state, end_reason = "agent_failure", errors.END_AGENT_ERROR
+                error = f"disk full while recording the run ({exc.strerror}); the workspace has no quota here"
+                codes.append(FiredCode("H-DISK", error))
+            else:
+                state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR
+                error = f"{type(exc).__name__}: {exc}"
+        except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing
+            state, end_reason, error = "agent_failure", errors.END_AGENT_ERROR, str(exc)
+            codes.append(FiredCode("H-EVAL", str(exc)))
         except Exception as exc:  # anything else is the harness's fault: retryable
             state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            traj.close()
+            with contextlib.suppress(OSError):
+                traj.close()
         runtime.wall_s = round(time.monotonic() - t0, 3)
         runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -184,9 +219,11 @@ class Run:
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(self._plots)
         self._run_finished(result)
+        reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.run_dir / "result.json", result)
         if not self.o.keep_workspace:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+            remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
+            os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
 
     def _options_record(self) -> dict[str, Any]:
@@ -214,6 +251,16 @@ class Run:
                            track=self.task.track)
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
+        if not session.isolates_filesystem:
+            if self.o.require_isolation:
+                session.close()
+                raise errors.UserError(f"sandbox {self.o.sandbox} gives no filesystem isolation here (bubblewrap "
+                                       "missing or unusable) and isolation is required; install bubblewrap, use "
+                                       "--sandbox docker, or pass --no-require-isolation")
+            if self.o.sandbox == "local":
+                header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
+                self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
+                               "runs as a plain host process with no filesystem isolation (sandbox local-plain)"})
         isolation.protections, isolation.gaps = session.protections()
         bound = session.bound_sources()
         private = staged.private.resolve()
@@ -285,7 +332,18 @@ class Run:
                     end_reason = errors.END_AGENT_STOPPED
                     break
                 stop = False
-                for call in reply.tool_calls:
+                for index, call in enumerate(reply.tool_calls):
+                    if index >= MAX_CALLS_PER_REPLY or time.monotonic() - started >= time_limit:
+                        # limits hold per call: calls past the budget are answered, never run
+                        why = ("the time limit is reached" if index < MAX_CALLS_PER_REPLY
+                               else f"more than {MAX_CALLS_PER_REPLY} calls in one reply")
+                        traj.write({"type": "tool", "turn": turn, "call_id": call.id, "name": call.name,
+                                    "error": "not_run", "reason": why})
+                        messages.append({"role": "tool", "tool_call_id": call.id,
+                                         "content": f"ERROR: not run: {why}"})
+                        if index < MAX_CALLS_PER_REPLY:
+                            end_reason, stop = errors.END_TIME_LIMIT, True
+                        continue
                     runtime.tool_calls += 1
                     remaining = max(1.0, time_limit - (time.monotonic() - started))
                     content, event, is_submit = self._tool(call, session, staged, min(exec_timeout, remaining), turn)
@@ -334,6 +392,9 @@ class Run:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):
                 raise ValueError("arguments must be a JSON object")
+        except RecursionError:  # arguments nested deeper than the parser's stack
+            msg = f"ERROR: the arguments of {call.name} are nested too deeply to parse"
+            return msg, {**base, "error": "malformed_arguments", "arguments": call.arguments[:2000]}, False
         except (json.JSONDecodeError, ValueError) as exc:
             msg = (f"ERROR: the arguments of {call.name} are not a valid JSON object ({exc}). "
                    'Send {"language": "python"|"bash", "code": "..."}.')
@@ -371,9 +432,15 @@ class Run:
         return content, event, False
 
     def _missing_outputs(self, staged: StagedData) -> list[str]:
-        out = self.workspace / "outputs"
-        return [f"{case}/{name}" for case in staged.case_ids for name in self.task.output_files
-                if not (out / case / name).is_file()]
+        missing = []
+        for case in staged.case_ids:
+            fd = open_path(self.workspace, f"outputs/{case}")  # never through a symlink the agent planted
+            for name in self.task.output_files:
+                if fd is None or not _regular_at(fd, name):
+                    missing.append(f"{case}/{name}")
+            if fd is not None:
+                os.close(fd)
+        return missing
 
     # ------------------------------------------------------------------ after the agent
 
@@ -489,22 +556,38 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+def _snapshot(root: Path, max_entries: int = 50_000) -> dict[str, tuple[int, int]]:
     """Size and mtime of every file under outputs/, keyed by a printable relative path.
 
-    A symlinked outputs/ is not followed (the harness would walk a host tree the agent chose), and
-    names that are not UTF-8 are shown with backslash escapes so the trajectory can hold them.
+    Walked through no-follow descriptors (a symlinked outputs/ or sub-folder is never followed), bounded in
+    depth and entries, and names that are not UTF-8 are shown with backslash escapes.
     """
-    if root.is_symlink() or not root.is_dir():
+    fd = open_dir(root)
+    if fd is None:
         return {}
     snap = {}
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(folder)
-        for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
-            path = here / name
-            try:
-                info = path.lstat()
-            except OSError:
+    try:
+        for rel, dir_fd, _name, info in walk_fd(fd, max_entries=max_entries):
+            if dir_fd < 0 or info is None:
                 continue
-            snap[printable(path.relative_to(root).as_posix())] = (info.st_size, info.st_mtime_ns)
+            snap[printable(rel)] = (info.st_size, info.st_mtime_ns)
+    finally:
+        os.close(fd)
     return snap
+
+
+def _regular_at(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _reserve_space(path: Path, size: int = RESULT_RESERVE_BYTES) -> Path:
+    """Hold `size` real bytes on the run folder's disk until the result is written (freed just before)."""
+    with contextlib.suppress(OSError), path.open("wb") as handle:
+        try:
+            os.posix_fallocate(handle.fileno(), 0, size)
+        except (OSError, AttributeError):
+            handle.write(b"\0" * size)
+    return path

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,13 +40,30 @@ def write_json(path: Path, record: Any) -> None:
     atomic_write_text(path, dumps(record) + "\n")
 
 
+# A stored record larger than this is refused unread (run folders are re-read by leaderboard, rejudge, replay).
+MAX_RECORD_BYTES = 256 << 20
+
+
 def read_json(path: Path, cls: type[T]) -> T:
+    """Load a record; the file itself is opened without following a symlink and read up to MAX_RECORD_BYTES."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{path}: unreadable ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
+            raise UserError(f"{path}: not a regular file of at most {MAX_RECORD_BYTES} bytes")
+        try:
+            text = handle.read(MAX_RECORD_BYTES + 1).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"{path}: not UTF-8 ({exc.reason})") from None
     try:
         return loads(text, cls)
+    except RecursionError:
+        raise UserError(f"{path}: nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except cattrs.BaseValidationError as exc:

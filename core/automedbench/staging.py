@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
+
+import attrs
 
 from .errors import UserError
 from .fsutil import atomic_write_text, tree_digest
@@ -41,6 +44,10 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
         aside = dest.with_name(dest.name + ".replaced")
         shutil.rmtree(aside, ignore_errors=True)
         dest.rename(aside)
+    if task.demo and source is None:
+        # a demo is generated from a seed: a fresh secret one per staging, kept nowhere, so the generator
+        # (readable in the sandbox) cannot regenerate the references
+        task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(31)})
     try:
         staged = track.stage(task, dest, source)
     except BaseException:
@@ -57,7 +64,8 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
         "case_ids": staged.case_ids,
         "public_sha256": tree_digest(staged.public),
         "private_sha256": tree_digest(staged.private),
-        "source": str(source) if source else "generated",
+        # never the download's path: it holds the answers, and the stamp is readable where isolation is weak
+        "source": "local folder" if source else "generated",
     }
     atomic_write_text(stamp, json.dumps(info, indent=2) + "\n")
     return staged

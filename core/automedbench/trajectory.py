@@ -6,6 +6,8 @@ under `tool_output/` so that `trajectory.jsonl` stays small and streamable; the 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -13,7 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .fsutil import open_dir, read_regular
+
 INLINE_LIMIT = 16_000
+# Side files of one run together: past this, long streams keep only their inline head and tail.
+SIDE_BUDGET_CHARS = 256 << 20
+SIDE_READ_MAX = 64 << 20
 MODEL_STDOUT_TAIL = 3000
 MODEL_STDERR_TAIL = 2000
 
@@ -28,23 +35,42 @@ class TrajectoryWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.side = path.parent / "tool_output"
-        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
-        self._handle = path.open("a", encoding="utf-8", errors="backslashreplace")
+        # unbuffered bytes: a failed write (full disk) is cut back, so the file is always whole lines
+        self._handle = path.open("ab", buffering=0)
+        self.size = self._handle.seek(0, os.SEEK_END)
         self._t0 = time.monotonic()
+        self.side_chars = 0
+        # a running hash of every byte this writer appended: what the harness wrote, to compare the file with
+        self.digest = hashlib.sha256()
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
 
     def write(self, event: dict[str, Any]) -> None:
         event = {"t": self.elapsed(), **event}
-        self._handle.write(json.dumps(event, ensure_ascii=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
+        data = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        fd = self._handle.fileno()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, self.size)
+            raise
+        self.size += len(data)
+        self.digest.update(data)
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""
         if len(text) <= INLINE_LIMIT:
             return {name: text}
+        short = {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_chars": len(text)}
+        if self.side_chars + len(text) > SIDE_BUDGET_CHARS:  # harness files must not grow without bound
+            return {**short, f"{name}_file": None}
+        self.side_chars += len(text)
         self.side.mkdir(exist_ok=True)
         # the call id comes from the model: only safe characters, bounded, and never overwriting
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:64].lstrip(".") or "call"
@@ -54,8 +80,7 @@ class TrajectoryWriter:
             n += 1
             side = self.side / f"turn{turn:04d}_{safe}_{name}.{n}.txt"
         side.write_text(text, encoding="utf-8", errors="backslashreplace")
-        return {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_file": str(side.relative_to(self.path.parent)),
-                f"{name}_chars": len(text)}
+        return {**short, f"{name}_file": str(side.relative_to(self.path.parent))}
 
     def close(self) -> None:
         if not self._handle.closed:
@@ -93,7 +118,20 @@ def torn_line(path: Path) -> int | None:
 
 
 def full_stream(run_dir: Path, event: dict[str, Any], name: str) -> str:
+    """The whole stream of a tool event: its side file when the harness wrote one, else the inline text.
+
+    The event may come from a trajectory the agent could edit (the plain backend): only a plain file
+    name inside tool_output/ is opened, without following symlinks, and never more than SIDE_READ_MAX.
+    """
     side = event.get(f"{name}_file")
-    if side:
-        return (run_dir / side).read_text(encoding="utf-8")
-    return event.get(name, "")
+    if isinstance(side, str) and re.fullmatch(r"tool_output/[A-Za-z0-9_][A-Za-z0-9_.-]*\.txt", side):
+        folder = open_dir(run_dir / "tool_output")
+        if folder is not None:
+            try:
+                data = read_regular(folder, side.split("/", 1)[1], SIDE_READ_MAX)
+            finally:
+                os.close(folder)
+            if data is not None:
+                return data.decode("utf-8", "replace")
+    text = event.get(name, "")
+    return text if isinstance(text, str) else ""

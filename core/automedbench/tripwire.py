@@ -32,7 +32,7 @@ _EVENT = struct.Struct("iIII")
 
 
 class Tripwire:
-    """Watches directories and the files in them for opens and changes; `drain()` returns what was touched.
+    """Watches files for opens and changes, and directories for changes; `drain()` returns what was touched.
 
     Files are watched themselves, not only through their folder: a directory watch sees only opens made
     through that directory, so a hard link or a move elsewhere would read the same inode unseen.
@@ -70,7 +70,10 @@ class Tripwire:
         paths = [root, *below]
         self.unwatched += max(0, len(paths) - max_paths)
         for path in paths[:max_paths]:
-            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), READS | CHANGES)
+            # a folder trips on changes only: listing it (an honest `find /` or `ls`) reads no reference;
+            # its files trip on any open of their content, through whatever path
+            mask = CHANGES if path.is_dir() else READS | CHANGES
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), mask)
             if wd >= 0:
                 self._watches[wd] = path
                 added += 1

@@ -20,7 +20,6 @@ import base64
 import json
 import os
 import shlex
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from attrs import Factory, define, fields
 
 from ..agent import Agent, AgentContext
 from ..errors import UserError
+from ..fsutil import open_path, read_regular
 from ..records import AgentTurn, ToolCall
 from ..yamlfile import read_yaml
 
@@ -193,19 +193,18 @@ class CliAgent(Agent):
         assert self.context is not None
         if not self.context.host_workspace:
             return ""
-        host_ws = Path(self.context.host_workspace).resolve()
         relative = os.path.relpath(self._paths()["log"], self.context.workspace_dir)
-        path = host_ws / relative
-        if relative.startswith("..") or not path.parent.resolve().is_relative_to(host_ws):
+        if relative.startswith(".."):
+            return ""
+        # the workspace is the agent's: every folder on the way is opened without following symlinks
+        folder = open_path(Path(self.context.host_workspace), os.path.dirname(relative))
+        if folder is None:
             return ""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return ""
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return ""
-            return handle.read(MAX_LOG_BYTES).decode("utf-8", "replace")
+            data = read_regular(folder, os.path.basename(relative), MAX_LOG_BYTES, head=True)
+        finally:
+            os.close(folder)
+        return data.decode("utf-8", "replace") if data is not None else ""
 
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
         self.turn += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from attrs import define
 
 from ..codes.taxonomy import is_error_code
 from ..errors import UserError
+from ..fsutil import open_dir, read_regular
 from ..records import STAGES
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
@@ -29,6 +31,9 @@ except ImportError:  # pragma: no cover - depends on the environment
         return json.loads(data)
 
 RESULT = "result.json"
+# What marks a run folder even before its result exists (it is then not searched: the workspace is the agent's).
+RUN_MARKS = ("trajectory.jsonl", "workspace", "brief.md")
+MAX_RESULT_BYTES = 64 << 20
 NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
            "judge_cost_usd")
 TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "rating", "path")
@@ -38,17 +43,18 @@ FINISHED = ("scored", "agent_failure")
 def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
     """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
     `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
-    (`.attempts`, `.sweep-slots`) are not searched."""
+    (`.attempts`, `.sweep-slots`) are not searched, nor is a run still in progress: its workspace is the
+    agent's, and a result.json planted there must never count. Symlinked folders are not followed."""
     found: list[Path] = []
 
     def walk(folder: str, level: int) -> None:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if not entry.is_dir() or entry.name.startswith("."):
+                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
                     continue
-                if os.path.isfile(os.path.join(entry.path, RESULT)):
+                if _is_file(os.path.join(entry.path, RESULT)):
                     found.append(Path(entry.path))
-                elif level < depth:
+                elif level < depth and not any(os.path.lexists(os.path.join(entry.path, mark)) for mark in RUN_MARKS):
                     walk(entry.path, level + 1)
 
     for root in roots:
@@ -84,9 +90,25 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
 def read_summary(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RESULT
     try:
-        return summarise(_loads(path.read_bytes()), str(run_dir))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        folder = open_dir(run_dir)
+        if folder is None:
+            raise OSError(f"{run_dir} is not a folder")
+        try:
+            data = read_regular(folder, RESULT, MAX_RESULT_BYTES)
+        finally:
+            os.close(folder)
+        if data is None:
+            raise OSError(f"not a regular file of at most {MAX_RESULT_BYTES} bytes")
+        return summarise(_loads(data), str(run_dir))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @define

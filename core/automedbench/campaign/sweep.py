@@ -73,6 +73,7 @@ class SweepConfig:
     cpus_per_run: float = 1.0
     gpus_per_run: float = 0.0
     ray_address: str | None = None
+    require_isolation: bool = True
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers
@@ -118,8 +119,12 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
     for agent in config.agents:
         registry.get("agent", agent)
-    registry.get("sandbox", config.sandbox)
+    sandbox = registry.get("sandbox", config.sandbox)
     registry.get("judge", config.judge)
+    if config.require_isolation and not getattr(sandbox.factory(), "isolates", lambda: True)():
+        raise UserError(f"sandbox {config.sandbox} gives no filesystem isolation here (bubblewrap missing or "
+                        "unusable); a sweep requires it: install bubblewrap, use --sandbox docker, or pass "
+                        "--no-require-isolation")
     for task_id in config.tasks:
         _, task = registry.task(task_id)
         for tier in config.tiers:
@@ -228,7 +233,7 @@ class Sweep:
             "out": str(self.out), "data_root": str(data_root) if data_root else None,
             "agent_options": dict(c.agent_options), "judge_options": dict(c.judge_options),
             "max_turns": c.max_turns, "time_limit_s": c.time_limit_s, "memory_mb": c.memory_mb,
-            "task_score": c.task_score, "run_id": spec.run_id}}
+            "task_score": c.task_score, "run_id": spec.run_id, "require_isolation": c.require_isolation}}
 
     def resources(self, spec: RunSpec) -> tuple[float, float]:
         """CPU/GPU needs of one run: the sweep's defaults, or the task's `params.resources` when it sets them."""

@@ -73,3 +73,115 @@ class PidsGroup:
         with contextlib.suppress(OSError):
             self.path.rmdir()
         self.path = None
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _make_subreaper() -> bool:
+    """Orphans of our children are re-parented to this process instead of init, so they stay findable."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        return ctypes.CDLL(name, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _proc_table() -> dict[int, tuple[int, bytes]]:
+    """pid -> (parent pid, raw environment or b"" when unreadable) for every visible process."""
+    table: dict[int, tuple[int, bytes]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_bytes()
+            ppid = int(raw[raw.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+        except OSError:
+            environ = b""
+        table[int(entry)] = (ppid, environ)
+    return table
+
+
+class ProcessSweep:
+    """Without a pids cgroup (no root): find every process a call left behind and kill it.
+
+    A call's processes are its descendants (the harness is a child subreaper, so a double fork or setsid
+    re-parents them to the harness rather than to init, never out of reach) and any process carrying the
+    session's token in its environment. Only a process that both lost its ancestry to the harness (orphaned)
+    and re-exec'd itself with a cleared environment is missed: the README declares it.
+    """
+
+    ENV = "AUTOMEDBENCH_SESSION"
+
+    def __init__(self, subreaper: bool = True) -> None:
+        self.token = secrets.token_hex(12)
+        # only where nothing else contains a call (no pids cgroup, no PID namespace): the harness then
+        # inherits every orphan, so it must also reap the ones it kills (`known`)
+        self.subreaper = _make_subreaper() if subreaper else False
+        self._marker = f"{self.ENV}={self.token}".encode()
+        self.known: set[int] = set()
+
+    def env(self) -> dict[str, str]:
+        return {self.ENV: self.token}
+
+    def _members(self, roots: set[int]) -> set[int]:
+        table = _proc_table()
+        me = os.getpid()
+        found = {pid for pid, (_, environ) in table.items() if self._marker in environ.split(b"\0")}
+        found |= {pid for pid in roots if pid in table}
+        grew = True
+        while grew:
+            grew = False
+            for pid, (ppid, _) in table.items():
+                if ppid in found and pid not in found:
+                    found.add(pid)
+                    grew = True
+        found.discard(me)
+        return found
+
+    def kill_all(self, roots: set[int] | None = None, wait_s: float = 5.0) -> int:
+        killed = 0
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            members = self._members(set(roots or ()))
+            self.known |= members
+            alive = [pid for pid in members if not _zombie(pid)]
+            self._reap()
+            if not alive:
+                break
+            for pid in alive:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+            time.sleep(0.02)
+        return killed
+
+
+    def _reap(self) -> None:
+        """Collect the exit of every process of ours that has died (re-parented orphans end up our children)."""
+        for pid in list(self.known):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child (or already collected)
+                done = pid
+            except OSError:
+                continue
+            if done == pid:
+                self.known.discard(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return raw[raw.rindex(b")") + 2:raw.rindex(b")") + 3] in (b"Z", b"X")

@@ -24,12 +24,13 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import InfrastructureError, UserError
+from ..errors import InfrastructureError, SubmissionError, UserError
+from ..fsutil import HarnessDir
 from ..records import Evaluation, ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
 from ..serialize import read_json, write_json
 from .docker_images import EVALUATOR_IMAGE, agent_image, client, stage_harness
-from .local import _Capture, sandbox_env
+from .local import EXEC_MOUNT, _Capture, sandbox_env
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -78,12 +79,14 @@ def evaluator_user(private: Path) -> tuple[int, int]:
 
 
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
-                     user: tuple[int, int]) -> dict:
+                     user: tuple[int, int], exec_dir: Path | None = None) -> dict:
     """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it)."""
     from docker.types import DeviceRequest, Mount
 
     mounts = [Mount("/data/public", str(spec.public.resolve()), type="bind", read_only=True),
               Mount("/workspace", str(spec.workspace.resolve()), type="bind", read_only=False)]
+    if exec_dir is not None:  # the harness's copies of each call's code, read-only, outside the workspace
+        mounts.append(Mount(EXEC_MOUNT, str(exec_dir.resolve()), type="bind", read_only=True))
     for inside, host in sorted(spec.decoys.items()):
         mounts.append(Mount(inside, str(Path(host).resolve()), type="bind", read_only=True))
     env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", spec.env)
@@ -106,6 +109,7 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
 class DockerSession(SandboxSession):
     data_dir = "/data/public"
     workspace_dir = "/workspace"
+    isolates_filesystem = True  # the host's private folder is not mounted (only decoys are)
 
     def __init__(self, spec: SandboxSpec, cli, image: str, *, cpus: float, pids_limit: int, tmp_mb: int) -> None:
         self.spec, self.cli, self.image = spec, cli, image
@@ -113,11 +117,12 @@ class DockerSession(SandboxSession):
         self.calls = 0
         self.uid, self.gid = container_user()
         ws = spec.workspace
-        for sub in (".home", ".cache", ".automedbench/exec"):
+        for sub in (".home", ".cache"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         grant(ws, self.uid, self.gid)
+        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{os.urandom(8).hex()}")
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
-                                  user=(self.uid, self.gid))
+                                  user=(self.uid, self.gid), exec_dir=self.exec_dir.path)
         try:
             self.container = cli.containers.run(**config)
         except Exception as exc:
@@ -144,10 +149,8 @@ class DockerSession(SandboxSession):
             return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
         self.calls += 1
         name = f"call_{self.calls:04d}{'.py' if language == 'python' else '.sh'}"
-        host_script = self.spec.workspace / ".automedbench" / "exec" / name
-        host_script.write_text(code, encoding="utf-8")
-        grant(host_script, self.uid, self.gid)
-        script = f"/workspace/.automedbench/exec/{name}"
+        self.exec_dir.write_new(name, code.encode("utf-8"))  # 0644 in a 0755 folder the container cannot write
+        script = f"{EXEC_MOUNT}/{name}"
         argv = ["python3", "-u", script] if language == "python" else ["bash", script]
         note = self._ensure_running()
         out = _Capture(None, self.spec.output_cap_bytes)
@@ -199,7 +202,12 @@ class DockerSession(SandboxSession):
         ]
         if self.spec.gpus:
             prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
-        return prot, ["no seccomp profile beyond docker's default", "no disk quota on /workspace"]
+        gaps = ["no seccomp profile beyond docker's default",
+                "no disk quota on /workspace (a bind mount; the result is still written: space is reserved)"]
+        if self.spec.network:
+            gaps.append("bridge network: the host's services listening on the docker bridge address and the "
+                        "internet are reachable")
+        return prot, gaps
 
     def bound_sources(self) -> list[Path]:
         return [self.spec.public.resolve(), self.spec.workspace.resolve(),
@@ -210,6 +218,9 @@ class DockerSession(SandboxSession):
         if container is not None:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+        exec_dir = getattr(self, "exec_dir", None)
+        if exec_dir is not None:
+            exec_dir.close()
 
 
 class DockerSandbox(Sandbox):
@@ -264,7 +275,9 @@ def _has_image(cli, name: str) -> bool:
 
 def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAGE) -> Evaluation:
     """Run `python -I -m automedbench.evaluator` in a network-less, read-only container; read its verdict."""
-    from docker.types import Mount
+    from docker.types import Mount, Ulimit
+
+    from ..evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
 
     cli = client()
     if not _has_image(cli, image):
@@ -293,20 +306,31 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
             image, ["python3", "-I", "-m", "automedbench.evaluator", "/request/request.json"],
             user=f"{uid}:{gid}", network_mode="none", read_only=True, mounts=mounts, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], pids_limit=256, tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
-            environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"})
+            environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"},
+            # the same limits as the local evaluator process: memory (the whole container), CPU time, file size
+            mem_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            memswap_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            ulimits=[Ulimit(name="cpu", soft=EVAL_CPU_S, hard=EVAL_CPU_S + 60),
+                     Ulimit(name="fsize", soft=EVAL_FILE_BYTES, hard=EVAL_FILE_BYTES)])
         try:
             container.start()
             try:
                 status = container.wait(timeout=timeout_s)
             except Exception:
-                raise InfrastructureError(f"evaluator container timed out after {timeout_s:.0f} s") from None
+                raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") \
+                    from None
             logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
         result = work / "out" / "evaluation.json"
-        if status.get("StatusCode") != 0 or not result.is_file():
-            raise InfrastructureError("evaluator container failed: " + " | ".join(logs.strip().splitlines()[-5:]))
+        code = status.get("StatusCode")
+        tail = logs.strip().splitlines()[-5:]
+        failure = submission_failure(code - 128 if code and code > 128 else 0, tail) if code else None
+        if failure:  # 137: the container's memory limit (SIGKILL); 152/153: CPU time, file size
+            raise SubmissionError(failure)
+        if code != 0 or not result.is_file():
+            raise InfrastructureError("evaluator container failed: " + " | ".join(tail))
         evaluation = read_json(result, Evaluation)
     write_json(out, evaluation)
     return evaluation

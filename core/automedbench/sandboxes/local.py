@@ -10,24 +10,31 @@ is missing) the process runs on the host with a scrubbed environment and limits 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
+import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
 from pathlib import Path
 
+from ..fsutil import HarnessDir
 from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
-from .cgroup import PidsGroup
+from .cgroup import PidsGroup, ProcessSweep
 
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
 PIDS_LIMIT = 1024
+# Where the harness's own copy of each call's code is mounted read-only (never inside the workspace).
+EXEC_MOUNT = "/run/automedbench/exec"
 
 
 class _Capture:
@@ -80,6 +87,33 @@ def bwrap_path() -> str | None:
     return found if probe.returncode == 0 else None
 
 
+@functools.lru_cache(maxsize=1)
+def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[str, bool], ...]:
+    """Files and folders under /etc that other users may not read (shadow, private keys...).
+
+    Inside bubblewrap a root harness stays uid 0, and uid 0 reads a 0600 file whatever its capabilities,
+    so each of these is covered by an empty file or folder rather than trusting its mode.
+    """
+    found: list[tuple[str, bool]] = []
+    for folder, dirnames, filenames in os.walk(root):
+        for name in list(dirnames):
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISDIR(info.st_mode) and (info.st_mode & 0o005) != 0o005:
+                    found.append((path, True))
+                    dirnames.remove(name)
+        for name in filenames:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                info = os.lstat(path)
+                if stat.S_ISREG(info.st_mode) and not info.st_mode & 0o004:
+                    found.append((path, False))
+        if len(found) > limit:
+            break
+    return tuple(sorted(found))
+
+
 def sandbox_env(ws: str, data_dir: str, tmp: str, path: str, extra: dict[str, str]) -> dict[str, str]:
     """The whole environment of sandboxed code: nothing of the host's but locale hints, caches in the workspace."""
     env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
@@ -110,8 +144,13 @@ class LocalSession(SandboxSession):
         self.bwrap = bwrap
         self.calls = 0
         ws = spec.workspace
-        for sub in (".home", ".cache", ".tmp", ".automedbench/exec"):
+        for sub in (".home", ".cache", ".tmp"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
+        # other host users must not reach what a call left (set-id files, device nodes from a root sandbox)
+        os.chmod(ws, 0o700)
+        # each call's code is written here, a folder the agent cannot write (read-only bind under bwrap),
+        # through its descriptor with O_EXCL: a symlink planted in the workspace can redirect nothing
+        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{secrets.token_hex(8)}")
         self.isolates_filesystem = bool(bwrap)
         if bwrap:
             self.data_dir, self.workspace_dir = "/data/public", "/workspace"
@@ -119,6 +158,7 @@ class LocalSession(SandboxSession):
             self.data_dir, self.workspace_dir = str(spec.public), str(ws)
         self._live: subprocess.Popen | None = None
         self.pids = PidsGroup(PIDS_LIMIT)
+        self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap)
         weakref.finalize(self, self.pids.close)
 
     # ---------------------------------------------------------------- environment
@@ -126,7 +166,7 @@ class LocalSession(SandboxSession):
     def _env(self) -> dict[str, str]:
         tmp = "/tmp" if self.bwrap else f"{self.workspace_dir}/.tmp"
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
-        extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env}
+        extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env, **self.sweep.env()}
         return sandbox_env(self.workspace_dir, self.data_dir, tmp, path, extra)
 
     def _bwrap_args(self, env: dict[str, str]) -> list[str]:
@@ -145,10 +185,13 @@ class LocalSession(SandboxSession):
             args += ["--dev-bind", str(gpu_node), str(gpu_node)]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
             args += ["--ro-bind-try", system, system]
+        for hidden, is_dir in _unreadable_to_others():  # root reads any file regardless of mode: hide those
+            args += ["--tmpfs", hidden] if is_dir else ["--ro-bind", "/dev/null", hidden]
         for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
             args += ["--ro-bind", prefix, prefix]
         args += ["--ro-bind", str(self.spec.public), "/data/public",
-                 "--bind", str(self.spec.workspace), "/workspace"]
+                 "--bind", str(self.spec.workspace), "/workspace",
+                 "--ro-bind", str(self.exec_dir.path), EXEC_MOUNT]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
         args += ["--chdir", "/workspace", "--clearenv"]
@@ -171,9 +214,8 @@ class LocalSession(SandboxSession):
         self.calls += 1
         suffix = ".py" if language == "python" else ".sh"
         name = f"call_{self.calls:04d}{suffix}"
-        host_script = self.spec.workspace / ".automedbench" / "exec" / name
-        host_script.write_text(code, encoding="utf-8")
-        script = f"{self.workspace_dir}/.automedbench/exec/{name}"
+        host_script = self.exec_dir.write_new(name, code.encode("utf-8"))
+        script = f"{EXEC_MOUNT}/{name}" if self.bwrap else str(host_script)
         runner = [sys.executable, "-u", script] if language == "python" else ["bash", script]
         env = self._env()
         if self.bwrap:
@@ -206,6 +248,7 @@ class LocalSession(SandboxSession):
         finally:
             self._live = None
             self.pids.kill_all()  # whatever the call left running (setsid'd or not) ends with it
+            self.sweep.kill_all({proc.pid})
         stdout, capped_out = out.text()
         stderr, capped_err = err.text()
         if timed_out:
@@ -218,6 +261,7 @@ class LocalSession(SandboxSession):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         self.pids.kill_all()
+        self.sweep.kill_all({proc.pid})
 
     def protections(self) -> tuple[list[str], list[str]]:
         common = ["fresh process per call", "scrubbed environment (no host secrets)",
@@ -226,29 +270,50 @@ class LocalSession(SandboxSession):
                   "inotify tripwire on private and decoy files"]
         if self.pids.available:
             common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]
+        elif self.bwrap:
+            common += ["every process of a call ends with it (its PID namespace dies with the call)"]
+        else:
+            common += ["every descendant of a call (the harness is a child subreaper) and every process "
+                       "carrying the session token killed when the call ends"]
+        common += ["each call's code written outside the workspace, through a harness-held descriptor",
+                   "workspace folder mode 0700 on the host"]
+        shared = ["no disk quota on /workspace (the result is still written: space is reserved for it)",
+                  "per-user kernel state is shared with the host and other runs of the same user (keyrings, "
+                  "inotify limits, RLIMIT_NPROC accounting)"]
         if self.bwrap:
             prot = [
                 *common,
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
+                "files under /etc that other users cannot read are hidden (root reads any mode)",
                 "writable only /workspace and a private /tmp",
                 "new PID/IPC/UTS/mount namespaces", "no capabilities (bwrap --cap-drop ALL when root)",
                 "network namespace (no network)" if not self.spec.network else "network shared (task allows)",
             ]
             gaps = ["no seccomp filter", "no CPU limit; memory limited per process (address space), not in total",
-                    "runs as the harness's user"]
+                    "runs as the harness's user", *shared,
+                    "/proc/self/mountinfo names the host paths of the mounted folders (not their contents)"]
+            if self.spec.network:
+                gaps.append("network shared: host services on loopback, other runs and a local executor "
+                            "cluster are reachable (abstract unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
-        return common, ["no filesystem isolation: the host filesystem (including private data) is reachable "
-                        "and only the tripwire detects reads", "network not restricted",
-                        "writes outside the workspace not prevented", "host processes (/proc) visible",
+        return common, ["no filesystem isolation: the host filesystem (including private data) is readable and "
+                        "writable; only the tripwire detects opens of private/decoy files, and only while the "
+                        "agent runs", "network not restricted",
+                        "writes outside the workspace not prevented (the run folder, other runs, the harness's "
+                        "own environment)", "host processes (/proc) visible and signallable",
                         "memory limited per process (address space), not in total", "runs as the harness's user",
-                        *([] if self.pids.available else ["setsid'd grandchildren can outlive a kill",
-                                                          "no pids limit (needs root and cgroup v1)"])]
+                        *shared,
+                        *([] if self.pids.available else [
+                            "an orphaned process that re-execs itself with a cleared environment outlives its call",
+                            "no pids limit (needs root and cgroup v1)"])]
 
     def close(self) -> None:
         if self._live is not None:
             self._kill(self._live)
         self.pids.close()
+        self.sweep.kill_all()
+        self.exec_dir.close()
 
 
 class LocalSandbox(Sandbox):
@@ -261,6 +326,10 @@ class LocalSandbox(Sandbox):
             return True, "plain host process (no filesystem isolation)"
         found = bwrap_path()
         return True, ("bubblewrap at " + found) if found else "bubblewrap not usable: plain host process"
+
+    def isolates(self) -> bool:
+        """Whether sessions opened here get filesystem isolation (bubblewrap found and working)."""
+        return self.isolation == "auto" and bwrap_path() is not None
 
     def open(self, spec: SandboxSpec) -> LocalSession:
         bwrap = bwrap_path() if self.isolation == "auto" else None

@@ -13,7 +13,7 @@ import nibabel as nib
 import numpy as np
 from automedbench.api import CaseVerdict, TaskSpec
 
-from .io import CaseCache
+from .io import CaseCache, precheck
 
 CHUNK = 1 << 20
 
@@ -80,6 +80,7 @@ def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: 
     if not path.is_file():
         return [f"{path.name}: missing"]
     try:  # the header first: a wrong shape or dtype is refused before any voxel is decompressed
+        precheck(path)  # declared sizes beyond the contract are refused before nibabel reads them
         header = nib.load(str(path)).header
         claimed, dtype = tuple(int(n) for n in header.get_data_shape()), np.dtype(header.get_data_dtype())
     except Exception as exc:
