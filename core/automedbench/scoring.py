@@ -114,6 +114,8 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
         return "A", f"task {value:.3f} >= {thresholds.good} (good)"
     if value >= thresholds.okay:
         return "B", f"task {value:.3f} >= {thresholds.okay} (okay)"
+    if thresholds.floor is not None and value < thresholds.floor:
+        return "F", f"task {value:.3f} < {thresholds.floor} (below the C floor)"
     return "C", f"task {value:.3f} < {thresholds.okay}"
 
 
