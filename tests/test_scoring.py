@@ -133,3 +133,14 @@ def test_min_valid_share_and_partial_task_for_rating():
     assert scoring.rate(invalid, invalid.metric, th, False)[0] == "F"
     none_valid = evaluation(4, 0)
     assert scoring.rate(none_valid, none_valid.metric, RatingThresholds(0.4, 0.25, min_valid=0.0), False)[0] == "F"
+
+
+def test_rating_floor_below_c_is_f():
+    """Baseline-anchored bands (enhancement): A >= good, B >= okay, C >= floor, below the floor F."""
+    th = RatingThresholds(0.9, 0.8, 1.0, 0.7)
+    for value, letter in ((0.95, "A"), (0.85, "B"), (0.75, "C"), (0.7, "C"), (0.69, "F")):
+        ev = evaluation(4, 4, strict=value)
+        assert scoring.rate(ev, ev.metric, th, False)[0] == letter, value
+    ev = evaluation(4, 4, strict=0.69)
+    assert "below the C floor" in scoring.rate(ev, ev.metric, th, False)[1]
+    assert scoring.rate(ev, ev.metric, RatingThresholds(0.9, 0.8), False)[0] == "C"  # no floor: C as before

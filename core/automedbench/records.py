@@ -42,14 +42,16 @@ class TierInfo:
 
 @define(frozen=True)
 class RatingThresholds:
-    """Task-metric cut-offs for the letter rating: >= good is A, >= okay is B, else C.
+    """Task-metric cut-offs for the letter rating: >= good is A, >= okay is B, >= floor (if set) is C, else F.
 
     `min_valid` is the share of cases that must be present and valid, else F (1.0: every case, as
-    upstream segmentation; VQA tasks use 0.5 as upstream VQA did)."""
+    upstream segmentation; VQA tasks use 0.5 as upstream VQA did). `floor` is the C band's lower edge
+    for tracks whose bands come from baselines (enhancement: best classical - 0.05); None = no floor."""
 
     good: float
     okay: float
     min_valid: float = 1.0
+    floor: float | None = None
 
 
 @define(frozen=True)

@@ -400,6 +400,10 @@ class Run:
                    'Send {"language": "python"|"bash", "code": "..."}.')
             return msg, {**base, "error": "malformed_arguments", "arguments": call.arguments[:2000]}, False
         if call.name == "submit_results":
+            refusal = self._submit_gate(staged)
+            if refusal:  # the track's policy: the run goes on, the agent is told why
+                reply = {"accepted": False, "reason": refusal}
+                return json.dumps(reply), {**base, "result": reply, "refused": True}, False
             missing = self._missing_outputs(staged)
             reply = {"accepted": True, "complete": not missing, "missing": missing[:50],
                      "missing_count": len(missing)}
@@ -430,6 +434,15 @@ class Run:
         content = (f"exit_code: {result.exit_code}\nstdout:\n{tail(result.stdout, MODEL_STDOUT_TAIL)}\n"
                    f"stderr:\n{tail(result.stderr, MODEL_STDERR_TAIL)}")
         return content, event, False
+
+    def _submit_gate(self, staged: StagedData) -> str | None:
+        """The track's pre-submit refusal, if any; a gate that fails on odd agent files accepts (fails open)."""
+        try:
+            refusal = self.track.submit_gate(self.task, staged, self.workspace / "outputs")
+        except Exception as exc:
+            self.traj.write({"type": "note", "note": f"submit gate error: {type(exc).__name__}: {exc}"})
+            return None
+        return str(refusal)[:2000] if refusal else None
 
     def _missing_outputs(self, staged: StagedData) -> list[str]:
         missing = []

@@ -138,6 +138,8 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
         return "A", f"task {truncate(value)} >= {thresholds.good} (good)"
     if value >= thresholds.okay:
         return "B", f"task {truncate(value)} >= {thresholds.okay} (okay)"
+    if thresholds.floor is not None and value < thresholds.floor:
+        return "F", f"task {truncate(value)} < {thresholds.floor} (below the C floor)"
     return "C", f"task {truncate(value)} < {thresholds.okay}"
 
 

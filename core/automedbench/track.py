@@ -167,6 +167,14 @@ class Track(ABC):
                 raise UserError(f"track {self.name} has no evaluation option {key!r}{hint}")
         return dict(options)
 
+    def submit_gate(self, task: TaskSpec, staged: StagedData, outputs: Path) -> str | None:
+        """A track's pre-submit policy: a reason to refuse `submit_results` now, or None to accept.
+
+        Called by the runner during the run, on the agent's live `outputs` folder: an implementation
+        must open it and everything below only with no-follow opens (O_NOFOLLOW, dir_fd) and size
+        limits, and must never run agent code. The default accepts every submission."""
+        return None
+
     def iter_cases(self, staged: StagedData) -> Iterator[str]:
         yield from staged.case_ids
 

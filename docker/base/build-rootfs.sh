@@ -5,8 +5,9 @@ set -euo pipefail
 tag=${1:?usage: build-rootfs.sh IMAGE_TAG [SUITE] [MIRROR]}
 suite=${2:-bookworm}
 mirror=${3:-http://deb.debian.org/debian}
-# Python plus the scientific stack the demo track's reference solution uses, all from Debian.
-packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,procps
+# Python plus the scientific stack the demo tracks' reference solutions and the evaluator use (scikit-image:
+# the enhancement SSIM), all from Debian.
+packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,python3-skimage,procps
 root=$(mktemp -d /var/tmp/automedbench-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \

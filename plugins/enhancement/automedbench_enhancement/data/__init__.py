@@ -1,0 +1,1 @@
+"""Data: demo generators, degradation models and the stagers of the real downloads."""

@@ -1,0 +1,200 @@
+"""Stage the real tasks from the official download layouts the user already has.
+
+- `enhancement/ldct`, SimNICT (parquet release, HF `image` columns `ICT` and `LDCT_High`): one row per
+  slice; the PNG's pixel values map to HU by the task's `pixel_to_hu` (slope, intercept). 8-bit
+  previews are refused: they cannot be mapped back to HU.
+- `enhancement/ldct`, AAPM 2016 Low-Dose CT Grand Challenge: `<patient>/full_1mm/*.IMA` (full dose, the
+  reference) and `<patient>/quarter_1mm/*.IMA` (quarter dose, the input), paired by InstanceNumber; the
+  slices are spread evenly over all pairs.
+- `enhancement/mri-sr`, fastMRI `.h5`: the middle slice of `reconstruction_rss` (multi-coil) or
+  `reconstruction_esc` (single-coil) divided by the volume's `max` attribute and clipped to [0, 1] is
+  the reference (centre-cropped to the task's grid); the input is the centre half of its k-space.
+Every case is written to `.incoming` and swapped in when all are made; the source files' sizes and times
+are part of the staging key, so re-staging an unchanged download is a no-op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.api import StagedData, TaskSpec, UserError
+
+from .. import contract
+from . import degrade
+from .store import existing, staging
+
+
+def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+    kind = task.params["kind"]
+    if kind == "ldct":
+        parquet = sorted(p for p in source.rglob("*.parquet") if not p.name.startswith("."))
+        if parquet:
+            return _stage(task, dest, source, parquet, _simnict_cases)
+        series = _aapm_series(source, task.params)
+        if series:
+            files = [f for full, quarter in series.values() for f in (*full, *quarter)]
+            return _stage(task, dest, source, files, lambda t, _files: _aapm_cases(t, series))
+        full, quarter = task.params["aapm_dirs"]
+        raise UserError(f"{source}: neither a SimNICT parquet release (*.parquet with ICT and "
+                        f"{task.params['low_column']} columns) nor an AAPM 2016 layout (<patient>/{full}/*.IMA "
+                        f"with <patient>/{quarter}/*.IMA)")
+    files = sorted(p for p in source.rglob("*.h5") if not p.name.startswith("."))
+    if not files:
+        raise UserError(f"{source}: no fastMRI .h5 files (expected file_*.h5 with reconstruction_rss or "
+                        "reconstruction_esc)")
+    return _stage(task, dest, source, files, _fastmri_cases)
+
+
+def _key(task: TaskSpec, source: Path, files: list[Path]) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for path in files:
+        info = path.stat()
+        digest.update(f"{path.relative_to(source)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return {"source": str(source.resolve()), "files": digest.hexdigest(), "params": task.params,
+            "n": task.case_count}
+
+
+def _stage(task: TaskSpec, dest: Path, source: Path, files: list[Path], cases) -> StagedData:
+    key = _key(task, source, files)
+    done = existing(dest, task, key)
+    if done is not None:
+        return done
+    prefix = task.id.split("/", 1)[1].replace("-", "")
+    with staging(task, dest) as job:
+        for i, (low, ref, info, origin) in enumerate(cases(task, files)):
+            if i == task.case_count:
+                break
+            job.add(f"{prefix}_{i + 1:03d}", low, ref, info, origin)
+        if len(job.case_ids) < task.case_count:
+            raise UserError(f"{source}: only {len(job.case_ids)} usable case(s), {task.id} needs {task.case_count}")
+        return job.commit(key=key, source=str(source.resolve()))
+
+
+# ---------------------------------------------------------------- SimNICT parquet
+
+
+def _image_cell(cell: Any, column: str, where: str) -> np.ndarray:
+    """An HF `image` cell ({bytes, path}) or a nested list as a 2-D array of raw pixel values."""
+    from PIL import Image
+
+    if isinstance(cell, dict) and cell.get("bytes"):
+        image = Image.open(io.BytesIO(cell["bytes"]))
+        if image.mode in ("L", "P", "RGB", "RGBA", "LA"):
+            raise UserError(f"{where}: column {column} holds {image.mode} (8-bit) images, which cannot be mapped "
+                            "back to HU; stage a release with 16-bit images")
+        return np.asarray(image, dtype=np.float64)
+    array = np.asarray(cell, dtype=np.float64)
+    if array.ndim != 2:
+        raise UserError(f"{where}: column {column} is neither an image nor a 2-D array")
+    return array
+
+
+def _simnict_cases(task: TaskSpec, files: list[Path]):
+    import pyarrow.parquet as pq
+
+    params = task.params
+    low_col, ref_col = params["low_column"], params["reference_column"]
+    slope, intercept = params["pixel_to_hu"]
+    for path in files:
+        table = pq.read_table(path)
+        missing = [c for c in (ref_col, low_col) if c not in table.column_names]
+        if missing:
+            raise UserError(f"{path}: not a SimNICT parquet file; missing column(s) {', '.join(missing)} "
+                            f"(found {', '.join(table.column_names[:8])})")
+        refs, lows = table.column(ref_col).to_pylist(), table.column(low_col).to_pylist()
+        for row, (ref_cell, low_cell) in enumerate(zip(refs, lows, strict=True)):
+            where = f"{path.name} row {row}"
+            ref = _image_cell(ref_cell, ref_col, where) * slope + intercept
+            low = _image_cell(low_cell, low_col, where) * slope + intercept
+            if ref.shape != contract.output_shape(task) or low.shape != ref.shape:
+                continue
+            yield low, ref, {}, {"file": path.name, "row": row}
+
+
+# ---------------------------------------------------------------- AAPM 2016 DICOM
+
+
+def _aapm_series(source: Path, params: dict[str, Any]) -> dict[str, tuple[list[Path], list[Path]]]:
+    """patient -> (full-dose files, quarter-dose files) for every patient folder holding both series."""
+    full_dir, quarter_dir = params["aapm_dirs"]
+    found = {}
+    for patient in sorted(p for p in source.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        full = sorted(f for f in (patient / full_dir).glob("*") if f.suffix.upper() in (".IMA", ".DCM"))
+        quarter = sorted(f for f in (patient / quarter_dir).glob("*") if f.suffix.upper() in (".IMA", ".DCM"))
+        if full or quarter:
+            if not full or not quarter:
+                gone = full_dir if not full else quarter_dir
+                raise UserError(f"{patient}: AAPM layout incomplete; {gone}/ holds no .IMA/.dcm files")
+            found[patient.name] = (full, quarter)
+    return found
+
+
+def _instance(path: Path) -> int:
+    import pydicom
+
+    return int(pydicom.dcmread(path, stop_before_pixels=True).InstanceNumber)
+
+
+def _hu(path: Path) -> tuple[np.ndarray, float]:
+    import pydicom
+
+    ds = pydicom.dcmread(path)
+    hu = ds.pixel_array.astype(np.float64) * float(ds.get("RescaleSlope", 1) or 1) + float(
+        ds.get("RescaleIntercept", 0) or 0)
+    return hu, float(ds.PixelSpacing[0])
+
+
+def _aapm_cases(task: TaskSpec, series: dict[str, tuple[list[Path], list[Path]]]):
+    pairs = []
+    for patient, (full, quarter) in series.items():
+        by_number = {_instance(f): f for f in quarter}
+        for f in full:
+            match = by_number.get(_instance(f))
+            if match is not None:
+                pairs.append((patient, f, match))
+    if len(pairs) < task.case_count:
+        return
+    picks = np.linspace(0, len(pairs) - 1, task.case_count).round().astype(int)
+    for index in picks:
+        patient, full, quarter = pairs[int(index)]
+        ref, spacing = _hu(full)
+        low, _ = _hu(quarter)
+        if ref.shape != contract.output_shape(task) or low.shape != ref.shape:
+            continue
+        yield low, ref, {"pixel_spacing_mm": spacing}, {"patient": patient, "full": full.name, "quarter": quarter.name}
+
+
+# ---------------------------------------------------------------- fastMRI
+
+
+def _fastmri_cases(task: TaskSpec, files: list[Path]):
+    import h5py
+
+    h, w = contract.output_shape(task)
+    keys = task.params["recon_keys"]
+    for path in files:
+        try:
+            handle = h5py.File(path, "r")
+        except OSError as exc:
+            raise UserError(f"{path}: not a readable HDF5 file ({exc})") from None
+        with handle:
+            key = next((k for k in keys if k in handle), None)
+            if key is None:
+                raise UserError(f"{path}: no {' or '.join(keys)} dataset (found {', '.join(list(handle)[:6])})")
+            volume = handle[key]
+            if volume.ndim != 3:
+                raise UserError(f"{path}: {key} is {volume.ndim}-D, expected [slices, H, W]")
+            middle = volume.shape[0] // 2
+            image = np.asarray(volume[middle], dtype=np.float64)
+            scale = float(handle.attrs.get("max", 0.0)) or float(np.max(volume))
+        if image.shape[0] < h or image.shape[1] < w:
+            continue
+        top, left = (image.shape[0] - h) // 2, (image.shape[1] - w) // 2
+        hr = np.clip(image[top:top + h, left:left + w] / scale, 0.0, 1.0)
+        lr = np.clip(degrade.kspace_down(hr), 0.0, 1.0)
+        yield lr, hr, {}, {"file": path.name, "dataset": key, "slice": middle, "max": scale}
+

@@ -1,0 +1,86 @@
+"""Writing a staging: cases go into `<dest>/.incoming` and replace public/ and private/ only when complete."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.api import StagedData, TaskSpec
+
+from .. import contract
+
+INCOMING = ".incoming"
+MANIFEST = "manifest.json"
+
+
+def meta(task: TaskSpec, **extra: Any) -> dict[str, Any]:
+    """What the agent may know about a case: units, shapes and, where known, the pixel size."""
+    units = "HU" if task.params["kind"] == "ldct" else "normalised intensity in [0, 1]"
+    return {"units": units, "input_shape": list(contract.input_shape(task)),
+            "output_shape": list(contract.output_shape(task)), **extra}
+
+
+class Staging:
+    """Collects cases under `.incoming`; `commit` swaps them in, so a failed run leaves the old staging."""
+
+    def __init__(self, task: TaskSpec, dest: Path) -> None:
+        self.task, self.dest = task, dest
+        self.incoming = dest / INCOMING
+        self.case_ids: list[str] = []
+        self.manifest: dict[str, Any] = {"task": task.id, "cases": []}
+
+    def add(self, case_id: str, low: np.ndarray, reference: np.ndarray, info: dict[str, Any],
+            source: dict[str, Any]) -> None:
+        if low.shape != contract.input_shape(self.task) or reference.shape != contract.output_shape(self.task):
+            raise ValueError(f"{case_id}: made {low.shape} -> {reference.shape}, the task declares "
+                             f"{contract.input_shape(self.task)} -> {contract.output_shape(self.task)}")
+        pub, priv = self.incoming / "public" / case_id, self.incoming / "private" / case_id
+        pub.mkdir(parents=True, exist_ok=True)
+        priv.mkdir(parents=True, exist_ok=True)
+        np.save(pub / contract.INPUT, np.ascontiguousarray(low, dtype=np.float32))
+        (pub / contract.META).write_text(json.dumps(meta(self.task, **info)) + "\n")
+        np.save(priv / contract.REFERENCE, np.ascontiguousarray(reference, dtype=np.float32))
+        self.case_ids.append(case_id)
+        self.manifest["cases"].append({"case_id": case_id, **source})
+
+    def commit(self, **manifest: Any) -> StagedData:
+        self.manifest.update(manifest)
+        (self.incoming / "private" / MANIFEST).write_text(json.dumps(self.manifest, indent=2, default=str) + "\n")
+        for name in ("public", "private"):
+            shutil.rmtree(self.dest / name, ignore_errors=True)
+            (self.incoming / name).replace(self.dest / name)
+        shutil.rmtree(self.incoming, ignore_errors=True)
+        return StagedData(self.dest, self.dest / "public", self.dest / "private", list(self.case_ids))
+
+
+@contextmanager
+def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
+    """A fresh `.incoming` folder, removed whatever happens (a half-made staging never survives)."""
+    job = Staging(task, dest)
+    shutil.rmtree(job.incoming, ignore_errors=True)
+    job.incoming.mkdir(parents=True)
+    try:
+        yield job
+    finally:
+        shutil.rmtree(job.incoming, ignore_errors=True)
+
+
+def existing(dest: Path, task: TaskSpec, key: dict[str, Any]) -> StagedData | None:
+    """The current staging if it was made from exactly `key` (source, files, task params): re-staging is a no-op."""
+    path = dest / "private" / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+        if manifest.get("key") != json.loads(json.dumps(key, default=str)):
+            return None
+        ids = [c["case_id"] for c in manifest["cases"]]
+        if not all((dest / "public" / i / contract.INPUT).is_file() and
+                   (dest / "private" / i / contract.REFERENCE).is_file() for i in ids):
+            return None
+        return StagedData(dest, dest / "public", dest / "private", ids)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -1,0 +1,1 @@
+"""Scripted reference solution (classical, scikit-image/scipy) and its flawed variants."""

@@ -1,0 +1,130 @@
+"""Both demos end to end through the real runner: the reference scores every stage, each flaw costs its stage,
+the pre-submit gate refuses too few valid outputs, and the baselines order as the README says."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from automedbench.api import CodeContext
+from automedbench.testing import check_track, stage_scores
+
+LDCT, SR = "enhancement/demo-ldct", "enhancement/demo-sr"
+
+
+def test_reference_on_demo_ldct(amb_run):
+    result, run_dir = amb_run(LDCT, "reference")
+    assert result.state == "scored" and result.end_reason == "submitted"
+    assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
+    assert result.task.name == "ssim" and result.task.used == "partial"
+    assert 0.955 < result.task.partial == result.task.strict < 0.99
+    comps = result.task.components
+    assert comps["psnr_mean_valid"] > 40 and comps["lpips_mean_valid"] is None
+    assert comps["composite_mean_valid"] is None  # LPIPS weights are not on disk: never downloaded
+    assert 0.7 < comps["ssim_soft_tissue_mean_valid"] < result.task.partial
+    assert result.aggregate.rating == "B"  # nlm is the best classical baseline: B by construction
+    assert [c.code for c in result.error_codes] == []
+    assert "PILOT OK" in (run_dir / "trajectory.jsonl").read_text()
+
+
+def test_reference_on_demo_sr(amb_run):
+    result, _ = amb_run(SR, "reference")
+    assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
+    assert result.task.partial == pytest.approx(0.8487, abs=2e-3)  # zero-filled k-space, as the baseline
+    assert result.aggregate.rating == "B" and result.aggregate.overall > 0.9
+
+
+def test_skip_validate_loses_s3(amb_run):
+    result, _ = amb_run(SR, "skip-validate")
+    s = stage_scores(result)
+    assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0
+    assert result.aggregate.agentic == pytest.approx(1.0 - 0.35, abs=1e-6)
+
+
+def test_wrong_format_is_refused_at_submit_and_scores_zero(amb_run):
+    result, run_dir = amb_run(SR, "wrong-format")
+    s = stage_scores(result)
+    assert s["S4"] == 0.5 and s["S5"] == 0.0  # complete but all invalid; the gate refused the submission
+    assert result.end_reason != "submitted" and not result.submission.submitted
+    assert result.task.partial == 0.0 and result.aggregate.rating == "F"
+    assert all("dtype int16 is not floating point" in c.reasons[0] for c in result.cases)
+    events = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    refused = [e for e in events if e.get("name") == "submit_results"]
+    assert len(refused) == 1 and refused[0]["refused"] is True
+    assert "submission refused: 0 of the 4 cases" in refused[0]["result"]["reason"]
+
+
+def test_incomplete_scores_the_missing_cases_as_zero(amb_run):
+    result, _ = amb_run(SR, "incomplete")
+    s = stage_scores(result)
+    present = [c.case_id for c in result.cases if c.present]
+    assert len(present) == 3  # ceil(4 * 2/3): above half, so the gate lets it submit
+    assert s["S4"] == pytest.approx(0.5 * 3 / 4) and s["S5"] == 0.5
+    assert result.task.strict == 0.0
+    assert result.task.partial == pytest.approx(sum(r["ssim"] for r in result.task.per_case) / 4, abs=1e-6)
+    assert result.aggregate.task == pytest.approx(result.task.partial, abs=1e-4)
+    assert result.aggregate.rating == "F"  # 3/4 of 0.849 = 0.64 is below the C floor (0.7987)
+    assert "below the C floor" in result.aggregate.rating_reason
+
+
+def test_no_submit_loses_s5(amb_run):
+    result, _ = amb_run(SR, "no-submit")
+    s = stage_scores(result)
+    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+
+
+def test_breach_zeroes_everything(amb_run):
+    result, _ = amb_run(SR, "breach")
+    assert result.isolation.breached and result.aggregate.rating == "F" and result.aggregate.overall == 0.0
+    assert all(s.score == 0.0 for s in result.stages)
+
+
+def test_validate_task_passes_and_sr_baselines_order(amb_data_root):
+    ok, report = check_track(SR, amb_data_root)
+    assert ok, report
+    strict = {line.split("baseline ")[1].split(" ")[0]: float(line.rsplit("strict ", 1)[1])
+              for line in report.splitlines() if " evaluates " in line}
+    assert strict["identity"] < strict["bicubic"] < strict["zero-filled"]
+
+
+def test_ldct_baselines_order_identity_gaussian_nlm(amb_data_root, tmp_path):
+    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.plugins import registry
+
+    reg = registry()
+    got = {name: evaluate_folder(reg, LDCT, None, name, amb_data_root, tmp_path / name).task.strict
+           for name in ("identity", "gaussian", "nlm")}
+    assert got["identity"] < got["gaussian"] < got["nlm"]
+    assert got["identity"] == pytest.approx(0.8267, abs=1e-3) and got["nlm"] == pytest.approx(0.9722, abs=2e-3)
+
+
+def _write_all(public, dest, transform):
+    for case in sorted(p.name for p in public.iterdir() if p.is_dir()):
+        (dest / case).mkdir(parents=True)
+        np.save(dest / case / "enhanced.npy", transform(np.load(public / case / "input.npy")))
+    return dest
+
+
+def test_detectors_fire_on_copies_scale_errors_and_undoubled_shapes(amb_data_root, tmp_path):
+    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.plugins import registry
+    from automedbench_enhancement.codes import EnhancementOutputDetector
+
+    reg = registry()
+    detector = EnhancementOutputDetector()
+    copy = evaluate_folder(reg, LDCT, None, "identity", amb_data_root, tmp_path / "copy")
+    assert [f.code for f in detector.detect(CodeContext(copy, []))] == ["E3"]
+    clean = evaluate_folder(reg, LDCT, None, "gaussian", amb_data_root, tmp_path / "gauss")
+    assert detector.detect(CodeContext(clean, [])) == []
+    # [0, 1]-scaled LDCT outputs: the working scale saved instead of HU
+    scaled = _write_all(amb_data_root / LDCT / "public", tmp_path / "scaled",
+                        lambda x: ((x + 1024) / 4095).astype(np.float32))
+    result = evaluate_folder(reg, LDCT, scaled, None, amb_data_root, tmp_path / "scaled-eval")
+    fired = detector.detect(CodeContext(result, []))
+    assert [f.code for f in fired] == ["E4"] and "not in HU" in fired[0].message
+    # SR outputs left on the input grid: invalid (shape), and read as SR treated as denoising
+    same = _write_all(amb_data_root / SR / "public", tmp_path / "same", lambda x: x)
+    result = evaluate_folder(reg, SR, same, None, amb_data_root, tmp_path / "same-eval")
+    fired = detector.detect(CodeContext(result, []))
+    assert [f.code for f in fired] == ["E1"] and "resolution not doubled" in fired[0].message

@@ -1,0 +1,63 @@
+"""The track-declared pre-submit gate: a refusal reaches the agent as a tool reply and the run goes on;
+a gate that fails on odd agent files accepts (fails open) and notes why. Also the task file's C floor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from automedbench.errors import UserError
+from automedbench.taskfile import parse_task
+
+
+@pytest.fixture
+def seg_track(reg):
+    track, _ = reg.task("segmentation/demo")
+    return track
+
+
+def _events(run_dir):
+    return [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+
+
+def test_refusing_gate_keeps_the_run_going_without_a_submission(reg, data_root, tmp_path, seg_track, monkeypatch):
+    from automedbench.testing import run_task
+
+    seen = []
+
+    def gate(task, staged, outputs):
+        seen.append((task.id, len(staged.case_ids), outputs.name))
+        return "not yet: policy says no"
+
+    monkeypatch.setattr(seg_track, "submit_gate", gate)
+    result, run_dir = run_task("segmentation/demo", "reference", out=tmp_path, data_root=data_root)
+    assert seen and seen[0][0] == "segmentation/demo" and seen[0][2] == "outputs"
+    submits = [e for e in _events(run_dir) if e.get("name") == "submit_results"]
+    assert submits[0]["refused"] is True and submits[0]["result"] == {"accepted": False,
+                                                                      "reason": "not yet: policy says no"}
+    assert not result.submission.submitted and result.stage("S5").score == 0.0
+    assert result.state == "scored"
+
+
+def test_failing_gate_accepts_and_notes_why(reg, data_root, tmp_path, seg_track, monkeypatch):
+    from automedbench.testing import run_task
+
+    def gate(task, staged, outputs):
+        raise OSError("odd file")
+
+    monkeypatch.setattr(seg_track, "submit_gate", gate)
+    result, run_dir = run_task("segmentation/demo", "reference", out=tmp_path, data_root=data_root)
+    assert result.submission.submitted and result.end_reason == "submitted"
+    notes = [e for e in _events(run_dir) if e.get("type") == "note"]
+    assert notes and "submit gate error: OSError: odd file" in notes[0]["note"]
+
+
+def test_task_file_rating_floor_must_sit_below_okay():
+    base = {"id": "t/x", "track": "t", "title": "x", "description": "d", "modality": "m", "input_files": ["a"],
+            "output_files": ["b"], "case_count": 1, "time_limit_s": 1, "max_turns": 1, "exec_timeout_s": 1,
+            "network": False, "demo": True, "tiers": {"lite": {}}, "metric": "m"}
+    spec = parse_task({**base, "rating": {"good": 0.9, "okay": 0.8, "floor": 0.7}}, "x.yaml")
+    assert spec.rating.floor == 0.7
+    assert parse_task({**base, "rating": {"good": 0.9, "okay": 0.8}}, "x.yaml").rating.floor is None
+    with pytest.raises(UserError, match="floor"):
+        parse_task({**base, "rating": {"good": 0.9, "okay": 0.8, "floor": 0.85}}, "x.yaml")
