@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import attrs
+import detection_layouts as layouts
 import numpy as np
 import pytest
 from automedbench.api import UserError
@@ -17,8 +18,6 @@ from automedbench.testing import check_track
 from automedbench_detection.data.stagers import fuse_radiologists
 from automedbench_detection.track import DetectionTrack
 from PIL import Image
-
-import detection_layouts as layouts
 
 TRACK = DetectionTrack()
 

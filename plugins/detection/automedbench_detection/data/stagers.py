@@ -344,8 +344,9 @@ def _coco_document(source: Path, classes: list[str]) -> tuple[Path, dict[str, An
     if not found:
         raise UserError(f"{source}: no COCO JSON with the diagnosis categories {classes} found")
     if len(found) > 1:
-        raise UserError(f"{source}: several COCO JSON files with diagnoses ({', '.join(str(f[0].name) for f in found)});"
-                        " point --from at the folder of the one to stage")
+        names = ", ".join(f[0].name for f in found)
+        raise UserError(f"{source}: several COCO JSON files with diagnoses ({names}); point --from at the folder "
+                        "of the one to stage")
     return found[0]
 
 
