@@ -68,48 +68,70 @@ def _group_ranks(keys: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.arange(len(keys)) - starts[run]
 
 
+PREFILTER_MARGIN = 1e-3  # float32 IoU error is far below this for any image size a detector sees
+CHUNK_ELEMENTS = 1 << 21  # (groups x detections x references) per chunk: bounds the temporaries (~8 MB each)
+
+
+def _pair_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of a[i] with b[i] (float64, continuous corners)."""
+    iw = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0.0, None)
+    ih = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0.0, None)
+    inter = iw * ih
+    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return inter / union
+
+
 def _candidates(dbox: np.ndarray, gbox: np.ndarray, d_start: np.ndarray, d_count: np.ndarray,
                 g_start: np.ndarray, g_count: np.ndarray, threshold: float) -> tuple[np.ndarray, ...]:
     """Every (detection, ground truth) pair of the same group with IoU >= threshold, as sorted-array
-    positions plus the IoU; ordered by detection, then ground-truth position."""
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    # groups bucketed by (detections, ground truths) rounded up to powers of two: padding stays under 4x
-    key = np.ceil(np.log2(d_count)).astype(np.int64) * 64 + np.ceil(np.log2(g_count)).astype(np.int64)
-    for k in np.unique(key):
-        members = np.flatnonzero(key == k)
-        width_d, width_g = int(d_count[members].max()), int(g_count[members].max())
-        step = max(1, 2_000_000 // (width_d * width_g))  # bounds the temporary arrays (~16 MB each)
+    positions plus the IoU; ordered by detection, then ground-truth position.
+
+    Groups are sorted by (detections, references) and cut into chunks, so padding stays small; a float32
+    pass with a margin finds the candidate pairs, and their IoU is then recomputed in float64."""
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    d32 = [np.ascontiguousarray(dbox[:, c], dtype=np.float32) for c in range(4)]
+    g32 = [np.ascontiguousarray(gbox[:, c], dtype=np.float32) for c in range(4)]
+    order = np.lexsort((g_count, d_count))
+    pos = 0
+    while pos < len(order):
+        size = 4096
+        while True:
+            chunk = order[pos:pos + size]
+            width_d, width_g = int(d_count[chunk].max()), int(g_count[chunk].max())
+            if size == 1 or len(chunk) * width_d * width_g <= CHUNK_ELEMENTS:
+                break
+            size //= 2
+        pos += len(chunk)
         rows_d, rows_g = np.arange(width_d), np.arange(width_g)
-        for lo in range(0, len(members), step):
-            chunk = members[lo:lo + step]
-            valid_d = rows_d[None, :] < d_count[chunk][:, None]
-            valid_g = rows_g[None, :] < g_count[chunk][:, None]
-            di = np.where(valid_d, d_start[chunk][:, None] + rows_d[None, :], 0)
-            gi = np.where(valid_g, g_start[chunk][:, None] + rows_g[None, :], 0)
-            ax1, ay1, ax2, ay2 = (dbox[:, c][di][:, :, None] for c in range(4))
-            bx1, by1, bx2, by2 = (gbox[:, c][gi][:, None, :] for c in range(4))
-            inter = np.minimum(ax2, bx2)
-            inter -= np.maximum(ax1, bx1)
-            np.maximum(inter, 0.0, out=inter)
-            iy = np.minimum(ay2, by2)
-            iy -= np.maximum(ay1, by1)
-            np.maximum(iy, 0.0, out=iy)
-            inter *= iy
-            union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1)
-            union -= inter
-            with np.errstate(invalid="ignore", divide="ignore"):
-                iou = np.divide(inter, union, out=inter)
-            hit = (iou >= threshold) & valid_d[:, :, None] & valid_g[:, None, :]
-            g_idx, d_pos, g_pos = np.nonzero(hit)
-            found.append((di[g_idx, d_pos], gi[g_idx, g_pos], iou[g_idx, d_pos, g_pos]))
-    if not found:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z, np.zeros(0)
+        valid_d = rows_d[None, :] < d_count[chunk][:, None]
+        valid_g = rows_g[None, :] < g_count[chunk][:, None]
+        di = np.where(valid_d, d_start[chunk][:, None] + rows_d[None, :], 0)
+        gi = np.where(valid_g, g_start[chunk][:, None] + rows_g[None, :], 0)
+        ax1, ay1, ax2, ay2 = (c[di][:, :, None] for c in d32)
+        bx1, by1, bx2, by2 = (c[gi][:, None, :] for c in g32)
+        inter = np.minimum(ax2, bx2)
+        inter -= np.maximum(ax1, bx1)
+        np.maximum(inter, 0.0, out=inter)
+        ih = np.minimum(ay2, by2)
+        ih -= np.maximum(ay1, by1)
+        np.maximum(ih, 0.0, out=ih)
+        inter *= ih
+        union = (ax2 - ax1) * (ay2 - ay1) + (bx2 - bx1) * (by2 - by1)
+        union -= inter
+        union *= np.float32(threshold - PREFILTER_MARGIN)
+        hit = inter >= union  # IoU >= threshold - margin, without a division
+        hit &= valid_d[:, :, None]
+        hit &= valid_g[:, None, :]
+        g_idx, d_pos, g_pos = np.nonzero(hit)
+        found.append((di[g_idx, d_pos], gi[g_idx, g_pos]))
     d_all = np.concatenate([f[0] for f in found])
     g_all = np.concatenate([f[1] for f in found])
-    v_all = np.concatenate([f[2] for f in found])
+    iou = _pair_iou(dbox[d_all], gbox[g_all])
+    keep = iou >= threshold
+    d_all, g_all, iou = d_all[keep], g_all[keep], iou[keep]
     order = np.lexsort((g_all, d_all))
-    return d_all[order], g_all[order], v_all[order]
+    return d_all[order], g_all[order], iou[order]
 
 
 def match(det: Boxes, gt: Boxes, iou_threshold: float = 0.5) -> np.ndarray:

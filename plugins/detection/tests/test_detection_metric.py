@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from automedbench_detection.average_precision import Boxes, class_ap, match, mean_average_precision
+from automedbench_detection.comparison import coco_per_class, generated_set
 from automedbench_detection.metric import micro_prf
-from detection_oracle import coco_per_class, generated_set
 
 pytest.importorskip("pycocotools")
 
@@ -104,3 +104,13 @@ def test_micro_precision_recall_f1():
     assert micro_prf(3, 4, 6) == pytest.approx({"precision": 0.75, "recall": 0.5, "f1": 0.6})
     assert micro_prf(0, 0, 0) == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
     assert micro_prf(0, 0, 5) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+
+
+def test_voc_variants_hand_computed():
+    from automedbench_detection.comparison import voc_per_class
+
+    gt = boxes([(0, 0, 0, 0, 10, 10), (0, 0, 20, 20, 30, 30)])
+    det = boxes([(0, 0, 0, 0, 10, 10), (0, 0, 50, 50, 60, 60), (0, 0, 20, 20, 30, 30)], [0.9, 0.8, 0.7])
+    # envelope 1 up to recall 0.5, then 2/3 up to recall 1
+    assert voc_per_class(det, gt, 1, None)[0] == pytest.approx(0.5 + 0.5 * 2 / 3)
+    assert voc_per_class(det, gt, 1, 11)[0] == pytest.approx((6 + 5 * 2 / 3) / 11)

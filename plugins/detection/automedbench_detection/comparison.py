@@ -1,4 +1,5 @@
-"""Test helpers: generated detection sets and pycocotools as the independent mAP oracle."""
+"""Generated detection sets and other mAP implementations, for the tests, the benchmark and the
+agreement table (scripts/compare_map.py). pycocotools is imported only when asked for (test extra)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import contextlib
 import io
 
 import numpy as np
-from automedbench_detection.average_precision import Boxes
+
+from .average_precision import Boxes, envelope_ap, match, tie_order
 
 
 def generated_set(seed: int, n_img: int = 40, n_cls: int = 3, size: float = 512.0, gt_per: tuple[int, int] = (0, 7),
@@ -80,3 +82,16 @@ def coco_per_class(det: Boxes, gt: Boxes, n_img: int, n_cls: int, iou: float = 0
         ev.accumulate()
     precision = ev.eval["precision"][0, :, :, 0, -1]
     return np.array([precision[:, k].mean() if (precision[:, k] > -1).all() else np.nan for k in range(n_cls)])
+
+
+def voc_per_class(det: Boxes, gt: Boxes, n_cls: int, points: int | None, iou: float = 0.5) -> np.ndarray:
+    """VOC-style AP per class on the same matching: all-point area (points=None) or VOC2007 11-point."""
+    tp = match(det, gt, iou)
+    order = tie_order(det)
+    out = np.full(n_cls, np.nan)
+    n_gt = np.bincount(gt.cls, minlength=n_cls)
+    for c in range(n_cls):
+        sel = order[det.cls[order] == c]
+        ranked = sel[np.argsort(-det.score[sel], kind="stable")]
+        out[c] = envelope_ap(det.score[ranked], tp[ranked], int(n_gt[c]), points)
+    return out
