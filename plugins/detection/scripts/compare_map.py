@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from a checkout without installing
 
-from automedbench_detection.average_precision import Boxes, mean_average_precision  # noqa: E402
-from automedbench_detection.comparison import coco_per_class, generated_set, voc_per_class  # noqa: E402
+from automedbench_detection.average_precision import Boxes, mean_average_precision
+from automedbench_detection.comparison import coco_per_class, generated_set, voc_per_class
 
 N_IMG, N_CLS = 40, 3
 
