@@ -12,8 +12,8 @@ Rules (the README states them for agents):
 - mAP is the mean over classes with at least one ground-truth box; there is no cap on detections.
 IoU uses continuous corners (no +1).
 
-Matching is vectorised across (image, class) groups: groups are bucketed by their ground-truth count
-(powers of two) and each bucket takes one step per detection rank, all groups at once.
+Matching is vectorised across (image, class) groups: the pairs that can match (IoU >= threshold) are
+found for all groups at once, then the greedy pass takes one step per detection rank, all groups at once.
 """
 
 from __future__ import annotations
