@@ -3,9 +3,9 @@
 Rows: this track's implementation (COCO 101-point, greedy score-ordered matching); pycocotools
 COCOeval (iouThrs=[0.5], maxDets raised, one area range); VOC all-point (area under the precision
 envelope) and VOC2007 11-point on the same matching; torchmetrics `MeanAveragePrecision`
-(iou_thresholds=[0.5], its pycocotools backend); ultralytics `ap_per_class` with true positives from
-its own `DetectionValidator.match_predictions`. A library that is not installed is reported as "not
-measured" instead of failing.
+(iou_thresholds=[0.5], its pycocotools backend; with its own recall points, and with numpy's);
+ultralytics `ap_per_class` with true positives from its own `DetectionValidator.match_predictions`. A
+library that is not installed is reported as "not measured" instead of failing.
 
 torchmetrics' detection mAP and ultralytics need torchvision, which does not load beside the CPU
 torch 2.13 of the test environment, so run the full table in its own environment:
@@ -14,7 +14,7 @@ torch 2.13 of the test environment, so run the full table in its own environment
     /work/venv-tv/bin/pip install torch==2.14.1 torchvision==0.29.1
     /work/venv-tv/bin/pip install ultralytics torchmetrics pycocotools
     /work/venv-tv/bin/pip install --no-deps -e . -e plugins/detection      # the harness and this track
-    /work/venv-tv/bin/python plugins/detection/scripts/compare_map.py [--sets 4] [--markdown]
+    YOLO_CONFIG_DIR=/tmp/yolo YOLO_OFFLINE=1 /work/venv-tv/bin/python plugins/detection/scripts/compare_map.py
 
 In the test environment (`.venv/bin/python plugins/detection/scripts/compare_map.py`) the first four rows
 are measured. Sets: 40 images of 512x512, 3 classes, about 70 references and 100 predictions each
@@ -46,11 +46,14 @@ def pycocotools(det: Boxes, gt: Boxes) -> np.ndarray:
     return coco_per_class(det, gt, N_IMG, N_CLS)
 
 
-def torchmetrics_map(det: Boxes, gt: Boxes) -> np.ndarray:
+def torchmetrics_map(det: Boxes, gt: Boxes, numpy_recall_points: bool = False) -> np.ndarray:
+    """torchmetrics with its defaults (maxDets 1/10/100: these sets have at most ~15 boxes per image), or
+    with the recall points of np.linspace instead of its float32 torch.linspace."""
     import torch
     from torchmetrics.detection import MeanAveragePrecision
 
-    metric = MeanAveragePrecision(iou_thresholds=[0.5], class_metrics=True, max_detection_thresholds=[1, 10, 10**6])
+    extra = {"rec_thresholds": np.linspace(0.0, 1.0, 101).tolist()} if numpy_recall_points else {}
+    metric = MeanAveragePrecision(iou_thresholds=[0.5], class_metrics=True, backend="pycocotools", **extra)
     preds, target = [], []
     for i in range(N_IMG):
         d, g = det.image == i, gt.image == i
@@ -101,7 +104,8 @@ ROWS: list[tuple[str, Callable[[Boxes, Boxes], np.ndarray]]] = [
     ("pycocotools COCOeval, iouThrs=[0.5]", pycocotools),
     ("VOC all-point (same matching)", lambda d, g: voc_per_class(d, g, N_CLS, None)),
     ("VOC2007 11-point (same matching)", lambda d, g: voc_per_class(d, g, N_CLS, 11)),
-    ("torchmetrics MeanAveragePrecision (pycocotools backend)", torchmetrics_map),
+    ("torchmetrics MeanAveragePrecision, defaults (pycocotools backend)", torchmetrics_map),
+    ("torchmetrics, recall points from np.linspace", lambda d, g: torchmetrics_map(d, g, True)),
     ("ultralytics ap_per_class + match_predictions", ultralytics_ap),
 ]
 
@@ -109,7 +113,6 @@ ROWS: list[tuple[str, Callable[[Boxes, Boxes], np.ndarray]]] = [
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=int, default=4, help="generated sets (seeds 0..N-1)")
-    parser.add_argument("--markdown", action="store_true", help="print the README table")
     args = parser.parse_args()
     sets = [generated_set(seed, n_img=N_IMG, n_cls=N_CLS) for seed in range(args.sets)]
     header = "| protocol / library | " + " | ".join(f"set {k}" for k in range(args.sets)) + " | per class, set 0 |"
