@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from automedbench.api import CodeContext, Detector, FiredCode
 
-from . import contract
+from . import reasons as contract
 
 SWAP_GAIN = 2.0  # swapping x and y finds at least twice the matches, and at least 3 more
 

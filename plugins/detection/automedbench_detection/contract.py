@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .reasons import BAD_SCORE, NO_SCORE, OUTSIDE, SWAP_HINT, UNKNOWN_CLASS
+
 PREDICTION_FILE = "prediction.json"
 META_FILE = "meta.json"
 IMAGE_FILE = "image.png"
@@ -28,12 +30,6 @@ MAX_REASONS = 5
 COORDS = ("x1", "y1", "x2", "y2")
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
-# fixed phrases (the detectors in codes.py match them)
-UNKNOWN_CLASS = "unknown class"
-NO_SCORE = "no score"
-BAD_SCORE = "score outside [0, 1]"
-OUTSIDE = "outside the image"
-SWAP_HINT = "fits if x and y are swapped"
 
 
 @dataclass

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from automedbench_detection import contract
+from automedbench_detection import reasons as phrase
 from automedbench_detection.contract import Meta, parse_prediction
 
 META = Meta(width=200, height=100, classes=["RBC", "WBC", "Platelets"])
@@ -32,14 +33,14 @@ def test_valid_and_empty(tmp_path):
 
 
 @pytest.mark.parametrize(("bad", "phrase"), [
-    (box(**{"class": "rbc"}), contract.UNKNOWN_CLASS),
-    ({k: v for k, v in box().items() if k != "score"}, contract.NO_SCORE),
-    (box(score=1.5), contract.BAD_SCORE),
-    (box(score=True), contract.BAD_SCORE),
+    (box(**{"class": "rbc"}), phrase.UNKNOWN_CLASS),
+    ({k: v for k, v in box().items() if k != "score"}, phrase.NO_SCORE),
+    (box(score=1.5), phrase.BAD_SCORE),
+    (box(score=True), phrase.BAD_SCORE),
     (box(x2=5), "x1 < x2"),
     (box(y1=70), "y1 < y2"),
-    (box(x2=250), contract.OUTSIDE),
-    (box(x1=-1), contract.OUTSIDE),
+    (box(x2=250), phrase.OUTSIDE),
+    (box(x1=-1), phrase.OUTSIDE),
     (box(y2="60"), "y2 missing or not a finite number"),
     (box(x1=None), "x1 missing"),
 ])
@@ -56,7 +57,7 @@ def test_non_finite_values_are_refused(tmp_path):
 def test_swapped_coordinates_get_a_hint(tmp_path):
     # on a 200x100 image, a box at x 120-180 written as y is outside, and fits once swapped
     found = reasons(tmp_path, {"boxes": [box(x1=10, x2=60, y1=120, y2=180)]})
-    assert contract.OUTSIDE in found[0] and contract.SWAP_HINT in found[0]
+    assert phrase.OUTSIDE in found[0] and phrase.SWAP_HINT in found[0]
 
 
 def test_structure_size_and_depth(tmp_path):
