@@ -169,3 +169,32 @@ def test_validate_task_passes_on_a_full_size_fixture(tmp_path, task_id):
     ok, report = check_track(task_id, data)
     assert ok, report
     assert "perfect baseline scores 1.0 / A" in report and "FAIL" not in report
+
+
+def test_vindr_task_scores_every_box_as_abnormality(tmp_path):
+    from automedbench_detection.metric import DetectionEvaluation
+
+    spec = task("detection/vindr-cxr")
+    staged = TRACK.stage(spec, tmp_path / "dest", layouts.vindr(tmp_path / "src", kaggle=True, png=True))
+    evaluation = DetectionEvaluation(spec, staged)
+    scores = []
+    for case in staged.case_ids:
+        boxes = truth(staged, case)["boxes"]
+        # class names swapped around: the Task (any finding) does not care, the per-class AP does;
+        # the rib fracture (not among the 14) can only be named "abnormality"
+        pred = [{"class": "abnormality" if b["class"] == "Rib fracture" else "Cardiomegaly", "score": 0.9,
+                 "x1": b["x1"], "y1": b["y1"], "x2": b["x2"], "y2": b["y2"]} for b in boxes]
+        (tmp_path / "sub" / case).mkdir(parents=True)
+        (tmp_path / "sub" / case / "prediction.json").write_text(json.dumps({"boxes": pred}))
+        scores.append(evaluation.score_case(case, tmp_path / "sub" / case))
+    block = evaluation.aggregate(scores, staged.case_ids)
+    assert block.strict == block.partial == 1.0
+    comps = block.components
+    assert comps["ap_abnormality"] == 1.0 and comps["ap_Cardiomegaly"] < 1.0
+    assert comps["ap_Aortic enlargement"] == 0.0 and comps["ap_Atelectasis"] is None  # no reference: left out
+    # one case missing: strict 0, partial counts its references as misses
+    partial = DetectionEvaluation(spec, staged)
+    dropped = next(c for c in staged.case_ids if truth(staged, c)["boxes"])
+    kept = [None if c == dropped else partial.score_case(c, tmp_path / "sub" / c) for c in staged.case_ids]
+    block = partial.aggregate(kept, staged.case_ids)
+    assert block.strict == 0.0 and 0.5 < block.partial < 1.0
