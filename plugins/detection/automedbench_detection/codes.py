@@ -1,6 +1,6 @@
 """Detection error-code detectors: what only box outputs show (paper Table 16, detection column).
 
-They read the stored run: the checker's per-case reasons (fixed phrases from contract.py) and the
+They read the stored run: the checker's per-case reasons (fixed phrases from reasons.py) and the
 evaluator's diagnostic components (metric.py). Several may fire; none changes a score.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from automedbench.api import CodeContext, Detector, FiredCode
 
-from . import reasons as contract
+from . import reasons
 
 SWAP_GAIN = 2.0  # swapping x and y finds at least twice the matches, and at least 3 more
 
@@ -23,20 +23,20 @@ class BoxFormatDetector(Detector):
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
         turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
         fired = []
-        reasons = [(c.case_id, r) for c in ctx.invalid for r in c.reasons]
+        found = [(c.case_id, r) for c in ctx.invalid for r in c.reasons]
 
         def cases_with(phrase: str) -> list[str]:
-            return sorted({case for case, reason in reasons if phrase in reason})
+            return sorted({case for case, reason in found if phrase in reason})
 
-        unknown = cases_with(contract.UNKNOWN_CLASS)
+        unknown = cases_with(reasons.UNKNOWN_CLASS)
         if unknown:
             fired.append(self.fire("E5", f"class names not from meta.json's list in {len(unknown)} case(s) "
                                          f"({', '.join(unknown[:3])})", turns, "S4"))
-        unscored = cases_with(contract.NO_SCORE)
+        unscored = cases_with(reasons.NO_SCORE)
         if unscored:
             fired.append(self.fire("E5", f"boxes without a score in {len(unscored)} case(s) "
                                          f"({', '.join(unscored[:3])}): mAP needs a confidence per box", turns, "S4"))
-        swapped_invalid = cases_with(contract.SWAP_HINT)
+        swapped_invalid = cases_with(reasons.SWAP_HINT)
         metric = ctx.result.task
         comps = metric.components if metric is not None else {}
         normalised = comps.get("diag_normalised_cases") or 0.0
