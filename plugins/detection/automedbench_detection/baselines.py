@@ -1,0 +1,54 @@
+"""Baselines for `automedbench evaluate --baseline NAME` (trusted code, run by the harness, not the agent)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from automedbench.api import StagedData, TaskSpec
+from PIL import Image
+
+from . import contract
+from .data.staged import read_truth
+
+BASELINES: dict[str, str] = {
+    "perfect": "the reference boxes, score 1.0",
+    "empty": '{"boxes": []} for every image',
+    "full-image": "one box covering the whole image, first class, score 0.5",
+    "classical": "a classical detector: colour thresholds + watershed on smears, Otsu blobs on grey images",
+}
+
+
+def _box(cls: str, score: float, x1: float, y1: float, x2: float, y2: float) -> dict[str, Any]:
+    return {"class": cls, "score": score, "x1": x1, "y1": y1, "x2": x2, "y2": y2}
+
+
+def _otsu_blobs(grey: np.ndarray, cls: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Bright connected regions above Otsu's threshold, largest first, scored by relative size."""
+    from skimage.filters import threshold_otsu
+    from skimage.measure import label, regionprops
+
+    mask = grey > threshold_otsu(grey) if grey.max() > grey.min() else np.zeros(grey.shape, dtype=bool)
+    regions = sorted(regionprops(label(mask)), key=lambda r: -r.area)[:limit]
+    total = float(sum(r.area for r in regions)) or 1.0
+    return [_box(cls, round(min(1.0, 0.05 + r.area / total), 4), float(r.bbox[1]), float(r.bbox[0]),
+                 float(r.bbox[3]), float(r.bbox[2])) for r in regions]
+
+
+def baseline_boxes(task: TaskSpec, name: str, staged: StagedData, case_id: str) -> list[dict[str, Any]]:
+    meta = contract.read_meta(staged.public / case_id)
+    first = task.params.get("task_class") or meta.classes[0]
+    if name == "perfect":
+        truth = read_truth(staged.private / case_id)["boxes"]
+        return [_box(b["class"] if b["class"] in meta.classes else first, 1.0, b["x1"], b["y1"], b["x2"], b["y2"])
+                for b in truth]
+    if name == "empty":
+        return []
+    if name == "full-image":
+        return [_box(first, 0.5, 0.0, 0.0, float(meta.width), float(meta.height))]
+    image = Image.open(staged.public / case_id / contract.IMAGE_FILE)
+    if image.mode == "RGB" and set(meta.classes) >= {"RBC", "WBC", "Platelets"}:
+        from .solution.method import detect
+
+        return detect(np.asarray(image))
+    return _otsu_blobs(np.asarray(image.convert("L")), first)
