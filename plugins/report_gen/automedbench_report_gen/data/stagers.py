@@ -1,0 +1,1 @@
+"""Stagers for the official dataset layouts (filled in below)."""
