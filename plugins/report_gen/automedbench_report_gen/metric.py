@@ -72,7 +72,8 @@ class ReportEvaluation(TaskEvaluation):
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         report = contract.read_report(submitted / contract.REPORT_FILE)
         private = self.staged.private / case_id
-        self.texts[case_id] = (scored_text(reference_text(private)), scored_text(report))
+        pick = scored_text if self.task.params.get("scored_section", "findings") == "findings" else str.strip
+        self.texts[case_id] = (pick(reference_text(private)), pick(report))
         facts = read_facts(private)
         later = list(facts.get("later_view_only", []))
         found = label_text(self.texts[case_id][1]).status if later else {}
