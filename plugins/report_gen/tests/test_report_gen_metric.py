@@ -111,7 +111,7 @@ def test_corpus_scores_with_meteor_and_rule_slots():
 
 
 def test_corpus_differs_from_the_mean_of_cases():
-    value, comps, per_case, case_mean = score_corpus(REFS, HYPS, "nlg3", None)
+    value, comps, _, case_mean = score_corpus(REFS, HYPS, "nlg3", None)
     assert set(comps) == {"bleu_1", "bleu_2", "bleu_3", "bleu_4", "bleu", "meteor", "rouge_l"}
     assert value == pytest.approx((comps["bleu"] + comps["meteor"] + comps["rouge_l"]) / 3)
     assert abs(case_mean - value) > 1e-3  # corpus BLEU pools n-gram counts; the per-case mean does not
