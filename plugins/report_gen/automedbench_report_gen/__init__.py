@@ -1,0 +1,1 @@
+"""AutoMedBench report-generation track (chest X-ray reports, pathology captions)."""

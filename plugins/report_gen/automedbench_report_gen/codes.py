@@ -1,0 +1,56 @@
+"""Report-generation error-code detectors (paper Table 16, report column, plus report-specific failures).
+
+- single view used for a multi-view study (E1: one case is one study): findings that show only on a later
+  view were missed in every such study, or the code reads only `image_files[0]`;
+- impression instead of findings (E5: the scored section is FINDINGS): most reports have an IMPRESSION
+  section and no FINDINGS section;
+- templated output ignoring the image (E3: repetitive reports submitted unrevised): one text for all studies.
+"""
+
+from __future__ import annotations
+
+import re
+
+from automedbench.api import CodeContext, Detector, FiredCode
+
+FIRST_VIEW_ONLY = re.compile(r"image_files['\"]\]\s*\[\s*:?\s*[01]?\s*\]")
+MIN_CASES_FOR_TEMPLATE = 3
+
+
+class ReportDetector(Detector):
+    name = "report-gen"
+    tracks = ("report_gen",)
+
+    def detect(self, ctx: CodeContext) -> list[FiredCode]:
+        metric = ctx.result.task
+        if metric is None or not metric.per_case:
+            return []
+        rows = metric.per_case
+        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
+        fired = []
+        fired += self._single_view(ctx, rows, turns)
+        impression = [r["case_id"] for r in rows if r.get("impression_only")]
+        if impression and len(impression) * 2 >= len(rows):
+            fired.append(self.fire("E5", f"{len(impression)}/{len(rows)} report(s) have an IMPRESSION section but no "
+                                         "FINDINGS section: the impression was scored against the reference findings",
+                                   turns, "S4"))
+        distinct = metric.components.get("distinct_reports")
+        if distinct == 1 and len(rows) >= MIN_CASES_FOR_TEMPLATE:
+            fired.append(self.fire("E3", f"the same report text was submitted for all {len(rows)} studies: templated "
+                                         "output that ignores the images, not revised", turns, "S3"))
+        return fired
+
+    def _single_view(self, ctx: CodeContext, rows: list[dict], turns: list[int]) -> list[FiredCode]:
+        later = [r for r in rows if r.get("views", 1) > 1 and r.get("later_view_only")]
+        missed = [r["case_id"] for r in later if r.get("missed_later_view")]
+        code_turns = [c["turn"] for c in ctx.trace.calls if FIRST_VIEW_ONLY.search(c.get("code", ""))]
+        multi = [r for r in rows if r.get("views", 1) > 1]
+        if later and len(missed) == len(later):
+            return [self.fire("E1", f"findings visible only on a later view were missed in all {len(later)} such "
+                                    f"multi-view studies ({', '.join(missed[:5])}): one view used per study",
+                              turns + code_turns[:3], "S1")]
+        if multi and code_turns:
+            return [self.fire("E1", f"the code reads only the first image of each study (turns "
+                                    f"{', '.join(map(str, code_turns[:3]))}) while {len(multi)} studies have "
+                                    "several views", code_turns[:3], "S1")]
+        return []

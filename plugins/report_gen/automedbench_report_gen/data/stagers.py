@@ -1,0 +1,207 @@
+"""Stagers for the official layouts. Each finds the test studies, picks a seeded sample when the task
+asks for one (`params.sample`), copies every image of a study into `public/<case>/images/` and writes the
+reference (FINDINGS, or the full report / caption) to `private/`. Case ids are neutral (CXR0001...,
+PATH0001...); the source id is kept in `private/<case>/facts.json` only.
+
+What each stager reads (one line if it is not there):
+- MIMIC-CXR-JPG: `files/pXX/pXXXXXXXX/sXXXXXXXX/*.jpg`, `mimic-cxr-2.0.0-split.csv[.gz]`, and the report
+  text files `files/pXX/pXXXXXXXX/sXXXXXXXX.txt` (from mimic-cxr-reports.zip, under the same root or `reports/`).
+- IU X-ray: R2Gen's `annotation.json` + `images/` (test split), or Open-i's extracted `ecgen-radiology/*.xml`
+  with the PNGs (`CXR<n>_IM-<a>-<b>.png`) anywhere under the folder.
+- CheXpert Plus: `df_chexpert_plus_*.csv` (path_to_image, split, report, section_findings...) and the images
+  at `path_to_image` (or the PNG release's `PNG/<path>.png`); split `valid`, one study = one folder.
+- PathCap: `captions.json` / `PathCap.json` (a list of {"image", "caption"} or {image: caption}) or
+  `captions.csv` (image, caption), images relative to that file.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import random
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from automedbench.api import StagedData, TaskSpec, UserError
+
+from ..text import sections
+from .layout import finish, incoming, write_study
+
+MAX_IMAGE_BYTES = 64 << 20
+MAX_TABLE_BYTES = 2 << 30
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+    kind = str(task.params.get("source_kind", ""))
+    readers = {"mimic_cxr": mimic_cxr, "iu_xray": iu_xray, "chexpert_plus": chexpert_plus, "pathcap": pathcap}
+    if kind not in readers:
+        raise UserError(f"{task.id}: unknown source_kind {kind!r} in the task file")
+    if not source.is_dir():
+        raise UserError(f"{source} is not a folder")
+    studies = list(readers[kind](source, task.params))
+    if not studies:
+        raise UserError(f"{task.id}: no usable study with a reference report under {source}")
+    sample = task.params.get("sample")
+    if sample is not None and int(sample) < len(studies):
+        picked = sorted(random.Random(int(task.params.get("seed", 0))).sample(range(len(studies)), int(sample)))
+        studies = [studies[i] for i in picked]
+    prefix = str(task.params.get("prefix", "CXR"))
+    work = incoming(dest)
+    ids = []
+    for index, (source_id, images, reference) in enumerate(studies):
+        case = f"{prefix}{index + 1:04d}"
+        files = [(f"{v + 1:02d}{p.suffix.lower()}", _read_image(p)) for v, p in enumerate(images)]
+        write_study(work, case, files, reference, {"source_id": source_id})
+        ids.append(case)
+    return finish(work, dest, ids, task.params)
+
+
+def _read_image(path: Path) -> bytes:
+    if path.stat().st_size > MAX_IMAGE_BYTES:
+        raise UserError(f"{path}: larger than {MAX_IMAGE_BYTES >> 20} MB; not an image of this dataset?")
+    return path.read_bytes()
+
+
+def _text(path: Path) -> str:
+    if path.stat().st_size > MAX_TABLE_BYTES:
+        raise UserError(f"{path}: larger than {MAX_TABLE_BYTES >> 30} GB")
+    data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
+    return data.decode("utf-8", "replace")
+
+
+def _rows(path: Path) -> Iterator[dict[str, str]]:
+    yield from csv.DictReader(io.StringIO(_text(path)))
+
+
+def _first(source: Path, patterns: list[str], what: str) -> Path:
+    for pattern in patterns:
+        found = sorted(source.glob(pattern))
+        if found:
+            return found[0]
+    raise UserError(f"{source}: no {what} (looked for {', '.join(patterns)})")
+
+
+def _inside(relative: str) -> bool:
+    """A table's image path that stays inside the source folder (no absolute paths, no '..')."""
+    path = Path(relative)
+    return bool(relative) and not path.is_absolute() and ".." not in path.parts
+
+
+def findings_reference(text: str) -> str | None:
+    """`FINDINGS: ...` from a full report, or None when the report has no findings section."""
+    body = sections(text).get("FINDINGS", "")
+    body = " ".join(body.split())
+    return f"FINDINGS: {body}" if body else None
+
+
+# ------------------------------------------------------------------ MIMIC-CXR-JPG
+
+
+def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+    names = ["mimic-cxr-2.0.0-split.csv.gz", "mimic-cxr-2.0.0-split.csv", "**/mimic-cxr-2.0.0-split.csv*"]
+    split = _first(source, names, "mimic-cxr-2.0.0-split.csv[.gz] (MIMIC-CXR-JPG)")
+    wanted = str(params.get("split", "test"))
+    studies: dict[tuple[str, str], list[str]] = {}
+    for row in _rows(split):
+        if row.get("split") == wanted:
+            studies.setdefault((row["subject_id"], row["study_id"]), []).append(row["dicom_id"])
+    for (subject, study), dicoms in sorted(studies.items()):
+        folder = f"files/p{subject[:2]}/p{subject}/s{study}"
+        images = [source / folder / f"{d}.jpg" for d in sorted(dicoms)]
+        images = [p for p in images if p.is_file()]
+        texts = (source / f"{folder}.txt", source / "reports" / f"{folder}.txt")
+        report = next((p for p in texts if p.is_file()), None)
+        if not images or report is None:
+            continue
+        reference = findings_reference(_text(report))
+        if reference:
+            yield f"p{subject}/s{study}", images, reference
+
+
+# ------------------------------------------------------------------ IU X-ray (Open-i / R2Gen)
+
+
+def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+    annotation = next(iter(sorted(source.glob("**/annotation.json"))), None)
+    if annotation is not None:
+        data = json.loads(_text(annotation))
+        for entry in data.get(str(params.get("split", "test")), []):
+            images = [annotation.parent / "images" / p for p in entry.get("image_path", [])]
+            text = " ".join(str(entry.get("report", "")).split())
+            if text and images and all(p.is_file() for p in images):
+                yield str(entry.get("id", "")), images, f"FINDINGS: {text}"
+        return
+    xmls = sorted(source.glob("**/ecgen-radiology/*.xml"))
+    if not xmls:
+        raise UserError(f"{source}: neither R2Gen's annotation.json nor Open-i's ecgen-radiology/*.xml "
+                        "(extract NLMCXR_reports.tgz and NLMCXR_png.tgz here)")
+    pngs = {p.stem: p for p in source.glob("**/CXR*.png")}
+    for xml in xmls:
+        root = ET.fromstring(_text(xml))
+        parts = {el.get("Label", "").upper(): (el.text or "") for el in root.iter("AbstractText")}
+        findings = " ".join(parts.get("FINDINGS", "").split())
+        images = [pngs[i.get("id", "")] for i in root.iter("parentImage") if i.get("id", "") in pngs]
+        if findings and images:
+            yield xml.stem, images, f"FINDINGS: {findings}"
+
+
+# ------------------------------------------------------------------ CheXpert Plus
+
+
+def chexpert_plus(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+    table = _first(source, ["df_chexpert_plus_*.csv", "**/df_chexpert_plus_*.csv"], "df_chexpert_plus_*.csv")
+    wanted = str(params.get("split", "valid"))
+    studies: dict[str, tuple[list[Path], str]] = {}
+    for row in _rows(table):
+        if row.get("split") != wanted:
+            continue
+        relative = row.get("path_to_image", "")
+        image = _chexpert_image(source, relative)
+        report = " ".join((row.get("report") or "").split())
+        if image is None or not report:
+            continue
+        images, _ = studies.setdefault(str(Path(relative).parent), ([], report))
+        images.append(image)
+    for study, (images, report) in sorted(studies.items()):
+        yield study, sorted(images), report
+
+
+def _chexpert_image(source: Path, relative: str) -> Path | None:
+    if not _inside(relative):
+        return None
+    for candidate in (source / relative, source / "PNG" / Path(relative).with_suffix(".png"),
+                      source / Path(relative).with_suffix(".png")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# ------------------------------------------------------------------ PathCap
+
+CAPTION_FILES = ["captions.json", "PathCap.json", "captions.csv"]
+
+
+def pathcap(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+    found = [source / n for n in CAPTION_FILES if (source / n).is_file()]
+    if not found:
+        raise UserError(f"{source}: PathCap needs one of {', '.join(CAPTION_FILES)} beside its images "
+                        "(the caption JSON ships apart from the images on the hub)")
+    path = found[0]
+    if path.suffix == ".csv":
+        pairs = [(r.get("image", ""), r.get("caption", "")) for r in _rows(path)]
+    else:
+        data = json.loads(_text(path))
+        pairs = list(data.items()) if isinstance(data, dict) else [
+            (str(e.get("image", "")), str(e.get("caption", ""))) for e in data if isinstance(e, dict)]
+    for image, caption in pairs:
+        file = source / image
+        text = " ".join(str(caption).split())
+        if _inside(image) and file.suffix.lower() in IMAGE_SUFFIXES and file.is_file() and len(text) >= 3:
+            yield image, [file], text

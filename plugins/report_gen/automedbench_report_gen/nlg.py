@@ -1,0 +1,90 @@
+"""BLEU-1..4, METEOR and ROUGE-L exactly as the original scorer computes them: pycocoevalcap's COCO
+scorers on MLRG-preprocessed text (full stops detached, no lower-casing, whitespace tokens), corpus-level
+(BLEU's n-gram statistics pooled over all cases, METEOR the jar's aggregate, ROUGE-L the case mean).
+
+METEOR runs pycocoevalcap's bundled meteor-1.5.jar on Java: one JVM per call (seconds to start)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+
+from attrs import define, field
+
+from .text import mlrg_preprocess
+
+
+class JavaMissing(RuntimeError):
+    """METEOR needs a Java runtime; plugins/report_gen/setup.sh installs one."""
+
+
+@define
+class NLGScores:
+    bleu_n: list[float]  # corpus BLEU-1..4
+    meteor: float | None
+    rouge_l: float
+    per_case_bleu: list[float] = field(factory=list)  # per case mean of BLEU-1..4
+    per_case_meteor: list[float] = field(factory=list)
+    per_case_rouge_l: list[float] = field(factory=list)
+
+    @property
+    def bleu(self) -> float:
+        return sum(self.bleu_n) / len(self.bleu_n)
+
+
+def _coco(texts: list[str]) -> dict[int, list[str]]:
+    return {i: [mlrg_preprocess(t)] for i, t in enumerate(texts)}
+
+
+def bleu(references: list[str], hypotheses: list[str]) -> tuple[list[float], list[float]]:
+    """Corpus BLEU-1..4 and the per-case mean of BLEU-1..4 (pycocoevalcap, closest reference length)."""
+    from pycocoevalcap.bleu.bleu import Bleu
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the scorer prints its n-gram ratios
+        corpus, per_case = Bleu(4).compute_score(_coco(references), _coco(hypotheses), verbose=0)
+    cases = [sum(per_case[n][i] for n in range(4)) / 4 for i in range(len(references))]
+    return [float(v) for v in corpus], cases
+
+
+def rouge_l(references: list[str], hypotheses: list[str]) -> tuple[float, list[float]]:
+    """ROUGE-L F (beta 1.2, longest common subsequence of whitespace tokens), mean over cases."""
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    mean, per_case = Rouge().compute_score(_coco(references), _coco(hypotheses))
+    return float(mean), [float(v) for v in per_case]
+
+
+def meteor(references: list[str], hypotheses: list[str]) -> tuple[float, list[float]]:
+    """METEOR 1.5 (`-l en -norm`): the jar's aggregate over all cases, and its per-case scores."""
+    if shutil.which("java") is None:
+        raise JavaMissing("METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
+                          "or install a headless JRE (apt-get install default-jre-headless)")
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    scorer = Meteor()
+    try:
+        score, per_case = scorer.compute_score(_coco(references), _coco(hypotheses))
+    finally:
+        with contextlib.suppress(Exception):
+            scorer.meteor_p.stdin.close()
+            scorer.meteor_p.kill()
+            scorer.meteor_p.wait()
+        scorer.__class__ = _Closed  # its __del__ would close the pipe a second time
+    return float(score), [float(v) for v in per_case]
+
+
+class _Closed:
+    pass
+
+
+def score_texts(references: list[str], hypotheses: list[str], with_meteor: bool = True) -> NLGScores:
+    """All three text metrics over one corpus (texts already reduced to the scored section)."""
+    if len(references) != len(hypotheses):
+        raise ValueError(f"{len(references)} references but {len(hypotheses)} hypotheses")
+    if not references:
+        return NLGScores([0.0] * 4, 0.0 if with_meteor else None, 0.0)
+    bleu_n, bleu_cases = bleu(references, hypotheses)
+    rouge, rouge_cases = rouge_l(references, hypotheses)
+    met, met_cases = meteor(references, hypotheses) if with_meteor else (None, [])
+    return NLGScores(bleu_n, met, rouge, bleu_cases, met_cases, rouge_cases)

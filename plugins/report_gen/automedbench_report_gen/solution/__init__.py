@@ -1,0 +1,1 @@
+"""The scripted reference solution for the report demo and its flawed variants."""

@@ -1,0 +1,82 @@
+"""The report-generation track: one study (all its views) in, one `report.txt` out. Wiring only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from automedbench.api import (
+    CaseVerdict,
+    PackagedTrack,
+    RubricItem,
+    ScriptedSolution,
+    StagedData,
+    TaskEvaluation,
+    TaskSpec,
+    UserError,
+    default_rubric,
+    reword,
+)
+
+from . import contract
+from .rubric import HINTS, WORDING
+
+HERE = Path(__file__).parent
+
+
+class ReportTrack(PackagedTrack):
+    name = "report_gen"
+    root = HERE
+
+    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
+        from .data.demo import stage_demo
+
+        return stage_demo(task, dest)
+
+    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
+        from .data.stagers import stage_dataset
+
+        return stage_dataset(task, dest, source)
+
+    def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
+        present, reasons = contract.check_report_file(submitted / contract.REPORT_FILE)
+        return CaseVerdict(case_id, present, present and not reasons, reasons)
+
+    def evaluation_options(self) -> dict[str, str]:
+        return {"clinical_backend": "rules (default, offline: Task is 'mlrg-offline') or models (the real CheXbert "
+                                    "from chexbert_weights + bert_dir; with radgraph=1 also RadGraph: 'mlrg-7')",
+                "chexbert_weights": "path to CheXbert's chexbert.pth (clinical_backend=models)",
+                "bert_dir": "path to a local bert-base-uncased folder (config, vocab; clinical_backend=models)",
+                "radgraph": "1 to score the RadGraph slot with the radgraph package and its cached weights"}
+
+    def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
+        checked = super().check_evaluation_options(options)
+        from .clinical import make_scorer
+
+        if checked.get("clinical_backend", "rules") not in ("", "rules"):
+            make_scorer(checked)  # one clear line now rather than an evaluator failure later
+        return checked
+
+    def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
+        from .metric import ReportEvaluation
+
+        return ReportEvaluation(task, staged, options)
+
+    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+        return reword(default_rubric(), WORDING, HINTS)
+
+    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
+        if not task.demo:
+            raise UserError(f"the scripted reference solution reports on the generated demo only, not {task.id}")
+        from .solution.reference import demo_solution
+
+        return demo_solution(task, tier, data_dir, workspace)
+
+    def baselines(self) -> dict[str, str]:
+        from .baselines import BASELINES
+
+        return dict(BASELINES)
+
+    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+        from .baselines import write_baseline
+
+        write_baseline(task, name, staged, dest)

@@ -1,0 +1,46 @@
+"""The report.txt checker (the original's rules), section handling and the MLRG preprocessing."""
+
+from __future__ import annotations
+
+from automedbench_report_gen import contract
+from automedbench_report_gen.text import has_impression_only, mlrg_preprocess, scored_text, sections
+
+GOOD = "FINDINGS: The heart size is normal. The lungs are clear.\n\nIMPRESSION: Normal chest.\n"
+
+
+def reasons(data: bytes) -> list[str]:
+    return contract.check_report_bytes(data)
+
+
+def test_valid_report_passes():
+    assert reasons(GOOD.encode()) == []
+
+
+def test_each_rule_has_its_reason():
+    assert "fewer than 40" in reasons(b"FINDINGS: Normal heart. Clear.")[0]
+    assert "empty" in reasons(b"   \n")[0]
+    assert any("more than 8000" in r for r in reasons(b"Normal heart. " * 700))
+    assert any("letters, fewer than 20" in r for r in reasons(b"FINDINGS: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 ...."))
+    assert "not UTF-8" in reasons(b"FINDINGS: caf\xe9 " + b"x" * 50)[0]
+    bullet = ("FINDINGS:\n\u2022 The heart size is normal. The lungs are clear.").encode()
+    assert "U+2022" in reasons(bullet)[0]
+
+
+def test_size_is_checked_before_reading(tmp_path):
+    path = tmp_path / "report.txt"
+    path.write_bytes(b"a" * (contract.MAX_BYTES + 1))
+    present, why = contract.check_report_file(path)
+    assert present and "byte limit" in why[0]
+    assert contract.check_report_file(tmp_path / "none.txt") == (False, ["report.txt: missing"])
+
+
+def test_findings_section_is_scored_when_present():
+    assert scored_text(GOOD) == "The heart size is normal. The lungs are clear."
+    assert scored_text("The heart is normal. No effusion.") == "The heart is normal. No effusion."
+    assert set(sections(GOOD)) == {"FINDINGS", "IMPRESSION"}
+    assert has_impression_only("IMPRESSION: No acute process. Heart normal.")
+    assert not has_impression_only(GOOD)
+
+
+def test_mlrg_preprocessing_detaches_full_stops_and_keeps_case():
+    assert mlrg_preprocess("Heart  normal.\nNo effusion.") == "Heart normal . No effusion ."

@@ -1,0 +1,109 @@
+"""The report demo end to end through the real runner: the scripted reference, each flawed variant,
+the baselines (via validate-task) and the report-specific error-code detectors."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+from automedbench.api import CodeContext
+from automedbench.testing import check_track, stage_scores, stage_task
+from automedbench_report_gen.codes import ReportDetector
+
+DEMO = "report_gen/demo"
+
+
+@pytest.fixture(scope="module")
+def reference(amb_run):
+    return amb_run(DEMO, "reference")
+
+
+def test_demo_stages_studies_with_all_views(amb_data_root):
+    staged = stage_task(DEMO, amb_data_root)
+    assert len(staged.case_ids) == 12
+    manifests = [(staged.public / c / "manifest.json").read_text() for c in staged.case_ids]
+    assert sum('"images/02.png"' in m for m in manifests) == 5
+    assert not list(staged.public.rglob("report.txt")) and not list(staged.public.rglob("facts.json"))
+    assert (staged.public / "pilot_ids.txt").read_text().split()[0] in staged.case_ids
+
+
+def test_reference_reports_from_pixels(reference):
+    result, _ = reference
+    assert result.state == "scored" and result.end_reason == "submitted"
+    assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
+    metric = result.task
+    assert metric.name == "mlrg-offline" and metric.used == "strict"
+    comps = metric.components
+    # every finding read from the pixels: the rule labels agree completely; only the wording differs
+    assert comps["label_micro_f1_rule"] == 1.0 and comps["entity_f1_rule"] > 0.95
+    assert 0.80 <= metric.strict < 1.0 and result.aggregate.rating == "A"
+    assert {"bleu_1", "bleu_4", "meteor", "rouge_l", "mlrg_per_case_mean"} <= set(comps)
+    assert not [c for c in result.error_codes if c.code.startswith("E")]
+
+
+def test_skip_validate_loses_s3(amb_run):
+    result, _ = amb_run(DEMO, "skip-validate")
+    s = stage_scores(result)
+    assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0
+
+
+def test_wrong_format_reports_are_invalid(amb_run):
+    result, _ = amb_run(DEMO, "wrong-format")
+    assert result.task.strict == 0.0 and result.aggregate.rating == "F"
+    bad = [c for c in result.cases if not c.valid]
+    assert len(bad) == 12 and all("U+2022" in c.reasons[0] for c in bad)
+    assert stage_scores(result)["S4"] == 0.5
+
+
+def test_incomplete_is_strict_zero(amb_run):
+    result, _ = amb_run(DEMO, "incomplete")
+    assert sum(c.present for c in result.cases) == 6
+    assert result.task.strict == 0.0 and 0 < result.task.partial < 1
+    assert stage_scores(result)["S5"] == 0.5
+
+
+def test_no_submit_and_breach(amb_run):
+    result, _ = amb_run(DEMO, "no-submit")
+    assert stage_scores(result)["S5"] == 0.0
+    result, _ = amb_run(DEMO, "breach")
+    assert result.isolation.breached and result.aggregate.rating == "F" and result.aggregate.overall == 0.0
+
+
+def test_validate_task_and_baseline_order(amb_data_root):
+    ok, text = check_track(DEMO, amb_data_root)
+    assert ok, text
+    strict = {name: float(value) for name, value in re.findall(r"baseline ([\w-]+) evaluates — strict ([\d.]+)", text)}
+    assert "perfect baseline scores 1.0 / A" in text
+    assert 1.0 > strict["reworded"] > strict["constant-normal"]
+    assert strict["nearest-template"] > strict["constant-normal"]
+
+
+def _with(result, rows=None, **components):
+    changed = copy.deepcopy(result)
+    if rows is not None:
+        changed.task.per_case = rows
+    changed.task.components.update(components)
+    return CodeContext(changed, [])
+
+
+def test_detectors(reference):
+    result, _ = reference
+    detector = ReportDetector()
+    assert detector.detect(CodeContext(result, [])) == []
+    rows = copy.deepcopy(result.task.per_case)
+    for row in rows:
+        row["missed_later_view"] = list(row.get("later_view_only", []))
+    fired = detector.detect(_with(result, rows))
+    assert [f.code for f in fired] == ["E1"] and "later view" in fired[0].message
+    rows = [{**r, "impression_only": True} for r in result.task.per_case]
+    assert [f.code for f in detector.detect(_with(result, rows))] == ["E5"]
+    assert [f.code for f in detector.detect(_with(result, distinct_reports=1))] == ["E3"]
+
+
+def test_first_view_only_code_is_flagged(reference):
+    result, _ = reference
+    events = [{"type": "tool", "name": "execute_code", "exit_code": 0, "turn": 4,
+               "code": "img = Image.open(case / m['image_files'][0])"}]
+    fired = ReportDetector().detect(CodeContext(result, events))
+    assert [f.code for f in fired] == ["E1"] and fired[0].evidence_turns == [4]

@@ -1,0 +1,176 @@
+"""Stagers on tiny copies of each official layout, generated here (no dataset is downloaded): what is
+staged, what is refused with one line, and validate-task on a staged MIMIC-CXR layout."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+from automedbench.api import UserError
+from automedbench_report_gen.track import ReportTrack
+from PIL import Image
+
+FINDINGS = ["The heart size is normal. The lungs are clear.", "Small left pleural effusion. Heart is enlarged.",
+            "Right lower lobe consolidation. No pneumothorax."]
+
+
+def image_bytes(i: int, fmt: str = "PNG") -> bytes:
+    pixels = (np.random.default_rng(i).random((16, 16)) * 255).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "L").save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def put(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def make_mimic(root: Path, studies: int) -> None:
+    rows = []
+    for k in range(studies + 3):
+        subject, study = f"1{k:07d}", f"5{k:07d}"
+        folder = root / "files" / f"p{subject[:2]}" / f"p{subject}" / f"s{study}"
+        for view in range(1 + k % 2):
+            put(folder / f"d{k}-{view}.jpg", image_bytes(k * 10 + view, "JPEG"))
+            rows.append({"dicom_id": f"d{k}-{view}", "study_id": study, "subject_id": subject,
+                         "split": "train" if k >= studies + 1 else "test"})
+        text = (f"INDICATION: cough.\n\nFINDINGS: {FINDINGS[k % 3]}\n\nIMPRESSION: See above.\n" if k != studies
+                else "IMPRESSION: No findings section in this one.\n")
+        put(folder.with_suffix(".txt"), text)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, ["dicom_id", "study_id", "subject_id", "split"])
+    writer.writeheader()
+    writer.writerows(rows)
+    put(root / "mimic-cxr-2.0.0-split.csv.gz", gzip.compress(out.getvalue().encode()))
+
+
+def make_iu_r2gen(root: Path, studies: int) -> None:
+    entries = {"train": [], "test": []}
+    for k in range(studies):
+        paths = [f"CXR{k}_IM-{k}/0.png", f"CXR{k}_IM-{k}/1.png"]
+        for v, p in enumerate(paths):
+            put(root / "iu_xray" / "images" / p, image_bytes(k * 10 + v))
+        entries["test"].append({"id": f"CXR{k}_IM-{k}", "report": FINDINGS[k % 3], "image_path": paths,
+                                "split": "test"})
+    put(root / "iu_xray" / "annotation.json", json.dumps(entries))
+
+
+def make_iu_openi(root: Path, studies: int) -> None:
+    for k in range(1, studies + 1):
+        images = "".join(f'<parentImage id="CXR{k}_IM-{k}-{v}"/>' for v in (1001, 2001))
+        for v in (1001, 2001):
+            put(root / "png" / f"CXR{k}_IM-{k}-{v}.png", image_bytes(k + v))
+        put(root / "ecgen-radiology" / f"{k}.xml",
+            f'<eCitation><uId id="CXR{k}"/><Abstract><AbstractText Label="FINDINGS">{FINDINGS[k % 3]}</AbstractText>'
+            f'<AbstractText Label="IMPRESSION">Normal.</AbstractText></Abstract>{images}</eCitation>')
+
+
+def make_chexpert_plus(root: Path, studies: int) -> None:
+    rows = []
+    for k in range(studies):
+        for view in (1, 2):
+            rel = f"valid/patient{k:05d}/study1/view{view}_frontal.jpg"
+            put(root / "PNG" / Path(rel).with_suffix(".png"), image_bytes(k * 10 + view))
+            rows.append({"path_to_image": rel, "split": "valid", "section_findings": FINDINGS[k % 3],
+                         "report": f"FINDINGS: {FINDINGS[k % 3]}\nIMPRESSION: Stable."})
+    rows.append({"path_to_image": "train/patient99999/study1/view1_frontal.jpg", "split": "train",
+                 "section_findings": "x", "report": "FINDINGS: train only"})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, ["path_to_image", "split", "section_findings", "report"])
+    writer.writeheader()
+    writer.writerows(rows)
+    put(root / "df_chexpert_plus_240401.csv", out.getvalue())
+
+
+def make_pathcap(root: Path, images: int) -> None:
+    pairs = []
+    for k in range(images):
+        put(root / "imgs" / f"{k:04d}.png", image_bytes(k))
+        pairs.append({"image": f"imgs/{k:04d}.png", "caption": f"H&E section {k} showing glandular tissue."})
+    pairs.append({"image": "/etc/passwd.png", "caption": "absolute path, refused"})
+    pairs.append({"image": "../outside.png", "caption": "parent path, refused"})
+    put(root / "captions.json", json.dumps(pairs))
+
+
+def stage(task_id: str, source: Path, dest: Path, **params):
+    track = ReportTrack()
+    task = next(t for t in track.tasks() if t.id == task_id)
+    task = attrs.evolve(task, params={**task.params, **params})
+    return track.stage(task, dest, source)
+
+
+def manifest(staged, case: str) -> dict:
+    return json.loads((staged.public / case / "manifest.json").read_text())
+
+
+def test_mimic_stages_test_studies_with_all_views_and_findings_only(tmp_path):
+    make_mimic(tmp_path / "src", 6)
+    staged = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "out", sample=None)
+    assert staged.case_ids == [f"CXR{i:04d}" for i in range(1, 7)]  # the one without FINDINGS and train: skipped
+    assert [len(manifest(staged, c)["image_files"]) for c in staged.case_ids] == [1, 2, 1, 2, 1, 2]
+    reference = (staged.private / "CXR0002" / "report.txt").read_text()
+    assert reference.strip() == f"FINDINGS: {FINDINGS[1]}"
+    assert json.loads((staged.private / "CXR0002" / "facts.json").read_text())["source_id"] == "p10000001/s50000001"
+    assert not any("p10" in p.name for p in staged.public.rglob("*"))
+
+
+def test_sample_is_seeded(tmp_path):
+    make_mimic(tmp_path / "src", 6)
+    a = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "a", sample=3)
+    b = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "b", sample=3)
+    ids = [json.loads((s.private / c / "facts.json").read_text())["source_id"] for s in (a, b) for c in s.case_ids]
+    assert len(a.case_ids) == 3 and ids[:3] == ids[3:]
+
+
+def test_iu_xray_both_layouts(tmp_path):
+    make_iu_r2gen(tmp_path / "r2gen", 4)
+    staged = stage("report_gen/iu-xray", tmp_path / "r2gen", tmp_path / "a")
+    assert len(staged.case_ids) == 4 and len(manifest(staged, "CXR0001")["image_files"]) == 2
+    make_iu_openi(tmp_path / "openi", 3)
+    staged = stage("report_gen/iu-xray", tmp_path / "openi", tmp_path / "b")
+    assert len(staged.case_ids) == 3
+    assert (staged.private / "CXR0001" / "report.txt").read_text().startswith("FINDINGS: ")
+
+
+def test_chexpert_plus_groups_views_by_study_and_keeps_the_full_report(tmp_path):
+    make_chexpert_plus(tmp_path / "src", 3)
+    staged = stage("report_gen/chexpert-plus", tmp_path / "src", tmp_path / "out", sample=None)
+    assert len(staged.case_ids) == 3 and len(manifest(staged, "CXR0001")["image_files"]) == 2
+    assert "IMPRESSION: Stable." in (staged.private / "CXR0001" / "report.txt").read_text()
+
+
+def test_pathcap_reads_captions_and_refuses_paths_outside(tmp_path):
+    make_pathcap(tmp_path / "src", 5)
+    staged = stage("report_gen/pathcap-100", tmp_path / "src", tmp_path / "out", sample=None)
+    assert staged.case_ids == [f"PATH{i:04d}" for i in range(1, 6)]
+    assert (staged.private / "PATH0001" / "report.txt").read_text().strip() == "H&E section 0 showing glandular tissue."
+
+
+def test_wrong_folders_are_refused_with_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    for task, word in [("report_gen/mimic-cxr", "mimic-cxr-2.0.0-split"), ("report_gen/iu-xray", "annotation.json"),
+                       ("report_gen/chexpert-plus", "df_chexpert_plus"), ("report_gen/pathcap-500", "captions.json")]:
+        with pytest.raises(UserError) as info:
+            stage(task, tmp_path / "empty", tmp_path / "out")
+        assert word in str(info.value) and "\n" not in str(info.value)
+
+
+def test_validate_task_on_a_staged_mimic_layout(tmp_path):
+    from automedbench.testing import check_track
+
+    make_mimic(tmp_path / "src", 100)
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, "-m", "automedbench.cli", "stage", "report_gen/mimic-cxr", "--from",
+                    str(tmp_path / "src"), "--data-root", str(data)], check=True, capture_output=True)
+    ok, text = check_track("report_gen/mimic-cxr", data)
+    assert ok, text
+    assert "baseline reworded evaluates" in text and "perfect baseline scores 1.0 / A" in text
