@@ -21,7 +21,7 @@ from typing import Any
 from attrs import Factory, define
 
 from . import __version__, errors, scoring, staging
-from .agent import TOOLS, Agent, AgentContext
+from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
 from .freeze import freeze
@@ -241,6 +241,7 @@ class Run:
         exec_timeout = self.o.exec_timeout_s or self.task.exec_timeout_s
         started = time.monotonic()
         submitted, end_reason, turn = False, errors.END_AGENT_STOPPED, 0
+        continues = agent.continues if agent.continues is not None else self.task.text_reply_continues
         try:
             agent.start(context)
             while True:
@@ -266,7 +267,8 @@ class Run:
                 runtime.cost_usd += reply.cost_usd
                 traj.write({"type": "assistant", "turn": turn, "content": reply.content,
                             "reasoning": reply.reasoning,
-                            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                            **({"source": c.source} if c.source else {})}
                                            for c in reply.tool_calls],
                             "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
                             "tokens_cached": reply.tokens_cached,
@@ -275,9 +277,23 @@ class Run:
                 messages.append(_assistant_message(reply))
                 self.progress({"kind": "turn", "turn": turn, "content": reply.content,
                                "tools": [c.name for c in reply.tool_calls]})
+                runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
                 if not reply.tool_calls:
-                    end_reason = errors.END_AGENT_STOPPED
-                    break
+                    _drain(agent, traj, turn, runtime)
+                    if reply.final:
+                        end_reason = errors.END_AGENT_STOPPED
+                        break
+                    runtime.text_replies += 1
+                    if runtime.text_replies > continues:
+                        end_reason = errors.END_NO_TOOL_CALL if continues else errors.END_AGENT_STOPPED
+                        traj.write({"type": "no_tool_call", "turn": turn, "action": "stop",
+                                    "text_replies": runtime.text_replies, "continues": continues})
+                        break
+                    traj.write({"type": "no_tool_call", "turn": turn, "action": "continue",
+                                "text_replies": runtime.text_replies, "continues": continues,
+                                "message": CONTINUE_MESSAGE})
+                    messages.append({"role": "user", "content": CONTINUE_MESSAGE})
+                    continue
                 stop = False
                 for call in reply.tool_calls:
                     runtime.tool_calls += 1
@@ -306,8 +322,7 @@ class Run:
                     if is_submit:
                         submitted, end_reason, stop = True, errors.END_SUBMITTED, True
                         break
-                for extra in agent.drain_events():
-                    traj.write({**extra, "turn": turn, "imported": True})
+                _drain(agent, traj, turn, runtime)
                 if stop:
                     break
         finally:
@@ -444,6 +459,13 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
                                evidence_turns=sorted({e.turn for e in isolation.evidence})))
     return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
                   evaluation.cases if evaluation else [], codes, verdict, error)
+
+
+def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime) -> None:
+    """Write the events only the agent saw (retries, context trimming) after its turn; count overflows."""
+    for extra in agent.drain_events():
+        runtime.context_retries += extra.get("type") == "context_overflow"
+        traj.write({**extra, "turn": turn, "imported": True})
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:
