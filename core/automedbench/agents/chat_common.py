@@ -70,7 +70,7 @@ OVERFLOW_TEXT = re.compile(
     r"prompt too long|too many tokens|input is too long|reduce the length of the (?:messages|prompt)", re.I)
 OVERFLOW_LIMIT = re.compile(
     r"(?:maximum context length is|context window of|context size of|context length of|n_ctx\W{0,4}|"
-    r"> |must be <= )(\d{3,8})", re.I)
+    r">|must be <=)\s*(\d{3,8})", re.I)
 OVERFLOW_STATUS = {400, 413, 422}
 
 
