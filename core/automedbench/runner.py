@@ -162,6 +162,8 @@ class Run:
                 write_json(self.run_dir / "judge.json", verdict)
         except KeyboardInterrupt:
             state, end_reason, error = "cancelled", errors.END_CANCELLED, "cancelled by the user"
+            if not traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
+                traj.write({"type": "end", "reason": end_reason})
         except errors.UserError:
             if runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
                 traj.close()

@@ -31,6 +31,7 @@ class TrajectoryWriter:
         # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
         self._handle = path.open("a", encoding="utf-8", errors="backslashreplace")
         self._t0 = time.monotonic()
+        self.ended = False  # the closing {"type": "end"} event is written
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
@@ -40,6 +41,7 @@ class TrajectoryWriter:
         self._handle.write(json.dumps(event, ensure_ascii=False) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        self.ended = self.ended or event.get("type") == "end"
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""

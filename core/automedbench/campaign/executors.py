@@ -106,7 +106,36 @@ class LocalExecutor(Executor):
         return out
 
     def close(self, cancel: bool = False) -> None:
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        """On cancel: queued runs are dropped; runs in flight get CANCEL_GRACE_S to close as cancelled (a
+        terminal's Ctrl-C reaches the workers too), then an interrupt of their own, then termination."""
+        if not cancel:
+            self.pool.shutdown(wait=True)
+            return
+        workers = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        _stop_processes(workers)
+
+
+CANCEL_GRACE_S = 10.0
+
+
+def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None:
+    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then terminate laggards."""
+    import os
+    import signal
+
+    for then in ("interrupt", "terminate", None):
+        deadline = time.monotonic() + grace_s
+        for proc in workers:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        alive = [p for p in workers if p.is_alive()]
+        if not alive or then is None:
+            return
+        for proc in alive:
+            if then == "interrupt":
+                os.kill(proc.pid, signal.SIGINT)
+            else:
+                proc.terminate()
 
 
 class RayExecutor(Executor):

@@ -209,6 +209,10 @@ class Sweep:
             record = RunRecord(spec.agent, spec.task, spec.tier, spec.repeat,
                                attempts=int(previous.get(spec.run_id, {}).get("attempts", 0)))
             state, summary = run_state(self.out / spec.run_id)
+            if (self.out / spec.run_id).exists():  # the folder is an attempt, whatever the manifest says
+                record.attempts = max(record.attempts, 1)
+            if state is not None and state not in FINISHED:
+                record.state = state  # cancelled / infrastructure_failure: to do again, shown as it is on disk
             if state in FINISHED and summary is not None:
                 record.state, record.overall = state, summary["overall"]
                 record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
@@ -238,6 +242,18 @@ class Sweep:
             self._resources[spec.task] = (float(wanted.get("cpus", self.c.cpus_per_run)),
                                           float(wanted.get("gpus", self.c.gpus_per_run)))
         return self._resources[spec.task]
+
+    def settle(self, specs: list[RunSpec]) -> None:
+        """After an interrupt, record what each run in flight left on disk (so sweep.json and the run
+        folders agree); a run that left no result.json was cancelled before it could write one."""
+        for spec in specs:
+            record = self.records[spec.run_id]
+            state, summary = run_state(self.out / spec.run_id)
+            record.state = state or "cancelled"
+            if summary is not None:
+                record.overall, record.wall_s = summary["overall"], summary["wall_s"]
+                record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
+            record.error = record.error or ("cancelled by the user" if record.state == "cancelled" else None)
 
     # ------------------------------------------------------------ running
 
@@ -295,10 +311,9 @@ class Sweep:
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
                                    "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
-            for _, spec, _ in pending:
-                self.records[spec.run_id].state = "cancelled"
+            executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
+            self.settle([spec for _, spec, _ in pending])
             self.write_manifest()
-            executor.close(cancel=True)
             raise
         if own:
             executor.close()
