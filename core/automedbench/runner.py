@@ -71,6 +71,7 @@ class RunOptions:
     keep_workspace: bool = False
     gpus: str = ""
     eval_options: dict[str, str] = Factory(dict)
+    node: dict[str, str] = Factory(dict)  # where a sweep executor ran it (host, Ray node id)
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -124,7 +125,7 @@ class Run:
             raise errors.UserError(f"run directory {self.run_dir} already exists")
         self.run_dir.mkdir(parents=True)
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
-        runtime = Runtime()
+        runtime = Runtime(node=dict(self.o.node))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),

@@ -24,11 +24,13 @@ from attrs import Factory, asdict, define, field
 from .. import staging
 from ..errors import UserError
 from ..fsutil import atomic_write_text
-from .executors import Executor, make_executor
+from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
 MANIFEST = "sweep.json"
+LOCK = OUT_MARKER
+RAY_LOG = "ray.log"
 MANIFEST_EVERY_S = 2.0
 ATTEMPTS = ".attempts"
 
@@ -91,6 +93,7 @@ class RunRecord:
     cost_usd: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
+    node: dict[str, str] = Factory(dict)  # where the last attempt ran (host; Ray node id on Ray)
 
 
 @define
@@ -147,6 +150,41 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         return json.loads(path.read_text())
     except ValueError:
         return {}
+
+
+class OutLock:
+    """One sweep per output folder: an exclusive flock on OUT/.sweep.lock, held for the whole sweep (the
+    kernel drops it when the process dies, so a crashed sweep never leaves a stale lock)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK
+        self.fd: int | None = None
+
+    def __enter__(self) -> OutLock:
+        import fcntl
+        import os
+        import socket
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(f"another sweep is writing to {self.path.parent} ({holder}); wait for it to finish "
+                            "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _move_aside(out: Path, run_id: str, label: str) -> None:
@@ -243,6 +281,10 @@ class Sweep:
                                           float(wanted.get("gpus", self.c.gpus_per_run)))
         return self._resources[spec.task]
 
+    def note(self, message: str) -> None:
+        """A one-line message for the terminal (a lost Ray node)."""
+        self.progress({"kind": "note", "message": message})
+
     def settle(self, specs: list[RunSpec]) -> None:
         """After an interrupt, record what each run in flight left on disk (so sweep.json and the run
         folders agree); a run that left no result.json was cancelled before it could write one."""
@@ -258,9 +300,13 @@ class Sweep:
     # ------------------------------------------------------------ running
 
     def run(self, executor: Executor | None = None) -> SweepReport:
-        t0 = time.monotonic()
         validate(self.c, self.reg)
         self.out.mkdir(parents=True, exist_ok=True)
+        with OutLock(self.out):
+            return self._run(executor)
+
+    def _run(self, executor: Executor | None) -> SweepReport:
+        t0 = time.monotonic()
         base = (self.c.data_root or staging.default_data_root()).expanduser().resolve()
         specs_by_task = []
         for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
@@ -276,7 +322,12 @@ class Sweep:
         self.progress({"kind": "start", "total": len(done) + len(todo), "skipped": len(done), "todo": len(todo),
                        "cost_usd": cost})
         own = executor is None
-        executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address)
+        executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address,
+                                             log_path=self.out / RAY_LOG, notify=self.note)
+        probe = getattr(executor, "probe", None)
+        if probe is not None:  # a cluster: every node must see the shared folders before anything runs
+            probe({"output folder": (str(self.out), LOCK),
+                   "data root": (str(staging.task_dir(base, specs_by_task[0])), staging.STAMP)})
         pending: list[tuple[Any, RunSpec, int]] = []
         tries: dict[str, int] = {}
         retried = 0
@@ -301,6 +352,7 @@ class Sweep:
                     record.state = summary["state"]
                     record.overall, record.error = summary.get("overall"), summary.get("error")
                     record.cost_usd, record.wall_s = summary.get("cost_usd", 0.0), summary.get("wall_s", 0.0)
+                    record.node = summary.get("node") or {}
                     run_walls.append(record.wall_s)
                     cost += record.cost_usd
                     retry = record.state == "infrastructure_failure" and tries[spec.run_id] <= self.c.retries
