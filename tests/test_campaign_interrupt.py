@@ -82,3 +82,27 @@ def test_interrupted_sweep_manifest_and_folders_agree(tmp_path, data_root, stage
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, output
     assert set(check_agreement(out).values()) == {"scored"} and len(check_agreement(out)) == 3
+
+
+def test_a_second_sweep_on_the_same_out_refuses_with_one_line(tmp_path, data_root, staged):
+    out = tmp_path / "sweep"
+    first = start_sweep(out, data_root, repeats=1, workers=1)
+    try:
+        wait_for_turns(out, first, runs=1)
+        second = subprocess.run([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--out",
+                                 str(out), "--data-root", str(data_root)], capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "AUTOMEDBENCH_DATA": str(data_root)})
+        assert second.returncode == 2
+        lines = (second.stdout + second.stderr).strip().splitlines()
+        assert len(lines) == 1 and "another sweep is writing to" in lines[0] and f"pid {first.pid}" in lines[0]
+        output, _ = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert first.returncode == 0, output
+    states = check_agreement(out)
+    assert list(states.values()) == ["scored"]  # the refused sweep touched nothing
+    # the lock went with the first sweep's process: a third one runs (and finds everything finished)
+    third = start_sweep(out, data_root, repeats=1, workers=1)
+    output, _ = third.communicate(timeout=120)
+    assert third.returncode == 0 and "1 already finished" in output, output

@@ -66,6 +66,7 @@ def _session(pid: int) -> int | None:
 class Node:
     def __init__(self, name: str, temp: Path, proc: subprocess.Popen) -> None:
         self.name, self.temp, self.proc = name, temp, proc
+        self.stopped = False
 
     def pids(self) -> list[int]:
         """Every live process of this node: its session (ray start --block is the leader) and any process
@@ -84,6 +85,7 @@ class Node:
         return found[0]
 
     def stop(self) -> None:
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -139,7 +141,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for node in self.nodes:
-                assert node.proc.poll() is None, (self.root / f"{node.name}.out").read_text()[-3000:]
+                assert node.stopped or node.proc.poll() is None, (self.root / f"{node.name}.out").read_text()[-3000:]
             done = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
                                   timeout=60, env=LOOPBACK)
             if done.returncode == 0 and done.stdout.strip().splitlines()[-1:] == [str(count)]:
@@ -267,5 +269,7 @@ def test_cluster_sweeps_spread_survive_a_lost_node_and_refuse_unseen_paths(clust
     assert proc.returncode == 2, output
     (line,) = [x for x in output.splitlines() if "cannot see" in x]
     assert f"cannot see the data root {data_root}" in line and "same path" in line
-    assert not [p for p in refused_out.iterdir() if not p.name.startswith(".")]
+    assert not [p for p in refused_out.iterdir() if p.is_dir() and not p.name.startswith(".")]  # no run began
+    assert {(r["state"], r["attempts"]) for r in json.loads((refused_out / MANIFEST).read_text())["runs"].values()} == {
+        ("pending", 0)}
     hidden.stop()
