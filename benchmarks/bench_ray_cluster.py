@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -19,6 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+# Ray reads its auth settings when it is imported: the driver (this process) needs them before that.
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+os.environ["RAY_AUTH_MODE"] = "token"
 
 from automedbench import staging
 from automedbench.campaign.sweep import Sweep, SweepConfig
@@ -46,7 +50,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--agent", default="noop")
     args = parser.parse_args()
-    os.environ.update({k: v for k, v in LOOPBACK.items() if k.startswith("RAY_")})
+    assert LOOPBACK["RAY_AUTH_TOKEN"] == os.environ["RAY_AUTH_TOKEN"]  # nodes and driver share the token
     reg = registry()
     work = Path(tempfile.mkdtemp(prefix="amb-bench-ray-"))
     data = work / "data"

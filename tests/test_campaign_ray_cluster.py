@@ -31,7 +31,7 @@ RAY = str(Path(sys.executable).with_name("ray"))
 # sends the token only in token mode: this cluster gets its own token, given to every process.
 IP = "127.0.0.2"
 LOOPBACK = {**os.environ, "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+            "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(32)}
 CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
 
 
