@@ -5,6 +5,8 @@
 # setup.sh runs as root first (system packages such as a JRE), and its tests/ folder joins the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each checkout stages into its own data folder: test runs of two checkouts never share (or delete) data.
+export AUTOMEDBENCH_DATA=${AUTOMEDBENCH_DATA:-$PWD/.data}
 say() { printf '[test.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 PY=${PYTHON:-python3}
@@ -48,7 +50,8 @@ say "installing ray"
 "${PIP[@]}" "ray>=2.9" || echo "note: ray not installed"
 say "ruff"
 .venv/bin/ruff check core plugins tests benchmarks
-# A docker engine (started here if need be, stopped again below) and images for the docker sandbox tests.
+# A docker engine (started here if need be, or held if another checkout's test run started it; stopped
+# below once no test run holds it) and images for the docker sandbox tests.
 say "docker engine and images"
 bash scripts/docker-up.sh
 test_dirs=(tests)

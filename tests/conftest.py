@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from automedbench.plugins import registry
 from automedbench.runner import Run, RunOptions
+from automedbench.testing import pytest_configure  # noqa: F401 - the checkout's own data folder
 
 DEMO = "segmentation/demo"
 

@@ -9,6 +9,9 @@ from attrs import Factory, define
 
 from .records import AgentTurn, TaskSpec
 
+CONTINUE_MESSAGE = ("You replied without a tool call, so nothing was run. Continue the task: make the next "
+                    "step a call to execute_code, or call submit_results when the outputs are final.")
+
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "execute_code",
@@ -54,6 +57,8 @@ class Agent(ABC):
     """Register a factory for subclasses through `automedbench_register_agents`."""
 
     name: str = ""
+    # Continue messages after a reply with no tool call; None: the task's `text_reply_continues`.
+    continues: int | None = None
 
     def start(self, context: AgentContext) -> None:  # noqa: B027 - optional hook
         """Called once before the first turn."""

@@ -508,6 +508,9 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
             bar.start()
             state["task"] = bar.add_task("sweep", total=event["todo"], status=f"cost ${event['cost_usd']:.2f}")
             return
+        if event["kind"] == "note":
+            bar.console.print(escape(event["message"]))
+            return
         if event.get("retry"):
             state["retries"] += 1
             bar.update(state["task"], total=bar.tasks[0].total + 1)

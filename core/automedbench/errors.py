@@ -40,6 +40,7 @@ def did_you_mean(name: str, choices: list[str]) -> str:
 # How a run ended (Result.end_reason). Stable strings: reports and sweeps group on them.
 END_SUBMITTED = "submitted"
 END_AGENT_STOPPED = "agent_stopped"
+END_NO_TOOL_CALL = "no_tool_call"  # text-only replies after every allowed continue message
 END_TURN_LIMIT = "turn_limit"
 END_TIME_LIMIT = "time_limit"
 END_BREACH = "isolation_breach"

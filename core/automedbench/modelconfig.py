@@ -55,6 +55,9 @@ class ModelConfig:
     backoff_s: float = 2.0
     max_backoff_s: float = 60.0
     length_retries: int = 2
+    overflow_retries: int = 3  # retries after a context-overflow error, each with a smaller context
+    continues: int | None = None  # continue messages after a text-only reply (None: the task's setting)
+    text_tool_calls: bool = False  # recover tool calls written in the reply text (agents/textcalls.py)
     reasoning_effort: str | None = None
     thinking_tokens: int = 0
     json_mode: str = "schema"
@@ -86,6 +89,14 @@ def _coerce(name: str, value: Any, where: str) -> Any:
     try:
         if value is None or (isinstance(value, str) and value.lower() == "null" and "None" in kind):
             return None
+        if kind == "bool":
+            if isinstance(value, bool):
+                return value
+            if str(value).lower() in ("1", "true", "yes", "on"):
+                return True
+            if str(value).lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected true or false")
         if kind.startswith("int"):
             return int(value)
         if kind.startswith("float"):
@@ -151,6 +162,8 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent") -> M
     cfg = ModelConfig(provider, **values)
     if cfg.json_mode not in ("schema", "object", "none"):
         raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
+    if cfg.continues is not None and not 0 <= cfg.continues <= 100:
+        raise UserError(f"{provider}: continues must be between 0 and 100 (got {cfg.continues})")
     if not cfg.model:
         raise UserError(f"{provider} {role}: no model given ({flag} model=NAME, or {flag} config=FILE "
                         f"{flag} entry=NAME)")

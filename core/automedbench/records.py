@@ -79,6 +79,9 @@ class TaskSpec:
     license: str = ""
     # Which Task value Overall uses unless the run says otherwise: strict (completeness-gated) or partial.
     task_score: Literal["strict", "partial"] = "strict"
+    # How many times a reply with no tool call is answered by a continue message before the run ends
+    # (open-weight models often answer in prose); an agent option `continues=N` overrides it.
+    text_reply_continues: int = 3
 
 
 # ---------------------------------------------------------------- rubric and judging
@@ -250,6 +253,8 @@ class ToolCall:
     arguments: str
     parsed: dict[str, Any] | None = None
     error: str | None = None
+    # "" for a structured call; "text:<format>" when recovered from the reply text (agents/textcalls.py)
+    source: str = ""
 
 
 @define
@@ -264,6 +269,8 @@ class AgentTurn:
     tokens_cached: int = 0
     cost_usd: float = 0.0
     finish_reason: str = ""
+    # The agent has nothing further to do (a script ran out of steps): no continue message is sent.
+    final: bool = False
 
 
 @define
@@ -352,6 +359,10 @@ class Runtime:
     cost_usd: float = 0.0
     judge_cost_usd: float = 0.0
     peak_rss_mb: float = 0.0
+    text_replies: int = 0  # replies with no tool call (each answered by a continue message while allowed)
+    recovered_calls: int = 0  # tool calls recovered from reply text (agent option text_tool_calls)
+    context_retries: int = 0  # provider calls retried after a context-overflow error, context trimmed
+    node: dict[str, str] = Factory(dict)  # where a sweep ran it: Ray node id and host name
 
 
 @define

@@ -24,7 +24,7 @@ from typing import Any
 from attrs import Factory, define
 
 from . import __version__, errors, plan_artefacts, scoring, staging
-from .agent import TOOLS, Agent, AgentContext
+from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
 from .freeze import freeze
@@ -90,6 +90,7 @@ class RunOptions:
     eval_options: dict[str, str] = Factory(dict)
     # refuse to run when the sandbox cannot isolate the filesystem (local without bubblewrap)
     require_isolation: bool = False
+    node: dict[str, str] = Factory(dict)  # where a sweep executor ran it (host, Ray node id)
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -149,7 +150,7 @@ class Run:
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.run_dir / ".result-reserve")
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
-        runtime = Runtime()
+        runtime = Runtime(node=dict(self.o.node))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
@@ -189,6 +190,8 @@ class Run:
                 write_json(self.run_dir / "judge.json", verdict)
         except KeyboardInterrupt:
             state, end_reason, error = "cancelled", errors.END_CANCELLED, "cancelled by the user"
+            if not traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
+                traj.write({"type": "end", "reason": end_reason})
         except errors.UserError:
             if runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
                 traj.close()
@@ -294,6 +297,7 @@ class Run:
         exec_timeout = self.o.exec_timeout_s or self.task.exec_timeout_s
         started = time.monotonic()
         submitted, end_reason, turn = False, errors.END_AGENT_STOPPED, 0
+        continues = agent.continues if agent.continues is not None else self.task.text_reply_continues
         try:
             agent.start(context)
             while True:
@@ -319,7 +323,8 @@ class Run:
                 runtime.cost_usd += reply.cost_usd
                 traj.write({"type": "assistant", "turn": turn, "content": reply.content,
                             "reasoning": reply.reasoning,
-                            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                            **({"source": c.source} if c.source else {})}
                                            for c in reply.tool_calls],
                             "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
                             "tokens_cached": reply.tokens_cached,
@@ -328,9 +333,23 @@ class Run:
                 messages.append(_assistant_message(reply))
                 self.progress({"kind": "turn", "turn": turn, "content": reply.content,
                                "tools": [c.name for c in reply.tool_calls]})
+                runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
                 if not reply.tool_calls:
-                    end_reason = errors.END_AGENT_STOPPED
-                    break
+                    _drain(agent, traj, turn, runtime)
+                    if reply.final:
+                        end_reason = errors.END_AGENT_STOPPED
+                        break
+                    runtime.text_replies += 1
+                    if runtime.text_replies > continues:
+                        end_reason = errors.END_NO_TOOL_CALL if continues else errors.END_AGENT_STOPPED
+                        traj.write({"type": "no_tool_call", "turn": turn, "action": "stop",
+                                    "text_replies": runtime.text_replies, "continues": continues})
+                        break
+                    traj.write({"type": "no_tool_call", "turn": turn, "action": "continue",
+                                "text_replies": runtime.text_replies, "continues": continues,
+                                "message": CONTINUE_MESSAGE})
+                    messages.append({"role": "user", "content": CONTINUE_MESSAGE})
+                    continue
                 stop = False
                 for index, call in enumerate(reply.tool_calls):
                     if index >= MAX_CALLS_PER_REPLY or time.monotonic() - started >= time_limit:
@@ -371,8 +390,7 @@ class Run:
                     if is_submit:
                         submitted, end_reason, stop = True, errors.END_SUBMITTED, True
                         break
-                for extra in agent.drain_events():
-                    traj.write({**extra, "turn": turn, "imported": True})
+                _drain(agent, traj, turn, runtime)
                 if stop:
                     break
         finally:
@@ -551,6 +569,13 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
     return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
                   evaluation.cases if evaluation else [], codes, verdict, error,
                   describe_conditions(resolved.rubric) if judged and resolved is not None else None)
+
+
+def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime) -> None:
+    """Write the events only the agent saw (retries, context trimming) after its turn; count overflows."""
+    for extra in agent.drain_events():
+        runtime.context_retries += extra.get("type") == "context_overflow"
+        traj.write({**extra, "turn": turn, "imported": True})
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

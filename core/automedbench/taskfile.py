@@ -49,6 +49,8 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
         raise UserError(f"task file {origin}: tiers must be a non-empty subset of {TIERS}, got {bad_tiers}")
     if spec.case_count <= 0 or spec.time_limit_s <= 0 or spec.max_turns <= 0 or spec.exec_timeout_s <= 0:
         raise UserError(f"task file {origin}: case_count and the budgets must be positive")
+    if not 0 <= spec.text_reply_continues <= 100:
+        raise UserError(f"task file {origin}: text_reply_continues must be between 0 and 100")
     if not spec.id.startswith(spec.track + "/"):
         raise UserError(f"task file {origin}: id {spec.id!r} must start with the track name {spec.track!r}/")
     if not 0 <= spec.rating.okay <= spec.rating.good <= 1:

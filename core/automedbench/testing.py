@@ -7,11 +7,18 @@ A plugin's `tests/conftest.py` can say `pytest_plugins = ["automedbench.testing"
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .records import Result
+
+
+def pytest_configure(config: Any) -> None:
+    """Each checkout's tests stage into its own `.data` folder, not the per-user default every checkout
+    on the host would share (an explicit AUTOMEDBENCH_DATA wins)."""
+    os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
 
 
 def register_toy_track() -> None:

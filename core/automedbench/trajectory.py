@@ -42,6 +42,7 @@ class TrajectoryWriter:
         self.side_chars = 0
         # a running hash of every byte this writer appended: what the harness wrote, to compare the file with
         self.digest = hashlib.sha256()
+        self.ended = False  # the closing {"type": "end"} event is written
 
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
@@ -62,6 +63,7 @@ class TrajectoryWriter:
             raise
         self.size += len(data)
         self.digest.update(data)
+        self.ended = self.ended or event.get("type") == "end"
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""

@@ -2,7 +2,8 @@
 
 The backend turns OpenAI-style messages into one provider call and back; this module adds what every
 provider needs: the context rule, retries, continuation after a reply cut off by the token limit,
-argument repair, and per-call token and cost accounting.
+argument repair, per-call token and cost accounting, and what open-weight servers need: a retry with a
+smaller context after a context-overflow refusal, and (opt-in) tool calls recovered from the reply text.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from ..errors import UserError
 from ..modelconfig import ModelConfig, resolve
 from ..pricing import Usage
 from ..records import AgentTurn, ToolCall
-from .chat_common import fit_context, repair_json, with_retries
+from .chat_common import ContextOverflow, estimate_tokens, fit_context, repair_json, with_retries
+from .textcalls import find_text_calls
 
 TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
                    "briefly: state the next step in a sentence and make one tool call.")
@@ -116,20 +118,51 @@ class ChatAgent(Agent):
         self.backend = make_backend(self.provider, dict(options))
         self.cfg = self.backend.cfg
         self.name = f"{self.provider}:{self.cfg.model}"
+        self.continues = self.cfg.continues
         self.tools: list[dict[str, Any]] = TOOLS
         self.context_stats: dict[str, int] = {"elided": 0, "dropped": 0}
+        self.window = self.cfg.context_window  # shrinks when a server says the context is smaller
+        self.max_tokens = self.cfg.max_tokens
+        self.overflows: list[dict[str, Any]] = []
+        self.recovered = 0
         self._reported_retries = 0
 
     def start(self, context: AgentContext) -> None:
         self.tools = context.tools
 
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
-        sent, stats = fit_context(messages, context_window=self.cfg.context_window,
-                                  max_tokens=self.cfg.max_tokens, keep_turns=self.cfg.keep_turns)
-        self.context_stats = stats
+        keep = self.cfg.keep_turns
+        for attempt in range(self.cfg.overflow_retries + 1):
+            sent, stats = fit_context(messages, context_window=self.window, max_tokens=self.max_tokens,
+                                      keep_turns=keep)
+            self.context_stats = stats
+            try:
+                usage, partial, reply = self._complete(sent)
+                break
+            except ContextOverflow as exc:
+                if attempt == self.cfg.overflow_retries:
+                    raise
+                self._shrink(exc, estimate_tokens(sent))
+                keep = max(1, keep // 2)
+                self.overflows.append({"attempt": attempt + 1, "error": str(exc)[:300], "limit": exc.limit,
+                                       "context_window": self.window, "max_tokens": self.max_tokens,
+                                       "keep_turns": keep})
+        for call in reply.tool_calls:
+            fixed = repair_json(call.arguments)
+            if fixed != call.arguments:
+                call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
+        if self.cfg.text_tool_calls and not reply.tool_calls:
+            reply.tool_calls = self._recover(reply.content)
+        cost = self.backend.prices.cost(self.cfg.model, usage)
+        content = "\n".join(p for p in [*partial, reply.content] if p)
+        return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
+                         cost.usd, reply.finish_reason)
+
+    def _complete(self, sent: list[dict[str, Any]]) -> tuple[Usage, list[str], Completion]:
+        """One reply, continued while it is cut off at the token limit before any tool call."""
         usage, partial, extra = Usage(), [], []
         for attempt in range(self.cfg.length_retries + 1):
-            reply = self.backend.complete(sent + extra, tools=self.tools)
+            reply = self.backend.complete(sent + extra, tools=self.tools, max_tokens=self.max_tokens)
             usage = add_usage(usage, reply.usage)
             cut = reply.finish_reason == "length" and not reply.tool_calls
             if cut and attempt < self.cfg.length_retries:
@@ -138,20 +171,29 @@ class ChatAgent(Agent):
                           {"role": "user", "content": TRUNCATED_NUDGE}]
                 continue
             break
-        for call in reply.tool_calls:
-            fixed = repair_json(call.arguments)
-            if fixed != call.arguments:
-                call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
-        cost = self.backend.prices.cost(self.cfg.model, usage)
-        content = "\n".join(p for p in [*partial, reply.content] if p)
-        return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
-                         cost.usd, reply.finish_reason)
+        return usage, partial, reply
+
+    def _shrink(self, exc: ContextOverflow, sent_tokens: int) -> None:
+        """Smaller context for this and later turns: the server's stated limit, else 70% of what failed."""
+        tried = min(self.window, sent_tokens + self.max_tokens)
+        self.window = max(1024, exc.limit if exc.limit and exc.limit < tried else int(tried * 0.7))
+        self.max_tokens = min(self.max_tokens, max(256, self.window // 4))
+
+    def _recover(self, text: str) -> list[ToolCall]:
+        calls = []
+        for found in find_text_calls(text):
+            self.recovered += 1
+            calls.append(ToolCall(f"text_{self.recovered:03d}", found.name, found.arguments,
+                                  source=f"text:{found.source}"))
+        return calls
 
     def drain_events(self) -> list[dict[str, Any]]:
         """Retries and context trimming of the last turn, for the trajectory (the runner cannot see them)."""
         events: list[dict[str, Any]] = [{"type": "api_retry", **r}
                                         for r in self.backend.retries[self._reported_retries:]]
         self._reported_retries = len(self.backend.retries)
+        events += [{"type": "context_overflow", **o} for o in self.overflows]
+        self.overflows = []
         if any(self.context_stats.values()):
             events.append({"type": "context_trimmed", **self.context_stats})
         return events

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.utils
 import json
 import random
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -60,6 +61,39 @@ def is_retryable(exc: BaseException) -> bool:
     return name in ("APITimeoutError", "APIConnectionError") or isinstance(exc, (TimeoutError, ConnectionError))
 
 
+# How servers word "the prompt does not fit": OpenAI (code context_length_exceeded), vLLM and
+# llama-cpp-python ("This model's maximum context length is N tokens"), llama.cpp's server
+# (exceed_context_size_error, "exceeds the available context size"), Ollama ("input length exceeds the
+# context length"), Anthropic ("prompt is too long"), LiteLLM / TGI ("Input validation error ... tokens").
+OVERFLOW_TEXT = re.compile(
+    r"context[_ ]length|context[_ ](?:window|size|limit)|exceed_context|maximum context|prompt is too long|"
+    r"prompt too long|too many tokens|input is too long|reduce the length of the (?:messages|prompt)", re.I)
+OVERFLOW_LIMIT = re.compile(
+    r"(?:maximum context length is|context window of|context size of|context length of|n_ctx\W{0,4}|"
+    r">|must be <=)\s*(\d{3,8})", re.I)
+OVERFLOW_STATUS = {400, 413, 422}
+
+
+class ContextOverflow(AgentError):
+    """The server refused the request because the prompt (plus max_tokens) exceeds its context."""
+
+    def __init__(self, message: str, limit: int | None) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def context_overflow(exc: BaseException) -> ContextOverflow | None:
+    """A ContextOverflow if `exc` is a server's context-length refusal (with the limit if it names one)."""
+    status = getattr(exc, "status_code", None)
+    if status is not None and int(status) not in OVERFLOW_STATUS:
+        return None
+    text = " ".join(str(x) for x in (getattr(exc, "message", ""), getattr(exc, "body", ""), exc) if x)[:4000]
+    if not OVERFLOW_TEXT.search(text):
+        return None
+    found = OVERFLOW_LIMIT.search(text)
+    return ContextOverflow(describe(exc), int(found.group(1)) if found else None)
+
+
 def describe(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     message = getattr(exc, "message", None) or str(exc)
@@ -74,6 +108,9 @@ def with_retries(call: Callable[[], T], *, attempts: int, backoff_s: float, max_
         try:
             return call()
         except Exception as exc:
+            overflow = context_overflow(exc)
+            if overflow is not None:
+                raise overflow from exc
             if not is_retryable(exc) or attempt == attempts:
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise AgentError(f"{what} failed{tries}: {describe(exc)}") from exc

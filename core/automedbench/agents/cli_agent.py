@@ -219,7 +219,7 @@ class CliAgent(Agent):
         if self.turn == 2 and code == 0 and self.spec.submit:
             submit = ToolCall("cli_submit", "submit_results", "{}")
             return AgentTurn(f"{self.spec.name} finished; submitting.", [submit], finish_reason="cli")
-        return AgentTurn(f"{self.spec.name} exited {code}; stopping.", [], finish_reason="cli")
+        return AgentTurn(f"{self.spec.name} exited {code}; stopping.", [], finish_reason="cli", final=True)
 
     def drain_events(self) -> list[dict[str, Any]]:
         if self.turn != 1:

@@ -78,7 +78,7 @@ class ReplayAgent(Agent):
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
         notes = self._check_last(messages)
         if self.position >= len(self.turns):
-            return AgentTurn("\n".join([*notes, "[replay: end of the recorded trajectory]"]), [])
+            return AgentTurn("\n".join([*notes, "[replay: end of the recorded trajectory]"]), [], final=True)
         event = self.turns[self.position]
         self.position += 1
         calls = [ToolCall(c["id"], c["name"], self._rewrite(c.get("arguments") or ""))

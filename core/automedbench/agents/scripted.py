@@ -98,7 +98,7 @@ class ScriptedAgent(Agent):
             bad = ToolCall("call_bad", "execute_code", '{"language": "python", "code": "print(1)"')
             return AgentTurn("Starting.", [bad], tokens_in=0, tokens_out=0)
         if self.position >= len(self.steps):
-            return AgentTurn("All steps are done.", [])
+            return AgentTurn("All steps are done.", [], final=True)
         step = self.steps[self.position]
         self.position += 1
         self.calls += 1

@@ -6,12 +6,42 @@ Every executor runs the same function, `execute_payload`, which is one
 
 from __future__ import annotations
 
+import socket
+import sys
+import threading
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..staging import STAMP
+
+OUT_MARKER = ".sweep.lock"  # the sweep's lock file: present in the output folder while a sweep runs
+
+
+def this_node() -> dict[str, str]:
+    """Where this process runs: the host name, and the Ray node id inside a Ray worker."""
+    node = {"host": socket.gethostname()}
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        node["ray_node_id"] = ray.get_runtime_context().get_node_id()
+    return node
+
+
+def unseen_paths(checks: dict[str, tuple[str, str]]) -> str | None:
+    """One line naming the first shared folder this node cannot see, or None.
+
+    `checks` maps a name to (folder, a file the driver knows is in it): an empty folder mounted over the
+    path (or a missing mount) fails as clearly as a missing path."""
+    for what, (folder, marker) in checks.items():
+        if not (Path(folder) / marker).is_file():
+            node = this_node()
+            where = node["host"] + (f" (Ray node {node['ray_node_id'][:12]})" if "ray_node_id" in node else "")
+            return (f"node {where} cannot see the {what} {folder}: every node must reach the data root and the "
+                    "output folder through the same path (a shared file system mounted there)")
+    return None
 
 
 def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -20,13 +50,21 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     from ..runner import Run, RunOptions
 
     t0 = time.monotonic()
+    node = this_node()
     summary: dict[str, Any] = {"run_id": payload["run_id"], "state": "infrastructure_failure", "overall": None,
-                               "cost_usd": 0.0, "wall_s": 0.0, "error": None}
+                               "cost_usd": 0.0, "wall_s": 0.0, "error": None, "node": node}
     try:
         opts = dict(payload["options"])
+        checks = {"output folder": (opts["out"], OUT_MARKER)}
+        if opts.get("data_root"):
+            checks["data root"] = (str(Path(opts["data_root"]) / opts["task"]), STAMP)
+        unseen = unseen_paths(checks)
+        if unseen:
+            summary["error"] = unseen
+            return summary
         opts["out"] = Path(opts["out"])
         opts["data_root"] = Path(opts["data_root"]) if opts.get("data_root") else None
-        result = Run(RunOptions(**opts), registry()).execute()
+        result = Run(RunOptions(**opts, node=node), registry()).execute()
         summary.update(state=result.state, overall=result.aggregate.overall,
                        cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd, error=result.error)
     except Exception as exc:  # the runner writes its own result.json; this covers failures before that
@@ -106,50 +144,204 @@ class LocalExecutor(Executor):
         return out
 
     def close(self, cancel: bool = False) -> None:
-        self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        """On cancel: queued runs are dropped; runs in flight get CANCEL_GRACE_S to close as cancelled (a
+        terminal's Ctrl-C reaches the workers too), then an interrupt of their own, then termination."""
+        if not cancel:
+            self.pool.shutdown(wait=True)
+            return
+        workers = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        _stop_processes(workers)
+
+
+CANCEL_GRACE_S = 10.0
+
+
+def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None:
+    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then terminate laggards."""
+    import os
+    import signal
+
+    for then in ("interrupt", "terminate", None):
+        deadline = time.monotonic() + grace_s
+        for proc in workers:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        alive = [p for p in workers if p.is_alive()]
+        if not alive or then is None:
+            return
+        for proc in alive:
+            if then == "interrupt":
+                os.kill(proc.pid, signal.SIGINT)
+            else:
+                proc.terminate()
 
 
 class RayExecutor(Executor):
-    """One Ray task per run, with its CPU/GPU needs; `address` None starts (or joins) a local instance."""
+    """One Ray task per run, with its CPU/GPU needs, spread over the nodes; `address` None starts (or
+    joins) a local instance.
+
+    Ray's own output (worker and raylet logs, node-death errors) goes to `OUT/ray.log` instead of the
+    terminal; a lost node is reported once through `notify`. Its runs fail as infrastructure failures
+    and the sweep retries them on the nodes that remain."""
 
     name = "ray"
+    POLL_S = 1.0
 
-    def __init__(self, address: str | None = None, init_options: dict[str, Any] | None = None) -> None:
+    def __init__(self, address: str | None = None, init_options: dict[str, Any] | None = None,
+                 log_path: Path | None = None, notify: Callable[[str], None] | None = None) -> None:
         try:
             import ray
         except ImportError:
             raise UserError("--executor ray needs Ray: pip install 'automedbench[ray]' (or pip install ray)") from None
         self.ray = ray
+        self.notify = notify or (lambda message: None)
+        self.log_path = log_path
+        self._log = None
+        self._lock = threading.Lock()
         if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, **(init_options or {}))
+            routed = log_path is not None and self._route_output(log_path)
+            ray.init(address=address, include_dashboard=False, log_to_driver=routed, **(init_options or {}))
+            if log_path is not None:
+                self._route_loggers()
         self.remote = ray.remote(max_retries=0)(execute_payload)
+        self.alive = self._alive_nodes()
+        self.outstanding: set[Any] = set()
+
+    # ------------------------------------------------------------ Ray's output
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            if self._log is None:
+                self._log = open(self.log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+            self._log.write(text if text.endswith("\n") else text + "\n")
+            self._log.flush()
+
+    def _route_output(self, log_path: Path) -> bool:
+        """Send what Ray prints for workers and raylets (and its error messages) to the log file.
+
+        Ray has no public hook for this: its driver prints through `ray._private.worker.print_to_stdstream`,
+        which is replaced before `ray.init` binds it. Where that name is missing (another Ray version),
+        worker logs are simply not streamed to the driver (they stay in each node's session folder)."""
+        import io
+
+        worker = sys.modules.get("ray._private.worker")
+        original = getattr(worker, "print_to_stdstream", None)
+        printer = getattr(worker, "print_worker_logs", None)
+        if original is None or printer is None:
+            return False
+
+        def to_file(data: dict[str, Any], ignore_prefix: bool = False, **_: Any) -> None:
+            buffer = io.StringIO()
+            try:
+                printer(data, buffer, ignore_prefix)
+            except Exception:  # a format this version does not know: keep the raw lines
+                buffer.write("\n".join(str(x) for x in data.get("lines", [])))
+            self._write(buffer.getvalue())
+
+        worker.print_to_stdstream = to_file
+        return True
+
+    def _route_loggers(self) -> None:
+        """Ray's Python loggers write to the log file, not the terminal."""
+        import logging
+
+        handler = logging.StreamHandler(_Sink(self._write))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        for name in ("ray", "ray.data", "ray.tune", "ray.train", "ray.serve"):
+            log = logging.getLogger(name)
+            for old in list(log.handlers):
+                log.removeHandler(old)
+            log.addHandler(handler)
+            log.propagate = False
+
+    # ------------------------------------------------------------ nodes
+
+    def _alive_nodes(self) -> dict[str, str]:
+        try:
+            nodes = self.ray.nodes()
+        except Exception:
+            return getattr(self, "alive", {})
+        return {n["NodeID"]: n.get("NodeManagerHostname") or n.get("NodeManagerAddress", "?")
+                for n in nodes if n.get("Alive")}
+
+    def _check_nodes(self) -> None:
+        now = self._alive_nodes()
+        for node_id, host in self.alive.items():
+            if node_id not in now:
+                self.notify(f"ray: node {node_id[:12]} ({host}) lost; its runs end as infrastructure failures and "
+                            f"are retried on the {len(now)} node(s) left (Ray's log: {self.log_path})")
+        self.alive = now
+
+    def probe(self, paths: dict[str, tuple[str, str]]) -> None:
+        """Before the first run: every alive node must see the shared paths, else one UserError line."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        check = self.ray.remote(num_cpus=0, max_retries=0)(unseen_paths)
+        refs = [check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(paths)
+                for node_id in self.alive]
+        for problem in self.ray.get(refs, timeout=120):
+            if problem:
+                raise UserError(problem)
+
+    # ------------------------------------------------------------ runs
 
     def submit(self, payload: dict[str, Any], cpus: float, gpus: float) -> Any:
-        return self.remote.options(num_cpus=cpus, num_gpus=gpus).remote(payload)
+        ref = self.remote.options(num_cpus=cpus, num_gpus=gpus, scheduling_strategy="SPREAD").remote(payload)
+        self.outstanding.add(ref)
+        return ref
 
     def wait(self, handles: list[Any]) -> list[tuple[Any, dict[str, Any]]]:
-        ready, _ = self.ray.wait(handles, num_returns=1)
+        while True:
+            ready, _ = self.ray.wait(handles, num_returns=1, timeout=self.POLL_S)
+            self._check_nodes()
+            if ready:
+                break
         out = []
         for ref in ready:
+            self.outstanding.discard(ref)
             try:
                 out.append((ref, self.ray.get(ref)))
             except Exception as exc:  # the worker or node was lost
-                out.append((ref, {"state": "infrastructure_failure", "error": f"ray task failed: {exc}",
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                self._write(f"run task failed: {exc}")
+                out.append((ref, {"state": "infrastructure_failure",
+                                  "error": f"ray task failed: {type(exc).__name__}: {first}"[:300],
                                   "overall": None, "cost_usd": 0.0, "wall_s": 0.0}))
         return out
 
     def close(self, cancel: bool = False) -> None:
-        """Leave a Ray instance we joined running; the driver's own local instance stops with the process."""
+        """Leave a Ray instance we joined running; the driver's own local instance stops with the process.
+        On cancel, runs in flight are interrupted (they close as cancelled) and given CANCEL_GRACE_S."""
+        if cancel and self.outstanding:
+            refs = list(self.outstanding)
+            for ref in refs:
+                self.ray.cancel(ref)
+            self.ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_S)
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+
+class _Sink:
+    """A file-like object for logging.StreamHandler that hands each record to a function."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+
+    def flush(self) -> None:
+        pass
 
 
 EXECUTORS = ("local", "ray", "inline")
 
 
-def make_executor(name: str, workers: int, ray_address: str | None = None) -> Executor:
+def make_executor(name: str, workers: int, ray_address: str | None = None, log_path: Path | None = None,
+                  notify: Callable[[str], None] | None = None) -> Executor:
     if name == "local":
         return LocalExecutor(workers)
     if name == "ray":
-        return RayExecutor(ray_address)
+        return RayExecutor(ray_address, log_path=log_path, notify=notify)
     if name == "inline":
         return InlineExecutor()
     raise UserError(f"unknown executor {name!r}; choose {', '.join(EXECUTORS)}")

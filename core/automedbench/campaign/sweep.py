@@ -24,11 +24,13 @@ from attrs import Factory, asdict, define, field
 from .. import staging
 from ..errors import UserError
 from ..fsutil import atomic_write_text
-from .executors import Executor, make_executor
+from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
 MANIFEST = "sweep.json"
+LOCK = OUT_MARKER
+RAY_LOG = "ray.log"
 MANIFEST_EVERY_S = 2.0
 ATTEMPTS = ".attempts"
 
@@ -92,6 +94,7 @@ class RunRecord:
     cost_usd: float = 0.0
     wall_s: float = 0.0
     error: str | None = None
+    node: dict[str, str] = Factory(dict)  # where the last attempt ran (host; Ray node id on Ray)
 
 
 @define
@@ -154,6 +157,41 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         return {}
 
 
+class OutLock:
+    """One sweep per output folder: an exclusive flock on OUT/.sweep.lock, held for the whole sweep (the
+    kernel drops it when the process dies, so a crashed sweep never leaves a stale lock)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK
+        self.fd: int | None = None
+
+    def __enter__(self) -> OutLock:
+        import fcntl
+        import os
+        import socket
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(f"another sweep is writing to {self.path.parent} ({holder}); wait for it to finish "
+                            "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
 def _move_aside(out: Path, run_id: str, label: str) -> None:
     src = out / run_id
     if not src.exists():
@@ -214,6 +252,10 @@ class Sweep:
             record = RunRecord(spec.agent, spec.task, spec.tier, spec.repeat,
                                attempts=int(previous.get(spec.run_id, {}).get("attempts", 0)))
             state, summary = run_state(self.out / spec.run_id)
+            if (self.out / spec.run_id).exists():  # the folder is an attempt, whatever the manifest says
+                record.attempts = max(record.attempts, 1)
+            if state is not None and state not in FINISHED:
+                record.state = state  # cancelled / infrastructure_failure: to do again, shown as it is on disk
             if state in FINISHED and summary is not None:
                 record.state, record.overall = state, summary["overall"]
                 record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
@@ -244,12 +286,32 @@ class Sweep:
                                           float(wanted.get("gpus", self.c.gpus_per_run)))
         return self._resources[spec.task]
 
+    def note(self, message: str) -> None:
+        """A one-line message for the terminal (a lost Ray node)."""
+        self.progress({"kind": "note", "message": message})
+
+    def settle(self, specs: list[RunSpec]) -> None:
+        """After an interrupt, record what each run in flight left on disk (so sweep.json and the run
+        folders agree); a run that left no result.json was cancelled before it could write one."""
+        for spec in specs:
+            record = self.records[spec.run_id]
+            state, summary = run_state(self.out / spec.run_id)
+            record.state = state or "cancelled"
+            if summary is not None:
+                record.overall, record.wall_s = summary["overall"], summary["wall_s"]
+                record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
+            record.error = record.error or ("cancelled by the user" if record.state == "cancelled" else None)
+
     # ------------------------------------------------------------ running
 
     def run(self, executor: Executor | None = None) -> SweepReport:
-        t0 = time.monotonic()
         validate(self.c, self.reg)
         self.out.mkdir(parents=True, exist_ok=True)
+        with OutLock(self.out):
+            return self._run(executor)
+
+    def _run(self, executor: Executor | None) -> SweepReport:
+        t0 = time.monotonic()
         base = (self.c.data_root or staging.default_data_root()).expanduser().resolve()
         specs_by_task = []
         for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
@@ -265,7 +327,12 @@ class Sweep:
         self.progress({"kind": "start", "total": len(done) + len(todo), "skipped": len(done), "todo": len(todo),
                        "cost_usd": cost})
         own = executor is None
-        executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address)
+        executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address,
+                                             log_path=self.out / RAY_LOG, notify=self.note)
+        probe = getattr(executor, "probe", None)
+        if probe is not None:  # a cluster: every node must see the shared folders before anything runs
+            probe({"output folder": (str(self.out), LOCK),
+                   "data root": (str(staging.task_dir(base, specs_by_task[0])), staging.STAMP)})
         pending: list[tuple[Any, RunSpec, int]] = []
         tries: dict[str, int] = {}
         retried = 0
@@ -290,6 +357,7 @@ class Sweep:
                     record.state = summary["state"]
                     record.overall, record.error = summary.get("overall"), summary.get("error")
                     record.cost_usd, record.wall_s = summary.get("cost_usd", 0.0), summary.get("wall_s", 0.0)
+                    record.node = summary.get("node") or {}
                     run_walls.append(record.wall_s)
                     cost += record.cost_usd
                     retry = record.state == "infrastructure_failure" and tries[spec.run_id] <= self.c.retries
@@ -300,10 +368,9 @@ class Sweep:
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
                                    "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
-            for _, spec, _ in pending:
-                self.records[spec.run_id].state = "cancelled"
+            executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
+            self.settle([spec for _, spec, _ in pending])
             self.write_manifest()
-            executor.close(cancel=True)
             raise
         if own:
             executor.close()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Serve a GGUF model on 127.0.0.1 through llama-cpp-python's OpenAI-compatible server, for `--agent openai`.
+#
+#   scripts/local-model.sh PATH.gguf [PORT]
+#
+# Environment: PYTHON (default .venv/bin/python: the interpreter with llama-cpp-python[server]), N_CTX
+# (context tokens, default 8192), N_THREADS (default: all cores). Runs in the foreground; stop it with
+# Ctrl-C. llama-cpp-python has only a source release on PyPI: `pip install "llama-cpp-python[server]"`
+# compiles llama.cpp (about 11 minutes on a 2-core machine; pip keeps the wheel for later installs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=${1:-}
+PORT=${2:-8765}
+PY=${PYTHON:-.venv/bin/python}
+N_CTX=${N_CTX:-8192}
+N_THREADS=${N_THREADS:-$(nproc)}
+if [ -z "$MODEL" ] || [ ! -f "$MODEL" ]; then
+  echo "local-model: usage: scripts/local-model.sh PATH.gguf [PORT] (no model file ${MODEL:-given})" >&2
+  exit 2
+fi
+if ! "$PY" -c "import llama_cpp.server" 2>/dev/null; then
+  echo "local-model: $PY has no llama-cpp-python server: $PY -m pip install 'llama-cpp-python[server]'" \
+       "(compiles llama.cpp, ~11 min on 2 cores)" >&2
+  exit 2
+fi
+echo "local-model: serving $MODEL on http://127.0.0.1:$PORT/v1 (n_ctx $N_CTX). Run an agent with:"
+echo "  automedbench run --task segmentation/demo --agent openai --agent-option model=local" \
+     "--agent-option base_url=http://127.0.0.1:$PORT/v1 --agent-option api_key_env=none" \
+     "--agent-option context_window=$N_CTX --agent-option max_tokens=1024 --agent-option text_tool_calls=true"
+exec "$PY" -m llama_cpp.server --model "$MODEL" --model_alias local --host 127.0.0.1 --port "$PORT" \
+  --n_ctx "$N_CTX" --n_threads "$N_THREADS"

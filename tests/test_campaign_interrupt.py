@@ -1,0 +1,108 @@
+"""Ctrl-C on a real `automedbench sweep` process: sweep.json and the run folders agree, and every
+run folder's trajectory is closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from automedbench.campaign.sweep import MANIFEST
+from automedbench.trajectory import read_events
+
+CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
+
+
+def start_sweep(out: Path, data_root: Path, repeats: int, workers: int) -> subprocess.Popen:
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data_root)}
+    return subprocess.Popen([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--repeats",
+                             str(repeats), "--workers", str(workers), "--out", str(out), "--data-root",
+                             str(data_root)], env=env, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_turns(out: Path, proc: subprocess.Popen, runs: int, timeout: float = 120) -> None:
+    """Until `runs` run folders have a trajectory with at least two tool events (mid-agent-phase)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = [p for p in out.glob("reference.*/trajectory.jsonl")
+                if sum('"type": "tool"' in line for line in p.read_text().splitlines()) >= 2]
+        if len(busy) >= runs:
+            return
+        assert proc.poll() is None, proc.communicate()[0]
+        time.sleep(0.2)
+    raise AssertionError("the sweep never got going")
+
+
+def check_agreement(out: Path) -> dict[str, str]:
+    runs = json.loads((out / MANIFEST).read_text())["runs"]
+    on_disk = {}
+    for run_id, record in runs.items():
+        folder = out / run_id
+        if not folder.exists():
+            assert (record["state"], record["attempts"]) == ("pending", 0), run_id
+            continue
+        result = json.loads((folder / "result.json").read_text())
+        on_disk[run_id] = result["state"]
+        assert record["state"] == result["state"] and record["attempts"] >= 1, (run_id, record, result["state"])
+        events = read_events(folder / "trajectory.jsonl")
+        assert events[-1]["type"] == "end", run_id
+        if result["state"] == "cancelled":
+            assert events[-1]["reason"] == "cancelled" and result["end_reason"] == "cancelled"
+    return on_disk
+
+
+@pytest.mark.parametrize("whole_group", [True, False], ids=["ctrl-c-terminal", "sigint-to-the-sweep-only"])
+def test_interrupted_sweep_manifest_and_folders_agree(tmp_path, data_root, staged, whole_group):
+    out = tmp_path / "sweep"
+    proc = start_sweep(out, data_root, repeats=3, workers=2)
+    try:
+        wait_for_turns(out, proc, runs=2)
+        if whole_group:
+            os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        else:
+            os.kill(proc.pid, signal.SIGINT)  # the workers never see it: the sweep must stop them itself
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, output
+    assert "interrupted: rerun the same command to resume" in output
+    states = check_agreement(out)
+    assert list(states.values()).count("cancelled") == 2  # the two in flight; the third never started
+    if not whole_group:
+        return
+    # rerun resumes: everything ends scored, the cancelled attempts kept aside
+    proc = start_sweep(out, data_root, repeats=3, workers=2)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, output
+    assert set(check_agreement(out).values()) == {"scored"} and len(check_agreement(out)) == 3
+
+
+def test_a_second_sweep_on_the_same_out_refuses_with_one_line(tmp_path, data_root, staged):
+    out = tmp_path / "sweep"
+    first = start_sweep(out, data_root, repeats=1, workers=1)
+    try:
+        wait_for_turns(out, first, runs=1)
+        second = subprocess.run([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--out",
+                                 str(out), "--data-root", str(data_root)], capture_output=True, text=True,
+                                timeout=120, env={**os.environ, "AUTOMEDBENCH_DATA": str(data_root)})
+        assert second.returncode == 2
+        lines = (second.stdout + second.stderr).strip().splitlines()
+        assert len(lines) == 1 and "another sweep is writing to" in lines[0] and f"pid {first.pid}" in lines[0]
+        output, _ = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert first.returncode == 0, output
+    states = check_agreement(out)
+    assert list(states.values()) == ["scored"]  # the refused sweep touched nothing
+    # the lock went with the first sweep's process: a third one runs (and finds everything finished)
+    third = start_sweep(out, data_root, repeats=1, workers=1)
+    output, _ = third.communicate(timeout=120)
+    assert third.returncode == 0 and "1 already finished" in output, output
