@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
-from automedbench.api import RubricItem, default_rubric, reword
+from automedbench.api import S3_PAPER_LEVELS, Rubric, default_rubric, reword, with_ladder
 
-S3_LADDER = [0.0, 0.5, 1.0]
+S3_LADDER = S3_PAPER_LEVELS
 
 WORDING: dict[str, str] = {
     "s1b_plan_pipeline": "plan.md lays out the pipeline: load image + meta.json, preprocess (size, channels, "
@@ -50,6 +49,5 @@ HINTS: dict[str, dict[str, Any]] = {
 }
 
 
-def detection_rubric() -> list[RubricItem]:
-    items = reword(default_rubric(), WORDING, HINTS)
-    return [attrs.evolve(i, levels=list(S3_LADDER)) if i.id == "s3_validate" else i for i in items]
+def detection_rubric() -> Rubric:
+    return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LADDER))

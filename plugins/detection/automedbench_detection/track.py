@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from automedbench.api import (
     CaseVerdict,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskEvaluation,
@@ -47,10 +48,16 @@ class DetectionTrack(PackagedTrack):
 
         return DetectionEvaluation(task, staged, options)
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+    def rubric(self, task: TaskSpec) -> Rubric:
         from .rubric import detection_rubric
 
         return detection_rubric()
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        return "a true positive (a confident box matching a reference box at IoU >= 0.5) in a case"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        return int(row.get("tp_at_threshold") or 0) > 0
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:  # real images need a trained detector: no scripted method stands in for it

@@ -33,7 +33,7 @@ def test_reference_run(amb_run):
 
 def test_rubric_wording_and_s3_ladder():
     track, task = registry().task(DEMO)
-    items = {i.id: i for i in track.rubric(task)}
+    items = {i.id: i for i in track.rubric(task).items}
     assert items["s3_validate"].levels == [0.0, 0.5, 1.0] and items["s3_validate"].kind == "ladder"
     assert "bounding boxes" in items["s1c_task_model"].description
     assert "normalisation" in items["s2b_compatibility_check"].description
@@ -65,10 +65,12 @@ def test_incomplete_gates_the_strict_task(amb_run):
     assert result.aggregate.rating == "F"
 
 
-def test_no_submit_loses_s5(amb_run):
+def test_no_submit_is_recorded_not_scored(amb_run):
+    """The paper's S5 has no submit factor: a missing submit_results is recorded and fires E5."""
     result, _ = amb_run(DEMO, "no-submit")
     s = stage_scores(result)
-    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert s["S5"] == 1.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert "E5" in [c.code for c in result.error_codes]
 
 
 def test_breach_zeroes_everything(amb_run):

@@ -175,6 +175,10 @@ class EnhancementEvaluation(TaskEvaluation):
         values = score_pair(self.task, reference, prediction, self.lpips)
         low = np.load(self.staged.public / case_id / contract.INPUT, allow_pickle=False)
         values.update(output_facts(low, prediction))
+        # S5's positive evidence: SSIM above the identity baseline's (the input, SR: each pixel repeated 2x2)
+        identity = low if low.shape == reference.shape else np.repeat(np.repeat(low, 2, axis=0), 2, axis=1)
+        lo, hi = window(self.task)
+        values["ssim_identity"] = ssim(reference, identity, lo, hi)
         return CaseScore(case_id, values)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:

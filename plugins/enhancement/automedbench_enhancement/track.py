@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from automedbench.api import (
+    S3_LEVELS,
     CaseVerdict,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskEvaluation,
@@ -15,6 +17,7 @@ from automedbench.api import (
     UserError,
     default_rubric,
     reword,
+    with_ladder,
 )
 
 from .rubric import HINTS, WORDING
@@ -51,8 +54,16 @@ class EnhancementTrack(PackagedTrack):
 
         return contract.gate(task, staged.case_ids, outputs)
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
-        return reword(default_rubric(), WORDING, HINTS)
+    def rubric(self, task: TaskSpec) -> Rubric:
+        # the original enhancement ladder 0 / 0.2 (shape only) / 0.5 (shape + range) / 1.0 (+ quality check)
+        return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LEVELS))
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        return "SSIM above the identity baseline's (the unprocessed input) in a case"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        ours, identity = row.get("ssim"), row.get("ssim_identity")
+        return isinstance(ours, float) and isinstance(identity, float) and ours > identity
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:  # the classical method is a fallback, not what a real run should be judged against

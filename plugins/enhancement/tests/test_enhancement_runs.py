@@ -68,10 +68,12 @@ def test_incomplete_scores_the_missing_cases_as_zero(amb_run):
     assert "below the C floor" in result.aggregate.rating_reason
 
 
-def test_no_submit_loses_s5(amb_run):
+def test_no_submit_is_recorded_not_scored(amb_run):
+    """The paper's S5 has no submit factor: a missing submit_results is recorded and fires E5."""
     result, _ = amb_run(SR, "no-submit")
     s = stage_scores(result)
-    assert s["S5"] == 0.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert s["S5"] == 1.0 and s["S4"] == 1.0 and s["S3"] == 1.0
+    assert "E5" in [c.code for c in result.error_codes]
 
 
 def test_breach_zeroes_everything(amb_run):

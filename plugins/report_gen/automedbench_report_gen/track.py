@@ -7,7 +7,7 @@ from pathlib import Path
 from automedbench.api import (
     CaseVerdict,
     PackagedTrack,
-    RubricItem,
+    Rubric,
     ScriptedSolution,
     StagedData,
     TaskEvaluation,
@@ -61,7 +61,7 @@ class ReportTrack(PackagedTrack):
 
         return ReportEvaluation(task, staged, options)
 
-    def rubric(self, task: TaskSpec) -> list[RubricItem]:
+    def rubric(self, task: TaskSpec) -> Rubric:
         return reword(default_rubric(), WORDING, HINTS)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:

@@ -9,12 +9,12 @@ from automedbench_report_gen.metric import score_corpus
 from automedbench_report_gen.text import mlrg_preprocess
 
 REFS = ["The heart size is normal. The lungs are clear. No pleural effusion or pneumothorax.",
-        "There is a small right pleural effusion. The heart is enlarged.",
+        "There is a small, right-sided pleural effusion. The heart is enlarged.",
         "Endotracheal tube in place. Focal consolidation in the left lower lobe.",
         "No acute cardiopulmonary abnormality. Degenerative changes of the spine."]
 HYPS = ["The heart is normal. Lungs are clear. No effusion or pneumothorax.",
-        "Small right effusion. Heart size is enlarged.",
-        "Endotracheal tube in place. Consolidation in the left lower lobe.",
+        "Small, right-sided effusion. Heart size is enlarged.",
+        "Endotracheal tube in place, consolidation in the left lower lobe.",
         "No acute cardiopulmonary process."]
 
 

@@ -58,14 +58,15 @@ def test_wrong_format_reports_are_invalid(amb_run):
 
 def test_incomplete_is_strict_zero(amb_run):
     result, _ = amb_run(DEMO, "incomplete")
-    assert sum(c.present for c in result.cases) == 6
+    # half the batch, plus the pilot study when the (secretly seeded) demo puts it in the other half
+    assert sum(c.present for c in result.cases) in (6, 7)
     assert result.task.strict == 0.0 and 0 < result.task.partial < 1
     assert stage_scores(result)["S5"] == 0.5
 
 
 def test_no_submit_and_breach(amb_run):
-    result, _ = amb_run(DEMO, "no-submit")
-    assert stage_scores(result)["S5"] == 0.0
+    result, _ = amb_run(DEMO, "no-submit")  # the paper's S5 has no submit factor: recorded, fires E5
+    assert stage_scores(result)["S5"] == 1.0 and "E5" in [c.code for c in result.error_codes]
     result, _ = amb_run(DEMO, "breach")
     assert result.isolation.breached and result.aggregate.rating == "F" and result.aggregate.overall == 0.0
 
