@@ -7,7 +7,10 @@ suite=${2:-bookworm}
 mirror=${3:-http://deb.debian.org/debian}
 # Python plus the scientific stack the demo tracks' reference solutions and the evaluator use (scikit-image:
 # the enhancement SSIM), all from Debian.
-packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,python3-skimage,procps
+# Track images are built with no network (no apt-get there), so what their recipes need is here:
+# pywt, pydicom and h5py for the enhancement track's classical stack and stagers.
+packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,python3-skimage,python3-pywt,\
+python3-pydicom,python3-h5py,procps
 root=$(mktemp -d /var/tmp/automedbench-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \
@@ -18,5 +21,6 @@ rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
        "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
 tar -C "$root" -c . | docker import \
   --change 'ENV LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change 'CMD ["python3"]' - "$tag" >/dev/null
+  --change 'CMD ["python3"]' ${AUTOMEDBENCH_RECIPE:+--change "LABEL org.automedbench.recipe=$AUTOMEDBENCH_RECIPE"} \
+  - "$tag" >/dev/null
 echo "built $tag"

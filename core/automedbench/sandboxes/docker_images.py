@@ -188,6 +188,47 @@ def fetch_wheels(target: Path, python: str, requirements: list[str]) -> None:
         raise InfrastructureError("fetching the evaluator's wheels failed: " + proc.stderr.strip()[-400:])
 
 
+# Distributions the image's own compiled Debian packages are built against: a copy that pip pulls in only
+# as a dependency (numpy for pycocotools) must not shadow the image's, or those packages break.
+SHARED_ABI = ("numpy",)
+
+
+def drop_shadowing(cli, base: str, target: Path, requirements: list[str]) -> list[str]:
+    """Remove SHARED_ABI wheels pip pulled in only as dependencies when the image already has them
+    (numpy 2 beside Debian's nibabel 4 breaks it). Returns the distribution names removed."""
+    asked = {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+    infos = {p.name.split("-", 1)[0].lower().replace("_", "-"): p for p in target.glob("*.dist-info")}
+    extra = sorted(name for name in infos if name not in asked and name in SHARED_ABI)
+    if not extra:
+        return []
+    present = json.loads(_run_in_image(cli, base, ["python3", "-c", PRESENT, *extra]).strip())
+    for name in present:
+        info = infos[name]
+        record = (info / "RECORD").read_text().splitlines() if (info / "RECORD").is_file() else []
+        for line in record:
+            path = target / line.split(",", 1)[0]
+            if path.is_file() and target in path.resolve().parents:
+                path.unlink()
+        shutil.rmtree(info, ignore_errors=True)
+    for folder in sorted(target.iterdir()):  # folders the removals left empty (numpy/, numpy.libs/)
+        if folder.is_dir() and not any(p.is_file() for p in folder.rglob("*")):
+            shutil.rmtree(folder)
+    return present
+
+
+PRESENT = """
+import importlib.metadata as md, json, sys
+found = []
+for name in sys.argv[1:]:
+    try:
+        md.version(name)
+        found.append(name)
+    except md.PackageNotFoundError:
+        pass
+print(json.dumps(found))
+"""
+
+
 def _build(cli, tag: str, context: Path, recipe: str, base: str, say: Say) -> None:
     from docker.errors import BuildError
 
@@ -208,15 +249,19 @@ def _image_id(cli, name: str) -> str:
 
 
 def build_base(cli, tag: str, say: Say, force: bool = False) -> None:
-    if not force and image_label(cli, tag) is not None:
-        say(f"{tag}: present")
-        return
+    """The debootstrap base, rebuilt when its recipe (build-rootfs.sh) changed: track images are built
+    without network, so the packages they need must come from this base."""
     script = dockerfiles_dir() / "base" / "build-rootfs.sh"
+    recipe = tree_digest(script.parent)
+    if not force and image_label(cli, tag) == recipe:
+        say(f"{tag}: up to date")
+        return
     if os.geteuid() != 0 or shutil.which("debootstrap") is None:
         raise UserError(f"no image {tag}: building it needs root and debootstrap ({script}); "
                         "or pass --base-image with an existing image that has python3")
     say(f"building {tag} with debootstrap (about 2-3 minutes)")
-    proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True)
+    proc = subprocess.run(["bash", str(script), tag], capture_output=True, text=True,
+                          env={**os.environ, "AUTOMEDBENCH_RECIPE": recipe})
     if proc.returncode != 0:
         raise InfrastructureError("base image build failed: " + proc.stderr.strip()[-600:])
 
@@ -273,5 +318,6 @@ def build_all(say: Say, base_image: str | None = None, force: bool = False) -> l
     python, missing = missing_requirements(cli, base)
     say(f"evaluator: python {python} in the image; from wheels: {', '.join(missing) or 'nothing'}")
     layered(cli, EVALUATOR_IMAGE, root / "evaluator", base, say, force, inputs=python + "\n".join(missing),
-            fill=lambda context: fetch_wheels(context / "deps", python, missing))
+            fill=lambda context: (fetch_wheels(context / "deps", python, missing),
+                                  drop_shadowing(cli, base, context / "deps", missing)))
     return [*built, EVALUATOR_IMAGE]
