@@ -59,6 +59,7 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
         shutil.rmtree(aside, ignore_errors=True)
     if not staged.case_ids:
         raise UserError(f"staging {task.id} produced no cases")
+    share_public(staged.public)
     info = {
         "task": task.id,
         "case_ids": staged.case_ids,
@@ -99,3 +100,16 @@ def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
 def digests(task: TaskSpec, data_root: Path) -> dict[str, str]:
     info = json.loads((task_dir(data_root, task) / STAMP).read_text())
     return {"public_data": info["public_sha256"], "private_data": info["private_sha256"]}
+
+
+def share_public(public: Path) -> None:
+    """Make the public tree world-readable whatever the umask or the track's writer, so that a sandbox
+    user other than the harness's (docker runs the agent as uid 10001) can read every input.
+    Symlinks are neither followed nor changed; private/ stays as the track wrote it."""
+    for folder, dirs, files in os.walk(public):
+        os.chmod(folder, 0o755)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
