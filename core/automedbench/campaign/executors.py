@@ -171,7 +171,10 @@ def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None
             return
         for proc in alive:
             if then == "interrupt":
-                os.kill(proc.pid, signal.SIGINT)
+                try:
+                    os.kill(proc.pid, signal.SIGINT)
+                except ProcessLookupError:  # it exited between the check and the signal
+                    continue
             else:
                 proc.terminate()
 
