@@ -74,7 +74,9 @@ def test_interrupted_sweep_manifest_and_folders_agree(tmp_path, data_root, stage
     assert proc.returncode == 130, output
     assert "interrupted: rerun the same command to resume" in output
     states = check_agreement(out)
-    assert list(states.values()).count("cancelled") == 2  # the two in flight; the third never started
+    # the two in flight end cancelled, or scored when they finish within the sweep's grace period (a
+    # fast machine); the third never started. Either way the manifest and the folders agree (above).
+    assert len(states) == 2 and set(states.values()) <= {"cancelled", "scored"}, states
     if not whole_group:
         return
     # rerun resumes: everything ends scored, the cancelled attempts kept aside
