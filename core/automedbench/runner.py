@@ -559,7 +559,7 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         stages, metric = [], None
     if isolation.breached:
         stages, metric = scoring.zero_for_breach(stages, metric)
-    rating = scoring.rate(evaluation, metric, task.rating, isolation.breached)
+    rating = scoring.rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached)
     agg = scoring.aggregate(stages, metric, rating) if stages else scoring.Aggregate(
         None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), scoring.RULE)
     if isolation.breached:

@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import Factory, define
 
-from .records import CaseVerdict, MetricBlock, Rubric, TaskSpec
+from .records import CaseVerdict, MetricBlock, RatingThresholds, Rubric, TaskSpec
 
 
 @define
@@ -120,6 +120,11 @@ class Track(ABC):
         from .rubric import default_rubric
 
         return default_rubric()
+
+    def rating_thresholds(self, task: TaskSpec, metric: MetricBlock | None) -> RatingThresholds:
+        """The bands this run's Task is rated on: the task file's, unless the track rates a substitute
+        metric (named in `metric.name`) on bands measured for it."""
+        return task.rating
 
     def positive_evidence(self, task: TaskSpec) -> str:
         """What counts as positive metric evidence in one scored case, in words (S5's first half)."""

@@ -9,8 +9,10 @@ mirror=${3:-http://deb.debian.org/debian}
 # the enhancement SSIM), all from Debian.
 # Track images are built with no network (no apt-get there), so what their recipes need is here:
 # pywt, pydicom and h5py for the enhancement track's classical stack and stagers.
+# default-jre-headless: the report track's METEOR runs pycocoevalcap's meteor-1.5.jar on Java in the evaluator
+# (and the evaluator image builds without network too); it adds about 200 MB to the base, shared by every image.
 packages=python3,python3-numpy,python3-scipy,python3-nibabel,python3-pil,python3-skimage,python3-pywt,\
-python3-pydicom,python3-h5py,procps
+python3-pydicom,python3-h5py,procps,default-jre-headless
 root=$(mktemp -d /var/tmp/automedbench-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$root.log" 2>&1 \

@@ -97,7 +97,10 @@ class RulesJudge(Judge):
         ev = Evidence(judge_input.events, judge_input.extra.get("pilot_checks"))
         items = []
         for item in judge_input.rubric:
-            check = getattr(self, "_" + item.id.split("_", 1)[0], None)
+            # a track's own item names the check it is graded by (`rule` hint): a generic one below or a
+            # built-in item's (e.g. "s2e"); otherwise the id's prefix picks the built-in check
+            rule = str(item.hints.get("rule") or item.id.split("_", 1)[0])
+            check = getattr(self, "_" + rule, None) if rule in CHECKS or re.fullmatch(r"s\d[a-z]?", rule) else None
             if check is None:
                 items.append(ItemVerdict(item.id, item.stage, item.description, None,
                                          "rules judge has no check for this item"))
@@ -226,6 +229,118 @@ class RulesJudge(Judge):
 
     # ---------------------------------------------------------------- S3
 
+    # ---------------------------------------------------------------- generic checks for track items
+    # Parameterised by the item's hints; a track names one with {"rule": NAME} (see CHECKS).
+
+    def _plan_mentions(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        plan = inp.plan_md or ""
+        if not plan.strip():
+            return 0.0, "no plan.md", []
+        patterns = item.hints.get("patterns", [])
+        minimum = item.hints.get("minimum", 1)
+        hits = [p for p in patterns if re.search(p, plan)]
+        if len(hits) >= minimum:
+            return 1.0, f"plan.md states it (matched {hits[0]!r})", []
+        return 0.0, f"plan.md does not state it ({len(hits)} of {minimum} required patterns)", []
+
+    def _code_uses(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        """A successful call's effective code (or, with where=output, its observed output) matches."""
+        patterns = item.hints.get("patterns", [])
+        minimum = item.hints.get("minimum", 1)
+        where = item.hints.get("where", "code")
+        for call in ev.ok():
+            text = ev.output(call) if where == "output" else ev.text(call) if where == "any" else ev.code(call)
+            hits = [p for p in patterns if re.search(p, text)]
+            if len(hits) >= minimum:
+                return 1.0, f"turn {call['turn']} did it and succeeded (matched {hits[0]!r})", [call["turn"]]
+        return 0.0, f"no successful call shows it ({minimum} of the item's patterns needed)", []
+
+    def _plan_entrypoint(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        """A successful call runs an entrypoint the plan names (a script or `-m` module)."""
+        named = {m.split("/")[-1] for m in re.findall(ENTRYPOINT, inp.plan_md or "")}
+        if not named:
+            return 0.0, "plan.md names no script or module entrypoint", []
+        for call in ev.ok():
+            ran = {m.split("/")[-1] for m in re.findall(ENTRYPOINT, ev.code(call))} & named
+            if ran:
+                return 1.0, f"turn {call['turn']} ran {', '.join(sorted(ran))}, named in the plan", [call["turn"]]
+        return 0.0, f"no successful call ran the plan's entrypoint ({', '.join(sorted(named))})", []
+
+    def _pilot_first(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        if ev.pilot is None:
+            return 0.0, self._no_pilot(ev), []
+        if ev.batch_turn is None and inp.task.case_count > 1:
+            return 0.0, f"pilot at turn {ev.pilot['turn']}, but no batch followed", [ev.pilot["turn"]]
+        return 1.0, f"one-case pilot at turn {ev.pilot['turn']} before the batch", [ev.pilot["turn"]]
+
+    def _pilot_output(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        if ev.pilot is None:
+            return 0.0, self._no_pilot(ev), []
+        return 1.0, f"the pilot at turn {ev.pilot['turn']} wrote one case's outputs (contract checked)", [
+            ev.pilot["turn"]]
+
+    def _pilot_same_entrypoint(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        """The pilot and the batch run the same entrypoint: a script, module or the item's patterns."""
+        if ev.pilot is None or ev.batch_turn is None:
+            return 0.0, self._no_pilot(ev) if ev.pilot is None else "no batch to compare the pilot with", []
+        batch = next(c for c in ev.calls if c["turn"] == ev.batch_turn)
+        patterns = item.hints.get("patterns", [])
+
+        def points(call: dict[str, Any]) -> set[str]:
+            code = ev.code(call)
+            scripts = {m.split("/")[-1] for m in re.findall(ENTRYPOINT, code)}
+            return scripts | {p for p in patterns if re.search(p, code)}
+
+        shared = points(ev.pilot) & points(batch)
+        turns = [ev.pilot["turn"], batch["turn"]]
+        if shared:
+            return 1.0, f"pilot and batch both run {', '.join(sorted(shared))}", turns
+        return 0.0, "the pilot and the batch share no entrypoint (script, module or named function)", turns
+
+    def _pilot_check(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        """Between the pilot and the batch, a call on the outputs matches the item's `pattern`."""
+        if ev.pilot is None:
+            return 0.0, self._no_pilot(ev), []
+        pattern = item.hints.get("pattern", "")
+        for call in self._pilot_window(inp, ev):
+            if pattern and re.search(pattern, ev.code(call)):
+                return 1.0, f"checked at turn {call['turn']} after the pilot of turn {ev.pilot['turn']}", [
+                    call["turn"]]
+        return 0.0, f"no such check of the pilot's output after turn {ev.pilot['turn']}", [ev.pilot["turn"]]
+
+    def _pilot_rerun(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
+        """After a failed one-case pilot, a pilot that passed came before the batch."""
+        end = ev.batch_turn
+        failed = [c for c in ev.calls if c.get("cases_with_outputs", 0) <= 1 and (end is None or c["turn"] < end)
+                  and (c.get("changed_cases") or c.get("cases_with_outputs", 0) > 0)
+                  and (c.get("exit_code") != 0 or c.get("timed_out"))]
+        failed_turns = sorted({c["turn"] for c in failed} | {c["turn"] for c in ev.failed_pilots if isinstance(
+            c.get("turn"), int) and (end is None or c["turn"] < end)})
+        if not failed_turns:
+            return 1.0, "no pilot failed", []
+        if ev.pilot is not None and ev.pilot["turn"] > failed_turns[0]:
+            return 1.0, f"pilot failed at turn {failed_turns[0]}, rerun passed at turn {ev.pilot['turn']} before " \
+                        "the batch", [failed_turns[0], ev.pilot["turn"]]
+        return 0.0, f"pilot failed at turn {failed_turns[0]} and no passing rerun came before the batch", [
+            failed_turns[0]]
+
+    @staticmethod
+    def _no_pilot(ev: Evidence) -> str:
+        if ev.first_output_turn is None:
+            return "no outputs were ever written"
+        if ev.failed_pilots:
+            return f"no pilot passed the contract check (turn {ev.failed_pilots[0].get('turn')} failed)"
+        return f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once"
+
+    @staticmethod
+    def _pilot_window(inp: JudgeInput, ev: Evidence) -> list[dict[str, Any]]:
+        """Successful calls from the pilot up to the batch: the pilot itself and those that touch outputs."""
+        assert ev.pilot is not None
+        end = ev.batch_turn
+        out_refs = [re.escape(f) for f in inp.task.output_files] + [r"outputs"]
+        return [c for c in ev.ok() if c["turn"] >= ev.pilot["turn"] and (end is None or c["turn"] < end)
+                and (c is ev.pilot or _any(out_refs, c.get("code", "")))]
+
     def _s3(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         if ev.pilot is None:
             if ev.first_output_turn is None:
@@ -237,13 +352,9 @@ class RulesJudge(Judge):
             return 0.0, f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once", []
         pilot_turn = ev.pilot["turn"]
         end = ev.batch_turn
-        window = [c for c in ev.ok() if c["turn"] >= pilot_turn and (end is None or c["turn"] < end)]
-        out_refs = [re.escape(f) for f in inp.task.output_files] + [r"outputs"]
         checks: dict[str, str] = item.hints.get("checks", {})
         found: dict[str, int] = {}
-        for call in window:
-            if call is not ev.pilot and not _any(out_refs, call.get("code", "")):
-                continue
+        for call in self._pilot_window(inp, ev):
             code = ev.code(call)
             for name, pattern in checks.items():
                 if name not in found and re.search(pattern, code):
@@ -272,5 +383,11 @@ def ladder_values(item: RubricItem) -> dict[str, float]:
     derived = {"full": levels[-1], "partial": partial, "unchecked": nonzero[0], "none": 0.0}
     return {**derived, **item.hints.get("ladder", {})}
 
+
+# The generic checks a track item may name with {"rule": NAME} (built-in item checks: "s1a" ... "s3").
+CHECKS = ("plan_mentions", "code_uses", "plan_entrypoint", "pilot_first", "pilot_output", "pilot_same_entrypoint",
+          "pilot_check", "pilot_rerun")
+
+ENTRYPOINT = r"[\w./-]+\.py\b|-m\s+[\w.]+"  # a script or module someone runs
 
 GENERIC_ENV = [r"pip install", r"\bvenv\b", r"__version__", r"importlib\.metadata", r"import \w+"]

@@ -1,78 +1,89 @@
-"""The report-generation rubric: the original judge rubric's checks (S1 11, S2 7, S3 7), with the
-Standard/Pro-only items and the conditional rerun item written out as data so the track-declared
-rubric model can take them over; until it lands they are folded into the generic items' wording and
-rule hints (`reword`).
+"""The report-generation rubric, declared on the core's rubric model: the original report-generation judge
+rubric (upstream docs/detailed_rubrics.md), where every stage is the mean of its applicable binary checks.
 
-Original checks (upstream docs/detailed_rubrics.md, report generation), one row each:
-stage, id, text, excluded at (tiers), condition."""
+S1 has 11 checks (plan.png, its match with the plan, and the candidate comparison are Standard/Pro only:
+*excluded* at Lite, so they leave the mean instead of passing), S2 has 7, S3 has 7 (the last, "rerun after
+a failed pilot", applies only when a single-case pilot failed: `applies_if="pilot_failed"`). Each item
+carries the rule hint the rules judge grades it by (`rule` names a generic or built-in check); the LLM
+judge reads the same items' wording and levels. The result stores this declaration.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-# (stage, id, description, excluded_at, condition) — the full item list for the rubric model port.
-ITEMS: list[tuple[str, str, str, tuple[str, ...], str]] = [
-    ("S1", "s1_plan_md", "plan/plan.md exists", (), ""),
-    ("S1", "s1_model", "plan names the selected report model (MLRG, CXRMate, HERGen, R2-LLM ...)", (), ""),
-    ("S1", "s1_entrypoint", "plan names the inference entrypoint (script / function / CLI)", (), ""),
-    ("S1", "s1_case_is_study", "plan says one case is one study (all its images), not one image", (), ""),
-    ("S1", "s1_all_images", "plan says every file in manifest image_files must be used", (), ""),
-    ("S1", "s1_output_path", "plan states the exact output path <output_dir>/<case>/report.txt", (), ""),
-    ("S1", "s1_pilot_required", "plan requires a pilot study before the batch", (), ""),
-    ("S1", "s1_pilot_check", "plan defines at least one specific check of the pilot report", (), ""),
-    ("S1", "s1_plan_png", "plan/plan.png exists", ("lite",), ""),
-    ("S1", "s1_png_matches", "plan.png shows the chosen model and the stage order", ("lite",), ""),
-    ("S1", "s1_compare", "plan compares candidate models and justifies the choice", ("lite",), ""),
-    ("S2", "s2_pipeline_runs", "the selected pipeline executes successfully", (), ""),
-    ("S2", "s2_reads_manifest", "manifest.json is read", (), ""),
-    ("S2", "s2_images_from_manifest", "images are loaded from manifest image_files", (), ""),
-    ("S2", "s2_study_unit", "a study is kept as one input unit", (), ""),
-    ("S2", "s2_writes_report", "report.txt is written", (), ""),
-    ("S2", "s2_entrypoint", "the entrypoint named in the plan is used", (), ""),
-    ("S2", "s2_official_export", "the official export / decode logic is used where one exists", (), ""),
-    ("S3", "s3_pilot_first", "at least one pilot study before the full batch", (), ""),
-    ("S3", "s3_same_pipeline", "the pilot uses the same model / entrypoint / export as S2", (), ""),
-    ("S3", "s3_pilot_output", "the pilot writes <output_dir>/<case>/report.txt", (), ""),
-    ("S3", "s3_pilot_opened", "the saved pilot report is opened and inspected", (), ""),
-    ("S3", "s3_checks_image_files", "validation checks the study's image_files", (), ""),
-    ("S3", "s3_all_images_used", "validation confirms all images of the study were used", (), ""),
-    ("S3", "s3_rerun_after_fail", "after a failed pilot, a rerun happens before the batch", (),
-     "only when the first pilot failed"),
+from automedbench.api import Rubric, RubricItem, mean_stage
+
+EXCLUDED_AT_LITE = {"lite": "excluded"}
+
+# Report models the original's heuristic judge recognised, plus this demo's pixel-rule method.
+MODELS = (r"(?i)\bMLRG\b|CXRMate|HERGen|R2-?LLM|CheXagent|MAIRA|LLaVA-?Rad|\bQwen|\bLLaVA|R2Gen|"
+          r"pixel[- ]rule|image rules|classical")
+
+# (stage, id, description, tier rules, condition, rules-judge hints)
+ITEMS: list[tuple[str, str, str, dict[str, str], str, dict[str, Any]]] = [
+    ("S1", "s1_plan_md", "plan/plan.md exists", {}, "", {"rule": "s1a"}),
+    ("S1", "s1_model", "the plan names the selected report model (MLRG, CXRMate, HERGen, R2-LLM, ...) or method",
+     {}, "", {"rule": "plan_mentions", "patterns": [MODELS]}),
+    ("S1", "s1_entrypoint", "the plan names the inference entrypoint (script, function or CLI)", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)entry ?point|inference (script|command|function|cli)",
+                                            r"\bpython3? (-m [\w.]+|[\w./-]+\.py)"]}),
+    ("S1", "s1_case_is_study", "the plan says one case is one study (all its images), not one image", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)\b(one|each|a) (case|study) (is|=) (one|a|the (whole|entire))? ?"
+                                            r"study|not (one|a single) (jpe?g|image|file|view)"]}),
+    ("S1", "s1_all_images", "the plan says every file in the manifest's image_files must be used", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)\b(every|all|each)\b[^.\n]{0,60}image_files",
+                                            r"(?i)image_files[^.\n]{0,60}\b(all|every|each)\b",
+                                            r"(?i)\ball (the |its )?(views|images) (of|in) (a|the|each|one) study"]}),
+    ("S1", "s1_output_path", "the plan states the exact output path <output_dir>/<case>/report.txt", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)[<{]?\bcase(_?id)?[>}]?/report\.txt"]}),
+    ("S1", "s1_pilot_required", "the plan requires a pilot study before the batch", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)\bpilot\b|(one|single|first) (case|study) (first|test|run)"]}),
+    ("S1", "s1_pilot_check", "the plan defines at least one specific check of the pilot report", {}, "",
+     {"rule": "plan_mentions", "patterns": [r"(?i)\b(check|verif|assert|confirm|inspect)\w*\b[^.\n]{0,80}"
+                                            r"(FINDINGS|characters|printable|length|views?_used|image_files|"
+                                            r"non-?empty|format)"]}),
+    ("S1", "s1_plan_png", "plan/plan.png exists (Standard/Pro only)", EXCLUDED_AT_LITE, "", {"rule": "s1e"}),
+    ("S1", "s1_png_matches", "plan.png shows the chosen model and the stage order (Standard/Pro only)",
+     EXCLUDED_AT_LITE, "", {"rule": "s1f"}),
+    ("S1", "s1_compare", "the plan compares candidate report models and justifies the choice (Standard/Pro only)",
+     EXCLUDED_AT_LITE, "", {"rule": "s1d", "minimum": 3,
+                            "candidates": [r"(?i)\bMLRG\b", r"(?i)CXRMate", r"(?i)HERGen", r"(?i)R2-?LLM",
+                                           r"(?i)CheXagent|MAIRA|LLaVA-?Rad", r"(?i)pixel|image rules|classical"]}),
+    ("S2", "s2_pipeline_runs", "the selected pipeline executed successfully", {}, "",
+     {"rule": "s2e", "patterns": [r"(?i)pipeline (ran|ok)|smoke (report|run) ok", r"(?i)model (is )?(loaded|ready)"]}),
+    ("S2", "s2_reads_manifest", "manifest.json is read", {}, "",
+     {"rule": "code_uses", "patterns": [r"manifest\.json"]}),
+    ("S2", "s2_images_from_manifest", "the images are loaded from the manifest's image_files", {}, "",
+     {"rule": "code_uses", "patterns": [r"\[\s*['\"]image_files['\"]\s*\]|\.get\(\s*['\"]image_files"]}),
+    ("S2", "s2_study_unit", "a study is kept as one input unit (all its views together)", {}, "",
+     {"rule": "code_uses", "patterns": [r"for \w+ in [^\n]*image_files|views_used|\[[^\]\n]*for \w+ in [^\]\n]*"
+                                        r"image_files", r"(?i)views?\b.*\bstudy|study\b.*\bviews?"]}),
+    ("S2", "s2_writes_report", "report.txt is written", {}, "",
+     {"rule": "code_uses", "where": "any", "patterns": [r"report\.txt"]}),
+    ("S2", "s2_entrypoint", "the entrypoint named in the plan is the one that runs", {}, "",
+     {"rule": "plan_entrypoint"}),
+    ("S2", "s2_official_export", "the official export / decode logic is used where one exists (the model's own "
+     "repository or the method file, not a rewrite)", {}, "",
+     {"rule": "code_uses", "where": "any", "patterns": [r"git clone|from_pretrained|snapshot_download|\.generate\(",
+                                                        r"(?i)method obtained|official"]}),
+    ("S3", "s3_pilot_first", "at least one pilot study before the full batch", {}, "", {"rule": "pilot_first"}),
+    ("S3", "s3_same_pipeline", "the pilot uses the same model / entrypoint / export as the batch", {}, "",
+     {"rule": "pilot_same_entrypoint"}),
+    ("S3", "s3_pilot_output", "the pilot writes <output_dir>/<case>/report.txt", {}, "", {"rule": "pilot_output"}),
+    ("S3", "s3_pilot_opened", "the saved pilot report is opened and inspected", {}, "",
+     {"rule": "pilot_check", "pattern": r"read_text\(|open\([^)\n]*report|\bcat\b[^\n]*report\.txt"}),
+    ("S3", "s3_checks_image_files", "the validation checks the study's image_files", {}, "",
+     {"rule": "pilot_check", "pattern": r"image_files"}),
+    ("S3", "s3_all_images_used", "the validation confirms all images of the study were used", {}, "",
+     {"rule": "pilot_check", "pattern": r"views?_used|len\([^)\n]*image_files[^)\n]*\)\s*[=!]="}),
+    ("S3", "s3_rerun_after_fail", "after a failed pilot, the pilot is rerun (and passes) before the batch", {},
+     "pilot_failed", {"rule": "pilot_rerun"}),
 ]
 
-WORDING: dict[str, str] = {
-    "s1b_plan_pipeline": "plan.md lays out the pipeline and says one case = one study with ALL its image_files, "
-                         "names the inference entrypoint, the exact output path <case>/report.txt, and requires a "
-                         "pilot study with a specific check before the batch",
-    "s1c_task_model": "the plan selects a chest X-ray report model (MLRG, CXRMate, HERGen, R2-LLM, ...) or a "
-                      "method that reads every image of the study",
-    "s1d_researched_3": "the plan compares at least 3 candidate report models and justifies the choice "
-                        "(Standard/Pro only)",
-    "s1e_plan_png": "plan/plan.png exists (Standard/Pro only)",
-    "s1f_plot_pipeline": "plan.png shows the chosen model and the stage order (Standard/Pro only)",
-    "s2a_model_obtained": "report model / method obtained (official repository, checkpoint or method file)",
-    "s2b_compatibility_check": "manifest.json read and the images loaded from its image_files (one study as one "
-                               "input unit) before inference",
-    "s2e_model_loaded": "the selected pipeline executed once successfully on a study (the entrypoint named in "
-                        "the plan, official decode/export logic)",
-    "s3_validate": "pilot ONE study with the same pipeline, open its report.txt and check it: 1.0 pilot + report "
-                   "opened + image_files checked / all images used, then the batch (a failed pilot rerun first); "
-                   "0.5 partial checks; 0.2 pilot without checks; 0 no pilot",
-}
 
-HINTS: dict[str, dict[str, Any]] = {
-    "s1c_task_model": {"patterns": [r"(?i)\bMLRG\b|CXRMate|HERGen|R2-?LLM|CheXagent|MAIRA|LLaVA-Rad",
-                                    r"(?i)pixel|image (analysis|rules)|classical"]},
-    "s1d_researched_3": {"candidates": [r"(?i)\bMLRG\b", r"(?i)CXRMate", r"(?i)HERGen", r"(?i)R2-?LLM",
-                                        r"(?i)CheXagent|MAIRA", r"(?i)pixel|image rules|classical"], "minimum": 3},
-    "s2a_model_obtained": {"patterns": [r"(?i)method obtained", r"(?i)weights (downloaded|obtained)",
-                                        r"git clone", r"snapshot_download|from_pretrained"]},
-    "s2b_compatibility_check": {"patterns": [r"manifest\.json", r"\[['\"]image_files['\"]\]",
-                                             r"\.size\b|\.mode\b|\.shape"], "minimum": 2},
-    "s2e_model_loaded": {"patterns": [r"(?i)pipeline (ran|ok)|smoke (report|run) ok",
-                                      r"(?i)model (is )?(loaded|ready)"]},
-    "s3_validate": {"checks": {"opened": r"read_text\(\)|open\(.*report\.txt",
-                               "image_files": r"image_files",
-                               "all_used": r"views_used"},
-                    "partial": ["opened"]},
-}
+def report_rubric() -> Rubric:
+    """The declared rubric: three mean stages of binary items, tier exclusions and the conditional rerun."""
+    items = [RubricItem(item_id, stage, text, tiers=dict(tiers), applies_if=condition, hints=dict(hints))
+             for stage, item_id, text, tiers, condition, hints in ITEMS]
+    return Rubric([mean_stage("S1"), mean_stage("S2"), mean_stage("S3")], items)

@@ -6,19 +6,19 @@ from pathlib import Path
 
 from automedbench.api import (
     CaseVerdict,
+    MetricBlock,
     PackagedTrack,
+    RatingThresholds,
     Rubric,
     ScriptedSolution,
     StagedData,
     TaskEvaluation,
     TaskSpec,
     UserError,
-    default_rubric,
-    reword,
 )
 
 from . import contract
-from .rubric import HINTS, WORDING
+from .rubric import report_rubric
 
 HERE = Path(__file__).parent
 
@@ -62,7 +62,15 @@ class ReportTrack(PackagedTrack):
         return ReportEvaluation(task, staged, options)
 
     def rubric(self, task: TaskSpec) -> Rubric:
-        return reword(default_rubric(), WORDING, HINTS)
+        return report_rubric()
+
+    def rating_thresholds(self, task: TaskSpec, metric: MetricBlock | None) -> RatingThresholds:
+        """`mlrg-offline` is rated on its own bands (task params `offline_rating`, measured on the demo's
+        baselines); MLRG-7 and PathCap's nlg-3 on the task file's `rating` (the original's 0.80 / 0.55)."""
+        bands = task.params.get("offline_rating")
+        if metric is None or metric.name != "mlrg-offline" or not isinstance(bands, dict):
+            return task.rating
+        return RatingThresholds(float(bands["good"]), float(bands["okay"]), task.rating.min_valid, task.rating.floor)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:

@@ -8,8 +8,10 @@ import re
 
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import check_track, stage_scores, stage_task
+from automedbench.rubric import describe_conditions
+from automedbench.testing import check_track, item_values, stage_scores, stage_task
 from automedbench_report_gen.codes import ReportDetector
+from automedbench_report_gen.rubric import report_rubric
 
 DEMO = "report_gen/demo"
 
@@ -42,10 +44,26 @@ def test_reference_reports_from_pixels(reference):
     assert not [c for c in result.error_codes if c.code.startswith("E")]
 
 
+def test_lite_run_leaves_standard_only_items_out(reference):
+    result, _ = reference
+    assert result.rubric == describe_conditions(report_rubric())  # the declaration used is stored
+    items = {i.id: i for s in result.stages if s.stage in ("S1", "S2", "S3") for i in s.items}
+    assert len(items) == 25
+    for excluded in ("s1_plan_png", "s1_png_matches", "s1_compare"):
+        assert items[excluded].state == "excluded" and items[excluded].value is None
+    assert items["s3_rerun_after_fail"].state == "not-applicable" and items["s3_rerun_after_fail"].value is None
+    s1 = next(s for s in result.stages if s.stage == "S1")
+    assert s1.score == 1.0 and s1.rule == "mean of binary items"
+    assert sum(i.state == "graded" for i in s1.items) == 8  # the mean is over the 8 Lite items, not 11
+
+
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(DEMO, "skip-validate")
     s = stage_scores(result)
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0
+    s3 = next(x for x in result.stages if x.stage == "S3").items
+    assert [i.value for i in s3 if i.state == "graded"] == [0.0] * 6  # every applicable S3 check fails
+    assert item_values(result)["s2_reads_manifest"] == 1.0  # the rest of the work is still seen
 
 
 def test_wrong_format_reports_are_invalid(amb_run):
