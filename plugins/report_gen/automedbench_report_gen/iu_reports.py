@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attrs import define, field
 
-from .labeler import OBSERVATIONS, RuleLabeler
+from .labeler import OBSERVATIONS, ClinicalLabeler, RuleLabeler
 
 # first component of a MeSH major tag -> CheXpert observation (weak gold)
 MESH_TO_CHEXPERT: dict[str, str] = {
@@ -69,10 +69,11 @@ def mesh_labels(tags: list[str]) -> set[str]:
             if t.split("/")[0].strip().lower() in MESH_TO_CHEXPERT}
 
 
-def labeler_vs_mesh(reports: list[IUReport]) -> dict[str, tuple[float, float, float, int]]:
-    """Per observation (and "micro") precision, recall, F1 and support of the rule labeler on
-    FINDINGS + IMPRESSION against the MeSH major tags."""
-    labeler = RuleLabeler()
+def labeler_vs_mesh(reports: list[IUReport], labeler: ClinicalLabeler | None = None
+                    ) -> dict[str, tuple[float, float, float, int]]:
+    """Per observation (and "micro") precision, recall, F1 and support of a labeler (default: the rule
+    labeler) on FINDINGS + IMPRESSION against the MeSH major tags."""
+    labeler = labeler or RuleLabeler()
     used = [r for r in reports if r.findings or r.impression]
     predicted = labeler.label([f"{r.findings} {r.impression}" for r in used])
     gold = [mesh_labels(r.mesh) for r in used]
@@ -96,10 +97,21 @@ def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float, int]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0), tp + fn
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """`python -m automedbench_report_gen.iu_reports [--labeler rules|context]` (context: medspacy ConText)."""
+    which = argv[argv.index("--labeler") + 1] if "--labeler" in argv[:-1] else "rules"
+    if which not in ("rules", "context"):
+        print(f"unknown labeler {which!r}: rules or context", file=sys.stderr)
+        return 2
+    if which == "context":
+        from .context_labeler import ContextLabeler
+
+        labeler: ClinicalLabeler = ContextLabeler()
+    else:
+        labeler = RuleLabeler()
     reports = read_reports()
-    table = labeler_vs_mesh(reports)
-    print(f"rule labeler vs IU MeSH major tags ({len(reports)} reports, FINDINGS + IMPRESSION)")
+    table = labeler_vs_mesh(reports, labeler)
+    print(f"{labeler.name} labeler vs IU MeSH major tags ({len(reports)} reports, FINDINGS + IMPRESSION)")
     print(f"{'label':<28}{'P':>7}{'R':>7}{'F1':>7}{'support':>9}")
     for name, (p, r, f, n) in table.items():
         print(f"{name:<28}{p:7.3f}{r:7.3f}{f:7.3f}{n:9d}")
@@ -107,4 +119,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

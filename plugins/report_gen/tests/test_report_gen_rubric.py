@@ -107,3 +107,22 @@ def test_batch_at_once_fails_every_s3_item():
     _, items, stages = judged(events, [])
     assert all(items[i].value == 0.0 for i in items if i.startswith("s3_")) and stages[2].score == 0.0
     assert "wrote several cases at once" in items["s3_pilot_first"].rationale
+
+
+@pytest.mark.parametrize("task_id", ["report_gen/demo", "report_gen/mimic-cxr", "report_gen/iu-xray",
+                                     "report_gen/chexpert-plus"])
+def test_mlrg_offline_is_rated_on_its_own_bands(task_id):
+    from automedbench.api import MetricBlock
+
+    track, task = registry().task(task_id)
+    offline = track.rating_thresholds(task, MetricBlock("mlrg-offline", 0.7, 0.7))
+    assert (offline.good, offline.okay) == (0.80, 0.60) and offline.min_valid == task.rating.min_valid
+    real = track.rating_thresholds(task, MetricBlock("mlrg-7", 0.7, 0.7))
+    assert (real.good, real.okay) == (0.80, 0.55) and real == task.rating  # the original's MLRG-7 bands
+
+
+def test_pathcap_keeps_the_task_files_bands():
+    from automedbench.api import MetricBlock
+
+    track, task = registry().task("report_gen/pathcap-100")
+    assert track.rating_thresholds(task, MetricBlock("nlg-3", 0.5, 0.5)) == task.rating
