@@ -244,11 +244,17 @@ class RulesJudge(Judge):
         return 0.0, f"plan.md does not state it ({len(hits)} of {minimum} required patterns)", []
 
     def _code_uses(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        """A successful call's effective code (or, with where=output, its observed output) matches."""
+        """A successful call's effective code (or, with where=output/any, its observed output) matches;
+        with `outputs`, only calls that left case outputs count (no patterns: any such call). Calls that
+        write plan.md/plan.png are the plan, not the work, and never count."""
         patterns = item.hints.get("patterns", [])
-        minimum = item.hints.get("minimum", 1)
+        minimum = item.hints.get("minimum", 1) if patterns else 0
         where = item.hints.get("where", "code")
-        for call in ev.ok():
+        pool = [c for c in ev.ok() if not re.search(r"plan\.(md|png)", str(c.get("code", ""))[:MAX_ANALYSED])
+                and (not item.hints.get("outputs") or c.get("cases_with_outputs", 0) > 0)]
+        for call in pool:
+            if not patterns:
+                return 1.0, f"turn {call['turn']} succeeded and left case outputs", [call["turn"]]
             text = ev.output(call) if where == "output" else ev.text(call) if where == "any" else ev.code(call)
             hits = [p for p in patterns if re.search(p, text)]
             if len(hits) >= minimum:

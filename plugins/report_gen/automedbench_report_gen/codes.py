@@ -4,7 +4,9 @@
   view were missed in every such study, or the code reads only `image_files[0]`;
 - impression instead of findings (E5: the scored section is FINDINGS): most reports have an IMPRESSION
   section and no FINDINGS section;
-- templated output ignoring the image (E3: repetitive reports submitted unrevised): one text for all studies.
+- templated output ignoring the image (E3: repetitive reports submitted unrevised): one text for all studies;
+- no report model in the plan (E1, the generic understanding code on this rubric's ids: s1_plan_md passed,
+  s1_model failed).
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ class ReportDetector(Detector):
     tracks = ("report_gen",)
 
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
+        fired = []
+        if ctx.item("s1_plan_md") == 1.0 and ctx.item("s1_model") == 0.0:
+            fired.append(self.fire("E1", "the plan names no report model or method (judge item s1_model failed)",
+                                   [], "S1"))
         metric = ctx.result.task
         if metric is None or not metric.per_case:
-            return []
+            return fired
         rows = metric.per_case
         turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
-        fired = []
         fired += self._single_view(ctx, rows, turns)
         impression = [r["case_id"] for r in rows if r.get("impression_only")]
         if impression and len(impression) * 2 >= len(rows):

@@ -57,10 +57,8 @@ ITEMS: list[tuple[str, str, str, dict[str, str], str, dict[str, Any]]] = [
     ("S2", "s2_images_from_manifest", "the images are loaded from the manifest's image_files", {}, "",
      {"rule": "code_uses", "patterns": [r"\[\s*['\"]image_files['\"]\s*\]|\.get\(\s*['\"]image_files"]}),
     ("S2", "s2_study_unit", "a study is kept as one input unit (all its views together)", {}, "",
-     {"rule": "code_uses", "patterns": [r"for \w+ in [^\n]*image_files|views_used|\[[^\]\n]*for \w+ in [^\]\n]*"
-                                        r"image_files", r"(?i)views?\b.*\bstudy|study\b.*\bviews?"]}),
-    ("S2", "s2_writes_report", "report.txt is written", {}, "",
-     {"rule": "code_uses", "where": "any", "patterns": [r"report\.txt"]}),
+     {"rule": "code_uses", "patterns": [r"for \w+ in [^\n]*image_files|\bviews_used\b"]}),
+    ("S2", "s2_writes_report", "report.txt is written", {}, "", {"rule": "code_uses", "outputs": True}),
     ("S2", "s2_entrypoint", "the entrypoint named in the plan is the one that runs", {}, "",
      {"rule": "plan_entrypoint"}),
     ("S2", "s2_official_export", "the official export / decode logic is used where one exists (the model's own "

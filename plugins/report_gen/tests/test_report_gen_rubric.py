@@ -126,3 +126,15 @@ def test_pathcap_keeps_the_task_files_bands():
 
     track, task = registry().task("report_gen/pathcap-100")
     assert track.rating_thresholds(task, MetricBlock("nlg-3", 0.5, 0.5)) == task.rating
+
+
+def test_s2_needs_work_not_the_plan_that_names_it():
+    plan = call(2, "import pathlib\nsteps = ['manifest.json', 'image_files']\npathlib.Path('/ws/plan/plan.md')"
+                   ".write_text(str(steps))")
+    _, items, _ = judged([plan], [])
+    assert items["s2_reads_manifest"].value == 0.0 and items["s2_writes_report"].value == 0.0
+    read = call(3, "import json\nm = json.load(open('/data/CXR0001/manifest.json'))\n"
+                   "for f in m['image_files']:\n    print(f)")
+    _, items, _ = judged([plan, read, call(4, f"{RUN} CXR0001", 1, changed=["CXR0001"])], [])
+    assert items["s2_reads_manifest"].evidence_turns == [3] and items["s2_study_unit"].value == 1.0
+    assert items["s2_writes_report"].evidence_turns == [4]

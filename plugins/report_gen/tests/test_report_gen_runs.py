@@ -118,6 +118,10 @@ def test_detectors(reference):
     rows = [{**r, "impression_only": True} for r in result.task.per_case]
     assert [f.code for f in detector.detect(_with(result, rows))] == ["E5"]
     assert [f.code for f in detector.detect(_with(result, distinct_reports=1))] == ["E3"]
+    no_model = copy.deepcopy(result)
+    next(i for s in no_model.stages for i in s.items if i.id == "s1_model").value = 0.0
+    fired = detector.detect(CodeContext(no_model, []))
+    assert [f.code for f in fired] == ["E1"] and "s1_model" in fired[0].message
 
 
 def test_first_view_only_code_is_flagged(reference):
