@@ -157,31 +157,31 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
               help="Folder with one sub-folder per case (same layout as the agent's outputs/).")
 @click.option("--baseline", default=None, help="Score a built-in baseline instead (e.g. perfect, empty, constant).")
 @click_options("data_root")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
+@click.option("--out", "keep_in", type=click.Path(file_okay=False), default=None,  # not RunOptions.out: no run folder
               help="Keep the frozen copy, evaluation.json and result.json here (a new or empty folder).")
 @click_options("task_score", task_score={"help": "strict or partial [default: the task's]."})
 @click.option("--items", is_flag=True, help="Show every stage item in the summary.")
 @click_options("eval_options")
-def evaluate(submission: str | None, baseline: str | None, out: str | None, items: bool, **fields: Any) -> None:
+def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, items: bool, **fields: Any) -> None:
     """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
     from .evaluate_cmd import evaluate_folder
     from .report import render
 
     if (submission is None) == (baseline is None):
         raise errors.UserError("give exactly one of --submission DIR or --baseline NAME")
+    o = from_cli(fields)
     reg = registry()
-    if out and Path(out).exists() and any(Path(out).iterdir()):
-        raise errors.UserError(f"--out {out} already holds files; give a new or empty folder")
-    work = Path(out) if out else Path(tempfile.mkdtemp(prefix="amb-eval-"))
+    if keep_in and Path(keep_in).exists() and any(Path(keep_in).iterdir()):
+        raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
+    work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
     try:
-        o = from_cli(fields)
         result = evaluate_folder(reg, o["task"], Path(submission) if submission else None, baseline,
                                  o["data_root"], work, o["task_score"], o["eval_options"])
         render(result, console, items=items)
-        if out:
+        if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)
     finally:
-        if not out:
+        if not keep_in:
             shutil.rmtree(work, ignore_errors=True)
 
 

@@ -154,6 +154,8 @@ def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callabl
             if flag.metavar:
                 kw["metavar"] = flag.metavar
             kw.update(overrides.get(name, {}))
+            if kw.get("required") and "default" not in overrides.get(name, {}):
+                kw.pop("default", None)  # a required flag has no default (click would let the default satisfy it)
             fn = click.option(*flag.decls, name, **kw)(fn)
         return fn
 
