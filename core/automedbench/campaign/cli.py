@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from .. import cli as engine
+from .. import cli as engine  # engine.registry() at call time: the registry the command line uses
 from .. import errors
 from ..cli import console, err_console
 from ..options import click_options, from_cli, parse_kv
