@@ -206,3 +206,17 @@ def test_bad_run_eval_option_is_one_line_and_exit_2(data_root, tmp_path):
     assert result.exit_code == 2
     assert [line for line in result.stderr.splitlines() if line.strip()] == [
         "error: option 'raw_fallback' must look like KEY=VALUE"]
+
+
+def test_every_executor_gets_the_shared_fields_in_a_plain_payload(tmp_path):
+    """Local workers and Ray tasks receive the payload as plain data and rebuild RunOptions from it."""
+    from automedbench.campaign.sweep import RunSpec, Sweep
+
+    config = SweepConfig(["a"], ["t/x"], ["lite"], out=tmp_path, exec_timeout_s=9.0, gpus="0,1",
+                         eval_options={"k": "v"}, agent_options={"model": "m"}, max_turns=4, require_isolation=False)
+    spec = RunSpec("a", "t/x", "pro", 2)
+    payload = json.loads(json.dumps(Sweep(config, registry=None).payload(spec)))
+    options = RunOptions(**payload["options"])
+    for name in SHARED_FIELDS:
+        assert getattr(options, name) == getattr(config, name), name
+    assert (options.task, options.tier, options.agent, options.run_id) == ("t/x", "pro", "a", spec.run_id)
