@@ -140,7 +140,7 @@ class Registry:
                         plugin, distribution, f"command {name!r} clashes with the one from {owner}; "
                         f"kept {owner}'s: rename the plugin's command", ""))
                     continue
-                found[name] = Component("command", name, command, command.get_short_help_str(), plugin,
+                found[name] = Component("command", name, command, command.get_short_help_str(limit=100), plugin,
                                         distribution, version)
         return found
 
