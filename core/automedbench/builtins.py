@@ -143,3 +143,19 @@ def automedbench_register_model_backends(register: Register) -> None:
 
     register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
     register("anthropic", anthropic_backend, "Anthropic messages API")
+
+
+@hookimpl(specname="automedbench_register_commands")
+def register_campaign_commands(cli) -> None:
+    """sweep, codes, leaderboard: the campaign owns its commands."""
+    from .campaign.cli import register
+
+    register(cli)
+
+
+@hookimpl(specname="automedbench_register_commands")
+def register_docker_commands(cli) -> None:
+    """images: the docker sandbox builds its own images."""
+    from .sandboxes.docker_cli import register
+
+    register(cli)

@@ -69,6 +69,13 @@ def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_
     failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
 
 
+@hookspec
+def automedbench_register_commands(cli: Any) -> None:
+    """Add a feature's own command-line commands: `cli` is a click group (`cli.add_command(cmd)` or
+    `@cli.command()`). Read only by the command line, on first use. A name the engine or an earlier plugin
+    already uses is reported as a plugin problem (on stderr and by `automedbench plugins`), and dropped."""
+
+
 KINDS: dict[str, str] = {
     "track": "automedbench_register_tracks",
     "agent": "automedbench_register_agents",

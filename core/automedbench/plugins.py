@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.metadata as md
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import pluggy
@@ -53,6 +53,8 @@ class Registry:
         # Modules added in code (not through an entry point), by import name: the isolated evaluator
         # process re-adds them so that a programmatically registered track can be scored there too.
         self.added_modules: dict[str, str] = {}
+        self._commands: dict[str, Component] | None = None
+        self._commands_from: set[Any] = set()  # hook implementations whose commands were collected
 
     # ------------------------------------------------------------ loading
 
@@ -109,6 +111,38 @@ class Registry:
                                                     distribution, version)
 
         return register
+
+    def commands(self, reserved: Collection[str] = ()) -> dict[str, Component]:
+        """Command-line commands the plugins register (`automedbench_register_commands`), by name; collected
+        on first call and again for plugins added since. A name in `reserved` (the engine's own commands)
+        or taken by an earlier plugin is a plugin problem and is dropped: the first owner keeps it."""
+        import click
+
+        found = self._commands if self._commands is not None else {}
+        self._commands = found
+        for impl in self.pm.hook.automedbench_register_commands.get_hookimpls():  # in registration order
+            if impl in self._commands_from:
+                continue
+            self._commands_from.add(impl)
+            plugin = impl.plugin_name
+            distribution, version = self._origin.get(plugin, ("?", "?"))
+            group = click.Group(plugin)
+            try:
+                impl.function(cli=group)
+            except Exception as exc:
+                self.problems.append(PluginProblem(plugin, distribution, f"automedbench_register_commands: "
+                                                   f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+                continue
+            for name, command in group.commands.items():
+                owner = "the engine" if name in reserved else found[name].plugin if name in found else None
+                if owner is not None:
+                    self.problems.append(PluginProblem(
+                        plugin, distribution, f"command {name!r} clashes with the one from {owner}; "
+                        f"kept {owner}'s: rename the plugin's command", ""))
+                    continue
+                found[name] = Component("command", name, command, command.get_short_help_str(limit=100), plugin,
+                                        distribution, version)
+        return found
 
     # ------------------------------------------------------------ lookup
 

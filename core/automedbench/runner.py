@@ -21,8 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from attrs import Factory, define
-
 from . import __version__, errors, plan_artefacts, scoring, staging
 from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
@@ -39,6 +37,7 @@ from .fsutil import (
     walk_fd,
 )
 from .judge import Judge, JudgeInput
+from .options import RunOptions, score_record
 from .pilot import CHECKS_FILE, PilotTracker, read_checks
 from .plugins import Registry
 from .records import (
@@ -66,31 +65,6 @@ from .tripwire import Tripwire, plant_decoys
 MAX_CALLS_PER_REPLY = 32
 # Disk space set aside at the start of a run so its result.json can be written even if the agent fills the disk.
 RESULT_RESERVE_BYTES = 8 << 20
-
-
-@define
-class RunOptions:
-    task: str
-    tier: str = "lite"
-    agent: str = "reference"
-    sandbox: str = "local"
-    judge: str = "rules"
-    out: Path = Path("runs")
-    data_root: Path | None = None
-    agent_options: dict[str, Any] = Factory(dict)
-    judge_options: dict[str, Any] = Factory(dict)
-    max_turns: int | None = None
-    time_limit_s: float | None = None
-    exec_timeout_s: float | None = None
-    memory_mb: int = 8192
-    task_score: str | None = None  # None: the task's own default (TaskSpec.task_score)
-    run_id: str | None = None
-    keep_workspace: bool = False
-    gpus: str = ""
-    eval_options: dict[str, str] = Factory(dict)
-    # refuse to run when the sandbox cannot isolate the filesystem (local without bubblewrap)
-    require_isolation: bool = False
-    node: dict[str, str] = Factory(dict)  # where a sweep executor ran it (host, Ray node id)
 
 
 Progress = Callable[[dict[str, Any]], None]
@@ -154,7 +128,7 @@ class Run:
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
-                                                             "options": sha256_text(dumps(self._options_record())),
+                                                             "options": sha256_text(dumps(score_record(self.o))),
                                                              **staging.digests(self.task, self.data_root)})
         isolation = Isolation(self.o.sandbox)
         state, end_reason, error = "scored", errors.END_AGENT_STOPPED, None
@@ -228,14 +202,6 @@ class Run:
             remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
-
-    def _options_record(self) -> dict[str, Any]:
-        """The run's configuration as hashed into the header (paths excluded: they differ per machine)."""
-        o = self.o
-        return {"tier": o.tier, "agent": o.agent, "agent_options": o.agent_options, "sandbox": o.sandbox,
-                "judge": o.judge, "judge_options": o.judge_options, "max_turns": o.max_turns,
-                "time_limit_s": o.time_limit_s, "exec_timeout_s": o.exec_timeout_s, "memory_mb": o.memory_mb,
-                "task_score": o.task_score}
 
     # ------------------------------------------------------------------ agent loop
 

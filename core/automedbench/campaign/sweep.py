@@ -9,6 +9,7 @@ manifest: the matrix, the options and every run's state, attempts, Overall, cost
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import shutil
@@ -19,11 +20,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import Factory, asdict, define, field
 
 from .. import staging
 from ..errors import UserError
 from ..fsutil import atomic_write_text
+from ..options import RunOptions
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
@@ -76,6 +79,9 @@ class SweepConfig:
     gpus_per_run: float = 0.0
     ray_address: str | None = None
     require_isolation: bool = True
+    exec_timeout_s: float | None = None
+    gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
+    eval_options: dict[str, str] = Factory(dict)
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers
@@ -114,6 +120,10 @@ class SweepReport:
 Progress = Callable[[dict[str, Any]], None]
 
 
+# RunOptions fields a sweep sets once for all its runs (the rest are per run: task, tier, agent, id, folders)
+SHARED_FIELDS = sorted(set(attrs.fields_dict(SweepConfig)) & set(attrs.fields_dict(RunOptions)) - {"out", "data_root"})
+
+
 def validate(config: SweepConfig, registry: Any) -> None:
     """Fail before the first run on any unknown name or impossible number."""
     if not (config.agents and config.tasks and config.tiers):
@@ -129,7 +139,8 @@ def validate(config: SweepConfig, registry: Any) -> None:
                         "unusable); a sweep requires it: install bubblewrap, use --sandbox docker, or pass "
                         "--no-require-isolation")
     for task_id in config.tasks:
-        _, task = registry.task(task_id)
+        track, task = registry.task(task_id)
+        track.check_evaluation_options(config.eval_options)  # one line now, not a failure in every run
         for tier in config.tiers:
             if tier not in task.tiers:
                 raise UserError(f"task {task_id} has no {tier} tier; it offers {', '.join(task.tiers)}")
@@ -268,14 +279,13 @@ class Sweep:
         return done, todo
 
     def payload(self, spec: RunSpec, data_root: Path | None = None) -> dict[str, Any]:
-        c = self.c
-        data_root = data_root or c.data_root
+        """What a worker needs to build the run's RunOptions: every RunOptions field the sweep config also
+        has (so a field added to both reaches each run), then this run's cell, id, folders (plain JSON)."""
+        data_root = data_root or self.c.data_root
+        shared = {name: copy.deepcopy(getattr(self.c, name)) for name in SHARED_FIELDS}
         return {"run_id": spec.run_id, "options": {
-            "task": spec.task, "tier": spec.tier, "agent": spec.agent, "sandbox": c.sandbox, "judge": c.judge,
-            "out": str(self.out), "data_root": str(data_root) if data_root else None,
-            "agent_options": dict(c.agent_options), "judge_options": dict(c.judge_options),
-            "max_turns": c.max_turns, "time_limit_s": c.time_limit_s, "memory_mb": c.memory_mb,
-            "task_score": c.task_score, "run_id": spec.run_id, "require_isolation": c.require_isolation}}
+            **shared, "task": spec.task, "tier": spec.tier, "agent": spec.agent, "run_id": spec.run_id,
+            "out": str(self.out), "data_root": str(data_root) if data_root else None}}
 
     def resources(self, spec: RunSpec) -> tuple[float, float]:
         """CPU/GPU needs of one run: the sweep's defaults, or the task's `params.resources` when it sets them."""

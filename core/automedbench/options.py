@@ -1,0 +1,175 @@
+"""The run configuration, declared once: each `RunOptions` field carries its command-line flag, help text,
+parser and whether it changes a score (then it enters the header's options hash).
+
+`run`, `evaluate` and `sweep` build their options from these declarations (`click_options`), so a new
+field reaches every command that exposes it, and the hash covers every score-changing field by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+from attrs import define, field
+
+from .errors import UserError
+
+META = "automedbench"  # the attrs metadata key of a field's declaration
+
+
+def parse_kv(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`KEY=VALUE` strings (a repeatable option) into a dict; anything else is one clear line."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UserError(f"option {pair!r} must look like KEY=VALUE")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value).expanduser()
+
+
+def data_root_or_default(value: str | None) -> Path:
+    """The flag's folder, or the default data root (resolved when the command starts, as the help says)."""
+    from .staging import default_data_root
+
+    return Path(value).expanduser() if value else default_data_root()
+
+
+@define(frozen=True)
+class Flag:
+    """How one field appears on the command line, and whether it changes a score."""
+
+    decls: tuple[str, ...]  # the flag(s), e.g. ("--exec-timeout",); empty: not on the command line
+    help: str = ""
+    type: Any = None  # a click type
+    scores: bool = False  # changes a score of the run, so it enters the header's options hash
+    multiple: bool = False  # repeatable KEY=VALUE, parsed into a dict
+    is_flag: bool = False
+    metavar: str | None = None
+    show_default: bool = False
+    parse: Callable[[Any], Any] | None = None  # click's value -> the field's value
+
+
+def meta(decls: tuple[str, ...], help: str = "", **kw: Any) -> dict[str, Flag]:
+    """A field's attrs metadata: its declaration."""
+    return {META: Flag(decls, help, **kw)}
+
+
+KV = {"multiple": True, "metavar": "KEY=VALUE", "parse": parse_kv}
+
+
+@define
+class RunOptions:
+    """Everything that configures one run (the task file gives the rest)."""
+
+    # the header names the task and hashes its TaskSpec and data: not part of the options hash
+    task: str = field(metadata=meta(("--task",), "Task id, e.g. segmentation/demo (see `automedbench tasks`)."))
+    tier: str = field(default="lite", metadata=meta(
+        ("--tier",), "Scaffolding level of the brief (same data and metric).",
+        type=click.Choice(["lite", "standard", "pro"]), scores=True, show_default=True))
+    agent: str = field(default="reference", metadata=meta(
+        ("--agent",), "Agent name, e.g. reference (scripted, offline), openai, anthropic "
+        "(see `automedbench plugins`).", scores=True))
+    sandbox: str = field(default="local", metadata=meta(
+        ("--sandbox",), "Sandbox backend.", scores=True, show_default=True))
+    judge: str = field(default="rules", metadata=meta(
+        ("--judge",), "Judge backend for S1–S3.", scores=True, show_default=True))
+    out: Path = field(default=Path("runs"), metadata=meta(
+        ("--out",), "Folder that receives runs/<run-id>/.", type=click.Path(file_okay=False), show_default=True,
+        parse=_path))
+    data_root: Path | None = field(default=None, metadata=meta(
+        ("--data-root",), "Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].",
+        type=click.Path(file_okay=False), parse=data_root_or_default))
+    agent_options: dict[str, Any] = field(factory=dict, metadata=meta(
+        ("--agent-option",), "Option passed to the agent factory; repeatable.", scores=True, **KV))
+    judge_options: dict[str, Any] = field(factory=dict, metadata=meta(
+        ("--judge-option",), "Option passed to the judge factory; repeatable.", scores=True, **KV))
+    max_turns: int | None = field(default=None, metadata=meta(
+        ("--max-turns",), "Override the task's turn budget.", type=click.IntRange(1), scores=True))
+    time_limit_s: float | None = field(default=None, metadata=meta(
+        ("--time-limit",), "Override the wall-clock budget (s).", type=click.FloatRange(1), scores=True))
+    exec_timeout_s: float | None = field(default=None, metadata=meta(
+        ("--exec-timeout",), "Override the per-call timeout (s).", type=click.FloatRange(1), scores=True))
+    memory_mb: int = field(default=8192, metadata=meta(
+        ("--memory-mb",), "Address-space limit per sandboxed call (0 = none).", type=click.IntRange(0),
+        scores=True, show_default=True))
+    task_score: str | None = field(default=None, metadata=meta(  # None: the task's own default (TaskSpec.task_score)
+        ("--task-score",), "Which Task value Overall uses: strict (any missing case gives 0) or partial "
+        "[default: the task's, strict for segmentation, partial for VQA].",
+        type=click.Choice(["strict", "partial"]), scores=True))
+    run_id: str | None = field(default=None, metadata=meta(()))  # set by a sweep (deterministic ids); else a new one
+    keep_workspace: bool = field(default=False, metadata=meta(
+        ("--keep-workspace",), "Keep the agent's workspace after the run.", is_flag=True))
+    gpus: str = field(default="", metadata=meta(
+        ("--gpus",), "GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; "
+        "none by default).", metavar="IDS"))
+    eval_options: dict[str, str] = field(factory=dict, metadata=meta(
+        ("--eval-option",), "Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.",
+        scores=True, **KV))
+    require_isolation: bool = field(default=False, metadata=meta(
+        ("--require-isolation/--no-require-isolation",), "Refuse to run when the sandbox cannot isolate the "
+        "filesystem (local without bubblewrap).", show_default=True))
+    node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
+
+
+def flag_of(name: str) -> Flag:
+    return attrs.fields_dict(RunOptions)[name].metadata[META]
+
+
+def score_record(options: RunOptions) -> dict[str, Any]:
+    """The score-changing fields, as hashed into the run's header (paths and placement never are)."""
+    return {f.name: getattr(options, f.name) for f in attrs.fields(RunOptions) if f.metadata[META].scores}
+
+
+def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Click options for the named fields, in that order; `overrides[name]` changes click keywords for one
+    command (e.g. `agent={"required": True}` or a help text that fits a sweep)."""
+    fields = attrs.fields_dict(RunOptions)
+    unknown = [n for n in [*names, *overrides] if n not in fields or not fields[n].metadata[META].decls]
+    if unknown:
+        raise ValueError(f"no command-line flag for RunOptions field(s) {', '.join(unknown)}")
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            f = fields[name]
+            flag: Flag = f.metadata[META]
+            kw: dict[str, Any] = {"help": flag.help, "show_default": flag.show_default}
+            if flag.multiple:
+                kw.update(multiple=True)
+            elif flag.is_flag:
+                kw.update(is_flag=True)
+            elif f.default is attrs.NOTHING:
+                kw.update(required=True)
+            if not flag.multiple and isinstance(f.default, (str, int, float, bool, Path)):
+                kw["default"] = str(f.default) if isinstance(f.default, Path) else f.default
+            if flag.type is not None:
+                kw["type"] = flag.type
+            if flag.metavar:
+                kw["metavar"] = flag.metavar
+            kw.update(overrides.get(name, {}))
+            if kw.get("required") and "default" not in overrides.get(name, {}):
+                kw.pop("default", None)  # a required flag has no default (click would let the default satisfy it)
+            fn = click.option(*flag.decls, name, **kw)(fn)
+        return fn
+
+    return decorate
+
+
+def from_cli(params: dict[str, Any]) -> dict[str, Any]:
+    """Take the RunOptions fields out of a command's keyword arguments (removed from `params`) and parse
+    them into field values; the rest stays for the command itself."""
+    values: dict[str, Any] = {}
+    for f in attrs.fields(RunOptions):
+        if f.name in params:
+            flag: Flag = f.metadata[META]
+            raw = params.pop(f.name)
+            values[f.name] = flag.parse(raw) if flag.parse is not None else raw
+    return values
+

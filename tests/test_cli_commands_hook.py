@@ -1,0 +1,115 @@
+"""Features own their commands through `automedbench_register_commands`: the campaign (sweep, codes,
+leaderboard) and the docker images command come in like a third party's, and a clash is a clear problem."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import click
+import pytest
+from automedbench.cli import main
+from automedbench.hookspecs import hookimpl
+from automedbench.plugins import Registry
+from click.testing import CliRunner
+
+ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "validate-task", "rejudge", "judge-agreement"}
+FEATURES = {"sweep", "codes", "leaderboard", "images"}
+
+
+def command_plugin(name: str, *commands: click.Command) -> types.ModuleType:
+    module = types.ModuleType(name)
+
+    @hookimpl
+    def automedbench_register_commands(cli):
+        for command in commands:
+            cli.add_command(command)
+
+    module.automedbench_register_commands = automedbench_register_commands
+    return module
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """A registry of the installed plugins that the command line uses for this test only."""
+    reg = Registry()
+    reg.load_entry_points()
+    monkeypatch.setattr("automedbench.cli.registry", lambda: reg)
+    return reg
+
+
+def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh):
+    assert set(main.commands) == ENGINE
+    owners = {name: comp.plugin for name, comp in fresh.commands(reserved=main.commands).items()}
+    assert owners == dict.fromkeys(FEATURES, "builtins")
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    listed = {line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == ENGINE | FEATURES
+
+
+def test_importing_the_cli_imports_no_feature():
+    code = ("import sys, automedbench.cli\n"
+            "print(any(m.startswith(('automedbench.campaign', 'automedbench.sandboxes.docker')) for m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_a_third_party_command_registers_and_runs(fresh):
+    @click.command("hello-amb")
+    @click.option("--name", required=True, help="Who to greet.")
+    def hello(name):
+        """Greets (a third-party command)."""
+        click.echo(f"hello {name}")
+
+    fresh.add_plugin(command_plugin("amb_hello_plugin", hello), name="amb-hello", distribution="amb-hello-dist")
+    result = CliRunner().invoke(main, ["hello-amb", "--name", "there"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "hello there\n"
+    assert "hello-amb" in CliRunner().invoke(main, ["--help"]).output
+    listing = CliRunner().invoke(main, ["plugins"], terminal_width=200).output
+    assert any("command" in line and "hello-amb" in line and "amb-hello-dist" in line for line in listing.splitlines())
+    # the group's own error handling covers a plugin command too: a bad option is one line, exit 2
+    bad = CliRunner().invoke(main, ["hello-amb"])
+    assert bad.exit_code == 2 and "Missing option '--name'" in bad.stderr and "hello-amb --help" in bad.stderr
+
+
+def test_a_clashing_command_is_a_clear_problem_and_the_first_owner_keeps_the_name(fresh):
+    @click.command("run")
+    def fake_run():
+        """Would shadow the engine's run."""
+        click.echo("fake run")
+
+    @click.command("sweep")
+    def fake_sweep():
+        """Would shadow the campaign's sweep."""
+        click.echo("fake sweep")
+
+    fresh.add_plugin(command_plugin("amb_clash_plugin", fake_run, fake_sweep), name="amb-clash",
+                     distribution="amb-clash-dist")
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    problems = [line for line in result.stderr.splitlines() if "plugin problem" in line]
+    assert any("amb-clash" in p and "command 'run' clashes with the one from the engine" in p for p in problems)
+    assert any("amb-clash" in p and "command 'sweep' clashes with the one from builtins" in p for p in problems)
+    assert len(problems) == 2
+    again = CliRunner().invoke(main, ["sweep", "--help"])  # said once, and the campaign's sweep is the one run
+    assert again.exit_code == 0 and "plugin problem" not in again.stderr and "--agents" in again.output
+    assert "fake" not in CliRunner().invoke(main, ["run", "--help"]).output
+
+
+def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
+    module = types.ModuleType("amb_broken_commands")
+
+    @hookimpl
+    def automedbench_register_commands(cli):
+        raise RuntimeError("boom")
+
+    module.automedbench_register_commands = automedbench_register_commands
+    fresh.add_plugin(module, name="amb-broken")
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0 and "sweep" in result.output
+    assert "amb-broken" in result.stderr and "RuntimeError: boom" in result.stderr
