@@ -15,6 +15,7 @@ from rich.markup import escape
 from . import __version__, errors, staging
 from .fsutil import printable_text
 from .plugins import registry
+from .sandboxes.quota import DEFAULT_QUOTA_MB
 
 
 def _console(stderr: bool = False) -> Console:
@@ -112,7 +113,11 @@ def _problems(reg) -> None:
 @click.option("--task-score", type=click.Choice(["strict", "partial"]), default=None,
               help="Which Task value Overall uses: strict (any missing case gives 0) or partial "
                    "[default: the task's, strict for segmentation, partial for VQA].")
-@click.option("--keep-workspace", is_flag=True, help="Keep the agent's workspace after the run.")
+@click.option("--keep-workspace", is_flag=True,
+              help="Keep the agent's workspace after the run (under a quota: the image OUT/<run-id>/workspace.img).")
+@click.option("--workspace-quota-mb", type=click.IntRange(0), default=DEFAULT_QUOTA_MB, show_default=True,
+              help="Size limit of the workspace: a loop-mounted sparse ext4 image when run as root "
+                   "(never more than 90%% of the free disk); elsewhere none, recorded as a gap (0 = none).")
 @click.option("--gpus", default="", show_default=False, metavar="IDS",
               help="GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; none by default).")
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
@@ -123,7 +128,7 @@ def _problems(reg) -> None:
               help="Refuse to run when the sandbox cannot isolate the filesystem (local without bubblewrap).")
 def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge: str, judge_options, out: str,
         data_root: str | None, max_turns, time_limit, exec_timeout, memory_mb, task_score, keep_workspace,
-        gpus, items, quiet, eval_options, require_isolation) -> None:
+        workspace_quota_mb, gpus, items, quiet, eval_options, require_isolation) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render
     from .runner import Run, RunOptions
@@ -132,7 +137,7 @@ def run(task_id: str, tier: str, agent: str, agent_options, sandbox: str, judge:
     _problems(reg)
     options = RunOptions(task_id, tier, agent, sandbox, judge, Path(out), _data_root(data_root),
                          _kv(agent_options), _kv(judge_options), max_turns, time_limit, exec_timeout, memory_mb,
-                         task_score, keep_workspace=keep_workspace, gpus=gpus,
+                         task_score, keep_workspace=keep_workspace, workspace_quota_mb=workspace_quota_mb, gpus=gpus,
                          eval_options=_kv(eval_options), require_isolation=require_isolation)
     warnings: list[str] = []
 
