@@ -115,9 +115,9 @@ def _problems(reg) -> None:
                    "[default: the task's, strict for segmentation, partial for VQA].")
 @click.option("--keep-workspace", is_flag=True,
               help="Keep the agent's workspace after the run (under a quota: the image OUT/<run-id>/workspace.img).")
-@click.option("--workspace-quota-mb", type=click.IntRange(0), default=DEFAULT_QUOTA_MB, show_default=True,
+@click.option("--workspace-quota-mb", type=click.IntRange(0), default=DEFAULT_QUOTA_MB, show_default=True, metavar="MB",
               help="Size limit of the workspace: a loop-mounted sparse ext4 image when run as root "
-                   "(never more than 90%% of the free disk); elsewhere none, recorded as a gap (0 = none).")
+                   "(never more than 90% of the free disk); elsewhere none, recorded as a gap (0 = none).")
 @click.option("--gpus", default="", show_default=False, metavar="IDS",
               help="GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; none by default).")
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
