@@ -335,8 +335,9 @@ class LocalSession(SandboxSession):
             self._kill(self._live)
         self.pids.close()
         self.sweep.kill_all()
-        if self.net is not None:
-            self.net.close()
+        net, self.net = self.net, None
+        if net is not None:
+            net.close()
         self.exec_dir.close()
 
 
