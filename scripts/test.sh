@@ -22,6 +22,11 @@ if ! command -v bwrap >/dev/null 2>&1; then
   # bubblewrap makes the local sandbox real; without it the isolation tests skip with the reason.
   say "installing bubblewrap"; apt_install bubblewrap || echo "note: bubblewrap not installed"
 fi
+if ! command -v slirp4netns >/dev/null 2>&1; then
+  # slirp4netns gives a network-enabled task its own namespace with outbound access but no host loopback;
+  # without it such tasks share the host's network (a declared gap) and the namespace tests skip.
+  say "installing slirp4netns"; apt_install slirp4netns || echo "note: slirp4netns not installed"
+fi
 if ! command -v chromium >/dev/null 2>&1; then
   # headless Chromium renders the leaderboard's HTML report in a test; without it that test skips.
   say "installing chromium"; apt_install chromium || echo "note: chromium not installed"

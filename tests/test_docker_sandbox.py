@@ -103,7 +103,13 @@ def test_network_allowed_gives_an_interface(tmp_path):
     session = DockerSandbox().open(_spec(tmp_path, network=True))
     try:
         r = session.execute("bash", "cat /proc/net/dev", 20)
-        assert "eth0" in r.stdout
+        from automedbench.sandboxes import netns
+
+        if netns.unsupported() is None:  # slirp4netns in the container's own namespace, no docker bridge
+            assert "tap0" in r.stdout and "eth0" not in r.stdout
+            assert any("slirp4netns" in p for p in session.protections()[0])
+        else:
+            assert "eth0" in r.stdout
     finally:
         session.close()
 

@@ -57,6 +57,44 @@ def test_no_network_by_default(layout):
     assert not any(line.strip().startswith(("eth", "ens", "enp")) for line in lines)
 
 
+@needs_bwrap
+def test_network_task_gets_its_own_namespace_without_host_loopback(layout):
+    """With network allowed: outbound through slirp4netns (default route on tap0), not the host's loopback."""
+    import socket
+
+    from automedbench.sandboxes import netns
+
+    if netns.unsupported():
+        pytest.skip(netns.unsupported())
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.1)
+    port = listener.getsockname()[1]
+    s, _ = session(layout, network=True)
+    try:
+        r = s.execute("python", "import socket\nfor host in ('127.0.0.1', '10.0.2.2'):\n"
+                                "    c = socket.socket()\n    c.settimeout(2)\n"
+                                f"    print(host, c.connect_ex((host, {port})))\n"
+                                "print(open('/proc/net/route').read())\nprint(open('/etc/resolv.conf').read())", 20)
+        assert r.exit_code == 0, r.stderr
+        codes = dict(line.split() for line in r.stdout.splitlines()[:2])
+        assert codes["127.0.0.1"] != "0" and codes["10.0.2.2"] != "0"
+        with pytest.raises(TimeoutError):
+            listener.accept()
+        routes = [line.split() for line in r.stdout.splitlines() if line.startswith("tap0")]
+        assert any(fields[1] == "00000000" for fields in routes)  # a default route through slirp4netns
+        assert f"nameserver {netns.SLIRP_DNS}" in r.stdout
+        assert any("slirp4netns" in p for p in s.protections()[0])
+        helpers = [s.net.holder.pid, s.net.slirp.pid]
+    finally:
+        s.close()
+        listener.close()
+    for pid in helpers:  # slirp4netns and the namespace's holder end with the session
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
 def test_environment_is_scrubbed(layout, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     s, _ = session(layout)

@@ -124,7 +124,7 @@ def test_slake_missing_image_and_broken_json(tmp_path):
     with pytest.raises(UserError, match=r"question slake_13: image .*xmlab2/source.jpg not found"):
         track.stage(spec, tmp_path / "out", tmp_path)
     (tmp_path / "test.json").write_text(json.dumps(slake_records())[:50])
-    with pytest.raises(UserError, match="not valid UTF-8 JSON"):
+    with pytest.raises(UserError, match=r"not valid (UTF-8 )?JSON"):
         track.stage(spec, tmp_path / "out", tmp_path)
     (tmp_path / "test.json").write_text(json.dumps(slake_records()))
     (tmp_path / "imgs" / "xmlab1" / "source.jpg").write_bytes(b"not an image")
@@ -174,7 +174,7 @@ def test_medxpertqa_jsonl_and_zip(tmp_path):
     assert gold(staged, "MM-2") == {"question_id": "MM-2", "answer_text": "Cold agglutinin", "answer_label": "C",
                                     "question_type": "Reasoning", "body_system": "Integumentary", "modality": ""}
     (src / "MM" / "test.jsonl").write_text(json.dumps(rec(1))[:30] + "\n")
-    with pytest.raises(UserError, match=r"test.jsonl:1: not a valid UTF-8 JSON line"):
+    with pytest.raises(UserError, match=r"test.jsonl:1: not (a )?valid (UTF-8 )?JSON"):
         track.stage(spec, tmp_path / "out2", src)
     (src / "MM" / "test.jsonl").write_text(json.dumps({**rec(1), "images": ["MM-9-a.jpeg"]}) + "\n")
     with pytest.raises(UserError, match=r"image MM-9-a\.jpeg not in images\.zip"):

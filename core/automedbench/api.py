@@ -43,6 +43,9 @@ from .rubric import (
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
+from .untrusted import gunzip, loads_json, open_zip, parse_xml, read_zip_member, tar_member_ok
+from .untrusted import read_bytes as read_download_bytes
+from .untrusted import read_text as read_download_text
 
 __all__ = [
     "AGENT_TEXT_NOTE",
@@ -87,13 +90,21 @@ __all__ = [
     "default_rubric",
     "did_you_mean",
     "fence_agent_text",
+    "gunzip",
     "hookimpl",
     "ladder_stage",
+    "loads_json",
     "mean_stage",
+    "open_zip",
+    "parse_xml",
     "pipeline_diagram_code",
     "plan_step",
+    "read_download_bytes",
+    "read_download_text",
+    "read_zip_member",
     "reword",
     "sha256_file",
+    "tar_member_ok",
     "with_items",
     "with_ladder",
 ]

@@ -16,6 +16,7 @@ import click
 from attrs import define, field
 
 from .errors import UserError
+from .sandboxes.quota import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
 
@@ -106,7 +107,13 @@ class RunOptions:
         type=click.Choice(["strict", "partial"]), scores=True))
     run_id: str | None = field(default=None, metadata=meta(()))  # set by a sweep (deterministic ids); else a new one
     keep_workspace: bool = field(default=False, metadata=meta(
-        ("--keep-workspace",), "Keep the agent's workspace after the run.", is_flag=True))
+        ("--keep-workspace",), "Keep the agent's workspace after the run (under a quota: the image "
+        "OUT/<run-id>/workspace.img).", is_flag=True))
+    # hashed like memory_mb: a smaller disk can end a run that a larger one lets finish
+    workspace_quota_mb: int = field(default=DEFAULT_QUOTA_MB, metadata=meta(
+        ("--workspace-quota-mb",), "Size limit of the workspace: a loop-mounted sparse ext4 image when run as root "
+        "(never more than 90% of the free disk); elsewhere none, recorded as a gap (0 = none).",
+        type=click.IntRange(0), metavar="MB", show_default=True, scores=True))
     gpus: str = field(default="", metadata=meta(
         ("--gpus",), "GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; "
         "none by default).", metavar="IDS"))

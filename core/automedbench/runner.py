@@ -56,6 +56,7 @@ from .records import (
 from .rubric import Resolved, describe_conditions
 from .rubric import resolve as resolve_rubric
 from .sandbox import SandboxSession, SandboxSpec
+from .sandboxes.quota import mount_workspace
 from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, read_events, tail
@@ -123,6 +124,7 @@ class Run:
         self.run_dir.mkdir(parents=True, mode=0o700)
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.run_dir / ".result-reserve")
+        self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         runtime = Runtime(node=dict(self.o.node))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
@@ -167,6 +169,7 @@ class Run:
             if not traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
                 traj.write({"type": "end", "reason": end_reason})
         except errors.UserError:
+            self._release_workspace(keep=self.o.keep_workspace and runtime.turns > 0)
             if runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
                 traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
@@ -174,7 +177,7 @@ class Run:
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
                 state, end_reason = "agent_failure", errors.END_AGENT_ERROR
-                error = f"disk full while recording the run ({exc.strerror}); the workspace has no quota here"
+                error = f"disk full while recording the run ({exc.strerror})"
                 codes.append(FiredCode("H-DISK", error))
             else:
                 state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR
@@ -198,10 +201,18 @@ class Run:
         self._run_finished(result)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.run_dir / "result.json", result)
+        self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
-            remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
+
+    def _release_workspace(self, keep: bool) -> None:
+        """Unmount a quota'd workspace (kept as `workspace.img` when asked), or remove a plain one unless kept."""
+        quota, self.quota = self.quota, None
+        if quota is not None:
+            quota.release(keep=keep)
+        elif not keep:
+            remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
 
     # ------------------------------------------------------------------ agent loop
 
@@ -231,6 +242,10 @@ class Run:
                 self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
                                "runs as a plain host process with no filesystem isolation (sandbox local-plain)"})
         isolation.protections, isolation.gaps = session.protections()
+        if self.quota is not None:
+            isolation.protections.append(self.quota.describe())
+        else:
+            isolation.gaps.append(self.quota_gap + "; the result is still written: space is reserved for it")
         bound = session.bound_sources()
         private = staged.private.resolve()
         if any(private == b or b in private.parents for b in bound) and Path("/") not in bound:

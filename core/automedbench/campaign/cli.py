@@ -44,7 +44,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Extra attempts for runs that end in infrastructure_failure (only those are retried).")
 @click_options(
     "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
-    "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation",
+    "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
     out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
     sandbox={"help": "Sandbox backend for every run."},
     agent_options={"help": "Option passed to every agent factory; repeatable."},

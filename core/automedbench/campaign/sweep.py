@@ -27,6 +27,7 @@ from .. import staging
 from ..errors import UserError
 from ..fsutil import atomic_write_text
 from ..options import RunOptions
+from ..sandboxes.quota import DEFAULT_QUOTA_MB
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
@@ -82,6 +83,7 @@ class SweepConfig:
     exec_timeout_s: float | None = None
     gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
     eval_options: dict[str, str] = Factory(dict)
+    workspace_quota_mb: int = DEFAULT_QUOTA_MB  # each run's workspace size limit (root: a loop-mounted image)
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers

@@ -2,7 +2,9 @@
 
 Any judge backend can serve if it offers `complete(system, prompt) -> str` (the `CompletionBackend`
 protocol). The reply must be JSON: {"codes": [{"code": "E3", "evidence_turns": [7], "rationale": "..."}]}.
-Codes outside E1–E5 and unparsable replies are reported as an H-TAGGER code, never guessed.
+Codes outside E1–E5 and unparsable replies are reported as an H-TAGGER code, never guessed. Everything the
+agent wrote (plan, words, code, output, tool results, file names in the evaluator's reasons) reaches the
+prompt fenced or quoted as the LLM judge's is (`agenttext`), so it cannot pass for the harness's lines.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import re
 from typing import Any, Protocol, runtime_checkable
 
+from ..agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
 from ..records import FiredCode
 from .detect import CodeContext
 from .taxonomy import TAXONOMY
@@ -30,6 +33,7 @@ SYSTEM = (
     "You label failed or flawed runs of an autonomous medical-AI research agent with post-run error codes. "
     "Codes are diagnostic only. A run may have several codes or none. Codes:\n"
     + "\n".join(f"{c.code} {c.name}: {c.definition}" for c in TAXONOMY.values())
+    + "\n" + AGENT_TEXT_NOTE
     + '\nReply with JSON only: {"codes": [{"code": "E<n>", "evidence_turns": [<turn>], "rationale": "<why>"}]}'
 )
 
@@ -39,25 +43,38 @@ def _clip(text: Any) -> str:
     return text if len(text) <= MAX_FIELD else text[:MAX_FIELD // 2] + " [...] " + text[-MAX_FIELD // 2:]
 
 
+def _num(value: Any) -> str:
+    """A harness-recorded number as is; anything else as one quoted line."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else quote_line(value, 40)
+
+
+def _agent(text: Any) -> str:
+    """Agent-written text, clipped and fenced (the fence's nonce is a hash of the text: it cannot be closed early)."""
+    return fence_agent_text(_clip(text))
+
+
 def render_prompt(ctx: CodeContext, max_events: int = 120) -> str:
     """The run as the tagger sees it: brief facts, each turn's action and outcome, the evaluator's verdicts."""
     result = ctx.result
     lines = [f"task: {result.header.task} (track {result.header.track}, tier {result.header.tier})",
              f"run ended: {result.end_reason}; submitted: {result.submission.submitted}"]
     if ctx.plan_md:
-        lines.append("plan.md:\n" + _clip(ctx.plan_md))
+        lines.append("plan.md:\n" + _agent(ctx.plan_md))
     lines.append("turns:")
     for event in ctx.events[:max_events]:
+        turn = _num(event.get("turn"))
         if event.get("type") == "assistant":
-            lines.append(f"[turn {event.get('turn')}] agent: {_clip(event.get('content'))}")
+            lines.append(f"[turn {turn}] agent:\n{_agent(event.get('content'))}")
         elif event.get("type") == "tool" and event.get("name") == "execute_code":
-            lines.append(f"[turn {event.get('turn')}] execute_code exit={event.get('exit_code')} "
-                         f"cases_with_outputs={event.get('cases_with_outputs')}\ncode: {_clip(event.get('code'))}\n"
-                         f"stdout: {_clip(event.get('stdout'))}\nstderr: {_clip(event.get('stderr'))}")
+            lines.append(f"[turn {turn}] execute_code exit={_num(event.get('exit_code'))} "
+                         f"cases_with_outputs={json.dumps(event.get('cases_with_outputs'))[:300]}\n"
+                         f"code:\n{_agent(event.get('code'))}\nstdout:\n{_agent(event.get('stdout'))}\n"
+                         f"stderr:\n{_agent(event.get('stderr'))}")
         elif event.get("type") == "tool":
-            lines.append(f"[turn {event.get('turn')}] {event.get('name')}: {_clip(event.get('result'))}")
-    bad = [f"{c.case_id}: {'present' if c.present else 'missing'}, {'valid' if c.valid else 'invalid'} "
-           f"{'; '.join(c.reasons)}" for c in result.cases if not (c.present and c.valid)]
+            lines.append(f"[turn {turn}] {quote_line(event.get('name'), 60)}:\n{_agent(event.get('result'))}")
+    bad = [f"{quote_line(c.case_id, 80)}: {'present' if c.present else 'missing'}, "
+           f"{'valid' if c.valid else 'invalid'} {quote_line('; '.join(c.reasons), 300)}"
+           for c in result.cases if not (c.present and c.valid)]
     lines.append(f"evaluator: {len(result.cases)} expected case(s); problems: {'; '.join(bad) or 'none'}")
     return "\n".join(lines)
 

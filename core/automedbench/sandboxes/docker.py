@@ -29,6 +29,7 @@ from ..fsutil import HarnessDir
 from ..records import Evaluation, ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
 from ..serialize import read_json, write_json
+from . import netns
 from .docker_images import EVALUATOR_IMAGE, agent_image, client, stage_harness
 from .local import EXEC_MOUNT, _Capture, sandbox_env
 
@@ -79,8 +80,11 @@ def evaluator_user(private: Path) -> tuple[int, int]:
 
 
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
-                     user: tuple[int, int], exec_dir: Path | None = None) -> dict:
-    """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it)."""
+                     user: tuple[int, int], exec_dir: Path | None = None, slirp: bool = False) -> dict:
+    """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it).
+
+    `slirp`: a network-enabled task starts with no network and gets slirp4netns wired into the container's
+    own namespace after start (outbound only, no host loopback, no docker bridge to the host's services)."""
     from docker.types import DeviceRequest, Mount
 
     mounts = [Mount("/data/public", str(spec.public.resolve()), type="bind", read_only=True),
@@ -93,13 +97,15 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
     config = {
         "image": image, "command": ["python3", "-c", REAPER], "detach": True, "user": f"{user[0]}:{user[1]}",
         "read_only": True, "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={tmp_mb}m,mode=1777"},
-        "network_mode": "bridge" if spec.network else "none", "hostname": "sandbox",
+        "network_mode": "bridge" if spec.network and not slirp else "none", "hostname": "sandbox",
         "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "pids_limit": pids_limit,
         "mem_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
         "memswap_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
         "nano_cpus": int(cpus * 1e9), "mounts": mounts, "working_dir": "/workspace", "environment": env,
         "ipc_mode": "private", "labels": {"org.automedbench.role": "agent"},
     }
+    if slirp:
+        config["dns"] = [netns.SLIRP_DNS]
     if spec.gpus:
         config["device_requests"] = [DeviceRequest(device_ids=[str(g) for g in spec.gpus],
                                                    capabilities=[["gpu"]])]
@@ -121,12 +127,22 @@ class DockerSession(SandboxSession):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         grant(ws, self.uid, self.gid)
         self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{os.urandom(8).hex()}")
+        self.net: netns.SlirpNet | None = None
+        self.net_gap = (netns.unsupported() or "") if spec.network else ""
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
-                                  user=(self.uid, self.gid), exec_dir=self.exec_dir.path)
+                                  user=(self.uid, self.gid), exec_dir=self.exec_dir.path,
+                                  slirp=spec.network and not self.net_gap)
         try:
             self.container = cli.containers.run(**config)
         except Exception as exc:
             raise InfrastructureError(f"could not start the agent container from {image}: {exc}") from None
+        if spec.network and not self.net_gap:
+            try:
+                self.container.reload()
+                self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
+            except (OSError, KeyError, ValueError) as exc:
+                self.close()
+                raise InfrastructureError(f"could not give the agent container its network: {exc}") from None
 
     def _exec(self, argv: list[str]) -> str:
         return self.cli.api.exec_create(self.container.id, argv, stdout=True, stderr=True,
@@ -138,6 +154,10 @@ class DockerSession(SandboxSession):
         if self.container.status == "running":
             return ""
         self.container.start()
+        if self.net is not None:  # a restarted container has a new init and a new network namespace
+            self.net.close()
+            self.container.reload()
+            self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
         return "\nNOTE: the sandbox container had stopped (out of memory?) and was restarted; /tmp is empty"
 
     def _sweep(self) -> None:
@@ -197,16 +217,20 @@ class DockerSession(SandboxSession):
             "read-only /data/public", f"non-root user {self.uid}", "no capabilities, no-new-privileges",
             f"memory limit {self.spec.memory_mb} MB (cgroup)", f"pids limit {self.pids_limit}",
             f"CPU limit {self.cpus:g}", "own PID/IPC/UTS/mount namespaces; every process killed after each call",
-            "no network (--network none)" if not self.spec.network else "bridge network (task allows)",
+            "no network (--network none)" if not self.spec.network else
+            "own network namespace with outbound access through slirp4netns (no docker bridge, host loopback "
+            "unreachable)" if self.net is not None else "bridge network (task allows)",
             "scrubbed environment (no host secrets)", "output capped per call",
         ]
         if self.spec.gpus:
             prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
-        gaps = ["no seccomp profile beyond docker's default",
-                "no disk quota on /workspace (a bind mount; the result is still written: space is reserved)"]
-        if self.spec.network:
-            gaps.append("bridge network: the host's services listening on the docker bridge address and the "
-                        "internet are reachable")
+        gaps = ["no seccomp profile beyond docker's default"]
+        if self.net is not None:
+            gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
+                        "machine on its network")
+        elif self.spec.network:
+            gaps.append(f"bridge network ({self.net_gap}): the host's services listening on the docker bridge "
+                        "address and the internet are reachable")
         return prot, gaps
 
     def bound_sources(self) -> list[Path]:
@@ -214,6 +238,9 @@ class DockerSession(SandboxSession):
                 *(Path(p).resolve() for p in self.spec.decoys.values())]
 
     def close(self) -> None:
+        net, self.net = getattr(self, "net", None), None
+        if net is not None:
+            net.close()
         container, self.container = getattr(self, "container", None), None
         if container is not None:
             with contextlib.suppress(Exception):

@@ -28,6 +28,7 @@ from pathlib import Path
 from ..fsutil import HarnessDir
 from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
+from . import netns
 from .cgroup import PidsGroup, ProcessSweep
 
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
@@ -157,6 +158,18 @@ class LocalSession(SandboxSession):
         else:
             self.data_dir, self.workspace_dir = str(spec.public), str(ws)
         self._live: subprocess.Popen | None = None
+        # a network-enabled task gets a namespace of its own with outbound access that cannot reach host loopback
+        self.net: netns.SlirpNet | None = None
+        self.net_gap = ""
+        if bwrap and spec.network:
+            self.net_gap = netns.unsupported() or ""
+            if not self.net_gap:
+                try:
+                    self.net = netns.SlirpNet()
+                except OSError as exc:
+                    self.net_gap = str(exc)
+                else:
+                    self.exec_dir.write_new("resolv.conf", netns.RESOLV_CONF)
         self.pids = PidsGroup(PIDS_LIMIT)
         self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap)
         weakref.finalize(self, self.pids.close)
@@ -175,7 +188,7 @@ class LocalSession(SandboxSession):
         if os.geteuid() == 0:  # bwrap run by root keeps every capability unless told otherwise
             args += ["--cap-drop", "ALL"]
         if self.spec.network:
-            args.append("--share-net")
+            args.append("--share-net")  # the session's own namespace when self.net (entered by nsenter)
         # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible.
         args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
         if os.geteuid() == 0:  # uid 0 may write sysctls by file mode alone, capabilities or not
@@ -185,6 +198,9 @@ class LocalSession(SandboxSession):
             args += ["--dev-bind", str(gpu_node), str(gpu_node)]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
             args += ["--ro-bind-try", system, system]
+        resolv = Path("/etc/resolv.conf")
+        if self.net is not None and resolv.is_file() and not resolv.is_symlink():  # slirp's DNS forwarder
+            args += ["--ro-bind", str(self.exec_dir.path / "resolv.conf"), "/etc/resolv.conf"]
         for hidden, is_dir in _unreadable_to_others():  # root reads any file regardless of mode: hide those
             args += ["--tmpfs", hidden] if is_dir else ["--ro-bind", "/dev/null", hidden]
         for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
@@ -220,6 +236,8 @@ class LocalSession(SandboxSession):
         env = self._env()
         if self.bwrap:
             argv, popen_env, cwd = self._bwrap_args(env) + runner, {"PATH": "/usr/bin:/bin"}, None
+            if self.net is not None:
+                argv = self.net.prefix() + argv
         else:
             argv, popen_env, cwd = runner, env, self.spec.workspace
         limit = self.spec.memory_mb * 1024 * 1024
@@ -277,8 +295,7 @@ class LocalSession(SandboxSession):
                        "carrying the session token killed when the call ends"]
         common += ["each call's code written outside the workspace, through a harness-held descriptor",
                    "workspace folder mode 0700 on the host"]
-        shared = ["no disk quota on /workspace (the result is still written: space is reserved for it)",
-                  "per-user kernel state is shared with the host and other runs of the same user (keyrings, "
+        shared = ["per-user kernel state is shared with the host and other runs of the same user (keyrings, "
                   "inotify limits, RLIMIT_NPROC accounting)"]
         if self.bwrap:
             prot = [
@@ -288,14 +305,19 @@ class LocalSession(SandboxSession):
                 "files under /etc that other users cannot read are hidden (root reads any mode)",
                 "writable only /workspace and a private /tmp",
                 "new PID/IPC/UTS/mount namespaces", "no capabilities (bwrap --cap-drop ALL when root)",
-                "network namespace (no network)" if not self.spec.network else "network shared (task allows)",
+                "network namespace (no network)" if not self.spec.network else
+                "own network namespace with outbound access through slirp4netns (host loopback unreachable, "
+                "abstract unix sockets private)" if self.net is not None else "network shared (task allows)",
             ]
             gaps = ["no seccomp filter", "no CPU limit; memory limited per process (address space), not in total",
                     "runs as the harness's user", *shared,
                     "/proc/self/mountinfo names the host paths of the mounted folders (not their contents)"]
-            if self.spec.network:
-                gaps.append("network shared: host services on loopback, other runs and a local executor "
-                            "cluster are reachable (abstract unix sockets too)")
+            if self.net is not None:
+                gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
+                            "machine on its network")
+            elif self.spec.network:
+                gaps.append(f"network shared ({self.net_gap}): host services on loopback, other runs and a local "
+                            "executor cluster are reachable (abstract unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable and "
                         "writable; only the tripwire detects opens of private/decoy files, and only while the "
@@ -313,6 +335,9 @@ class LocalSession(SandboxSession):
             self._kill(self._live)
         self.pids.close()
         self.sweep.kill_all()
+        net, self.net = self.net, None
+        if net is not None:
+            net.close()
         self.exec_dir.close()
 
 

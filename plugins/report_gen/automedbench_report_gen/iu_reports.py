@@ -10,12 +10,14 @@ import importlib.util
 import re
 import sys
 import tarfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from attrs import define, field
+from automedbench.api import UserError, parse_xml, tar_member_ok
 
 from .labeler import OBSERVATIONS, ClinicalLabeler, RuleLabeler
+
+MAX_MEMBERS = 100_000  # the report archive holds about 4 000
 
 # first component of a MeSH major tag -> CheXpert observation (weak gold)
 MESH_TO_CHEXPERT: dict[str, str] = {
@@ -52,10 +54,13 @@ def read_reports(archive: Path | None = None) -> list[IUReport]:
         raise FileNotFoundError("torchxrayvision is not installed (pip install --no-deps torchxrayvision)")
     out = []
     with tarfile.open(archive) as tar:
-        for member in tar:
-            if not member.isfile() or not member.name.endswith(".xml") or member.size > 1 << 20:
+        for count, member in enumerate(tar):
+            if count > MAX_MEMBERS:
+                raise UserError(f"{archive}: more than {MAX_MEMBERS} members; not the IU X-ray report archive")
+            # links, devices, paths leaving the archive and members over 1 MiB are never read
+            if tar_member_ok(member, 1 << 20) or not member.isfile() or not member.name.endswith(".xml"):
                 continue
-            root = ET.fromstring(tar.extractfile(member).read())  # type: ignore[union-attr]
+            root = parse_xml(tar.extractfile(member).read(), f"{archive}:{member.name}")  # type: ignore[union-attr]
             parts = {el.get("Label", "").upper(): " ".join((el.text or "").split()) for el in root.iter("AbstractText")}
             mesh = [el.text or "" for el in root.iter("major")]
             images = [el.get("id", "") for el in root.iter("parentImage")]

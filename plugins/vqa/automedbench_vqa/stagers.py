@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from collections import Counter
@@ -20,13 +19,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, TaskSpec, UserError
+from automedbench.api import (
+    StagedData,
+    TaskSpec,
+    UserError,
+    loads_json,
+    open_zip,
+    read_download_bytes,
+    read_zip_member,
+)
 
 from .answers import LETTERS, question_form
 from .records import finish, incoming, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
 
+
+MAX_IMAGE_BYTES = 64 << 20  # one question's image: larger is no image of these datasets
 
 class ImageStore:
     """Images by relative name from a folder `root/<folder>/` or, failing that, `root/<folder>.zip`."""
@@ -38,10 +47,7 @@ class ImageStore:
         self.members: dict[str, str] = {}
         archive = root / f"{folder}.zip"
         if not self.directory.is_dir() and archive.is_file():
-            try:
-                self.zip = zipfile.ZipFile(archive)
-            except zipfile.BadZipFile:
-                raise UserError(f"{archive}: not a readable zip archive (truncated download?)") from None
+            self.zip = open_zip(archive, MAX_IMAGE_BYTES)  # names, links, declared sizes and ratios checked
             files = [n for n in self.zip.namelist() if not n.endswith("/")]
             basenames = Counter(n.rsplit("/", 1)[-1] for n in files)
             for name in files:
@@ -60,11 +66,11 @@ class ImageStore:
                 member = self.members.get(name.rsplit("/", 1)[-1])
             if member is None:
                 raise UserError(f"question {qid}: image {name} not in {self.folder}.zip")
-            return self.zip.read(member)
+            return read_zip_member(self.zip, member, MAX_IMAGE_BYTES)
         path = self.directory / name
-        if not path.is_file():
+        if name.startswith("/") or ".." in Path(name).parts or not path.is_file():
             raise UserError(f"question {qid}: image {path} not found")
-        return path.read_bytes()
+        return read_download_bytes(path, MAX_IMAGE_BYTES)
 
 
 def _parquet_rows(source: Path, pattern: str) -> list[dict[str, Any]]:
@@ -128,8 +134,8 @@ def slake(task: TaskSpec, source: Path) -> Iterator[Item]:
     if not path.is_file():
         raise UserError(f"{source}: {split}.json not found (expected the SLAKE release: {split}.json + imgs/)")
     try:
-        records = json.loads(path.read_text("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        records = loads_json(read_download_bytes(path).decode("utf-8"), str(path))
+    except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not valid UTF-8 JSON ({exc})") from None
     if not isinstance(records, list):
         raise UserError(f"{path}: expected a list of question records")
@@ -153,8 +159,8 @@ _OPTION_PREFIX = re.compile(r"^\s*\(?([A-Ea-e])[).:]\s+")
 def _options(raw: Any, origin: str) -> dict[str, str]:
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError:
+            raw = loads_json(raw, origin)
+        except UserError:
             raise UserError(f"{origin}: options are not a list or mapping") from None
     if isinstance(raw, dict):
         options = {str(k).strip().upper(): str(v) for k, v in raw.items()}
@@ -216,12 +222,12 @@ def medxpertqa(task: TaskSpec, source: Path) -> Iterator[Item]:
         path = base / f"{split.strip()}.jsonl"
         if not path.is_file():
             raise UserError(f"{source}: MM/{split.strip()}.jsonl not found (expected the MedXpertQA release)")
-        for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        for number, line in enumerate(read_download_bytes(path).splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                rows.append((split.strip(), json.loads(line.decode("utf-8"))))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                rows.append((split.strip(), loads_json(line.decode("utf-8"), f"{path}:{number}")))
+            except UnicodeDecodeError as exc:
                 raise UserError(f"{path}:{number}: not a valid UTF-8 JSON line ({exc})") from None
     images = ImageStore(source, "images")
     for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
-import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError
+from automedbench.api import StagedData, TaskSpec, UserError, loads_json, parse_xml, read_download_text
 from PIL import Image
 
 from .staged import GTBox, clip_box, incoming, install, neutral_ids, png_bytes, write_case
@@ -41,9 +39,8 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dicom", ".dcm")
 
 
 def _read_text(path: Path) -> str:
-    if path.stat().st_size > MAX_TEXT_BYTES:
-        raise UserError(f"{path}: larger than {MAX_TEXT_BYTES >> 20} MiB, not an annotation file of this dataset")
-    return path.read_text("utf-8-sig")
+    """A downloaded annotation file: bounded, never through a symlink, decoded or refused with one line."""
+    return read_download_text(path, MAX_TEXT_BYTES)
 
 
 def _index_images(source: Path, suffixes: tuple[str, ...] = IMAGE_SUFFIXES) -> dict[str, Path]:
@@ -220,10 +217,7 @@ def _find_dir(source: Path, name: str) -> Path | None:
 
 
 def _voc_boxes(path: Path, names: dict[str, str]) -> list[GTBox]:
-    try:
-        root = ET.fromstring(_read_text(path))
-    except ET.ParseError as exc:
-        raise UserError(f"{path}: not a readable VOC XML file ({exc})") from None
+    root = parse_xml(_read_text(path), str(path))  # no DOCTYPE: no entity expansion
     out: list[GTBox] = []
     for obj in root.iter("object"):
         cls = names.get((obj.findtext("name") or "").strip().lower())
@@ -330,8 +324,8 @@ def _coco_document(source: Path, classes: list[str]) -> tuple[Path, dict[str, An
     found = []
     for path in sorted(source.rglob("*.json")):
         try:
-            doc = json.loads(_read_text(path))
-        except (ValueError, UnicodeDecodeError):
+            doc = loads_json(_read_text(path), str(path))
+        except UserError:
             continue
         if not isinstance(doc, dict) or "images" not in doc or "annotations" not in doc:
             continue

@@ -17,16 +17,21 @@ What each stager reads (one line if it is not there):
 from __future__ import annotations
 
 import csv
-import gzip
 import io
-import json
 import random
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, TaskSpec, UserError
+from automedbench.api import (
+    StagedData,
+    TaskSpec,
+    UserError,
+    gunzip,
+    loads_json,
+    parse_xml,
+    read_download_bytes,
+)
 
 from ..text import sections
 from .layout import finish, incoming, write_study
@@ -62,17 +67,14 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
 
 
 def _read_image(path: Path) -> bytes:
-    if path.stat().st_size > MAX_IMAGE_BYTES:
-        raise UserError(f"{path}: larger than {MAX_IMAGE_BYTES >> 20} MB; not an image of this dataset?")
-    return path.read_bytes()
+    return read_download_bytes(path, MAX_IMAGE_BYTES)
 
 
 def _text(path: Path) -> str:
-    if path.stat().st_size > MAX_TABLE_BYTES:
-        raise UserError(f"{path}: larger than {MAX_TABLE_BYTES >> 30} GB")
-    data = path.read_bytes()
+    """A downloaded table or JSON file: bounded before and after gunzip, never through a symlink."""
+    data = read_download_bytes(path, MAX_TABLE_BYTES)
     if path.suffix == ".gz":
-        data = gzip.decompress(data)
+        data = gunzip(data, str(path), MAX_TABLE_BYTES)
     return data.decode("utf-8", "replace")
 
 
@@ -131,7 +133,7 @@ def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[
 def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
     annotation = next(iter(sorted(source.glob("**/annotation.json"))), None)
     if annotation is not None:
-        data = json.loads(_text(annotation))
+        data = loads_json(_text(annotation), str(annotation))
         for entry in data.get(str(params.get("split", "test")), []):
             images = [annotation.parent / "images" / p for p in entry.get("image_path", [])]
             text = " ".join(str(entry.get("report", "")).split())
@@ -144,7 +146,7 @@ def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
                         "(extract NLMCXR_reports.tgz and NLMCXR_png.tgz here)")
     pngs = {p.stem: p for p in source.glob("**/CXR*.png")}
     for xml in xmls:
-        root = ET.fromstring(_text(xml))
+        root = parse_xml(_text(xml), str(xml))  # no DOCTYPE: no entity expansion
         parts = {el.get("Label", "").upper(): (el.text or "") for el in root.iter("AbstractText")}
         findings = " ".join(parts.get("FINDINGS", "").split())
         images = [pngs[i.get("id", "")] for i in root.iter("parentImage") if i.get("id", "") in pngs]
@@ -197,7 +199,7 @@ def pathcap(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
     if path.suffix == ".csv":
         pairs = [(r.get("image", ""), r.get("caption", "")) for r in _rows(path)]
     else:
-        data = json.loads(_text(path))
+        data = loads_json(_text(path), str(path))
         pairs = list(data.items()) if isinstance(data, dict) else [
             (str(e.get("image", "")), str(e.get("caption", ""))) for e in data if isinstance(e, dict)]
     for image, caption in pairs:

@@ -11,7 +11,7 @@ import csv
 import io
 from pathlib import Path
 
-from automedbench.api import UserError
+from automedbench.api import UserError, read_download_bytes
 
 from ..layouts import SourceCase, _natural
 
@@ -31,10 +31,7 @@ def _root(source: Path) -> Path:
 
 def read_split(meta: Path, split: str = "test") -> list[str]:
     """Image ids of one split, from the semicolon-separated meta.csv (size-limited, one line on any problem)."""
-    size = meta.stat().st_size
-    if size > META_MAX_BYTES:
-        raise UserError(f"{meta}: {size} bytes, larger than any TotalSegmentator meta.csv ({META_MAX_BYTES} max)")
-    text = meta.read_bytes().decode("utf-8-sig", errors="replace")
+    text = read_download_bytes(meta, META_MAX_BYTES).decode("utf-8-sig", errors="replace")  # bounded, no symlink
     rows = csv.DictReader(io.StringIO(text), delimiter=";")
     columns = [c.strip() for c in rows.fieldnames or []]
     if "image_id" not in columns or "split" not in columns:
