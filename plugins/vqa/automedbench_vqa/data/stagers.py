@@ -22,7 +22,7 @@ from typing import Any
 
 from automedbench.api import StagedData, TaskSpec, UserError
 
-from .answers import LETTERS, question_form
+from ..answers import LETTERS, question_form
 from .records import finish, incoming, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]

@@ -11,8 +11,8 @@ from importlib import resources
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from .solution import flawed_variants
-from .solution_multilabel import multilabel_solution
+from .multilabel import multilabel_solution
+from .reference import flawed_variants
 
 PLAN_MD = """# Plan: {title}
 

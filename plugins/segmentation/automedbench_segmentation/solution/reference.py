@@ -34,7 +34,7 @@ PLAN_TITLE = "Pipeline: kidney + tumour segmentation (classical)"
 
 
 def method_source() -> str:
-    return resources.files(__package__).joinpath("reference_method.py").read_text()
+    return resources.files(__package__).joinpath("method.py").read_text()
 
 
 def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, what: str) -> ScriptStep:
@@ -63,7 +63,7 @@ def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str
 
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
-    from .reference_method import ORGAN_MAX, ORGAN_MIN
+    from .method import ORGAN_MAX, ORGAN_MIN
 
     plan_text = PLAN_MD.format(title=task.title, lo=ORGAN_MIN, hi=ORGAN_MAX)
     first = f"$(ls {data_dir} | head -1)"

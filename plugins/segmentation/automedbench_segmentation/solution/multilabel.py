@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from .checker import task_labels
-from .solution import PLAN_STEPS, PLAN_TITLE, flawed_variants, organ_lesion_solution
+from ..contract import task_labels
+from .reference import PLAN_STEPS, PLAN_TITLE, flawed_variants, organ_lesion_solution
 
 PLAN_MD = """# Plan: {title}
 
