@@ -27,6 +27,7 @@ __all__ = [
     "check_sandbox",
     "check_track",
     "item_values",
+    "needs",
     "pytest_configure",
     "register_agent",
     "register_toy_track",
@@ -144,6 +145,14 @@ except ImportError:  # pragma: no cover
     pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
+
+    def needs(*modules: str, reason: str = "") -> Any:
+        """A skip marker for tests that need optional packages, decided WITHOUT importing them (a test module
+        that imports torch, transformers or an SDK at collection costs seconds for every test run)."""
+        from importlib.util import find_spec
+
+        missing = [m for m in modules if find_spec(m) is None]
+        return pytest.mark.skipif(bool(missing), reason=reason or f"not installed: {', '.join(missing)}")
 
     @pytest.fixture(scope="session")
     def amb_registry() -> Any:

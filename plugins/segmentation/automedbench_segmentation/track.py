@@ -5,16 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import (
-    CaseVerdict,
-    PackagedTrack,
-    Rubric,
-    ScriptedSolution,
-    StagedData,
-    TaskEvaluation,
-    TaskSpec,
-    UserError,
-)
+from automedbench.api import CaseVerdict, PackagedTrack, Rubric, StagedData, TaskEvaluation, TaskSpec
 
 HERE = Path(__file__).parent
 
@@ -22,6 +13,12 @@ HERE = Path(__file__).parent
 class SegmentationTrack(PackagedTrack):
     name = "segmentation"
     root = HERE
+    demo_stager = ".data.demo:stage_demo"
+    source_stager = ".data.stagers:stage_real"
+    # real data needs a real model: no scripted method stands in for it
+    demo_solution = ".solution:demo_solution"
+    demo_solution_scope = "the phantom demos"
+    baseline_module = ".baselines"
 
     def __init__(self) -> None:
         super().__init__()
@@ -36,16 +33,6 @@ class SegmentationTrack(PackagedTrack):
             self._case_cache = CaseCache()
         return self._case_cache
 
-    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
-        from .data.demo import stage_demo
-
-        return stage_demo(task, dest)
-
-    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
-        from .data.stagers import stage_real
-
-        return stage_real(task, dest, source)
-
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         from . import contract
 
@@ -55,6 +42,7 @@ class SegmentationTrack(PackagedTrack):
     def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
         from .metric import SegmentationEvaluation
 
+        # the contract check's case cache, so scoring reuses the volumes it loaded
         return SegmentationEvaluation(task, staged, options, cache=self._cache)
 
     def rubric(self, task: TaskSpec) -> Rubric:
@@ -71,28 +59,3 @@ class SegmentationTrack(PackagedTrack):
         from .metric import positive_case
 
         return positive_case(task, row)
-
-    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if not task.demo:  # real data needs a real model: no scripted method stands in for it
-            raise UserError(f"the scripted reference solution covers the phantom demos only, not {task.id}")
-        if task.params.get("phantom") == "airway":
-            from .solution.airway import airway_solution
-
-            return airway_solution(task, tier, data_dir, workspace)
-        if task.params.get("kind") == "multilabel":
-            from .solution.multilabel import multilabel_solution
-
-            return multilabel_solution(task, tier, data_dir, workspace)
-        from .solution.reference import organ_lesion_solution
-
-        return organ_lesion_solution(task, tier, data_dir, workspace)
-
-    def baselines(self) -> dict[str, str]:
-        from .baselines import BASELINES
-
-        return dict(BASELINES)
-
-    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
-        from .baselines import write_baseline
-
-        write_baseline(task, name, staged, dest)

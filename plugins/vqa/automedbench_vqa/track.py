@@ -9,7 +9,6 @@ from automedbench.api import (
     CaseVerdict,
     PackagedTrack,
     Rubric,
-    ScriptedSolution,
     StagedData,
     TaskEvaluation,
     TaskSpec,
@@ -27,20 +26,14 @@ HERE = Path(__file__).parent
 class VQATrack(PackagedTrack):
     name = "vqa"
     root = HERE
+    demo_stager = ".data.demo:stage_demo"
+    source_stager = ".data.stagers:stage_dataset"
+    demo_solution = ".solution.reference:demo_solution"
+    baseline_module = ".baselines"
 
     def __init__(self) -> None:
         super().__init__()
         self._evaluation: VQAEvaluation | None = None  # the evaluation the contract check reports kinds to
-
-    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
-        from .data.demo import stage_demo
-
-        return stage_demo(task, dest)
-
-    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
-        from .data.stagers import stage_dataset
-
-        return stage_dataset(task, dest, source)
 
     def evaluation_options(self) -> dict[str, str]:
         return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
@@ -80,20 +73,3 @@ class VQATrack(PackagedTrack):
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return float(row.get("score") or 0.0) >= 1.0
-
-    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if not task.demo:
-            raise UserError(f"the scripted reference solution answers the generated demo only, not {task.id}")
-        from .solution.reference import demo_solution
-
-        return demo_solution(task, tier, data_dir, workspace)
-
-    def baselines(self) -> dict[str, str]:
-        from .baselines import BASELINES
-
-        return dict(BASELINES)
-
-    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
-        from .baselines import write_baseline
-
-        write_baseline(task, name, staged, dest)
