@@ -37,6 +37,16 @@ def method_source() -> str:
     return resources.files(__package__).joinpath("method.py").read_text()
 
 
+def load_pilot_map(task: TaskSpec, data_dir: str, out: str, name: str) -> str:
+    """Pilot-check code that loads the first case's CT and output map `a` and checks its grid against the CT."""
+    return (f"case = sorted(os.listdir('{out}'))[0]\n"
+            f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
+            f"img = nib.load('{out}/' + case + '/{name}')\n"
+            "a = np.asanyarray(img.dataobj)\n"
+            "assert a.shape == ct.shape, (a.shape, ct.shape)\n"
+            "assert np.allclose(img.affine, ct.affine)\n")
+
+
 def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, what: str) -> ScriptStep:
     """The `wrong-format` batch: run the method, then overwrite `name` with a fractional (soft) copy."""
     return ScriptStep(
