@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from automedbench_segmentation.metrics import binary_dice, confusion, dice, dice_from_confusion
+from automedbench_segmentation.dice import binary_dice, confusion, dice, dice_from_confusion
 
 LABELS = (1, 2)
 
@@ -109,7 +109,7 @@ def main() -> None:
 
 def bench_checker(pred: np.ndarray, ref: np.ndarray, repeats: int) -> None:
     """The checker's value scan on a KiTS-sized label map, uint8 and float32, against np.unique."""
-    from automedbench_segmentation.checker import value_problems
+    from automedbench_segmentation.contract import value_problems
 
     out = np.full(pred.shape, 0, dtype=np.uint8)
     t_add, _ = best_of(lambda: np.add(pred, ref, out=out), repeats)

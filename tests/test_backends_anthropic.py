@@ -12,11 +12,12 @@ from automedbench.cli import main
 from automedbench.errors import AgentError
 from automedbench.records import Result
 from automedbench.serialize import read_json
+from automedbench.testing import needs
 from automedbench.trajectory import read_events
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, anthropic_reply, error_reply, serve_fake_llm
 
-pytest.importorskip("anthropic")
+pytestmark = needs("anthropic")
 KEY_ENV = "AMB_TEST_ANTHROPIC_KEY"
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
 MESSAGES = [{"role": "system", "content": "brief"}, {"role": "user", "content": "Begin."}]

@@ -11,11 +11,11 @@ from automedbench.judges.llm import VerdictError, asked_items, digest, parse_ver
 from automedbench.records import Evaluation, JudgeVerdict, Result
 from automedbench.rubric import default_rubric
 from automedbench.serialize import read_json
+from automedbench.testing import needs
 from click.testing import CliRunner
 from test_backends_fakes import FakeLLMServer, anthropic_reply, openai_reply, serve_fake_llm
 
-pytest.importorskip("openai")
-pytest.importorskip("anthropic")
+pytestmark = needs("openai", "anthropic")
 KEY_ENV = "AMB_TEST_JUDGE_KEY"
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
 

@@ -14,11 +14,12 @@ from automedbench.cli import main
 from automedbench.errors import AgentError, UserError
 from automedbench.records import Result
 from automedbench.serialize import read_json
+from automedbench.testing import needs
 from automedbench.trajectory import read_events
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, Reply, error_reply, openai_reply, serve_fake_llm
 
-pytest.importorskip("openai")
+pytestmark = needs("openai")
 KEY_ENV = "AMB_TEST_OPENAI_KEY"
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
 MESSAGES = [{"role": "system", "content": "brief"}, {"role": "user", "content": "Begin."}]

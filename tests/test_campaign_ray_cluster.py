@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 from automedbench.campaign.sweep import ATTEMPTS, MANIFEST, RAY_LOG
+from automedbench.testing import needs
 from automedbench.trajectory import read_events
 
-pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+pytestmark = [needs("ray"), pytest.mark.slow]
 RAY = str(Path(sys.executable).with_name("ray"))
 # Ray rewrites 127.0.0.1 to the host's outward IP, but not the rest of 127/8: the nodes use 127.0.0.2, so
 # all cluster traffic stays on loopback. `ray start` (2.5x) turns token authentication on, and a driver

@@ -15,8 +15,8 @@ from automedbench.judges.rules import RulesJudge, ladder_values
 from automedbench.plan_artefacts import MAX_PLOTS, collect
 from automedbench.rubric import default_rubric, with_ladder
 from automedbench.taskfile import parse_task
-from automedbench_segmentation import metrics
-from automedbench_segmentation.score import positive_case
+from automedbench_segmentation import dice
+from automedbench_segmentation.metric import positive_case
 
 ARGS = {"data_dir": "/data/public", "workspace_dir": "/workspace", "case_ids": ["case_000", "case_001"]}
 SEG_DEMO = "plugins/segmentation/automedbench_segmentation/tasks/demo.yaml"
@@ -111,9 +111,9 @@ def test_nan_in_a_reference_makes_dice_zero():
     ref = np.zeros((4, 4, 4), np.float32)
     ref[0, 0, 0] = np.nan
     # label 1 is absent from both but for the NaN: without the rule it would read as 1.0
-    assert metrics.dice(pred, ref, [1, 2]) == {1: 0.0, 2: 0.0}
-    assert metrics.binary_dice(pred, ref) == 0.0
-    assert metrics.dice(pred, np.zeros((4, 4, 4), np.float32), [1]) == {1: 1.0}
+    assert dice.dice(pred, ref, [1, 2]) == {1: 0.0, 2: 0.0}
+    assert dice.binary_dice(pred, ref) == 0.0
+    assert dice.dice(pred, np.zeros((4, 4, 4), np.float32), [1]) == {1: 1.0}
 
 
 def test_lite_briefs_ask_for_no_unscored_comparison(reg):

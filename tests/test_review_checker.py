@@ -26,7 +26,7 @@ def test_checker_rejects_a_wrong_header_before_loading_the_voxels(tmp_path):
     """A header claiming 600 MB of voxels must be refused on its shape, without allocating them."""
     import tracemalloc
 
-    from automedbench_segmentation.checker import check_file
+    from automedbench_segmentation.contract import check_file
 
     bomb = tmp_path / "organ.nii.gz"
     _nifti_claiming(bomb, (1000, 1000, 600))
@@ -45,7 +45,7 @@ def test_checker_rejects_an_unsupported_dtype_before_loading(tmp_path):
     import tracemalloc
 
     import numpy as np
-    from automedbench_segmentation.checker import check_file
+    from automedbench_segmentation.contract import check_file
 
     path = tmp_path / "organ.nii.gz"
     shape = (256, 256, 128)

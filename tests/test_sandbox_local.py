@@ -1,4 +1,5 @@
-"""The local sandbox: what code inside it can and cannot see or do."""
+"""The local sandbox beyond the conformance suite (test_sandbox_conformance.py): memory, exact timeout and
+cap behaviour, the tripwire, and what the plain fallback says about itself."""
 
 from __future__ import annotations
 
@@ -27,34 +28,6 @@ def session(layout, isolation="auto", **kw):
     decoy = plant_decoys(layout / "private", layout / "decoy")
     spec = SandboxSpec(layout / "ws", layout / "public", decoys={"/data/private": decoy}, **kw)
     return LocalSandbox(isolation).open(spec), decoy
-
-
-@needs_bwrap
-def test_private_data_is_not_visible(layout):
-    s, _ = session(layout)
-    r = s.execute("bash", f"cat {layout}/private/c1/lesion.txt; ls {layout}", 10)
-    assert "SECRET-REFERENCE" not in r.stdout
-    assert r.exit_code != 0
-
-
-@needs_bwrap
-def test_public_is_read_only_and_workspace_writable(layout):
-    s, _ = session(layout)
-    r = s.execute("bash", "cat /data/public/c1/ct.txt; echo x > /data/public/new 2>&1; "
-                          "echo ok > /workspace/out.txt; touch /usr/evil 2>&1; echo done", 10)
-    assert "input" in r.stdout and "Read-only" in r.stdout and r.stdout.strip().endswith("done")
-    assert (layout / "ws" / "out.txt").read_text() == "ok\n"
-    assert not (layout / "public" / "new").exists()
-
-
-@needs_bwrap
-def test_no_network_by_default(layout):
-    s, _ = session(layout)
-    r = s.execute("python", "import socket\ns = socket.socket()\ns.settimeout(2)\n"
-                            "print(s.connect_ex(('127.0.0.1', 22)))\nprint(open('/proc/net/dev').read())", 10)
-    lines = r.stdout.splitlines()
-    assert r.exit_code == 0 and lines[0] != "0"
-    assert not any(line.strip().startswith(("eth", "ens", "enp")) for line in lines)
 
 
 @needs_bwrap
@@ -125,13 +98,6 @@ def test_runaway_output_is_capped(layout):
                             "print('THE-END')", 30)
     assert r.capped and r.stdout_bytes == 200000 * 100 + 8
     assert len(r.stdout) < 70_000 and r.stdout.rstrip().endswith("THE-END")
-
-
-def test_state_does_not_persist_between_calls(layout):
-    s, _ = session(layout)
-    s.execute("python", "import os\nos.environ['X'] = '1'\nglobal_var = 5", 10)
-    r = s.execute("python", "import os\nprint(os.environ.get('X'), 'global_var' in globals())", 10)
-    assert r.stdout.strip() == "None False"
 
 
 @pytest.mark.parametrize("isolation", ["auto", "none"])

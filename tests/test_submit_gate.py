@@ -8,11 +8,15 @@ import json
 import pytest
 from automedbench.errors import UserError
 from automedbench.taskfile import parse_task
+from automedbench.testing import register_toy_track, run_task
+
+TOY = "toy/vowels"  # any track will do: the gate is the core's; the toy track runs in seconds
 
 
 @pytest.fixture
-def seg_track(reg):
-    track, _ = reg.task("segmentation/demo")
+def toy_track(reg):
+    register_toy_track()
+    track, _ = reg.task(TOY)
     return track
 
 
@@ -20,18 +24,16 @@ def _events(run_dir):
     return [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
 
 
-def test_refusing_gate_keeps_the_run_going_without_a_submission(reg, data_root, tmp_path, seg_track, monkeypatch):
-    from automedbench.testing import run_task
-
+def test_refusing_gate_keeps_the_run_going_without_a_submission(reg, data_root, tmp_path, toy_track, monkeypatch):
     seen = []
 
     def gate(task, staged, outputs):
         seen.append((task.id, len(staged.case_ids), outputs.name))
         return "not yet: policy says no"
 
-    monkeypatch.setattr(seg_track, "submit_gate", gate)
-    result, run_dir = run_task("segmentation/demo", "reference", out=tmp_path, data_root=data_root)
-    assert seen and seen[0][0] == "segmentation/demo" and seen[0][2] == "outputs"
+    monkeypatch.setattr(toy_track, "submit_gate", gate)
+    result, run_dir = run_task(TOY, "reference", out=tmp_path, data_root=data_root)
+    assert seen and seen[0][0] == TOY and seen[0][2] == "outputs"
     submits = [e for e in _events(run_dir) if e.get("name") == "submit_results"]
     assert submits[0]["refused"] is True and submits[0]["result"] == {"accepted": False,
                                                                       "reason": "not yet: policy says no"}
@@ -40,14 +42,12 @@ def test_refusing_gate_keeps_the_run_going_without_a_submission(reg, data_root, 
     assert result.state == "scored"
 
 
-def test_failing_gate_accepts_and_notes_why(reg, data_root, tmp_path, seg_track, monkeypatch):
-    from automedbench.testing import run_task
-
+def test_failing_gate_accepts_and_notes_why(reg, data_root, tmp_path, toy_track, monkeypatch):
     def gate(task, staged, outputs):
         raise OSError("odd file")
 
-    monkeypatch.setattr(seg_track, "submit_gate", gate)
-    result, run_dir = run_task("segmentation/demo", "reference", out=tmp_path, data_root=data_root)
+    monkeypatch.setattr(toy_track, "submit_gate", gate)
+    result, run_dir = run_task(TOY, "reference", out=tmp_path, data_root=data_root)
     assert result.submission.submitted and result.end_reason == "submitted"
     notes = [e for e in _events(run_dir) if e.get("type") == "note"]
     assert notes and "submit gate error: OSError: odd file" in notes[0]["note"]

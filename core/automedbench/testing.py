@@ -2,17 +2,39 @@
 
 A plugin's `tests/conftest.py` can say `pytest_plugins = ["automedbench.testing"]` to get the
 `amb_registry`, `amb_data_root` and `amb_run` fixtures; the plain functions work without pytest.
+`check_sandbox` is the conformance suite a sandbox backend runs against itself (`register_agent` and
+`StepsAgent` put test agents into a registry).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .records import Result
+from .agent import Agent
+from .records import AgentTurn, Result, ToolCall
+from .sandbox_checks import CHECKS as SANDBOX_CHECKS
+from .sandbox_checks import CheckResult, check_sandbox
+
+__all__ = [
+    "SANDBOX_CHECKS",
+    "CheckResult",
+    "StepsAgent",
+    "check_sandbox",
+    "check_track",
+    "item_values",
+    "needs",
+    "pytest_configure",
+    "register_agent",
+    "register_toy_track",
+    "run_task",
+    "stage_scores",
+    "stage_task",
+]
 
 
 def pytest_configure(config: Any) -> None:
@@ -27,6 +49,50 @@ def register_toy_track() -> None:
     from .toy import plugin
 
     registry().add_plugin(plugin, name="automedbench-toy", distribution="automedbench")
+
+
+def register_agent(cls: type[Agent], registry: Any = None) -> Any:
+    """Add a test agent class to a registry (default: the process-wide one) under its `name`; idempotent.
+
+    Returns the registry, so `register_agent(Cls, reg).agent(...)` reads in one line."""
+    import types
+
+    from .hookspecs import hookimpl
+    from .plugins import registry as default_registry
+
+    reg = registry if registry is not None else default_registry()
+    module = types.ModuleType(f"test_agent_{cls.name}")
+
+    @hookimpl
+    def automedbench_register_agents(register: Any) -> None:
+        register(cls.name, cls, "test agent")
+
+    module.automedbench_register_agents = automedbench_register_agents  # type: ignore[attr-defined]
+    reg.add_plugin(module, name=module.__name__)
+    return reg
+
+
+class StepsAgent(Agent):
+    """Runs the given (language, code) steps, one `execute_code` call per turn, then submits.
+
+    Language "raw" passes the code as the call's raw arguments string (to test argument parsing)."""
+
+    name = "review-steps"
+
+    def __init__(self, steps: list[list[str]] | None = None, submit: bool = True) -> None:
+        self.steps = list(steps or [])
+        self.submit = submit
+        self.turn = 0
+
+    def next_turn(self, messages: Any) -> AgentTurn:
+        self.turn += 1
+        if self.turn <= len(self.steps):
+            language, code = self.steps[self.turn - 1]
+            args = code if language == "raw" else json.dumps({"language": language, "code": code})
+            return AgentTurn(f"step {self.turn}", [ToolCall(f"c{self.turn}", "execute_code", args)])
+        if self.submit and self.turn == len(self.steps) + 1:
+            return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
+        return AgentTurn("done", [])
 
 
 def stage_task(task_id: str, data_root: Path) -> Any:
@@ -79,6 +145,21 @@ except ImportError:  # pragma: no cover
     pytest = None  # type: ignore[assignment]
 
 if pytest is not None:
+
+    def needs(*modules: str, reason: str = "") -> Any:
+        """A skip marker for tests that need optional packages, decided WITHOUT importing them (a test module
+        that imports torch, transformers or an SDK at collection costs seconds for every test run)."""
+        from importlib.util import find_spec
+
+        missing = [m for m in modules if find_spec(m) is None]
+        return pytest.mark.skipif(bool(missing), reason=reason or f"not installed: {', '.join(missing)}")
+
+    @pytest.fixture(scope="session")
+    def amb_registry() -> Any:
+        """The process-wide plugin registry (every installed track, agent, sandbox and judge)."""
+        from .plugins import registry
+
+        return registry()
 
     @pytest.fixture(scope="session")
     def amb_data_root(tmp_path_factory) -> Path:

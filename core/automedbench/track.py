@@ -187,16 +187,32 @@ class Track(ABC):
 class PackagedTrack(Track):
     """A track whose tasks are YAML files in `<root>/tasks` and whose templates are in `<root>/templates`.
 
-    Subclasses set `root` (usually the package folder) and implement `stage_demo` for generated tasks
-    and `stage_source` for tasks staged from a dataset download.
+    Subclasses set `root` (usually the package folder) and say where their parts live as
+    "module:attribute" references relative to the track's package (imported on first use, so listing
+    plugins stays fast); the methods below call them, and a track overrides a method only where its
+    wiring differs. Without a reference the method keeps the `Track` default.
     """
 
     root: Path
+    demo_stager: str = ""  # (task, dest) -> StagedData, for generated tasks (`demo: true`)
+    source_stager: str = ""  # (task, dest, source) -> StagedData, for tasks staged from a download
+    evaluation_class: str = ""  # a TaskEvaluation subclass, made with (task, staged, options)
+    demo_solution: str = ""  # (task, tier, data_dir, workspace) -> ScriptedSolution, for demo tasks only
+    demo_solution_scope: str = "the generated demo"  # what the scripted solution covers, for the refusal
+    baseline_module: str = ""  # a module with BASELINES (name -> description) and write_baseline(...)
 
     def __init__(self) -> None:
         from .taskfile import load_task_dir
 
         self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+
+    def part(self, reference: str) -> Any:
+        """The object a "module:attribute" reference names, the module relative to the track's package."""
+        import importlib
+
+        module, _, attribute = reference.partition(":")
+        loaded = importlib.import_module(module, type(self).__module__.rpartition(".")[0])
+        return getattr(loaded, attribute) if attribute else loaded
 
     def tasks(self) -> list[TaskSpec]:
         return list(self._tasks.values())
@@ -214,10 +230,37 @@ class PackagedTrack(Track):
         return self.stage_source(task, dest, source)
 
     def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
-        raise NotImplementedError(f"track {self.name} cannot generate {task.id}")
+        if not self.demo_stager:
+            raise NotImplementedError(f"track {self.name} cannot generate {task.id}")
+        return self.part(self.demo_stager)(task, dest)
 
     def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
-        raise NotImplementedError(f"track {self.name} has no stager for {task.id}")
+        if not self.source_stager:
+            raise NotImplementedError(f"track {self.name} has no stager for {task.id}")
+        return self.part(self.source_stager)(task, dest, source)
+
+    def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
+        if self.evaluation_class:
+            return self.part(self.evaluation_class)(task, staged, options)
+        return super().evaluation(task, staged, options)
+
+    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
+        if not self.demo_solution:
+            return super().reference_solution(task, tier, data_dir, workspace)
+        if not task.demo:  # real data needs a real model: no scripted method stands in for it
+            from .errors import UserError
+
+            raise UserError(f"the scripted reference solution covers {self.demo_solution_scope} only, not {task.id}")
+        return self.part(self.demo_solution)(task, tier, data_dir, workspace)
+
+    def baselines(self) -> dict[str, str]:
+        return dict(self.part(self.baseline_module).BASELINES) if self.baseline_module else {}
+
+    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+        if not self.baseline_module:
+            super().write_baseline(task, name, staged, dest)
+            return
+        self.part(self.baseline_module).write_baseline(task, name, staged, dest)
 
 
 class _TrackMethods(TaskEvaluation):

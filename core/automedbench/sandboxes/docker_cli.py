@@ -15,7 +15,8 @@ def images() -> None:
               help="Use this existing image (with python3) as the base instead of building one with debootstrap.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same recipe exists.")
 def images_build(base_image: str | None, force: bool) -> None:
-    """Build the base, one agent image per track with a Dockerfile in docker/agent/, and the evaluator.
+    """Build the base, one agent image per track with a Dockerfile (plugins/<track>/docker/ or
+    docker/agent/<track>/), and the evaluator.
 
     Images whose recipe (Dockerfile folder, parent image, fetched wheels) is unchanged are kept.
     """

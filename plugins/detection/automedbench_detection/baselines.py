@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, UserError
 from PIL import Image
 
 from . import contract
@@ -52,3 +54,14 @@ def baseline_boxes(task: TaskSpec, name: str, staged: StagedData, case_id: str) 
 
         return detect(np.asarray(image))
     return _otsu_blobs(np.asarray(image.convert("L")), first)
+
+
+def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+    """One prediction.json per case under `dest` with the baseline's boxes."""
+    if name not in BASELINES:
+        raise UserError(f"unknown baseline {name!r}")
+    for case_id in staged.case_ids:
+        boxes = baseline_boxes(task, name, staged, case_id)
+        target = dest / case_id
+        target.mkdir(parents=True, exist_ok=True)
+        (target / contract.PREDICTION_FILE).write_text(json.dumps({"boxes": boxes}) + "\n")

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import (
-    CaseVerdict,
-    PackagedTrack,
-    Rubric,
-    ScriptedSolution,
-    StagedData,
-    TaskEvaluation,
-    TaskSpec,
-    UserError,
-)
+from automedbench.api import CaseVerdict, PackagedTrack, Rubric, TaskSpec
 
 HERE = Path(__file__).parent
 
@@ -23,16 +13,12 @@ HERE = Path(__file__).parent
 class DetectionTrack(PackagedTrack):
     name = "detection"
     root = HERE
-
-    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
-        from .data.demo import stage_demo
-
-        return stage_demo(task, dest)
-
-    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
-        from .data.stagers import stage_dataset
-
-        return stage_dataset(task, dest, source)
+    demo_stager = ".data.demo:stage_demo"
+    source_stager = ".data.stagers:stage_dataset"
+    evaluation_class = ".metric:DetectionEvaluation"
+    # real images need a trained detector: no scripted method stands in for it
+    demo_solution = ".solution.reference:demo_solution"
+    baseline_module = ".baselines"
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         from . import contract
@@ -42,11 +28,6 @@ class DetectionTrack(PackagedTrack):
         _, task_class = task_classes(task)
         parsed = contract.parse_prediction(path, contract.read_meta(public), (task_class,) if task_class else ())
         return CaseVerdict(case_id, True, parsed.valid, parsed.reasons)
-
-    def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
-        from .metric import DetectionEvaluation
-
-        return DetectionEvaluation(task, staged, options)
 
     def rubric(self, task: TaskSpec) -> Rubric:
         from .rubric import detection_rubric
@@ -58,28 +39,3 @@ class DetectionTrack(PackagedTrack):
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return int(row.get("tp_at_threshold") or 0) > 0
-
-    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if not task.demo:  # real images need a trained detector: no scripted method stands in for it
-            raise UserError(f"the scripted reference solution covers the generated demo only, not {task.id}")
-        from .solution.reference import demo_solution
-
-        return demo_solution(task, tier, data_dir, workspace)
-
-    def baselines(self) -> dict[str, str]:
-        from .baselines import BASELINES
-
-        return dict(BASELINES)
-
-    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
-        from .baselines import BASELINES, baseline_boxes
-
-        if name not in BASELINES:
-            raise UserError(f"unknown baseline {name!r}")
-        from . import contract
-
-        for case_id in staged.case_ids:
-            boxes = baseline_boxes(task, name, staged, case_id)
-            target = dest / case_id
-            target.mkdir(parents=True, exist_ok=True)
-            (target / contract.PREDICTION_FILE).write_text(json.dumps({"boxes": boxes}) + "\n")

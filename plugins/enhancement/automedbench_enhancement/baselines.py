@@ -24,7 +24,7 @@ from automedbench.api import StagedData, TaskSpec
 from . import contract
 from .data import degrade
 
-DESCRIPTIONS: dict[str, str] = {
+BASELINES: dict[str, str] = {
     "perfect": "the references themselves",
     "identity": "the input unchanged (SR: each pixel repeated 2x2)",
     "gaussian": "Gaussian filter (LDCT sigma 1.2 px; SR sigma 0.8 px on the input, then bicubic)",
@@ -98,12 +98,12 @@ def restore(task: TaskSpec, name: str, low: np.ndarray) -> np.ndarray:
     return np.clip(out, 0.0, 1.0).astype(np.float32)
 
 
-def write(task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
+def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
     """The baseline's outputs for every case, in the submission layout."""
-    if name not in DESCRIPTIONS:
+    if name not in BASELINES:
         from automedbench.api import UserError, did_you_mean
 
-        raise UserError(f"unknown baseline {name!r}{did_you_mean(name, list(DESCRIPTIONS))}")
+        raise UserError(f"unknown baseline {name!r}{did_you_mean(name, list(BASELINES))}")
     for case_id in staged.case_ids:
         target = dest / case_id
         target.mkdir(parents=True, exist_ok=True)

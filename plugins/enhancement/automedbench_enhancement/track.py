@@ -10,11 +10,8 @@ from automedbench.api import (
     CaseVerdict,
     PackagedTrack,
     Rubric,
-    ScriptedSolution,
     StagedData,
-    TaskEvaluation,
     TaskSpec,
-    UserError,
     default_rubric,
     reword,
     with_ladder,
@@ -28,26 +25,18 @@ HERE = Path(__file__).parent
 class EnhancementTrack(PackagedTrack):
     name = "enhancement"
     root = HERE
-
-    def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
-        from .data.demo import stage_demo
-
-        return stage_demo(task, dest)
-
-    def stage_source(self, task: TaskSpec, dest: Path, source: Path) -> StagedData:
-        from .data.stagers import stage_source
-
-        return stage_source(task, dest, source)
+    demo_stager = ".data.demo:stage_demo"
+    source_stager = ".data.stagers:stage_source"
+    evaluation_class = ".metric:EnhancementEvaluation"
+    # the classical method is a fallback, not what a real run should be judged against
+    demo_solution = ".solution.reference:reference_solution"
+    demo_solution_scope = "the generated demos"
+    baseline_module = ".baselines"
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         from . import contract
 
         return contract.check_case(task, case_id, submitted)
-
-    def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
-        from .metric import EnhancementEvaluation
-
-        return EnhancementEvaluation(task, staged, options)
 
     def submit_gate(self, task: TaskSpec, staged: StagedData, outputs: Path) -> str | None:
         from . import contract
@@ -64,20 +53,3 @@ class EnhancementTrack(PackagedTrack):
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         ours, identity = row.get("ssim"), row.get("ssim_identity")
         return isinstance(ours, float) and isinstance(identity, float) and ours > identity
-
-    def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
-        if not task.demo:  # the classical method is a fallback, not what a real run should be judged against
-            raise UserError(f"the scripted reference solution covers the generated demos only, not {task.id}")
-        from .solution.reference import reference_solution
-
-        return reference_solution(task, tier, data_dir, workspace)
-
-    def baselines(self) -> dict[str, str]:
-        from .baselines import DESCRIPTIONS
-
-        return dict(DESCRIPTIONS)
-
-    def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
-        from . import baselines
-
-        baselines.write(task, name, staged, dest)

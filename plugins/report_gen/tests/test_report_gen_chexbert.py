@@ -4,14 +4,14 @@ the checkpoint format, the 14 heads, the rrg binarisation, and the clinical slot
 from __future__ import annotations
 
 import pytest
+from automedbench.api import UserError
+from automedbench.testing import needs
+from automedbench_report_gen.chexbert import CheXbertLabeler, build_model
+from automedbench_report_gen.clinical import ClinicalScorer, make_scorer
+from automedbench_report_gen.labeler import OBSERVATIONS
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-from automedbench.api import UserError  # noqa: E402
-from automedbench_report_gen.chexbert import CheXbertLabeler, build_model  # noqa: E402
-from automedbench_report_gen.clinical import ClinicalScorer, make_scorer  # noqa: E402
-from automedbench_report_gen.labeler import OBSERVATIONS  # noqa: E402
+# torch and transformers are imported inside the tests that use them: at collection they cost seconds
+needs_torch = needs("torch", "transformers")
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "heart", "is", "enlarged", "no", "effusion", "."]
 # class per head: 0 blank, 1 positive, 2 negative, 3 uncertain (No Finding: 0 blank, 1 positive)
@@ -20,6 +20,9 @@ FORCED = {"Cardiomegaly": 1, "Pleural Effusion": 3, "Edema": 2}
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    import torch
+    import transformers
+
     folder = tmp_path_factory.mktemp("bert")
     (folder / "vocab.txt").write_text("\n".join(WORDS) + "\n")
     config = transformers.BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2,
@@ -37,6 +40,7 @@ def tiny(tmp_path_factory):
     return folder
 
 
+@needs_torch
 def test_heads_and_rrg_binarisation(tiny):
     labeler = CheXbertLabeler(tiny / "chexbert.pth", tiny)
     classes = labeler.classes(["the heart is enlarged .", "no effusion ."])
@@ -47,6 +51,7 @@ def test_heads_and_rrg_binarisation(tiny):
     assert on == {"Cardiomegaly", "Pleural Effusion"}  # positive and uncertain -> 1; negative -> 0
 
 
+@needs_torch
 def test_model_labels_fill_the_chexbert_slots(tiny):
     scorer = ClinicalScorer(CheXbertLabeler(tiny / "chexbert.pth", tiny))
     scores = scorer.score(["the heart is enlarged ."], ["no effusion ."])
@@ -55,7 +60,10 @@ def test_model_labels_fill_the_chexbert_slots(tiny):
     assert not scores.exact  # RadGraph still the rule stand-in: the Task stays "mlrg-offline"
 
 
+@needs_torch
 def test_options_and_bad_checkpoints(tiny, tmp_path):
+    import torch
+
     scorer = make_scorer({"clinical_backend": "models", "chexbert_weights": str(tiny / "chexbert.pth"),
                           "bert_dir": str(tiny)})
     assert scorer.labeler.name == "chexbert"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from automedbench.testing import needs
 from automedbench_report_gen.hf import NAMES, compute, module_path
 
-evaluate = pytest.importorskip("evaluate")
+pytestmark = needs("evaluate")
 
 PREDS = ["FINDINGS: The heart is enlarged. No pleural effusion.\n\nIMPRESSION: Cardiomegaly.",
          "The lungs are clear. Small right pleural effusion."]
@@ -16,6 +17,8 @@ REFS = ["The heart is enlarged. Small left pleural effusion.", "The lungs are cl
 def test_module_matches_the_direct_call(name, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "modules"))
+    import evaluate  # 40 s of imports (datasets, torch, transformers): only where it is used
+
     metric = evaluate.load(module_path(name))
     assert metric.compute(predictions=PREDS, references=REFS) == compute(name, PREDS, REFS)
 

@@ -16,7 +16,7 @@ def automedbench_register_tracks(register: Register) -> None:
 
 def dice_metric(**options: Any) -> Any:
     """Imports numpy only when the metric is made, so listing plugins stays fast."""
-    from .metrics import DiceMetric
+    from .dice import DiceMetric
 
     return DiceMetric(**options)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from automedbench.api import UserError
 from automedbench.plugins import registry
-from automedbench_segmentation import io, score
+from automedbench_segmentation import io, metric
 
 SHAPE = (10, 4, 4)
 
@@ -44,9 +44,9 @@ def scored(task, tmp_path, preds):
             scores.append(None)
             continue
         io.save(tmp_path / "out" / case / "labels.nii.gz", pred, aff)
-        scores.append(score.score_multilabel(task, case, tmp_path / "out" / case, tmp_path / "private" / case,
+        scores.append(metric.score_multilabel(task, case, tmp_path / "out" / case, tmp_path / "private" / case,
                                              io.CaseCache()))
-    return score.aggregate(task, scores, ids, tmp_path / "private")
+    return metric.aggregate(task, scores, ids, tmp_path / "private")
 
 
 def test_task_is_tumour_dice_with_pancreas_and_macro_as_components(panther_task, tmp_path):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from automedbench.api import S3_LEVELS, Rubric, default_rubric, reword, with_ladder
+
 WORDING: dict[str, str] = {
     "s1b_plan_pipeline": "plan.md lays out the pipeline: load question + image(s), build the prompt, call the "
                          "model, post-process the raw output into the answer/label, write answer.json, validate",
@@ -44,3 +46,8 @@ HINTS: dict[str, dict[str, Any]] = {
                                "calibration": r"calibration"},
                     "partial": ["raw_output", "format"]},
 }
+
+
+def vqa_rubric() -> Rubric:
+    """The default rubric in VQA's words, keeping the original's four-level S3 ladder (0/0.2/0.5/1.0)."""
+    return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", S3_LEVELS)

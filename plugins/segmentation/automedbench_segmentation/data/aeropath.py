@@ -10,7 +10,7 @@ from pathlib import Path
 
 from automedbench.api import UserError
 
-from ..layouts import SourceCase, _natural, _visible
+from .layouts import SourceCase, _natural, _visible
 
 
 def _case_folders(root: Path) -> list[Path]:

@@ -16,7 +16,7 @@ import nibabel as nib
 import numpy as np
 from automedbench.api import UserError
 
-from ..layouts import SourceCase, _natural, _visible
+from .layouts import SourceCase, _natural, _visible
 
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0])
 PANTHER_LABELS = {0: "background", 1: "tumour", 2: "pancreas"}

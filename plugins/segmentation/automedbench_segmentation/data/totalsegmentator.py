@@ -13,7 +13,7 @@ from pathlib import Path
 
 from automedbench.api import UserError, read_download_bytes
 
-from ..layouts import SourceCase, _natural
+from .layouts import SourceCase, _natural
 
 META = "meta.csv"
 META_MAX_BYTES = 8 << 20  # v2.0.1's meta.csv is ~100 kB for 1,228 subjects

@@ -12,7 +12,7 @@ import numpy as np
 from automedbench.api import StagedData, TaskSpec
 from PIL import Image, ImageDraw
 
-from .answers import LETTERS
+from ..answers import LETTERS
 from .records import finish, incoming, write_question
 
 SIZE = 128

@@ -11,8 +11,8 @@ ARGS = {"data_dir": "/data/public", "workspace_dir": "/workspace", "case_ids": [
 
 
 @pytest.mark.parametrize("task_id", REAL)
-def test_real_task_contract(reg, task_id):
-    track, task = reg.task(task_id)
+def test_real_task_contract(amb_registry, task_id):
+    track, task = amb_registry.task(task_id)
     assert not task.demo and task.time_limit_s == 3600 and task.case_count == 20
     assert task.rating.good == 0.70 and task.rating.okay == 0.30
     assert set(task.tiers) == {"lite", "standard", "pro"}
@@ -32,14 +32,14 @@ def test_real_task_contract(reg, task_id):
         track.reference_solution(task, "lite", "/data/public", "/workspace")
 
 
-def test_feta_labels_and_organ_lesion_outputs(reg):
-    _, feta = reg.task("segmentation/feta")
+def test_feta_labels_and_organ_lesion_outputs(amb_registry):
+    _, feta = amb_registry.task("segmentation/feta")
     names = {int(k): v for k, v in feta.params["labels"].items()}
     assert names == {1: "external cerebrospinal fluid", 2: "grey matter", 3: "white matter",
                      4: "lateral ventricles", 5: "cerebellum", 6: "deep grey matter", 7: "brainstem"}
     assert feta.input_files == ["t2w.nii.gz"] and feta.output_files == ["dseg.nii.gz"]
     for task_id in ("segmentation/kidney", "segmentation/liver", "segmentation/pancreas"):
-        _, task = reg.task(task_id)
+        _, task = amb_registry.task(task_id)
         assert task.output_files == ["organ.nii.gz", "lesion.nii.gz"] and task.params["kind"] == "organ_lesion"
-    _, oar = reg.task("segmentation/pancreas-oar")
+    _, oar = amb_registry.task("segmentation/pancreas-oar")
     assert set(oar.params["structures"]) == set(oar.params["labels"])

@@ -14,14 +14,14 @@ DEMO = "vqa/demo"
 
 
 @pytest.fixture(scope="module")
-def vqa_staged(reg, data_root):
-    track, task = reg.task(DEMO)
-    return staging.ensure(track, task, data_root)
+def vqa_staged(amb_registry, amb_data_root):
+    track, task = amb_registry.task(DEMO)
+    return staging.ensure(track, task, amb_data_root)
 
 
 @pytest.fixture(scope="module")
-def vqa_run(run_task, vqa_staged):
-    return lambda agent, tier="lite", **kw: run_task(DEMO, agent, tier, **kw)
+def vqa_run(amb_run, vqa_staged):
+    return lambda agent, tier="lite", **kw: amb_run(DEMO, agent, tier, **kw)
 
 
 def scores(result):
@@ -99,22 +99,22 @@ def test_breach_zeroes_everything(vqa_run):
     assert any("demo_q" in e.path for e in result.isolation.evidence)
 
 
-def test_baselines(reg, data_root, vqa_staged, tmp_path):
-    perfect = evaluate_folder(reg, DEMO, None, "perfect", data_root, tmp_path / "p")
+def test_baselines(amb_registry, amb_data_root, vqa_staged, tmp_path):
+    perfect = evaluate_folder(amb_registry, DEMO, None, "perfect", amb_data_root, tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.aggregate.rating == "A"
-    empty = evaluate_folder(reg, DEMO, None, "empty", data_root, tmp_path / "e")
+    empty = evaluate_folder(amb_registry, DEMO, None, "empty", amb_data_root, tmp_path / "e")
     assert empty.task.partial == 0.0 and empty.task.components["skipped"] == 24
     assert all(c.present and not c.valid and c.reasons[0].startswith("skip:") for c in empty.cases)
-    constant = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "c")
+    constant = evaluate_folder(amb_registry, DEMO, None, "constant", amb_data_root, tmp_path / "c")
     golds = [json.loads((vqa_staged.private / q / "answer.json").read_text()) for q in vqa_staged.case_ids]
     # "yes" is right exactly on the closed questions whose gold is yes; "A" on the MCQs whose gold is A
     hits = sum(g["answer_text"] == "yes" for g in golds) + sum(g["answer_label"] == "A" for g in golds)
     assert 0 < hits < 24 and constant.task.strict == pytest.approx(hits / 24)
 
 
-def test_placeholders_and_bad_files_in_a_submission(reg, data_root, vqa_staged, tmp_path):
+def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root, vqa_staged, tmp_path):
     sub = tmp_path / "sub"
-    evaluate_folder(reg, DEMO, None, "perfect", data_root, tmp_path / "p")
+    evaluate_folder(amb_registry, DEMO, None, "perfect", amb_data_root, tmp_path / "p")
     base = tmp_path / "p" / "baseline"
     for qid in vqa_staged.case_ids:
         (sub / qid).mkdir(parents=True)
@@ -125,7 +125,7 @@ def test_placeholders_and_bad_files_in_a_submission(reg, data_root, vqa_staged, 
     (sub / second / "answer.json").write_bytes(b"\xff\xfe{}")
     (sub / third / "answer.json").write_text('{"question_id": "x"')
     (sub / fourth / "answer.json").unlink()
-    result = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "run")
+    result = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "run")
     reasons = {c.case_id: " ".join(c.reasons) for c in result.cases}
     assert reasons[first].startswith("placeholder:")
     assert "not UTF-8" in reasons[second] and "not valid JSON" in reasons[third]
@@ -134,7 +134,7 @@ def test_placeholders_and_bad_files_in_a_submission(reg, data_root, vqa_staged, 
     assert result.task.partial == pytest.approx(20 / 24)
 
 
-def test_answer_judge_through_the_evaluator(reg, data_root, vqa_staged, tmp_path):
+def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_staged, tmp_path):
     cache = tmp_path / "judge.jsonl"
     sub = tmp_path / "sub"
     for qid in vqa_staged.case_ids:
@@ -145,9 +145,9 @@ def test_answer_judge_through_the_evaluator(reg, data_root, vqa_staged, tmp_path
                "raw_model_output": f"I think: {answer}", "model_name": "t", "runtime_s": 0.1}
         (sub / qid).mkdir(parents=True)
         (sub / qid / "answer.json").write_text(json.dumps(rec))
-    plain = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "a")
+    plain = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "a")
     options = {"answer_judge": "offline", "answer_judge_cache": str(cache)}
-    judged = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "b", eval_options=options)
+    judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
     rows = {r["case_id"]: r for r in judged.task.per_case}
     side = [r for r in rows.values() if r["question_type"] == "side"]
     # "the left side" vs "left": F1 = 0.5 -> judge 0.5; EM 0 -> plain open score 0.25
@@ -155,21 +155,22 @@ def test_answer_judge_through_the_evaluator(reg, data_root, vqa_staged, tmp_path
     assert judged.task.partial > plain.task.partial
     assert judged.task.components["judge_fallback_count"] == 0
     assert len(cache.read_text().splitlines()) == 11  # one verdict per open question, none for closed/MCQ
-    again = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "c", eval_options=options)
+    again = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "c", eval_options=options)
     assert all(r.get("judge_cached") for r in again.task.per_case if r["kind"] == "open")
     assert again.task.partial == judged.task.partial
     with pytest.raises(UserError, match="no evaluation option 'judge'"):
-        evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "d", eval_options={"judge": "offline"})
+        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "d", eval_options={"judge": "offline"})
     with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
-        evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "e", eval_options={"answer_judge": "ofline"})
+        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "e",
+                        eval_options={"answer_judge": "ofline"})
 
 
-def test_validate_task_passes(reg, data_root, vqa_staged):
+def test_validate_task_passes(amb_registry, amb_data_root, vqa_staged):
     from automedbench.validate import validate
     from rich.console import Console
 
     console = Console(record=True, width=160)
-    assert validate(reg, DEMO, data_root, console), console.export_text()
+    assert validate(amb_registry, DEMO, amb_data_root, console), console.export_text()
 
 
 def test_standard_tier_grades_the_diagram_and_candidates(vqa_run):

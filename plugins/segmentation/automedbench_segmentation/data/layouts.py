@@ -134,16 +134,16 @@ def finder(stager: str, params: dict) -> Callable[[Path], list[SourceCase]]:
         names = sorted({n for group in params["structures"].values() for n in group})
         return lambda source: find_pants(source, names)
     if stager == "totalsegmentator":
-        from .data.totalsegmentator import find_totalsegmentator
+        from .totalsegmentator import find_totalsegmentator
 
         names = sorted({n for group in params["structures"].values() for n in group})
         return lambda source: find_totalsegmentator(source, names)
     if stager == "aeropath":
-        from .data.aeropath import find_aeropath
+        from .aeropath import find_aeropath
 
         return find_aeropath
     if stager == "panther":
-        from .data.panther import find_panther
+        from .panther import find_panther
 
         return find_panther
     raise UserError(f"unknown stager {stager!r} (known: kits19, msd_liver, pants, pants_multilabel, feta, "

@@ -34,7 +34,17 @@ PLAN_TITLE = "Pipeline: kidney + tumour segmentation (classical)"
 
 
 def method_source() -> str:
-    return resources.files(__package__).joinpath("reference_method.py").read_text()
+    return resources.files(__package__).joinpath("method.py").read_text()
+
+
+def load_pilot_map(task: TaskSpec, data_dir: str, out: str, name: str) -> str:
+    """Pilot-check code that loads the first case's CT and output map `a` and checks its grid against the CT."""
+    return (f"case = sorted(os.listdir('{out}'))[0]\n"
+            f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
+            f"img = nib.load('{out}/' + case + '/{name}')\n"
+            "a = np.asanyarray(img.dataobj)\n"
+            "assert a.shape == ct.shape, (a.shape, ct.shape)\n"
+            "assert np.allclose(img.affine, ct.affine)\n")
 
 
 def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, what: str) -> ScriptStep:
@@ -63,7 +73,7 @@ def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str
 
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
-    from .reference_method import ORGAN_MAX, ORGAN_MIN
+    from .method import ORGAN_MAX, ORGAN_MIN
 
     plan_text = PLAN_MD.format(title=task.title, lo=ORGAN_MIN, hi=ORGAN_MAX)
     first = f"$(ls {data_dir} | head -1)"

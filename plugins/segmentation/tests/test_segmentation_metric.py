@@ -13,15 +13,15 @@ import pytest
 from automedbench import staging
 from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.track import CaseScore
-from automedbench_segmentation import io
+from automedbench_segmentation import io, metric
 
 ML = "segmentation/demo-multilabel"
 
 
 @pytest.fixture(scope="module")
-def ml_root(reg, tmp_path_factory):
+def ml_root(amb_registry, tmp_path_factory):
     root = tmp_path_factory.mktemp("ml-data")
-    track, task = reg.task(ML)
+    track, task = amb_registry.task(ML)
     return root, staging.ensure(track, task, root)
 
 
@@ -30,11 +30,11 @@ def hand_dice(p, g):
     return 1.0 if total == 0 else 2 * np.count_nonzero(p & g) / total
 
 
-def test_multilabel_perfect_and_empty(reg, ml_root, tmp_path):
+def test_multilabel_perfect_and_empty(amb_registry, ml_root, tmp_path):
     root, staged = ml_root
-    perfect = evaluate_folder(reg, ML, None, "perfect", root, tmp_path / "p")
+    perfect = evaluate_folder(amb_registry, ML, None, "perfect", root, tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.aggregate.rating == "A"
-    empty = evaluate_folder(reg, ML, None, "empty", root, tmp_path / "e")
+    empty = evaluate_folder(amb_registry, ML, None, "empty", root, tmp_path / "e")
     # all-zero maps: Dice 1 only for a label absent from a case's reference (the tumour of the tumour-free case)
     refs = [io.load_array(staged.private / c / "labels.nii.gz") for c in staged.case_ids]
     per_label = [np.mean([1.0 if not (r == k).any() else 0.0 for r in refs]) for k in (1, 2, 3)]
@@ -42,7 +42,7 @@ def test_multilabel_perfect_and_empty(reg, ml_root, tmp_path):
     assert empty.task.components["dice_2_kidney tumour"] == pytest.approx(1 / 4)
 
 
-def test_multilabel_partial_submission_hand_computed(reg, ml_root, tmp_path):
+def test_multilabel_partial_submission_hand_computed(amb_registry, ml_root, tmp_path):
     """Case 0: liver dropped; case 1: kidney shifted; case 3 missing -> strict 0, partial by hand."""
     root, staged = ml_root
     sub = tmp_path / "sub"
@@ -59,7 +59,7 @@ def test_multilabel_partial_submission_hand_computed(reg, ml_root, tmp_path):
     aff = nib.load(str(staged.public / ids[0] / "ct.nii.gz")).affine
     for c in ids[:2]:
         io.save(sub / c / "labels.nii.gz", preds[c], aff)
-    result = evaluate_folder(reg, ML, sub, None, root, tmp_path / "w")
+    result = evaluate_folder(amb_registry, ML, sub, None, root, tmp_path / "w")
     expected = []
     for k in (1, 2, 3):
         vals = [hand_dice(preds[c] == k, refs[c] == k) for c in ids[:3]] + [0.0]  # missing case counts 0
@@ -70,17 +70,17 @@ def test_multilabel_partial_submission_hand_computed(reg, ml_root, tmp_path):
     assert [c.present for c in result.cases] == [True, True, True, False]
 
 
-def test_organ_lesion_aggregate_counts_lesion_on_positive_cases_only(reg, tmp_path):
-    track, task = reg.task("segmentation/demo")
+def test_organ_lesion_aggregate_counts_lesion_on_positive_cases_only(amb_registry, tmp_path):
+    _, task = amb_registry.task("segmentation/demo")
     io.write_case_facts(tmp_path, {"a": {"lesion_present": True}, "b": {"lesion_present": False},
                                    "c": {"lesion_present": True}})
     scores = [CaseScore("a", {"organ_dice": 0.9, "lesion_dice": 0.6, "lesion_positive": True}),
               CaseScore("b", {"organ_dice": 0.8, "lesion_dice": 0.0, "lesion_positive": False}),
               CaseScore("c", {"organ_dice": 0.7, "lesion_dice": 0.4, "lesion_positive": True})]
-    block = track.aggregate(task, scores, ["a", "b", "c"], tmp_path)
+    block = metric.aggregate(task, scores, ["a", "b", "c"], tmp_path)
     assert block.components["lesion_dice"] == pytest.approx(0.5)  # case b's lesion (a false positive) not counted
     assert block.strict == pytest.approx(0.5 * 0.8 + 0.5 * 0.5) == block.partial
-    missing = track.aggregate(task, [scores[0], scores[1], None], ["a", "b", "c"], tmp_path)
+    missing = metric.aggregate(task, [scores[0], scores[1], None], ["a", "b", "c"], tmp_path)
     assert missing.strict == 0.0
     assert missing.components["lesion_dice"] == pytest.approx(0.3)  # missing positive case c counts 0
     assert missing.partial == pytest.approx(0.5 * (1.7 / 3) + 0.5 * 0.3)

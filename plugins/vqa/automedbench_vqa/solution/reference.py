@@ -51,7 +51,7 @@ def check(path, question):
 
 
 def method_source() -> str:
-    return resources.files(__package__).joinpath("reference_method.py").read_text()
+    return resources.files(__package__).joinpath("method.py").read_text()
 
 
 def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:

@@ -6,7 +6,7 @@ import attrs
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench_segmentation import checker, io
+from automedbench_segmentation import contract, io
 
 SHAPE = (6, 5, 4)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -26,9 +26,9 @@ def write(sub, name, data, affine=AFF):
     nib.save(img, str(sub / name))
 
 
-def verdict(reg, task_id, public, sub):
-    _, task = reg.task(task_id)
-    return checker.check_case(task, "c", sub, public)
+def verdict(amb_registry, task_id, public, sub):
+    _, task = amb_registry.task(task_id)
+    return contract.check_case(task, "c", sub, public)
 
 
 def good_mask(value=1):
@@ -37,11 +37,11 @@ def good_mask(value=1):
     return m
 
 
-def test_valid_pair(reg, case):
+def test_valid_pair(amb_registry, case):
     public, sub = case
     write(sub, "organ.nii.gz", good_mask())
     write(sub, "lesion.nii.gz", np.zeros(SHAPE, np.uint8))
-    v = verdict(reg, "segmentation/demo", public, sub)
+    v = verdict(amb_registry, "segmentation/demo", public, sub)
     assert v.valid and v.present and v.reasons == []
 
 
@@ -55,56 +55,56 @@ def test_valid_pair(reg, case):
     (good_mask(2), AFF, "values outside [0, 1] (min 0, max 2)"),
     (good_mask().astype(np.int16) - 1, AFF, "values outside [0, 1] (min -1, max 0)"),
 ])
-def test_broken_lesion(reg, case, lesion, affine, needle):
+def test_broken_lesion(amb_registry, case, lesion, affine, needle):
     public, sub = case
     write(sub, "organ.nii.gz", good_mask())
     if lesion is not None:
         write(sub, "lesion.nii.gz", lesion, affine)
-    v = verdict(reg, "segmentation/demo", public, sub)
+    v = verdict(amb_registry, "segmentation/demo", public, sub)
     assert not v.valid and v.present
     assert any(needle in r for r in v.reasons), v.reasons
 
 
-def test_unreadable_file(reg, case):
+def test_unreadable_file(amb_registry, case):
     public, sub = case
     write(sub, "organ.nii.gz", good_mask())
     (sub / "lesion.nii.gz").write_bytes(b"not a nifti at all")
-    v = verdict(reg, "segmentation/demo", public, sub)
+    v = verdict(amb_registry, "segmentation/demo", public, sub)
     assert not v.valid and any("lesion.nii.gz: unreadable" in r for r in v.reasons)
 
 
-def test_integral_floats_and_bool_are_accepted(reg, case):
+def test_integral_floats_and_bool_are_accepted(amb_registry, case):
     public, sub = case
     write(sub, "organ.nii.gz", good_mask().astype(np.float32))
     write(sub, "lesion.nii.gz", good_mask().astype(np.int16))
-    assert verdict(reg, "segmentation/demo", public, sub).valid
-    assert checker.value_problems("m", good_mask().astype(bool), {0, 1}) == []
+    assert verdict(amb_registry, "segmentation/demo", public, sub).valid
+    assert contract.value_problems("m", good_mask().astype(bool), {0, 1}) == []
 
 
-def test_multilabel_label_set(reg, case):
+def test_multilabel_label_set(amb_registry, case):
     public, sub = case
     write(sub, "labels.nii.gz", good_mask(3))
-    assert verdict(reg, "segmentation/demo-multilabel", public, sub).valid
+    assert verdict(amb_registry, "segmentation/demo-multilabel", public, sub).valid
     write(sub, "labels.nii.gz", good_mask(4))
-    v = verdict(reg, "segmentation/demo-multilabel", public, sub)
+    v = verdict(amb_registry, "segmentation/demo-multilabel", public, sub)
     assert not v.valid and "values outside [0, 1, 2, 3] (min 0, max 4)" in v.reasons[0]
 
 
-def test_label_set_with_gaps_uses_counts(reg):
+def test_label_set_with_gaps_uses_counts(amb_registry):
     """A label set like {0, 1, 3} cannot be checked by min/max alone."""
     data = good_mask(2)
     data[0, 0, 0] = 3
-    assert checker.value_problems("m", data, {0, 1, 3}) == ["m: labels [2] not in [0, 1, 3]"]
-    assert checker.value_problems("m", good_mask(3), {0, 1, 3}) == []
-    _, task = reg.task("segmentation/demo-multilabel")
+    assert contract.value_problems("m", data, {0, 1, 3}) == ["m: labels [2] not in [0, 1, 3]"]
+    assert contract.value_problems("m", good_mask(3), {0, 1, 3}) == []
+    _, task = amb_registry.task("segmentation/demo-multilabel")
     gappy = attrs.evolve(task, params={**task.params, "labels": {"1": "a", "3": "c"}})
-    assert checker.allowed_values(gappy, "labels.nii.gz") == {0, 1, 3}
+    assert contract.allowed_values(gappy, "labels.nii.gz") == {0, 1, 3}
 
 
 def test_large_volume_check_is_chunked():
     """More voxels than one chunk: problems found in the last chunk are still reported."""
-    data = np.zeros(checker.CHUNK * 2 + 5, np.float32)
+    data = np.zeros(contract.CHUNK * 2 + 5, np.float32)
     data[-1] = 0.5
-    assert "non-integer values in 1 voxel(s)" in checker.value_problems("m", data, {0, 1})[0]
+    assert "non-integer values in 1 voxel(s)" in contract.value_problems("m", data, {0, 1})[0]
     data[-1] = np.inf
-    assert checker.value_problems("m", data, {0, 1}) == ["m: 1 NaN/Inf voxel(s)"]
+    assert contract.value_problems("m", data, {0, 1}) == ["m: 1 NaN/Inf voxel(s)"]

@@ -38,8 +38,8 @@ def label_map(tumour, extra=0):
     return lab
 
 
-def small(reg, task_id, n):
-    track, task = reg.task(task_id)
+def small(amb_registry, task_id, n):
+    track, task = amb_registry.task(task_id)
     return track, attrs.evolve(task, case_count=n)
 
 
@@ -61,8 +61,8 @@ def kits(tmp_path):
     return src
 
 
-def test_kits19_first_tumour_cases(reg, kits, tmp_path):
-    track, task = small(reg, "segmentation/kidney", 2)
+def test_kits19_first_tumour_cases(amb_registry, kits, tmp_path):
+    track, task = small(amb_registry, "segmentation/kidney", 2)
     staged = staging.stage(track, task, tmp_path / "root", kits)
     assert staged.case_ids == ["kidney_001", "kidney_002"]
     manifest = json.loads((staged.private / "manifest.json").read_text())
@@ -80,8 +80,8 @@ def test_kits19_first_tumour_cases(reg, kits, tmp_path):
     assert sorted(p.name for p in staged.public.rglob("*") if p.is_file()) == ["ct.nii.gz", "ct.nii.gz"]
 
 
-def test_restaging_is_idempotent_and_notices_changes(reg, kits, tmp_path):
-    track, task = small(reg, "segmentation/kidney", 2)
+def test_restaging_is_idempotent_and_notices_changes(amb_registry, kits, tmp_path):
+    track, task = small(amb_registry, "segmentation/kidney", 2)
     root = tmp_path / "root"
     staged = staging.stage(track, task, root, kits)
     organ = staged.private / "kidney_001" / "organ.nii.gz"
@@ -95,27 +95,27 @@ def test_restaging_is_idempotent_and_notices_changes(reg, kits, tmp_path):
     assert not (root / task.id / ".incoming").exists()
 
 
-def test_kits19_not_enough_cases_names_the_reasons(reg, kits, tmp_path):
-    track, task = small(reg, "segmentation/kidney", 5)
+def test_kits19_not_enough_cases_names_the_reasons(amb_registry, kits, tmp_path):
+    track, task = small(amb_registry, "segmentation/kidney", 5)
     with pytest.raises(UserError, match=r"only 3 of the 5 cases .* 1 x no tumour; 1 x missing segmentation.nii.gz"):
         staging.stage(track, task, tmp_path / "root", kits)
     assert not (tmp_path / "root" / task.id / "public").exists()  # nothing half-staged
 
 
-def test_kits19_wrong_layout(reg, tmp_path):
-    track, task = small(reg, "segmentation/kidney", 2)
+def test_kits19_wrong_layout(amb_registry, tmp_path):
+    track, task = small(amb_registry, "segmentation/kidney", 2)
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match=r"no KiTS19 case folders; expected case_XXXXX/imaging\.nii\.gz"):
         staging.stage(track, task, tmp_path / "root", tmp_path / "empty")
 
 
-def test_kits19_bad_labels_and_grid_are_skipped(reg, kits, tmp_path):
+def test_kits19_bad_labels_and_grid_are_skipped(amb_registry, kits, tmp_path):
     nii(kits / "data" / "case_00000" / "segmentation.nii.gz", label_map(True, extra=5))
     nii(kits / "data" / "case_00002" / "segmentation.nii.gz", np.zeros((8, 7, 5), np.uint8))
     nii(kits / "data" / "case_00003" / "segmentation.nii.gz", label_map(True), np.diag([1.0, 1.0, 1.0, 1.0]))
     nii(kits / "data" / "case_00004" / "imaging.nii.gz", ct(4))
     nii(kits / "data" / "case_00004" / "segmentation.nii.gz", label_map(True))
-    track, task = small(reg, "segmentation/kidney", 1)
+    track, task = small(amb_registry, "segmentation/kidney", 1)
     staged = staging.stage(track, task, tmp_path / "root", kits)
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert manifest["cases"][0]["source_id"] == "case_00004"
@@ -127,13 +127,13 @@ def test_kits19_bad_labels_and_grid_are_skipped(reg, kits, tmp_path):
 # ---------------------------------------------------------------- MSD Task03 Liver
 
 
-def test_msd_liver_numeric_order_and_resource_forks(reg, tmp_path):
+def test_msd_liver_numeric_order_and_resource_forks(amb_registry, tmp_path):
     root = tmp_path / "Task03_Liver"
     for n in (10, 2, 1):
         nii(root / "imagesTr" / f"liver_{n}.nii.gz", ct(n))
         nii(root / "labelsTr" / f"liver_{n}.nii.gz", label_map(tumour=n != 1))
     (root / "imagesTr" / "._liver_0.nii.gz").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
-    track, task = small(reg, "segmentation/liver", 2)
+    track, task = small(amb_registry, "segmentation/liver", 2)
     staged = staging.stage(track, task, tmp_path / "data", tmp_path)  # the parent of Task03_Liver works too
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["liver_2", "liver_10"]
@@ -141,9 +141,9 @@ def test_msd_liver_numeric_order_and_resource_forks(reg, tmp_path):
     assert np.array_equal(read(staged.public / "liver_002" / "ct.nii.gz"), ct(10))
 
 
-def test_msd_missing_labels_folder(reg, tmp_path):
+def test_msd_missing_labels_folder(amb_registry, tmp_path):
     nii(tmp_path / "imagesTr" / "liver_0.nii.gz", ct(0))
-    track, task = small(reg, "segmentation/liver", 1)
+    track, task = small(amb_registry, "segmentation/liver", 1)
     with pytest.raises(UserError, match=r"not an MSD Task03_Liver folder; missing labelsTr/"):
         staging.stage(track, task, tmp_path / "data", tmp_path)
 
@@ -170,12 +170,12 @@ def pants_case(root, case_id, tumour, split="Tr", structures=("pancreas", "pancr
     return masks
 
 
-def test_pants_organ_lesion(reg, tmp_path):
+def test_pants_organ_lesion(amb_registry, tmp_path):
     src = tmp_path / "PanTS" / "data"
     pants_case(src, "PanTS_00000001", tumour=False)
     masks = pants_case(src, "PanTS_00000002", tumour=True)
     pants_case(src, "PanTS_00009001", tumour=True, split="Te")
-    track, task = small(reg, "segmentation/pancreas", 2)
+    track, task = small(amb_registry, "segmentation/pancreas", 2)
     staged = staging.stage(track, task, tmp_path / "root", tmp_path / "PanTS")
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000002", "PanTS_00009001"]
@@ -184,20 +184,20 @@ def test_pants_organ_lesion(reg, tmp_path):
     assert np.array_equal(read(staged.private / "pancreas_001" / "lesion.nii.gz"), masks["pancreatic_lesion"])
 
 
-def test_pants_missing_lesion_file_and_npz_release(reg, tmp_path):
+def test_pants_missing_lesion_file_and_npz_release(amb_registry, tmp_path):
     src = tmp_path / "PanTS"
     pants_case(src, "PanTS_00000001", tumour=True, structures=("pancreas",))
     (src / "ImageTr" / "PanTS_00000002").mkdir(parents=True)
     (src / "ImageTr" / "PanTS_00000002" / "ct.npz").write_bytes(b"")
-    track, task = small(reg, "segmentation/pancreas", 1)
+    track, task = small(amb_registry, "segmentation/pancreas", 1)
     with pytest.raises(UserError) as info:
         staging.stage(track, task, tmp_path / "root", src)
     assert "missing segmentations/pancreatic_lesion.nii.gz" in str(info.value)
     assert "convert the NumPy release to NIfTI" in str(info.value)
 
 
-def test_pants_multilabel_paints_in_label_order(reg, tmp_path):
-    track, task = small(reg, "segmentation/pancreas-oar", 1)
+def test_pants_multilabel_paints_in_label_order(amb_registry, tmp_path):
+    track, task = small(amb_registry, "segmentation/pancreas-oar", 1)
     names = sorted({n for group in task.params["structures"].values() for n in group})
     src = tmp_path / "PanTS"
     pants_case(src, "PanTS_00000001", tumour=True, structures=("pancreas",))  # incomplete: skipped
@@ -224,13 +224,13 @@ def feta_subject(root, sub, labels):
         nii(anat / f"{sub}_rec-mial_dseg.nii.gz", labels)
 
 
-def test_feta_nested_release(reg, tmp_path):
+def test_feta_nested_release(amb_registry, tmp_path):
     src = tmp_path / "feta_2.1"
     tissues = np.arange(np.prod(SHAPE), dtype=np.uint8).reshape(SHAPE) % 8
     feta_subject(src, "sub-002", tissues)
     feta_subject(src, "sub-001", None)
     feta_subject(src, "sub-010", tissues)
-    track, task = small(reg, "segmentation/feta", 2)
+    track, task = small(amb_registry, "segmentation/feta", 2)
     staged = staging.stage(track, task, tmp_path / "root", tmp_path)  # subjects one folder below
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["sub-002", "sub-010"]
@@ -239,9 +239,9 @@ def test_feta_nested_release(reg, tmp_path):
     assert (staged.public / "feta_001" / "t2w.nii.gz").is_file()
 
 
-def test_feta_wrong_layout(reg, tmp_path):
+def test_feta_wrong_layout(amb_registry, tmp_path):
     nii(tmp_path / "T2w.nii.gz", ct(0))
-    track, task = small(reg, "segmentation/feta", 1)
+    track, task = small(amb_registry, "segmentation/feta", 1)
     with pytest.raises(UserError, match=r"no FeTA subjects; expected sub-XXX/anat"):
         staging.stage(track, task, tmp_path / "root", tmp_path)
 
@@ -267,7 +267,7 @@ def test_cli_stage_then_score_a_real_task(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "needs --from PATH" in result.output
 
 
-def test_pants_per_case_folders_and_kits_without_data_folder(reg, tmp_path):
+def test_pants_per_case_folders_and_kits_without_data_folder(amb_registry, tmp_path):
     """PanTSMini-style CASE/ct.nii.gz + CASE/segmentations/, and KiTS19 case folders directly in SOURCE."""
     src = tmp_path / "mini"
     for case_id, tumour in (("PanTS_00000003", True), ("PanTS_00000001", True)):
@@ -275,12 +275,12 @@ def test_pants_per_case_folders_and_kits_without_data_folder(reg, tmp_path):
         nii(src / case_id / "ct.nii.gz", ct(3))
         for name, mask in masks.items():
             nii(src / case_id / "segmentations" / f"{name}.nii.gz", mask)
-    track, task = small(reg, "segmentation/pancreas", 2)
+    track, task = small(amb_registry, "segmentation/pancreas", 2)
     staged = staging.stage(track, task, tmp_path / "root", src)
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000001", "PanTS_00000003"]
     kits = tmp_path / "flat"
     nii(kits / "case_00007" / "imaging.nii.gz", ct(7))
     nii(kits / "case_00007" / "segmentation.nii.gz", label_map(True))
-    track, task = small(reg, "segmentation/kidney", 1)
+    track, task = small(amb_registry, "segmentation/kidney", 1)
     assert staging.stage(track, task, tmp_path / "root", kits).case_ids == ["kidney_001"]

@@ -19,7 +19,7 @@ from typing import Any
 from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
 from PIL import Image
 
-from .contract import ANSWER_FILE, QUESTION_FILE
+from ..contract import ANSWER_FILE, QUESTION_FILE, read_json_object
 
 SMOKE_FILE = "smoke_ids.txt"
 CALIBRATION_FILE = "calibration_ids.txt"
@@ -123,3 +123,11 @@ def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> S
 def read_private(private: Path, qid: str) -> dict[str, Any]:
     path = private / qid / ANSWER_FILE
     return json.loads(path.read_text("utf-8")) if path.is_file() else {}
+
+
+def read_question(public_case: Path) -> dict:
+    """A staged question record (public/<qid>/question.json); a damaged one asks for re-staging."""
+    record, problem = read_json_object(public_case / QUESTION_FILE)
+    if record is None:
+        raise UserError(f"staged question {public_case.name}: {problem}; re-stage the task with --force")
+    return record

@@ -29,7 +29,7 @@ from automedbench.api import (
     read_zip_member,
 )
 
-from .answers import LETTERS, question_form
+from ..answers import LETTERS, question_form
 from .records import finish, incoming, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]

@@ -24,8 +24,9 @@ from automedbench.api import StagedData, TaskSpec, UserError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import io, layouts
-from .checker import task_labels
+from .. import io
+from ..contract import task_labels
+from . import layouts
 from .layouts import SourceCase
 
 MANIFEST = "manifest.json"
@@ -194,7 +195,7 @@ def _readable(task: TaskSpec, case: SourceCase, scratch: Path) -> SourceCase:
     """The case as NIfTI files: PANTHER's `.mha` are converted into `scratch`, everything else is as found."""
     if task.params["stager"] != "panther" or case.problem:
         return case
-    from .data.panther import convert_case
+    from .panther import convert_case
 
     try:
         return convert_case(case, scratch)

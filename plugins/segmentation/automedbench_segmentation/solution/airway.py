@@ -11,8 +11,8 @@ from importlib import resources
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from .solution import flawed_variants
-from .solution_multilabel import multilabel_solution
+from .multilabel import multilabel_solution
+from .reference import flawed_variants, load_pilot_map
 
 PLAN_MD = """# Plan: {title}
 
@@ -69,12 +69,7 @@ def airway_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Script
                             say="Pilot on ONE case."),
         "validate": ScriptStep("validate", "python",
                                "import os, nibabel as nib, numpy as np\nfrom scipy import ndimage\n"
-                               f"case = sorted(os.listdir('{out}'))[0]\n"
-                               f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
-                               f"img = nib.load('{out}/' + case + '/{name}')\n"
-                               "a = np.asanyarray(img.dataobj)\n"
-                               "assert a.shape == ct.shape, (a.shape, ct.shape)\n"
-                               "assert np.allclose(img.affine, ct.affine)\n"
+                               + load_pilot_map(task, data_dir, out, name) +
                                "assert set(np.unique(a).tolist()) <= {0, 1}\n"
                                "voxels, parts = int(np.count_nonzero(a)), ndimage.label(a)[1]\n"
                                "share = voxels / a.size\n"

@@ -9,9 +9,9 @@ import stat
 
 import pytest
 from automedbench.runner import Run, RunOptions
+from automedbench.testing import StepsAgent, register_agent
 from automedbench_vqa.answer_judge import AnswerJudgeCache, JudgeRequest, LLMAnswerJudge, OfflineAnswerJudge
 from automedbench_vqa.answers import question_form
-from review_steps import Steps, register_steps
 
 DEMO = "vqa/demo"
 
@@ -43,11 +43,11 @@ def test_pathvqa_public_type_does_not_follow_the_gold(tmp_path):
     assert not any("closed" in json.dumps(questions[q]) for q in staged.case_ids)
 
 
-def test_staged_public_files_are_world_readable_and_private_not(reg, tmp_path):
+def test_staged_public_files_are_world_readable_and_private_not(amb_registry, tmp_path):
     """Under a strict umask the atomic writes made every file 0600: a sandbox uid could read no question."""
     from automedbench import staging
 
-    track, task = reg.task(DEMO)
+    track, task = amb_registry.task(DEMO)
     old = os.umask(0o077)
     try:
         staged = staging.ensure(track, task, tmp_path)
@@ -110,17 +110,17 @@ print('answered')
 """
 
 
-def hedger_run(reg, data_root, out, **eval_options):
-    runner = Run(RunOptions(DEMO, "lite", Steps.name, out=out, data_root=data_root, eval_options=eval_options,
-                            agent_options={"steps": [["python", HEDGER]]}), reg)
+def hedger_run(amb_registry, amb_data_root, out, **eval_options):
+    runner = Run(RunOptions(DEMO, "lite", StepsAgent.name, out=out, data_root=amb_data_root, eval_options=eval_options,
+                            agent_options={"steps": [["python", HEDGER]]}), amb_registry)
     return runner.execute()
 
 
-def test_hedged_raw_output_earns_nothing_by_default_through_the_runner(reg, data_root, tmp_path):
+def test_hedged_raw_output_earns_nothing_by_default_through_the_runner(amb_registry, amb_data_root, tmp_path):
     """Attack: answer 'right' but put 'right or left' in raw_model_output, hoping the judge takes the better."""
-    register_steps(reg)
-    default = hedger_run(reg, data_root, tmp_path / "a", answer_judge="offline")
-    parity = hedger_run(reg, data_root, tmp_path / "b", answer_judge="offline", raw_fallback="true")
+    register_agent(StepsAgent, amb_registry)
+    default = hedger_run(amb_registry, amb_data_root, tmp_path / "a", answer_judge="offline")
+    parity = hedger_run(amb_registry, amb_data_root, tmp_path / "b", answer_judge="offline", raw_fallback="true")
     assert default.state == parity.state == "scored"
     side = lambda result: {r["case_id"]: r["score"] for r in result.task.per_case  # noqa: E731
                            if r["kind"] == "open" and r.get("question_type") == "side"}
@@ -130,9 +130,9 @@ def test_hedged_raw_output_earns_nothing_by_default_through_the_runner(reg, data
     assert default.task.partial < parity.task.partial
 
 
-def test_raw_fallback_option_is_checked_before_the_run(reg, data_root, tmp_path):
+def test_raw_fallback_option_is_checked_before_the_run(amb_registry, amb_data_root, tmp_path):
     from automedbench.errors import UserError
 
     with pytest.raises(UserError, match="raw_fallback must be true or false"):
-        Run(RunOptions(DEMO, "lite", "reference", out=tmp_path, data_root=data_root,
-                       eval_options={"raw_fallback": "maybe"}), reg)
+        Run(RunOptions(DEMO, "lite", "reference", out=tmp_path, data_root=amb_data_root,
+                       eval_options={"raw_fallback": "maybe"}), amb_registry)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from .checker import task_labels
-from .solution import PLAN_STEPS, PLAN_TITLE, flawed_variants, organ_lesion_solution
+from ..contract import task_labels
+from .reference import PLAN_STEPS, PLAN_TITLE, flawed_variants, load_pilot_map, organ_lesion_solution
 
 PLAN_MD = """# Plan: {title}
 
@@ -51,12 +51,7 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
                             say="Pilot on ONE case."),
         "validate": ScriptStep("validate", "python",
                                "import os, nibabel as nib, numpy as np\n"
-                               f"case = sorted(os.listdir('{out}'))[0]\n"
-                               f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
-                               f"img = nib.load('{out}/' + case + '/{name}')\n"
-                               "a = np.asanyarray(img.dataobj)\n"
-                               "assert a.shape == ct.shape, (a.shape, ct.shape)\n"
-                               "assert np.allclose(img.affine, ct.affine)\n"
+                               + load_pilot_map(task, data_dir, out, name) +
                                f"assert set(np.unique(a).tolist()) <= set({allowed})\n"
                                f"counts = {{k: int(np.count_nonzero(a == k)) for k in {allowed[1:]}}}\n"
                                "print(case, 'voxels per label', counts)\n"

@@ -7,18 +7,22 @@ body system and modality use the private facts, so unanswered questions count in
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
-from automedbench.api import MetricBlock
+from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
-from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge
+from . import contract
+from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge, make_answer_judge
 from .answers import is_closed, mcq_score, text_scores
-from .records import FACTS, read_private
+from .data.records import FACTS, read_private, read_question
 
 MAX_GROUPS = 40
+JUDGE_CACHE = "answer_judge_cache.jsonl"
+RAW_FALLBACK = "raw_fallback"
 
 
 @define
@@ -102,3 +106,33 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         comps[key] = _mean(groups[key])
     return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
 
+
+
+class VQAEvaluation(TaskEvaluation):
+    """One evaluation: the answer judge and its cache (when configured), each question's score, the fold.
+
+    `kinds` is filled by the track's contract check (valid, skip, placeholder, ...) for the cases that
+    are never scored, so the breakdown can say why a question counts 0."""
+
+    def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None) -> None:
+        super().__init__(task, staged, options)
+        self.state = EvaluationState(raw_fallback=self.options.get(RAW_FALLBACK, "false").lower() == "true")
+        name = self.options.get("answer_judge", "none")
+        if name and name != "none":
+            self.state.judge = make_answer_judge(name, self.options)
+            self.state.cache = AnswerJudgeCache(Path(self.options.get("answer_judge_cache")
+                                                     or staged.root / JUDGE_CACHE))
+
+    def note_kind(self, case_id: str, kind: str) -> None:
+        self.state.kinds[case_id] = kind
+
+    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
+        record, problem = contract.read_json_object(submitted / contract.ANSWER_FILE)
+        if record is None:
+            raise ValueError(problem)
+        gold = json.loads((self.staged.private / case_id / contract.ANSWER_FILE).read_text("utf-8"))
+        question = read_question(self.staged.public / case_id)
+        return CaseScore(case_id, score_question(record, gold, question, self.state))
+
+    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+        return aggregate(self.task.metric, scores, case_ids, self.staged.private, self.state)

@@ -6,12 +6,13 @@ from pathlib import Path
 
 from automedbench.api import StagedData, TaskSpec
 
-from . import io, phantom
+from .. import io
+from . import phantom
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     if task.params.get("phantom") == "airway":
-        from .data.airway_phantom import stage_airway_demo
+        from .airway_phantom import stage_airway_demo
 
         return stage_airway_demo(task, dest)
     public, private = dest / "public", dest / "private"

@@ -9,11 +9,11 @@ ML = "segmentation/demo-multilabel"
 
 
 @pytest.fixture(scope="module")
-def run_ml(reg, tmp_path_factory):
+def run_ml(amb_registry, tmp_path_factory):
     data, out = tmp_path_factory.mktemp("ml-data"), tmp_path_factory.mktemp("ml-runs")
 
     def _run(agent: str):
-        return Run(RunOptions(ML, "lite", agent, out=out, data_root=data), reg).execute()
+        return Run(RunOptions(ML, "lite", agent, out=out, data_root=data), amb_registry).execute()
 
     return _run
 

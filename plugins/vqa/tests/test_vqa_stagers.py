@@ -189,13 +189,13 @@ def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
              "image": [{"bytes": jpeg(i), "path": None}], "answer": "ABCDE"[i % 5], "system": "Nervous",
              "organ": "Brain", "modality": "MRI"} for i in range(6)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
-    reg = registry()
-    track, spec = reg.task("vqa/medframeqa")
+    amb_registry = registry()
+    track, spec = amb_registry.task("vqa/medframeqa")
     staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
     assert len(staged.case_ids) == 6
-    perfect = evaluate_folder(reg, spec.id, None, "perfect", tmp_path / "data", tmp_path / "p")
+    perfect = evaluate_folder(amb_registry, spec.id, None, "perfect", tmp_path / "data", tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.task.components["body_system=Nervous"] == 1.0
-    constant = evaluate_folder(reg, spec.id, None, "constant", tmp_path / "data", tmp_path / "c")
+    constant = evaluate_folder(amb_registry, spec.id, None, "constant", tmp_path / "data", tmp_path / "c")
     assert constant.task.strict == pytest.approx(2 / 6)  # gold A for v0 and v5
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from automedbench_segmentation.metrics import (
+from automedbench_segmentation.dice import (
     binary_counts,
     binary_dice,
     confusion,

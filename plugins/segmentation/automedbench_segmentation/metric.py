@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, TaskSpec, UserError
+from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
 
-from . import io, metrics, surface
-from .checker import task_labels
+from . import dice, io, surface
+from .contract import task_labels
 
 SURFACE_KEYS = ("hd95_mm", "surface_dice")
 
@@ -36,9 +36,9 @@ def score_organ_lesion(task: TaskSpec, case_id: str, submitted: Path, private: P
     for part in ("organ", "lesion"):
         _, pred = cache.load(submitted / f"{part}.nii.gz")
         ref_image, ref = cache.load(private / f"{part}.nii.gz")
-        n_pred, n_ref, n_both = metrics.binary_counts(pred, ref)
-        broken = metrics.has_nan(ref)  # a NaN in the reference: Dice 0, never a skipped label
-        values[f"{part}_dice"] = 0.0 if broken else metrics.dice_from_counts(n_pred, n_ref, n_both)
+        n_pred, n_ref, n_both = dice.binary_counts(pred, ref)
+        broken = dice.has_nan(ref)  # a NaN in the reference: Dice 0, never a skipped label
+        values[f"{part}_dice"] = 0.0 if broken else dice.dice_from_counts(n_pred, n_ref, n_both)
         values[f"{part}_positive"] = n_ref > 0
         values.update(_surface(task, part, pred, ref, ref_image.header.get_zooms()[:3]))
     return CaseScore(case_id, values)
@@ -50,7 +50,7 @@ def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Pat
     labels = sorted(task_labels(task))
     _, pred = cache.load(submitted / name)
     ref_image, ref = cache.load(private / name)
-    per, present = metrics.dice_and_present(pred, ref, labels)
+    per, present = dice.dice_and_present(pred, ref, labels)
     values: dict[str, Any] = {f"dice_{k}": v for k, v in per.items()}
     values["macro_dice"] = float(np.mean(list(per.values())))
     values["reference_labels"] = present
@@ -115,3 +115,25 @@ def positive_case(task: TaskSpec, row: dict[str, Any]) -> bool:
     if task.params.get("kind") == "multilabel":
         return any(row.get(f"dice_{k}", 0.0) > 0 for k in row.get("reference_labels", []))
     return any(row.get(f"{part}_positive") and row.get(f"{part}_dice", 0.0) > 0 for part in ("organ", "lesion"))
+
+
+class SegmentationEvaluation(TaskEvaluation):
+    """One evaluation: Dice per case (binary pair or label map), then the cohort fold.
+
+    `cache` is the track's case cache, shared with the contract check so each volume loads once per case."""
+
+    def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None,
+                 cache: io.CaseCache | None = None) -> None:
+        super().__init__(task, staged, options)
+        self.cache = cache if cache is not None else io.CaseCache()
+
+    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
+        self.cache.begin(case_id)
+        private = self.staged.private / case_id
+        if self.task.params.get("kind") == "multilabel":
+            return score_multilabel(self.task, case_id, submitted, private, self.cache)
+        return score_organ_lesion(self.task, case_id, submitted, private, self.cache)
+
+    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+        self.cache.begin("")  # the last case's volumes are no longer needed
+        return aggregate(self.task, scores, case_ids, self.staged.private)

@@ -1,0 +1,118 @@
+"""Every built-in sandbox backend against the conformance suite (`automedbench.testing.check_sandbox`).
+
+`local` is bubblewrap, `local-plain` the unisolated fallback (its gaps are declared below and show as
+expected failures with their reasons), `docker` skips when no engine answers. A declared gap that
+starts passing fails the test, so the declarations stay true.
+"""
+
+from __future__ import annotations
+
+import pytest
+from automedbench.sandboxes.local import LocalSandbox, bwrap_path
+from automedbench.testing import SANDBOX_CHECKS, check_sandbox
+
+PLAIN_GAPS = {
+    "public-read-only": "no filesystem isolation: public data is writable",
+    "no-write-outside-workspace": "no filesystem isolation: the host is writable",
+    "private-hidden": "no filesystem isolation: the tripwire detects a read of private data, nothing prevents it",
+    "host-paths-hidden": "no filesystem isolation: bound_sources() is the whole host",
+    "network-off": "network not restricted",
+}
+GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "docker": {}}
+
+
+def _docker_reason() -> str | None:
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return "the docker package is not installed (pip install 'automedbench[docker]')"
+    from automedbench.sandboxes.docker import DockerSandbox
+
+    ok, why = DockerSandbox().available()
+    return None if ok else why
+
+
+def _sandbox(backend: str):
+    if backend == "docker":
+        why = _docker_reason()
+        if why:
+            pytest.skip(why)
+        from automedbench.sandboxes.docker import DockerSandbox
+
+        return DockerSandbox()
+    if backend == "local" and bwrap_path() is None:
+        pytest.skip("bubblewrap (bwrap) not usable on this machine")
+    return LocalSandbox("auto" if backend == "local" else "none")
+
+
+@pytest.fixture(scope="module", params=list(GAPS))
+def outcomes(request, tmp_path_factory):
+    """The whole suite once per backend (one session, plus one for the cleanup check)."""
+    backend = request.param
+    sandbox = _sandbox(backend)
+    results = check_sandbox(sandbox, tmp_path_factory.mktemp(f"conformance-{backend}"), track="segmentation")
+    return backend, {r.id: r for r in results}
+
+
+@pytest.mark.parametrize("check_id", list(SANDBOX_CHECKS))
+def test_sandbox_conformance(outcomes, check_id):
+    backend, results = outcomes
+    result = results[check_id]
+    gap = GAPS[backend].get(check_id)
+    if gap:
+        assert not result.passed, f"{backend} now passes {check_id}: remove the declared gap ({gap})"
+        pytest.xfail(f"declared gap of {backend}: {gap} ({result.reason})")
+    assert result.passed, f"{backend}: {check_id}: {result.reason}"
+
+
+def test_plain_gaps_match_what_the_backend_declares(tmp_path):
+    """local-plain's own `protections()` names the gaps this suite expects of it."""
+    for sub in ("ws", "public"):
+        (tmp_path / sub).mkdir()
+    from automedbench.sandbox import SandboxSpec
+
+    session = LocalSandbox("none").open(SandboxSpec(tmp_path / "ws", tmp_path / "public"))
+    try:
+        _, gaps = session.protections()
+        assert any("no filesystem isolation" in g for g in gaps) and any("network" in g for g in gaps), gaps
+        assert not session.isolates_filesystem
+    finally:
+        session.close()
+
+
+def test_a_broken_backend_fails_the_suite(tmp_path):
+    """The suite can fail: a backend that ignores timeouts and caps and leaks the environment is caught."""
+    import os
+    import subprocess
+
+    from automedbench.records import ExecResult
+    from automedbench.sandbox import Sandbox, SandboxSession
+
+    class Leaky(SandboxSession):
+        def __init__(self, spec):
+            self.workspace_dir, self.data_dir = str(spec.workspace), str(spec.public)
+
+        def execute(self, language, code, timeout_s):
+            argv = ["python3", "-c", code] if language == "python" else ["bash", "-c", code]
+            env = {**os.environ, "WORKSPACE_DIR": self.workspace_dir, "DATA_DIR": self.data_dir}
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=self.workspace_dir, env=env,
+                                  timeout=120)
+            return ExecResult(done.returncode, done.stdout, done.stderr, 0.0)
+
+        def protections(self):
+            return [], ["everything"]
+
+    class LeakySandbox(Sandbox):
+        name = "leaky"
+
+        def available(self):
+            return True, ""
+
+        def open(self, spec):
+            return Leaky(spec)
+
+    results = {r.id: r for r in check_sandbox(LeakySandbox(), tmp_path, ["exec-round-trip", "output-cap",
+                                                                          "environment-scrubbed"])}
+    assert results["exec-round-trip"].passed
+    assert not results["output-cap"].passed and "not reported as capped" in results["output-cap"].reason
+    assert not results["environment-scrubbed"].passed
