@@ -205,7 +205,7 @@ def test_iu_report_archive_skips_links_and_refuses_entities(tmp_path):
 
 
 def test_vqa_image_store_refuses_crafted_zips(tmp_path):
-    from automedbench_vqa.stagers import ImageStore
+    from automedbench_vqa.data.stagers import ImageStore
 
     _zip(tmp_path, [("imgs/../../evil.jpg", b"x", 0)])
     with pytest.raises(UserError, match="leaves the archive"):
@@ -218,7 +218,7 @@ def test_vqa_image_store_refuses_crafted_zips(tmp_path):
 
 def test_vqa_slake_stager_refuses_deep_json(tmp_path):
     from automedbench.plugins import registry
-    from automedbench_vqa.stagers import slake
+    from automedbench_vqa.data.stagers import slake
 
     (tmp_path / "test.json").write_text("[" * 50_000 + "]" * 50_000)
     task = next(t for _track, t in registry().tasks().values() if t.track == "vqa")
