@@ -13,15 +13,18 @@ from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
 from .fsutil import atomic_write_bytes, atomic_write_text, sha256_file
+from .grading import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
 from .metric import Metric
 from .records import (
     CaseVerdict,
     FiredCode,
+    GradeRequest,
     ItemVerdict,
     JudgeVerdict,
     MetricBlock,
+    PromptPart,
     RatingThresholds,
     Result,
     Rubric,
@@ -57,6 +60,8 @@ __all__ = [
     "CodeContext",
     "Detector",
     "FiredCode",
+    "Grade",
+    "GradeRequest",
     "InfrastructureError",
     "ItemVerdict",
     "Judge",
@@ -65,6 +70,7 @@ __all__ = [
     "Metric",
     "MetricBlock",
     "PackagedTrack",
+    "PromptPart",
     "RatingThresholds",
     "Register",
     "Result",
@@ -87,6 +93,7 @@ __all__ = [
     "default_rubric",
     "did_you_mean",
     "fence_agent_text",
+    "fold_grades",
     "hookimpl",
     "ladder_stage",
     "mean_stage",

@@ -11,10 +11,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import Factory, define
-from automedbench.api import MetricBlock
+from automedbench.api import Grade, GradeRequest, MetricBlock
 
-from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge
+from .answer_judge import (
+    AnswerJudge,
+    AnswerJudgeCache,
+    JudgeRequest,
+    cached_judge,
+    fold_answer_grades,
+    model_grade_requests,
+)
 from .answers import is_closed, mcq_score, text_scores
 from .records import FACTS, read_private
 
@@ -28,11 +36,13 @@ class EvaluationState:
     judge: AnswerJudge | None = None
     cache: AnswerJudgeCache | None = None
     raw_fallback: bool = False
+    model_judge: bool = False  # answer_judge=llm: grade requests for the model-graded scoring step
     kinds: dict[str, str] = Factory(dict)
 
 
 def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[str, Any],
-                   state: EvaluationState) -> dict[str, Any]:
+                   state: EvaluationState) -> tuple[dict[str, Any], list[GradeRequest]]:
+    """The question's metric values, and the grade requests the model answer judge leaves for later."""
     facts = {k: gold.get(k, "") for k in FACTS}
     label = str(gold.get("answer_label") or "")
     if label:
@@ -41,6 +51,7 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
                               "exact_match": scores["exact_match"], "token_f1": scores["token_f1"], **facts}
+    requests: list[GradeRequest] = []
     if state.judge is not None and not scores["closed"]:
         request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
                                str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")),
@@ -48,7 +59,9 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
         verdict = cached_judge(state.judge, state.cache, request)
         values.update(score=verdict.score, judge_score=verdict.score, judge_fallback=verdict.fallback,
                       judge_cached=verdict.cached)
-    return values
+        if state.model_judge:  # the model grades it after the evaluation; the offline verdict stands in
+            requests = model_grade_requests(request)
+    return values, requests
 
 
 def _mean(values: list[float]) -> float:
@@ -57,9 +70,7 @@ def _mean(values: list[float]) -> float:
 
 def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
               state: EvaluationState) -> MetricBlock:
-    rows, groups = [], defaultdict(list)
-    by_kind: dict[str, list[float]] = defaultdict(list)
-    em, f1 = [], []
+    rows = []
     for qid, score in zip(case_ids, scores, strict=True):
         if score is not None:
             values = dict(score.values)
@@ -70,14 +81,7 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
             values = {"score": 0.0, "kind": kind, "valid": False, "verdict": state.kinds.get(qid, "missing"),
                       **{k: gold.get(k, "") for k in FACTS}}
         rows.append({"case_id": qid, **values})
-        by_kind[values["kind"]].append(values["score"])
-        if values["kind"] != "mcq":
-            em.append(float(values.get("exact_match", 0.0)))
-            f1.append(float(values.get("token_f1", 0.0)))
-        for fact in FACTS:
-            if values.get(fact):
-                groups[f"{fact}={values[fact]}"].append(values["score"])
-    accuracy = _mean([r["score"] for r in rows])
+    accuracy, by_kind, by_group = summarize(rows)
     complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
     kinds = list(state.kinds.values())
     comps: dict[str, float | None] = {
@@ -86,6 +90,27 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         "skipped": float(kinds.count("skip")),
         "placeholders": float(kinds.count("placeholder")),
     }
+    comps |= by_kind
+    if state.judge is not None:
+        comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
+    comps |= by_group
+    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[float, dict[str, float | None], dict[str, float | None]]:
+    """(accuracy, components by answer kind, components by group) from the per-question rows: what
+    the model-graded answer judge changes when its grades replace the offline stand-ins."""
+    groups, by_kind = defaultdict(list), defaultdict(list)
+    em, f1 = [], []
+    for values in rows:
+        by_kind[values["kind"]].append(values["score"])
+        if values["kind"] != "mcq":
+            em.append(float(values.get("exact_match", 0.0)))
+            f1.append(float(values.get("token_f1", 0.0)))
+        for fact in FACTS:
+            if values.get(fact):
+                groups[f"{fact}={values[fact]}"].append(values["score"])
+    comps: dict[str, float | None] = {}
     if by_kind["mcq"]:
         comps["mcq_accuracy"] = _mean(by_kind["mcq"])
     if by_kind["closed"]:
@@ -96,9 +121,17 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         comps["open_count"] = float(len(by_kind["open"]))
     if em:
         comps["exact_match"], comps["token_f1"] = _mean(em), _mean(f1)
-    if state.judge is not None:
-        comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
-    for key in sorted(groups, key=lambda k: (-len(groups[k]), k))[:MAX_GROUPS]:
-        comps[key] = _mean(groups[key])
-    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+    top = sorted(groups, key=lambda k: (-len(groups[k]), k))[:MAX_GROUPS]
+    return _mean([r["score"] for r in rows]), comps, {key: _mean(groups[key]) for key in top}
 
+
+def apply_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
+    """The model judge's grades in place of the offline stand-ins, then the accuracy components again."""
+    rows = [dict(r) for r in metric.per_case]
+    fold_answer_grades(rows, grades)
+    accuracy, by_kind, by_group = summarize(rows)
+    comps = {**metric.components, "accuracy": accuracy, **by_kind, **by_group,
+             "judge_fallback_count": float(sum(bool(r.get("judge_fallback")) for r in rows))}
+    complete = not any(r.get("valid") is False for r in rows)
+    return attrs.evolve(metric, strict=accuracy if complete else 0.0, partial=accuracy, components=comps,
+                        per_case=rows)

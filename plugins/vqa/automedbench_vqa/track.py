@@ -24,7 +24,14 @@ from automedbench.api import (
 )
 
 from . import contract, scoring
-from .answer_judge import AnswerJudgeCache, available_judges, make_answer_judge
+from .answer_judge import (
+    GRADER,
+    MODEL_JUDGE,
+    AnswerJudgeCache,
+    OfflineAnswerJudge,
+    available_judges,
+    make_answer_judge,
+)
 from .records import read_private
 from .rubric import HINTS, WORDING
 
@@ -64,8 +71,9 @@ class VQATrack(PackagedTrack):
     # ---------------------------------------------------------------- evaluation
 
     def evaluation_options(self) -> dict[str, str]:
-        return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
-                                "registers); default: 0.5·exact match + 0.5·token F1",
+        return {"answer_judge": "grade open-ended answers with this answer judge (offline, llm: a model named by "
+                                "answer_judge.provider/.model, or one an add-on registers); default: 0.5·exact "
+                                "match + 0.5·token F1",
                 "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]",
                 RAW_FALLBACK: "true: with an answer judge, also grade raw_model_output when the answer scores < 1 "
                               "and keep the better verdict (the original's rule, a second guess); default false"}
@@ -75,15 +83,26 @@ class VQATrack(PackagedTrack):
         if checked.get(RAW_FALLBACK, "false").lower() not in ("true", "false"):
             raise UserError(f"evaluation option {RAW_FALLBACK} must be true or false")
         name = checked.get("answer_judge", "none")
-        if name and name != "none" and name not in available_judges():
+        provider = checked.get(f"{GRADER}.provider")
+        if (name == MODEL_JUDGE) != bool(provider):
+            raise UserError(f"answer_judge={MODEL_JUDGE} and {GRADER}.provider=NAME (a model backend) go together")
+        if name and name not in ("none", MODEL_JUDGE) and name not in available_judges():
             make_answer_judge(name, checked)  # raises the one-line error with suggestions
         return checked
+
+    def model_graders(self) -> dict[str, str]:
+        return {GRADER: "the model answer judge (answer_judge=llm): grades open answers 0/0.5/1"}
+
+    def apply_grades(self, task: TaskSpec, metric: MetricBlock, grades: list) -> MetricBlock:
+        return scoring.apply_grades(metric, grades)
 
     def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
         self.state = scoring.EvaluationState(raw_fallback=options.get(RAW_FALLBACK, "false").lower() == "true")
         self.public = staged.public
         name = options.get("answer_judge", "none")
-        if name and name != "none":
+        if name == MODEL_JUDGE:  # the offline judge stands in until the model's grades come back
+            self.state.judge, self.state.model_judge = OfflineAnswerJudge(), True
+        elif name and name != "none":
             self.state.judge = make_answer_judge(name, options)
             self.state.cache = AnswerJudgeCache(Path(options.get("answer_judge_cache") or staged.root / JUDGE_CACHE))
 
@@ -100,7 +119,8 @@ class VQATrack(PackagedTrack):
             raise ValueError(problem)
         gold = json.loads((private / contract.ANSWER_FILE).read_text("utf-8"))
         question = read_question(self.public / case_id) if self.public is not None else {}
-        return CaseScore(case_id, scoring.score_question(record, gold, question, self.state))
+        values, requests = scoring.score_question(record, gold, question, self.state)
+        return CaseScore(case_id, values, requests)
 
     def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
                   private: Path) -> MetricBlock:
