@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import ClassVar
 
 import pytest
 from automedbench import grading
@@ -23,7 +24,7 @@ OPTIONS = {"judge.provider": "scripted", "judge.model": "m1"}
 class ScriptedModel:
     """A registered model backend whose replies are a function of (system, prompt); it records every call."""
 
-    calls: list[tuple[str, str]] = []
+    calls: ClassVar[list[tuple[str, str]]] = []
     reply = staticmethod(lambda system, prompt: '{"score": 1, "rationale": "ok"}')
 
     def __init__(self, cfg) -> None:
@@ -229,7 +230,7 @@ def test_parse_grade():
 
 def test_grader_options_are_checked_before_a_run(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
-    with pytest.raises(UserError, match="judge.model need judge.provider"):
+    with pytest.raises(UserError, match=r"judge\.model need judge\.provider"):
         grading.check_grader_options({"judge.model": "m"}, "judge")
     with pytest.raises(UserError, match="NO_SUCH_KEY_VAR is not set"):
         grading.check_grader_options({"judge.provider": "openai", "judge.model": "m",
