@@ -52,6 +52,7 @@ def test_evaluate_command_grades_open_answers_through_the_step(fake_llm, vqa_sta
     done = CliRunner().invoke(main, args, catch_exceptions=False)
     assert done.exit_code == 0, done.output
     result = json.loads((out / "result.json").read_text())
+    assert all(c["valid"] for c in result["cases"]) and result["state"] == "scored"
     rows = [r for r in result["task"]["per_case"] if r["kind"] == "open"]
     graded = [r for r in rows if r.get("judge") == "llm@3:openai:fake-grader"]
     log = json.loads((out / "grades.json").read_text())

@@ -46,7 +46,7 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     facts = {k: gold.get(k, "") for k in FACTS}
     label = str(gold.get("answer_label") or "")
     if label:
-        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}
+        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}, []
     prediction = str(record.get("predicted_answer") or "")
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
