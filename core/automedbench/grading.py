@@ -285,7 +285,7 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
             continue
         grade.key = cache_key(grader, model, system, prompt)
         hit = cache.get(grade.key) if provider else None
-        if hit is not None:
+        if hit is not None and min(request.levels or [0.0]) <= float(hit["score"]) <= max(request.levels or [1.0]):
             grades.append(attrs.evolve(grade, score=float(hit["score"]), rationale=str(hit.get("rationale", "")),
                                        cached=True))
             continue
