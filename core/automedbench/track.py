@@ -156,7 +156,8 @@ class Track(ABC):
 
     def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
         """Called once in the evaluator process before any case is checked: set up per-evaluation state
-        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options`."""
+        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options` (and the
+        `<grader>.*` keys of `model_graders`)."""
         return None
 
     def model_graders(self) -> dict[str, str]:
