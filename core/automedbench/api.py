@@ -13,15 +13,18 @@ from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
 from .fsutil import atomic_write_bytes, atomic_write_text, sha256_file
+from .grading import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
 from .metric import Metric
 from .records import (
     CaseVerdict,
     FiredCode,
+    GradeRequest,
     ItemVerdict,
     JudgeVerdict,
     MetricBlock,
+    PromptPart,
     RatingThresholds,
     Result,
     Rubric,
@@ -60,6 +63,8 @@ __all__ = [
     "CodeContext",
     "Detector",
     "FiredCode",
+    "Grade",
+    "GradeRequest",
     "InfrastructureError",
     "ItemVerdict",
     "Judge",
@@ -68,6 +73,7 @@ __all__ = [
     "Metric",
     "MetricBlock",
     "PackagedTrack",
+    "PromptPart",
     "RatingThresholds",
     "Register",
     "Result",
@@ -90,6 +96,7 @@ __all__ = [
     "default_rubric",
     "did_you_mean",
     "fence_agent_text",
+    "fold_grades",
     "gunzip",
     "hookimpl",
     "ladder_stage",

@@ -10,6 +10,7 @@ from . import errors, staging
 from .evaluator import run_isolated
 from .freeze import freeze
 from .fsutil import sha256_text
+from .grading import GRADE_CACHE, grade_evaluation
 from .plugins import Registry
 from .records import Header, Isolation, Result, Runtime
 from .runner import score_result, versions
@@ -37,6 +38,7 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     write_json(work / "submission_manifest.json", manifest)
     evaluation = run_isolated(task.id, staged, work / "submission", work / "submission_manifest.json",
                               work / "evaluation.json", options=options)
+    evaluation = grade_evaluation(track, task, evaluation, options, work, staged.root / GRADE_CACHE, reg)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),

@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+import attrs
 from attrs import Factory, define
 
 from . import __version__
@@ -63,6 +64,7 @@ def _case_deadline(seconds: float):
 
 
 MAX_EXTRA = 200
+MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (grading.py)
 
 
 @define
@@ -131,6 +133,9 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         extra = [*extra[:MAX_EXTRA], f"... and {len(extra) - MAX_EXTRA} more"]
     metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else scoring.aggregate(
         scores, staged.case_ids)
+    # a case's requests are stamped with that case's id: one case can never ask for another's grade
+    requests = [attrs.evolve(r, case_id=s.case_id) for s in scores if s is not None
+                for r in s.requests[:MAX_GRADE_REQUESTS_PER_CASE]]
     return Evaluation(
         task_id=task.id,
         expected_cases=len(staged.case_ids),
@@ -141,6 +146,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         extra_files=extra,
         duration_s=round(time.monotonic() - started, 3),
         evaluator_version=__version__,
+        grade_requests=requests,
     )
 
 

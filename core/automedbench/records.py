@@ -220,6 +220,34 @@ class MetricBlock:
 
 
 @define
+class PromptPart:
+    """One piece of a grade request's prompt. `agent=True` marks text the agent wrote (an answer, a report):
+    the grading step fences it and clips it; everything else is the track's own wording."""
+
+    text: str
+    agent: bool = False
+    label: str = ""
+
+
+@define
+class GradeRequest:
+    """A question for a model, made by a metric inside the isolated evaluator (which has no network and no
+    keys) and answered by the model-graded scoring step afterwards (`automedbench.grading`).
+
+    `grader` names the track's model grader (its eval options `<grader>.provider`, `<grader>.model`, ...);
+    the reply must be JSON `{"score": s, "rationale": "..."}` with `min(levels) <= s <= max(levels)`.
+    `case_id` is set by the evaluator to the case whose score carried the request; `tag` tells a case's
+    requests apart (e.g. the answer and the raw output)."""
+
+    grader: str
+    instructions: str
+    parts: list[PromptPart]
+    levels: list[float] = Factory(lambda: [0.0, 1.0])
+    case_id: str = ""
+    tag: str = ""
+
+
+@define
 class Evaluation:
     """What the isolated evaluator returns: only facts about the submission, never agent stages."""
 
@@ -233,6 +261,7 @@ class Evaluation:
     duration_s: float = 0.0
     evaluator_version: str = ""
     error: str | None = None
+    grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (grading.py)
 
     @property
     def completion(self) -> float:

@@ -36,6 +36,7 @@ from .fsutil import (
     sha256_text,
     walk_fd,
 )
+from .grading import GRADE_CACHE, grade_evaluation
 from .judge import Judge, JudgeInput
 from .options import RunOptions, score_record
 from .pilot import CHECKS_FILE, PilotTracker, read_checks
@@ -154,6 +155,8 @@ class Run:
             evaluation = run_isolated(self.task.id, staged, self.run_dir / "submission",
                                       self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json",
                                       options=self.eval_options, backend=self.evaluator_backend)
+            evaluation = grade_evaluation(self.track, self.task, evaluation, self.eval_options, self.run_dir,
+                                          staged.root / GRADE_CACHE, self.reg)
             runtime.eval_s = round(time.monotonic() - t_eval, 3)
             if not isolation.breached:
                 write_json(self.run_dir / CHECKS_FILE, self.pilots.check(self.task.id, staged,

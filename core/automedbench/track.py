@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import Factory, define
 
-from .records import CaseVerdict, MetricBlock, RatingThresholds, Rubric, TaskSpec
+from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, TaskSpec
 
 
 @define
@@ -48,8 +48,11 @@ class ScriptedSolution:
 
 @define
 class CaseScore:
+    """One case's metric values, and the grade requests (if any) its metric leaves to a model grader."""
+
     case_id: str
     values: dict[str, Any]
+    requests: list[GradeRequest] = Factory(list)
 
 
 class TaskEvaluation(ABC):
@@ -158,15 +161,36 @@ class Track(ABC):
 
     def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
         """Called once in the evaluator process before any case is checked: set up per-evaluation state
-        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options`."""
+        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options` (and the
+        `<grader>.*` keys of `model_graders`)."""
         return None
+
+    def model_graders(self) -> dict[str, str]:
+        """Name -> description of this track's model graders: metrics whose `CaseScore.requests` the
+        model-graded scoring step answers outside the evaluator. Each takes the evaluation options
+        `<name>.provider` (a registered model backend) and `<name>.<model option>` (model, base_url, ...)."""
+        return {}
+
+    def apply_grades(self, task: TaskSpec, metric: MetricBlock, grades: list[Any]) -> MetricBlock:
+        """Fold the model grades (`automedbench.grading.Grade`, score None when the model could not answer)
+        into the metric; called in the harness after the evaluation. The default adds each grader as a
+        per-case value and a mean component (null unless every request was answered), never into Task."""
+        from .grading import fold_grades
+
+        return fold_grades(metric, grades)
 
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
         """Refuse unknown evaluation options before a run starts (one clear line, not an evaluator crash)."""
         from .errors import UserError, did_you_mean
+        from .grading import check_grader_options
 
         offered = self.evaluation_options()
+        graders = self.model_graders()
+        for name in graders:
+            check_grader_options(options, name)
         for key in options:
+            if key.split(".", 1)[0] in graders and "." in key:
+                continue
             if key not in offered:
                 hint = did_you_mean(key, list(offered)) if offered else "; it takes none"
                 raise UserError(f"track {self.name} has no evaluation option {key!r}{hint}")

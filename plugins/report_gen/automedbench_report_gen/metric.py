@@ -15,7 +15,7 @@ from typing import Any
 
 from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
-from . import contract, nlg
+from . import contract, grader, nlg
 from .clinical import ClinicalScorer, make_scorer
 from .labeler import label_text
 from .text import has_impression_only, mlrg_preprocess, scored_text
@@ -78,8 +78,10 @@ class ReportEvaluation(TaskEvaluation):
         later = list(facts.get("later_view_only", []))
         found = label_text(self.texts[case_id][1]).status if later else {}
         missed = [name for name in later if found.get(name) not in ("positive", "uncertain")]
+        requests = [grader.grade_request(*self.texts[case_id])] if grader.enabled(self.options) else []
         return CaseScore(case_id, {"impression_only": has_impression_only(report), "views": facts.get("views", 1),
-                                   "later_view_only": later, "missed_later_view": missed, "chars": len(report)})
+                                   "later_view_only": later, "missed_later_view": missed, "chars": len(report)},
+                         requests)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         name = metric_name(self.kind, self.clinical)

@@ -48,6 +48,11 @@ class ReportTrack(PackagedTrack):
                 "bert_dir": "path to a local bert-base-uncased folder (config, vocab; clinical_backend=models)",
                 "radgraph": "1 to score the RadGraph slot with the radgraph package and its cached weights"}
 
+    def model_graders(self) -> dict[str, str]:
+        from .grader import GRADER
+
+        return {GRADER: "optional LLM report grader: an extra component (0/0.5/1 per case), never in Task"}
+
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
         checked = super().check_evaluation_options(options)
         from .clinical import make_scorer

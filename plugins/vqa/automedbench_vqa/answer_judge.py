@@ -1,10 +1,11 @@
 """The optional answer judge for open-ended questions: 0 / 0.5 / 1 per answer, with a persistent cache.
 
-`AnswerJudge` is the interface; `OfflineAnswerJudge` is the deterministic default (token overlap);
-`LLMAnswerJudge` asks any chat backend through a `complete(messages) -> str` callable, so an
-OpenAI-compatible client (or anything else) can back it without this module knowing about HTTP.
-Other distributions add judges through the entry-point group `automedbench_vqa.answer_judges`
-(a factory taking the evaluation options and returning an `AnswerJudge`).
+`AnswerJudge` is the interface of judges that run inside the isolated evaluator: `OfflineAnswerJudge`
+(deterministic token overlap) and those other distributions add through the entry-point group
+`automedbench_vqa.answer_judges` (a factory taking the evaluation options and returning an `AnswerJudge`).
+The model judge (`answer_judge=llm`) cannot run there (no network, no keys): the evaluator returns a
+grade request per open answer (`model_grade_requests`), the harness's model-graded scoring step asks the
+model backend named by `answer_judge.provider`, and `fold_answer_grades` puts the grades in place.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib import metadata
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.api import AGENT_TEXT_NOTE, fence_agent_text
+from automedbench.api import Grade, GradeRequest, PromptPart
 
 from .answers import exact_match, is_closed, normalize, token_f1
 
@@ -31,9 +31,8 @@ SYSTEM_PROMPT = (
     "You grade answers to medical visual questions. Compare the prediction with the gold answer. "
     "Score 1 if they are clinically equivalent (synonyms, paraphrase, expanded acronyms and light hedging "
     "count as equivalent), 0.5 if the prediction is partly right, 0 if it is wrong, contradicts the gold "
-    'answer or only speculates. Reply with JSON only: {"score": 0 | 0.5 | 1, "rationale": "<= 20 words"}. '
-    "The prediction was written by the system under evaluation. " + AGENT_TEXT_NOTE
-)
+    "answer or only speculates. The prediction was written by the system under evaluation."
+)  # the grading step adds the agent-text note and the reply format
 
 
 def snap(value: float) -> float:
@@ -67,6 +66,16 @@ class AnswerVerdict:
     fallback: bool = False
 
 
+def shortcut(request: JudgeRequest) -> tuple[float, str] | None:
+    """(score, why) when no judge is needed: an empty prediction is 0, the gold string itself is 1."""
+    prediction = request.prediction.strip()
+    if not prediction:
+        return 0.0, "empty prediction"
+    if prediction.casefold() == request.gold.strip().casefold():
+        return 1.0, "exact string match"
+    return None
+
+
 class AnswerJudge(ABC):
     """Grades one prediction against the gold answer. Subclasses implement `grade`."""
 
@@ -85,11 +94,10 @@ class AnswerJudge(ABC):
     def judge(self, request: JudgeRequest) -> AnswerVerdict:
         """Shortcuts, then the grade of the answer; with `raw_fallback`, then of the raw output if that is
         longer and differs (the better verdict is kept)."""
+        short = shortcut(request)
+        if short is not None:
+            return AnswerVerdict(short[0], short[1], self.identity)
         prediction = request.prediction.strip()
-        if not prediction:
-            return AnswerVerdict(0.0, "empty prediction", self.identity)
-        if prediction.casefold() == request.gold.strip().casefold():
-            return AnswerVerdict(1.0, "exact string match", self.identity)
         score, why, fell_back = self.grade(request.question, request.gold, prediction)
         score = snap(score)
         raw = request.raw_output.strip() if request.raw_fallback else ""
@@ -118,59 +126,55 @@ class OfflineAnswerJudge(AnswerJudge):
         return 0.0, f"token F1 {f1:.2f}", False
 
 
-Complete = Callable[[list[dict[str, str]]], str]
+GRADER = "answer_judge"  # the model grader's name: eval options answer_judge.provider, answer_judge.model, ...
+MODEL_JUDGE = "llm"  # answer_judge=llm: a model grades open answers through the model-graded scoring step
+MODEL_JUDGE_VERSION = "3"  # 3: a grade request answered outside the evaluator (2: fenced; 1: unfenced)
 
 
-class LLMAnswerJudge(AnswerJudge):
-    """A chat model as the judge. `complete` sends messages and returns the reply text; it may raise.
+def model_grade_requests(request: JudgeRequest) -> list[GradeRequest]:
+    """What the model judge is asked about one open answer (none when a shortcut decides it): the
+    answer, and with `raw_fallback` the longer, different raw output too (the better grade is kept)."""
+    if shortcut(request) is not None:
+        return []
 
-    After `attempts` unusable replies (exception or no parseable score) the offline judge decides and
-    the verdict is marked `fallback`, so reports can count how often the model did not answer."""
+    def ask(prediction: str, tag: str) -> GradeRequest:
+        # the prediction is the agent's text: fenced by the grading step, so it cannot pose as the gold
+        # answer or as instructions; the question and gold answer are the dataset's
+        return GradeRequest(GRADER, SYSTEM_PROMPT, [PromptPart(request.question, label="Question"),
+                                                    PromptPart(request.gold, label="Gold answer"),
+                                                    PromptPart(prediction, agent=True, label="Prediction")],
+                            levels=[0.0, 0.5, 1.0], tag=tag)
 
-    name = "llm"
-    version = "2"  # 2: the prediction is fenced as agent text (verdicts of the unfenced prompt are not reused)
+    prediction = request.prediction.strip()
+    asked = [ask(prediction, "answer")]
+    raw = request.raw_output.strip() if request.raw_fallback else ""
+    if len(raw) > len(prediction) and raw != prediction:
+        asked.append(ask(raw, "raw"))
+    return asked
 
-    def __init__(self, complete: Complete, model: str, attempts: int = 3) -> None:
-        self.complete = complete
-        self.model = model
-        self.attempts = max(1, attempts)
-        self.offline = OfflineAnswerJudge()
 
-    @property
-    def identity(self) -> str:
-        return f"{self.name}@{self.version}:{self.model}"
-
-    @staticmethod
-    def messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
-        # the prediction is the agent's text: fenced, so it cannot pose as the gold answer or as instructions
-        user = f"Question: {question}\nGold answer: {gold}\nPrediction:\n{fence_agent_text(prediction)}"
-        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
-
-    @staticmethod
-    def parse(reply: str) -> tuple[float, str] | None:
-        found = re.search(r"\{.*\}", reply or "", re.S)
-        if not found:
-            return None
-        try:
-            data = json.loads(found.group(0))
-            score = float(data["score"])
-        except (ValueError, KeyError, TypeError):
-            return None
-        return score, str(data.get("rationale", ""))[:200]
-
-    def grade(self, question: str, gold: str, prediction: str) -> tuple[float, str, bool]:
-        problem = "no reply"
-        for _ in range(self.attempts):
-            try:
-                parsed = self.parse(self.complete(self.messages(question, gold, prediction)))
-            except Exception as exc:  # any backend error: try again, then fall back
-                problem = f"{type(exc).__name__}: {str(exc)[:80]}"
-                continue
-            if parsed is not None:
-                return parsed[0], parsed[1], False
-            problem = "unparseable reply"
-        score, why, _ = self.offline.grade(question, gold, prediction)
-        return score, f"fallback to offline ({problem}): {why}", True
+def fold_answer_grades(rows: list[dict[str, Any]], grades: list[Grade]) -> None:
+    """Replace each graded row's offline stand-in by the model's snapped grade (the raw output's when that
+    is higher). A row whose answer grade is null keeps the offline verdict, marked `judge_fallback` with
+    the reason: the original's documented fallback, counted in `judge_fallback_count`."""
+    found: dict[str, dict[str, Grade]] = {}
+    for grade in grades:
+        if grade.grader == GRADER:
+            found.setdefault(grade.case_id, {})[grade.tag] = grade
+    for row in rows:
+        mine = found.get(row.get("case_id"))
+        if not mine or "answer" not in mine:
+            continue
+        answer, raw = mine["answer"], mine.get("raw")
+        row["judge"] = f"{MODEL_JUDGE}@{MODEL_JUDGE_VERSION}:{answer.model}"
+        if answer.score is None:
+            row.update(judge_score=None, judge_fallback=True, judge_cached=False, judge_error=answer.error)
+            continue
+        score, why = snap(answer.score), answer.rationale
+        if raw is not None and raw.score is not None and snap(raw.score) > score:
+            score, why = snap(raw.score), f"raw-fallback: {raw.rationale}"
+        row.update(score=score, judge_score=score, judge_fallback=False, judge_cached=answer.cached,
+                   judge_rationale=why[:200])
 
 
 class AnswerJudgeCache:

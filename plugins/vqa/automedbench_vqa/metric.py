@@ -12,11 +12,22 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import attrs
 from attrs import Factory, define
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CaseScore, Grade, GradeRequest, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract
-from .answer_judge import AnswerJudge, AnswerJudgeCache, JudgeRequest, cached_judge, make_answer_judge
+from .answer_judge import (
+    MODEL_JUDGE,
+    AnswerJudge,
+    AnswerJudgeCache,
+    JudgeRequest,
+    OfflineAnswerJudge,
+    cached_judge,
+    fold_answer_grades,
+    make_answer_judge,
+    model_grade_requests,
+)
 from .answers import is_closed, mcq_score, text_scores
 from .data.records import FACTS, read_private, read_question
 
@@ -32,19 +43,22 @@ class EvaluationState:
     judge: AnswerJudge | None = None
     cache: AnswerJudgeCache | None = None
     raw_fallback: bool = False
+    model_judge: bool = False  # answer_judge=llm: grade requests for the model-graded scoring step
     kinds: dict[str, str] = Factory(dict)
 
 
 def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[str, Any],
-                   state: EvaluationState) -> dict[str, Any]:
+                   state: EvaluationState) -> tuple[dict[str, Any], list[GradeRequest]]:
+    """The question's metric values, and the grade requests the model answer judge leaves for later."""
     facts = {k: gold.get(k, "") for k in FACTS}
     label = str(gold.get("answer_label") or "")
     if label:
-        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}
+        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}, []
     prediction = str(record.get("predicted_answer") or "")
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
                               "exact_match": scores["exact_match"], "token_f1": scores["token_f1"], **facts}
+    requests: list[GradeRequest] = []
     if state.judge is not None and not scores["closed"]:
         request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
                                str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")),
@@ -52,7 +66,9 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
         verdict = cached_judge(state.judge, state.cache, request)
         values.update(score=verdict.score, judge_score=verdict.score, judge_fallback=verdict.fallback,
                       judge_cached=verdict.cached)
-    return values
+        if state.model_judge:  # the model grades it after the evaluation; the offline verdict stands in
+            requests = model_grade_requests(request)
+    return values, requests
 
 
 def _mean(values: list[float]) -> float:
@@ -61,9 +77,7 @@ def _mean(values: list[float]) -> float:
 
 def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
               state: EvaluationState) -> MetricBlock:
-    rows, groups = [], defaultdict(list)
-    by_kind: dict[str, list[float]] = defaultdict(list)
-    em, f1 = [], []
+    rows = []
     for qid, score in zip(case_ids, scores, strict=True):
         if score is not None:
             values = dict(score.values)
@@ -74,14 +88,7 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
             values = {"score": 0.0, "kind": kind, "valid": False, "verdict": state.kinds.get(qid, "missing"),
                       **{k: gold.get(k, "") for k in FACTS}}
         rows.append({"case_id": qid, **values})
-        by_kind[values["kind"]].append(values["score"])
-        if values["kind"] != "mcq":
-            em.append(float(values.get("exact_match", 0.0)))
-            f1.append(float(values.get("token_f1", 0.0)))
-        for fact in FACTS:
-            if values.get(fact):
-                groups[f"{fact}={values[fact]}"].append(values["score"])
-    accuracy = _mean([r["score"] for r in rows])
+    accuracy, by_kind, by_group = summarize(rows)
     complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
     kinds = list(state.kinds.values())
     comps: dict[str, float | None] = {
@@ -90,6 +97,27 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         "skipped": float(kinds.count("skip")),
         "placeholders": float(kinds.count("placeholder")),
     }
+    comps |= by_kind
+    if state.judge is not None:
+        comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
+    comps |= by_group
+    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+
+
+def summarize(rows: list[dict[str, Any]]) -> tuple[float, dict[str, float | None], dict[str, float | None]]:
+    """(accuracy, components by answer kind, components by group) from the per-question rows: what
+    the model-graded answer judge changes when its grades replace the offline stand-ins."""
+    groups, by_kind = defaultdict(list), defaultdict(list)
+    em, f1 = [], []
+    for values in rows:
+        by_kind[values["kind"]].append(values["score"])
+        if values["kind"] != "mcq":
+            em.append(float(values.get("exact_match", 0.0)))
+            f1.append(float(values.get("token_f1", 0.0)))
+        for fact in FACTS:
+            if values.get(fact):
+                groups[f"{fact}={values[fact]}"].append(values["score"])
+    comps: dict[str, float | None] = {}
     if by_kind["mcq"]:
         comps["mcq_accuracy"] = _mean(by_kind["mcq"])
     if by_kind["closed"]:
@@ -100,13 +128,20 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         comps["open_count"] = float(len(by_kind["open"]))
     if em:
         comps["exact_match"], comps["token_f1"] = _mean(em), _mean(f1)
-    if state.judge is not None:
-        comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
-    for key in sorted(groups, key=lambda k: (-len(groups[k]), k))[:MAX_GROUPS]:
-        comps[key] = _mean(groups[key])
-    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+    top = sorted(groups, key=lambda k: (-len(groups[k]), k))[:MAX_GROUPS]
+    return _mean([r["score"] for r in rows]), comps, {key: _mean(groups[key]) for key in top}
 
 
+def apply_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
+    """The model judge's grades in place of the offline stand-ins, then the accuracy components again."""
+    rows = [dict(r) for r in metric.per_case]
+    fold_answer_grades(rows, grades)
+    accuracy, by_kind, by_group = summarize(rows)
+    comps = {**metric.components, "accuracy": accuracy, **by_kind, **by_group,
+             "judge_fallback_count": float(sum(bool(r.get("judge_fallback")) for r in rows))}
+    complete = not any(r.get("valid") is False for r in rows)
+    return attrs.evolve(metric, strict=accuracy if complete else 0.0, partial=accuracy, components=comps,
+                        per_case=rows)
 
 class VQAEvaluation(TaskEvaluation):
     """One evaluation: the answer judge and its cache (when configured), each question's score, the fold.
@@ -118,7 +153,9 @@ class VQAEvaluation(TaskEvaluation):
         super().__init__(task, staged, options)
         self.state = EvaluationState(raw_fallback=self.options.get(RAW_FALLBACK, "false").lower() == "true")
         name = self.options.get("answer_judge", "none")
-        if name and name != "none":
+        if name == MODEL_JUDGE:  # the offline judge stands in until the model's grades come back
+            self.state.judge, self.state.model_judge = OfflineAnswerJudge(), True
+        elif name and name != "none":
             self.state.judge = make_answer_judge(name, self.options)
             self.state.cache = AnswerJudgeCache(Path(self.options.get("answer_judge_cache")
                                                      or staged.root / JUDGE_CACHE))
@@ -132,7 +169,8 @@ class VQAEvaluation(TaskEvaluation):
             raise ValueError(problem)
         gold = json.loads((self.staged.private / case_id / contract.ANSWER_FILE).read_text("utf-8"))
         question = read_question(self.staged.public / case_id)
-        return CaseScore(case_id, score_question(record, gold, question, self.state))
+        values, requests = score_question(record, gold, question, self.state)
+        return CaseScore(case_id, values, requests)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         return aggregate(self.task.metric, scores, case_ids, self.staged.private, self.state)

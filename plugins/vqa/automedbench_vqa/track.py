@@ -7,6 +7,7 @@ from typing import Any
 
 from automedbench.api import (
     CaseVerdict,
+    MetricBlock,
     PackagedTrack,
     Rubric,
     StagedData,
@@ -16,9 +17,9 @@ from automedbench.api import (
 )
 
 from . import contract
-from .answer_judge import available_judges, make_answer_judge
+from .answer_judge import GRADER, MODEL_JUDGE, available_judges, make_answer_judge
 from .data.records import read_question
-from .metric import JUDGE_CACHE, RAW_FALLBACK, VQAEvaluation
+from .metric import JUDGE_CACHE, RAW_FALLBACK, VQAEvaluation, apply_grades
 
 HERE = Path(__file__).parent
 
@@ -36,8 +37,9 @@ class VQATrack(PackagedTrack):
         self._evaluation: VQAEvaluation | None = None  # the evaluation the contract check reports kinds to
 
     def evaluation_options(self) -> dict[str, str]:
-        return {"answer_judge": "grade open-ended answers with this answer judge (offline, or one an add-on "
-                                "registers); default: 0.5·exact match + 0.5·token F1",
+        return {"answer_judge": "grade open-ended answers with this answer judge (offline, llm: a model named by "
+                                "answer_judge.provider/.model, or one an add-on registers); default: 0.5·exact "
+                                "match + 0.5·token F1",
                 "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]",
                 RAW_FALLBACK: "true: with an answer judge, also grade raw_model_output when the answer scores < 1 "
                               "and keep the better verdict (the original's rule, a second guess); default false"}
@@ -47,13 +49,22 @@ class VQATrack(PackagedTrack):
         if checked.get(RAW_FALLBACK, "false").lower() not in ("true", "false"):
             raise UserError(f"evaluation option {RAW_FALLBACK} must be true or false")
         name = checked.get("answer_judge", "none")
-        if name and name != "none" and name not in available_judges():
+        provider = checked.get(f"{GRADER}.provider")
+        if (name == MODEL_JUDGE) != bool(provider):
+            raise UserError(f"answer_judge={MODEL_JUDGE} and {GRADER}.provider=NAME (a model backend) go together")
+        if name and name not in ("none", MODEL_JUDGE) and name not in available_judges():
             make_answer_judge(name, checked)  # raises the one-line error with suggestions
         return checked
 
     def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
         self._evaluation = VQAEvaluation(task, staged, options)
         return self._evaluation
+
+    def model_graders(self) -> dict[str, str]:
+        return {GRADER: "the model answer judge (answer_judge=llm): grades open answers 0/0.5/1"}
+
+    def apply_grades(self, task: TaskSpec, metric: MetricBlock, grades: list) -> MetricBlock:
+        return apply_grades(metric, grades)
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         question = read_question(public)

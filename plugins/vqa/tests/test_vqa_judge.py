@@ -1,4 +1,4 @@
-"""The answer judge: levels, shortcuts, raw-output fallback, a pluggable LLM backend, the JSONL cache."""
+"""The answer judge: levels, shortcuts, raw-output fallback, the model judge's requests, the JSONL cache."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import json
 import threading
 
 import pytest
+from automedbench.api import Grade
 from automedbench_vqa.answer_judge import (
     AnswerJudgeCache,
     JudgeRequest,
-    LLMAnswerJudge,
     OfflineAnswerJudge,
     cached_judge,
+    fold_answer_grades,
     make_answer_judge,
+    model_grade_requests,
     snap,
 )
 
@@ -45,58 +47,39 @@ def test_raw_output_fallback_keeps_the_better_verdict():
     assert verdict.score == 0.5 and verdict.rationale.startswith("raw-fallback")
 
 
-def test_llm_judge_parses_retries_and_falls_back():
-    replies = iter(["not json", RuntimeError("503"), '{"score": 0.8, "rationale": "equivalent"}'])
-    sent = []
-
-    def complete(messages):
-        sent.append(messages)
-        reply = next(replies)
-        if isinstance(reply, Exception):
-            raise reply
-        return reply
-
-    judge = LLMAnswerJudge(complete, "fake-model", attempts=3)
-    verdict = judge.judge(req("LLL"))
-    assert verdict.score == 1.0 and not verdict.fallback and len(sent) == 3
-    assert sent[0][0]["role"] == "system" and "Gold answer: left lower lobe" in sent[0][1]["content"]
-    assert judge.identity == "llm@2:fake-model"  # version 2: fenced prediction
-
-    def broken(messages):
-        raise ConnectionError("down")
-
-    down = LLMAnswerJudge(broken, "fake-model", attempts=2).judge(req("left lower lobe of lung"))
-    assert down.fallback and down.score == 0.5 and "ConnectionError" in down.rationale
+def test_model_judge_requests_and_folding():
+    """answer_judge=llm: one request per open answer (none for the shortcuts), the raw output asked too only
+    with raw_fallback; grades snapped, the better one kept, a null grade falls back to the offline verdict."""
+    assert model_grade_requests(req("")) == [] and model_grade_requests(req("Left lower lobe")) == []
+    (asked,) = model_grade_requests(req("LLL", raw="LLL is the left lower lobe"))
+    assert asked.grader == "answer_judge" and asked.levels == [0.0, 0.5, 1.0] and asked.tag == "answer"
+    assert [(p.label, p.agent) for p in asked.parts] == [("Question", False), ("Gold answer", False),
+                                                         ("Prediction", True)]
+    both = model_grade_requests(req("LLL", raw="LLL is the left lower lobe", raw_fallback=True))
+    assert [(r.tag, r.parts[2].text) for r in both] == [("answer", "LLL"), ("raw", "LLL is the left lower lobe")]
+    rows = [{"case_id": "q1", "score": 0.0, "judge_fallback": False},
+            {"case_id": "q2", "score": 0.5, "judge_fallback": False}, {"case_id": "q3", "score": 1.0}]
+    grades = [Grade("q1", "answer_judge", "answer", 0.3, "partly", "openai:m"),
+              Grade("q1", "answer_judge", "raw", 0.8, "same", "openai:m"),
+              Grade("q2", "answer_judge", "answer", None, model="openai:m", error="backend error: down")]
+    fold_answer_grades(rows, grades)
+    assert rows[0] == {"case_id": "q1", "score": 1.0, "judge_score": 1.0, "judge_fallback": False,
+                            "judge_cached": False, "judge_rationale": "raw-fallback: same",
+                            "judge": "llm@3:openai:m"}
+    assert rows[1]["score"] == 0.5 and rows[1]["judge_fallback"] and rows[1]["judge_score"] is None
+    assert rows[1]["judge_error"] == "backend error: down"
+    assert rows[2] == {"case_id": "q3", "score": 1.0}
 
 
 def test_cache_persists_and_skips_torn_lines(tmp_path):
     path = tmp_path / "cache.jsonl"
-    calls = []
-
-    def complete(messages):
-        calls.append(1)
-        return '{"score": 1, "rationale": "same"}'
-
-    judge = LLMAnswerJudge(complete, "m")
-    first = cached_judge(judge, AnswerJudgeCache(path), req("LLL"))
+    judge = OfflineAnswerJudge()
+    first = cached_judge(judge, AnswerJudgeCache(path), req("left lower lobe of lung"))
     with path.open("a") as handle:
         handle.write('{"key": "torn')
-    second = cached_judge(judge, AnswerJudgeCache(path), req("LLL"))
-    assert first.score == second.score == 1.0 and not first.cached and second.cached
-    assert len(calls) == 1
-    # a different judge identity never reuses the verdict
-    other = cached_judge(LLMAnswerJudge(complete, "other"), AnswerJudgeCache(path), req("LLL"))
-    assert not other.cached and len(calls) == 2
-
-
-def test_fallback_verdicts_are_not_cached(tmp_path):
-    path = tmp_path / "cache.jsonl"
-
-    def broken(messages):
-        raise TimeoutError
-
-    cached_judge(LLMAnswerJudge(broken, "m", attempts=1), AnswerJudgeCache(path), req("x"))
-    assert not path.exists() or path.read_text() == ""
+    second = cached_judge(judge, AnswerJudgeCache(path), req("left lower lobe of lung"))
+    assert first.score == second.score == 0.5 and not first.cached and second.cached
+    assert len(path.read_text().splitlines()) == 2  # one verdict and the torn line
 
 
 def test_concurrent_appends_never_interleave(tmp_path):

@@ -1,0 +1,380 @@
+"""The model-graded scoring step: grade requests from the isolated evaluator, answered by a model outside it.
+
+The evaluator has no network and no keys, by design, so a metric that needs a model (the VQA LLM answer
+judge, the report-generation LLM grader) returns `GradeRequest`s with its case scores. After the
+evaluation and before the final score, `grade_evaluation` sends each request to the registered model
+backend that the eval options name for its grader (`<grader>.provider`, `<grader>.model`, ...), caches
+the replies, and hands the grades to `Track.apply_grades`, which folds them into the metric.
+
+Rules: every agent-written prompt part is clipped and fenced (`fence_agent_text`, as the LLM judge
+does); prompts and replies have size limits; one request per case and prompt, so one case's text never
+reaches another case's grade; replies are cached by sha256(grader, model, prompt) in an append-only,
+fsynced, locked JSONL file read with a size limit. Null rule: a request the model cannot answer
+(backend unreachable, key gone, reply unusable, prompt too large) gets a null grade with its reason,
+recorded in `grades.json`; the run stays `scored` (the agent did nothing wrong, and the evaluator's
+facts stand), the grader's components are null (or fall back as the track documents). A missing key or
+an unknown backend is caught before the run starts (`check_grader_options`: a user error, exit 2).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+import os
+import stat
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import Factory, define
+
+from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
+from .errors import UserError
+from .records import Evaluation, GradeRequest, MetricBlock, TaskSpec
+from .serialize import write_json
+
+GRADES_FILE = "grades.json"
+GRADE_CACHE = "grade_cache.jsonl"
+MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
+MAX_PROMPT_CHARS = 40_000  # system + prompt after fencing: a larger request is not sent (null grade)
+MAX_REPLY_CHARS = 16_000  # a longer reply is unusable (a grade is a number and a sentence)
+MAX_CACHE_BYTES = 64 << 20  # a cache file is read up to this size; lines beyond it are not loaded
+MAX_CACHE_LINE = 8_000
+ATTEMPTS = 3  # replies per request that may be unusable before the grade is null
+MAX_FAILURES_IN_A_ROW = 3  # backend errors in a row before the grader's remaining requests are not sent
+REPLY_FORMAT = ('Reply with one JSON object only: {{"score": <a number from {lo:g} to {hi:g}{levels}>, '
+                '"rationale": "<at most 30 words>"}}.')
+
+
+@define
+class Grade:
+    """A model's answer to one grade request; `score` is None when it could not be had (`error` says why)."""
+
+    case_id: str
+    grader: str
+    tag: str = ""
+    score: float | None = None
+    rationale: str = ""
+    model: str = ""  # provider:model that produced it (or would have)
+    key: str = ""  # the cache key: sha256 of grader, model and prompt
+    cached: bool = False
+    error: str | None = None
+
+
+@define
+class GraderUse:
+    """What one grader did in one evaluation: which model, how many requests answered, cached, failed."""
+
+    grader: str
+    provider: str
+    model: str
+    requests: int = 0
+    answered: int = 0
+    cached: int = 0
+    failed: int = 0
+    error: str | None = None  # the first failure, for the report
+
+
+@define
+class GradeLog:
+    """`grades.json` in the run folder: which grader model produced which grade."""
+
+    graders: list[GraderUse] = Factory(list)
+    grades: list[Grade] = Factory(list)
+    duration_s: float = 0.0
+
+
+class GradeError(ValueError):
+    """A request that cannot be sent or a reply that is unusable: the grade is null with this reason."""
+
+
+# ------------------------------------------------------------------ options
+
+
+def grader_options(options: dict[str, str], grader: str) -> tuple[str, dict[str, str]]:
+    """(provider, model options) from the eval options `<grader>.provider` and `<grader>.<option>`."""
+    prefix = grader + "."
+    sub = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
+    return sub.pop("provider", ""), sub
+
+
+def check_grader_options(options: dict[str, str], grader: str, reg: Any = None) -> None:
+    """Refuse a grader's options now (unknown backend, no model, unset key variable): one clear line
+    before the run starts, not a null grade after it."""
+    provider, sub = grader_options(options, grader)
+    if not provider:
+        if sub:
+            raise UserError(f"eval options {', '.join(grader + '.' + k for k in sorted(sub))} need "
+                            f"{grader}.provider=NAME (a registered model backend, e.g. openai)")
+        return
+    backend = _backend(provider, sub, grader, reg)
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+
+
+def _backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:
+    from .agents.chat import make_backend
+
+    try:
+        return make_backend(provider, dict(sub), role="grader", reg=reg)
+    except UserError as exc:
+        raise UserError(f"model grader {grader} (--eval-option {grader}.KEY=VALUE): {exc}") from None
+
+
+# ------------------------------------------------------------------ prompt and reply
+
+
+def clip_agent_text(text: str, limit: int = MAX_AGENT_CHARS) -> tuple[str, str]:
+    """(text cut to `limit`, a note of the cut outside the fence or '')."""
+    if len(text) <= limit:
+        return text, ""
+    return text[:limit], f"(the agent's text was cut here: {len(text) - limit} more characters not shown)"
+
+
+def render(request: GradeRequest) -> tuple[str, str]:
+    """(system, prompt) for one request: agent parts fenced, the reply format said last."""
+    levels = sorted(float(v) for v in request.levels) or [0.0, 1.0]
+    lines = []
+    for part in request.parts:
+        if part.label:
+            lines.append(f"{part.label}:")
+        if part.agent:
+            text, cut = clip_agent_text(part.text)
+            lines.append(fence_agent_text(text))
+            if cut:
+                lines.append(cut)
+        else:
+            lines.append(part.text)
+    allowed = f", one of {', '.join(f'{v:g}' for v in levels)}" if len(levels) > 2 else ""
+    lines += ["", REPLY_FORMAT.format(lo=levels[0], hi=levels[-1], levels=allowed)]
+    system = request.instructions
+    if any(p.agent for p in request.parts):
+        system = f"{system}\n{AGENT_TEXT_NOTE}"
+    prompt = "\n".join(lines)
+    if len(system) + len(prompt) > MAX_PROMPT_CHARS:
+        raise GradeError(f"prompt of {len(system) + len(prompt)} characters exceeds {MAX_PROMPT_CHARS}; not sent")
+    return system, prompt
+
+
+def cache_key(grader: str, model: str, system: str, prompt: str) -> str:
+    return hashlib.sha256(json.dumps([grader, model, system, prompt]).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def parse_grade(reply: str, levels: list[float]) -> tuple[float, str]:
+    """(score, rationale) from a reply, or GradeError: JSON with a finite `score` within the levels' range."""
+    from .judges.llm import extract_json
+
+    if len(reply or "") > MAX_REPLY_CHARS:
+        raise GradeError(f"reply of {len(reply)} characters exceeds {MAX_REPLY_CHARS}")
+    try:
+        data = extract_json(reply)
+    except ValueError as exc:
+        raise GradeError(str(exc)) from None
+    score = data.get("score") if isinstance(data, dict) else None
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+        raise GradeError("the reply has no numeric score")
+    lo, hi = min(levels or [0.0]), max(levels or [1.0])
+    if not lo <= float(score) <= hi:
+        raise GradeError(f"score {score} is outside {lo:g}..{hi:g}")
+    rationale = data.get("rationale", "")
+    return float(score), (rationale if isinstance(rationale, str) else "")[:300]
+
+
+# ------------------------------------------------------------------ cache
+
+
+class GradeCache:
+    """Replies keyed by `cache_key`, one JSON line each, appended under an exclusive lock and fsynced.
+
+    Read once, with no-follow open, a shared lock (never half a concurrent line) and MAX_CACHE_BYTES;
+    torn, oversized or malformed lines are skipped. The file holds gold answers: mode 0600."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.note = ""
+        if path is not None:
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.note = f"cache {path} unreadable ({exc.strerror}); every request is sent"
+            return
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                self.note = f"cache {path} is not a regular file; every request is sent"
+                return
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            data = handle.read(MAX_CACHE_BYTES + 1)
+        if len(data) > MAX_CACHE_BYTES:
+            self.note = f"cache {path} is larger than {MAX_CACHE_BYTES} bytes; only its start was read"
+            data = data[:MAX_CACHE_BYTES]
+        for line in data.split(b"\n"):
+            if not line or len(line) > MAX_CACHE_LINE:
+                continue
+            try:
+                entry = json.loads(line)
+                key, score = entry["key"], entry["score"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(key, str) and isinstance(score, (int, float)) and not isinstance(score, bool):
+                self.entries[key] = entry
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.entries.get(key)
+
+    def put(self, entry: dict[str, Any]) -> None:
+        self.entries[entry["key"]] = entry
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+# ------------------------------------------------------------------ the step
+
+
+def answer(requests: list[GradeRequest], options: dict[str, str], cache: GradeCache,
+           reg: Any = None) -> tuple[list[Grade], list[GraderUse]]:
+    """One grade per request, in order; never raises for anything a model or its backend does."""
+    by_grader: dict[str, list[int]] = defaultdict(list)
+    for index, request in enumerate(requests):
+        by_grader[request.grader].append(index)
+    grades: list[Grade | None] = [None] * len(requests)
+    uses = []
+    for grader, indices in by_grader.items():
+        use = _answer_grader(grader, [requests[i] for i in indices], options, cache, reg)
+        uses.append(use[1])
+        for index, grade in zip(indices, use[0], strict=True):
+            grades[index] = grade
+    return [g for g in grades if g is not None], uses
+
+
+def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str, str], cache: GradeCache,
+                   reg: Any) -> tuple[list[Grade], GraderUse]:
+    provider, sub = grader_options(options, grader)
+    model = f"{provider}:{sub.get('model', '')}" if provider else ""
+    use = GraderUse(grader, provider, sub.get("model", ""), requests=len(requests))
+    backend, down = None, ""
+    if not provider:
+        down = f"no model backend named for grader {grader} (--eval-option {grader}.provider=NAME)"
+    grades, failures, seen = [], 0, {}
+    for request in requests:
+        grade = Grade(request.case_id, grader, request.tag, model=model)
+        try:
+            system, prompt = render(request)
+        except GradeError as exc:
+            grades.append(attrs.evolve(grade, error=str(exc)))
+            continue
+        grade.key = cache_key(grader, model, system, prompt)
+        hit = cache.get(grade.key) if provider else None
+        if hit is not None and min(request.levels or [0.0]) <= float(hit["score"]) <= max(request.levels or [1.0]):
+            grades.append(attrs.evolve(grade, score=float(hit["score"]), rationale=str(hit.get("rationale", "")),
+                                       cached=True))
+            continue
+        if grade.key in seen:  # the same prompt twice in one evaluation: one call
+            grades.append(attrs.evolve(seen[grade.key], case_id=request.case_id, tag=request.tag))
+            continue
+        if not down and backend is None:
+            try:
+                backend = _backend(provider, sub, grader, reg)
+            except Exception as exc:  # the key vanished, an SDK is missing: recorded, never a crash
+                down = f"backend unavailable: {type(exc).__name__}: {exc}"[:400]
+        if down:
+            grades.append(attrs.evolve(grade, error=down))
+            continue
+        grade, failed = _ask(backend, grade, system, prompt, request.levels)
+        failures = failures + 1 if failed else 0
+        if failures >= MAX_FAILURES_IN_A_ROW:
+            down = f"not sent: the backend failed {failures} times in a row (last: {grade.error})"
+        if grade.score is not None:
+            cache.put({"key": grade.key, "grader": grader, "model": model, "score": grade.score,
+                       "rationale": grade.rationale})
+        seen[grade.key] = grade
+        grades.append(grade)
+    use.answered = sum(g.score is not None for g in grades)
+    use.cached = sum(g.cached for g in grades)
+    use.failed = sum(g.score is None for g in grades)
+    use.error = next((g.error for g in grades if g.error), None)
+    if backend is not None and callable(getattr(backend, "close", None)):
+        backend.close()
+    return grades, use
+
+
+def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[float]) -> tuple[Grade, bool]:
+    """(grade, backend failed): up to ATTEMPTS replies; a backend error ends the request at once (the
+    backend has retried transient errors itself)."""
+    problem = "no reply"
+    for _ in range(ATTEMPTS):
+        try:
+            reply = backend.complete_text(system, prompt)
+        except Exception as exc:
+            return attrs.evolve(grade, error=f"backend error: {type(exc).__name__}: {exc}"[:400]), True
+        try:
+            score, rationale = parse_grade(reply if isinstance(reply, str) else "", levels)
+        except GradeError as exc:
+            problem = f"unusable reply: {exc}"
+            continue
+        return attrs.evolve(grade, score=score, rationale=rationale), False
+    return attrs.evolve(grade, error=f"{problem} (after {ATTEMPTS} attempts)"), False
+
+
+def grade_evaluation(track: Any, task: TaskSpec, evaluation: Evaluation, options: dict[str, str], folder: Path,
+                     cache_path: Path | None, reg: Any = None) -> Evaluation:
+    """The model-graded scoring step over one evaluation: answer its grade requests, record them in
+    `folder/grades.json`, fold them into the metric through `track.apply_grades`, and store the graded
+    evaluation as `folder/evaluation.json` (what rejudge and the code detectors read). An evaluation
+    without requests comes back unchanged and nothing is written."""
+    if not evaluation.grade_requests:
+        return evaluation
+    t0 = time.monotonic()
+    cache = GradeCache(cache_path)
+    grades, uses = answer(evaluation.grade_requests, options, cache, reg)
+    if cache.note:
+        for use in uses:
+            use.error = use.error or cache.note
+    metric = track.apply_grades(task, evaluation.metric, grades)
+    graded = attrs.evolve(evaluation, metric=metric)
+    write_json(folder / GRADES_FILE, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))
+    write_json(folder / "evaluation.json", graded)
+    return graded
+
+
+def fold_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
+    """The default `Track.apply_grades`: per case `<grader>[_<tag>]` = the score (None if unanswered);
+    components `<name>` = the mean over cases (null unless every request was answered: a mean over the
+    answered ones only would be biased), `<name>_graded` and `<name>_failed` counts. Task is untouched."""
+    per_case = [dict(r) if isinstance(r, dict) else r for r in metric.per_case]
+    rows = {r.get("case_id"): r for r in per_case if isinstance(r, dict)}
+    per_name: dict[str, list[float | None]] = defaultdict(list)
+    for grade in grades:
+        name = f"{grade.grader}_{grade.tag}" if grade.tag else grade.grader
+        per_name[name].append(grade.score)
+        row = rows.get(grade.case_id)
+        if row is not None:
+            row[name] = grade.score
+    components = dict(metric.components)
+    for name, scores in per_name.items():
+        answered = [s for s in scores if s is not None]
+        complete = len(answered) == len(scores) and answered
+        components[name] = round(sum(answered) / len(answered), 4) if complete else None
+        components[f"{name}_graded"] = float(len(answered))
+        components[f"{name}_failed"] = float(len(scores) - len(answered))
+    return attrs.evolve(metric, components=components, per_case=per_case)
