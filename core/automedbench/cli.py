@@ -224,12 +224,11 @@ def evaluate(task_id: str, submission: str | None, baseline: str | None, data_ro
 @click.option("--json", "as_json", is_flag=True, help="Print the stored result.json.")
 def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     """Re-render a stored result (RUN is a run folder or a run id under --runs)."""
-    from .records import Result
-    from .rejudge import run_folder
     from .report import render
-    from .serialize import dumps, read_json
+    from .runfolder import RunFolder
+    from .serialize import dumps
 
-    result = read_json(run_folder(run, Path(runs)) / "result.json", Result)
+    result = RunFolder.locate(run, Path(runs)).load_result()
     if as_json:
         click.echo(dumps(result))
     else:
@@ -334,15 +333,15 @@ def validate_task(task_id: str, data_root: str | None) -> None:
 def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, items: bool) -> None:
     """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
     atomically; the previous verdict is kept as judge.<old-judge>.<timestamp>.json."""
-    from .rejudge import check_trajectory, run_folder
     from .rejudge import rejudge as regrade
     from .report import render
+    from .runfolder import RunFolder
 
     reg = registry()
     _problems(reg)
-    folders = [run_folder(r, Path(runs_dir)) for r in runs]
+    folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
     for folder in folders:  # every run checked before the first result.json is rewritten
-        check_trajectory(folder)
+        folder.check_trajectory()
     for folder in folders:
         result = regrade(reg, folder, judge, _kv(judge_options))
         if result.judge is not None and result.judge.error:
@@ -368,9 +367,9 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
 
     from rich.table import Table
 
-    from .records import Result
-    from .rejudge import agreement, grade, run_folder, stored_verdict
-    from .serialize import read_json, to_dict
+    from .rejudge import agreement, grade, stored_verdict
+    from .runfolder import RunFolder
+    from .serialize import to_dict
 
     if stored_only and regrade:
         raise errors.UserError("--stored-only and --regrade exclude each other")
@@ -378,8 +377,8 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
     judges: dict[str, Any] = {}
     pairs, skipped, reasons = [], [], {}
     for run_id in _track(runs, "grading"):
-        folder = run_folder(run_id, Path(runs_dir))
-        result = read_json(folder / "result.json", Result)
+        folder = RunFolder.locate(run_id, Path(runs_dir))
+        result = folder.load_result()
         pair = []
         for name, options in ((judge_a, a_options), (judge_b, b_options)):
             verdict = None if regrade else stored_verdict(folder, name)
@@ -552,8 +551,8 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
     from .campaign.store import find_runs
     from .codes import tag_run
     from .codes.llm import tagger_from_registry
-    from .records import Result
-    from .serialize import read_json, write_json
+    from .runfolder import RunFolder
+    from .serialize import write_json
 
     reg = registry()
     llm = tagger_from_registry(reg, tagger, _kv(tagger_options)) if tagger else None
@@ -562,7 +561,7 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
         raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
-        result = read_json(run_dir / "result.json", Result)
+        result = RunFolder(run_dir).load_result()
         if result.header.task not in outputs:
             try:
                 outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
@@ -570,7 +569,7 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
                 outputs[result.header.task] = []
         fired = tag_run(run_dir, result, reg, outputs[result.header.task], llm)
         if not dry_run:
-            write_json(run_dir / "result.json", result)
+            write_json(RunFolder(run_dir).result, result)
         label = ", ".join(f"{c.code}" for c in fired) or "none"
         console.print(f"{run_dir.name}: {label}")
         for c in fired:
