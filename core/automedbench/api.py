@@ -42,6 +42,7 @@ from .rubric import (
     with_ladder,
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .trace import Trace
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
+    "Trace",
     "Track",
     "UserError",
     "atomic_write_bytes",

@@ -15,15 +15,15 @@ from typing import Any
 
 from .freeze import freeze
 from .serialize import write_json
+from .trace import is_batch, is_pilot
 from .track import StagedData
 
 MAX_PILOTS = 3  # candidate pilots checked per run (an agent may fix a bad pilot and try again)
 MAX_PILOT_FILE_BYTES = 256 << 20
-CHECKS_FILE = "pilot_checks.json"
 
 
 class PilotTracker:
-    """Notes each successful call that leaves exactly one case with outputs, before any batch."""
+    """Notes each pilot (`trace.is_pilot`: one case's outputs written by a successful call) before the batch."""
 
     def __init__(self, outputs: Path, store: Path, case_ids: list[str]) -> None:
         self.outputs, self.store, self.case_ids = outputs, store, set(case_ids)
@@ -31,13 +31,13 @@ class PilotTracker:
         self.batch_seen = False
 
     def note(self, event: dict[str, Any]) -> None:
-        if self.batch_seen or event.get("name") != "execute_code" or event.get("exit_code") != 0:
+        if self.batch_seen or event.get("name") != "execute_code":
             return
-        if event.get("cases_with_outputs", 0) > 1:
+        if is_batch(event):
             self.batch_seen = True
             return
         changed = [c for c in event.get("changed_cases", []) if c in self.case_ids]
-        if event.get("cases_with_outputs") != 1 or len(changed) != 1 or len(self.candidates) >= MAX_PILOTS:
+        if not is_pilot(event) or len(changed) != 1 or len(self.candidates) >= MAX_PILOTS:
             return
         case, index = changed[0], len(self.candidates) + 1
         folder = self.store / str(index)
@@ -78,18 +78,3 @@ def _prefixed(manifest, case: str):
     for entry in manifest.files:
         entry.path = f"{case}/{entry.path}"
     return manifest
-
-
-def read_checks(run_dir: Path) -> list[dict[str, Any]] | None:
-    """The stored pilot verdicts; None for a run recorded before pilots were checked (no file), [] for an
-    unreadable file (no pilot is verified then)."""
-    import json
-
-    path = run_dir / CHECKS_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
