@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .freeze import freeze
+from .runfolder import RunFolder
 from .serialize import write_json
 from .trace import is_batch, is_pilot
 from .track import StagedData
@@ -41,7 +42,7 @@ class PilotTracker:
             return
         case, index = changed[0], len(self.candidates) + 1
         folder = self.store / str(index)
-        manifest = freeze(self.outputs / case, folder / "submission" / case, submitted=False,
+        manifest = freeze(self.outputs / case, folder / RunFolder.SUBMISSION / case, submitted=False,
                           max_file_bytes=MAX_PILOT_FILE_BYTES)
         write_json(folder / "manifest.json", _prefixed(manifest, case))
         self.candidates.append({"turn": event.get("turn"), "call_id": event.get("call_id"), "case": case,
@@ -57,8 +58,8 @@ class PilotTracker:
             case = candidate["case"]
             one = StagedData(staged.root, staged.public, staged.private, [case])
             try:
-                evaluation = run_isolated(task_id, one, folder / "submission", folder / "manifest.json",
-                                          folder / "evaluation.json", timeout_s=600, backend=backend,
+                evaluation = run_isolated(task_id, one, folder / RunFolder.SUBMISSION, folder / "manifest.json",
+                                          folder / RunFolder.EVALUATION, timeout_s=600, backend=backend,
                                           check_only=True)
                 verdict = evaluation.cases[0]
                 valid, reasons = bool(verdict.valid), list(verdict.reasons)[:5]
@@ -69,7 +70,7 @@ class PilotTracker:
             if valid:
                 break
         for candidate in self.candidates:  # the verdicts are what is kept
-            shutil.rmtree(Path(candidate["folder"]) / "submission", ignore_errors=True)
+            shutil.rmtree(Path(candidate["folder"]) / RunFolder.SUBMISSION, ignore_errors=True)
         return results
 
 

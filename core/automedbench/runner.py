@@ -45,17 +45,16 @@ from .provenance import versions
 from .records import (
     AgentTurn,
     BreachEvidence,
-    Evaluation,
     FiredCode,
     Header,
     Isolation,
     JudgeVerdict,
     Result,
     Runtime,
-    SubmissionManifest,
     ToolCall,
 )
 from .runfolder import RunFolder
+from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
 from .scoring import judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
@@ -99,54 +98,6 @@ Progress = Callable[[dict[str, Any]], None]
 
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-
-
-@define
-class RunState:
-    """Everything one run changes as it goes, from the header to the last error code.
-
-    The steps of `Run` read and write this record instead of passing (and mutating) a handful of
-    arguments; `Run.execute` turns it into the Result at the end."""
-
-    header: Header
-    runtime: Runtime
-    isolation: Isolation
-    state: str = "scored"
-    end_reason: str = errors.END_AGENT_STOPPED
-    error: str | None = None
-    submitted: bool = False
-    evaluation: Evaluation | None = None
-    verdict: JudgeVerdict | None = None
-    manifest: SubmissionManifest = Factory(SubmissionManifest)
-    codes: list[FiredCode] = Factory(list)
-    plots: list[str] = Factory(list)  # summary plots collected with the plan artefacts
-
-    def fail(self, state: str, end_reason: str, error: str, code: str | None = None) -> None:
-        """End the run in `state`; `code` names the harness code that records why (H-AGENT, H-DISK, ...)."""
-        self.state, self.end_reason, self.error = state, end_reason, error
-        if code is not None:
-            self.codes.append(FiredCode(code, error))
-
-
-@define
-class AgentLoop:
-    """The agent phase's working set: the open sandbox session, the tripwire, the conversation, the budget."""
-
-    staged: StagedData
-    session: SandboxSession
-    tripwire: Tripwire
-    decoy: Path
-    decoys: dict[str, Path]
-    messages: list[dict[str, Any]]
-    max_turns: int
-    time_limit: float
-    exec_timeout: float
-    continues: int
-    started: float = Factory(time.monotonic)
-    turn: int = 0
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
 
 
 class Run:
