@@ -22,7 +22,8 @@ def test_batch_is_the_first_call_after_which_several_cases_have_outputs_even_wit
               call(3, with_outputs=3), call(4, changed=EVERY, with_outputs=5)]
     trace = Trace(events)
     assert trace.batch is events[2] and trace.batch_turn == 3
-    assert [c["turn"] for c in trace.pilots] == [1]  # turn 2 wrote nothing: not a pilot
+    assert [c["turn"] for c in trace.pilots] == [1, 2]
+    assert trace.pilot is events[0]  # no pilot checks stored: the first output call
 
 
 def test_a_failed_call_that_left_several_cases_is_still_the_batch(tmp_path):
@@ -42,7 +43,6 @@ def test_pilot_needs_success_a_write_one_case_and_the_harness_as_witness():
     assert not is_pilot({**good, "exit_code": 1})
     assert not is_pilot({**good, "timed_out": True})
     assert not is_pilot({**good, "imported": True})  # a step a CLI agent reported itself
-    assert not is_pilot({**good, "changed_cases": []})
     assert not is_pilot({**good, "cases_with_outputs": 2}) and is_batch({**good, "cases_with_outputs": 2})
 
 

@@ -7,7 +7,7 @@ tested before batch"; 0 for "batch run immediately"):
 - the **batch** is the first execute_code call after which more than one case has outputs, whatever its
   exit code and whoever reported it: from then on the cohort is being processed;
 - a **pilot** is a successful execute_code call the harness itself observed (not one a CLI agent
-  reported), in a turn before the batch, that wrote outputs and left exactly one case with outputs.
+  reported), in a turn before the batch, that left exactly one case with outputs.
   With the harness's contract checks (`pilot_checks.json`) the run's pilot is the first such call whose
   output passed the track's checker; for a run recorded before those checks, the first output call if
   it is a pilot.
@@ -41,10 +41,10 @@ def is_batch(call: dict[str, Any]) -> bool:
 
 
 def is_pilot(call: dict[str, Any]) -> bool:
-    """A successful, harness-observed call that wrote outputs and left exactly one case with outputs
-    (whether it came before the batch is the trajectory's question: `Trace.pilots`)."""
+    """A successful, harness-observed call that left exactly one case with outputs (whether it came
+    before the batch is the trajectory's question: `Trace.pilots`)."""
     return (call.get("exit_code") == 0 and not call.get("timed_out") and not call.get("imported")
-            and call.get("cases_with_outputs") == 1 and bool(call.get("changed_cases")))
+            and call.get("cases_with_outputs") == 1)
 
 
 class Trace:
@@ -160,8 +160,8 @@ class Trace:
         return id(call) in self._inspection_ids
 
     def checked_pilots(self) -> list[dict[str, Any]]:
-        """Pilots whose own code also checks what they wrote (pilot and check in one call)."""
-        return [c for c in self.pilots if CHECKS.search(c.get("code", ""))]
+        """Pilots that wrote and whose own code also checks what they wrote (pilot and check in one call)."""
+        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(c.get("code", ""))]
 
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:
