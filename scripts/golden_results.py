@@ -7,6 +7,7 @@ items, Agentic, Task, Overall, rating, run state): no timestamps, versions, hash
 
     python scripts/golden_results.py --out before.json [--jobs 2]
     python scripts/golden_results.py --compare before.json after.json
+    python scripts/golden_results.py --full --out before-full.json   # the whole result.json, see `full`
 
 `scripts/golden_scores.json` holds the scores as of the last change that moved them on purpose (the
 paper's scoring rules, issue 12); a refactor compares a fresh run against it.
@@ -44,6 +45,26 @@ def normalise(result: Any) -> dict[str, Any]:
     }
 
 
+# What may differ between two runs of the same agent on the same task: when, on what, under which
+# random run id and temporary folder, and how long each phase took. Everything else in result.json is kept.
+VOLATILE = {"run_id", "started_at", "versions", "hashes", "wall_s", "agent_s", "exec_s", "harness_s", "eval_s",
+            "judge_s", "duration_s", "latency_s", "peak_rss_mb"}
+
+
+def full(run_dir: Path, tmp: str) -> Any:
+    """The whole stored result.json minus VOLATILE keys, with the temporary folder's path replaced."""
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        if isinstance(value, str):
+            return value.replace(run_dir.name, "<run>").replace(tmp, "<tmp>")
+        return value
+
+    return strip(json.loads((run_dir / "result.json").read_text()))
+
+
 def combinations(tasks: list[str], variants: list[str] | None) -> list[tuple[str, str, str]]:
     from automedbench.agents.scripted import VARIANTS
     from automedbench.plugins import registry
@@ -57,22 +78,23 @@ def combinations(tasks: list[str], variants: list[str] | None) -> list[tuple[str
     return out
 
 
-def run_one(args: tuple[str, str, str, str, str]) -> tuple[str, dict[str, Any]]:
-    task_id, tier, variant, data_root, out = args
+def run_one(args: tuple[str, str, str, str, str, bool]) -> tuple[str, dict[str, Any]]:
+    task_id, tier, variant, data_root, out, whole = args
     from automedbench.testing import run_task
 
-    result, _ = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier)
-    return f"{task_id} {tier} {variant}", normalise(result)
+    result, run_dir = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier)
+    return f"{task_id} {tier} {variant}", full(run_dir, str(Path(out).parent)) if whole else normalise(result)
 
 
-def collect(tasks: list[str], variants: list[str] | None, jobs: int) -> dict[str, Any]:
+def collect(tasks: list[str], variants: list[str] | None, jobs: int, whole: bool = False) -> dict[str, Any]:
     from automedbench.testing import stage_task
 
     with tempfile.TemporaryDirectory(prefix="amb-golden-") as tmp:
         data_root = os.environ.get("AUTOMEDBENCH_DATA") or str(Path(tmp) / "data")
         for task_id in tasks:  # staged once, before the runs share it
             stage_task(task_id, Path(data_root))
-        work = [(t, tier, v, data_root, str(Path(tmp) / "runs")) for t, tier, v in combinations(tasks, variants)]
+        work = [(t, tier, v, data_root, str(Path(tmp) / "runs"), whole)
+                for t, tier, v in combinations(tasks, variants)]
         if jobs > 1:
             with ProcessPoolExecutor(jobs) as pool:
                 pairs = list(pool.map(run_one, work))
@@ -110,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", dest="tasks", help="limit to a task (repeatable)")
     parser.add_argument("--variant", action="append", dest="variants", help="limit to a variant (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (default 1)")
+    parser.add_argument("--full", action="store_true",
+                        help="keep the whole result.json (less timestamps, versions, hashes, timings)")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="diff two golden files and exit")
     args = parser.parse_args(argv)
     if args.compare:
@@ -117,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = compare(before, after)
         print("\n".join(lines) if lines else f"identical: {len(before)} runs")
         return 1 if lines else 0
-    scores = collect(args.tasks or list(DEMO_TASKS), args.variants, args.jobs)
+    scores = collect(args.tasks or list(DEMO_TASKS), args.variants, args.jobs, args.full)
     text = json.dumps(scores, indent=1, sort_keys=True) + "\n"
     if args.out:
         Path(args.out).write_text(text)

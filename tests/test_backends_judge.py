@@ -186,7 +186,7 @@ def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_
 
 def test_agreement_grades_now_when_nothing_is_stored(judged, fake_llm, judge_key, reg):
     from automedbench.judges.rules import RulesJudge
-    from automedbench.runner import judge_input
+    from automedbench.scoring import judge_input
 
     run_dir = judged[0]
     before = sorted(p.name for p in run_dir.iterdir())

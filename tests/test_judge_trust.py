@@ -15,7 +15,8 @@ import pytest
 from automedbench.agent import Agent
 from automedbench.agents.scripted import ScriptedAgent
 from automedbench.records import AgentTurn, Result, ToolCall
-from automedbench.runner import Run, RunOptions, judge_input
+from automedbench.runner import Run, RunOptions
+from automedbench.scoring import judge_input
 from automedbench.serialize import read_json
 from automedbench.testing import item_values, stage_scores
 from automedbench.track import ScriptStep

@@ -45,6 +45,7 @@ from .rubric import (
     with_ladder,
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .trace import Trace
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 from .untrusted import gunzip, loads_json, open_zip, parse_xml, read_zip_member, tar_member_ok
 from .untrusted import read_bytes as read_download_bytes
@@ -89,6 +90,7 @@ __all__ = [
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
+    "Trace",
     "Track",
     "UserError",
     "atomic_write_bytes",

@@ -193,12 +193,11 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
 @click.option("--json", "as_json", is_flag=True, help="Print the stored result.json.")
 def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     """Re-render a stored result (RUN is a run folder or a run id under --runs)."""
-    from .records import Result
-    from .rejudge import run_folder
     from .report import render
-    from .serialize import dumps, read_json
+    from .runfolder import RunFolder
+    from .serialize import dumps
 
-    result = read_json(run_folder(run, Path(runs)) / "result.json", Result)
+    result = RunFolder.locate(run, Path(runs)).load_result()
     if as_json:
         click.echo(dumps(result))
     else:
@@ -304,15 +303,15 @@ def validate_task(task_id: str, data_root: str | None) -> None:
 def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, items: bool) -> None:
     """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
     atomically; the previous verdict is kept as judge.<old-judge>.<timestamp>.json."""
-    from .rejudge import check_trajectory, run_folder
     from .rejudge import rejudge as regrade
     from .report import render
+    from .runfolder import RunFolder
 
     reg = registry()
     print_problems(reg)
-    folders = [run_folder(r, Path(runs_dir)) for r in runs]
+    folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
     for folder in folders:  # every run checked before the first result.json is rewritten
-        check_trajectory(folder)
+        folder.check_trajectory()
     for folder in folders:
         result = regrade(reg, folder, judge, parse_kv(judge_options))
         if result.judge is not None and result.judge.error:
@@ -338,9 +337,9 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
 
     from rich.table import Table
 
-    from .records import Result
-    from .rejudge import agreement, grade, run_folder, stored_verdict
-    from .serialize import read_json, to_dict
+    from .rejudge import agreement, grade, stored_verdict
+    from .runfolder import RunFolder
+    from .serialize import to_dict
 
     if stored_only and regrade:
         raise errors.UserError("--stored-only and --regrade exclude each other")
@@ -348,8 +347,8 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
     judges: dict[str, Any] = {}
     pairs, skipped, reasons = [], [], {}
     for run_id in _track(runs, "grading"):
-        folder = run_folder(run_id, Path(runs_dir))
-        result = read_json(folder / "result.json", Result)
+        folder = RunFolder.locate(run_id, Path(runs_dir))
+        result = folder.load_result()
         pair = []
         for name, options in ((judge_a, a_options), (judge_b, b_options)):
             verdict = None if regrade else stored_verdict(folder, name)

@@ -12,8 +12,10 @@ from .freeze import freeze
 from .fsutil import sha256_text
 from .grading import GRADE_CACHE, grade_evaluation
 from .plugins import Registry
+from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
-from .runner import score_result, versions
+from .runfolder import RunFolder
+from .scoring import score_result
 from .serialize import dumps, write_json
 
 
@@ -34,10 +36,11 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     assert submission is not None
     if not submission.is_dir():
         raise errors.UserError(f"submission folder {submission} does not exist")
-    manifest = freeze(submission, work / "submission", submitted=True)
-    write_json(work / "submission_manifest.json", manifest)
-    evaluation = run_isolated(task.id, staged, work / "submission", work / "submission_manifest.json",
-                              work / "evaluation.json", options=options)
+    folder = RunFolder(work)  # the same names as a run's folder, without the agent's files
+    manifest = freeze(submission, folder.submission, submitted=True)
+    write_json(folder.manifest, manifest)
+    evaluation = run_isolated(task.id, staged, folder.submission, folder.manifest, folder.evaluation,
+                              options=options)
     evaluation = grade_evaluation(track, task, evaluation, options, work, staged.root / GRADE_CACHE, reg)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
@@ -48,5 +51,5 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,
                           runtime, Isolation("-"), evaluation, None, manifest, [],
                           task_score, "-", judged=False)
-    write_json(work / "result.json", result)
+    write_json(folder.result, result)
     return result

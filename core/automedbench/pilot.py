@@ -14,16 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from .freeze import freeze
+from .runfolder import RunFolder
 from .serialize import write_json
+from .trace import is_batch, is_pilot
 from .track import StagedData
 
 MAX_PILOTS = 3  # candidate pilots checked per run (an agent may fix a bad pilot and try again)
 MAX_PILOT_FILE_BYTES = 256 << 20
-CHECKS_FILE = "pilot_checks.json"
 
 
 class PilotTracker:
-    """Notes each successful call that leaves exactly one case with outputs, before any batch."""
+    """Notes each pilot (`trace.is_pilot`: one case's outputs written by a successful call) before the batch."""
 
     def __init__(self, outputs: Path, store: Path, case_ids: list[str]) -> None:
         self.outputs, self.store, self.case_ids = outputs, store, set(case_ids)
@@ -31,17 +32,17 @@ class PilotTracker:
         self.batch_seen = False
 
     def note(self, event: dict[str, Any]) -> None:
-        if self.batch_seen or event.get("name") != "execute_code" or event.get("exit_code") != 0:
+        if self.batch_seen or event.get("name") != "execute_code":
             return
-        if event.get("cases_with_outputs", 0) > 1:
+        if is_batch(event):
             self.batch_seen = True
             return
         changed = [c for c in event.get("changed_cases", []) if c in self.case_ids]
-        if event.get("cases_with_outputs") != 1 or len(changed) != 1 or len(self.candidates) >= MAX_PILOTS:
+        if not is_pilot(event) or len(changed) != 1 or len(self.candidates) >= MAX_PILOTS:
             return
         case, index = changed[0], len(self.candidates) + 1
         folder = self.store / str(index)
-        manifest = freeze(self.outputs / case, folder / "submission" / case, submitted=False,
+        manifest = freeze(self.outputs / case, folder / RunFolder.SUBMISSION / case, submitted=False,
                           max_file_bytes=MAX_PILOT_FILE_BYTES)
         write_json(folder / "manifest.json", _prefixed(manifest, case))
         self.candidates.append({"turn": event.get("turn"), "call_id": event.get("call_id"), "case": case,
@@ -57,8 +58,8 @@ class PilotTracker:
             case = candidate["case"]
             one = StagedData(staged.root, staged.public, staged.private, [case])
             try:
-                evaluation = run_isolated(task_id, one, folder / "submission", folder / "manifest.json",
-                                          folder / "evaluation.json", timeout_s=600, backend=backend,
+                evaluation = run_isolated(task_id, one, folder / RunFolder.SUBMISSION, folder / "manifest.json",
+                                          folder / RunFolder.EVALUATION, timeout_s=600, backend=backend,
                                           check_only=True)
                 verdict = evaluation.cases[0]
                 valid, reasons = bool(verdict.valid), list(verdict.reasons)[:5]
@@ -69,7 +70,7 @@ class PilotTracker:
             if valid:
                 break
         for candidate in self.candidates:  # the verdicts are what is kept
-            shutil.rmtree(Path(candidate["folder"]) / "submission", ignore_errors=True)
+            shutil.rmtree(Path(candidate["folder"]) / RunFolder.SUBMISSION, ignore_errors=True)
         return results
 
 
@@ -78,18 +79,3 @@ def _prefixed(manifest, case: str):
     for entry in manifest.files:
         entry.path = f"{case}/{entry.path}"
     return manifest
-
-
-def read_checks(run_dir: Path) -> list[dict[str, Any]] | None:
-    """The stored pilot verdicts; None for a run recorded before pilots were checked (no file), [] for an
-    unreadable file (no pilot is verified then)."""
-    import json
-
-    path = run_dir / CHECKS_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []

@@ -1,6 +1,6 @@
 """Re-grade stored runs with another judge, and measure how far two judges agree.
 
-`rejudge` re-computes S1–S3 and the aggregate through `runner.score_result` (the same rule a fresh run
+`rejudge` re-computes S1–S3 and the aggregate through `scoring.score_result` (the same rule a fresh run
 uses), keeps the previous verdict as `judge.<name>.<timestamp>.json` and rewrites `result.json`
 atomically. `agreement` compares two judges item by item over a set of runs: the share of equal values
 and Cohen's kappa, per item and pooled over every (run, item) pair both judges graded.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,39 +18,16 @@ from attrs import define
 
 from . import errors
 from .plugins import Registry
-from .records import Evaluation, JudgeVerdict, Result
-from .runner import judge_input, run_rubric, score_result
-from .serialize import read_json, write_json
-from .trajectory import read_events, torn_line
+from .records import JudgeVerdict, Result
+from .runfolder import RunFolder
+from .scoring import judge_input, run_rubric, score_result
+from .serialize import write_json
 
 
-def run_folder(run: str | Path, runs: Path = Path("runs")) -> Path:
-    path = Path(run)
-    if not path.exists() and (runs / str(run)).exists():
-        path = runs / str(run)
-    if path.name == "result.json":
-        path = path.parent
-    if not path.exists():
-        raise errors.UserError(f"{run}: no such file, run folder or run id under {runs}")
-    if not (path / "result.json").is_file():
-        inside = sorted(p.parent.name for p in path.glob("*/result.json")) if path.is_dir() else []
-        hint = f"; it holds {len(inside)} run(s), e.g. {path / inside[0]}" if inside else ""
-        raise errors.UserError(f"{run}: not a run folder (no result.json){hint}")
-    return path
-
-
-def check_trajectory(run_dir: Path) -> None:
-    """Refuse a torn trajectory: a verdict on the events before the tear would judge part of the run."""
-    torn = torn_line(run_dir / "trajectory.jsonl")
-    if torn is not None:
-        raise errors.UserError(f"{run_dir / 'trajectory.jsonl'}: line {torn} is not valid JSON (torn or edited); "
-                               "a verdict on the events before it would judge only part of the run")
-
-
-def grade(reg: Registry, run_dir: Path, result: Result, judge: Any) -> JudgeVerdict:
-    check_trajectory(run_dir)
+def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
+    folder.check_trajectory()
     track, task = reg.task(result.header.task)
-    inp = judge_input(run_dir, track, task, result.header.tier)
+    inp = judge_input(folder, track, task, result.header.tier)
     t0 = time.monotonic()
     try:
         verdict = judge.grade(inp)
@@ -62,55 +38,56 @@ def grade(reg: Registry, run_dir: Path, result: Result, judge: Any) -> JudgeVerd
     return verdict
 
 
-def _gradable(run_dir: Path, result: Result) -> None:
+def _gradable(folder: RunFolder, result: Result) -> None:
     if result.end_reason == errors.END_NO_AGENT:
-        raise errors.UserError(f"{run_dir}: an `evaluate` result has no agent run to judge")
+        raise errors.UserError(f"{folder.path}: an `evaluate` result has no agent run to judge")
     if result.state not in ("scored", "agent_failure"):
-        raise errors.UserError(f"{run_dir}: state {result.state}: nothing was scored, nothing to re-grade")
+        raise errors.UserError(f"{folder.path}: state {result.state}: nothing was scored, nothing to re-grade")
     if result.isolation.breached:
-        raise errors.UserError(f"{run_dir}: isolation breach: the run is zeroed and never judged")
+        raise errors.UserError(f"{folder.path}: isolation breach: the run is zeroed and never judged")
 
 
-def rejudge(reg: Registry, run_dir: Path, judge_name: str, judge_options: dict[str, Any]) -> Result:
-    result = read_json(run_dir / "result.json", Result)
-    _gradable(run_dir, result)
+def _archive_verdict(folder: RunFolder) -> None:
+    """Move the current judge.json aside as judge.<its judge>.<timestamp>[-n].json."""
+    if not folder.judge.exists():
+        return
+    old = folder.load_judge()
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    n = 1
+    while (archive := folder.archived_judge(old.judge, stamp, n)).exists():
+        n += 1
+    folder.judge.rename(archive)
+
+
+def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: dict[str, Any]) -> Result:
+    result = folder.load_result()
+    _gradable(folder, result)
     track, task = reg.task(result.header.task)
     judge = reg.create("judge", judge_name, **judge_options)
-    verdict = grade(reg, run_dir, result, judge)
-    current = run_dir / "judge.json"
-    if current.exists():
-        old = read_json(current, JudgeVerdict)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        archive = run_dir / f"judge.{old.judge}.{stamp}.json"
-        n = 1
-        while archive.exists():
-            n += 1
-            archive = run_dir / f"judge.{old.judge}.{stamp}-{n}.json"
-        current.rename(archive)
-    write_json(current, verdict)
-    evaluation = (read_json(run_dir / "evaluation.json", Evaluation)
-                  if (run_dir / "evaluation.json").exists() else None)
+    verdict = grade(reg, folder, result, judge)
+    _archive_verdict(folder)
+    write_json(folder.judge, verdict)
+    evaluation = folder.load_evaluation()
     header = attrs.evolve(result.header, judge=judge_name)
     runtime = attrs.evolve(result.runtime, judge_s=verdict.duration_s, judge_cost_usd=verdict.cost_usd)
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again
     task_score = result.task.used if result.task is not None else "strict"
     new = score_result(track, task, header, result.state, result.end_reason, result.error, runtime,
                        result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
-                       resolved=run_rubric(track, task, header.tier, read_events(run_dir / "trajectory.jsonl")))
+                       resolved=run_rubric(track, task, header.tier, folder.events()))
     new.summary_plots = result.summary_plots
-    write_json(run_dir / "result.json", new)
+    write_json(folder.result, new)
     return new
 
 
 # ------------------------------------------------------------------ agreement
 
 
-def stored_verdict(run_dir: Path, judge_name: str) -> JudgeVerdict | None:
+def stored_verdict(folder: RunFolder, judge_name: str) -> JudgeVerdict | None:
     """The newest stored verdict by this judge: judge.json first, then archived judge.<name>.*.json."""
-    candidates = [run_dir / "judge.json", *sorted(run_dir.glob(f"judge.{judge_name}.*.json"), reverse=True)]
-    for path in candidates:
+    for path in folder.stored_judges(judge_name):
         if path.is_file():
-            verdict = read_json(path, JudgeVerdict)
+            verdict = folder.load_judge(path)
             if verdict.judge == judge_name and not verdict.error:
                 return verdict
     return None

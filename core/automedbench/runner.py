@@ -1,7 +1,8 @@
 """One run, end to end: stage → brief → sandboxed agent loop → freeze → isolated evaluation → judge → score.
 
 Every run ends in exactly one state (scored, agent_failure, infrastructure_failure, cancelled) and
-always leaves a `result.json`, written atomically, even when it fails.
+always leaves a `result.json`, written atomically, even when it fails. What the run changes as it goes
+lives in one `RunState`; each step below reads and writes it, and the folder's names are `RunFolder`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import contextlib
 import errno
 import json
 import os
-import platform
 import resource
 import secrets
 import shutil
@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__, errors, plan_artefacts, scoring, staging
+from . import errors, plan_artefacts, staging
 from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import run_isolated
@@ -37,30 +37,30 @@ from .fsutil import (
     walk_fd,
 )
 from .grading import GRADE_CACHE, grade_evaluation
-from .judge import Judge, JudgeInput
+from .judge import Judge
 from .options import RunOptions, score_record
-from .pilot import CHECKS_FILE, PilotTracker, read_checks
+from .pilot import PilotTracker
 from .plugins import Registry
+from .provenance import versions
 from .records import (
     AgentTurn,
     BreachEvidence,
-    Evaluation,
     FiredCode,
     Header,
     Isolation,
     JudgeVerdict,
     Result,
     Runtime,
-    SubmissionManifest,
-    TaskSpec,
+    ToolCall,
 )
-from .rubric import Resolved, describe_conditions
-from .rubric import resolve as resolve_rubric
+from .runfolder import RunFolder
+from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
 from .sandboxes.quota import mount_workspace
+from .scoring import judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
-from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, read_events, tail
+from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, tail
 from .tripwire import Tripwire, plant_decoys
 
 # Tool calls one reply may make; the rest are answered with an error, never run (limits hold per call).
@@ -76,20 +76,13 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-def versions(registry: Registry, track_name: str) -> dict[str, str]:
-    comp = registry.get("track", track_name)
-    return {"automedbench": __version__, "python": platform.python_version(),
-            f"track:{comp.distribution}": comp.version, "platform": platform.platform()}
-
-
 class Run:
-    """Holds the state of one run while it executes; `execute()` returns the final Result."""
+    """One run while it executes; `execute()` returns the final Result."""
 
     def __init__(self, options: RunOptions, registry: Registry, progress: Progress | None = None) -> None:
         self.o = options
         self.reg = registry
         self.progress = progress or (lambda event: None)
-        self._plots: list[str] = []  # summary plots collected with the plan artefacts
         if options.tier not in ("lite", "standard", "pro"):
             raise errors.UserError(f"unknown tier {options.tier!r}; choose lite, standard or pro")
         if options.task_score not in (None, "strict", "partial"):
@@ -108,8 +101,9 @@ class Run:
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)
         self.data_root = options.data_root or staging.default_data_root()
         self.run_id = options.run_id or new_run_id()
-        self.run_dir = options.out.expanduser().resolve() / self.run_id
-        self.workspace = self.run_dir / "workspace"
+        self.folder = RunFolder(options.out.expanduser().resolve() / self.run_id)
+        self.run_dir = self.folder.path
+        self.workspace = self.folder.workspace
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
 
     # ------------------------------------------------------------------ main
@@ -117,93 +111,99 @@ class Run:
     def execute(self) -> Result:
         t0 = time.monotonic()
         staged = staging.ensure(self.track, self.task, self.data_root)
-        self.pilots = PilotTracker(self.workspace / "outputs", self.run_dir / "pilot", staged.case_ids)
+        self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
+        reserve = self._open_folder()
+        st = self._new_state()
+        self.traj = TrajectoryWriter(self.folder.trajectory)
+        try:
+            self._record(st, staged)
+        except KeyboardInterrupt:
+            st.fail("cancelled", errors.END_CANCELLED, "cancelled by the user")
+            if not self.traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
+                self.traj.write({"type": "end", "reason": st.end_reason})
+        except errors.UserError:
+            self._release_workspace(keep=self.o.keep_workspace and st.runtime.turns > 0)
+            if st.runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
+                self.traj.close()
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
+                st.fail("agent_failure", errors.END_AGENT_ERROR, f"disk full while recording the run "
+                        f"({exc.strerror})", "H-DISK")
+            else:
+                st.fail("infrastructure_failure", errors.END_INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+        except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing
+            st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-EVAL")
+        except Exception as exc:  # anything else is the harness's fault: retryable
+            st.fail("infrastructure_failure", errors.END_INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                self.traj.close()
+        return self._finish(st, t0, reserve)
+
+    def _open_folder(self) -> Path:
+        """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""
         if self.run_dir.exists():
             raise errors.UserError(f"run directory {self.run_dir} already exists")
         # 0700 while a workspace exists below it: set-id files or device nodes a call left (the agent owns its
         # workspace and may chmod it) are out of reach of every other user on the host
         self.run_dir.mkdir(parents=True, mode=0o700)
         os.chmod(self.run_dir, 0o700)
-        reserve = _reserve_space(self.run_dir / ".result-reserve")
+        reserve = _reserve_space(self.folder.reserve)
         self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
-        runtime = Runtime(node=dict(self.o.node))
+        return reserve
+
+    def _new_state(self) -> RunState:
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
                                                              "options": sha256_text(dumps(score_record(self.o))),
                                                              **staging.digests(self.task, self.data_root)})
-        isolation = Isolation(self.o.sandbox)
-        state, end_reason, error = "scored", errors.END_AGENT_STOPPED, None
-        evaluation: Evaluation | None = None
-        verdict: JudgeVerdict | None = None
-        manifest = SubmissionManifest()
-        traj = self.traj = TrajectoryWriter(self.run_dir / "trajectory.jsonl")
-        codes: list[FiredCode] = []
+        return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
+
+    def _record(self, st: RunState, staged: StagedData) -> None:
+        """Agent phase, freeze, evaluation, pilot checks and judge, each writing its file into the folder."""
         try:
-            try:
-                end_reason, submitted = self._agent_phase(staged, header, runtime, isolation, traj, codes)
-            except errors.AgentError as exc:
-                state, end_reason, error, submitted = "agent_failure", errors.END_AGENT_ERROR, str(exc), False
-                codes.append(FiredCode("H-AGENT", str(exc)))
-            traj.write({"type": "end", "reason": end_reason})
-            manifest = freeze(self.workspace / "outputs", self.run_dir / "submission", submitted=submitted)
-            write_json(self.run_dir / "submission_manifest.json", manifest)
-            self._copy_plan()
-            t_eval = time.monotonic()
-            self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-            evaluation = run_isolated(self.task.id, staged, self.run_dir / "submission",
-                                      self.run_dir / "submission_manifest.json", self.run_dir / "evaluation.json",
-                                      options=self.eval_options, backend=self.evaluator_backend)
-            evaluation = grade_evaluation(self.track, self.task, evaluation, self.eval_options, self.run_dir,
-                                          staged.root / GRADE_CACHE, self.reg)
-            runtime.eval_s = round(time.monotonic() - t_eval, 3)
-            if not isolation.breached:
-                write_json(self.run_dir / CHECKS_FILE, self.pilots.check(self.task.id, staged,
-                                                                        self.evaluator_backend))
-                t_judge = time.monotonic()
-                self.progress({"kind": "phase", "phase": "judge", "judge": self.o.judge})
-                verdict = self._judge(header)
-                runtime.judge_s = round(time.monotonic() - t_judge, 3)
-                runtime.judge_cost_usd = verdict.cost_usd
-                write_json(self.run_dir / "judge.json", verdict)
-        except KeyboardInterrupt:
-            state, end_reason, error = "cancelled", errors.END_CANCELLED, "cancelled by the user"
-            if not traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
-                traj.write({"type": "end", "reason": end_reason})
-        except errors.UserError:
-            self._release_workspace(keep=self.o.keep_workspace and runtime.turns > 0)
-            if runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
-                traj.close()
-                shutil.rmtree(self.run_dir, ignore_errors=True)
-            raise
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
-                state, end_reason = "agent_failure", errors.END_AGENT_ERROR
-                error = f"disk full while recording the run ({exc.strerror})"
-                codes.append(FiredCode("H-DISK", error))
-            else:
-                state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR
-                error = f"{type(exc).__name__}: {exc}"
-        except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing
-            state, end_reason, error = "agent_failure", errors.END_AGENT_ERROR, str(exc)
-            codes.append(FiredCode("H-EVAL", str(exc)))
-        except Exception as exc:  # anything else is the harness's fault: retryable
-            state, end_reason = "infrastructure_failure", errors.END_INFRA_ERROR
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            with contextlib.suppress(OSError):
-                traj.close()
+            self._agent_phase(st, staged)
+        except errors.AgentError as exc:
+            st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-AGENT")
+            st.submitted = False
+        self.traj.write({"type": "end", "reason": st.end_reason})
+        st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
+        write_json(self.folder.manifest, st.manifest)
+        self._copy_plan(st)
+        self._evaluate(st, staged)
+        if not st.isolation.breached:
+            write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self.evaluator_backend))
+            self._judge(st)
+
+    def _evaluate(self, st: RunState, staged: StagedData) -> None:
+        t_eval = time.monotonic()
+        self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
+        st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
+                                     self.folder.evaluation, options=self.eval_options,
+                                     backend=self.evaluator_backend)
+        st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
+                                         staged.root / GRADE_CACHE, self.reg)
+        st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
+
+    def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
+        """Score the state, tell the subscribers, write result.json and drop the workspace."""
+        runtime = st.runtime
         runtime.wall_s = round(time.monotonic() - t0, 3)
         runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        result = self._score(header, state, end_reason, error, runtime, isolation, evaluation, verdict,
-                             manifest, codes)
+        result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
+                              st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
+                              self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
+                                                               self.folder.events()))
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
-            result.summary_plots = list(self._plots)
+            result.summary_plots = list(st.plots)
         self._run_finished(result)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
-        write_json(self.run_dir / "result.json", result)
+        write_json(self.folder.result, result)
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
@@ -217,23 +217,57 @@ class Run:
         elif not keep:
             remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
 
-    # ------------------------------------------------------------------ agent loop
+    # ------------------------------------------------------------------ agent phase: set-up
 
-    def _agent_phase(self, staged: StagedData, header: Header, runtime: Runtime, isolation: Isolation,
-                     traj: TrajectoryWriter, codes: list[FiredCode]) -> tuple[str, bool]:
-        for sub in ("plan", "outputs"):
-            (self.workspace / sub).mkdir(parents=True, exist_ok=True)
+    def _agent_phase(self, st: RunState, staged: StagedData) -> None:
+        """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget."""
+        decoy = self._prepare_workspace(staged)
+        decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
+        session = self._open_sandbox(st, staged, decoys)
+        brief, kickoff = self._write_brief(st, session, staged)
+        tripwire = self._arm_tripwire(st, session, staged, decoy)
+        self.traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
+                         "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": st.header.hashes["brief"],
+                         "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})
+        agent = self.agent
+        loop = AgentLoop(staged, session, tripwire, decoy, decoys,
+                         [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}],
+                         self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
+                         self.o.exec_timeout_s or self.task.exec_timeout_s,
+                         agent.continues if agent.continues is not None else self.task.text_reply_continues)
+        context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
+                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
+        try:
+            agent.start(context)
+            while self._turn(st, loop):
+                pass
+        finally:
+            session.close()
+            tripwire.close()
+            agent.close()
+            st.runtime.agent_s = round(st.runtime.agent_s, 3)
+            st.runtime.exec_s = round(st.runtime.exec_s, 3)
+        if st.end_reason in (errors.END_TURN_LIMIT, errors.END_TIME_LIMIT):
+            st.codes.append(FiredCode("H-BUDGET", f"run stopped: {st.end_reason}"))
+
+    def _prepare_workspace(self, staged: StagedData) -> Path:
+        """plan/ and outputs/ (and Lite's requirements.txt) in the workspace; the decoy references beside it."""
+        for sub in (self.folder.plan, self.folder.outputs):
+            sub.mkdir(parents=True, exist_ok=True)
         info = self.task.tiers[self.o.tier]
         if self.o.tier == "lite" and info.requirements:
             atomic_write_text(self.workspace / "requirements.txt", "\n".join(info.requirements) + "\n")
-        decoy = plant_decoys(staged.private, self.run_dir / ".decoy")
-        decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
+        return plant_decoys(staged.private, self.folder.decoy)
+
+    def _open_sandbox(self, st: RunState, staged: StagedData, decoys: dict[str, Path]) -> SandboxSession:
+        """A session of the chosen backend; refused (UserError) when it cannot keep the references out."""
         sandbox = self.sandbox_comp.factory()
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
                            decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
                            track=self.task.track)
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
+        isolation = st.isolation
         if not session.isolates_filesystem:
             if self.o.require_isolation:
                 session.close()
@@ -241,7 +275,7 @@ class Run:
                                        "missing or unusable) and isolation is required; install bubblewrap, use "
                                        "--sandbox docker, or pass --no-require-isolation")
             if self.o.sandbox == "local":
-                header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
+                st.header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
                 self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
                                "runs as a plain host process with no filesystem isolation (sandbox local-plain)"})
         isolation.protections, isolation.gaps = session.protections()
@@ -255,137 +289,144 @@ class Run:
             session.close()
             raise errors.UserError(f"private data {private} lies under a directory the sandbox mounts; "
                                    "move the data root (--data-root) elsewhere")
+        return session
+
+    def _write_brief(self, st: RunState, session: SandboxSession, staged: StagedData) -> tuple[str, str]:
+        """The brief as the agent sees it (its paths inside the sandbox), stored and hashed; and the kickoff."""
         brief = render_brief(self.task, self.o.tier, self.track.template_dir(), data_dir=session.data_dir,
                              workspace_dir=session.workspace_dir, case_ids=staged.case_ids)
-        atomic_write_text(self.run_dir / "brief.md", brief)
-        header.hashes["brief"] = sha256_text(brief)
-        kickoff = KICKOFF[self.o.tier]
-        agent = self.agent
-        context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
-                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
+        atomic_write_text(self.folder.brief, brief)
+        st.header.hashes["brief"] = sha256_text(brief)
+        return brief, KICKOFF[self.o.tier]
+
+    def _arm_tripwire(self, st: RunState, session: SandboxSession, staged: StagedData, decoy: Path) -> Tripwire:
+        """Watch the decoy (and, without filesystem isolation, the real references) for opens by the agent."""
         tripwire = Tripwire()
         tripwire.watch_tree(decoy)
         if not session.isolates_filesystem:
             # the agent could reach the real references: any open of them during the agent phase is a breach
             tripwire.watch_tree(staged.private)
         if not tripwire.active:
-            isolation.gaps.append("inotify unavailable: reads of private files are not detected")
+            st.isolation.gaps.append("inotify unavailable: reads of private files are not detected")
         elif tripwire.unwatched:
-            isolation.gaps.append(f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched")
-        traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
-                    "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": header.hashes["brief"],
-                    "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})
-        messages: list[dict[str, Any]] = [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}]
-        max_turns = self.o.max_turns or self.task.max_turns
-        time_limit = self.o.time_limit_s or self.task.time_limit_s
-        exec_timeout = self.o.exec_timeout_s or self.task.exec_timeout_s
-        started = time.monotonic()
-        submitted, end_reason, turn = False, errors.END_AGENT_STOPPED, 0
-        continues = agent.continues if agent.continues is not None else self.task.text_reply_continues
+            st.isolation.gaps.append(f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched")
+        return tripwire
+
+    # ------------------------------------------------------------------ agent phase: turns
+
+    def _turn(self, st: RunState, loop: AgentLoop) -> bool:
+        """One reply of the agent and what it asks for; False when the loop ends (st.end_reason says why)."""
+        if loop.turn >= loop.max_turns:
+            st.end_reason = errors.END_TURN_LIMIT
+            return False
+        if loop.elapsed() >= loop.time_limit:
+            st.end_reason = errors.END_TIME_LIMIT
+            return False
+        loop.turn += 1
+        reply = self._reply(st, loop)
+        if not reply.tool_calls:
+            _drain(self.agent, self.traj, loop.turn, st.runtime)
+            return self._text_reply(st, loop, reply)
+        stop = self._tool_calls(st, loop, reply.tool_calls)
+        _drain(self.agent, self.traj, loop.turn, st.runtime)
+        return not stop
+
+    def _reply(self, st: RunState, loop: AgentLoop) -> AgentTurn:
+        """Ask the agent for its next turn and record it (trajectory, runtime counters, conversation)."""
+        t_agent = time.monotonic()
         try:
-            agent.start(context)
-            while True:
-                elapsed = time.monotonic() - started
-                if turn >= max_turns:
-                    end_reason = errors.END_TURN_LIMIT
-                    break
-                if elapsed >= time_limit:
-                    end_reason = errors.END_TIME_LIMIT
-                    break
-                turn += 1
-                t_agent = time.monotonic()
-                try:
-                    reply: AgentTurn = agent.next_turn(messages)
-                except errors.AgentError:
-                    raise
-                except Exception as exc:
-                    raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
-                runtime.agent_s += time.monotonic() - t_agent
-                runtime.turns = turn
-                runtime.tokens_in += reply.tokens_in
-                runtime.tokens_out += reply.tokens_out
-                runtime.cost_usd += reply.cost_usd
-                traj.write({"type": "assistant", "turn": turn, "content": reply.content,
-                            "reasoning": reply.reasoning,
-                            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                                            **({"source": c.source} if c.source else {})}
-                                           for c in reply.tool_calls],
-                            "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
-                            "tokens_cached": reply.tokens_cached,
-                            "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
-                            "latency_s": round(time.monotonic() - t_agent, 3)})
-                messages.append(_assistant_message(reply))
-                self.progress({"kind": "turn", "turn": turn, "content": reply.content,
-                               "tools": [c.name for c in reply.tool_calls]})
-                runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
-                if not reply.tool_calls:
-                    _drain(agent, traj, turn, runtime)
-                    if reply.final:
-                        end_reason = errors.END_AGENT_STOPPED
-                        break
-                    runtime.text_replies += 1
-                    if runtime.text_replies > continues:
-                        end_reason = errors.END_NO_TOOL_CALL if continues else errors.END_AGENT_STOPPED
-                        traj.write({"type": "no_tool_call", "turn": turn, "action": "stop",
-                                    "text_replies": runtime.text_replies, "continues": continues})
-                        break
-                    traj.write({"type": "no_tool_call", "turn": turn, "action": "continue",
-                                "text_replies": runtime.text_replies, "continues": continues,
-                                "message": CONTINUE_MESSAGE})
-                    messages.append({"role": "user", "content": CONTINUE_MESSAGE})
-                    continue
-                stop = False
-                for index, call in enumerate(reply.tool_calls):
-                    if index >= MAX_CALLS_PER_REPLY or time.monotonic() - started >= time_limit:
-                        # limits hold per call: calls past the budget are answered, never run
-                        why = ("the time limit is reached" if index < MAX_CALLS_PER_REPLY
-                               else f"more than {MAX_CALLS_PER_REPLY} calls in one reply")
-                        traj.write({"type": "tool", "turn": turn, "call_id": call.id, "name": call.name,
-                                    "error": "not_run", "reason": why})
-                        messages.append({"role": "tool", "tool_call_id": call.id,
-                                         "content": f"ERROR: not run: {why}"})
-                        if index < MAX_CALLS_PER_REPLY:
-                            end_reason, stop = errors.END_TIME_LIMIT, True
-                        continue
-                    runtime.tool_calls += 1
-                    remaining = max(1.0, time_limit - (time.monotonic() - started))
-                    content, event, is_submit = self._tool(call, session, staged, min(exec_timeout, remaining), turn)
-                    if event.get("duration_s"):
-                        runtime.exec_s += event["duration_s"]
-                    touched = tripwire.drain()
-                    if touched:
-                        isolation.breached = True
-                        command = event.get("code", call.arguments)[:2000]
-                        for path in touched:
-                            kind = ("read of decoy references (mounted at " + ", ".join(sorted(decoys)) + ")"
-                                    if path.startswith(str(decoy)) else "read of private references")
-                            if path in tripwire.modified:
-                                kind = kind.replace("read of", "change to", 1)
-                            isolation.evidence.append(BreachEvidence(turn, kind, path, command))
-                        traj.write({"type": "breach", "turn": turn, "paths": touched})
-                    traj.write(event)
-                    self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                    self.progress({"kind": "tool", "turn": turn, **{k: event.get(k) for k in
-                                                                   ("name", "exit_code", "duration_s")}})
-                    if isolation.breached:
-                        end_reason, stop = errors.END_BREACH, True
-                        break
-                    if is_submit:
-                        submitted, end_reason, stop = True, errors.END_SUBMITTED, True
-                        break
-                _drain(agent, traj, turn, runtime)
-                if stop:
-                    break
-        finally:
-            session.close()
-            tripwire.close()
-            agent.close()
-            runtime.agent_s = round(runtime.agent_s, 3)
-            runtime.exec_s = round(runtime.exec_s, 3)
-        if end_reason in (errors.END_TURN_LIMIT, errors.END_TIME_LIMIT):
-            codes.append(FiredCode("H-BUDGET", f"run stopped: {end_reason}"))
-        return end_reason, submitted
+            reply: AgentTurn = self.agent.next_turn(loop.messages)
+        except errors.AgentError:
+            raise
+        except Exception as exc:
+            raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
+        runtime, turn = st.runtime, loop.turn
+        runtime.agent_s += time.monotonic() - t_agent
+        runtime.turns = turn
+        runtime.tokens_in += reply.tokens_in
+        runtime.tokens_out += reply.tokens_out
+        runtime.cost_usd += reply.cost_usd
+        self.traj.write({"type": "assistant", "turn": turn, "content": reply.content,
+                         "reasoning": reply.reasoning,
+                         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                                         **({"source": c.source} if c.source else {})}
+                                        for c in reply.tool_calls],
+                         "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
+                         "tokens_cached": reply.tokens_cached,
+                         "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
+                         "latency_s": round(time.monotonic() - t_agent, 3)})
+        loop.messages.append(_assistant_message(reply))
+        self.progress({"kind": "turn", "turn": turn, "content": reply.content,
+                       "tools": [c.name for c in reply.tool_calls]})
+        runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
+        return reply
+
+    def _text_reply(self, st: RunState, loop: AgentLoop, reply: AgentTurn) -> bool:
+        """A reply without a tool call: stop (final, or out of continues) or answer with a continue message."""
+        runtime = st.runtime
+        if reply.final:
+            st.end_reason = errors.END_AGENT_STOPPED
+            return False
+        runtime.text_replies += 1
+        if runtime.text_replies > loop.continues:
+            st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
+            self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
+                             "text_replies": runtime.text_replies, "continues": loop.continues})
+            return False
+        self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "continue",
+                         "text_replies": runtime.text_replies, "continues": loop.continues,
+                         "message": CONTINUE_MESSAGE})
+        loop.messages.append({"role": "user", "content": CONTINUE_MESSAGE})
+        return True
+
+    def _tool_calls(self, st: RunState, loop: AgentLoop, calls: list[ToolCall]) -> bool:
+        """Run a reply's calls in order, each within what is left of the budget; True when the run stops."""
+        stop = False
+        for index, call in enumerate(calls):
+            if index >= MAX_CALLS_PER_REPLY or loop.elapsed() >= loop.time_limit:
+                # limits hold per call: calls past the budget are answered, never run
+                why = ("the time limit is reached" if index < MAX_CALLS_PER_REPLY
+                       else f"more than {MAX_CALLS_PER_REPLY} calls in one reply")
+                self.traj.write({"type": "tool", "turn": loop.turn, "call_id": call.id, "name": call.name,
+                                 "error": "not_run", "reason": why})
+                loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": f"ERROR: not run: {why}"})
+                if index < MAX_CALLS_PER_REPLY:
+                    st.end_reason, stop = errors.END_TIME_LIMIT, True
+                continue
+            st.runtime.tool_calls += 1
+            remaining = max(1.0, loop.time_limit - loop.elapsed())
+            content, event, is_submit = self._tool(call, loop.session, loop.staged,
+                                                   min(loop.exec_timeout, remaining), loop.turn)
+            if event.get("duration_s"):
+                st.runtime.exec_s += event["duration_s"]
+            self._check_breach(st, loop, call, event)
+            self.traj.write(event)
+            self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
+            loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+            self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
+                                                                ("name", "exit_code", "duration_s")}})
+            if st.isolation.breached:
+                st.end_reason = errors.END_BREACH
+                return True
+            if is_submit:
+                st.submitted, st.end_reason = True, errors.END_SUBMITTED
+                return True
+        return stop
+
+    def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> None:
+        """Record every private or decoy path the call opened as breach evidence (the run then stops)."""
+        touched = loop.tripwire.drain()
+        if not touched:
+            return
+        st.isolation.breached = True
+        command = event.get("code", call.arguments)[:2000]
+        for path in touched:
+            kind = ("read of decoy references (mounted at " + ", ".join(sorted(loop.decoys)) + ")"
+                    if path.startswith(str(loop.decoy)) else "read of private references")
+            if path in loop.tripwire.modified:
+                kind = kind.replace("read of", "change to", 1)
+            st.isolation.evidence.append(BreachEvidence(loop.turn, kind, path, command))
+        self.traj.write({"type": "breach", "turn": loop.turn, "paths": touched})
 
     def _tool(self, call, session: SandboxSession, staged: StagedData, timeout: float,
               turn: int) -> tuple[str, dict[str, Any], bool]:
@@ -420,9 +461,9 @@ class Run:
         if not _is_utf8(code):  # a JSON escape like \ud800 decodes to text no script file can hold
             msg = "ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8"
             return msg, {**base, "error": "bad_arguments", "arguments": call.arguments[:2000]}, False
-        before = _snapshot(self.workspace / "outputs")
+        before = _snapshot(self.folder.outputs)
         result = session.execute(language, code, timeout)
-        after = _snapshot(self.workspace / "outputs")
+        after = _snapshot(self.folder.outputs)
         changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
         cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)
         event = {**base, "language": language, "code": code, "exit_code": result.exit_code,
@@ -440,7 +481,7 @@ class Run:
     def _submit_gate(self, staged: StagedData) -> str | None:
         """The track's pre-submit refusal, if any; a gate that fails on odd agent files accepts (fails open)."""
         try:
-            refusal = self.track.submit_gate(self.task, staged, self.workspace / "outputs")
+            refusal = self.track.submit_gate(self.task, staged, self.folder.outputs)
         except Exception as exc:
             self.traj.write({"type": "note", "note": f"submit gate error: {type(exc).__name__}: {exc}"})
             return None
@@ -449,7 +490,7 @@ class Run:
     def _missing_outputs(self, staged: StagedData) -> list[str]:
         missing = []
         for case in staged.case_ids:
-            fd = open_path(self.workspace, f"outputs/{case}")  # never through a symlink the agent planted
+            fd = open_path(self.folder.workspace, f"outputs/{case}")  # never through a symlink the agent planted
             for name in self.task.output_files:
                 if fd is None or not _regular_at(fd, name):
                     missing.append(f"{case}/{name}")
@@ -459,17 +500,24 @@ class Run:
 
     # ------------------------------------------------------------------ after the agent
 
-    def _copy_plan(self) -> None:
+    def _copy_plan(self, st: RunState) -> None:
         """plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/."""
-        self._plots = plan_artefacts.collect(self.workspace / "plan", self.run_dir / "artefacts")
+        st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
 
-    def _judge(self, header: Header) -> JudgeVerdict:
+    def _judge(self, st: RunState) -> None:
+        """The judge's verdict on the stored run; an unavailable judge leaves S1–S3 null, never 0."""
+        t_judge = time.monotonic()
+        self.progress({"kind": "phase", "phase": "judge", "judge": self.o.judge})
         judge = self.judge
-        inp = judge_input(self.run_dir, self.track, self.task, self.o.tier)
+        inp = judge_input(self.folder, self.track, self.task, self.o.tier)
         try:
-            return judge.grade(inp)
-        except Exception as exc:  # an unavailable judge leaves S1–S3 null, never 0
-            return JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
+            verdict = judge.grade(inp)
+        except Exception as exc:
+            verdict = JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
+        st.runtime.judge_s = round(time.monotonic() - t_judge, 3)
+        st.runtime.judge_cost_usd = verdict.cost_usd
+        st.verdict = verdict
+        write_json(self.folder.judge, verdict)
 
     def _run_finished(self, result: Result) -> None:
         """Tell every `automedbench_run_finished` subscriber (e.g. the error-code tagger), each in its own try."""
@@ -480,79 +528,6 @@ class Run:
             except Exception as exc:
                 result.error_codes.append(
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
-
-    def _score(self, header, state, end_reason, error, runtime, isolation, evaluation, verdict, manifest,
-               codes) -> Result:
-        events = read_events(self.run_dir / "trajectory.jsonl")
-        return score_result(self.track, self.task, header, state, end_reason, error, runtime, isolation,
-                            evaluation, verdict, manifest, codes, self.o.task_score, self.o.tier,
-                            resolved=run_rubric(self.track, self.task, self.o.tier, events))
-
-
-def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, Any]]) -> Resolved:
-    """The track's rubric settled for one run (tier rules, conditions on the trajectory)."""
-    return resolve_rubric(track.rubric(task), tier, events, track.rubric_conditions(task))
-
-
-def judge_input(run_dir: Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
-    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric).
-
-    `rubric` holds only the items to grade; auto-passed, excluded and not-applicable ones are settled
-    by the rubric, the same for every judge."""
-    art = run_dir / "artefacts"
-    plan_md = (art / "plan.md").read_text("utf-8", "replace") if (art / "plan.md").exists() else None
-    plan_png = (art / "plan.png").read_bytes() if (art / "plan.png").exists() else None
-    events = read_events(run_dir / "trajectory.jsonl")
-    brief = (run_dir / "brief.md").read_text() if (run_dir / "brief.md").exists() else ""
-    resolved = run_rubric(track, task, tier, events)
-    checks = read_checks(run_dir)
-    extra = {} if checks is None else {"pilot_checks": checks}
-    return JudgeInput(task, tier, resolved.graded, plan_md, plan_png, events, brief, extra, resolved=resolved)
-
-
-def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
-    """Valid cases whose metric row the track counts as positive evidence (S5)."""
-    rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
-    return sum(1 for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {})))
-
-
-def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
-                 runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
-                 verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
-                 task_score: str | None, tier: str, judged: bool = True,
-                 resolved: Resolved | None = None) -> Result:
-    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge).
-
-    `resolved` is the rubric as settled for this run (`run_rubric`); it is stored in the result."""
-    metric = evaluation.metric if evaluation is not None else None
-    if metric is not None:
-        metric.used = task_score or task.task_score
-    stages = []
-    if judged:
-        if resolved is None:
-            resolved = run_rubric(track, task, tier, [])
-        stages += scoring.judged_stages(resolved, verdict, tier)
-    else:
-        stages += scoring.judged_stages(None, None, tier)
-        for stage in stages:
-            stage.rule = "not graded: no agent run"
-    if evaluation is not None:
-        stages += scoring.deterministic_stages(evaluation, positive_cases(track, task, evaluation),
-                                               track.positive_evidence(task), manifest.submitted)
-    if state in ("infrastructure_failure", "cancelled"):
-        stages, metric = [], None
-    if isolation.breached:
-        stages, metric = scoring.zero_for_breach(stages, metric)
-    rating = scoring.rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached)
-    agg = scoring.aggregate(stages, metric, rating) if stages else scoring.Aggregate(
-        None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), scoring.RULE)
-    if isolation.breached:
-        agg.agentic, agg.overall, agg.task = 0.0, 0.0, 0.0
-        codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
-                               evidence_turns=sorted({e.turn for e in isolation.evidence})))
-    return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
-                  evaluation.cases if evaluation else [], codes, verdict, error,
-                  describe_conditions(resolved.rubric) if judged and resolved is not None else None)
 
 
 def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime) -> None:

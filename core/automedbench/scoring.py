@@ -1,5 +1,8 @@
 """Stage scores, Agentic, Overall and the rating: the one aggregation rule every track shares.
 
+`score_result` is the one entry point: a fresh run, `evaluate` (no agent) and `rejudge` (a new verdict on
+a stored run) all combine evaluator facts and judge verdicts through it.
+
 Rule for stages that could not be scored (judge unavailable): the stage is null; Agentic and Overall
 are then null too, never a silent 0 and never a silent renormalisation. `agentic_nulls_as_zero` is
 reported beside it as a lower bound.
@@ -9,21 +12,36 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_DOWN, Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from .judge import JudgeInput
 from .records import (
     STAGE_NAMES,
     STAGE_WEIGHTS,
     STAGES,
     Aggregate,
     Evaluation,
+    FiredCode,
+    Header,
+    Isolation,
     ItemVerdict,
     JudgeVerdict,
     MetricBlock,
     RatingThresholds,
+    Result,
     Rubric,
+    Runtime,
     StageScore,
+    SubmissionManifest,
+    TaskSpec,
 )
-from .rubric import JUDGED_STAGES, Resolved, default_rubric
+from .rubric import JUDGED_STAGES, Resolved, default_rubric, describe_conditions
+from .rubric import resolve as resolve_rubric
+from .runfolder import RunFolder
+
+if TYPE_CHECKING:
+    from .track import Track
 
 DEFAULT_RULES = {rule.stage: rule.text for rule in default_rubric().stages}
 
@@ -165,3 +183,70 @@ def zero_for_breach(stages: list[StageScore], metric: MetricBlock | None) -> tup
     if metric is not None:
         metric = MetricBlock(metric.name, 0.0, 0.0, metric.used, metric.components, metric.per_case)
     return zeroed, metric
+
+
+# ------------------------------------------------------------------ one run's record
+
+
+def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, Any]]) -> Resolved:
+    """The track's rubric settled for one run (tier rules, conditions on the trajectory)."""
+    return resolve_rubric(track.rubric(task), tier, events, track.rubric_conditions(task))
+
+
+def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
+    """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric).
+
+    `rubric` holds only the items to grade; auto-passed, excluded and not-applicable ones are settled
+    by the rubric, the same for every judge."""
+    folder = run if isinstance(run, RunFolder) else RunFolder(run)
+    events = folder.events()
+    resolved = run_rubric(track, task, tier, events)
+    checks = folder.pilot_checks()
+    extra = {} if checks is None else {"pilot_checks": checks}
+    return JudgeInput(task, tier, resolved.graded, folder.plan_md(), folder.plan_png(), events,
+                      folder.brief_text(), extra, resolved=resolved)
+
+
+def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
+    """Valid cases whose metric row the track counts as positive evidence (S5)."""
+    rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
+    return sum(1 for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {})))
+
+
+def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
+                 runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
+                 verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
+                 task_score: str | None, tier: str, judged: bool = True,
+                 resolved: Resolved | None = None) -> Result:
+    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge).
+
+    `resolved` is the rubric as settled for this run (`run_rubric`); it is stored in the result."""
+    metric = evaluation.metric if evaluation is not None else None
+    if metric is not None:
+        metric.used = task_score or task.task_score
+    stages = []
+    if judged:
+        if resolved is None:
+            resolved = run_rubric(track, task, tier, [])
+        stages += judged_stages(resolved, verdict, tier)
+    else:
+        stages += judged_stages(None, None, tier)
+        for stage in stages:
+            stage.rule = "not graded: no agent run"
+    if evaluation is not None:
+        stages += deterministic_stages(evaluation, positive_cases(track, task, evaluation),
+                                       track.positive_evidence(task), manifest.submitted)
+    if state in ("infrastructure_failure", "cancelled"):
+        stages, metric = [], None
+    if isolation.breached:
+        stages, metric = zero_for_breach(stages, metric)
+    rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached)
+    agg = aggregate(stages, metric, rating) if stages else Aggregate(
+        None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), RULE)
+    if isolation.breached:
+        agg.agentic, agg.overall, agg.task = 0.0, 0.0, 0.0
+        codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
+                               evidence_turns=sorted({e.turn for e in isolation.evidence})))
+    return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
+                  evaluation.cases if evaluation else [], codes, verdict, error,
+                  describe_conditions(resolved.rubric) if judged and resolved is not None else None)

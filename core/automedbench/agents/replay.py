@@ -16,6 +16,7 @@ from typing import Any
 from ..agent import Agent, AgentContext
 from ..errors import UserError
 from ..records import AgentTurn, ToolCall
+from ..runfolder import RunFolder
 from ..trajectory import read_events, torn_line
 
 
@@ -27,7 +28,7 @@ class ReplayAgent(Agent):
             raise UserError("the replay agent needs --agent-option trajectory=runs/<id>/trajectory.jsonl")
         path = Path(trajectory).expanduser()
         if path.is_dir():
-            path = path / "trajectory.jsonl"
+            path = RunFolder(path).trajectory
         if not path.is_file():
             raise UserError(f"replay: {path}: no such trajectory")
         unknown = sorted(set(options) - {"rewrite_paths", "allow_torn"})

@@ -147,8 +147,8 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
     """
     from ..codes import tag_run
     from ..codes.llm import tagger_from_registry
-    from ..records import Result
-    from ..serialize import read_json, write_json
+    from ..runfolder import RunFolder
+    from ..serialize import write_json
     from .store import find_runs
 
     reg = engine.registry()
@@ -158,7 +158,7 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
         raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
-        result = read_json(run_dir / "result.json", Result)
+        result = RunFolder(run_dir).load_result()
         if result.header.task not in outputs:
             try:
                 outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
@@ -166,7 +166,7 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
                 outputs[result.header.task] = []
         fired = tag_run(run_dir, result, reg, outputs[result.header.task], llm)
         if not dry_run:
-            write_json(run_dir / "result.json", result)
+            write_json(RunFolder(run_dir).result, result)
         label = ", ".join(f"{c.code}" for c in fired) or "none"
         console.print(f"{run_dir.name}: {label}")
         for c in fired:

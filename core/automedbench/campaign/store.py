@@ -18,8 +18,8 @@ from attrs import define
 
 from ..codes.taxonomy import is_error_code
 from ..errors import UserError
-from ..fsutil import open_dir, read_regular
 from ..records import STAGES
+from ..runfolder import MAX_RESULT_BYTES, RunFolder
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson
@@ -30,10 +30,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     def _loads(data: bytes) -> Any:
         return json.loads(data)
 
-RESULT = "result.json"
+RESULT = RunFolder.RESULT
 # What marks a run folder even before its result exists (it is then not searched: the workspace is the agent's).
-RUN_MARKS = ("trajectory.jsonl", "workspace", "brief.md")
-MAX_RESULT_BYTES = 64 << 20
+RUN_MARKS = RunFolder.MARKS
 NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
            "judge_cost_usd")
 TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "rating", "path")
@@ -88,15 +87,12 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
-    path = Path(run_dir) / RESULT
+    folder = RunFolder(run_dir)
+    path = folder.result
     try:
-        folder = open_dir(run_dir)
-        if folder is None:
+        if not folder.path.is_dir() or folder.path.is_symlink():
             raise OSError(f"{run_dir} is not a folder")
-        try:
-            data = read_regular(folder, RESULT, MAX_RESULT_BYTES)
-        finally:
-            os.close(folder)
+        data = folder.result_bytes()
         if data is None:
             raise OSError(f"not a regular file of at most {MAX_RESULT_BYTES} bytes")
         return summarise(_loads(data), str(run_dir))

@@ -27,6 +27,7 @@ from ..records import (
     SubmissionManifest,
 )
 from ..rubric import default_rubric
+from ..runfolder import RunFolder
 from ..serialize import to_dict
 
 AGENT_SKILL = {"opus": 0.80, "glm": 0.72, "gemini": 0.68, "gpt": 0.64, "minimax": 0.58, "qwen": 0.56}
@@ -90,6 +91,6 @@ def write_runs(root: Path, n: int, *, seed: int = 0, agents: list[str] | None = 
         data = make_run(base, rng, agent, task, tier, i // len(cells))
         folder = root / data["header"]["run_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "result.json").write_text(json.dumps(data, indent=2))
+        RunFolder(folder).result.write_text(json.dumps(data, indent=2))
         paths.append(folder)
     return paths

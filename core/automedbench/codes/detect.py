@@ -7,7 +7,6 @@ Tagging never touches a score: it only replaces the E-codes in `Result.error_cod
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from functools import cached_property
 from pathlib import Path
@@ -16,9 +15,9 @@ from typing import Any
 from attrs import define, field
 
 from ..records import FiredCode, Result
-from ..trajectory import read_events
+from ..runfolder import RunFolder
+from ..trace import Trace
 from .taxonomy import TAXONOMY, is_error_code
-from .trace import Trace
 
 
 @define
@@ -34,11 +33,9 @@ class CodeContext:
 
     @classmethod
     def from_run_dir(cls, run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:
-        plan = run_dir / "artefacts" / "plan.md"
-        evaluation = run_dir / "evaluation.json"
-        return cls(result, read_events(run_dir / "trajectory.jsonl"), run_dir, list(output_names or []),
-                   plan.read_text("utf-8", "replace") if plan.is_file() else None,
-                   json.loads(evaluation.read_text()) if evaluation.is_file() else None)
+        folder = RunFolder(run_dir)
+        return cls(result, folder.events(), run_dir, list(output_names or []), folder.plan_md(),
+                   folder.evaluation_data())
 
     @cached_property
     def trace(self) -> Trace:

@@ -50,9 +50,8 @@ class VerificationDetector(Detector):
         fired = []
         first = trace.first_write
         if first is not None and ctx.expected > 1:
-            batch = next((c for c in trace.writes if c.get("cases_with_outputs", 0) > 1), None)
-            checks = trace.inspections() + trace.checked_pilots()
-            checked_before = [c for c in checks if batch is None or c["turn"] < batch["turn"]]
+            batch = trace.batch
+            checked_before = [c for c in trace.inspections() + trace.checked_pilots() if trace.before_batch(c)]
             if batch is not None and not checked_before:
                 fired.append(self.fire("E3", f"skipped validation: turn {batch['turn']} ran the batch "
                                              "without any check of a pilot output", [batch["turn"]], "S3"))

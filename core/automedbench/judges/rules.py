@@ -13,6 +13,7 @@ from typing import Any
 
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
+from ..trace import Trace
 from .codetext import effective, observed_output
 from .planimage import read_plan_png
 
@@ -33,7 +34,8 @@ MAX_ANALYSED = 100_000
 
 
 class Evidence:
-    """The trajectory reduced to what the rules need: execute_code calls in order, with outcomes.
+    """The trajectory as the rules read it: the shared `Trace` (pilot, batch, calls in order) plus what
+    each call did as text.
 
     Patterns are matched against what a call did (`text`: effective code and observed output, see
     `codetext`), never against comments, string literals or keywords printed back. Steps a CLI agent
@@ -41,22 +43,14 @@ class Evidence:
     checks (from the run folder), the pilot is the first one-case output that passed the contract."""
 
     def __init__(self, events: list[dict[str, Any]], pilot_checks: list[dict[str, Any]] | None = None) -> None:
-        self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
-        self.assistant = [e for e in events if e.get("type") == "assistant"]
+        self.trace = trace = Trace(events, pilot_checks=pilot_checks)
+        self.calls = trace.attempts  # every execute_code call, refused and unrun ones too (failed commands)
+        self.assistant = trace.assistant
         self._text: dict[int, tuple[str, str]] = {}
-        first_out = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 0), None)
-        self.first_output_turn = first_out["turn"] if first_out else None
-        batch = next((c for c in self.calls if c.get("cases_with_outputs", 0) > 1), None)
-        self.batch_turn = batch["turn"] if batch else None
-        candidates = [c for c in self.calls if c.get("cases_with_outputs") == 1 and c.get("exit_code") == 0
-                      and not c.get("imported") and (self.batch_turn is None or c["turn"] < self.batch_turn)]
-        self.failed_pilots: list[dict[str, Any]] = []
-        if pilot_checks is None:  # a run recorded before pilot checks: the old rule (first output, one case)
-            self.pilot = first_out if first_out is not None and first_out in candidates else None
-        else:
-            passed = {(c.get("turn"), c.get("call_id")) for c in pilot_checks if c.get("valid") is True}
-            self.pilot = next((c for c in candidates if (c["turn"], c.get("call_id")) in passed), None)
-            self.failed_pilots = [c for c in pilot_checks if c.get("valid") is not True]
+        self.first_output_turn = trace.first_output["turn"] if trace.first_output else None
+        self.batch_turn = trace.batch_turn
+        self.pilot = trace.pilot
+        self.failed_pilots = trace.failed_pilots
 
     def _split(self, call: dict[str, Any]) -> tuple[str, str]:
         key = id(call)

@@ -1,4 +1,17 @@
-"""The trajectory reduced to the facts error-code detectors read: calls, outputs written, failures, submit."""
+"""One view of a trajectory for everything that reads it after a run: the rules judge, the error-code
+detectors (generic and the tracks'), the harness's pilot tracker.
+
+It holds the one definition of the two moments the S3 rubric turns on (paper, Table 7: "pilot patient
+tested before batch"; 0 for "batch run immediately"):
+
+- the **batch** is the first execute_code call after which more than one case has outputs, whatever its
+  exit code and whoever reported it: from then on the cohort is being processed;
+- a **pilot** is a successful execute_code call the harness itself observed (not one a CLI agent
+  reported), in a turn before the batch, that left exactly one case with outputs.
+  With the harness's contract checks (`pilot_checks.json`) the run's pilot is the first such call whose
+  output passed the track's checker; for a run recorded before those checks, the first output call if
+  it is a pilot.
+"""
 
 from __future__ import annotations
 
@@ -22,16 +35,73 @@ SETUP = re.compile("|".join(SETUP_PATTERNS), re.I)
 CHECKS = re.compile(r"\.shape|unique|\bassert\b|\.min\(|\.max\(|count_nonzero|\.sum\(|isin|allclose|isnan")
 
 
-class Trace:
-    """Ordered execute_code calls with their outcomes, plus the submit call if any."""
+def is_batch(call: dict[str, Any]) -> bool:
+    """After this call more than one case has outputs (see the module docstring)."""
+    return call.get("cases_with_outputs", 0) > 1
 
-    def __init__(self, events: list[dict[str, Any]], output_names: list[str] | None = None) -> None:
+
+def is_pilot(call: dict[str, Any]) -> bool:
+    """A successful, harness-observed call that left exactly one case with outputs (whether it came
+    before the batch is the trajectory's question: `Trace.pilots`)."""
+    return (call.get("exit_code") == 0 and not call.get("timed_out") and not call.get("imported")
+            and call.get("cases_with_outputs") == 1)
+
+
+class Trace:
+    """Ordered execute_code calls with their outcomes, the batch and the pilot, and the submit call if any.
+
+    `calls` are the calls that ran (they have an exit code); `attempts` also hold the ones refused or
+    never run (malformed arguments, past the budget), which count as failed commands for the rules judge.
+    """
+
+    def __init__(self, events: list[dict[str, Any]], output_names: list[str] | None = None,
+                 pilot_checks: list[dict[str, Any]] | None = None) -> None:
         self.events = events
-        self.calls = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"
-                      and "exit_code" in e]
+        self.attempts = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
+        self.calls = [e for e in self.attempts if "exit_code" in e]
+        self.assistant = [e for e in events if e.get("type") == "assistant"]
         self.output_names = output_names or []
+        self.pilot_checks = pilot_checks
         submits = [e for e in events if e.get("type") == "tool" and e.get("name") == "submit_results"]
         self.submit = submits[-1] if submits else None
+
+    # ---------------------------------------------------------------- pilot and batch
+
+    @cached_property
+    def first_output(self) -> dict[str, Any] | None:
+        """The first call after which any case has outputs."""
+        return next((c for c in self.attempts if c.get("cases_with_outputs", 0) > 0), None)
+
+    @cached_property
+    def batch(self) -> dict[str, Any] | None:
+        return next((c for c in self.attempts if is_batch(c)), None)
+
+    @property
+    def batch_turn(self) -> int | None:
+        return self.batch["turn"] if self.batch else None
+
+    def before_batch(self, call: dict[str, Any]) -> bool:
+        """In a turn before the batch's (or there is no batch)."""
+        return self.batch is None or call["turn"] < self.batch["turn"]
+
+    @cached_property
+    def pilots(self) -> list[dict[str, Any]]:
+        """Every call that qualifies as a pilot, in order (unverified: see `pilot`)."""
+        return [c for c in self.attempts if is_pilot(c) and self.before_batch(c)]
+
+    @cached_property
+    def pilot(self) -> dict[str, Any] | None:
+        """The run's pilot: the first one whose output passed the contract check, else None."""
+        if self.pilot_checks is None:  # a run recorded before pilot checks: the old rule (first output)
+            first = self.first_output
+            return first if first is not None and any(first is c for c in self.pilots) else None
+        passed = {(c.get("turn"), c.get("call_id")) for c in self.pilot_checks if c.get("valid") is True}
+        return next((c for c in self.pilots if (c["turn"], c.get("call_id")) in passed), None)
+
+    @cached_property
+    def failed_pilots(self) -> list[dict[str, Any]]:
+        """The harness's verdicts on pilots whose output failed the contract check."""
+        return [c for c in self.pilot_checks or [] if c.get("valid") is not True]
 
     @staticmethod
     def text(call: dict[str, Any]) -> str:
@@ -90,9 +160,8 @@ class Trace:
         return id(call) in self._inspection_ids
 
     def checked_pilots(self) -> list[dict[str, Any]]:
-        """Single-case writes whose own code also checks what it wrote (pilot and check in one call)."""
-        return [c for c in self.writes if c.get("cases_with_outputs") == 1 and not self.failed(c)
-                and CHECKS.search(c.get("code", ""))]
+        """Pilots that wrote and whose own code also checks what they wrote (pilot and check in one call)."""
+        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(c.get("code", ""))]
 
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:

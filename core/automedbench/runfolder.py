@@ -1,0 +1,232 @@
+"""The run folder: every file name in it, and the one loader of each.
+
+The runner writes these files and `show`, `rejudge`, `evaluate`, the error-code tagger and the campaign
+read them. Before, each module spelled the names itself and read the files its own way. Now every read
+goes through here: a regular file opened without following a symlink, and never more than a size limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from . import errors
+from .fsutil import open_dir, read_regular
+from .records import Evaluation, JudgeVerdict, Result
+from .serialize import read_json
+from .trajectory import read_events, torn_line
+
+# Text files the harness wrote and reads back (plan, brief, pilot verdicts); larger copies are refused.
+MAX_TEXT_BYTES = 64 << 20
+# plan.png as collected (plan_artefacts caps it at 20 MiB; the margin keeps this the looser of the two)
+MAX_PLAN_PNG_BYTES = 32 << 20
+# One result.json the campaign loads raw (leaderboards read thousands: no cattrs, only the bytes).
+MAX_RESULT_BYTES = 64 << 20
+
+
+class RunFolder:
+    """One run's folder: `runs/<run_id>/`. Names are class attributes so that finders can use them unbound."""
+
+    RESULT = "result.json"
+    TRAJECTORY = "trajectory.jsonl"
+    TOOL_OUTPUT = "tool_output"
+    BRIEF = "brief.md"
+    JUDGE = "judge.json"
+    EVALUATION = "evaluation.json"
+    SUBMISSION = "submission"
+    MANIFEST = "submission_manifest.json"
+    CHECKS = "pilot_checks.json"
+    ARTEFACTS = "artefacts"
+    PLAN_MD = "plan.md"
+    PLAN_PNG = "plan.png"
+    PILOT = "pilot"
+    WORKSPACE = "workspace"
+    RESERVE = ".result-reserve"
+    DECOY = ".decoy"
+    # What marks a run folder even before its result exists (the campaign then never searches below it).
+    MARKS = (TRAJECTORY, WORKSPACE, BRIEF)
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    # ------------------------------------------------------------------ names
+
+    @property
+    def result(self) -> Path:
+        return self.path / self.RESULT
+
+    @property
+    def trajectory(self) -> Path:
+        return self.path / self.TRAJECTORY
+
+    @property
+    def brief(self) -> Path:
+        return self.path / self.BRIEF
+
+    @property
+    def judge(self) -> Path:
+        return self.path / self.JUDGE
+
+    def archived_judge(self, judge: str, stamp: str, n: int = 1) -> Path:
+        """Where a replaced verdict is kept: judge.<judge>.<stamp>[-n].json."""
+        return self.path / (f"judge.{judge}.{stamp}.json" if n == 1 else f"judge.{judge}.{stamp}-{n}.json")
+
+    @property
+    def evaluation(self) -> Path:
+        return self.path / self.EVALUATION
+
+    @property
+    def submission(self) -> Path:
+        return self.path / self.SUBMISSION
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / self.MANIFEST
+
+    @property
+    def checks(self) -> Path:
+        return self.path / self.CHECKS
+
+    @property
+    def artefacts(self) -> Path:
+        return self.path / self.ARTEFACTS
+
+    @property
+    def pilot(self) -> Path:
+        return self.path / self.PILOT
+
+    @property
+    def workspace(self) -> Path:
+        return self.path / self.WORKSPACE
+
+    @property
+    def outputs(self) -> Path:
+        return self.workspace / "outputs"
+
+    @property
+    def plan(self) -> Path:
+        return self.workspace / "plan"
+
+    @property
+    def reserve(self) -> Path:
+        return self.path / self.RESERVE
+
+    @property
+    def decoy(self) -> Path:
+        return self.path / self.DECOY
+
+    # ------------------------------------------------------------------ finding
+
+    @classmethod
+    def locate(cls, run: str | Path, runs: Path = Path("runs")) -> RunFolder:
+        """A stored run from what a user typed: a run folder, its result.json, or a run id under `runs`."""
+        path = Path(run)
+        if not path.exists() and (runs / str(run)).exists():
+            path = runs / str(run)
+        if path.name == cls.RESULT:
+            path = path.parent
+        if not path.exists():
+            raise errors.UserError(f"{run}: no such file, run folder or run id under {runs}")
+        if not (path / cls.RESULT).is_file():
+            inside = sorted(p.parent.name for p in path.glob(f"*/{cls.RESULT}")) if path.is_dir() else []
+            hint = f"; it holds {len(inside)} run(s), e.g. {path / inside[0]}" if inside else ""
+            raise errors.UserError(f"{run}: not a run folder (no {cls.RESULT}){hint}")
+        return cls(path)
+
+    # ------------------------------------------------------------------ loaders
+
+    def read_bytes(self, relative: str, max_bytes: int) -> bytes | None:
+        """A regular file below the folder, reached without following any symlink; None when absent,
+        not a regular file, or over `max_bytes`."""
+        *parents, name = relative.split("/")
+        fd = open_dir(self.path)
+        for part in parents:
+            if fd is None:
+                return None
+            child = open_dir(part, fd)
+            os.close(fd)
+            fd = child
+        if fd is None:
+            return None
+        try:
+            return read_regular(fd, name, max_bytes)
+        finally:
+            os.close(fd)
+
+    def read_text(self, relative: str, max_bytes: int = MAX_TEXT_BYTES) -> str | None:
+        data = self.read_bytes(relative, max_bytes)
+        return None if data is None else data.decode("utf-8", "replace")
+
+    def load_result(self) -> Result:
+        return read_json(self.result, Result)
+
+    def result_bytes(self) -> bytes | None:
+        """The raw result.json for fast loaders (the campaign's), or None when it is not a small regular file."""
+        return self.read_bytes(self.RESULT, MAX_RESULT_BYTES)
+
+    def load_judge(self, path: Path | None = None) -> JudgeVerdict:
+        return read_json(path or self.judge, JudgeVerdict)
+
+    def stored_judges(self, judge: str) -> list[Path]:
+        """judge.json first, then this judge's archived verdicts, newest first."""
+        return [self.judge, *sorted(self.path.glob(f"judge.{judge}.*.json"), reverse=True)]
+
+    def load_evaluation(self) -> Evaluation | None:
+        return read_json(self.evaluation, Evaluation) if self.evaluation.exists() else None
+
+    def evaluation_data(self) -> dict[str, Any] | None:
+        """evaluation.json as plain JSON (detectors read fields a track adds); None when absent or unreadable."""
+        text = self.read_text(self.EVALUATION, MAX_RESULT_BYTES)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def events(self) -> list[dict[str, Any]]:
+        """The trajectory's events, tolerating a torn last line from a crash."""
+        return read_events(self.trajectory)
+
+    def torn_line(self) -> int | None:
+        return torn_line(self.trajectory)
+
+    def check_trajectory(self) -> None:
+        """Refuse a torn trajectory: a verdict on the events before the tear would judge part of the run."""
+        torn = self.torn_line()
+        if torn is not None:
+            raise errors.UserError(f"{self.trajectory}: line {torn} is not valid JSON (torn or edited); "
+                                   "a verdict on the events before it would judge only part of the run")
+
+    def brief_text(self) -> str:
+        return self.read_text(self.BRIEF) or ""
+
+    def plan_md(self) -> str | None:
+        return self.read_text(f"{self.ARTEFACTS}/{self.PLAN_MD}")
+
+    def plan_png(self) -> bytes | None:
+        return self.read_bytes(f"{self.ARTEFACTS}/{self.PLAN_PNG}", MAX_PLAN_PNG_BYTES)
+
+    def pilot_checks(self) -> list[dict[str, Any]] | None:
+        """The stored pilot verdicts; None for a run recorded before pilots were checked (no file), [] for an
+        unreadable file (no pilot is verified then)."""
+        if not os.path.lexists(self.checks):
+            return None
+        text = self.read_text(self.CHECKS)
+        try:
+            data = json.loads(text) if text is not None else None
+        except (ValueError, RecursionError):
+            return []
+        return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
