@@ -35,9 +35,10 @@ from attrs import Factory, define
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .errors import UserError
 from .records import Evaluation, GradeRequest, MetricBlock, TaskSpec
+from .runfolder import RunFolder
 from .serialize import write_json
 
-GRADES_FILE = "grades.json"
+GRADES_FILE = RunFolder.GRADES
 GRADE_CACHE = "grade_cache.jsonl"
 MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
 MAX_PROMPT_CHARS = 40_000  # system + prompt after fencing: a larger request is not sent (null grade)
@@ -352,8 +353,9 @@ def grade_evaluation(track: Any, task: TaskSpec, evaluation: Evaluation, options
             use.error = use.error or cache.note
     metric = track.apply_grades(task, evaluation.metric, grades)
     graded = attrs.evolve(evaluation, metric=metric)
-    write_json(folder / GRADES_FILE, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))
-    write_json(folder / "evaluation.json", graded)
+    names = RunFolder(folder)
+    write_json(names.grades, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))
+    write_json(names.evaluation, graded)
     return graded
 
 

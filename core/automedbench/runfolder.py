@@ -35,6 +35,7 @@ class RunFolder:
     BRIEF = "brief.md"
     JUDGE = "judge.json"
     EVALUATION = "evaluation.json"
+    GRADES = "grades.json"
     SUBMISSION = "submission"
     MANIFEST = "submission_manifest.json"
     CHECKS = "pilot_checks.json"
@@ -85,6 +86,11 @@ class RunFolder:
     @property
     def evaluation(self) -> Path:
         return self.path / self.EVALUATION
+
+    @property
+    def grades(self) -> Path:
+        """What the model-graded scoring step asked and which model answered (absent: nothing to grade)."""
+        return self.path / self.GRADES
 
     @property
     def submission(self) -> Path:
