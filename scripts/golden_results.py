@@ -5,12 +5,14 @@ Refactors that must not change a score run this before and after and compare the
 that move scores on purpose print the difference with `--compare`. Only scores are kept (stages,
 items, Agentic, Task, Overall, rating, run state): no timestamps, versions, hashes or rationales.
 
-    python scripts/golden_results.py --out before.json [--jobs 2]
+    python scripts/golden_results.py --data-root /tmp/golden-data --out before.json [--jobs 2]
+    python scripts/golden_results.py --data-root /tmp/golden-data --out after.json
     python scripts/golden_results.py --compare before.json after.json
-    python scripts/golden_results.py --full --out before-full.json   # the whole result.json, see `full`
+    python scripts/golden_results.py --full ...   # the whole result.json, see `full`
 
-`scripts/golden_scores.json` holds the scores as of the last change that moved them on purpose (the
-paper's scoring rules, issue 12); a refactor compares a fresh run against it.
+Use the same --data-root for both runs: every staging of a demo draws a fresh secret seed (so an agent
+cannot regenerate the references), so scores are only comparable on one staged copy. The tasks are every
+registered demo task (`<track>/demo*`), each variant of the scripted agent, every tier the task has.
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-DEMO_TASKS = ("segmentation/demo", "segmentation/demo-multilabel", "vqa/demo")
+
+def demo_tasks() -> list[str]:
+    """Every installed track's generated demos: the tasks any checkout can run offline."""
+    from automedbench.plugins import registry
+
+    reg = registry()
+    return sorted(task_id for task_id in reg.tasks() if task_id.split("/", 1)[1].startswith("demo"))
 
 
 def normalise(result: Any) -> dict[str, Any]:
@@ -86,11 +94,12 @@ def run_one(args: tuple[str, str, str, str, str, bool]) -> tuple[str, dict[str, 
     return f"{task_id} {tier} {variant}", full(run_dir, str(Path(out).parent)) if whole else normalise(result)
 
 
-def collect(tasks: list[str], variants: list[str] | None, jobs: int, whole: bool = False) -> dict[str, Any]:
+def collect(tasks: list[str], variants: list[str] | None, jobs: int, whole: bool = False,
+            data_root: str | None = None) -> dict[str, Any]:
     from automedbench.testing import stage_task
 
     with tempfile.TemporaryDirectory(prefix="amb-golden-") as tmp:
-        data_root = os.environ.get("AUTOMEDBENCH_DATA") or str(Path(tmp) / "data")
+        data_root = data_root or os.environ.get("AUTOMEDBENCH_DATA") or str(Path(tmp) / "data")
         for task_id in tasks:  # staged once, before the runs share it
             stage_task(task_id, Path(data_root))
         work = [(t, tier, v, data_root, str(Path(tmp) / "runs"), whole)
@@ -132,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", action="append", dest="tasks", help="limit to a task (repeatable)")
     parser.add_argument("--variant", action="append", dest="variants", help="limit to a variant (repeatable)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (default 1)")
+    parser.add_argument("--data-root", help="staged data shared by the before and after runs "
+                        "[default: $AUTOMEDBENCH_DATA, else a temporary copy: then nothing is comparable]")
     parser.add_argument("--full", action="store_true",
                         help="keep the whole result.json (less timestamps, versions, hashes, timings)")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="diff two golden files and exit")
@@ -141,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         lines = compare(before, after)
         print("\n".join(lines) if lines else f"identical: {len(before)} runs")
         return 1 if lines else 0
-    scores = collect(args.tasks or list(DEMO_TASKS), args.variants, args.jobs, args.full)
+    if not (args.data_root or os.environ.get("AUTOMEDBENCH_DATA")):
+        print("note: no --data-root: the demos are staged with fresh seeds, so these scores compare with "
+              "no other run", file=sys.stderr)
+    scores = collect(args.tasks or demo_tasks(), args.variants, args.jobs, args.full, args.data_root)
     text = json.dumps(scores, indent=1, sort_keys=True) + "\n"
     if args.out:
         Path(args.out).write_text(text)
