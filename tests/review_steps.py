@@ -28,9 +28,12 @@ def register_steps(reg):
     return testing.register_agent(StepsAgent, reg)
 
 
-def run_steps(reg, out: Path, data_root: Path, steps, sandbox: str = "local") -> tuple[Result, Path]:
+def run_steps(reg, out: Path, data_root: Path, steps, sandbox: str = "local",
+              quota_mb: int = 0) -> tuple[Result, Path]:
+    """One run of scripted steps, workspace kept. No quota by default: the workspace is then a plain folder on
+    the data root's filesystem (a non-root harness's case), where hard links and renames across it work."""
     runner = Run(RunOptions(DEMO, "lite", Steps.name, sandbox=sandbox, out=out, data_root=data_root,
-                            agent_options={"steps": steps}, keep_workspace=True), reg)
+                            agent_options={"steps": steps}, keep_workspace=True, workspace_quota_mb=quota_mb), reg)
     result = runner.execute()
     assert read_json(runner.run_dir / "result.json", Result) == result
     return result, runner.run_dir
