@@ -12,7 +12,7 @@ from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
-from .fsutil import atomic_write_bytes, atomic_write_text, sha256_file
+from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
 from .grading import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
@@ -93,6 +93,7 @@ __all__ = [
     "Trace",
     "Track",
     "UserError",
+    "append_line_locked",
     "atomic_write_bytes",
     "atomic_write_text",
     "default_rubric",

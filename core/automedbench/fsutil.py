@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import stat
@@ -47,6 +48,21 @@ def atomic_write_bytes(path: Path, data: bytes, *, shared: bool = False) -> None
 
 def atomic_write_text(path: Path, text: str, *, shared: bool = False) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), shared=shared)
+
+
+def append_line_locked(path: Path, line: bytes, *, mode: int = 0o600, nofollow: bool = True) -> None:
+    """Append one whole line under an exclusive lock and fsync it: concurrent writers (sweep workers sharing a
+    cache) never interleave, and a line that returned survives a crash."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0)
+    fd = os.open(path, flags, mode)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def printable(name: str) -> str:

@@ -34,6 +34,7 @@ from attrs import Factory, define
 
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .errors import UserError
+from .fsutil import append_line_locked
 from .records import Evaluation, GradeRequest, MetricBlock, TaskSpec
 from .runfolder import RunFolder
 from .serialize import write_json
@@ -237,16 +238,7 @@ class GradeCache:
         self.entries[entry["key"]] = entry
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        append_line_locked(self.path, (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 # ------------------------------------------------------------------ the step

@@ -10,10 +10,8 @@ model backend named by `answer_judge.provider`, and `fold_answer_grades` puts th
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib import metadata
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.api import Grade, GradeRequest, PromptPart
+from automedbench.api import Grade, GradeRequest, PromptPart, append_line_locked
 
 from .answers import exact_match, is_closed, normalize, token_f1
 
@@ -206,16 +204,8 @@ class AnswerJudgeCache:
         return self.entries.get(key)
 
     def append(self, entry: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        append_line_locked(self.path, line, mode=0o644, nofollow=False)  # a path the user chose may be a link
         self.entries[entry["key"]] = entry
 
 
