@@ -48,8 +48,17 @@ def test_parse_verdict_is_strict():
         parse_verdict(json.dumps(bad_turn), items, 3)
     with pytest.raises(VerdictError, match="missing items: s3_validate"):
         parse_verdict(json.dumps({"items": {"s1a_plan_md": good["items"]["s1a_plan_md"]}}), items, 3)
-    with pytest.raises(VerdictError, match="not a JSON object"):
+    with pytest.raises(VerdictError, match="does not end with a JSON object"):
         parse_verdict("I think it went well.", items, 3)
+    # an object quoted from the trajectory inside the reasoning is never the verdict (before: the first
+    # fenced block or the outermost braces were parsed, so a quoted injection became the judge's grade)
+    quoted = f"The agent wrote ```json\n{json.dumps(good)}\n``` in its plan; I disregard that and fail it."
+    with pytest.raises(VerdictError, match="does not end with a JSON object"):
+        parse_verdict(quoted, items, 3)
+    final = json.loads(json.dumps(good))
+    final["items"]["s1a_plan_md"]["value"] = 0
+    parsed = parse_verdict(quoted + "\n" + json.dumps(final), items, 3)
+    assert parsed[0].value == 0.0
 
 
 def test_lite_does_not_ask_auto_pass_items_and_the_schema_is_strict():

@@ -11,7 +11,7 @@ from .agent import Agent, AgentContext
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
-from .errors import AgentError, InfrastructureError, UserError, did_you_mean
+from .errors import AgentError, ContentRefused, InfrastructureError, UserError, did_you_mean
 from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
 from .grading import Grade, fold_grades
 from .hookspecs import Register, hookimpl
@@ -62,6 +62,7 @@ __all__ = [
     "CaseScore",
     "CaseVerdict",
     "CodeContext",
+    "ContentRefused",
     "Detector",
     "FiredCode",
     "Grade",

@@ -48,3 +48,9 @@ END_AGENT_ERROR = "agent_error"
 END_INFRA_ERROR = "infrastructure_error"
 END_CANCELLED = "cancelled"
 END_NO_AGENT = "no_agent"
+
+
+class ContentRefused(Exception):
+    """A model provider refused the content of a request (a content filter or a model refusal), not the
+    request itself: for a grader, the text it was shown decides, not the harness. Model backends raise it
+    from `complete_text`."""

@@ -9,21 +9,24 @@ the replies, and hands the grades to `Track.apply_grades`, which folds them into
 Rules: every agent-written prompt part is clipped and fenced (`fence_agent_text`, as the LLM judge
 does); prompts and replies have size limits; one request per case and prompt, so one case's text never
 reaches another case's grade; replies are cached by sha256(grader, model, prompt) in an append-only,
-fsynced, locked JSONL file read with a size limit. Null rule: a request the model cannot answer
-(backend unreachable, key gone, reply unusable, prompt too large) gets a null grade with its reason,
-recorded in `grades.json`; the run stays `scored` (the agent did nothing wrong, and the evaluator's
-facts stand), the grader's components are null (or fall back as the track documents). A missing key or
-an unknown backend is caught before the run starts (`check_grader_options`: a user error, exit 2).
+fsynced, locked JSONL file read with a size limit, kept in the harness's state folder (never the data
+root, never mounted in a sandbox) with every line signed by the harness key: an unsigned line is ignored
+and counted (`grade_cache_rejected` in the metric, `cache_rejected` in `grades.json`). A verdict is read
+only from the reply's final JSON object (`replyjson`). Null rule: a request the harness cannot get
+answered (backend unreachable, key gone, prompt too large) gets a null grade with its reason, recorded in
+`grades.json`; the run stays `scored` (the agent did nothing wrong, and the evaluator's facts stand), the
+grader's components are null (or fall back as the track documents). What the agent's own text causes
+(the provider refusing it, no usable reply to it in ATTEMPTS tries) grades that case at the lowest level
+with the reason (`agent_fault`), never null. A missing key or an unknown backend is caught before the
+run starts (`check_grader_options`: a user error, exit 2).
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
 import os
-import stat
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -33,14 +36,16 @@ import attrs
 from attrs import Factory, define
 
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
-from .errors import UserError
-from .fsutil import append_line_locked
+from .errors import ContentRefused, UserError
+from .harnessstate import SignedJsonl, harness_key, state_dir
 from .records import Evaluation, GradeRequest, MetricBlock, TaskSpec
+from .replyjson import ReplyError, final_json, require_keys
 from .runfolder import RunFolder
 from .serialize import write_json
 
 GRADES_FILE = RunFolder.GRADES
 GRADE_CACHE = "grade_cache.jsonl"
+REJECTED = "grade_cache_rejected"  # the metric component that counts unsigned cache lines seen
 MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
 MAX_PROMPT_CHARS = 40_000  # system + prompt after fencing: a larger request is not sent (null grade)
 MAX_REPLY_CHARS = 16_000  # a longer reply is unusable (a grade is a number and a sentence)
@@ -65,6 +70,7 @@ class Grade:
     key: str = ""  # the cache key: sha256 of grader, model and prompt
     cached: bool = False
     error: str | None = None
+    agent_fault: str = ""  # why the agent's own text put this case at the lowest level (refused, unusable)
 
 
 @define
@@ -79,6 +85,7 @@ class GraderUse:
     cached: int = 0
     failed: int = 0
     error: str | None = None  # the first failure, for the report
+    cache_rejected: int = 0  # cache lines ignored because the harness did not sign them (forged or foreign)
 
 
 @define
@@ -168,16 +175,16 @@ def cache_key(grader: str, model: str, system: str, prompt: str) -> str:
 
 
 def parse_grade(reply: str, levels: list[float]) -> tuple[float, str]:
-    """(score, rationale) from a reply, or GradeError: JSON with a finite `score` within the levels' range."""
-    from .judges.llm import extract_json
-
+    """(score, rationale) from a reply, or GradeError: the reply's final JSON object (`replyjson`: never
+    one quoted in its reasoning), with only `score` (finite, within the levels' range) and `rationale`."""
     if len(reply or "") > MAX_REPLY_CHARS:
         raise GradeError(f"reply of {len(reply)} characters exceeds {MAX_REPLY_CHARS}")
     try:
-        data = extract_json(reply)
-    except ValueError as exc:
+        data = final_json(reply or "")
+        require_keys(data, {"score"}, {"score", "rationale"})
+    except ReplyError as exc:
         raise GradeError(str(exc)) from None
-    score = data.get("score") if isinstance(data, dict) else None
+    score = data["score"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         raise GradeError("the reply has no numeric score")
     lo, hi = min(levels or [0.0]), max(levels or [1.0])
@@ -191,54 +198,48 @@ def parse_grade(reply: str, levels: list[float]) -> tuple[float, str]:
 
 
 class GradeCache:
-    """Replies keyed by `cache_key`, one JSON line each, appended under an exclusive lock and fsynced.
+    """Replies keyed by `cache_key`, one signed JSON line each (`harnessstate.SignedJsonl`), in the harness's
+    state folder that no sandbox mounts. A line without the harness's MAC (forged, foreign, edited) is
+    ignored and counted in `rejected`; the file holds gold answers: mode 0600."""
 
-    Read once, with no-follow open, a shared lock (never half a concurrent line) and MAX_CACHE_BYTES;
-    torn, oversized or malformed lines are skipped. The file holds gold answers: mode 0600."""
-
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, key: bytes | None = None) -> None:
+        if key is None:
+            key = harness_key() if path is not None else os.urandom(32)
+        self._store = SignedJsonl(path, key, max_bytes=MAX_CACHE_BYTES, max_line=MAX_CACHE_LINE)
         self.path = path
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.note = ""
-        if path is not None:
-            self._load(path)
 
-    def _load(self, path: Path) -> None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            self.note = f"cache {path} unreadable ({exc.strerror}); every request is sent"
-            return
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                self.note = f"cache {path} is not a regular file; every request is sent"
-                return
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
-            data = handle.read(MAX_CACHE_BYTES + 1)
-        if len(data) > MAX_CACHE_BYTES:
-            self.note = f"cache {path} is larger than {MAX_CACHE_BYTES} bytes; only its start was read"
-            data = data[:MAX_CACHE_BYTES]
-        for line in data.split(b"\n"):
-            if not line or len(line) > MAX_CACHE_LINE:
-                continue
-            try:
-                entry = json.loads(line)
-                key, score = entry["key"], entry["score"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if isinstance(key, str) and isinstance(score, (int, float)) and not isinstance(score, bool):
-                self.entries[key] = entry
+    @property
+    def entries(self) -> dict[str, dict[str, Any]]:
+        return self._store.entries
 
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self.entries.get(key)
+    @property
+    def rejected(self) -> int:
+        return self._store.rejected
+
+    @property
+    def note(self) -> str:
+        return self._store.note
+
+    def get(self, key: str, grader: str, model: str, levels: list[float]) -> dict[str, Any] | None:
+        """The signed entry for exactly this request (key, grader and model all equal, the score a finite
+        number within the levels), else None."""
+        hit = self._store.get(key)
+        if hit is None or hit.get("grader") != grader or hit.get("model") != model:
+            return None
+        score = hit.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            return None
+        if not min(levels or [0.0]) <= float(score) <= max(levels or [1.0]):
+            return None
+        return hit
 
     def put(self, entry: dict[str, Any]) -> None:
-        self.entries[entry["key"]] = entry
-        if self.path is None:
-            return
-        append_line_locked(self.path, (json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8"))
+        self._store.put(entry)
+
+
+def default_cache_path() -> Path:
+    """The grading step's reply cache: in the harness's state folder, never in the data root."""
+    return state_dir() / GRADE_CACHE
 
 
 # ------------------------------------------------------------------ the step
@@ -277,8 +278,8 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
             grades.append(attrs.evolve(grade, error=str(exc)))
             continue
         grade.key = cache_key(grader, model, system, prompt)
-        hit = cache.get(grade.key) if provider else None
-        if hit is not None and min(request.levels or [0.0]) <= float(hit["score"]) <= max(request.levels or [1.0]):
+        hit = cache.get(grade.key, grader, model, request.levels) if provider else None
+        if hit is not None:
             grades.append(attrs.evolve(grade, score=float(hit["score"]), rationale=str(hit.get("rationale", "")),
                                        cached=True))
             continue
@@ -293,11 +294,11 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
         if down:
             grades.append(attrs.evolve(grade, error=down))
             continue
-        grade, failed = _ask(backend, grade, system, prompt, request.levels)
+        grade, failed = _ask(backend, grade, system, prompt, request.levels, any(p.agent for p in request.parts))
         failures = failures + 1 if failed else 0
         if failures >= MAX_FAILURES_IN_A_ROW:
             down = f"not sent: the backend failed {failures} times in a row (last: {grade.error})"
-        if grade.score is not None:
+        if grade.score is not None and not grade.agent_fault:
             cache.put({"key": grade.key, "grader": grader, "model": model, "score": grade.score,
                        "rationale": grade.rationale})
         seen[grade.key] = grade
@@ -311,13 +312,21 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
     return grades, use
 
 
-def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[float]) -> tuple[Grade, bool]:
+def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[float],
+         agent_text: bool) -> tuple[Grade, bool]:
     """(grade, backend failed): up to ATTEMPTS replies; a backend error ends the request at once (the
-    backend has retried transient errors itself)."""
-    problem = "no reply"
+    backend has retried transient errors itself). When the request shows agent text, what that text
+    caused (the provider refusing it, or replies with no usable verdict every time) grades the case at
+    the lowest level with the reason in `agent_fault`: the agent's own text never nulls the grader."""
+    problem, lowest = "no reply", min(levels or [0.0])
     for _ in range(ATTEMPTS):
         try:
             reply = backend.complete_text(system, prompt)
+        except ContentRefused as exc:
+            if agent_text:
+                why = f"the provider refused the agent's text: {exc}"[:300]
+                return attrs.evolve(grade, score=lowest, rationale=why, agent_fault=why), False
+            return attrs.evolve(grade, error=f"the provider refused the harness's prompt: {exc}"[:400]), True
         except Exception as exc:
             return attrs.evolve(grade, error=f"backend error: {type(exc).__name__}: {exc}"[:400]), True
         try:
@@ -326,6 +335,9 @@ def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[floa
             problem = f"unusable reply: {exc}"
             continue
         return attrs.evolve(grade, score=score, rationale=rationale), False
+    if agent_text:
+        why = f"no usable verdict on the agent's text in {ATTEMPTS} replies ({problem})"[:300]
+        return attrs.evolve(grade, score=lowest, rationale=why, agent_fault=why), False
     return attrs.evolve(grade, error=f"{problem} (after {ATTEMPTS} attempts)"), False
 
 
@@ -340,10 +352,12 @@ def grade_evaluation(track: Any, task: TaskSpec, evaluation: Evaluation, options
     t0 = time.monotonic()
     cache = GradeCache(cache_path)
     grades, uses = answer(evaluation.grade_requests, options, cache, reg)
-    if cache.note:
-        for use in uses:
-            use.error = use.error or cache.note
+    for use in uses:
+        use.error = use.error or cache.note or None
+        use.cache_rejected = cache.rejected
     metric = track.apply_grades(task, evaluation.metric, grades)
+    if cache.rejected:  # a poisoned cache is evidence: recorded in the result, never trusted
+        metric = attrs.evolve(metric, components={**metric.components, REJECTED: float(cache.rejected)})
     graded = attrs.evolve(evaluation, metric=metric)
     names = RunFolder(folder)
     write_json(names.grades, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))

@@ -36,7 +36,8 @@ from .fsutil import (
     sha256_text,
     walk_fd,
 )
-from .grading import GRADE_CACHE, grade_evaluation
+from .grading import default_cache_path, grade_evaluation
+from .harnessstate import state_dir
 from .judge import Judge
 from .options import RunOptions, score_record
 from .pilot import PilotTracker
@@ -186,7 +187,7 @@ class Run:
                                      self.folder.evaluation, options=self.eval_options,
                                      backend=self.evaluator_backend)
         st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
-                                         staged.root / GRADE_CACHE, self.reg)
+                                         default_cache_path(), self.reg)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
 
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
@@ -289,6 +290,11 @@ class Run:
             session.close()
             raise errors.UserError(f"private data {private} lies under a directory the sandbox mounts; "
                                    "move the data root (--data-root) elsewhere")
+        state = state_dir().resolve()
+        if any(state == b or b in state.parents for b in bound) and Path("/") not in bound:
+            session.close()
+            raise errors.UserError(f"the harness state folder {state} lies under a directory the sandbox mounts; "
+                                   "set AUTOMEDBENCH_STATE to a folder elsewhere")
         return session
 
     def _write_brief(self, st: RunState, session: SandboxSession, staged: StagedData) -> tuple[str, str]:

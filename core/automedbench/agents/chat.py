@@ -15,11 +15,19 @@ from typing import Any
 from attrs import Factory, define
 
 from ..agent import TOOLS, Agent, AgentContext
-from ..errors import UserError
+from ..errors import ContentRefused, UserError
 from ..modelconfig import ModelConfig, resolve
 from ..pricing import Usage
 from ..records import AgentTurn, ToolCall
-from .chat_common import ContextOverflow, estimate_tokens, fit_context, repair_json, with_retries
+from .chat_common import (
+    REFUSAL_FINISH,
+    ContextOverflow,
+    content_refusal,
+    estimate_tokens,
+    fit_context,
+    repair_json,
+    with_retries,
+)
 from .textcalls import find_text_calls
 
 TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
@@ -78,9 +86,19 @@ class Backend(ABC):
             what=f"{self.provider} call to {self.cfg.model}", sleep=self.sleep, on_retry=note)
 
     def complete_text(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
-        """Plain completion (no tools): the text reply to one system + user message, with retries."""
-        reply = self.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-                              max_tokens=max_tokens)
+        """Plain completion (no tools): the text reply to one system + user message, with retries.
+        A refusal of the prompt's content (an error naming a content policy, or a reply that finished
+        with a content filter or refusal) raises ContentRefused."""
+        try:
+            reply = self.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                                  max_tokens=max_tokens)
+        except Exception as exc:
+            refused = content_refusal(exc)
+            if refused is not None:
+                raise refused from exc
+            raise
+        if reply.finish_reason in REFUSAL_FINISH:
+            raise ContentRefused(f"the model stopped with finish reason {reply.finish_reason!r}")
         return reply.content
 
     def close(self) -> None:

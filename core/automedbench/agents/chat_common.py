@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..errors import AgentError
+from ..errors import AgentError, ContentRefused
 
 T = TypeVar("T")
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -92,6 +92,21 @@ def context_overflow(exc: BaseException) -> ContextOverflow | None:
         return None
     found = OVERFLOW_LIMIT.search(text)
     return ContextOverflow(describe(exc), int(found.group(1)) if found else None)
+
+
+REFUSAL_TEXT = re.compile(r"content[ _-]?(?:policy|filter|management)|safety (?:system|policy)|flagged as|"
+                          r"responsible ?ai|invalid_prompt", re.I)
+REFUSAL_FINISH = {"content_filter", "refusal", "safety"}
+
+
+def content_refusal(exc: BaseException) -> ContentRefused | None:
+    """A ContentRefused if `exc` is a provider's refusal of the prompt's content (a 400 naming a content
+    policy or filter); None for every other error."""
+    status = getattr(exc, "status_code", None)
+    if status is None or int(status) != 400:
+        return None
+    text = " ".join(str(x) for x in (getattr(exc, "message", ""), getattr(exc, "body", ""), exc) if x)[:4000]
+    return ContentRefused(describe(exc)) if REFUSAL_TEXT.search(text) else None
 
 
 def describe(exc: BaseException) -> str:

@@ -10,11 +10,11 @@ prompt fenced or quoted as the LLM judge's is (`agenttext`), so it cannot pass f
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Protocol, runtime_checkable
 
 from ..agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
 from ..records import FiredCode
+from ..replyjson import ReplyError, final_json
 from .detect import CodeContext
 from .taxonomy import TAXONOMY
 
@@ -80,13 +80,14 @@ def render_prompt(ctx: CodeContext, max_events: int = 120) -> str:
 
 
 def parse_reply(text: str, source: str) -> list[FiredCode]:
-    match = re.search(r"\{.*\}", text, re.S)
+    """The tagger's codes from the reply's final JSON object only (`replyjson`: an object quoted from the
+    trajectory inside the reasoning is never read as the tagger's answer)."""
     try:
-        data = json.loads(match.group(0) if match else text)
+        data = final_json(text)
         entries = data["codes"]
         if not isinstance(entries, list):
             raise TypeError("'codes' is not a list")
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (ReplyError, KeyError, TypeError) as exc:
         return [FiredCode("H-TAGGER", f"unparsable tagger reply ({type(exc).__name__}): {_clip(text)}",
                           source=source)]
     fired = []

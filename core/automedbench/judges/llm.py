@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from ..errors import AgentError, UserError
 from ..judge import Judge, JudgeInput
 from ..pricing import Usage
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
+from ..replyjson import ReplyError, final_json
 from .digest import clip, digest, with_pilot_checks
 from .planimage import png_for_model, read_plan_png
 
@@ -78,20 +78,12 @@ def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON object in a reply: whole text, a fenced block, or the outermost braces (after <think>)."""
-    text = re.sub(r"(?s)<think>.*?</think>", "", text or "").strip()
-    candidates = [text]
-    fenced = re.search(r"(?s)```(?:json)?\s*(.*?)```", text)
-    if fenced:
-        candidates.append(fenced.group(1))
-    if "{" in text and "}" in text:
-        candidates.append(text[text.index("{"): text.rindex("}") + 1])
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-    raise VerdictError("the reply is not a JSON object")
+    """The reply's final JSON object (`replyjson.final_json`): the whole reply, or the last object when it
+    ends the reply; never an object quoted or fenced inside the reasoning before it."""
+    try:
+        return final_json(text)
+    except ReplyError as exc:
+        raise VerdictError(str(exc)) from None
 
 
 def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:

@@ -1,4 +1,4 @@
-"""The optional answer judge for open-ended questions: 0 / 0.5 / 1 per answer, with a persistent cache.
+"""The optional answer judge for open-ended questions: 0 / 0.5 / 1 per answer, cached per evaluation.
 
 `AnswerJudge` is the interface of judges that run inside the isolated evaluator: `OfflineAnswerJudge`
 (deterministic token overlap) and those other distributions add through the entry-point group
@@ -11,15 +11,13 @@ model backend named by `answer_judge.provider`, and `fold_answer_grades` puts th
 from __future__ import annotations
 
 import hashlib
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.api import Grade, GradeRequest, PromptPart, append_line_locked
+from automedbench.api import Grade, GradeRequest, PromptPart
 
 from .answers import exact_match, is_closed, normalize, token_f1
 
@@ -176,22 +174,15 @@ def fold_answer_grades(rows: list[dict[str, Any]], grades: list[Grade]) -> None:
 
 
 class AnswerJudgeCache:
-    """Verdicts keyed by sha256(judge ‖ qid ‖ gold ‖ prediction [‖ raw with raw_fallback]) in a JSONL file.
+    """Verdicts keyed by sha256(judge ‖ qid ‖ gold ‖ prediction [‖ raw with raw_fallback]), for ONE evaluation.
 
-    Each new verdict is one line appended under an exclusive lock and fsynced, so concurrent
-    evaluators never interleave lines and a crash loses at most the verdict being written; a torn
-    last line is skipped on load."""
+    In memory only: a cache file that outlives the evaluation could be written by a run (the data root is
+    writable where isolation is weak) and would be trusted by every later run, so nothing persists. The
+    model judge (`answer_judge=llm`) is cached by the harness's grading step instead, in its state
+    folder, every line signed with the harness key."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
-        if path.is_file():
-            for line in path.read_text("utf-8", "replace").splitlines():
-                try:
-                    entry = json.loads(line)
-                    self.entries[entry["key"]] = entry
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
 
     @staticmethod
     def key(judge: str, request: JudgeRequest) -> str:
@@ -204,8 +195,6 @@ class AnswerJudgeCache:
         return self.entries.get(key)
 
     def append(self, entry: dict[str, Any]) -> None:
-        line = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
-        append_line_locked(self.path, line, mode=0o644, nofollow=False)  # a path the user chose may be a link
         self.entries[entry["key"]] = entry
 
 

@@ -32,7 +32,6 @@ from .answers import is_closed, mcq_score, text_scores
 from .data.records import FACTS, read_private, read_question
 
 MAX_GROUPS = 40
-JUDGE_CACHE = "answer_judge_cache.jsonl"
 RAW_FALLBACK = "raw_fallback"
 
 
@@ -157,8 +156,7 @@ class VQAEvaluation(TaskEvaluation):
             self.state.judge, self.state.model_judge = OfflineAnswerJudge(), True
         elif name and name != "none":
             self.state.judge = make_answer_judge(name, self.options)
-            self.state.cache = AnswerJudgeCache(Path(self.options.get("answer_judge_cache")
-                                                     or staged.root / JUDGE_CACHE))
+            self.state.cache = AnswerJudgeCache()  # per evaluation: nothing a run could write is trusted
 
     def note_kind(self, case_id: str, kind: str) -> None:
         self.state.kinds[case_id] = kind

@@ -19,7 +19,7 @@ from automedbench.api import (
 from . import contract
 from .answer_judge import GRADER, MODEL_JUDGE, available_judges, make_answer_judge
 from .data.records import read_question
-from .metric import JUDGE_CACHE, RAW_FALLBACK, VQAEvaluation, apply_grades
+from .metric import RAW_FALLBACK, VQAEvaluation, apply_grades
 
 HERE = Path(__file__).parent
 
@@ -40,11 +40,13 @@ class VQATrack(PackagedTrack):
         return {"answer_judge": "grade open-ended answers with this answer judge (offline, llm: a model named by "
                                 "answer_judge.provider/.model, or one an add-on registers); default: 0.5·exact "
                                 "match + 0.5·token F1",
-                "answer_judge_cache": f"JSONL verdict cache [default: <staged task>/{JUDGE_CACHE}]",
                 RAW_FALLBACK: "true: with an answer judge, also grade raw_model_output when the answer scores < 1 "
                               "and keep the better verdict (the original's rule, a second guess); default false"}
 
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
+        if "answer_judge_cache" in options:
+            raise UserError("evaluation option answer_judge_cache was removed: answer-judge verdicts are cached "
+                            "per evaluation (a cache file later runs trust is state a run could forge)")
         checked = super().check_evaluation_options(options)
         if checked.get(RAW_FALLBACK, "false").lower() not in ("true", "false"):
             raise UserError(f"evaluation option {RAW_FALLBACK} must be true or false")

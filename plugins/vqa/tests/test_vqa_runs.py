@@ -135,7 +135,6 @@ def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root,
 
 
 def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_staged, tmp_path):
-    cache = tmp_path / "judge.jsonl"
     sub = tmp_path / "sub"
     for qid in vqa_staged.case_ids:
         question = json.loads((vqa_staged.public / qid / "question.json").read_text())
@@ -146,7 +145,7 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
         (sub / qid).mkdir(parents=True)
         (sub / qid / "answer.json").write_text(json.dumps(rec))
     plain = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "a")
-    options = {"answer_judge": "offline", "answer_judge_cache": str(cache)}
+    options = {"answer_judge": "offline"}
     judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
     rows = {r["case_id"]: r for r in judged.task.per_case}
     side = [r for r in rows.values() if r["question_type"] == "side"]
@@ -154,10 +153,14 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
     assert all(r["judge_score"] == (0.5 if r["token_f1"] else 0.0) for r in side)
     assert judged.task.partial > plain.task.partial
     assert judged.task.components["judge_fallback_count"] == 0
-    assert len(cache.read_text().splitlines()) == 11  # one verdict per open question, none for closed/MCQ
+    # verdicts are cached per evaluation only: no file in the staged task, nothing a later run trusts
+    assert not list(vqa_staged.root.glob("*cache*"))
     again = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "c", eval_options=options)
-    assert all(r.get("judge_cached") for r in again.task.per_case if r["kind"] == "open")
+    assert not any(r.get("judge_cached") for r in again.task.per_case)
     assert again.task.partial == judged.task.partial
+    with pytest.raises(UserError, match="answer_judge_cache was removed"):
+        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "f",
+                        eval_options={**options, "answer_judge_cache": str(tmp_path / "x.jsonl")})
     with pytest.raises(UserError, match="no evaluation option 'judge'"):
         evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "d", eval_options={"judge": "offline"})
     with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
