@@ -33,6 +33,7 @@ from .records import (
     TaskSpec,
     TierInfo,
 )
+from .refguard import secret_variant
 from .rubric import (
     CONDITIONS,
     S3_LEVELS,
@@ -114,6 +115,7 @@ __all__ = [
     "read_download_text",
     "read_zip_member",
     "reword",
+    "secret_variant",
     "sha256_file",
     "tar_member_ok",
     "with_items",

@@ -46,8 +46,8 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
         dest.rename(aside)
     if task.demo and source is None:
         # a demo is generated from a seed: a fresh secret one per staging, kept nowhere, so the generator
-        # (readable in the sandbox) cannot regenerate the references
-        task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(31)})
+        # (readable in the sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
+        task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(63)})
     try:
         staged = track.stage(task, dest, source)
     except BaseException:

@@ -29,6 +29,7 @@ __all__ = [
     "item_values",
     "needs",
     "pytest_configure",
+    "reference_leaks",
     "register_agent",
     "register_toy_track",
     "run_task",
@@ -139,6 +140,51 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     console = Console(file=buffer, width=200, no_color=True, highlight=False)
     ok = validate(registry(), task_id, data_root, console)
     return ok, buffer.getvalue()
+
+
+def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None = None,
+                    max_files: int = 400_000) -> list[Any]:
+    """The demo conformance check every track's demo must pass (an empty list): stage the task, then search
+    every file a sandbox can read (the public folder, the sandbox Python's site-packages and package
+    data; or `roots`) for each private reference: the same bytes, the same long text, or an image that
+    correlates with a reference more than the case's own public input does (`leaksearch`)."""
+    import json as _json
+
+    from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox_readable_roots
+
+    staged = stage_task(task_id, data_root)
+    images, inputs, texts, files = {}, {}, {}, []
+    for path in sorted(p for p in staged.private.rglob("*") if p.is_file() and not p.is_symlink()):
+        files.append(path)
+        name = path.relative_to(staged.private).as_posix()
+        case = path.relative_to(staged.private).parts[0]
+        image = load_image(path) if path.stat().st_size <= 48 << 20 else None
+        if image is not None:
+            images[name] = image
+            public = staged.public / case
+            for candidate in sorted(public.rglob("*")) if public.is_dir() else []:
+                given = load_image(candidate) if candidate.is_file() else None
+                if given is not None:
+                    inputs[name] = given
+                    break
+        elif path.suffix.lower() in TEXT_SUFFIXES and path.stat().st_size <= 1 << 20:
+            text = path.read_text("utf-8", "replace")
+            try:
+                values = _json.loads(text)
+            except ValueError:
+                texts[name] = text
+                continue
+            stack = [values]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, dict):
+                    stack += list(item.values())
+                elif isinstance(item, list):
+                    stack += item
+                elif isinstance(item, str):
+                    texts[f"{name}:{len(texts)}"] = item
+    search = roots if roots is not None else sandbox_readable_roots(staged.public)
+    return find_reference_leaks(images, search, private_files=files, texts=texts, inputs=inputs, max_files=max_files)
 
 
 try:  # fixtures only where pytest is installed (it is a test-time dependency, not a runtime one)

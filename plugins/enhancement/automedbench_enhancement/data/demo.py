@@ -6,6 +6,8 @@ the level at which classical baselines spread as on the real task).
 demo-sr: 720x512 crops of pydicom-data's 1024² shoulder MR (NEMA WG04 `MR2_UNCR`), intensities divided
 by the image's 99.5th percentile and clipped to [0, 1]; the 360x256 input is the k-space centre.
 nilearn's MNI152 template is not used: its 1 mm slices (at most 233x197) are smaller than the output grid.
+Those images are readable in every sandbox, so each reference is `secret_variant` of its source (warp,
+intensity map, added structures) drawn from the staging's secret seed: the shipped file is not the answer.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, secret_variant
 
 from . import degrade
 from .store import existing, staging
 
 HU_CLIP = (-1024.0, 3071.0)
+VARIANT = 7001  # the secret variant's stream of the staging seed (the noise uses seed + i)
 
 
 def read_dicom(name: str) -> tuple[np.ndarray, float]:
@@ -36,7 +39,7 @@ def read_dicom(name: str) -> tuple[np.ndarray, float]:
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
-    key = {"generator": "demo-v1", "params": task.params, "n": task.case_count}
+    key = {"generator": "demo-v2", "params": task.params, "n": task.case_count}
     done = existing(dest, task, key)
     if done is not None:
         return done
@@ -56,13 +59,17 @@ def _ldct_cases(task: TaskSpec):
         ref = np.clip(hu, *HU_CLIP)
         if mirrored:
             ref = ref[:, ::-1]
+        # the shipped slice is readable in the sandbox: the reference is a secret variant of it
+        ref = np.clip(secret_variant(ref, [seed, VARIANT, i], fill=HU_CLIP[0], offset=20.0,
+                                     blobs={"count": (4, 8), "radius_px": (5.0, 22.0), "contrast": (40.0, 120.0),
+                                            "where": degrade.body_mask(ref)}), *HU_CLIP)
         low = degrade.low_dose(ref, params, seed + i, pixel_mm)
         yield (f"ldct_{i + 1:03d}", low, ref, {"pixel_spacing_mm": pixel_mm},
                {"source": params["sources"][which], "mirrored": mirrored, "noise_seed": seed + i})
 
 
 def _sr_cases(task: TaskSpec):
-    params = task.params
+    params, seed = task.params, int(task.params["seed"])
     image, pixel_mm = read_dicom(params["source"])
     scaled = np.clip(image / np.percentile(image, 99.5), 0.0, 1.0)
     h, w = params["output_shape"]
@@ -71,6 +78,10 @@ def _sr_cases(task: TaskSpec):
         hr = scaled[top:top + h, left:left + w]
         if (i // len(params["crops"])) % 2 == 1:
             hr = hr[:, ::-1]
+        # the shipped image is readable in the sandbox: the reference is a secret variant of the crop
+        hr = np.clip(secret_variant(hr, [seed, VARIANT, i], fill=0.0, offset=0.02,
+                                    blobs={"count": (4, 8), "radius_px": (4.0, 16.0), "contrast": (0.05, 0.15),
+                                           "where": hr > 0.1}), 0.0, 1.0)
         lr = np.clip(degrade.kspace_down(hr), 0.0, 1.0)
         yield (f"sr_{i + 1:03d}", lr, hr, {"pixel_spacing_mm": pixel_mm * 2},
                {"source": params["source"], "crop": [top, left], "mirrored": (i // len(params["crops"])) % 2 == 1})

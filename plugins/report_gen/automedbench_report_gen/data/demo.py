@@ -1,7 +1,9 @@
 """The generated demo: findings painted on the one real chest radiograph that ships in pydicom-data
 (`RG1_UNCI.dcm`, NEMA WG04 CR chest, MONOCHROME1, multiple bilateral round nodules), inside hand-drawn
 lung outlines measured on this image. Reference reports come from our own sentence templates, so every
-report follows from the pixels. Deterministic and offline (about a second for the 12 studies).
+report follows from the pixels. Which case id holds which of the CASES below is drawn from the staging's
+secret seed: this file, readable in the sandbox, never says which study has which findings. Deterministic
+for one seed and offline (about a second for the 12 studies).
 
 Geometry (512 rows x 482 columns after resizing; image left = patient right):
 lungs are the polygons below, the heart an ellipse at (265, 318) with radii (80, 58), the trachea near x 236."""
@@ -33,6 +35,7 @@ TRACHEA_X, CARINA_Y = 236, 172
 EFFUSION_HEIGHT = {"small": 40, "moderate": 80}
 PTX_WIDTH = 22
 VIEW_NAMES = ["PA", "PA expiratory"]
+VARIANT = 7002  # the staging seed's stream for the case order
 
 # The 12 studies: every finding shows in fewer than half of them, in each location.
 CASES: list[Findings] = [
@@ -196,13 +199,17 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     seed = int(task.params.get("seed", 20261203))
     work = incoming(dest)
     ids = []
-    for index, findings in enumerate(CASES):
+    # which study gets which findings is drawn from the staging's secret seed: CASES (readable in the
+    # sandbox) says what the twelve studies hold, never which case id holds what
+    order = [int(i) for i in np.random.default_rng([seed, VARIANT]).permutation(len(CASES))]
+    for index, source in enumerate(order):
+        findings = CASES[source]
         cid = case_id(index)
-        later = LATER_VIEW_ONLY.get(index, [])
-        images = [png_bytes(render(findings, v, seed, index, later)) for v in range(findings.views)]
+        later = LATER_VIEW_ONLY.get(source, [])
+        images = [png_bytes(render(findings, v, seed, source, later)) for v in range(findings.views)]
         facts = {"later_view_only": later, "findings": attrs.asdict(findings)}
         write_study(work, cid, [(f"{v + 1:02d}.png", data) for v, data in enumerate(images)],
-                    report(findings, REFERENCE, reference_choices(seed, index)), facts,
+                    report(findings, REFERENCE, reference_choices(seed, source)), facts,
                     VIEW_NAMES[:findings.views])
         ids.append(cid)
     return finish(work, dest, ids, task.params)

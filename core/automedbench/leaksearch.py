@@ -1,0 +1,238 @@
+"""Search every file a sandbox can read for a task's private references (the demo conformance check).
+
+A reference an agent can find or rebuild from readable files gives a score without the task. Checked per
+reference: (1) exact match: a readable file with the same bytes as a private file; (2) the same text:
+a long reference text inside a readable text file (plain or gzip); (3) correlation: a readable image
+(DICOM, PNG/JPEG/TIFF, .npy), as is, mirrored, resized to the reference's grid or slid over at its own
+scale, whose Pearson correlation with the reference reaches `min_corr` (by default 0.9, or the task's own
+input's correlation when that is higher: no readable file may be closer to the answer than the input
+the agent is given; the public input itself is then not a finding). Bounded: at most `max_files` files
+walked, images up to `max_image_bytes`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from attrs import define
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".pgm", ".npy", ".dcm"}
+TEXT_SUFFIXES = {".txt", ".json", ".jsonl", ".csv", ".tsv", ".xml", ".md", ".rst", ".py", ".yaml", ".yml"}
+GRID_PX = 128  # the long side of the reference when compared whole (warps of a few pixels still count)
+SCREEN_PX = 64  # the long side of the reference in the sliding (crop) search
+
+
+@define
+class Leak:
+    reference: str
+    source: str
+    how: str
+    value: float
+
+
+def sandbox_readable_roots(public: Path) -> list[Path]:
+    """What every sandbox reads besides system files: the public folder and the sandbox Python's prefixes
+    (site-packages with every package's data, the interpreter's standard library)."""
+    roots = [public, Path(sys.prefix), Path(sys.base_prefix)]
+    unique: list[Path] = []
+    for root in roots:
+        root = root.resolve()
+        if root.exists() and not any(root == u or u in root.parents for u in unique):
+            unique = [u for u in unique if root not in u.parents] + [root]
+    return unique
+
+
+def walk_files(roots: list[Path], max_files: int) -> Iterator[tuple[Path, int]]:
+    """(path, size) of every regular file below the roots (links neither followed nor listed), at most
+    `max_files`."""
+    seen = 0
+    stack = list(reversed(roots))
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    seen += 1
+                    if seen > max_files:
+                        return
+                    yield Path(entry.path), entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                continue
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _is_dicom(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(132)
+    except OSError:
+        return False
+    return head[128:132] == b"DICM"
+
+
+def load_image(path: Path) -> np.ndarray | None:
+    """A readable file as a 2-D float image (colour averaged; the middle slice of a stack), or None."""
+    try:
+        if path.suffix.lower() == ".npy":
+            array = np.load(path, allow_pickle=False, mmap_mode="r")
+        elif path.suffix.lower() == ".dcm" or _is_dicom(path):
+            from pydicom.pixels import pixel_array
+
+            array = pixel_array(str(path), index=0, raw=True)  # the first frame; no colour conversion
+        else:
+            from PIL import Image
+
+            with Image.open(path) as image:
+                image.draft("L", (4096, 4096))
+                array = np.asarray(image.convert("F"))
+    except Exception:  # an unreadable or unsupported file is simply not a candidate
+        return None
+    array = np.asarray(array)
+    if array.dtype.kind not in "uifb" or array.ndim < 2:
+        return None
+    while array.ndim > 2:
+        array = array.mean(axis=-1) if array.shape[-1] in (3, 4) else array[array.shape[0] // 2]
+    if min(array.shape) < 16:
+        return None
+    return np.asarray(array, dtype=np.float64)
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.ravel() - a.mean(), b.ravel() - b.mean()
+    norm = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / norm) if norm > 0 else 0.0
+
+
+def _ranks(a: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(a.ravel()).reshape(a.shape)
+
+
+def _corr(a: np.ndarray, b: np.ndarray, a_ranks: np.ndarray | None = None) -> float:
+    """Pearson, or Spearman when higher: a monotone remap of the shipped values (a window, a clip, the
+    rescale from stored values to HU) does not hide a copy."""
+    return max(_pearson(a, b), _pearson(_ranks(a) if a_ranks is None else a_ranks, _ranks(b)))
+
+
+def _resize(image: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Box-filtered resampling (PIL, in C): what the comparison needs, at a fraction of a Gaussian's cost."""
+    from PIL import Image
+
+    out = Image.fromarray(np.ascontiguousarray(image, dtype=np.float32), mode="F").resize(
+        (int(shape[1]), int(shape[0])), Image.Resampling.BOX)
+    return np.asarray(out, dtype=np.float64)
+
+
+def _shrink(image: np.ndarray, long_side: int) -> np.ndarray:
+    factor = min(1.0, long_side / max(image.shape))
+    return _resize(image, tuple(max(4, round(n * factor)) for n in image.shape))
+
+
+@define
+class _Target:
+    """A reference prepared once: its grid-sized and crop-search-sized copies."""
+
+    whole: np.ndarray
+    whole_ranks: np.ndarray
+    crop: np.ndarray
+    factor: float
+    shape: tuple[int, int]
+
+
+def _target(reference: np.ndarray) -> _Target:
+    crop, whole = _shrink(reference, SCREEN_PX), _shrink(reference, GRID_PX)
+    return _Target(whole, _ranks(whole), crop, crop.shape[0] / reference.shape[0], reference.shape)
+
+
+def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndarray]) -> float:
+    from skimage.feature import match_template
+
+    def resized(shape: tuple[int, ...]) -> np.ndarray:  # once per candidate and shape (flips come after)
+        if shape not in memo:
+            memo[shape] = _resize(candidate, shape)
+        return memo[shape]
+
+    best = -1.0
+    whole = resized(target.whole.shape)
+    for cand in (whole, whole[:, ::-1], whole[::-1, :]):
+        best = max(best, _corr(target.whole, cand, target.whole_ranks))
+    if candidate.shape[0] > target.shape[0] or candidate.shape[1] > target.shape[1]:
+        small = resized(tuple(max(4, round(n * target.factor)) for n in candidate.shape))
+        if small.shape[0] >= target.crop.shape[0] and small.shape[1] >= target.crop.shape[1]:
+            for cand in (small, small[:, ::-1], small[::-1, :]):
+                best = max(best, float(match_template(cand, target.crop).max()))
+    return best
+
+
+def best_correlation(reference: np.ndarray, candidate: np.ndarray) -> float:
+    """The highest correlation of the candidate (as is, mirrored or flipped) with the reference, on a
+    grid of GRID_PX: resized to the reference's grid, and slid over at the reference's own scale when it
+    is larger (a crop)."""
+    return _correlate(_target(np.asarray(reference, np.float64)), np.asarray(candidate, np.float64), {})
+
+
+def find_reference_leaks(images: dict[str, np.ndarray], roots: list[Path], *, private_files: list[Path] = (),
+                         texts: dict[str, str] | None = None, inputs: dict[str, np.ndarray] | None = None,
+                         min_corr: float = 0.9, max_files: int = 400_000,
+                         max_image_bytes: int = 48 << 20, max_text_bytes: int = 4 << 20) -> list[Leak]:
+    """Every way a file under `roots` gives away a reference (see the module docstring); [] when none.
+
+    `images`: name -> 2-D reference array; `texts`: name -> reference text (checked when 60+ characters);
+    `private_files`: the private files whose bytes must appear nowhere; `inputs`: name -> the task's own
+    input for that reference (a readable file must correlate less than it does, or than `min_corr`)."""
+    leaks: list[Leak] = []
+    hashes = {}
+    for path in private_files:
+        if path.is_file() and path.stat().st_size >= 64:
+            hashes.setdefault((path.stat().st_size, _sha256(path)), str(path))
+    needles = {name: " ".join(t.split()) for name, t in (texts or {}).items() if len(" ".join(t.split())) >= 60}
+    floors = {name: best_correlation(np.asarray(images[name], np.float64), np.asarray(x, np.float64))
+              for name, x in (inputs or {}).items() if name in images}
+    limits = {name: max(min_corr, floors.get(name, -1.0) + 1e-6) for name in images}
+    targets = {name: _target(np.asarray(image, np.float64)) for name, image in images.items()}
+    for path, size in walk_files(roots, max_files):
+        if hashes and any(size == s for s, _ in hashes):
+            found = hashes.get((size, _sha256(path)))
+            if found:
+                leaks.append(Leak(found, str(path), "same bytes", 1.0))
+        suffix = path.suffix.lower()
+        if needles and size <= max_text_bytes and (suffix in TEXT_SUFFIXES or suffix == ".gz"):
+            try:
+                raw = path.read_bytes()
+                raw = gzip.decompress(raw)[:max_text_bytes] if suffix == ".gz" else raw
+                text = " ".join(raw.decode("utf-8", "replace").split())
+            except (OSError, EOFError, gzip.BadGzipFile, ValueError):
+                text = ""
+            leaks += [Leak(name, str(path), "same text", 1.0) for name, needle in needles.items() if needle in text]
+        if images and size <= max_image_bytes and (suffix in IMAGE_SUFFIXES or (not suffix and _is_dicom(path))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                candidate = load_image(path)
+            if candidate is None:
+                continue
+            memo: dict[tuple, np.ndarray] = {}
+            for name, target in targets.items():
+                value = _correlate(target, candidate, memo)
+                if value >= limits[name]:
+                    leaks.append(Leak(name, str(path), f"correlation {value:.3f}", value))
+    return leaks
