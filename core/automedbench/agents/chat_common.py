@@ -101,7 +101,13 @@ REFUSAL_FINISH = {"content_filter", "refusal", "safety"}
 
 def content_refusal(exc: BaseException) -> ContentRefused | None:
     """A ContentRefused if `exc` is a provider's refusal of the prompt's content (a 400 naming a content
-    policy or filter); None for every other error."""
+    policy or filter); None for every other error. The SDK's error may be wrapped (the retry loop raises
+    an AgentError from it): the chain of causes is followed."""
+    seen = 0
+    while exc is not None and getattr(exc, "status_code", None) is None and seen < 8:
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    if exc is None:
+        return None
     status = getattr(exc, "status_code", None)
     if status is None or int(status) != 400:
         return None
