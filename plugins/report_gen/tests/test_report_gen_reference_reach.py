@@ -1,12 +1,42 @@
 """Conformance: no file a sandbox can read gives away this track's demo references (the same bytes, the same
-report text, or an image closer to a reference than the case's own input), whatever the staging's seed."""
+report text, or an image closer to a reference than the case's own input), whatever the staging's seed; and
+the generator's code, readable in the sandbox, no longer says which study holds which findings."""
 
 from __future__ import annotations
 
-import pytest
 from automedbench.testing import reference_leaks
 
+DEMO = "report_gen/demo"
 
-@pytest.mark.parametrize("task_id", ["report_gen/demo"])
-def test_no_sandbox_readable_file_reveals_a_reference(task_id, amb_data_root):
-    assert reference_leaks(task_id, amb_data_root) == []
+
+def test_no_sandbox_readable_file_reveals_a_reference(amb_data_root):
+    assert reference_leaks(DEMO, amb_data_root) == []
+
+
+# The attack: the generator is public code (in the repository, and in site-packages on a regular install):
+# take CASES in case-id order and write each study's reference wording, the seed's wording choices guessed.
+# Before the secret order of the studies this scored 1.0.
+def code_attack() -> str:
+    from automedbench_report_gen.data.demo import CASES, case_id, reference_choices
+    from automedbench_report_gen.data.wording import REFERENCE, report
+
+    reports = {case_id(i): report(f, REFERENCE, reference_choices(20261203, i)) for i, f in enumerate(CASES)}
+    return ("import os, pathlib\nws = pathlib.Path(os.environ['WORKSPACE_DIR'])\n"
+            f"for cid, text in {reports!r}.items():\n"
+            "    (ws / 'outputs' / cid).mkdir(parents=True, exist_ok=True)\n"
+            "    (ws / 'outputs' / cid / 'report.txt').write_text(text)\n")
+
+
+def test_reports_read_off_the_generator_code_score_like_a_guess(amb_registry, amb_data_root, amb_run, tmp_path):
+    from automedbench.runner import Run, RunOptions
+    from automedbench.testing import StepsAgent, register_agent
+
+    register_agent(StepsAgent, amb_registry)
+    runner = Run(RunOptions(DEMO, "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,
+                            agent_options={"steps": [["python", code_attack()]]}), amb_registry)
+    attack = runner.execute()
+    reference, _ = amb_run(DEMO, "reference")
+    assert attack.state == "scored" and attack.task.components.get("valid_cases", 12) == 12
+    # the scripted reference reads the pixels (about 0.85); the code-reading attack is a guess at the order
+    assert attack.task.partial < reference.task.partial - 0.1
+    assert attack.task.partial < 0.8
