@@ -17,6 +17,10 @@ PLAIN_GAPS = {
     "private-hidden": "no filesystem isolation: the tripwire detects a read of private data, nothing prevents it",
     "host-paths-hidden": "no filesystem isolation: bound_sources() is the whole host",
     "network-off": "network not restricted",
+    "writable-places-bounded": "no filesystem isolation: the host's /tmp, /dev/shm and disk are writable",
+    "keyring-closed": "no seccomp filter: the kernel keyrings are the host's",
+    "advisory-locks-private": "no seccomp filter: a lock on a public file is held on the host",
+    "no-new-namespaces": "no seccomp filter: namespaces can be made (as root, or where user namespaces are allowed)",
 }
 GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "docker": {}}
 

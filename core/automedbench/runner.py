@@ -56,7 +56,7 @@ from .records import (
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
-from .sandboxes.quota import mount_workspace
+from .sandboxes.quota import NoRoom, mount_workspace
 from .scoring import judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
@@ -105,6 +105,10 @@ class Run:
         self.run_dir = self.folder.path
         self.workspace = self.folder.workspace
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
+        self.quota = None
+        # True once every place the agent can write is on its reserved workspace image (quota + isolation):
+        # a full host disk is then never the agent's doing
+        self.confined = False
 
     # ------------------------------------------------------------------ main
 
@@ -128,7 +132,12 @@ class Run:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
+                # every place the agent could write is on its reserved image: another run or the host filled it
+                st.fail("infrastructure_failure", errors.END_INFRA_ERROR, f"disk full while recording the run "
+                        f"({exc.strerror}); the agent's writes were confined to its workspace quota, so another "
+                        "process on the host filled the disk")
+            elif exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
                 st.fail("agent_failure", errors.END_AGENT_ERROR, f"disk full while recording the run "
                         f"({exc.strerror})", "H-DISK")
             else:
@@ -151,7 +160,11 @@ class Run:
         self.run_dir.mkdir(parents=True, mode=0o700)
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
-        self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
+        try:
+            self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
+        except NoRoom as exc:  # refused before anything ran: no half-made run folder is left behind
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise errors.UserError(f"{exc}; wait for them to finish or pass a smaller --workspace-quota-mb") from None
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         return reserve
 
@@ -281,6 +294,7 @@ class Run:
         isolation.protections, isolation.gaps = session.protections()
         if self.quota is not None:
             isolation.protections.append(self.quota.describe())
+            self.confined = session.isolates_filesystem
         else:
             isolation.gaps.append(self.quota_gap + "; the result is still written: space is reserved for it")
         bound = session.bound_sources()
