@@ -49,13 +49,17 @@ PLAIN_GAPS = {
     "dev-shm": "no filesystem isolation: /dev/shm is the host's",
     "net-host-loopback": "network not restricted",
     "net-abstract-socket": "network not restricted: abstract unix sockets are the host's",
+    "tmp-shm-past-quota": "no filesystem isolation: the host's /tmp and /dev/shm are outside the workspace quota",
 }
 LOCAL_GAPS = {"mountinfo-host-paths": MOUNTINFO_GAP}
 if netns.unsupported():  # without slirp4netns (or root) a network-enabled task shares the host's network
     LOCAL_GAPS |= {"net-host-loopback": f"network shared ({netns.unsupported()})",
                    "net-abstract-socket": f"network shared ({netns.unsupported()})"}
 GAPS: dict[str, dict[str, str]] = {"local": LOCAL_GAPS, "local-plain": PLAIN_GAPS,
-                                   "docker": {"mountinfo-host-paths": MOUNTINFO_GAP}}
+                                   "docker": {"mountinfo-host-paths": MOUNTINFO_GAP,
+                                              "tmp-shm-past-quota": "docker's /tmp and /dev/shm are tmpfs: bounded "
+                                              "by their size and counted in the container's memory limit, not "
+                                              "in the disk quota"}}
 TALLY: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
 
@@ -312,6 +316,15 @@ FILL = ("import os\nwritten = 0\nchunk = os.urandom(1 << 20)\n"
         "except OSError as exc:\n    print('stopped:', exc)\nprint('WRITTEN_MB', written >> 20)\n")
 
 
+FILL_SCRATCH = ("import os\nwritten = 0\nchunk = os.urandom(1 << 20)\n"
+                "for place in ('/tmp', '/dev/shm'):\n"
+                "    try:\n        with open(place + '/fill', 'wb') as fh:\n"
+                "            for _ in range(150):\n                fh.write(chunk)\n                fh.flush()\n"
+                "                written += len(chunk)\n            os.fsync(fh.fileno())\n"
+                "    except OSError as exc:\n        print('stopped:', place, exc)\n"
+                "print('WRITTEN_MB', written >> 20)\n")
+
+
 def _written_mb(o: Outcome) -> int:
     for e in o.events:
         for line in (e.get("stdout") or "").splitlines() if e.get("type") == "tool" else []:
@@ -541,6 +554,9 @@ ATTACKS = [
                                          "$WORKSPACE_DIR/plan/plan.md")], [("python", FILL)]],
            lambda w, o: _written_mb(o) > 64, options={"workspace_quota_mb": 64}, keep_workspace=False,
            needs=_quota_enforceable),
+    # the sandbox's /tmp and /dev/shm: 300 MB written there must not get past a 64 MB quota (nor into memory)
+    Attack("tmp-shm-past-quota", [[("python", FILL_SCRATCH)]], lambda w, o: _written_mb(o) > 64,
+           options={"workspace_quota_mb": 64}, keep_workspace=False, needs=_quota_enforceable),
     Attack("read-decoy-content", [[("bash", "cat /data/private/*/* /private/README 2>/dev/null | head -c 100")]],
            _never, detect=True, needs=_not_plain),
     Attack("read-private-content", [[("bash", "head -c 100 {PRIV}/case_000/organ.nii.gz | wc -c")]], _never,

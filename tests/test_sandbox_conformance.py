@@ -120,3 +120,34 @@ def test_a_broken_backend_fails_the_suite(tmp_path):
     assert results["exec-round-trip"].passed
     assert not results["output-cap"].passed and "not reported as capped" in results["output-cap"].reason
     assert not results["environment-scrubbed"].passed
+
+
+def test_only_the_given_gpus_nodes_are_bound(tmp_path):
+    """No GPU here, so the conformance check above is vacuous: the node choice is checked on a fake /dev, and
+    a real bubblewrap session with spec.gpus=["1"] shows only that node (bound from the fake /dev)."""
+    from automedbench.sandboxes import local
+
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia-caps"):
+        (dev / name).mkdir() if name == "nvidia-caps" else (dev / name).write_text("")
+    chosen = [p.name for p in local.gpu_nodes(["1"], dev)]
+    assert chosen == ["nvidia-uvm", "nvidia1", "nvidiactl", "nvidia-caps"]
+    assert local.gpu_nodes([], dev) == []
+    assert [p.name for p in local.gpu_nodes(["../../etc"], dev)] == ["nvidia-uvm", "nvidiactl", "nvidia-caps"]
+
+
+def test_the_seccomp_program_is_well_formed():
+    """Every jump lands inside the program and every path ends in a return (the kernel would refuse it)."""
+    import struct
+
+    from automedbench.sandboxes import seccomp
+
+    if seccomp.supported():
+        pytest.skip(seccomp.supported())
+    raw = seccomp.program()
+    ins = [struct.unpack("<HBBI", raw[i:i + 8]) for i in range(0, len(raw), 8)]
+    assert len(ins) < 4096 and ins[-1][0] == 0x06
+    for pc, (code, jt, jf, _k) in enumerate(ins):
+        if code & 0x07 == 0x05:  # a jump
+            assert pc + 1 + max(jt, jf) < len(ins)

@@ -39,8 +39,10 @@ __all__ = [
 
 def pytest_configure(config: Any) -> None:
     """Each checkout's tests stage into its own `.data` folder, not the per-user default every checkout
-    on the host would share (an explicit AUTOMEDBENCH_DATA wins)."""
+    on the host would share (an explicit AUTOMEDBENCH_DATA wins); likewise its own disk-reservation ledger
+    (AUTOMEDBENCH_STATE), so test runs of other checkouts on the same disk never refuse each other's runs."""
     os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
+    os.environ.setdefault("AUTOMEDBENCH_STATE", str(Path(config.rootpath) / ".state"))
 
 
 def register_toy_track() -> None:
