@@ -22,7 +22,8 @@ PLAIN_GAPS = {
     "advisory-locks-private": "no seccomp filter: a lock on a public file is held on the host",
     "no-new-namespaces": "no seccomp filter: namespaces can be made (as root, or where user namespaces are allowed)",
 }
-GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "docker": {}}
+GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "docker": {
+    "advisory-locks-private": "docker's default seccomp profile allows locks: a public file's lock is shared"}}
 
 
 def _docker_reason() -> str | None:
