@@ -120,6 +120,25 @@ def bwrap_path() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
+def pid_namespace_prefix() -> tuple[str, ...]:
+    """A command prefix that runs a plain call in its own PID namespace (and /proc), or () where none can be made.
+
+    Without filesystem isolation this is what still ends every process of a call with it: when the call's
+    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included."""
+    found = shutil.which("unshare")
+    if not found:
+        return ()
+    for extra in ((), ("--user", "--map-root-user")):
+        prefix = (found, *extra, "--pid", "--fork", "--kill-child", "--mount-proc", "--")
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return ()
+
+
+@functools.lru_cache(maxsize=1)
 def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[str, bool], ...]:
     """Files and folders under /etc that other users may not read (shadow, private keys...).
 
@@ -305,7 +324,7 @@ class LocalSession(SandboxSession):
             if self.net is not None:
                 argv = self.net.prefix() + argv
         else:
-            argv, popen_env, cwd = runner, env, self.spec.workspace
+            argv, popen_env, cwd = [*pid_namespace_prefix(), *runner], env, self.spec.workspace
         limit = self.spec.memory_mb * 1024 * 1024
         pids, memory, keyring = self.pids, self.memory, self._keyring
 
@@ -367,7 +386,7 @@ class LocalSession(SandboxSession):
             common += ["a fresh, empty session keyring per call"]
         if self.pids.available:
             common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]
-        elif self.bwrap:
+        elif self.bwrap or pid_namespace_prefix():
             common += ["every process of a call ends with it (its PID namespace dies with the call)"]
         else:
             common += ["every descendant of a call (the harness is a child subreaper) and every process "
@@ -406,19 +425,23 @@ class LocalSession(SandboxSession):
                 gaps.append(f"network shared ({self.net_gap}): host services on loopback, other runs and a local "
                             "executor cluster are reachable (abstract unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
+        pidns = bool(pid_namespace_prefix())
+        if pidns:
+            common += ["own PID namespace and /proc per call (unshare): host processes not visible"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable and "
                         "writable; only the tripwire detects opens of private/decoy files, and only while the "
                         "agent runs", "network not restricted",
                         "writes outside the workspace not prevented (the run folder, other runs, the harness's "
-                        "own environment)", "host processes (/proc) visible and signallable",
+                        "own environment)", "block devices readable where the harness's user may read them",
+                        *([] if pidns else ["host processes (/proc) visible and signallable"]),
                         *([] if self.memory.available else
                           ["memory limited per process (address space), not in total"]),
                         "runs as the harness's user", "host /tmp and /dev/shm writable: outside the workspace quota",
                         "no seccomp filter: kernel keyrings, advisory locks and namespaces shared with the host",
                         *shared,
-                        *([] if self.pids.available else [
-                            "an orphaned process that re-execs itself with a cleared environment outlives its call",
-                            "no pids limit (needs root and cgroup v1)"])]
+                        *([] if self.pids.available or pidns else [
+                            "an orphaned process that re-execs itself with a cleared environment outlives its call"]),
+                        *([] if self.pids.available else ["no pids limit (needs root and cgroup v1)"])]
 
     def close(self) -> None:
         if self._live is not None:
