@@ -270,7 +270,7 @@ class Run:
                 changed = snapshot_changes(self.env_before, environment_snapshot(self.env_paths))
                 if changed:
                     st.isolation.distrust(f"the harness's Python environment changed during the agent phase "
-                                          f"({len(changed)} path(s), e.g. {printable(changed[0])[:200]})")
+                                          f"({len(changed)} path(s), e.g. {printable(max(changed, key=len))[:200]})")
             if tripwire.overflowed:
                 st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
