@@ -241,15 +241,23 @@ class LocalSession(SandboxSession):
 
         Made by the harness under random names with no agent process alive, and passed to bwrap as
         descriptors: nothing the agent planted in the workspace can redirect them; removed after the call."""
-        made = []
+        made: list[tuple[str, int]] = []
         ws = self.spec.workspace
-        for kind in ("tmp", "shm"):
-            name = f".amb-{kind}-{secrets.token_hex(6)}"
-            os.mkdir(ws / name, 0o700)
-            fd = open_dir(ws / name)
-            if fd is None:
-                raise OSError(f"cannot open the call's {kind} folder")
-            made.append((name, fd))
+        try:
+            for kind in ("tmp", "shm"):
+                name = f".amb-{kind}-{secrets.token_hex(6)}"
+                os.mkdir(ws / name, 0o700)
+                fd = open_dir(ws / name)
+                if fd is None:
+                    raise OSError(f"cannot open the call's {kind} folder")
+                made.append((name, fd))
+        except OSError:
+            for name, fd in made:
+                os.close(fd)
+                remove_tree(ws / name)
+            with contextlib.suppress(OSError):
+                os.rmdir(ws / name)
+            raise
         return made
 
     def _bwrap_args(self, env: dict[str, str], tmp_fd: int, shm_fd: int, seccomp_fd: int | None) -> list[str]:
@@ -316,7 +324,11 @@ class LocalSession(SandboxSession):
         scratch: list[tuple[str, int]] = []
         pass_fds: tuple[int, ...] = ()
         if self.bwrap:
-            scratch = self._scratch()
+            try:
+                scratch = self._scratch()
+            except OSError as exc:  # a full workspace (its quota) leaves no room for the call's /tmp: the agent's
+                return ExecResult(1, "", f"ERROR: the call could not start: no room for its /tmp and /dev/shm "
+                                         f"in the workspace ({exc.strerror or exc}); free some space", 0.0)
             seccomp_fd = seccomp.program_fd() if self.seccomp_gap is None else None
             pass_fds = tuple(fd for _, fd in scratch) + ((seccomp_fd,) if seccomp_fd is not None else ())
             argv = self._bwrap_args(env, scratch[0][1], scratch[1][1], seccomp_fd) + runner
