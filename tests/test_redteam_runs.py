@@ -771,7 +771,8 @@ def test_silent_downgrade_is_recorded_and_warned(reg, tmp_path, data_root, monke
     result = runner.execute()
     assert result.header.sandbox == "local-plain" and result.isolation.sandbox == "local-plain"
     warnings = [e["text"] for e in seen if e["kind"] == "warning"]
-    assert len(warnings) == 1 and warnings[0].startswith("WARNING: bubblewrap is not usable")
+    assert len(warnings) == 2 and warnings[0].startswith("WARNING: bubblewrap is not usable")
+    assert warnings[1].startswith("UNVERIFIED: no filesystem isolation") and not result.isolation.verified
     assert any("no filesystem isolation" in gap for gap in result.isolation.gaps)
     refused = Run(RunOptions(DEMO, "lite", Script.name, sandbox="local", out=tmp_path, data_root=data_root,
                              require_isolation=True), reg)
