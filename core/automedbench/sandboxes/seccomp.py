@@ -1,9 +1,10 @@
 """A seccomp filter for the bubblewrap sandbox, modelled on docker's default profile, as a raw BPF program.
 
-libseccomp's Python bindings are not installable from PyPI in a plain venv (they need the C library's
-build), so the program is assembled here: a few dozen instructions, x86_64 only (elsewhere no filter is
-loaded and the gap is declared). It refuses what docker's default refuses (kernel keyrings, mounts, new
-namespaces, module loading, clock and reboot calls, io_uring, bpf, perf, handle-based opens) and turns
+`pyseccomp` installs, but it is ctypes over the system's libseccomp.so.2, which slim hosts and images
+lack; the program is small enough to assemble here (about 130 instructions, checked by a BPF interpreter
+in the tests), x86_64 only (elsewhere no filter is loaded and the gap is declared). It refuses what
+docker's default refuses (kernel keyrings, mounts, new namespaces, module loading, clock and reboot calls,
+io_uring, bpf, perf, handle-based opens) and turns
 advisory locks (`flock`, `fcntl` F_SETLK/F_OFD_SETLK and their waiting forms) into no-ops that succeed:
 lock owners are shared across the sandbox boundary (a public file's inode is the same in every run), so a
 real lock would be a channel between runs, while a refused one would break pip and sqlite.
