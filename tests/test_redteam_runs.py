@@ -49,13 +49,17 @@ PLAIN_GAPS = {
     "dev-shm": "no filesystem isolation: /dev/shm is the host's",
     "net-host-loopback": "network not restricted",
     "net-abstract-socket": "network not restricted: abstract unix sockets are the host's",
+    "tmp-shm-past-quota": "no filesystem isolation: the host's /tmp and /dev/shm are outside the workspace quota",
 }
 LOCAL_GAPS = {"mountinfo-host-paths": MOUNTINFO_GAP}
 if netns.unsupported():  # without slirp4netns (or root) a network-enabled task shares the host's network
     LOCAL_GAPS |= {"net-host-loopback": f"network shared ({netns.unsupported()})",
                    "net-abstract-socket": f"network shared ({netns.unsupported()})"}
 GAPS: dict[str, dict[str, str]] = {"local": LOCAL_GAPS, "local-plain": PLAIN_GAPS,
-                                   "docker": {"mountinfo-host-paths": MOUNTINFO_GAP}}
+                                   "docker": {"mountinfo-host-paths": MOUNTINFO_GAP,
+                                              "tmp-shm-past-quota": "docker's /tmp and /dev/shm are tmpfs: bounded "
+                                              "by their size and counted in the container's memory limit, not "
+                                              "in the disk quota"}}
 TALLY: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
 
 
@@ -312,6 +316,15 @@ FILL = ("import os\nwritten = 0\nchunk = os.urandom(1 << 20)\n"
         "except OSError as exc:\n    print('stopped:', exc)\nprint('WRITTEN_MB', written >> 20)\n")
 
 
+FILL_SCRATCH = ("import os\nwritten = 0\nchunk = os.urandom(1 << 20)\n"
+                "for place in ('/tmp', '/dev/shm'):\n"
+                "    try:\n        with open(place + '/fill', 'wb') as fh:\n"
+                "            for _ in range(150):\n                fh.write(chunk)\n                fh.flush()\n"
+                "                written += len(chunk)\n            os.fsync(fh.fileno())\n"
+                "    except OSError as exc:\n        print('stopped:', place, exc)\n"
+                "print('WRITTEN_MB', written >> 20)\n")
+
+
 def _written_mb(o: Outcome) -> int:
     for e in o.events:
         for line in (e.get("stdout") or "").splitlines() if e.get("type") == "tool" else []:
@@ -475,6 +488,45 @@ REGENERATE = (
     "    io.save(__import__('pathlib').Path(f'{{ws}}/outputs/{{case}}/lesion.nii.gz'), lesion, aff)\n"
 )
 
+# a .pth file in the harness's site-packages: code the evaluator's interpreter would run at start-up
+PTH_PLANT = (
+    "import os, sysconfig\n"
+    "site = sysconfig.get_paths()['purelib']\n"
+    "marker = os.path.dirname('{RUN}') + '/pth-marker-' + os.path.basename('{RUN}')\n"
+    "line = f\"import sys; any('eval_request' in a for a in sys.argv) and open({{marker!r}}, 'w').close()\\n\"\n"
+    "try:\n    open(site + '/zz_amb_redteam.pth', 'w').write(line)\n    print('planted', site)\n"
+    "except OSError as exc:\n    print('refused', exc)\n"
+)
+
+
+def _pth_ran(w: World, o: Outcome) -> bool:
+    import sysconfig
+
+    Path(sysconfig.get_paths()["purelib"], "zz_amb_redteam.pth").unlink(missing_ok=True)
+    marker = w.out / f"pth-marker-{o.run_dir.name}"
+    ran = marker.exists()
+    marker.unlink(missing_ok=True)
+    return ran
+
+
+# a daemon that leaves the call's cgroups, drops its session token, waits for the freeze and then puts the
+# references into the frozen submission (after the tripwire is closed, before the evaluator reads it)
+ESCAPE_DAEMON = (
+    "import os, time\n"
+    "script = ('for i in $(seq 1200); do if [ -f {RUN}/submission_manifest.json ]; then '\n"
+    "          'for d in {PRIV}/*/; do c=$(basename $d); mkdir -p {RUN}/submission/$c; '\n"
+    "          'cp $d* {RUN}/submission/$c/; done; break; fi; sleep 0.02; done')\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        for root in ('/sys/fs/cgroup/pids', '/sys/fs/cgroup/memory', '/sys/fs/cgroup/unified'):\n"
+    "            try:\n                open(root + '/cgroup.procs', 'w').write(str(os.getpid()))\n"
+    "            except OSError:\n                pass\n"
+    "        os.execve('/bin/sh', ['sh', '-c', script], {{'PATH': '/usr/bin:/bin'}})\n"
+    "    os._exit(0)\n"
+    "time.sleep(0.3)\n"
+)
+
 ATTACKS = [
     Attack("exec-symlink-plant", [[("python", PLANT_EXEC)], [("bash", "echo second")], [("python", "print(3)")]],
            _never),
@@ -541,6 +593,13 @@ ATTACKS = [
                                          "$WORKSPACE_DIR/plan/plan.md")], [("python", FILL)]],
            lambda w, o: _written_mb(o) > 64, options={"workspace_quota_mb": 64}, keep_workspace=False,
            needs=_quota_enforceable),
+    # the sandbox's /tmp and /dev/shm: 300 MB written there must not get past a 64 MB quota (nor into memory)
+    Attack("tmp-shm-past-quota", [[("python", FILL_SCRATCH)]], lambda w, o: _written_mb(o) > 64,
+           options={"workspace_quota_mb": 64}, keep_workspace=False, needs=_quota_enforceable),
+    # local-plain: code in the harness's own environment that the evaluator would run
+    Attack("evaluator-pth-injection", [[("python", PTH_PLANT)]], _pth_ran),
+    # local-plain: a process that outlives its call and rewrites the frozen submission with the references
+    Attack("daemon-rewrites-submission", [[("python", ESCAPE_DAEMON)]], _scored_high),
     Attack("read-decoy-content", [[("bash", "cat /data/private/*/* /private/README 2>/dev/null | head -c 100")]],
            _never, detect=True, needs=_not_plain),
     Attack("read-private-content", [[("bash", "head -c 100 {PRIV}/case_000/organ.nii.gz | wc -c")]], _never,
@@ -712,7 +771,8 @@ def test_silent_downgrade_is_recorded_and_warned(reg, tmp_path, data_root, monke
     result = runner.execute()
     assert result.header.sandbox == "local-plain" and result.isolation.sandbox == "local-plain"
     warnings = [e["text"] for e in seen if e["kind"] == "warning"]
-    assert len(warnings) == 1 and warnings[0].startswith("WARNING: bubblewrap is not usable")
+    assert len(warnings) == 2 and warnings[0].startswith("WARNING: bubblewrap is not usable")
+    assert warnings[1].startswith("UNVERIFIED: no filesystem isolation") and not result.isolation.verified
     assert any("no filesystem isolation" in gap for gap in result.isolation.gaps)
     refused = Run(RunOptions(DEMO, "lite", Script.name, sandbox="local", out=tmp_path, data_root=data_root,
                              require_isolation=True), reg)

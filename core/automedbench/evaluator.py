@@ -2,18 +2,20 @@
 
 It reads only the frozen submission, the staged public inputs and `private/`; it imports the harness
 and the track plugin (trusted code) and never imports or executes anything the agent wrote.
-Run as `python -I -m automedbench.evaluator REQUEST.json` so that no PYTHONPATH, user site or working
-directory the agent might have shaped can inject modules.
+Run as `python -I -S` with an import path the harness sets (see BOOT) so that no PYTHONPATH, user site,
+working directory, .pth file or sitecustomize the agent might have shaped can inject modules.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -25,6 +27,7 @@ from attrs import Factory, define
 
 from . import __version__
 from .errors import InfrastructureError, SubmissionError
+from .fsutil import open_dir, walk_fd
 from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, Track
@@ -82,6 +85,45 @@ class EvalRequest:
     check_only: bool = False  # the contract check alone (a pilot's output), no scoring against private/
 
 
+def frozen_changes(submission: Path, manifest: SubmissionManifest, limit: int = 200) -> list[str]:
+    """Files of the frozen submission whose bytes differ from the manifest's hash, or that it does not list.
+
+    The freeze wrote them and nothing the agent runs should outlive its calls; a change means something
+    did (a process escaped its sandbox), so the evaluator scores only what the manifest vouches for."""
+    expected = {f.path: f.sha256 for f in manifest.files if not f.rejected}
+    seen: set[str] = set()
+    changed: list[str] = []
+    root = open_dir(submission)
+    if root is None:
+        return [] if not expected else ["<the submission folder is gone>"]
+    try:
+        for rel, dir_fd, name, info in walk_fd(root):
+            if dir_fd < 0 or info is None or rel == "MANIFEST.json":
+                continue
+            seen.add(rel)
+            digest = _digest_at(dir_fd, name) if stat.S_ISREG(info.st_mode) else None
+            if rel not in expected or digest != expected[rel]:
+                changed.append(rel)
+    finally:
+        os.close(root)
+    changed += sorted(set(expected) - seen)
+    return changed[:limit]
+
+
+def _digest_at(dir_fd: int, name: str) -> str | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    digest = hashlib.sha256()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
              options: dict[str, str] | None = None, check_only: bool = False,
              case_timeout_s: float = 0.0) -> Evaluation:
@@ -91,6 +133,9 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     started = time.monotonic()
     scoring = None if check_only else track.evaluation(task, staged, dict(options or {}))
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
+    tampered = frozen_changes(submission, manifest)
+    for path in tampered:  # a changed case is rejected as a whole, like a file refused at freeze
+        rejected.setdefault(path, "changed after the freeze (does not match the manifest's hash)")
     expected = set(staged.case_ids)
     verdicts: list[CaseVerdict] = []
     scores: list[CaseScore | None] = []
@@ -147,6 +192,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         duration_s=round(time.monotonic() - started, 3),
         evaluator_version=__version__,
         grade_requests=requests,
+        tampered=tampered,
     )
 
 
@@ -170,14 +216,78 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
     return registry().create("evaluator", backend)(request, timeout_s)
 
 
+# Started with `python -I -S -c BOOT PATH_JSON REQUEST`: no site module, so no .pth file (the editable
+# installs' finders, or one an agent wrote) and no sitecustomize runs; the import path is the harness's list.
+BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv.pop(1)); import runpy; "
+        "runpy.run_module('automedbench.evaluator', run_name='__main__', alter_sys=True)")
+
+
+def _top_package_root(module_name: str) -> str | None:
+    top = sys.modules.get(module_name.split(".", 1)[0])
+    origin = getattr(top, "__file__", None) or next(iter(getattr(top, "__path__", None) or []), None)
+    if not origin:
+        return None
+    path = Path(origin).resolve()
+    return str(path.parent.parent if path.name == "__init__.py" else path.parent)
+
+
+def evaluator_path(exclude: list[Path]) -> list[str]:
+    """The evaluator's sys.path: the harness's absolute import folders and the folder of every plugin
+    package it loaded (editable installs reach theirs through .pth finders the evaluator does not run),
+    minus anything below `exclude` (run folder, data) and the working directory."""
+    from .plugins import registry
+
+    found: list[str] = []
+    names = [getattr(m, "__name__", "") for m in registry().pm.get_plugins()] + ["automedbench"]
+    roots = [_top_package_root(name) for name in names if name]
+    for entry in [*sys.path, *roots]:
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue  # "" (the working directory) and the editable finders' path hooks
+        resolved = Path(entry).resolve()
+        if any(resolved == e or e in resolved.parents for e in exclude):
+            continue
+        if str(resolved) not in found:
+            found.append(str(resolved))
+    return found
+
+
+def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[str, tuple[int, int, int]]:
+    """(size, mtime, inode) of every file and folder below the evaluator's import path and of the interpreter.
+
+    Taken before and after the agent phase of a run without filesystem isolation: the agent runs as the
+    harness's user there and could rewrite the code the evaluator imports; a difference marks the run
+    unverified (stat only: about a second for a full ML environment)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
+    while stack and len(found) < max_entries:
+        path = stack.pop()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+        if stat.S_ISDIR(info.st_mode):
+            with contextlib.suppress(OSError), os.scandir(path) as entries:
+                stack.extend(entry.path for entry in entries)
+    return found
+
+
+def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> list[str]:
+    """Paths added, removed or changed between two environment snapshots (__pycache__ folders ignored)."""
+    keys = set(before) | set(after)
+    return sorted(k for k in keys if before.get(k) != after.get(k) and "__pycache__" not in k)
+
+
 def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
-    """The built-in evaluator backend: a `python -I` subprocess with a scrubbed environment."""
+    """The built-in evaluator backend: a `python -I -S` subprocess with a scrubbed environment and a set path."""
     out = Path(request.out)
     req_path = out.parent / "eval_request.json"
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                          "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
+    exclude = [out.parent.resolve(), Path(request.submission).resolve().parent, Path(request.public).resolve().parent]
+    path = evaluator_path(exclude)
     try:
-        proc = subprocess.run([sys.executable, "-I", "-m", "automedbench.evaluator", str(req_path)],
+        proc = subprocess.run([sys.executable, "-I", "-S", "-c", BOOT, json.dumps(path), str(req_path)],
                               capture_output=True, text=True, env=env, cwd=out.parent, timeout=timeout_s,
                               preexec_fn=_evaluator_limits)
     except subprocess.TimeoutExpired:

@@ -262,6 +262,8 @@ class Evaluation:
     evaluator_version: str = ""
     error: str | None = None
     grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (grading.py)
+    # frozen files whose bytes no longer match the manifest (or files added after the freeze)
+    tampered: list[str] = Factory(list)
 
     @property
     def completion(self) -> float:
@@ -332,6 +334,16 @@ class Isolation:
     gaps: list[str] = Factory(list)
     breached: bool = False
     evidence: list[BreachEvidence] = Factory(list)
+    # False when nothing kept the agent from the references or the harness (no filesystem isolation, a
+    # tripwire that could not arm, the harness's environment changed): the scores cannot be trusted, and
+    # leaderboards and code analyses leave the run out unless asked (--include-unverified)
+    verified: bool = True
+    unverified: list[str] = Factory(list)
+
+    def distrust(self, reason: str) -> None:
+        self.verified = False
+        if reason not in self.unverified:
+            self.unverified.append(reason)
 
 
 # ---------------------------------------------------------------- result

@@ -72,6 +72,11 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         console.print(f"  case {case.case_id}: " + escape("; ".join(case.reasons)))
     if len(bad) > 10:
         console.print(f"  ... and {len(bad) - 10} more invalid case(s)")
+    if not result.isolation.verified:
+        console.print("[bold yellow]UNVERIFIED[/] — not a trusted score; leaderboards and code analyses leave it "
+                      "out unless --include-unverified")
+        for reason in result.isolation.unverified[:10]:
+            console.print("  " + escape(reason))
     if result.isolation.breached:
         console.print("[bold red]ISOLATION BREACH[/] — all scores zeroed")
         for ev in result.isolation.evidence[:10]:

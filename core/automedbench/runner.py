@@ -24,7 +24,7 @@ from typing import Any
 from . import errors, plan_artefacts, staging
 from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
-from .evaluator import run_isolated
+from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
 from .freeze import freeze
 from .fsutil import (
     atomic_write_text,
@@ -57,7 +57,7 @@ from .records import (
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
-from .sandboxes.quota import mount_workspace
+from .sandboxes.quota import NoRoom, mount_workspace
 from .scoring import judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
@@ -66,6 +66,9 @@ from .tripwire import Tripwire, plant_decoys
 
 # Tool calls one reply may make; the rest are answered with an error, never run (limits hold per call).
 MAX_CALLS_PER_REPLY = 32
+# Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
+UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references, the block "
+                    "device or the harness's own files and code; the score is not verified")
 # Disk space set aside at the start of a run so its result.json can be written even if the agent fills the disk.
 RESULT_RESERVE_BYTES = 8 << 20
 
@@ -106,6 +109,13 @@ class Run:
         self.run_dir = self.folder.path
         self.workspace = self.folder.workspace
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
+        self.quota = None
+        # True once every place the agent can write is on its reserved workspace image (quota + isolation):
+        # a full host disk is then never the agent's doing
+        self.confined = False
+        # without filesystem isolation: the evaluator's import path and its state before the agent ran
+        self.env_paths: list[str] = []
+        self.env_before: dict[str, tuple[int, int, int]] | None = None
 
     # ------------------------------------------------------------------ main
 
@@ -129,7 +139,12 @@ class Run:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
         except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
+                # every place the agent could write is on its reserved image: another run or the host filled it
+                st.fail("infrastructure_failure", errors.END_INFRA_ERROR, f"disk full while recording the run "
+                        f"({exc.strerror}); the agent's writes were confined to its workspace quota, so another "
+                        "process on the host filled the disk")
+            elif exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # a disk the agent could have filled
                 st.fail("agent_failure", errors.END_AGENT_ERROR, f"disk full while recording the run "
                         f"({exc.strerror})", "H-DISK")
             else:
@@ -152,7 +167,11 @@ class Run:
         self.run_dir.mkdir(parents=True, mode=0o700)
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
-        self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
+        try:
+            self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
+        except NoRoom as exc:  # refused before anything ran: no half-made run folder is left behind
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise errors.UserError(f"{exc}; wait for them to finish or pass a smaller --workspace-quota-mb") from None
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         return reserve
 
@@ -186,6 +205,10 @@ class Run:
         st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                      self.folder.evaluation, options=self.eval_options,
                                      backend=self.evaluator_backend)
+        if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
+            st.isolation.breached = True
+            st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
+                                                     "freeze", path) for path in st.evaluation.tampered[:20]]
         st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
                                          default_cache_path(), self.reg)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
@@ -244,6 +267,13 @@ class Run:
                 pass
         finally:
             session.close()
+            if self.env_before is not None:
+                changed = snapshot_changes(self.env_before, environment_snapshot(self.env_paths))
+                if changed:
+                    st.isolation.distrust(f"the harness's Python environment changed during the agent phase "
+                                          f"({len(changed)} path(s), e.g. {printable(max(changed, key=len))[:200]})")
+            if tripwire.overflowed:
+                st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
             agent.close()
             st.runtime.agent_s = round(st.runtime.agent_s, 3)
@@ -279,9 +309,15 @@ class Run:
                 st.header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
                 self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
                                "runs as a plain host process with no filesystem isolation (sandbox local-plain)"})
+            isolation.distrust(UNVERIFIED_PLAIN)
+            self.progress({"kind": "warning", "text": "UNVERIFIED: " + UNVERIFIED_PLAIN})
+            # the agent runs as the harness's user: what the evaluator will import is watched for changes
+            self.env_paths = evaluator_path([self.run_dir.resolve(), staged.root.resolve()])
+            self.env_before = environment_snapshot(self.env_paths)
         isolation.protections, isolation.gaps = session.protections()
         if self.quota is not None:
             isolation.protections.append(self.quota.describe())
+            self.confined = session.isolates_filesystem
         else:
             isolation.gaps.append(self.quota_gap + "; the result is still written: space is reserved for it")
         bound = session.bound_sources()
@@ -312,10 +348,13 @@ class Run:
         if not session.isolates_filesystem:
             # the agent could reach the real references: any open of them during the agent phase is a breach
             tripwire.watch_tree(staged.private)
-        if not tripwire.active:
-            st.isolation.gaps.append("inotify unavailable: reads of private files are not detected")
-        elif tripwire.unwatched:
-            st.isolation.gaps.append(f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched")
+        why = ("inotify unavailable: reads of private files are not detected" if not tripwire.active else
+               f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched"
+               if tripwire.unwatched else "")
+        if why:
+            st.isolation.gaps.append(why)
+            if not session.isolates_filesystem:  # the tripwire is all that stands between agent and references
+                st.isolation.distrust(f"the tripwire could not arm ({why})")
         return tripwire
 
     # ------------------------------------------------------------------ agent phase: turns

@@ -9,8 +9,10 @@ escape attempts; these are the plain contract.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -144,6 +146,118 @@ def _network_off(p: Probe) -> str:
     return f"network interfaces besides loopback: {up}" if up else ""
 
 
+WRITABLE_PROBE = r"""
+import os
+ws = os.stat(os.environ['WORKSPACE_DIR']).st_dev
+limit = int(os.environ.get('AMB_MEMORY_MB', '0')) << 20
+bad = []
+for place in ('/', '/tmp', '/var/tmp', '/dev', '/dev/shm', '/run', '/run/lock', '/home', '/root', '/mnt', '/opt',
+              '/data', '/var/lib', os.environ.get('HOME', '/')):
+    probe = os.path.join(place, '.amb-writable-probe')
+    try:
+        with open(probe, 'w') as fh:
+            fh.write('x')
+        os.unlink(probe)
+    except OSError:
+        continue
+    info = os.statvfs(place)
+    size = info.f_blocks * info.f_frsize
+    if os.stat(place).st_dev != ws and not (0 < size <= max(limit, 1)):
+        bad.append(f'{place} ({size >> 20} MB)')
+print('UNBOUNDED', ' '.join(bad))
+"""
+
+
+def _writable_bounded(p: Probe) -> str:
+    r = p.run("python", f"import os\nos.environ['AMB_MEMORY_MB'] = '{p.spec.memory_mb}'\n" + WRITABLE_PROBE)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("UNBOUNDED")), None)
+    if line is None:
+        return f"the probe did not run: exit {r.exit_code}, {r.stderr[-200:]!r}"
+    places = line.split(" ", 1)[1].strip() if " " in line else ""
+    return (f"writable outside the workspace's disk and not a tmpfs within the memory limit: {places}"
+            if places else "")
+
+
+KEYRING_PROBE = r"""
+import ctypes, platform
+numbers = {'x86_64': (248, 250), 'aarch64': (217, 219)}.get(platform.machine())
+libc = ctypes.CDLL(None, use_errno=True)
+if numbers:
+    add_key, keyctl = numbers
+    # add a key to the session keyring (-3) and look for the harness's keys through the user keyring (-4)
+    made = libc.syscall(add_key, b'user', b'amb-probe', b'payload', 7, -3)
+    print('ADD', made)
+    print('READ_USER', libc.syscall(keyctl, 11, -4, None, 0))
+try:
+    print('PROC_KEYS', len(open('/proc/keys').read().splitlines()))
+except OSError:
+    print('PROC_KEYS 0')
+"""
+
+
+def _keyring_closed(p: Probe) -> str:
+    import platform
+
+    if platform.machine() not in ("x86_64", "aarch64"):
+        return ""
+    r = p.run("python", KEYRING_PROBE)
+    values = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+    if "PROC_KEYS" not in values:
+        return f"the probe did not run: exit {r.exit_code}, {r.stderr[-200:]!r}"
+    if int(values.get("ADD", "-1")) > 0:
+        return "a key could be added to a kernel keyring from the sandbox"
+    if int(values.get("READ_USER", "-1")) >= 0:
+        return "the user keyring (shared with the host and every run of this user) is readable"
+    if int(values["PROC_KEYS"]) > 0:
+        return f"/proc/keys lists {values['PROC_KEYS']} host key(s)"
+    return ""
+
+
+def _locks_private(p: Probe) -> str:
+    """A lock the sandbox takes on a public file must not be visible to (or block) the host or other runs."""
+    target = p.spec.public / "c1" / "input.txt"
+    code = ("import fcntl, os, time\nfh = open(os.environ['DATA_DIR'] + '/c1/input.txt')\n"
+            "fcntl.flock(fh, fcntl.LOCK_EX)\nfh2 = open(os.environ['DATA_DIR'] + '/c1/input.txt')\n"
+            "fcntl.lockf(fh2, fcntl.LOCK_SH)\nprint('LOCKED', flush=True)\ntime.sleep(4)\n")
+    call = threading.Thread(target=p.run, args=("python", code, 30))
+    call.start()
+    held = []
+    try:
+        deadline = time.monotonic() + 25
+        time.sleep(2.0)
+        while time.monotonic() < deadline and call.is_alive() and not held:
+            with open(target, "rb+") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    held.append("flock")
+                try:
+                    fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.lockf(fh, fcntl.LOCK_UN)
+                except OSError:
+                    held.append("fcntl")
+            time.sleep(0.5)
+    finally:
+        call.join()
+    return (f"a lock taken in the sandbox on a public file held on the host ({', '.join(held)}): a channel "
+            "between runs" if held else "")
+
+
+def _gpu_nodes(p: Probe) -> str:
+    r = p.run("bash", "ls -1 /dev | grep -E '^nvidia[0-9]+$' || true")
+    given = {f"nvidia{g}" for g in p.spec.gpus}
+    extra = sorted(set(r.stdout.split()) - given)
+    return f"GPU device nodes the run was not given: {extra}" if extra else ""
+
+
+def _no_new_namespaces(p: Probe) -> str:
+    r = p.run("bash", "unshare --user --map-root-user true 2>/dev/null && echo USERNS; "
+                      "unshare --mount true 2>/dev/null && echo MOUNTNS; true")
+    made = [w for w in ("USERNS", "MOUNTNS") if w in r.stdout]
+    return f"new namespaces can be made inside the sandbox: {made}" if made else ""
+
+
 CHECKS: dict[str, tuple[str, Callable[[Probe], str]]] = {
     "exec-round-trip": ("python and bash run; stdout, stderr and exit code come back; no state between calls",
                         _exec_round_trip),
@@ -158,6 +272,14 @@ CHECKS: dict[str, tuple[str, Callable[[Probe], str]]] = {
     "environment-scrubbed": ("the harness's environment (keys) does not reach the sandbox", _environment_scrubbed),
     "network-off": ("with network off, host loopback listeners and outside interfaces are unreachable",
                     _network_off),
+    "writable-places-bounded": ("every writable place is on the workspace's disk (its quota) or a tmpfs within "
+                                "the memory limit", _writable_bounded),
+    "keyring-closed": ("kernel keyrings (the host's keys, a channel between runs) are out of reach", _keyring_closed),
+    "advisory-locks-private": ("a lock taken on a public file does not reach the host or other runs",
+                               _locks_private),
+    "gpu-nodes-given-only": ("no /dev/nvidiaN node of a GPU the run was not given", _gpu_nodes),
+    "no-new-namespaces": ("no new user or mount namespace can be made inside (docker's default seccomp rule)",
+                          _no_new_namespaces),
     # run by check_sandbox in a session of its own (it closes it): the callable here is never used
     "cleanup": ("close() stops everything the session started, background processes included", lambda p: ""),
 }

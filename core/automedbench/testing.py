@@ -40,8 +40,9 @@ __all__ = [
 
 def pytest_configure(config: Any) -> None:
     """Each checkout's tests stage into its own `.data` folder, not the per-user default every checkout
-    on the host would share (an explicit AUTOMEDBENCH_DATA wins), and keep the harness state (key,
-    signed caches) in its own `.state` folder (an explicit AUTOMEDBENCH_STATE wins)."""
+    on the host would share (an explicit AUTOMEDBENCH_DATA wins), and keep the harness state (key, signed
+    caches, the disk-reservation ledger) in its own `.state` folder (an explicit AUTOMEDBENCH_STATE wins), so
+    test runs of other checkouts on the same disk never share caches or refuse each other's runs."""
     os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
     os.environ.setdefault("AUTOMEDBENCH_STATE", str(Path(config.rootpath) / ".state"))
 

@@ -24,6 +24,7 @@ IN_CREATE = 0x00000100
 IN_DELETE = 0x00000200
 IN_DELETE_SELF = 0x00000400
 IN_MOVE_SELF = 0x00000800
+IN_Q_OVERFLOW = 0x00004000
 READS = IN_OPEN | IN_ACCESS
 CHANGES = (IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF
            | IN_MOVE_SELF)
@@ -46,6 +47,7 @@ class Tripwire:
         self._watches: dict[int, Path] = {}
         self.modified: set[str] = set()
         self.unwatched = 0  # paths that could not be watched (limit reached): reads of them go unseen
+        self.overflowed = False  # the kernel's event queue overflowed: later events were lost
         libname = ctypes.util.find_library("c")
         if libname is None:
             return
@@ -100,6 +102,9 @@ class Tripwire:
                 wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
                 raw = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
                 offset += _EVENT.size + length
+                if mask & IN_Q_OVERFLOW:
+                    self.overflowed = True
+                    continue
                 folder = self._watches.get(wd)
                 if folder is None:
                     continue

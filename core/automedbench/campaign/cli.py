@@ -140,7 +140,9 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
               help="Also ask this judge backend (one with complete(system, prompt)) to tag the runs.")
 @click.option("--tagger-option", "tagger_options", multiple=True, metavar="KEY=VALUE")
 @click.option("--dry-run", is_flag=True, help="Show the codes but do not rewrite result.json.")
-def codes(runs, tagger, tagger_options, dry_run) -> None:
+@click.option("--include-unverified", is_flag=True,
+              help="Also tag unverified runs (no filesystem isolation...: their trajectories are not trusted).")
+def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
     """(Re)tag stored runs with error codes E1–E5; RUNS are run folders or folders of runs.
 
     Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
@@ -159,6 +161,9 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
         result = RunFolder(run_dir).load_result()
+        if not result.isolation.verified and not include_unverified:
+            console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
+            continue
         if result.header.task not in outputs:
             try:
                 outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
@@ -186,7 +191,9 @@ def codes(runs, tagger, tagger_options, dry_run) -> None:
 @click.option("--resamples", type=click.IntRange(100), default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed (same seed, same CIs).")
 @click.option("--quiet", is_flag=True, help="No terminal table.")
-def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet) -> None:
+@click.option("--include-unverified", is_flag=True,
+              help="Count unverified runs too (no filesystem isolation...: not trusted scores); left out by default.")
+def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet, include_unverified) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
@@ -203,7 +210,9 @@ def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet
     table = load_table(Path(r) for r in runs)
     if not len(table):
         raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
-    board = build(table, by=keys, resamples=resamples, seed=seed)
+    board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
+    if not include_unverified:  # the HTML report's per-run plots show the same runs as the board
+        table = table.select(table["verified"])
     if not quiet:
         render_terminal(board, console)
     # reports are meant to be shared: the file mode a plain open() would give, not mkstemp's 0600

@@ -64,7 +64,8 @@ def _groups(table: RunTable, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.
 
 
 def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
-          seed: int = 0) -> Leaderboard:
+          seed: int = 0, include_unverified: bool = False) -> Leaderboard:
+    """Cells and analyses over finished runs; unverified runs (no filesystem isolation...) only when asked."""
     for key in by:
         if key not in GROUP_KEYS:
             raise ValueError(f"cannot group by {key!r}; choose from {', '.join(GROUP_KEYS)}")
@@ -73,6 +74,11 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
     for state, ok in zip(table["state"], finished, strict=True):
         if not ok:
             excluded[state] = excluded.get(state, 0) + 1
+    if not include_unverified:
+        unverified = finished & ~table["verified"]
+        if unverified.any():
+            excluded["unverified"] = int(unverified.sum())
+        finished &= table["verified"]
     used = table.select(finished)
     matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
     cells = []

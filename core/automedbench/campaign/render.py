@@ -79,7 +79,8 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     if a["turns_per_run"] is not None:
         console.print(f"Turns per run: {a['turns_per_run']:.1f}")
     if board.excluded:
-        console.print("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items()))
+        console.print("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items())
+                      + (" (--include-unverified counts unverified runs)" if "unverified" in board.excluded else ""))
     for problem in board.skipped[:5]:
         console.print(f"[yellow]skipped[/] {escape(str(problem))}")
 

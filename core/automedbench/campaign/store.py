@@ -82,6 +82,7 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "tokens_in": runtime.get("tokens_in", 0), "tokens_out": runtime.get("tokens_out", 0),
         "cost_usd": runtime.get("cost_usd", 0.0), "judge_cost_usd": runtime.get("judge_cost_usd", 0.0),
         "codes": codes, "breached": bool((data.get("isolation") or {}).get("breached")),
+        "verified": (data.get("isolation") or {}).get("verified", True) is not False,
         "submitted": bool((data.get("submission") or {}).get("submitted")),
     }
 
@@ -132,6 +133,7 @@ class RunTable:
             cols[key] = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
         cols["codes"] = [tuple(r["codes"]) for r in rows]
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
+        cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
         cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
         return cls(cols, list(skipped or []))

@@ -15,18 +15,23 @@ import time
 from pathlib import Path
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
+MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 
 
-class PidsGroup:
-    def __init__(self, limit: int, root: Path = PIDS_ROOT) -> None:
-        self.limit = limit
+class V1Group:
+    """A fresh cgroup (v1) of one controller with the given settings, or unavailable (`path` None)."""
+
+    def __init__(self, root: Path, settings: dict[str, str], optional: tuple[str, ...] = ()) -> None:
         self.path: Path | None = None
         if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
             return
         path = root / f"automedbench-{os.getpid()}-{secrets.token_hex(3)}"
         try:
             path.mkdir()
-            (path / "pids.max").write_text(str(limit))
+            for name, value in settings.items():
+                if name in optional and not (path / name).exists():
+                    continue
+                (path / name).write_text(value)
         except OSError:
             with contextlib.suppress(OSError):
                 path.rmdir()
@@ -73,6 +78,26 @@ class PidsGroup:
         with contextlib.suppress(OSError):
             self.path.rmdir()
         self.path = None
+
+
+class PidsGroup(V1Group):
+    def __init__(self, limit: int, root: Path = PIDS_ROOT) -> None:
+        self.limit = limit
+        super().__init__(root, {"pids.max": str(limit)})
+
+
+class MemoryGroup(V1Group):
+    """One limit on everything a session's processes hold together, tmpfs, shm and memfd pages included
+    (the kernel charges those to the cgroup of the process that wrote them)."""
+
+    def __init__(self, limit_mb: int, root: Path = MEMORY_ROOT) -> None:
+        self.limit_mb = limit_mb
+        limit = str(limit_mb << 20)
+        settings = {"memory.limit_in_bytes": limit, "memory.memsw.limit_in_bytes": limit}
+        if limit_mb <= 0:
+            self.path = None
+            return
+        super().__init__(root, settings, optional=("memory.memsw.limit_in_bytes",))
 
 
 PR_SET_CHILD_SUBREAPER = 36

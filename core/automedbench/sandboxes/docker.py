@@ -79,6 +79,10 @@ def evaluator_user(private: Path) -> tuple[int, int]:
     return uid, gid
 
 
+# /dev/shm of the agent container: a tmpfs whose pages count against the memory limit, like /tmp's.
+SHM_MB = 64
+
+
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
                      user: tuple[int, int], exec_dir: Path | None = None, slirp: bool = False) -> dict:
     """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it).
@@ -102,7 +106,7 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
         "mem_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
         "memswap_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
         "nano_cpus": int(cpus * 1e9), "mounts": mounts, "working_dir": "/workspace", "environment": env,
-        "ipc_mode": "private", "labels": {"org.automedbench.role": "agent"},
+        "ipc_mode": "private", "shm_size": f"{SHM_MB}m", "labels": {"org.automedbench.role": "agent"},
     }
     if slirp:
         config["dns"] = [netns.SLIRP_DNS]
@@ -213,7 +217,10 @@ class DockerSession(SandboxSession):
             f"docker container from {self.image}, one exec per call",
             "private references not mounted; decoys read-only at their paths (inotify tripwire)",
             "read-only root filesystem; writable only /workspace and a tmpfs /tmp "
-            f"({self.tmp_mb} MB, emptied after each call)",
+            f"({self.tmp_mb} MB, emptied after each call) and /dev/shm ({SHM_MB} MB), both counted in the memory "
+            "limit",
+            "docker's default seccomp profile (no kernel keyrings, mounts or new namespaces; /proc/keys masked)",
+            "only the given GPUs (device requests by id)",
             "read-only /data/public", f"non-root user {self.uid}", "no capabilities, no-new-privileges",
             f"memory limit {self.spec.memory_mb} MB (cgroup)", f"pids limit {self.pids_limit}",
             f"CPU limit {self.cpus:g}", "own PID/IPC/UTS/mount namespaces; every process killed after each call",
@@ -224,7 +231,9 @@ class DockerSession(SandboxSession):
         ]
         if self.spec.gpus:
             prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
-        gaps = ["no seccomp profile beyond docker's default"]
+        gaps = ["no seccomp profile beyond docker's default",
+                "advisory locks on the read-only public files are shared with the host and other runs (the "
+                "same inode): a lock channel between runs"]
         if self.net is not None:
             gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
                         "machine on its network")

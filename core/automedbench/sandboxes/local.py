@@ -25,17 +25,48 @@ import time
 import weakref
 from pathlib import Path
 
-from ..fsutil import HarnessDir
+from ..fsutil import HarnessDir, open_dir, remove_tree
 from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
-from . import netns
-from .cgroup import PidsGroup, ProcessSweep
+from . import netns, seccomp
+from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
 
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
 PIDS_LIMIT = 1024
 # Where the harness's own copy of each call's code is mounted read-only (never inside the workspace).
 EXEC_MOUNT = "/run/automedbench/exec"
+# /proc files that describe host-wide kernel objects (keys, locks): covered inside bubblewrap
+HIDDEN_PROC = ("/proc/keys", "/proc/key-users", "/proc/locks")
+# GPU device nodes every CUDA process needs besides its own /dev/nvidiaN
+NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+KEYCTL_JOIN_SESSION_KEYRING = 1
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+
+
+def gpu_nodes(gpus: list[str], dev: Path = Path("/dev")) -> list[Path]:
+    """The device nodes of the given GPUs (by index) and the shared control nodes; never another GPU's."""
+    if not gpus:
+        return []
+    wanted = {f"nvidia{g.strip()}" for g in gpus if g.strip().isdigit()} | set(NVIDIA_CONTROL)
+    nodes = [dev / name for name in sorted(wanted) if (dev / name).exists()]
+    caps = dev / "nvidia-caps"
+    return nodes + ([caps] if nodes and caps.is_dir() else [])
+
+
+def _session_keyring_joiner():
+    """A callable for the child (before exec) that gives it a fresh, empty session keyring; None if unknown."""
+    import ctypes
+    import platform
+
+    number = SYS_KEYCTL.get(platform.machine())
+    if number is None:
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    return lambda: syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
 
 
 class _Capture:
@@ -86,6 +117,25 @@ def bwrap_path() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return found if probe.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=1)
+def pid_namespace_prefix() -> tuple[str, ...]:
+    """A command prefix that runs a plain call in its own PID namespace (and /proc), or () where none can be made.
+
+    Without filesystem isolation this is what still ends every process of a call with it: when the call's
+    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included."""
+    found = shutil.which("unshare")
+    if not found:
+        return ()
+    for extra in ((), ("--user", "--map-root-user")):
+        prefix = (found, *extra, "--pid", "--fork", "--kill-child", "--mount-proc", "--")
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return ()
 
 
 @functools.lru_cache(maxsize=1)
@@ -171,8 +221,12 @@ class LocalSession(SandboxSession):
                 else:
                     self.exec_dir.write_new("resolv.conf", netns.RESOLV_CONF)
         self.pids = PidsGroup(PIDS_LIMIT)
+        self.memory = MemoryGroup(spec.memory_mb)
         self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap)
         weakref.finalize(self, self.pids.close)
+        weakref.finalize(self, self.memory.close)
+        self.seccomp_gap = seccomp.supported() if bwrap else None
+        self._keyring = _session_keyring_joiner()
 
     # ---------------------------------------------------------------- environment
 
@@ -182,19 +236,50 @@ class LocalSession(SandboxSession):
         extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env, **self.sweep.env()}
         return sandbox_env(self.workspace_dir, self.data_dir, tmp, path, extra)
 
-    def _bwrap_args(self, env: dict[str, str]) -> list[str]:
+    def _scratch(self) -> list[tuple[str, int]]:
+        """Fresh per-call folders for /tmp and /dev/shm on the workspace's disk (its quota, not memory).
+
+        Made by the harness under random names with no agent process alive, and passed to bwrap as
+        descriptors: nothing the agent planted in the workspace can redirect them; removed after the call."""
+        made: list[tuple[str, int]] = []
+        ws = self.spec.workspace
+        try:
+            for kind in ("tmp", "shm"):
+                name = f".amb-{kind}-{secrets.token_hex(6)}"
+                os.mkdir(ws / name, 0o700)
+                fd = open_dir(ws / name)
+                if fd is None:
+                    raise OSError(f"cannot open the call's {kind} folder")
+                made.append((name, fd))
+        except OSError:
+            for name, fd in made:
+                os.close(fd)
+                remove_tree(ws / name)
+            with contextlib.suppress(OSError):
+                os.rmdir(ws / name)
+            raise
+        return made
+
+    def _bwrap_args(self, env: dict[str, str], tmp_fd: int, shm_fd: int, seccomp_fd: int | None) -> list[str]:
         assert self.bwrap
         args = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--hostname", "sandbox"]
         if os.geteuid() == 0:  # bwrap run by root keeps every capability unless told otherwise
             args += ["--cap-drop", "ALL"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         if self.spec.network:
             args.append("--share-net")  # the session's own namespace when self.net (entered by nsenter)
-        # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible.
-        args += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev"]
+        # /tmp first: later binds may live below it (a venv or data under /tmp) and must stay visible. It and
+        # /dev/shm are folders on the workspace's disk: a tmpfs would hold memory no limit counts
+        args += ["--bind-fd", str(tmp_fd), "/tmp", "--proc", "/proc", "--dev", "/dev",
+                 "--bind-fd", str(shm_fd), "/dev/shm"]
         if os.geteuid() == 0:  # uid 0 may write sysctls by file mode alone, capabilities or not
             args += ["--ro-bind", "/proc/sys", "/proc/sys",
                      "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
-        for gpu_node in sorted(Path("/dev").glob("nvidia*")) if self.spec.gpus else []:
+        for hidden in HIDDEN_PROC:  # host-wide keys and lock owners are none of the sandbox's business
+            if Path(hidden).exists():
+                args += ["--ro-bind", "/dev/null", hidden]
+        for gpu_node in gpu_nodes(self.spec.gpus):  # only the GPUs the run was given
             args += ["--dev-bind", str(gpu_node), str(gpu_node)]
         for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
             args += ["--ro-bind-try", system, system]
@@ -202,7 +287,7 @@ class LocalSession(SandboxSession):
         if self.net is not None and resolv.is_file() and not resolv.is_symlink():  # slirp's DNS forwarder
             args += ["--ro-bind", str(self.exec_dir.path / "resolv.conf"), "/etc/resolv.conf"]
         for hidden, is_dir in _unreadable_to_others():  # root reads any file regardless of mode: hide those
-            args += ["--tmpfs", hidden] if is_dir else ["--ro-bind", "/dev/null", hidden]
+            args += ["--tmpfs", hidden, "--remount-ro", hidden] if is_dir else ["--ro-bind", "/dev/null", hidden]
         for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
             args += ["--ro-bind", prefix, prefix]
         args += ["--ro-bind", str(self.spec.public), "/data/public",
@@ -210,6 +295,8 @@ class LocalSession(SandboxSession):
                  "--ro-bind", str(self.exec_dir.path), EXEC_MOUNT]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
+        # bubblewrap's own root and /dev are tmpfs: read-only, so the workspace's disk is the only place to write
+        args += ["--remount-ro", "/dev", "--remount-ro", "/"]
         args += ["--chdir", "/workspace", "--clearenv"]
         for key, value in sorted(env.items()):
             args += ["--setenv", key, value]
@@ -234,25 +321,42 @@ class LocalSession(SandboxSession):
         script = f"{EXEC_MOUNT}/{name}" if self.bwrap else str(host_script)
         runner = [sys.executable, "-u", script] if language == "python" else ["bash", script]
         env = self._env()
+        scratch: list[tuple[str, int]] = []
+        pass_fds: tuple[int, ...] = ()
         if self.bwrap:
-            argv, popen_env, cwd = self._bwrap_args(env) + runner, {"PATH": "/usr/bin:/bin"}, None
+            try:
+                scratch = self._scratch()
+            except OSError as exc:  # a full workspace (its quota) leaves no room for the call's /tmp: the agent's
+                return ExecResult(1, "", f"ERROR: the call could not start: no room for its /tmp and /dev/shm "
+                                         f"in the workspace ({exc.strerror or exc}); free some space", 0.0)
+            seccomp_fd = seccomp.program_fd() if self.seccomp_gap is None else None
+            pass_fds = tuple(fd for _, fd in scratch) + ((seccomp_fd,) if seccomp_fd is not None else ())
+            argv = self._bwrap_args(env, scratch[0][1], scratch[1][1], seccomp_fd) + runner
+            popen_env, cwd = {"PATH": "/usr/bin:/bin"}, None
             if self.net is not None:
                 argv = self.net.prefix() + argv
         else:
-            argv, popen_env, cwd = runner, env, self.spec.workspace
+            argv, popen_env, cwd = [*pid_namespace_prefix(), *runner], env, self.spec.workspace
         limit = self.spec.memory_mb * 1024 * 1024
-        pids = self.pids
+        pids, memory, keyring = self.pids, self.memory, self._keyring
 
         def _limits() -> None:
             pids.join()
+            memory.join()
+            if keyring is not None:  # the harness's session keyring (and the keys it links) stays behind
+                keyring()
             if limit > 0:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
         started = time.monotonic()
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=popen_env, cwd=cwd, start_new_session=True,
-                                preexec_fn=_limits)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=popen_env, cwd=cwd, start_new_session=True,
+                                    preexec_fn=_limits, pass_fds=pass_fds)
+        finally:
+            for fd in pass_fds:
+                os.close(fd)
         self._live = proc
         out = _Capture(proc.stdout, self.spec.output_cap_bytes)
         err = _Capture(proc.stderr, self.spec.output_cap_bytes)
@@ -267,6 +371,8 @@ class LocalSession(SandboxSession):
             self._live = None
             self.pids.kill_all()  # whatever the call left running (setsid'd or not) ends with it
             self.sweep.kill_all({proc.pid})
+            for name, _ in scratch:  # the call's /tmp and /dev/shm go with it
+                remove_tree(self.spec.workspace / name)
         stdout, capped_out = out.text()
         stderr, capped_err = err.text()
         if timed_out:
@@ -286,30 +392,42 @@ class LocalSession(SandboxSession):
                   "HOME and caches inside the workspace", f"address-space limit {self.spec.memory_mb} MB",
                   "process-group kill on timeout", "output capped per call",
                   "inotify tripwire on private and decoy files"]
+        if self.memory.available:
+            common += [f"memory limit {self.spec.memory_mb} MB in total (cgroup; tmpfs, shm and memfd pages count)"]
+        if self._keyring is not None:
+            common += ["a fresh, empty session keyring per call"]
         if self.pids.available:
             common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]
-        elif self.bwrap:
+        elif self.bwrap or pid_namespace_prefix():
             common += ["every process of a call ends with it (its PID namespace dies with the call)"]
         else:
             common += ["every descendant of a call (the harness is a child subreaper) and every process "
                        "carrying the session token killed when the call ends"]
         common += ["each call's code written outside the workspace, through a harness-held descriptor",
                    "workspace folder mode 0700 on the host"]
-        shared = ["per-user kernel state is shared with the host and other runs of the same user (keyrings, "
-                  "inotify limits, RLIMIT_NPROC accounting)"]
+        shared = ["per-user kernel state is shared with the host and other runs of the same user (inotify "
+                  "limits, RLIMIT_NPROC accounting)"]
         if self.bwrap:
             prot = [
                 *common,
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
                 "files under /etc that other users cannot read are hidden (root reads any mode)",
-                "writable only /workspace and a private /tmp",
+                "writable only /workspace and a per-call /tmp and /dev/shm on the workspace's disk (its quota); "
+                "bubblewrap's root and /dev read-only",
+                "/proc/keys, /proc/key-users and /proc/locks hidden",
+                "only the given GPUs' /dev/nvidia* nodes",
                 "new PID/IPC/UTS/mount namespaces", "no capabilities (bwrap --cap-drop ALL when root)",
                 "network namespace (no network)" if not self.spec.network else
                 "own network namespace with outbound access through slirp4netns (host loopback unreachable, "
                 "abstract unix sockets private)" if self.net is not None else "network shared (task allows)",
             ]
-            gaps = ["no seccomp filter", "no CPU limit; memory limited per process (address space), not in total",
+            if self.seccomp_gap is None:
+                prot.append("seccomp filter like docker's default (no keyrings, mounts, new namespaces, bpf, "
+                            "io_uring...); advisory locks are no-ops (no channel between runs)")
+            gaps = [f"no seccomp filter ({self.seccomp_gap})"] if self.seccomp_gap else []
+            gaps += ["no CPU limit", *([] if self.memory.available else
+                                       ["memory limited per process (address space), not in total"]),
                     "runs as the harness's user", *shared,
                     "/proc/self/mountinfo names the host paths of the mounted folders (not their contents)"]
             if self.net is not None:
@@ -319,21 +437,29 @@ class LocalSession(SandboxSession):
                 gaps.append(f"network shared ({self.net_gap}): host services on loopback, other runs and a local "
                             "executor cluster are reachable (abstract unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
+        pidns = bool(pid_namespace_prefix())
+        if pidns:
+            common += ["own PID namespace and /proc per call (unshare): host processes not visible"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable and "
                         "writable; only the tripwire detects opens of private/decoy files, and only while the "
                         "agent runs", "network not restricted",
                         "writes outside the workspace not prevented (the run folder, other runs, the harness's "
-                        "own environment)", "host processes (/proc) visible and signallable",
-                        "memory limited per process (address space), not in total", "runs as the harness's user",
+                        "own environment)", "block devices readable where the harness's user may read them",
+                        *([] if pidns else ["host processes (/proc) visible and signallable"]),
+                        *([] if self.memory.available else
+                          ["memory limited per process (address space), not in total"]),
+                        "runs as the harness's user", "host /tmp and /dev/shm writable: outside the workspace quota",
+                        "no seccomp filter: kernel keyrings, advisory locks and namespaces shared with the host",
                         *shared,
-                        *([] if self.pids.available else [
-                            "an orphaned process that re-execs itself with a cleared environment outlives its call",
-                            "no pids limit (needs root and cgroup v1)"])]
+                        *([] if self.pids.available or pidns else [
+                            "an orphaned process that re-execs itself with a cleared environment outlives its call"]),
+                        *([] if self.pids.available else ["no pids limit (needs root and cgroup v1)"])]
 
     def close(self) -> None:
         if self._live is not None:
             self._kill(self._live)
         self.pids.close()
+        self.memory.close()
         self.sweep.kill_all()
         net, self.net = self.net, None
         if net is not None:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from attrs import define
 
+from .reservations import Ledger
+
 # Default workspace quota: room for a model's weights, a pip cache and the outputs of a real task.
 DEFAULT_QUOTA_MB = 32768
 # The image never claims more than this share of the free space of the disk it lives on.
@@ -32,6 +34,8 @@ class WorkspaceQuota:
     image: Path
     mountpoint: Path
     size_mb: int
+    reservation: str = ""
+    ledger: Ledger | None = None
 
     def describe(self) -> str:
         return (f"workspace quota {self.size_mb} MB (a sparse ext4 image loop-mounted nosuid,nodev: "
@@ -45,6 +49,9 @@ class WorkspaceQuota:
             self.mountpoint.rmdir()
         if not keep:
             self.image.unlink(missing_ok=True)
+        if self.ledger is not None and self.reservation:  # the promise ends with the run (a kept image is idle)
+            self.ledger.release(self.reservation)
+            self.reservation = ""
 
 
 def unsupported() -> str | None:
@@ -64,20 +71,34 @@ def _mkfs() -> str:
                                             if p.exists())
 
 
-def mount_workspace(workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
-    """Mount a fresh image of `size_mb` at `workspace` (created, must be new); (quota, "") or (None, why not)."""
+class NoRoom(Exception):
+    """The disk cannot hold the smallest workspace once every running run's promise is kept (refuse the run)."""
+
+
+def mount_workspace(workspace: Path, size_mb: int,
+                    ledger: Ledger | None = None) -> tuple[WorkspaceQuota | None, str]:
+    """Mount a fresh image of `size_mb` at `workspace` (created, must be new); (quota, "") or (None, why not).
+
+    The image's size is reserved in the ledger first (what other running runs may still write is not free);
+    raises NoRoom when not even MIN_QUOTA_MB can be promised."""
     if size_mb <= 0:
         return None, "no disk quota on /workspace (disabled: --workspace-quota-mb 0)"
     why = unsupported()
     if why:
         return None, f"no disk quota on /workspace ({why})"
     parent = workspace.parent
-    free_mb = shutil.disk_usage(parent).free // (1 << 20)
-    size = min(size_mb, int(free_mb * FREE_SHARE))
-    if size < MIN_QUOTA_MB:
-        return None, f"no disk quota on /workspace (only {free_mb} MB free where the run folder is)"
     image = parent / f"{workspace.name}.img"
-    workspace.mkdir(mode=0o700)
+    ledger = ledger or Ledger()
+    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20)
+    if entry is None:
+        raise NoRoom(f"cannot reserve disk for the workspace: {free >> 20} MB free where the run folder is, "
+                     f"{others >> 20} MB of it promised to other running runs (at least {MIN_QUOTA_MB} MB needed)")
+    size = entry.size_bytes >> 20
+    try:
+        workspace.mkdir(mode=0o700)
+    except OSError:
+        ledger.release(entry.id)
+        raise
     try:
         with open(image, "xb") as fh:  # sparse: only the blocks the agent writes take host disk
             fh.truncate(size << 20)
@@ -90,8 +111,9 @@ def mount_workspace(workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | Non
     except (OSError, subprocess.SubprocessError) as exc:
         detail = exc.stderr.decode(errors="replace").strip() if getattr(exc, "stderr", None) else str(exc)
         image.unlink(missing_ok=True)
+        ledger.release(entry.id)
         return None, f"no disk quota on /workspace (loop mount failed: {detail[:200]})"
     with contextlib.suppress(OSError):
         (workspace / "lost+found").rmdir()
     os.chmod(workspace, 0o700)
-    return WorkspaceQuota(image, workspace, size), ""
+    return WorkspaceQuota(image, workspace, size, entry.id, ledger), ""

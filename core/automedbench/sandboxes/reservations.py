@@ -1,0 +1,109 @@
+"""Disk reservations across concurrent runs: a lock-protected ledger in the harness's state folder.
+
+A workspace quota is a sparse image: it promises space it has not taken yet. Two runs starting together
+would each be promised 90 % of the same free disk, and the first to fill its image would make the other's
+writes fail. Every promise is therefore entered in one ledger per host user (`reservations.json` in the
+state folder), under an exclusive `flock`: a new run is promised only what is free minus what earlier runs
+may still write. An entry of a process that has ended (a crash) is dropped the next time the ledger is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from attrs import asdict, define
+
+from ..fsutil import atomic_write_text
+from ..harnessstate import state_dir
+
+LEDGER = "reservations.json"
+MAX_LEDGER_BYTES = 1 << 20
+
+
+def _start_time(pid: int) -> str:
+    """The kernel's start tick of `pid` ("" when gone): a pid reused by another process does not match."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return ""
+    fields = raw[raw.rindex(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else ""
+
+
+@define
+class Reservation:
+    id: str
+    device: int
+    image: str
+    size_bytes: int
+    pid: int
+    started: str
+
+    def outstanding(self) -> int:
+        """What the image may still take from the disk: its size less the blocks it already holds."""
+        try:
+            used = os.stat(self.image).st_blocks * 512
+        except OSError:
+            used = 0
+        return max(0, self.size_bytes - used)
+
+    def alive(self) -> bool:
+        return _start_time(self.pid) == self.started and self.started != ""
+
+
+class Ledger:
+    """The reservations of every running run of this user; each method holds the lock for its whole work."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or state_dir()
+        self.path = self.folder / LEDGER
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[list[Reservation]]:
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.folder / (LEDGER + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            entries = [e for e in self._read() if e.alive()]
+            yield entries
+            atomic_write_text(self.path, json.dumps([asdict(e) for e in entries], indent=1) + "\n")
+        finally:
+            os.close(fd)
+
+    def _read(self) -> list[Reservation]:
+        try:
+            with open(self.path, "rb") as fh:
+                raw = fh.read(MAX_LEDGER_BYTES + 1)
+            rows = json.loads(raw) if len(raw) <= MAX_LEDGER_BYTES else []
+            return [Reservation(**row) for row in rows if isinstance(row, dict)]
+        except (OSError, ValueError, TypeError):
+            return []  # a missing or unreadable ledger holds no promise: the disk's free space still bounds us
+
+    def reserve(self, folder: Path, image: Path, wanted_bytes: int, share: float,
+                minimum_bytes: int) -> tuple[Reservation | None, int, int]:
+        """Promise up to `wanted_bytes` on `folder`'s disk: (reservation or None, free bytes, promised to others)."""
+        device = os.stat(folder).st_dev
+        with self._locked() as entries:
+            free = shutil.disk_usage(folder).free
+            others = sum(e.outstanding() for e in entries if e.device == device)
+            size = min(wanted_bytes, int(max(0, free - others) * share))
+            if size < minimum_bytes:
+                return None, free, others
+            entry = Reservation(secrets.token_hex(8), device, str(image), size, os.getpid(), _start_time(os.getpid()))
+            entries.append(entry)
+            return entry, free, others
+
+    def release(self, reservation_id: str) -> None:
+        with self._locked() as entries:
+            entries[:] = [e for e in entries if e.id != reservation_id]
+
+    def entries(self) -> list[Reservation]:
+        with self._locked() as entries:
+            return list(entries)

@@ -1,0 +1,133 @@
+"""Disk promised to concurrent runs: the reservation ledger, refusal with one line, and who a full disk is charged to.
+
+Two runs starting together were each promised 90 % of the same free disk; the neighbour filling its share
+then made the honest run's record fail, and that failure was charged to the honest agent. These tests run
+the real runner where a run is involved, on a small tmpfs as the run folder's disk (root only).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+from pathlib import Path
+
+import attrs
+import pytest
+from automedbench.agent import Agent
+from automedbench.errors import UserError
+from automedbench.records import AgentTurn, ToolCall
+from automedbench.runner import Run, RunOptions
+from automedbench.sandboxes import quota
+from automedbench.sandboxes.local import bwrap_path
+from automedbench.sandboxes.reservations import Ledger, Reservation, _start_time
+from review_steps import DEMO, register_agent
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch) -> Ledger:
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    return Ledger()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 128 MB tmpfs: the disk the run folders live on."""
+    if os.geteuid() != 0 or quota.unsupported():
+        pytest.skip(f"needs root and loop devices ({quota.unsupported()})")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)])
+
+
+def _reserve_in_child(args) -> int:
+    state, folder, index = args
+    os.environ["AUTOMEDBENCH_STATE"] = state
+    entry, _, _ = Ledger().reserve(Path(folder), Path(folder) / f"img{index}", 1 << 40, 0.9, 1 << 20)
+    # the child exits holding its promise: the parent reads the ledger while the children are alive
+    return entry.size_bytes if entry else 0
+
+
+def test_concurrent_promises_never_exceed_the_free_disk(tmp_path, ledger):
+    """Eight processes asking at once for far more than the disk holds are promised, together, at most what is free."""
+    import shutil
+
+    free = shutil.disk_usage(tmp_path).free
+    with multiprocessing.get_context("fork").Pool(8) as pool:
+        sizes = pool.map(_reserve_in_child, [(str(ledger.folder), str(tmp_path), i) for i in range(8)])
+    assert sum(sizes) <= free, (sizes, free)
+    assert sizes.count(0) < 8  # the first asker is promised something
+
+
+def test_an_ended_process_promise_is_dropped(tmp_path, ledger):
+    entry, _, _ = ledger.reserve(tmp_path, tmp_path / "img", 1 << 20, 0.9, 1)
+    assert entry is not None and [e.id for e in ledger.entries()] == [entry.id]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    ghost = Reservation("ghost", os.stat(tmp_path).st_dev, str(tmp_path / "g"), 1 << 30, dead.pid, "1")
+    rows = [*json.loads(ledger.path.read_text()), attrs.asdict(ghost)]
+    ledger.path.write_text(json.dumps(rows))
+    assert [e.id for e in ledger.entries()] == [entry.id]  # a crashed run's promise does not outlive it
+    ledger.release(entry.id)
+    assert ledger.entries() == []
+    assert _start_time(os.getpid()) != ""
+
+
+def test_a_run_that_cannot_be_reserved_is_refused_with_one_line(reg, data_root, small_disk, ledger):
+    """Another live run holds almost all the disk: the new run is refused (exit 2), its folder never made."""
+    import shutil
+
+    free = shutil.disk_usage(small_disk).free
+    held, _, _ = ledger.reserve(small_disk, small_disk / "neighbour.img", free - (4 << 20), 1.0, 1)
+    assert held is not None
+    register_agent(reg, Fill)
+    runner = Run(RunOptions(DEMO, "lite", Fill.name, out=small_disk, data_root=data_root), reg)
+    with pytest.raises(UserError) as refused:
+        runner.execute()
+    message = str(refused.value)
+    assert "cannot reserve disk for the workspace" in message and "promised to other running runs" in message
+    assert "\n" not in message
+    assert not runner.run_dir.exists()
+    ledger.release(held.id)
+
+
+class Fill(Agent):
+    """Turn 1: a call; turn 2: (outside the sandbox, as a neighbouring run would) the host disk is filled;
+    turn 3: a call whose output the harness must record on the now-full disk."""
+
+    name = "neighbour-fills-disk"
+
+    def __init__(self, disk: str = "") -> None:
+        self.disk = Path(disk) if disk else None
+        self.turn = 0
+
+    def next_turn(self, messages):
+        self.turn += 1
+        if self.turn == 2 and self.disk is not None:
+            with open(self.disk / "neighbour.bin", "wb") as fh, __import__("contextlib").suppress(OSError):
+                while True:
+                    fh.write(b"\1" * (1 << 20))
+        if self.turn <= 3:
+            code = "echo " + "x" * 20000
+            return AgentTurn(f"step {self.turn}", [ToolCall(f"c{self.turn}", "execute_code",
+                                                            json.dumps({"language": "bash", "code": code}))])
+        return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
+
+
+def test_a_neighbour_filling_the_disk_is_not_the_agents_failure(reg, data_root, small_disk, ledger):
+    """The agent is confined to its reserved image; a host process fills the rest: infrastructure, not H-DISK."""
+    if bwrap_path() is None:
+        pytest.skip("needs bubblewrap (with plain processes the agent itself could have filled the disk)")
+    register_agent(reg, Fill)
+    runner = Run(RunOptions(DEMO, "lite", Fill.name, out=small_disk, data_root=data_root, workspace_quota_mb=32,
+                            agent_options={"disk": str(small_disk)}), reg)
+    result = runner.execute()
+    (small_disk / "neighbour.bin").unlink(missing_ok=True)
+    assert result.state == "infrastructure_failure", (result.state, result.error)
+    assert "another process on the host filled the disk" in (result.error or "")
+    assert "H-DISK" not in [c.code for c in result.error_codes]
+    assert ledger.entries() == []  # the run's promise ended with it

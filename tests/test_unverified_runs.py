@@ -1,0 +1,123 @@
+"""Runs that cannot produce a trusted score say so: `unverified` in result.json, the terminal and every report.
+
+A run without filesystem isolation (local-plain) can read the references, the block device and the harness's
+own code; a tripwire that cannot arm sees nothing. Such runs are marked, and leaderboards and code analyses
+leave them out unless `--include-unverified`. Everything here goes through the real runner.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import pytest
+from automedbench.cli import main
+from automedbench.runner import UNVERIFIED_PLAIN, Run, RunOptions
+from automedbench.sandboxes.local import bwrap_path
+from automedbench.testing import StepsAgent
+from click.testing import CliRunner
+from review_steps import DEMO, register_steps
+
+
+def _run(reg, out: Path, data_root: Path, sandbox: str, steps=None, **options):
+    register_steps(reg)
+    runner = Run(RunOptions(DEMO, "lite", StepsAgent.name, sandbox=sandbox, out=out, data_root=data_root,
+                            agent_options={"steps": steps or [["bash", "echo honest"]]}, workspace_quota_mb=0,
+                            require_isolation=False, **options), reg)
+    seen: list[dict] = []
+    runner.progress = seen.append
+    return runner.execute(), runner.run_dir, seen
+
+
+@pytest.fixture(scope="module")
+def two_runs(reg, data_root, tmp_path_factory):
+    """One honest run on local-plain and one on local (bubblewrap), in one folder."""
+    if bwrap_path() is None:
+        pytest.skip("bubblewrap (bwrap) not usable here")
+    out = tmp_path_factory.mktemp("unverified")
+    plain = _run(reg, out, data_root, "local-plain")
+    isolated = _run(reg, out, data_root, "local")
+    return out, plain, isolated
+
+
+def test_plain_runs_are_unverified_in_the_record_and_the_terminal(two_runs):
+    _, (plain, plain_dir, seen), (isolated, _, _) = two_runs
+    assert not plain.isolation.verified and UNVERIFIED_PLAIN in plain.isolation.unverified
+    assert '"verified": false' in (plain_dir / "result.json").read_text()
+    assert any(e["kind"] == "warning" and e["text"].startswith("UNVERIFIED") for e in seen)
+    assert isolated.isolation.verified and isolated.isolation.unverified == []
+    shown = CliRunner().invoke(main, ["show", str(plain_dir)])
+    assert shown.exit_code == 0 and "UNVERIFIED" in shown.output and "no filesystem isolation" in shown.output
+
+
+def test_leaderboard_and_codes_leave_unverified_runs_out(two_runs):
+    out, (_, plain_dir, _), (_, local_dir, _) = two_runs
+    board = CliRunner().invoke(main, ["leaderboard", str(out), "--json", str(out.parent / "board.json")])
+    assert board.exit_code == 0, board.output
+    import json
+
+    data = json.loads((out.parent / "board.json").read_text())
+    assert data["runs_used"] == 1 and data["excluded"].get("unverified") == 1, data
+    assert "--include-unverified" in board.output
+    both = CliRunner().invoke(main, ["leaderboard", str(out), "--include-unverified", "--json",
+                                     str(out.parent / "all.json")])
+    assert json.loads((out.parent / "all.json").read_text())["runs_used"] == 2, both.output
+    codes = CliRunner().invoke(main, ["codes", str(out), "--dry-run"])
+    assert codes.exit_code == 0, codes.output
+    assert f"{plain_dir.name}: " in codes.output and "left out (unverified" in codes.output
+    assert f"{local_dir.name}: " in codes.output
+
+
+def test_a_tripwire_that_cannot_arm_makes_a_plain_run_unverified(reg, data_root, tmp_path, monkeypatch):
+    """Inotify watches exhausted (by another run's process, say): nothing would see a read of the references."""
+    from automedbench import tripwire
+
+    def starved(self, root, max_paths=16384):
+        self.unwatched += 1
+        return 0
+
+    monkeypatch.setattr(tripwire.Tripwire, "watch_tree", starved)
+    plain, _, _ = _run(reg, tmp_path, data_root, "local-plain")
+    assert any(r.startswith("the tripwire could not arm") for r in plain.isolation.unverified)
+    if bwrap_path() is not None:  # with the references not mounted, the decoy tripwire is a detector only
+        isolated, _, _ = _run(reg, tmp_path, data_root, "local")
+        assert isolated.isolation.verified
+        assert any("inotify watch limit" in g for g in isolated.isolation.gaps)
+
+
+def test_a_change_to_the_harness_environment_is_recorded(reg, data_root, tmp_path):
+    """On local-plain the agent can write the harness's site-packages: the run says so."""
+    probe = Path(sysconfig.get_paths()["purelib"]) / "zz_amb_unverified_probe.py"
+    try:
+        plain, _, _ = _run(reg, tmp_path, data_root, "local-plain",
+                           steps=[["bash", f"echo 'x = 1' > {probe}"]])
+    finally:
+        probe.unlink(missing_ok=True)
+    assert any("Python environment changed" in r and "zz_amb_unverified_probe" in r
+               for r in plain.isolation.unverified), plain.isolation.unverified
+
+
+def test_frozen_files_changed_after_the_freeze_are_rejected(staged, tmp_path):
+    """The evaluator scores only bytes the manifest vouches for: a changed or added file rejects its case."""
+    from automedbench.evaluator import evaluate, frozen_changes
+    from automedbench.freeze import freeze
+    from automedbench.plugins import registry
+
+    outputs = tmp_path / "outputs"
+    for case in staged.case_ids[:2]:
+        (outputs / case).mkdir(parents=True)
+        for ref in (staged.private / case).iterdir():
+            (outputs / case / ref.name).write_bytes(b"not a volume")
+    manifest = freeze(outputs, tmp_path / "submission", submitted=True)
+    assert frozen_changes(tmp_path / "submission", manifest) == []
+    first, second = staged.case_ids[:2]
+    victim = next((tmp_path / "submission" / first).iterdir())
+    victim.write_bytes(b"changed")
+    (tmp_path / "submission" / second / "added.txt").write_text("late")
+    changed = frozen_changes(tmp_path / "submission", manifest)
+    assert sorted(changed) == sorted([f"{first}/{victim.name}", f"{second}/added.txt"])
+    track, task = registry().task(DEMO)
+    result = evaluate(track, task, staged, tmp_path / "submission", manifest)
+    reasons = {c.case_id: " ".join(c.reasons) for c in result.cases}
+    assert "changed after the freeze" in reasons[first] and "changed after the freeze" in reasons[second]
+    assert sorted(result.tampered) == sorted(changed)
