@@ -267,7 +267,7 @@ def observed_output(language: str, code: str, stdout: str) -> str:
     echoes = re.compile("|".join(re.escape(p) for p in pieces)) if pieces else None
     rests = echoes.sub(" ", "\n".join(lines)).split("\n") if echoes else lines
     kept = []
-    for line, rest in zip(lines, rests):
+    for line, rest in zip(lines, rests, strict=True):
         rest = " ".join(w for w in re.split(r"[\s,;:()\[\]{}'\"]+", rest) if w and w not in numbers)
         if re.search(r"[A-Za-z0-9]", rest):
             kept.append(line)
