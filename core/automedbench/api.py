@@ -48,7 +48,17 @@ from .rubric import (
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .trace import Trace
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
-from .untrusted import gunzip, loads_json, open_zip, parse_xml, read_zip_member, tar_member_ok
+from .untrusted import (
+    check_image,
+    check_pixels,
+    gunzip,
+    inside,
+    loads_json,
+    open_zip,
+    parse_xml,
+    read_zip_member,
+    tar_member_ok,
+)
 from .untrusted import read_bytes as read_download_bytes
 from .untrusted import read_text as read_download_text
 
@@ -98,12 +108,15 @@ __all__ = [
     "append_line_locked",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_image",
+    "check_pixels",
     "default_rubric",
     "did_you_mean",
     "fence_agent_text",
     "fold_grades",
     "gunzip",
     "hookimpl",
+    "inside",
     "ladder_stage",
     "loads_json",
     "mean_stage",

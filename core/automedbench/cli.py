@@ -16,12 +16,14 @@ from . import __version__, errors, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli, parse_kv
 from .plugins import registry
+from .terminal import SafeConsole, json_terminal_safe
 
 
 def _console(stderr: bool = False) -> Console:
     """A console that keeps tables readable when output is piped (rich defaults to 80 columns)."""
     probe = Console(stderr=stderr)
-    return Console(stderr=stderr, highlight=False, width=None if probe.is_terminal else 140)
+    # agent text (tool output, file names, codes) is printed through it: escape sequences shown, never sent
+    return SafeConsole(stderr=stderr, highlight=False, width=None if probe.is_terminal else 140)
 
 
 console = _console()
@@ -199,7 +201,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
 
     result = RunFolder.locate(run, Path(runs)).load_result()
     if as_json:
-        click.echo(dumps(result))
+        click.echo(json_terminal_safe(dumps(result)))
     else:
         render(result, console, items=items)
 

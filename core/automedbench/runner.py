@@ -216,9 +216,6 @@ class Run:
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
         runtime = st.runtime
-        runtime.wall_s = round(time.monotonic() - t0, 3)
-        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
-        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
                               st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
                               self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
@@ -226,6 +223,10 @@ class Run:
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
         self._run_finished(result)
+        # measured after the rubric and the post-run analysis (error-code detectors): their time is the harness's
+        result.runtime.wall_s = round(time.monotonic() - t0, 3)
+        result.runtime.harness_s = round(result.runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        result.runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.folder.result, result)
         self._release_workspace(keep=self.o.keep_workspace)

@@ -19,20 +19,60 @@ import re
 from functools import cached_property
 from typing import Any
 
-TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\w*(Error|Exception)\b", re.M)
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::|$)", re.M)
+
+# Agent output is matched only this far (each stream's tail); a call's code only its head.
+MAX_MATCHED = 64_000
+# Calls examined per trajectory: past this, the rest are left out and `Trace.note` says so.
+MAX_CALLS = 5_000
+
+
+def _same_line(first: str, then: str) -> str:
+    """`first`, later on the same line `then`, in linear time: `first.*then` retries `.*` from every
+    occurrence of `first` (quadratic on a line of repeats); the atomic group commits to the line's first."""
+    return rf"(?m:^(?>[^\n]*?{first})[^\n]*(?:{then}))"
+
 
 # Exceptions that mean "could not get data, model or environment" (E2) rather than a logic crash (E4).
 SETUP_PATTERNS = [
     r"ModuleNotFoundError", r"ImportError", r"No module named", r"command not found",
-    r"Could not find a version that satisfies", r"No matching distribution", r"pip.*(error|ERROR)",
+    r"Could not find a version that satisfies", r"No matching distribution", _same_line("pip", "error"),
     r"FileNotFoundError", r"No such file or directory", r"CUDA out of memory", r"OutOfMemoryError",
     r"CUDA error", r"no CUDA", r"ConnectionError", r"HTTPError", r"Temporary failure in name resolution",
-    r"401 Client Error|403 Client Error|404 Client Error", r"checkpoint|state_dict|weights.*(missing|not found)",
+    r"401 Client Error|403 Client Error|404 Client Error", r"checkpoint|state_dict",
+    _same_line("weights", "missing|not found"),
 ]
 SETUP = re.compile("|".join(SETUP_PATTERNS), re.I)
 # What checking an output looks like in code: shapes, value sets, ranges, counts, assertions.
 CHECKS = re.compile(r"\.shape|unique|\bassert\b|\.min\(|\.max\(|count_nonzero|\.sum\(|isin|allclose|isnan")
+
+
+def _stream(call: dict[str, Any], name: str) -> str:
+    text = call.get(name, "")
+    return text[-MAX_MATCHED:] if isinstance(text, str) else ""
+
+
+def code_head(call: dict[str, Any]) -> str:
+    """A call's code, cut to its first MAX_MATCHED characters (the code the agent sent may be megabytes)."""
+    code = call.get("code", "")
+    return code[:MAX_MATCHED] if isinstance(code, str) else ""
+
+
+def _well_typed(call: dict[str, Any]) -> dict[str, Any]:
+    """The call with every field the rules compare of the type they expect (a trajectory an agent could edit,
+    under `local-plain`, or a CLI agent's own log may hold anything): a wrong type reads as absent."""
+    bad = [n for n in ("code", "stdout", "stderr", "language", "call_id") if n in call and not isinstance(call[n], str)]
+    count = "cases_with_outputs" in call and type(call["cases_with_outputs"]) is not int
+    changed = call.get("changed_cases")
+    changed_bad = changed is not None and not (isinstance(changed, list) and all(isinstance(c, str) for c in changed))
+    if not (bad or count or changed_bad):
+        return call  # the same object: callers compare calls by identity
+    fixed = {**call, **{n: "" for n in bad}}
+    if count:
+        del fixed["cases_with_outputs"]
+    if changed_bad:
+        fixed["changed_cases"] = []
+    return fixed
 
 
 def is_batch(call: dict[str, Any]) -> bool:
@@ -56,8 +96,13 @@ class Trace:
 
     def __init__(self, events: list[dict[str, Any]], output_names: list[str] | None = None,
                  pilot_checks: list[dict[str, Any]] | None = None) -> None:
-        self.events = events
-        self.attempts = [e for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"]
+        self.events = events = [e for e in events if isinstance(e, dict)]
+        attempts = [_well_typed(e) for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"
+                    and type(e.get("turn")) is int]
+        # bounded whatever the trajectory holds: the calls past MAX_CALLS are not examined, and the note says so
+        self.note = (f"trajectory has {len(attempts)} execute_code calls: only the first {MAX_CALLS} were examined"
+                     if len(attempts) > MAX_CALLS else "")
+        self.attempts = attempts[:MAX_CALLS]
         self.calls = [e for e in self.attempts if "exit_code" in e]
         self.assistant = [e for e in events if e.get("type") == "assistant"]
         self.output_names = output_names or []
@@ -105,7 +150,8 @@ class Trace:
 
     @staticmethod
     def text(call: dict[str, Any]) -> str:
-        return f"{call.get('stdout', '')}\n{call.get('stderr', '')}"
+        """The call's output streams, each cut to its last MAX_MATCHED characters (what patterns see)."""
+        return f"{_stream(call, 'stdout')}\n{_stream(call, 'stderr')}"
 
     @staticmethod
     def failed(call: dict[str, Any]) -> bool:
@@ -115,7 +161,7 @@ class Trace:
         """The last exception type named in a failed call's output ('' if it failed without one)."""
         if not self.failed(call):
             return None
-        found = EXCEPTION_LINE.findall(call.get("stderr", "") or call.get("stdout", ""))
+        found = EXCEPTION_LINE.findall(_stream(call, "stderr") or _stream(call, "stdout"))
         return found[-1] if found else ("Timeout" if call.get("timed_out") else "")
 
     @cached_property
@@ -146,7 +192,7 @@ class Trace:
         refs = [re.escape(n) for n in self.output_names] + [r"outputs"]
         pattern = re.compile("|".join(refs))
         return [c for c in self.calls if not c.get("changed_cases") and self.outputs_before(c) > 0
-                and pattern.search(c.get("code", ""))]
+                and pattern.search(code_head(c))]
 
     def inspections(self) -> list[dict[str, Any]]:
         """Calls that looked at existing outputs without writing any (pilot checks, verification)."""
@@ -161,7 +207,7 @@ class Trace:
 
     def checked_pilots(self) -> list[dict[str, Any]]:
         """Pilots that wrote and whose own code also checks what they wrote (pilot and check in one call)."""
-        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(c.get("code", ""))]
+        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(code_head(c))]
 
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:

@@ -168,3 +168,122 @@ def read_zip_member(archive: zipfile.ZipFile, name: str, max_bytes: int = MAX_ME
     if len(data) > max_bytes:
         raise UserError(f"{archive.filename}: member {name!r} decompresses past {max_bytes} bytes")
     return data
+
+
+# ---------------------------------------------------------------- paths a list file or table names
+
+
+def inside(root: Path, relative: str | os.PathLike[str], origin: str = "") -> Path:
+    """`root / relative` for a path a download's list file or table names, refused with one line when it is
+    absolute, climbs out with `..`, or passes through a symlink (any component, the file itself included)."""
+    name = os.fspath(relative)
+    if not isinstance(name, str) or not member_name_ok(name.replace("\\", "/") if os.sep == "\\" else name):
+        raise UserError(f"{origin or root}: path {str(name)[:200]!r} leaves the download folder; refused")
+    path = root
+    for part in PurePosixPath(name).parts:
+        if part in ("", "."):
+            continue
+        path = path / part
+        if path.is_symlink():
+            raise UserError(f"{origin or root}: {str(name)[:200]!r} passes through a symlink ({path}); refused")
+    return path
+
+
+# ---------------------------------------------------------------- image headers, before any pixel is decoded
+
+MAX_IMAGE_PIXELS = 1 << 30  # voxels of one image: no dataset of these tracks comes near
+
+
+def max_image_bytes() -> int:
+    """Decoded bytes one image may take: a quarter of the memory available now (and never more than 8 GiB)."""
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        available = 8 << 30
+    return max(64 << 20, min(8 << 30, available // 4))
+
+
+def _mha_header(path: Path) -> tuple[list[int], int]:
+    """DimSize and bytes per element from a MetaImage header (the text before the pixel data)."""
+    sizes = {"MET_UCHAR": 1, "MET_CHAR": 1, "MET_USHORT": 2, "MET_SHORT": 2, "MET_UINT": 4, "MET_INT": 4,
+             "MET_FLOAT": 4, "MET_ULONG": 8, "MET_LONG": 8, "MET_DOUBLE": 8}
+    with open(path, "rb", buffering=0) as fh:
+        head = fh.read(1 << 16)
+    fields: dict[str, str] = {}
+    for line in head.split(b"\n"):
+        key, _, value = line.decode("latin-1").partition("=")
+        fields[key.strip()] = value.strip()
+        if key.strip() == "ElementDataFile":
+            break
+    dims = [int(v) for v in fields.get("DimSize", "").split()]
+    channels = int(fields.get("ElementNumberOfChannels", "1") or 1)
+    return [*dims, channels], sizes.get(fields.get("ElementType", ""), 8)
+
+
+def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
+    """(dimensions, bytes per element) of an image file read from its header only; ([], 0) for a format
+    this layer does not know (the caller's own reader then bounds it). `kind` ("dicom", "mha", ...) names
+    the format of a file whose name does not."""
+    name = f"x.{kind}" if kind else path.name.lower()
+    if name.endswith((".nii", ".nii.gz", ".img", ".hdr")):
+        import nibabel
+
+        header = nibabel.load(str(path)).header  # the header only: the data stays on disk
+        return [int(d) for d in header.get_data_shape()], int(header.get_data_dtype().itemsize)
+    if name.endswith((".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")):
+        from PIL import Image
+
+        with Image.open(path) as image:  # lazy: the header is read, no pixel yet
+            return [image.width, image.height, len(image.getbands())], 2 if image.mode.startswith("I;16") else (
+                4 if image.mode in ("I", "F") else 1)
+    if name.endswith((".dcm", ".dicom", ".ima")):
+        import pydicom
+
+        ds = pydicom.dcmread(str(path), stop_before_pixels=True)
+        dims = [int(ds.get("Rows", 0) or 0), int(ds.get("Columns", 0) or 0), int(ds.get("NumberOfFrames", 1) or 1),
+                int(ds.get("SamplesPerPixel", 1) or 1)]
+        return dims, max(1, int(ds.get("BitsAllocated", 16) or 16) // 8)
+    if name.endswith((".mha", ".mhd")):
+        return _mha_header(path)
+    if name.endswith(".npy"):
+        import numpy as np
+
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = reader(fh)  # the header only
+        return [int(d) for d in shape], int(dtype.itemsize)
+    return [], 0
+
+
+def check_image(path: Path, max_pixels: int = MAX_IMAGE_PIXELS, max_bytes: int | None = None,
+                kind: str = "") -> Path:
+    """`path` if its header declares an image small enough to decode (pixels and memory), else one line.
+
+    Checked before any decoding: a crafted header (a 100000 x 100000 PNG, a NIfTI declaring 10^12 voxels)
+    is refused here instead of exhausting memory while the stager decodes it."""
+    if path.is_symlink():
+        raise UserError(f"{path}: a symlink in the download; refused")
+    try:
+        dims, itemsize = image_shape(path, kind)
+    except UserError:
+        raise
+    except Exception as exc:  # a header the library cannot read: the file is corrupt or not an image
+        raise UserError(f"{path}: unreadable image header ({type(exc).__name__}: {str(exc)[:160]})") from None
+    check_pixels(dims, itemsize, str(path), max_pixels, max_bytes)
+    return path
+
+
+def check_pixels(dims: list[int], itemsize: int, origin: str, max_pixels: int = MAX_IMAGE_PIXELS,
+                 max_bytes: int | None = None) -> None:
+    """Refuse with one line an image whose declared dimensions exceed the pixel or memory bound."""
+    if any(d < 0 for d in dims):
+        raise UserError(f"{origin}: image header declares a negative size {dims}")
+    pixels = 1
+    for d in dims:
+        pixels *= d
+    limit = max_image_bytes() if max_bytes is None else max_bytes
+    if pixels > max_pixels or pixels * itemsize > limit:
+        raise UserError(f"{origin}: image header declares {'x'.join(map(str, dims))} ({pixels} values, "
+                        f"{pixels * itemsize} bytes decoded; limits {max_pixels} values, {limit} bytes); refused, "
+                        "not published")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..records import STAGES
+from ..terminal import csv_cell
 from .leaderboard import RATINGS, Leaderboard, flat_rows
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier"}
@@ -91,5 +92,5 @@ def to_csv(board: Leaderboard) -> str:
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in rows)  # no formula from agent text
     return buffer.getvalue()

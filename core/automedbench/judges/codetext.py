@@ -25,6 +25,8 @@ _HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _FSTRING_EXPR = re.compile(r"(?<!\{)\{([^{}]+)\}")
 _STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
 MAX_LITERALS = 500
+MAX_HEREDOCS = 200  # heredocs looked into per call; later ones are read as plain lines
+_RUNS = re.compile(r"(?:python3?|bash|sh)\s+(\S+)")  # the word after an interpreter: a script it runs
 
 
 # ------------------------------------------------------------------ python
@@ -190,15 +192,16 @@ def _bash_line(line: str, literals: list[str] | None) -> str:
 
 def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
     """(command line, heredoc body or '', language of body or '') in order."""
-    lines, out, i = code.split("\n"), [], 0
+    lines, out, i, seen = code.split("\n"), [], 0, 0
+    runs: set[str] | None = None
     while i < len(lines):
         line = lines[i]
-        found = _HEREDOC.search(line)
+        found = _HEREDOC.search(line) if seen < MAX_HEREDOCS else None
         if not found:
             out.append((line, "", ""))
             i += 1
             continue
-        delimiter, body = found.group(2), []
+        delimiter, body, seen = found.group(2), [], seen + 1
         i += 1
         while i < len(lines) and lines[i].strip() != delimiter:
             body.append(lines[i])
@@ -209,13 +212,18 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
         target = re.search(r">\s*([\w./-]+\.(py|sh))", line)
         if program in INTERPRETERS:
             language = INTERPRETERS[program]
-        elif target and re.search(rf"(python3?|bash|sh)\s+\S*{re.escape(target.group(1).rsplit('/', 1)[-1])}",
-                                  code):
+        elif target and _runs_script(runs := runs if runs is not None else set(_RUNS.findall(code)),
+                                     target.group(1).rsplit("/", 1)[-1]):
             language = "python" if target.group(2) == "py" else "bash"  # a script this call runs
         else:
             language = ""
         out.append((line, "\n".join(body), language))
     return out
+
+
+def _runs_script(runs: set[str], name: str) -> bool:
+    """Whether a word an interpreter runs names `name` (the set is found once per call, not per heredoc)."""
+    return any(name in word for word in runs)
 
 
 def bash_effective(code: str, literals: list[str] | None = None) -> str:
@@ -252,13 +260,14 @@ def observed_output(language: str, code: str, stdout: str) -> str:
     """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence)."""
     literals = code_literals(language, code)
     pieces = sorted({p.strip() for lit in literals for p in lit.splitlines() if len(p.strip()) >= 3},
-                    key=len, reverse=True)
+                    key=len, reverse=True)[:MAX_LITERALS]
     numbers = {lit for lit in literals if re.fullmatch(r"[\d.eE+-]+", lit)}
+    lines = (stdout or "").split("\n")
+    # one pass over the whole output (longest piece first at each place), not a pass per piece per line
+    echoes = re.compile("|".join(re.escape(p) for p in pieces)) if pieces else None
+    rests = echoes.sub(" ", "\n".join(lines)).split("\n") if echoes else lines
     kept = []
-    for line in (stdout or "").splitlines():
-        rest = line
-        for piece in pieces:
-            rest = rest.replace(piece, " ")
+    for line, rest in zip(lines, rests, strict=True):
         rest = " ".join(w for w in re.split(r"[\s,;:()\[\]{}'\"]+", rest) if w and w not in numbers)
         if re.search(r"[A-Za-z0-9]", rest):
             kept.append(line)

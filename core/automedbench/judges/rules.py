@@ -13,7 +13,7 @@ from typing import Any
 
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
-from ..trace import Trace
+from ..trace import Trace, code_head
 from .codetext import effective, observed_output
 from .planimage import read_plan_png
 
@@ -30,7 +30,10 @@ def _any(patterns: Iterable[str], text: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
 
-MAX_ANALYSED = 100_000
+MAX_ANALYSED = 100_000  # characters of one call's code (head) and stdout (tail) the rules analyse
+# All calls together: past this budget each further call is analysed only this far (`Evidence.note` says so).
+MAX_ANALYSED_TOTAL = 8_000_000
+MAX_ANALYSED_OVER = 2_000
 
 
 class Evidence:
@@ -51,13 +54,27 @@ class Evidence:
         self.batch_turn = trace.batch_turn
         self.pilot = trace.pilot
         self.failed_pilots = trace.failed_pilots
+        # how far each call is analysed, fixed up front in call order (the same verdict whatever asks first)
+        self._cap: dict[int, int] = {}
+        left, cut = MAX_ANALYSED_TOTAL, 0
+        for call in self.calls:
+            size = min(len(call.get("code", "")) + len(call.get("stdout", "")), 2 * MAX_ANALYSED)
+            self._cap[id(call)] = MAX_ANALYSED if size <= left else MAX_ANALYSED_OVER
+            cut += size > left
+            left = max(0, left - size)
+        notes = [trace.note] if trace.note else []
+        if cut:
+            notes.append(f"{cut} calls past the first {MAX_ANALYSED_TOTAL} characters analysed only "
+                         f"{MAX_ANALYSED_OVER} characters deep")
+        self.note = "; ".join(notes)
 
     def _split(self, call: dict[str, Any]) -> tuple[str, str]:
         key = id(call)
         if key not in self._text:
             # bounded: a call's code may be megabytes, and tokenizing is linear but not free
-            language, code = str(call.get("language", "")), str(call.get("code", ""))[:MAX_ANALYSED]
-            stdout = str(call.get("stdout", ""))[-MAX_ANALYSED:]
+            cap = self._cap.get(key, MAX_ANALYSED_OVER)
+            language, code = str(call.get("language", "")), str(call.get("code", ""))[:cap]
+            stdout = str(call.get("stdout", ""))[-cap:]
             self._text[key] = (effective(language, code), observed_output(language, code, stdout))
         return self._text[key]
 
@@ -79,7 +96,8 @@ class Evidence:
         return [c for c in self.calls if turn is None or c["turn"] < turn]
 
     def all_text(self) -> str:
-        parts = [a.get("content", "") for a in self.assistant] + [self.text(c) for c in self.calls]
+        parts = [str(a.get("content", ""))[:MAX_ANALYSED] for a in self.assistant[:len(self.calls) + 100]]
+        parts += [self.text(c) for c in self.calls]
         return "\n".join(parts)
 
 
@@ -100,6 +118,8 @@ class RulesJudge(Judge):
                                          "rules judge has no check for this item"))
                 continue
             value, rationale, turns = check(item, judge_input, ev)
+            if ev.note:  # bounded analysis of an outsized trajectory: the verdict says what it did not read
+                rationale += f" (note: {ev.note})"
             items.append(ItemVerdict(item.id, item.stage, item.description, value, "rules: " + rationale, turns))
         return JudgeVerdict(self.name, self.version, items)
 
@@ -163,7 +183,7 @@ class RulesJudge(Judge):
 
     @staticmethod
     def _turns_writing(ev: Evidence, name: str) -> list[int]:
-        return [c["turn"] for c in ev.ok() if name in c.get("code", "")][:3]
+        return [c["turn"] for c in ev.ok() if name in code_head(c)][:3]
 
     # ---------------------------------------------------------------- S2
 
@@ -187,7 +207,7 @@ class RulesJudge(Judge):
         inputs = [re.escape(f) for f in inp.task.input_files]
         pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
         for call in pool:
-            if not _any(inputs, call.get("code", "")):  # the file name may well sit in a string literal
+            if not _any(inputs, code_head(call)):  # the file name may well sit in a string literal
                 continue
             code = ev.code(call)
             matched = [p for p in patterns if re.search(p, code)]
@@ -244,7 +264,7 @@ class RulesJudge(Judge):
         patterns = item.hints.get("patterns", [])
         minimum = item.hints.get("minimum", 1) if patterns else 0
         where = item.hints.get("where", "code")
-        pool = [c for c in ev.ok() if not re.search(r"plan\.(md|png)", str(c.get("code", ""))[:MAX_ANALYSED])
+        pool = [c for c in ev.ok() if not re.search(r"plan\.(md|png)", code_head(c))
                 and (not item.hints.get("outputs") or c.get("cases_with_outputs", 0) > 0)]
         for call in pool:
             if not patterns:
@@ -339,7 +359,7 @@ class RulesJudge(Judge):
         end = ev.batch_turn
         out_refs = [re.escape(f) for f in inp.task.output_files] + [r"outputs"]
         return [c for c in ev.ok() if c["turn"] >= ev.pilot["turn"] and (end is None or c["turn"] < end)
-                and (c is ev.pilot or _any(out_refs, c.get("code", "")))]
+                and (c is ev.pilot or _any(out_refs, code_head(c)))]
 
     def _s3(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         if ev.pilot is None:
@@ -388,6 +408,8 @@ def ladder_values(item: RubricItem) -> dict[str, float]:
 CHECKS = ("plan_mentions", "code_uses", "plan_entrypoint", "pilot_first", "pilot_output", "pilot_same_entrypoint",
           "pilot_check", "pilot_rerun")
 
-ENTRYPOINT = r"[\w./-]+\.py\b|-m\s+[\w.]+"  # a script or module someone runs
+# a script or module someone runs; the look-behind starts a match only where a path starts (without it, a
+# long run of word characters with no ".py" is rescanned from each of its positions: quadratic)
+ENTRYPOINT = r"(?<![\w./-])[\w./-]+\.py\b|-m\s+[\w.]+"
 
 GENERIC_ENV = [r"pip install", r"\bvenv\b", r"__version__", r"importlib\.metadata", r"import \w+"]

@@ -26,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError, loads_json, parse_xml, read_download_text
+from automedbench.api import (
+    StagedData,
+    TaskSpec,
+    UserError,
+    check_image,
+    check_pixels,
+    loads_json,
+    parse_xml,
+    read_download_text,
+)
 from PIL import Image
 
 from .staged import GTBox, clip_box, incoming, install, neutral_ids, png_bytes, write_case
@@ -63,7 +72,9 @@ def to_uint8(pixels: np.ndarray) -> np.ndarray:
 
 
 def read_image(path: Path) -> np.ndarray:
-    """An image file as uint8 pixels at its original size; DICOM needs pydicom (MONOCHROME1 inverted)."""
+    """An image file as uint8 pixels at its original size; DICOM needs pydicom (MONOCHROME1 inverted).
+    The header is checked first: an image declaring more pixels than memory allows is refused undecoded."""
+    check_image(path)
     if path.suffix.lower() in (".dicom", ".dcm"):
         try:
             import pydicom
@@ -280,6 +291,7 @@ def _yolo_boxes(path: Path, names: list[str], keep: dict[str, str], image: Path)
         return []
     with Image.open(image) as img:
         width, height = img.size
+    check_pixels([width, height], 1, str(image))
     out: list[GTBox] = []
     for parts in lines:
         values = [_float(v) for v in parts[:5]]

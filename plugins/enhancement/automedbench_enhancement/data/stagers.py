@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError
+from automedbench.api import StagedData, TaskSpec, UserError, check_image, check_pixels
 
 from .. import contract
 from . import degrade
@@ -83,6 +83,7 @@ def _image_cell(cell: Any, column: str, where: str) -> np.ndarray:
 
     if isinstance(cell, dict) and cell.get("bytes"):
         image = Image.open(io.BytesIO(cell["bytes"]))
+        check_pixels([image.width, image.height, len(image.getbands())], 2, where)  # before any pixel is decoded
         if image.mode in ("L", "P", "RGB", "RGBA", "LA"):
             raise UserError(f"{where}: column {column} holds {image.mode} (8-bit) images, which cannot be mapped "
                             "back to HU; stage a release with 16-bit images")
@@ -142,7 +143,7 @@ def _instance(path: Path) -> int:
 def _hu(path: Path) -> tuple[np.ndarray, float]:
     import pydicom
 
-    ds = pydicom.dcmread(path)
+    ds = pydicom.dcmread(check_image(Path(path), kind="dicom"))  # rows x columns x frames checked first
     hu = ds.pixel_array.astype(np.float64) * float(ds.get("RescaleSlope", 1) or 1) + float(
         ds.get("RescaleIntercept", 0) or 0)
     return hu, float(ds.PixelSpacing[0])

@@ -27,7 +27,9 @@ from automedbench.api import (
     StagedData,
     TaskSpec,
     UserError,
+    check_image,
     gunzip,
+    inside,
     loads_json,
     parse_xml,
     read_download_bytes,
@@ -67,7 +69,8 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
 
 
 def _read_image(path: Path) -> bytes:
-    return read_download_bytes(path, MAX_IMAGE_BYTES)
+    """An image's bytes, published only if its header declares a size this machine can decode."""
+    return read_download_bytes(check_image(path), MAX_IMAGE_BYTES)
 
 
 def _text(path: Path) -> str:
@@ -116,9 +119,9 @@ def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[
             studies.setdefault((row["subject_id"], row["study_id"]), []).append(row["dicom_id"])
     for (subject, study), dicoms in sorted(studies.items()):
         folder = f"files/p{subject[:2]}/p{subject}/s{study}"
-        images = [source / folder / f"{d}.jpg" for d in sorted(dicoms)]
+        images = [inside(source, f"{folder}/{d}.jpg", str(split)) for d in sorted(dicoms)]
         images = [p for p in images if p.is_file()]
-        texts = (source / f"{folder}.txt", source / "reports" / f"{folder}.txt")
+        texts = (inside(source, f"{folder}.txt", str(split)), inside(source, f"reports/{folder}.txt", str(split)))
         report = next((p for p in texts if p.is_file()), None)
         if not images or report is None:
             continue
@@ -135,7 +138,8 @@ def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
     if annotation is not None:
         data = loads_json(_text(annotation), str(annotation))
         for entry in data.get(str(params.get("split", "test")), []):
-            images = [annotation.parent / "images" / p for p in entry.get("image_path", [])]
+            folder = annotation.parent / "images"
+            images = [inside(folder, str(p), str(annotation)) for p in entry.get("image_path", [])]
             text = " ".join(str(entry.get("report", "")).split())
             if text and images and all(p.is_file() for p in images):
                 yield str(entry.get("id", "")), images, f"FINDINGS: {text}"
@@ -178,8 +182,8 @@ def chexpert_plus(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, l
 def _chexpert_image(source: Path, relative: str) -> Path | None:
     if not _inside(relative):
         return None
-    for candidate in (source / relative, source / "PNG" / Path(relative).with_suffix(".png"),
-                      source / Path(relative).with_suffix(".png")):
+    for candidate in (inside(source, relative), inside(source, str(Path("PNG") / Path(relative).with_suffix(".png"))),
+                      inside(source, str(Path(relative).with_suffix(".png")))):
         if candidate.is_file():
             return candidate
     return None
@@ -203,7 +207,7 @@ def pathcap(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
         pairs = list(data.items()) if isinstance(data, dict) else [
             (str(e.get("image", "")), str(e.get("caption", ""))) for e in data if isinstance(e, dict)]
     for image, caption in pairs:
-        file = source / image
+        file = inside(source, str(image), str(path)) if _inside(str(image)) else source / "-"
         text = " ".join(str(caption).split())
-        if _inside(image) and file.suffix.lower() in IMAGE_SUFFIXES and file.is_file() and len(text) >= 3:
+        if _inside(str(image)) and file.suffix.lower() in IMAGE_SUFFIXES and file.is_file() and len(text) >= 3:
             yield image, [file], text

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nibabel as nib
 import numpy as np
-from automedbench.api import UserError
+from automedbench.api import UserError, check_image
 
 from .layouts import SourceCase, _natural, _visible
 
@@ -44,6 +44,7 @@ def itk_affine(spacing, origin, direction) -> np.ndarray:
 def read_mha(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(voxels in NIfTI i, j, k order, RAS affine) of a 3-D scalar MetaImage."""
     sitk = _sitk()
+    check_image(path, kind="mha")  # DimSize from the header before SimpleITK allocates the voxels
     try:
         image = sitk.ReadImage(str(path))
     except RuntimeError as exc:

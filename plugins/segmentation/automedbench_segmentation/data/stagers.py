@@ -20,7 +20,7 @@ from typing import Any
 
 import nibabel as nib
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError
+from automedbench.api import StagedData, TaskSpec, UserError, check_image, inside
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -36,7 +36,7 @@ AFFINE_TOL_MM = 1e-2
 
 def load_label_volume(path: Path) -> np.ndarray:
     """An integer label volume as uint8; refuses fractional, negative or > 255 values."""
-    data = np.asanyarray(nib.load(str(path)).dataobj)
+    data = np.asanyarray(nib.load(str(check_image(path))).dataobj)  # header checked before the voxels
     if data.dtype.kind == "f":
         rounded = np.rint(data)
         if not np.array_equal(rounded, data):
@@ -160,7 +160,7 @@ def _skipped_summary(skipped: list[tuple[str, str]]) -> str:
 def _qualify(task: TaskSpec, case: SourceCase):
     """(image header, references, facts, '') for a usable case, or a reason it is skipped."""
     try:
-        image = nib.load(str(case.image))
+        image = nib.load(str(check_image(case.image)))  # a header declaring more voxels than memory: refused
         if image.ndim != 3:
             return image, {}, {}, f"image is {image.ndim}-D, expected 3-D"
         reason = _grid_problem(image, case)
@@ -203,6 +203,16 @@ def _readable(task: TaskSpec, case: SourceCase, scratch: Path) -> SourceCase:
         return SourceCase(case.source_id, case.image, case.references, str(exc))
 
 
+def _in_download(source: Path, case: SourceCase) -> None:
+    """Refuse (one line) a case file that is not under the download folder or reaches it through a symlink."""
+    for path in [case.image, *case.references.values()]:
+        try:
+            relative = Path(path).relative_to(source)
+        except ValueError:
+            raise UserError(f"{source}: case {case.source_id} names {path}, outside the download; refused") from None
+        inside(source, str(relative), f"{source}: case {case.source_id}")
+
+
 def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None = None) -> StagedData:
     params = task.params
     cases = layouts.finder(params["stager"], params)(source)
@@ -230,6 +240,7 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                 if case.problem:
                     skipped.append((case.source_id, case.problem))
                     continue
+                _in_download(source, case)
                 readable = _readable(task, case, incoming / ".converted")
                 if readable.problem:
                     skipped.append((case.source_id, readable.problem))

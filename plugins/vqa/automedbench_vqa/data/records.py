@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
+from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text, check_pixels
 from PIL import Image
 
 from ..contract import ANSWER_FILE, QUESTION_FILE, read_json_object
@@ -38,10 +38,12 @@ def image_extension(data: bytes, origin: str) -> str:
     """The file extension for encoded image bytes; a clear error when they are not an image."""
     try:
         with Image.open(io.BytesIO(data)) as image:
+            dims = [image.width, image.height, len(image.getbands())]
             image.verify()
             fmt = (image.format or "").lower()
     except Exception as exc:
         raise UserError(f"{origin}: not a readable image ({type(exc).__name__})") from None
+    check_pixels(dims, 1, origin)  # a pixel bomb is refused here, never published to the agent
     return {"jpeg": "jpg", "mpo": "jpg"}.get(fmt, fmt or "img")
 
 

@@ -23,6 +23,7 @@ from automedbench.api import (
     StagedData,
     TaskSpec,
     UserError,
+    inside,
     loads_json,
     open_zip,
     read_download_bytes,
@@ -67,8 +68,8 @@ class ImageStore:
             if member is None:
                 raise UserError(f"question {qid}: image {name} not in {self.folder}.zip")
             return read_zip_member(self.zip, member, MAX_IMAGE_BYTES)
-        path = self.directory / name
-        if name.startswith("/") or ".." in Path(name).parts or not path.is_file():
+        path = inside(self.directory, name, f"question {qid}")
+        if not path.is_file():
             raise UserError(f"question {qid}: image {path} not found")
         return read_download_bytes(path, MAX_IMAGE_BYTES)
 
@@ -99,9 +100,9 @@ def _image_bytes(value: Any, source: Path, qid: str) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value)
     if isinstance(value, str) and value:
-        path = source / value
+        path = inside(source, value, f"question {qid}")  # no absolute path, no "..", no symlink
         if path.is_file():
-            return path.read_bytes()
+            return read_download_bytes(path, MAX_IMAGE_BYTES)
         raise UserError(f"question {qid}: image {value} not found under {source}")
     raise UserError(f"question {qid}: no image data")
 
