@@ -292,7 +292,9 @@ class PackagedTrack(Track):
 
     def trivial_baselines(self) -> dict[str, str]:
         module = self.part(self.baseline_module) if self.baseline_module else None
-        return dict(module.TRIVIAL) if module is not None and hasattr(module, "TRIVIAL") else super().trivial_baselines()
+        if module is not None and hasattr(module, "TRIVIAL"):
+            return dict(module.TRIVIAL)
+        return super().trivial_baselines()
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         if not self.baseline_module:

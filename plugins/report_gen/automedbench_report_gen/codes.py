@@ -27,7 +27,8 @@ def templated(components: dict) -> bool:
     """Most reports are one template (compared by word overlap, so one extra word per case cannot escape)
     while the references are not: the E3 code and report generation's rating cap read the same fact."""
     share = components.get("template_share")
-    return share is not None and share >= TEMPLATE_SHARE and components.get("reference_template_share", 0) < TEMPLATE_SHARE
+    cohort = components.get("reference_template_share", 0)
+    return share is not None and share >= TEMPLATE_SHARE and cohort < TEMPLATE_SHARE
 
 
 class ReportDetector(Detector):

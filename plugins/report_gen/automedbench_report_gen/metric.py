@@ -16,8 +16,8 @@ from typing import Any
 from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract, grader, nlg
-from .codes import templated
 from .clinical import ClinicalScorer, make_scorer
+from .codes import templated
 from .labeler import label_text
 from .text import has_impression_only, largest_template_group, mlrg_preprocess, scored_text
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from automedbench_report_gen import contract
-from automedbench_report_gen.track import ReportTrack
 from automedbench_report_gen.text import has_impression_only, mlrg_preprocess, scored_text, sections
+from automedbench_report_gen.track import ReportTrack
 
 GOOD = "FINDINGS: The heart size is normal. The lungs are clear.\n\nIMPRESSION: Normal chest.\n"
 

@@ -126,7 +126,8 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         "placeholders": float(kinds.count("placeholder")),
     }
     comps |= by_kind
-    comps |= {"answer_repeat_share": repeat_share(rows, "answer_key"), "gold_repeat_share": repeat_share(rows, "gold_key")}
+    comps |= {"answer_repeat_share": repeat_share(rows, "answer_key"),
+              "gold_repeat_share": repeat_share(rows, "gold_key")}
     if state.judge is not None:
         comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
     comps |= by_group
