@@ -5,7 +5,8 @@ S1 has 11 checks (plan.png, its match with the plan, and the candidate compariso
 *credited* at Lite, the paper's rule in every track, once the agent passed a graded S1 item), S2 has 7,
 S3 has 7 (the last, "rerun after a failed pilot", applies only when a single-case pilot failed:
 `applies_if="pilot_failed"`). Each item carries the rule hint the rules judge grades it by (`rule` names
-a generic or built-in check); the LLM judge reads the same items' wording and levels. The result stores this declaration.
+a generic or built-in check); the LLM judge reads the same items' wording and levels.
+The result stores this declaration.
 """
 
 from __future__ import annotations
