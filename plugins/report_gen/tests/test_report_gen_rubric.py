@@ -116,7 +116,8 @@ def test_mlrg_offline_is_rated_on_its_own_bands(task_id):
 
     track, task = registry().task(task_id)
     offline = track.rating_thresholds(task, MetricBlock("mlrg-offline", 0.7, 0.7))
-    assert (offline.good, offline.okay) == (0.80, 0.60) and offline.min_valid == task.rating.min_valid
+    # B from 0.75: above the nearest-template baseline (0.64-0.69 on demo stagings), issue 22
+    assert (offline.good, offline.okay) == (0.80, 0.75) and offline.min_valid == task.rating.min_valid
     real = track.rating_thresholds(task, MetricBlock("mlrg-7", 0.7, 0.7))
     assert (real.good, real.okay) == (0.80, 0.55) and real == task.rating  # the original's MLRG-7 bands
 
