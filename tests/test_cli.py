@@ -133,3 +133,14 @@ def test_every_option_explains_itself(cli):
         metavar = r"(?: (?:[A-Z][A-Z_=.,-]*|\[[a-z|]+\]))*"  # TEXT, KEY=VALUE, INTEGER RANGE, [a|b]
         bare = [o for o in options if re.search(rf"^\s+{o}{metavar}\s*(?:\[[^\]]*\])?\s*$", text, re.M)]
         assert not bare, f"{command}: options without help: {bare}"
+
+
+def test_validate_task_on_missing_or_unstaged_data_is_one_line_exit_2(cli, tmp_path):
+    """As `run` and `evaluate`: a real task not staged under the data root (missing or present) is a user error."""
+    for root in (tmp_path / "nowhere", tmp_path):
+        result = cli("validate-task", "segmentation/kidney", "--data-root", str(root))
+        assert result.exit_code == 2, result.output
+        assert result.output.count("\n") == 1 and "error:" in result.output
+        assert "does not exist" in result.output or "not staged" in result.output
+        run = cli("evaluate", "--task", "segmentation/kidney", "--baseline", "empty", "--data-root", str(root))
+        assert run.exit_code == 2 and run.output.splitlines()[0] == result.output.splitlines()[0]

@@ -95,8 +95,14 @@ def test_lite_auto_pass_and_requires():
     s1 = scoring.judged_stages(resolve(rubric, "lite", []), verdict, "lite")[0]
     values = {i.id: i.value for i in s1.items}
     assert values["s1a_plan_md"] == 0 and values["s1b_plan_pipeline"] == 0 and values["s1c_task_model"] == 0
+    # one rule in every track: Lite's credited items count only once a graded S1 item passed (no plan, no credit)
+    assert values["s1d_researched_3"] == values["s1e_plan_png"] == values["s1f_plot_pipeline"] == 0.0
+    assert s1.score == 0.0
+    verdict.items[0].value = 1.0  # a plan: the credited items count again
+    s1 = scoring.judged_stages(resolve(rubric, "lite", []), verdict, "lite")[0]
+    values = {i.id: i.value for i in s1.items}
     assert values["s1d_researched_3"] == values["s1e_plan_png"] == values["s1f_plot_pipeline"] == 1.0
-    assert s1.score == 0.5
+    assert s1.score == 1.0
     s1_std = scoring.judged_stages(resolve(rubric, "standard", []), verdict, "standard")[0]
     assert not any(i.auto for i in s1_std.items)
 
@@ -144,3 +150,16 @@ def test_rating_floor_below_c_is_f():
     ev = evaluation(4, 4, strict=0.69)
     assert "below the C floor" in scoring.rate(ev, ev.metric, th, False)[1]
     assert scoring.rate(ev, ev.metric, RatingThresholds(0.9, 0.8), False)[0] == "C"  # no floor: C as before
+
+
+def test_no_positive_evidence_rates_f_and_a_cap_holds_at_c():
+    th = RatingThresholds(good=0.7, okay=0.3)
+    ev = evaluation(4, 4, strict=0.9)
+    assert scoring.rate(ev, ev.metric, th, False, positive_cases=1)[0] == "A"
+    letter, reason = scoring.rate(ev, ev.metric, th, False, positive_cases=0)
+    assert letter == "F" and "positive metric evidence" in reason
+    letter, reason = scoring.rate(ev, ev.metric, th, False, positive_cases=2, cap="gaming")
+    assert letter == "C" and "held at C: gaming" in reason
+    low = evaluation(4, 4, strict=0.1)  # a cap never raises a C, and below B it changes nothing
+    assert scoring.rate(low, low.metric, th, False, positive_cases=2, cap="gaming") == scoring.rate(
+        low, low.metric, th, False, positive_cases=2)

@@ -98,7 +98,8 @@ def test_noop_scores_near_zero(run_agent):
     result, _ = run_agent("noop")
     s = scores(result)
     assert s["S2"] == 0.0 and s["S3"] == 0.0 and s["S4"] == 0.0 and s["S5"] == 0.0
-    assert result.aggregate.overall < 0.1
+    # one rule in every track: no plan, so Lite's credited S1 items do not count either (was 0.0625)
+    assert s["S1"] == 0.0 and result.aggregate.overall == 0.0 and result.aggregate.rating == "F"
 
 
 def test_malformed_arguments_are_reported_back_and_run_continues(run_agent):

@@ -83,6 +83,13 @@ def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier:
                     found.rationale += f" (forced 0: {item.requires} failed)"
             items.append(ItemVerdict(item.id, stage, item.description, value, found.rationale,
                                      found.evidence_turns, found.auto))
+        # One rule for every track: a tier's auto-passed items are credited only when the agent earned at
+        # least one graded item of the same stage (the paper credits Lite's research items to a plan, not
+        # to nothing: a do-nothing agent scores 0 here in every track).
+        earned = any(i.value for i in items if i.state == "graded")
+        for i in items:
+            if i.state == "auto-pass" and not earned and any(x.state == "graded" for x in items):
+                i.value, i.rationale = 0.0, i.rationale + " (not credited: no graded item of this stage passed)"
         counted = [i.value for i in items if i.state in ("graded", "auto-pass")]
         score = None if any(v is None for v in counted) or not counted else round(sum(counted) / len(counted), 4)
         rule = rubric.stage_rule(stage).text if resolved is not None else DEFAULT_RULES[stage]
@@ -137,7 +144,10 @@ def truncate(value: float, places: int = 3) -> str:
 
 
 def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: RatingThresholds,
-         breached: bool) -> tuple[str, str]:
+         breached: bool, positive_cases: int | None = None, cap: str | None = None) -> tuple[str, str]:
+    """The letter and its reason. One rule in every track: F when the submission is missing, invalid or
+    shows no positive evidence in any case (an empty or do-nothing output: `positive_cases` 0); a track's
+    `cap` (a gaming pattern its components expose) holds an A or B down to C."""
     if breached:
         return "F", "isolation breach"
     if evaluation is None or metric is None:
@@ -151,7 +161,11 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
     if evaluation.valid_cases < need or evaluation.valid_cases == 0:
         bad = expected - evaluation.valid_cases
         return "F", f"invalid: {bad} case(s) missing or failing the output checker"
+    if positive_cases == 0:
+        return "F", "no case shows positive metric evidence (an empty or trivial output)"
     value = metric.value  # unrounded: 0.39995 is below 0.40; the reason shows it truncated, never rounded up
+    if value >= thresholds.okay and cap:
+        return "C", f"task {truncate(value)} held at C: {cap}"
     if value >= thresholds.good:
         return "A", f"task {truncate(value)} >= {thresholds.good} (good)"
     if value >= thresholds.okay:
@@ -233,14 +247,15 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         stages += judged_stages(None, None, tier)
         for stage in stages:
             stage.rule = "not graded: no agent run"
+    positive = positive_cases(track, task, evaluation) if evaluation is not None else None
     if evaluation is not None:
-        stages += deterministic_stages(evaluation, positive_cases(track, task, evaluation),
-                                       track.positive_evidence(task), manifest.submitted)
+        stages += deterministic_stages(evaluation, positive or 0, track.positive_evidence(task), manifest.submitted)
     if state in ("infrastructure_failure", "cancelled"):
         stages, metric = [], None
     if isolation.breached:
         stages, metric = zero_for_breach(stages, metric)
-    rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached)
+    cap = track.rating_cap(task, metric) if metric is not None else None
+    rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached, positive, cap)
     agg = aggregate(stages, metric, rating) if stages else Aggregate(
         None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), RULE)
     if isolation.breached:

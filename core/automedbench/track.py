@@ -129,6 +129,16 @@ class Track(ABC):
         metric (named in `metric.name`) on bands measured for it."""
         return task.rating
 
+    def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """Why this Task, whatever its value, rates no better than C (a gaming pattern the metric rewards and
+        a component exposes, e.g. boxes repeated under every class); None: rated on the bands alone."""
+        return None
+
+    def trivial_baselines(self) -> dict[str, str]:
+        """The baselines (of `baselines()`) that a task's bands must hold below B: trivial or gaming
+        submissions. Name -> what it games. Every track offers `empty` and `constant`."""
+        return {"empty": "an empty output for every case", "constant": "one fixed output for every case"}
+
     def positive_evidence(self, task: TaskSpec) -> str:
         """What counts as positive metric evidence in one scored case, in words (S5's first half)."""
         return "a valid, scored case"
@@ -223,7 +233,7 @@ class PackagedTrack(Track):
     evaluation_class: str = ""  # a TaskEvaluation subclass, made with (task, staged, options)
     demo_solution: str = ""  # (task, tier, data_dir, workspace) -> ScriptedSolution, for demo tasks only
     demo_solution_scope: str = "the generated demo"  # what the scripted solution covers, for the refusal
-    baseline_module: str = ""  # a module with BASELINES (name -> description) and write_baseline(...)
+    baseline_module: str = ""  # a module with BASELINES (name -> description), write_baseline(...), optional TRIVIAL
 
     def __init__(self) -> None:
         from .taskfile import load_task_dir
@@ -279,6 +289,12 @@ class PackagedTrack(Track):
 
     def baselines(self) -> dict[str, str]:
         return dict(self.part(self.baseline_module).BASELINES) if self.baseline_module else {}
+
+    def trivial_baselines(self) -> dict[str, str]:
+        module = self.part(self.baseline_module) if self.baseline_module else None
+        if module is not None and hasattr(module, "TRIVIAL"):
+            return dict(module.TRIVIAL)
+        return super().trivial_baselines()
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         if not self.baseline_module:

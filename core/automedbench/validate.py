@@ -27,9 +27,10 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
         console.print(f"{mark} {what}" + (f" — {detail}" if detail else ""))
 
     track, task = reg.task(task_id)
+    # a missing data root or an unstaged real task is a user error (exit 2, one line), as for `run`
+    staged = staging.ensure(track, task, data_root)
     check(True, f"task file parses: {task.id} ({task.case_count} cases, tiers {', '.join(task.tiers)})")
     try:
-        staged = staging.ensure(track, task, data_root)
         check(len(staged.case_ids) == task.case_count, "staged case count matches the task file",
               f"{len(staged.case_ids)} staged, {task.case_count} declared")
         leaked = sorted(p.name for p in staged.public.rglob("*") if p.is_file()
@@ -54,6 +55,7 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
     check(not problems, "rubric declaration is sound", "; ".join(problems) or
           f"{len(rubric.items)} items, " + ", ".join(f"{r.stage} {r.text}" for r in rubric.stages))
     baselines = track.baselines()
+    trivial = track.trivial_baselines()
     with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
         for name in baselines:
             try:
@@ -63,12 +65,15 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
                 if name == "perfect":
                     check(strict == 1.0 and result.aggregate.rating == "A", "perfect baseline scores 1.0 / A",
                           f"strict {shown}, rating {result.aggregate.rating}")
-                elif name == "empty":
-                    check((strict or 0.0) < 0.5, "empty baseline scores low", f"strict {shown}")
+                elif name in trivial:
+                    letter = result.aggregate.rating
+                    check(letter not in ("A", "B"), f"trivial baseline {name} rates below B",
+                          f"strict {shown}, rating {letter}")
                 else:
                     check(result.task is not None, f"baseline {name} evaluates", f"strict {shown}")
             except Exception as exc:
                 check(False, f"baseline {name}", str(exc))
-    check("perfect" in baselines, "track offers a perfect baseline")
+    missing = [n for n in ("perfect", "empty", "constant", *trivial) if n not in baselines]
+    check(not missing, "track offers perfect, empty, constant and its trivial baselines", ", ".join(missing))
     console.print(f"{'[green]valid[/]' if not failures else f'[red]{failures} problem(s)[/]'}: {task_id}")
     return failures == 0

@@ -22,6 +22,7 @@ from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation,
 from . import contract
 from .average_precision import Boxes, mean_average_precision
 from .data.staged import read_truth
+from .hedging import cap_per_image, cross_class_duplicates
 
 
 def task_classes(task: TaskSpec) -> tuple[list[str], str | None]:
@@ -100,6 +101,7 @@ class DetectionEvaluation(TaskEvaluation):
         micro = micro_prf(int(np.sum(tp & confident)), int(np.sum(confident)), len(gt))
         components.update({f"micro_{k}": v for k, v in micro.items()})
         components.update(self._diagnostics(det, gt, order, sizes))
+        components.update(self._hedging(det, gt, n_cls))
         components.update({"gt_boxes": float(len(gt)), "predicted_boxes": float(len(det)),
                            "iou_threshold": self.iou, "score_threshold": self.score_threshold})
         per_case = self._per_case(order, det, gt, tp & confident, confident)
@@ -121,6 +123,20 @@ class DetectionEvaluation(TaskEvaluation):
                          "tp_at_threshold": int(tp[k]), "fp_at_threshold": int(pred[k] - tp[k]),
                          "fn_at_threshold": int(truth[k] - tp[k])})
         return rows
+
+    def _hedging(self, det: Boxes, gt: Boxes, n_cls: int) -> dict[str, float]:
+        """Class hedging made visible (the Task keeps the paper's uncapped mAP): the share of boxes that
+        repeat another class's box, and mAP with COCO's 100-boxes-per-image cap."""
+        duplicates = cross_class_duplicates(det)
+        capped = cap_per_image(det)
+        if self.task_class:
+            capped_value = mean_average_precision(_one_class(capped), _one_class(gt), 1, self.iou).mean
+        else:
+            capped_ap = mean_average_precision(capped, gt, n_cls, self.iou).per_class[: len(self.classes)]
+            capped_value = float(np.nanmean(capped_ap)) if np.any(~np.isnan(capped_ap)) else 0.0
+        return {"cross_class_duplicates": float(duplicates),
+                "cross_class_duplicate_share": round(duplicates / len(det), 4) if len(det) else 0.0,
+                "map_max100": 0.0 if np.isnan(capped_value) else float(capped_value)}
 
     def _diagnostics(self, det: Boxes, gt: Boxes, order: list[str], sizes: list[tuple[int, int]]) -> dict:
         """Facts for the error-code detectors: boxes inside [0, 1] (normalised, not pixels) and how many

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import CaseVerdict, PackagedTrack, Rubric, TaskSpec
+from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, TaskSpec
 
 HERE = Path(__file__).parent
 
@@ -33,6 +33,15 @@ class DetectionTrack(PackagedTrack):
         from .rubric import detection_rubric
 
         return detection_rubric()
+
+    def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        from .hedging import HEDGED_SHARE
+
+        share = metric.components.get("cross_class_duplicate_share") or 0.0
+        if share >= HEDGED_SHARE:
+            return (f"{share:.0%} of the boxes repeat a higher-scored box of another class (class hedging; "
+                    f"the cap is {HEDGED_SHARE:.0%})")
+        return None
 
     def positive_evidence(self, task: TaskSpec) -> str:
         return "a true positive (a confident box matching a reference box at IoU >= 0.5) in a case"

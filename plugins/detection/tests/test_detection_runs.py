@@ -124,7 +124,7 @@ def evaluate(tmp_path, data_root, writer=None, baseline=None):
 
 
 @pytest.mark.parametrize(("name", "low", "high"), [("perfect", 1.0, 1.0), ("empty", 0.0, 0.0),
-                                                   ("full-image", 0.0, 0.05), ("classical", 0.8, 1.0)])
+                                                   ("constant", 0.0, 0.05), ("classical", 0.8, 1.0)])
 def test_baselines(tmp_path, amb_data_root, name, low, high):
     result = evaluate(tmp_path, amb_data_root, baseline=name)
     assert low <= result.task.strict <= high

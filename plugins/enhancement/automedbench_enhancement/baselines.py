@@ -33,6 +33,16 @@ BASELINES: dict[str, str] = {
     "tv": "scikit-image total-variation denoising (Chambolle; SR: then bicubic)",
     "bicubic": "bicubic interpolation to the output grid (LDCT: the identity)",
     "zero-filled": "zero-filled k-space to the output grid (LDCT: the identity)",
+    "empty": "an all-zero image (LDCT: the window's low end, air) for every case",
+    "constant": "the input's mean value everywhere (no structure)",
+    "identity-noise": "the input copied with 1 unit of Gaussian noise (LDCT: 1 HU; SR: 0.0005) added",
+}
+# Trivial and gaming submissions the bands must hold below B (checked on every demo by the tests).
+TRIVIAL: dict[str, str] = {
+    "empty": "nothing restored",
+    "constant": "one value everywhere",
+    "identity": "the input copied (SR: pixel repetition)",
+    "identity-noise": "the input copied with noise that escapes an exact-copy check",
 }
 CLASSICAL = ("identity", "gaussian", "nlm", "tv", "bicubic", "zero-filled")
 BAND_A, BAND_B, BAND_C = 0.02, -0.02, -0.05
@@ -82,6 +92,8 @@ def _bicubic(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 def restore(task: TaskSpec, name: str, low: np.ndarray) -> np.ndarray:
     """The baseline `name` applied to one input; float32 on the task's output grid."""
     shape = contract.output_shape(task)
+    if name in ("empty", "constant", "identity-noise"):
+        return _trivial(task, name, low, shape)
     if task.params["kind"] == "ldct":
         unit, lo, hi = _to_unit(task, low)
         ops = {"identity": lambda x: x, "gaussian": _gauss(1.2), "nlm": _nlm, "tv": _tv,
@@ -96,6 +108,17 @@ def restore(task: TaskSpec, name: str, low: np.ndarray) -> np.ndarray:
         pre = {"gaussian": _gauss(0.8), "nlm": _nlm, "tv": _tv, "bicubic": lambda v: v}[name]
         out = _bicubic(pre(x), shape)
     return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def _trivial(task: TaskSpec, name: str, low: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    x = np.asarray(low, dtype=np.float64)
+    if name == "empty":
+        return np.full(shape, 0.0 if task.params["kind"] != "ldct" else float(task.params["clip"][0]), np.float32)
+    if name == "constant":
+        return np.full(shape, float(x.mean()), np.float32)
+    copy = x if x.shape == tuple(shape) else np.repeat(np.repeat(x, 2, axis=0), 2, axis=1)
+    sigma = 1.0 if task.params["kind"] == "ldct" else 0.0005
+    return (copy + np.random.default_rng(0).normal(0.0, sigma, copy.shape)).astype(np.float32)
 
 
 def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:

@@ -27,7 +27,8 @@ class EnhancementOutputDetector(Detector):
         rows = [r for r in (metric.per_case if metric else []) if r.get("valid")]
         copies = [r["case_id"] for r in rows if r.get("same_as_input")]
         if copies:
-            fired.append(self.fire("E3", f"{len(copies)} output(s) identical to the input submitted unrepaired "
+            fired.append(self.fire("E3", f"{len(copies)} output(s) identical to the input (RMS change within 0.1% "
+                                         "of the range) submitted unrepaired "
                                          f"(no enhancement): {', '.join(copies[:5])}", turns, "S3"))
         kind = (ctx.result.header.task or "").split("/")[-1]
         sr = "sr" in kind

@@ -118,16 +118,21 @@ def score_pair(task: TaskSpec, reference: np.ndarray, prediction: np.ndarray,
     return values
 
 
-def output_facts(low: np.ndarray, prediction: np.ndarray) -> dict[str, Any]:
-    """Facts the error-code detectors read: the output's range and whether it is the input copied
-    (for x2 SR: each input pixel repeated 2x2)."""
+SAME_AS_INPUT_RMS = 1e-3  # RMS change below this share of the window's range: the input submitted unrepaired
+
+
+def output_facts(low: np.ndarray, prediction: np.ndarray, data_range: float = 1.0) -> dict[str, Any]:
+    """Facts the error-code detectors read: the output's range and whether it is the input copied (for x2
+    SR: each input pixel repeated 2x2), compared by RMS difference within 0.1% of the data range, so a
+    copy with a little noise added (1 HU on a 4095 HU window) is still a copy."""
     pred = np.asarray(prediction, dtype=np.float64)
     copy = np.asarray(low, dtype=np.float64)
     if copy.shape != pred.shape and pred.shape == (2 * copy.shape[0], 2 * copy.shape[1]):
         copy = np.repeat(np.repeat(copy, 2, axis=0), 2, axis=1)
-    tolerance = 1e-4 * max(1.0, float(np.abs(copy).max()))
-    same = copy.shape == pred.shape and bool(np.allclose(pred, copy, rtol=0, atol=tolerance))
-    return {"out_min": float(pred.min()), "out_max": float(pred.max()), "same_as_input": same}
+    rms = float(np.sqrt(np.mean((pred - copy) ** 2))) if copy.shape == pred.shape else float("inf")
+    same = rms <= SAME_AS_INPUT_RMS * max(data_range, 1e-12)
+    return {"out_min": float(pred.min()), "out_max": float(pred.max()), "same_as_input": same,
+            "rms_change_from_input": round(rms, 6) if np.isfinite(rms) else None}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -174,10 +179,10 @@ class EnhancementEvaluation(TaskEvaluation):
             raise ValueError("; ".join(reasons))
         values = score_pair(self.task, reference, prediction, self.lpips)
         low = np.load(self.staged.public / case_id / contract.INPUT, allow_pickle=False)
-        values.update(output_facts(low, prediction))
+        lo, hi = window(self.task)
+        values.update(output_facts(low, prediction, hi - lo))
         # S5's positive evidence: SSIM above the identity baseline's (the input, SR: each pixel repeated 2x2)
         identity = low if low.shape == reference.shape else np.repeat(np.repeat(low, 2, axis=0), 2, axis=1)
-        lo, hi = window(self.task)
         values["ssim_identity"] = ssim(reference, identity, lo, hi)
         return CaseScore(case_id, values)
 

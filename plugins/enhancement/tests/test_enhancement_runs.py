@@ -117,6 +117,10 @@ def test_detectors_fire_on_copies_scale_errors_and_undoubled_shapes(amb_data_roo
     detector = EnhancementOutputDetector()
     copy = evaluate_folder(reg, LDCT, None, "identity", amb_data_root, tmp_path / "copy")
     assert [f.code for f in detector.detect(CodeContext(copy, []))] == ["E3"]
+    # a copy with 1 HU of noise added is still a copy: compared by RMS within 0.1% of the window, not exactly
+    noisy = evaluate_folder(reg, LDCT, None, "identity-noise", amb_data_root, tmp_path / "noisy")
+    assert [f.code for f in detector.detect(CodeContext(noisy, []))] == ["E3"]
+    assert all(0.5 < r["rms_change_from_input"] < 2.0 for r in noisy.task.per_case)
     clean = evaluate_folder(reg, LDCT, None, "gaussian", amb_data_root, tmp_path / "gauss")
     assert detector.detect(CodeContext(clean, [])) == []
     # [0, 1]-scaled LDCT outputs: the working scale saved instead of HU

@@ -16,11 +16,32 @@ from .data.wording import NORMAL_REPORT, REWORDED, Findings, report
 BASELINES: dict[str, str] = {
     "perfect": "the reference reports",
     "empty": "an empty report.txt for every study (invalid: strict Task 0)",
-    "constant-normal": "one normal chest X-ray report for every study",
+    "constant": "one normal chest X-ray report for every study",
+    "majority-template": "the reference report most similar to all others (the cohort's label prior as text), "
+                         "copied to every study",
+    "template-plus-word": "the majority template with one different word added per study (escapes exact matching)",
     "nearest-template": "the reference report of the most similar other study (first view, 32x32 pixels)",
     "reworded": "the same findings in other words (demo: the second template set; other tasks: the "
                 "reference's sentences in reverse order)",
 }
+
+# Trivial and gaming submissions the bands must hold below B (checked on every demo by the tests).
+TRIVIAL: dict[str, str] = {
+    "empty": "no report",
+    "constant": "one fixed normal report, no image opened",
+    "majority-template": "the cohort's most typical reference copied everywhere (label prior)",
+    "template-plus-word": "a template perturbed by one word per case",
+    "nearest-template": "retrieval of another study's reference by pixel distance",
+}
+FILLER = ("Noted", "Seen", "Reviewed", "Viewed", "Read", "Checked", "Assessed", "Studied", "Examined", "Compared")
+
+
+def majority_template(staged: StagedData) -> str:
+    """The reference with the highest summed word overlap with every other reference."""
+    from .text import word_overlap
+
+    texts = [(staged.private / c / contract.REPORT_FILE).read_text("utf-8") for c in staged.case_ids]
+    return max(texts, key=lambda t: sum(word_overlap(t, o) for o in texts))
 
 
 def _thumbnail(public_case: Path) -> np.ndarray:
@@ -56,14 +77,19 @@ def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) ->
     if name not in BASELINES:
         raise UserError(f"unknown baseline {name!r}; choose from {', '.join(BASELINES)}")
     nearest = nearest_reports(staged) if name == "nearest-template" else {}
-    for case in staged.case_ids:
+    template = majority_template(staged) if name in ("majority-template", "template-plus-word") else ""
+    for n, case in enumerate(staged.case_ids):
         private = staged.private / case
         if name == "perfect":
             text = (private / contract.REPORT_FILE).read_text("utf-8")
         elif name == "empty":
             text = ""
-        elif name == "constant-normal":
+        elif name == "constant":
             text = NORMAL_REPORT
+        elif name == "majority-template":
+            text = template
+        elif name == "template-plus-word":
+            text = template.rstrip() + f" {FILLER[n % len(FILLER)]} {n}.\n"
         elif name == "nearest-template":
             text = nearest[case]
         else:

@@ -4,7 +4,8 @@
   view were missed in every such study, or the code reads only `image_files[0]`;
 - impression instead of findings (E5: the scored section is FINDINGS): most reports have an IMPRESSION
   section and no FINDINGS section;
-- templated output ignoring the image (E3: repetitive reports submitted unrevised): one text for all studies;
+- templated output ignoring the image (E3: repetitive reports submitted unrevised): one text (within a word-
+  overlap tolerance) for most studies;
 - no report model in the plan (E1, the generic understanding code on this rubric's ids: s1_plan_md passed,
   s1_model failed).
 """
@@ -15,8 +16,19 @@ import re
 
 from automedbench.api import CodeContext, Detector, FiredCode
 
+from .text import TEMPLATE_SIMILARITY
+
 FIRST_VIEW_ONLY = re.compile(r"image_files['\"]\]\s*\[\s*:?\s*[01]?\s*\]")
 MIN_CASES_FOR_TEMPLATE = 3
+TEMPLATE_SHARE = 0.8  # this share of studies or more under one template (the references' own share aside)
+
+
+def templated(components: dict) -> bool:
+    """Most reports are one template (compared by word overlap, so one extra word per case cannot escape)
+    while the references are not: the E3 code and report generation's rating cap read the same fact."""
+    share = components.get("template_share")
+    cohort = components.get("reference_template_share", 0)
+    return share is not None and share >= TEMPLATE_SHARE and cohort < TEMPLATE_SHARE
 
 
 class ReportDetector(Detector):
@@ -39,10 +51,11 @@ class ReportDetector(Detector):
             fired.append(self.fire("E5", f"{len(impression)}/{len(rows)} report(s) have an IMPRESSION section but no "
                                          "FINDINGS section: the impression was scored against the reference findings",
                                    turns, "S4"))
-        distinct = metric.components.get("distinct_reports")
-        if distinct == 1 and len(rows) >= MIN_CASES_FOR_TEMPLATE:
-            fired.append(self.fire("E3", f"the same report text was submitted for all {len(rows)} studies: templated "
-                                         "output that ignores the images, not revised", turns, "S3"))
+        if templated(metric.components) and len(rows) >= MIN_CASES_FOR_TEMPLATE:
+            share = metric.components["template_share"]
+            fired.append(self.fire("E3", f"the same report (within {TEMPLATE_SIMILARITY:.0%} word overlap) was "
+                                         f"submitted for {share:.0%} of {len(rows)} studies: templated output that "
+                                         "ignores the images, not revised", turns, "S3"))
         return fired
 
     def _single_view(self, ctx: CodeContext, rows: list[dict], turns: list[int]) -> list[FiredCode]:

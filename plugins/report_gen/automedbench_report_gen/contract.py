@@ -1,7 +1,9 @@
 """The output contract: one `report.txt` per study, checked as the original checker does.
 
-Valid means: UTF-8, 40–8000 characters, at least 20 letters, only `string.printable` characters.
-The file size is checked before anything is read, so a huge file costs nothing."""
+Valid means: UTF-8, at most 8000 characters, at least the task's minimum length (the chest X-ray checker's
+40 characters and 20 letters unless the task file's `params.min_chars` / `params.min_letters` say
+otherwise: PathCap's captions are shorter), only `string.printable` characters. The file size is
+checked before anything is read, so a huge file costs nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import string
 from pathlib import Path
 from typing import Any
+
+from automedbench.api import TaskSpec
 
 REPORT_FILE = "report.txt"
 MANIFEST_FILE = "manifest.json"
@@ -19,7 +23,13 @@ MAX_MANIFEST_BYTES = 1 << 20
 PRINTABLE = frozenset(string.printable)
 
 
-def check_report_bytes(data: bytes) -> list[str]:
+def minimums(task: TaskSpec | None) -> tuple[int, int]:
+    """(minimum characters, minimum letters) this task's contract states."""
+    params = task.params if task is not None else {}
+    return int(params.get("min_chars", MIN_CHARS)), int(params.get("min_letters", MIN_LETTERS))
+
+
+def check_report_bytes(data: bytes, min_chars: int = MIN_CHARS, min_letters: int = MIN_LETTERS) -> list[str]:
     """Reasons the report is invalid (empty list: valid)."""
     try:
         text = data.decode("utf-8")
@@ -28,13 +38,13 @@ def check_report_bytes(data: bytes) -> list[str]:
     reasons = []
     if not text.strip():
         return [f"{REPORT_FILE}: empty"]
-    if len(text) < MIN_CHARS:
-        reasons.append(f"{REPORT_FILE}: {len(text)} characters, fewer than {MIN_CHARS}")
+    if len(text) < min_chars:
+        reasons.append(f"{REPORT_FILE}: {len(text)} characters, fewer than {min_chars}")
     if len(text) > MAX_CHARS:
         reasons.append(f"{REPORT_FILE}: {len(text)} characters, more than {MAX_CHARS}")
     letters = sum(ch.isalpha() for ch in text)
-    if letters < MIN_LETTERS:
-        reasons.append(f"{REPORT_FILE}: {letters} letters, fewer than {MIN_LETTERS}")
+    if letters < min_letters:
+        reasons.append(f"{REPORT_FILE}: {letters} letters, fewer than {min_letters}")
     bad = sorted({ch for ch in text if ch not in PRINTABLE})
     if bad:
         shown = ", ".join(f"U+{ord(ch):04X}" for ch in bad[:5])
@@ -42,14 +52,14 @@ def check_report_bytes(data: bytes) -> list[str]:
     return reasons
 
 
-def check_report_file(path: Path) -> tuple[bool, list[str]]:
-    """(present, reasons) for one case folder's report."""
+def check_report_file(path: Path, task: TaskSpec | None = None) -> tuple[bool, list[str]]:
+    """(present, reasons) for one case folder's report, against `task`'s minimum length."""
     if not path.is_file():
         return False, [f"{REPORT_FILE}: missing"]
     size = path.stat().st_size
     if size > MAX_BYTES:
         return True, [f"{REPORT_FILE}: {size} bytes, larger than the {MAX_BYTES}-byte limit"]
-    return True, check_report_bytes(path.read_bytes())
+    return True, check_report_bytes(path.read_bytes(), *minimums(task))
 
 
 def read_report(path: Path) -> str:

@@ -17,8 +17,9 @@ from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation,
 
 from . import contract, grader, nlg
 from .clinical import ClinicalScorer, make_scorer
+from .codes import templated
 from .labeler import label_text
-from .text import has_impression_only, mlrg_preprocess, scored_text
+from .text import has_impression_only, largest_template_group, mlrg_preprocess, scored_text
 
 FACTS_FILE = "facts.json"
 
@@ -95,12 +96,20 @@ class ReportEvaluation(TaskEvaluation):
         components = {k: round(v, 4) for k, v in components.items()}
         key = "nlg3_per_case_mean" if self.kind == "nlg3" else "mlrg_per_case_mean"
         components |= {key: round(case_mean, 4), "valid_cases": len(valid),
-                       "distinct_reports": len({mlrg_preprocess(h).lower() for h in hyps})}
+                       "distinct_reports": len({mlrg_preprocess(h).lower() for h in hyps}),
+                       # near-identical texts (word overlap >= 0.9): one template, whatever a word added per case;
+                       # the references' own share says how much repetition the cohort itself has
+                       "template_share": round(largest_template_group(hyps) / len(hyps), 4),
+                       "reference_template_share": round(largest_template_group(refs) / len(refs), 4)}
         if self.kind != "nlg3" and self.clinical is not None:
             components["labeler_" + self.clinical.labeler.name] = 1.0
         value = round(value, 4)
         strict = value if len(valid) == len(case_ids) else 0.0
+        one_template = templated(components)
         rows = []
         for score, values in zip(valid, per_case, strict=True):
-            rows.append({"case_id": score.case_id, **{k: round(v, 4) for k, v in values.items()}, **score.values})
+            # S5's positive evidence: a case scored above 0 that is not part of a template copied to most studies
+            positive = not one_template and any(v > 0 for v in values.values())
+            rows.append({"case_id": score.case_id, **{k: round(v, 4) for k, v in values.items()}, **score.values,
+                         "positive": positive})
         return MetricBlock(name, strict, round(value * coverage, 4), components=components, per_case=rows)

@@ -2,10 +2,11 @@
 rubric (upstream docs/detailed_rubrics.md), where every stage is the mean of its applicable binary checks.
 
 S1 has 11 checks (plan.png, its match with the plan, and the candidate comparison are Standard/Pro only:
-*excluded* at Lite, so they leave the mean instead of passing), S2 has 7, S3 has 7 (the last, "rerun after
-a failed pilot", applies only when a single-case pilot failed: `applies_if="pilot_failed"`). Each item
-carries the rule hint the rules judge grades it by (`rule` names a generic or built-in check); the LLM
-judge reads the same items' wording and levels. The result stores this declaration.
+*credited* at Lite, the paper's rule in every track, once the agent passed a graded S1 item), S2 has 7,
+S3 has 7 (the last, "rerun after a failed pilot", applies only when a single-case pilot failed:
+`applies_if="pilot_failed"`). Each item carries the rule hint the rules judge grades it by (`rule` names
+a generic or built-in check); the LLM judge reads the same items' wording and levels.
+The result stores this declaration.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from automedbench.api import Rubric, RubricItem, mean_stage
 
-EXCLUDED_AT_LITE = {"lite": "excluded"}
+CREDITED_AT_LITE = {"lite": "auto-pass"}
 
 # Report models the original's heuristic judge recognised, plus this demo's pixel-rule method.
 MODELS = (r"(?i)\bMLRG\b|CXRMate|HERGen|R2-?LLM|CheXagent|MAIRA|LLaVA-?Rad|\bQwen|\bLLaVA|R2Gen|"
@@ -43,11 +44,11 @@ ITEMS: list[tuple[str, str, str, dict[str, str], str, dict[str, Any]]] = [
      {"rule": "plan_mentions", "patterns": [r"(?i)\b(check|verif|assert|confirm|inspect)\w*\b[^.\n]{0,80}"
                                             r"(FINDINGS|characters|printable|length|views?_used|image_files|"
                                             r"non-?empty|format)"]}),
-    ("S1", "s1_plan_png", "plan/plan.png exists (Standard/Pro only)", EXCLUDED_AT_LITE, "", {"rule": "s1e"}),
+    ("S1", "s1_plan_png", "plan/plan.png exists (Standard/Pro only)", CREDITED_AT_LITE, "", {"rule": "s1e"}),
     ("S1", "s1_png_matches", "plan.png shows the chosen model and the stage order (Standard/Pro only)",
-     EXCLUDED_AT_LITE, "", {"rule": "s1f"}),
+     CREDITED_AT_LITE, "", {"rule": "s1f"}),
     ("S1", "s1_compare", "the plan compares candidate report models and justifies the choice (Standard/Pro only)",
-     EXCLUDED_AT_LITE, "", {"rule": "s1d", "minimum": 3,
+     CREDITED_AT_LITE, "", {"rule": "s1d", "minimum": 3,
                             "candidates": [r"(?i)\bMLRG\b", r"(?i)CXRMate", r"(?i)HERGen", r"(?i)R2-?LLM",
                                            r"(?i)CheXagent|MAIRA|LLaVA-?Rad", r"(?i)pixel|image rules|classical"]}),
     ("S2", "s2_pipeline_runs", "the selected pipeline executed successfully", {}, "",

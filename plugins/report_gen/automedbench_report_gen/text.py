@@ -4,10 +4,14 @@ original scorer's preprocessing (MLRG `tools/metrics`: ". " spacing, no lower-ca
 from __future__ import annotations
 
 import re
+from collections import Counter
 
-# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:" ...
-HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z /&-]{1,40}):", re.M)
+# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:" ...
+HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z ,/&-]{1,40}):", re.M)
 SCORED_SECTION = "FINDINGS"
+# Headers the original scorer also reads as the findings section (its aliases). Matched case-insensitively
+# here (a departure, named in the README: a title-case "Findings:" is still the findings section).
+FINDINGS_ALIASES = ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS", "CHEST")
 
 
 def sections(text: str) -> dict[str, str]:
@@ -21,18 +25,50 @@ def sections(text: str) -> dict[str, str]:
     return out
 
 
+def findings_section(found: dict[str, str]) -> str | None:
+    """The findings body under the first alias (in the original's order) that the report has."""
+    return next((found[name] for name in FINDINGS_ALIASES if found.get(name)), None)
+
+
 def scored_text(text: str) -> str:
-    """What the original scores: the FINDINGS section when the report has one, else the whole text."""
-    body = sections(text).get(SCORED_SECTION)
+    """What the original scores: the FINDINGS section (or an alias) when the report has one, else the
+    whole text."""
+    body = findings_section(sections(text))
     return body if body else text.strip()
 
 
 def has_impression_only(text: str) -> bool:
     """An IMPRESSION section but no FINDINGS section: the scorer then compares the impression with findings."""
     found = sections(text)
-    return "IMPRESSION" in found and SCORED_SECTION not in found
+    return "IMPRESSION" in found and findings_section(found) is None
 
 
 def mlrg_preprocess(text: str) -> str:
-    """The original's text normalisation before the COCO scorers: detach full stops, collapse whitespace."""
-    return " ".join(text.replace(".", " .").split())
+    """The original's text normalisation before the COCO scorers: detach full stops and collapse runs of
+    spaces only (tabs and newlines stay, as in the original; its tokenizer then splits on them)."""
+    return re.sub(" +", " ", text.replace(".", " .")).strip(" ")
+
+
+
+TEMPLATE_SIMILARITY = 0.9  # word-bag overlap at or above which two reports count as the same template
+
+
+def _bag(text: str) -> Counter[str]:
+    return Counter(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _overlap(a: Counter[str], b: Counter[str]) -> float:
+    total = a.total() + b.total()
+    return 2.0 * (a & b).total() / total if total else 1.0
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Dice overlap of the two texts' lower-cased word multisets: 1.0 identical, one extra word in a
+    40-word report still ~0.99, so a trivial perturbation cannot make a template look distinct."""
+    return _overlap(_bag(a), _bag(b))
+
+
+def largest_template_group(texts: list[str], tolerance: float = TEMPLATE_SIMILARITY) -> int:
+    """The most texts within `tolerance` word overlap of one of them (itself included): 1 when all differ."""
+    bags = [_bag(t) for t in texts]
+    return max((sum(1 for b in bags if _overlap(a, b) >= tolerance) for a in bags), default=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from automedbench.api import (
     CaseVerdict,
@@ -38,7 +39,7 @@ class ReportTrack(PackagedTrack):
         return stage_dataset(task, dest, source)
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
-        present, reasons = contract.check_report_file(submitted / contract.REPORT_FILE)
+        present, reasons = contract.check_report_file(submitted / contract.REPORT_FILE, task)
         return CaseVerdict(case_id, present, present and not reasons, reasons)
 
     def evaluation_options(self) -> dict[str, str]:
@@ -76,6 +77,25 @@ class ReportTrack(PackagedTrack):
         if metric is None or metric.name != "mlrg-offline" or not isinstance(bands, dict):
             return task.rating
         return RatingThresholds(float(bands["good"]), float(bands["okay"]), task.rating.min_valid, task.rating.floor)
+
+    def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        from .codes import templated
+
+        if templated(metric.components):
+            return (f"one report template (word overlap >= 0.9) for {metric.components['template_share']:.0%} of "
+                    "the studies")
+        return None
+
+    def positive_evidence(self, task: TaskSpec) -> str:
+        return "a report scored above 0 that is not one template copied to most studies"
+
+    def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
+        return bool(row.get("positive"))
+
+    def trivial_baselines(self) -> dict[str, str]:
+        from .baselines import TRIVIAL
+
+        return dict(TRIVIAL)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from automedbench_report_gen import contract
 from automedbench_report_gen.text import has_impression_only, mlrg_preprocess, scored_text, sections
+from automedbench_report_gen.track import ReportTrack
 
 GOOD = "FINDINGS: The heart size is normal. The lungs are clear.\n\nIMPRESSION: Normal chest.\n"
 
@@ -43,4 +44,26 @@ def test_findings_section_is_scored_when_present():
 
 
 def test_mlrg_preprocessing_detaches_full_stops_and_keeps_case():
-    assert mlrg_preprocess("Heart  normal.\nNo effusion.") == "Heart normal . No effusion ."
+    # the original collapses runs of spaces only: a newline or tab stays (its ROUGE-L splits on spaces)
+    assert mlrg_preprocess("Heart  normal.\nNo effusion.") == "Heart normal .\nNo effusion ."
+    assert mlrg_preprocess("  Heart\tnormal.  ") == "Heart\tnormal ."
+
+
+def test_findings_aliases_are_the_originals():
+    for header in ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS", "CHEST", "Findings", "finding"):
+        report = f"{header}: Heart size normal. Lungs clear.\nIMPRESSION: Normal chest."
+        assert scored_text(report) == "Heart size normal. Lungs clear.", header
+        assert not has_impression_only(report), header
+    # FINDINGS wins over an alias that comes first in the report
+    assert scored_text("CHEST: two views.\nFINDINGS: No effusion.") == "No effusion."
+    assert scored_text("HISTORY: cough.\nIMPRESSION: Clear.") == "HISTORY: cough.\nIMPRESSION: Clear."
+
+
+def test_each_task_states_its_own_minimum():
+    tasks = {t.id: t for t in ReportTrack().tasks()}
+    cxr, pathcap = tasks["report_gen/mimic-cxr"], tasks["report_gen/pathcap-100"]
+    assert contract.minimums(cxr) == (40, 20)
+    assert contract.minimums(pathcap) == (3, 3)
+    caption = b"H&E, lymph node with metastasis."  # a real-length PathCap caption, under 40 characters
+    assert contract.check_report_bytes(caption, *contract.minimums(pathcap)) == []
+    assert "fewer than 40" in contract.check_report_bytes(caption, *contract.minimums(cxr))[0]

@@ -46,7 +46,7 @@ def test_declaration_is_the_originals_and_sound():
     per_stage = {s: [i for i in rubric.items if i.stage == s] for s in ("S1", "S2", "S3")}
     assert [len(v) for v in per_stage.values()] == [11, 7, 7]
     assert all(s.aggregation == "mean" for s in rubric.stages)  # the original: mean of applicable checks
-    assert {i.id for i in rubric.items if i.at_tier("lite") == "excluded"} == {
+    assert {i.id for i in rubric.items if i.at_tier("lite") == "auto-pass"} == {  # credited: the paper's rule
         "s1_plan_png", "s1_png_matches", "s1_compare"}
     assert [i.id for i in rubric.items if i.applies_if] == ["s3_rerun_after_fail"]
     assert len(ITEMS) == len(rubric.items) and all(i.hints.get("rule") for i in rubric.items)
@@ -116,7 +116,8 @@ def test_mlrg_offline_is_rated_on_its_own_bands(task_id):
 
     track, task = registry().task(task_id)
     offline = track.rating_thresholds(task, MetricBlock("mlrg-offline", 0.7, 0.7))
-    assert (offline.good, offline.okay) == (0.80, 0.60) and offline.min_valid == task.rating.min_valid
+    # B from 0.75: above the nearest-template baseline (0.64-0.69 on demo stagings), issue 22
+    assert (offline.good, offline.okay) == (0.80, 0.75) and offline.min_valid == task.rating.min_valid
     real = track.rating_thresholds(task, MetricBlock("mlrg-7", 0.7, 0.7))
     assert (real.good, real.okay) == (0.80, 0.55) and real == task.rating  # the original's MLRG-7 bands
 

@@ -45,17 +45,19 @@ def test_reference_reports_from_pixels(reference):
     assert not [c for c in result.error_codes if c.code.startswith("E")]
 
 
-def test_lite_run_leaves_standard_only_items_out(reference):
+def test_lite_run_credits_standard_only_items(reference, amb_run):
     result, _ = reference
     assert result.rubric == describe_conditions(report_rubric())  # the declaration used is stored
     items = {i.id: i for s in result.stages if s.stage in ("S1", "S2", "S3") for i in s.items}
     assert len(items) == 25
-    for excluded in ("s1_plan_png", "s1_png_matches", "s1_compare"):
-        assert items[excluded].state == "excluded" and items[excluded].value is None
+    for credited in ("s1_plan_png", "s1_png_matches", "s1_compare"):  # the paper's Lite rule, as every track
+        assert items[credited].state == "auto-pass" and items[credited].value == 1.0
     assert items["s3_rerun_after_fail"].state == "not-applicable" and items["s3_rerun_after_fail"].value is None
     s1 = next(s for s in result.stages if s.stage == "S1")
     assert s1.score == 1.0 and s1.rule == "mean of binary items"
-    assert sum(i.state == "graded" for i in s1.items) == 8  # the mean is over the 8 Lite items, not 11
+    assert sum(i.state == "graded" for i in s1.items) == 8 and len(s1.items) == 11
+    noop, _ = amb_run(DEMO, "noop")  # no plan: nothing to credit, as in every track
+    assert stage_scores(noop)["S1"] == 0.0 and noop.aggregate.overall == 0.0
 
 
 def test_skip_validate_loses_s3(amb_run):
@@ -95,8 +97,8 @@ def test_validate_task_and_baseline_order(amb_data_root):
     assert ok, text
     strict = {name: float(value) for name, value in re.findall(r"baseline ([\w-]+) evaluates — strict ([\d.]+)", text)}
     assert "perfect baseline scores 1.0 / A" in text
-    assert 1.0 > strict["reworded"] > strict["constant-normal"]
-    assert strict["nearest-template"] > strict["constant-normal"]
+    assert 1.0 > strict["reworded"] > strict["constant"]
+    assert strict["nearest-template"] > strict["constant"]
 
 
 def _with(result, rows=None, **components):
@@ -118,7 +120,9 @@ def test_detectors(reference):
     assert [f.code for f in fired] == ["E1"] and "later view" in fired[0].message
     rows = [{**r, "impression_only": True} for r in result.task.per_case]
     assert [f.code for f in detector.detect(_with(result, rows))] == ["E5"]
-    assert [f.code for f in detector.detect(_with(result, distinct_reports=1))] == ["E3"]
+    assert [f.code for f in detector.detect(_with(result, template_share=1.0))] == ["E3"]
+    # the references repeating as much is the cohort, not a template
+    assert detector.detect(_with(result, template_share=1.0, reference_template_share=0.9)) == []
     no_model = copy.deepcopy(result)
     next(i for s in no_model.stages for i in s.items if i.id == "s1_model").value = 0.0
     fired = detector.detect(CodeContext(no_model, []))
@@ -131,3 +135,17 @@ def test_first_view_only_code_is_flagged(reference):
                "code": "img = Image.open(case / m['image_files'][0])"}]
     fired = ReportDetector().detect(CodeContext(result, events))
     assert [f.code for f in fired] == ["E1"] and fired[0].evidence_turns == [4]
+
+
+def test_one_template_with_a_word_added_per_study_is_still_one_template(tmp_path, amb_data_root):
+    """The constant report, and the same with one different word per study, fire E3 and cannot rate B."""
+    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.plugins import registry
+
+    reg = registry()
+    for name in ("majority-template", "template-plus-word"):
+        result = evaluate_folder(reg, DEMO, None, name, amb_data_root, tmp_path / name)
+        assert result.task.components["template_share"] == 1.0, name
+        assert [f.code for f in ReportDetector().detect(CodeContext(result, []))] == ["E3"], name
+        assert result.aggregate.rating not in ("A", "B"), (name, result.aggregate.rating_reason)
+        assert next(i.value for s in result.stages for i in s.items if i.id == "s5_positive_evidence") == 0.0

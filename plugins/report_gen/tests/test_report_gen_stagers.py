@@ -180,3 +180,27 @@ def test_validate_task_passes_on_each_real_task_staged_from_a_synthetic_download
     ok, text = check_track(task_id, data)
     assert ok, text
     assert "baseline reworded evaluates" in text and "perfect baseline scores 1.0 / A" in text
+
+
+@pytest.mark.parametrize("task_id, make", [
+    ("report_gen/mimic-cxr", make_mimic), ("report_gen/iu-xray", make_iu_r2gen),
+    ("report_gen/chexpert-plus", make_chexpert_plus), ("report_gen/pathcap-100", make_pathcap),
+    ("report_gen/pathcap-500", make_pathcap)])
+def test_every_staged_reference_passes_its_own_tasks_checker(tmp_path, task_id, make):
+    """The reference is a valid submission of its own task (PathCap's short captions included)."""
+    from automedbench_report_gen import contract
+
+    make(tmp_path / "src", 6)
+    if "pathcap" in task_id:  # a caption the contract cannot accept (non-ASCII) is not staged as a reference
+        pairs = json.loads((tmp_path / "src" / "captions.json").read_text())
+        pairs.append({"image": "imgs/0000.png", "caption": "Lymph node, 20 \u00b5m sections."})
+        put(tmp_path / "src" / "captions.json", json.dumps(pairs))
+    track = ReportTrack()
+    task = next(t for t in track.tasks() if t.id == task_id)
+    staged = stage(task_id, tmp_path / "src", tmp_path / "out", sample=None)
+    assert staged.case_ids
+    for case in staged.case_ids:
+        present, reasons = contract.check_report_file(staged.private / case / contract.REPORT_FILE, task)
+        assert present and reasons == [], (case, reasons)
+    if "pathcap" in task_id:
+        assert len(staged.case_ids) == 6  # the non-ASCII caption was left out

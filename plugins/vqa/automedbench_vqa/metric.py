@@ -52,11 +52,13 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     facts = {k: gold.get(k, "") for k in FACTS}
     label = str(gold.get("answer_label") or "")
     if label:
-        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq", **facts}, []
+        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq",
+                "answer_key": _key(record.get("predicted_label")), "gold_key": _key(label), **facts}, []
     prediction = str(record.get("predicted_answer") or "")
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
-                              "exact_match": scores["exact_match"], "token_f1": scores["token_f1"], **facts}
+                              "exact_match": scores["exact_match"], "token_f1": scores["token_f1"],
+                              "answer_key": _key(prediction), "gold_key": _key(gold.get("answer_text")), **facts}
     requests: list[GradeRequest] = []
     if state.judge is not None and not scores["closed"]:
         request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
@@ -68,6 +70,32 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
         if state.model_judge:  # the model grades it after the evaluation; the offline verdict stands in
             requests = model_grade_requests(request)
     return values, requests
+
+
+REPEAT_SHARE = 0.8  # one answer (per kind) for this share of questions or more ...
+REPEAT_MARGIN = 0.2  # ... and this much more often than the gold answers repeat: held at C
+
+
+def _key(value: Any) -> str:
+    """An answer reduced for repetition counting: lower case, words only (bounded)."""
+    return " ".join(str(value or "").lower().replace(".", " ").split())[:200]
+
+
+def repeat_share(rows: list[dict[str, Any]], field: str) -> float:
+    """Share of the valid questions answered by the most common `field` value of their kind (MCQ, text): 1.0
+    when every MCQ gets one letter and every text question one answer (a constant or label-prior guess)."""
+    groups: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        if field in row:
+            groups["mcq" if row.get("kind") == "mcq" else "text"][row[field]] += 1
+    total = sum(sum(g.values()) for g in groups.values())
+    return round(sum(max(g.values()) for g in groups.values()) / total, 4) if total else 0.0
+
+
+def repeated_answers(components: dict[str, Any]) -> bool:
+    """Most questions get one answer while the gold answers vary: the rating cap's and S5's fact."""
+    share, gold = components.get("answer_repeat_share"), components.get("gold_repeat_share")
+    return share is not None and gold is not None and share >= REPEAT_SHARE and share >= gold + REPEAT_MARGIN
 
 
 def _mean(values: list[float]) -> float:
@@ -97,6 +125,8 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
         "placeholders": float(kinds.count("placeholder")),
     }
     comps |= by_kind
+    comps |= {"answer_repeat_share": repeat_share(rows, "answer_key"),
+              "gold_repeat_share": repeat_share(rows, "gold_key")}
     if state.judge is not None:
         comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
     comps |= by_group

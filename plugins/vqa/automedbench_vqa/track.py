@@ -81,6 +81,14 @@ class VQATrack(PackagedTrack):
 
         return vqa_rubric()
 
+    def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        from .metric import repeated_answers
+
+        if repeated_answers(metric.components):
+            return (f"one answer per question kind for {metric.components['answer_repeat_share']:.0%} of the "
+                    f"questions (the gold answers repeat {metric.components['gold_repeat_share']:.0%})")
+        return None
+
     def positive_evidence(self, task: TaskSpec) -> str:
         return "a correct answer (score 1: the right letter or yes/no, an exact or judge-equivalent answer)"
 

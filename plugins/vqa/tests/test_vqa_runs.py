@@ -110,6 +110,14 @@ def test_baselines(amb_registry, amb_data_root, vqa_staged, tmp_path):
     # "yes" is right exactly on the closed questions whose gold is yes; "A" on the MCQs whose gold is A
     hits = sum(g["answer_text"] == "yes" for g in golds) + sum(g["answer_label"] == "A" for g in golds)
     assert 0 < hits < 24 and constant.task.strict == pytest.approx(hits / 24)
+    # one answer per kind everywhere while the gold answers vary: held at C whatever the accuracy (issue 22)
+    assert constant.task.components["answer_repeat_share"] == 1.0
+    assert constant.task.components["gold_repeat_share"] < 0.6
+    assert constant.aggregate.rating in ("C", "F") and (constant.aggregate.rating == "F"
+                                                        or "held at C" in constant.aggregate.rating_reason)
+    assert perfect.task.components["answer_repeat_share"] == perfect.task.components["gold_repeat_share"]
+    prior = evaluate_folder(amb_registry, DEMO, None, "label-prior", amb_data_root, tmp_path / "l")
+    assert prior.task.components["answer_repeat_share"] == 1.0 and prior.aggregate.rating in ("C", "F")
 
 
 def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root, vqa_staged, tmp_path):
