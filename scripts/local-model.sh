@@ -4,9 +4,14 @@
 #   scripts/local-model.sh PATH.gguf [PORT]
 #
 # Environment: PYTHON (default .venv/bin/python: the interpreter with llama-cpp-python[server]), N_CTX
-# (context tokens, default 8192), N_THREADS (default: all cores). Runs in the foreground; stop it with
-# Ctrl-C. llama-cpp-python has only a source release on PyPI: `pip install "llama-cpp-python[server]"`
-# compiles llama.cpp (about 11 minutes on a 2-core machine; pip keeps the wheel for later installs).
+# (context tokens, default 8192), N_THREADS (default: all cores), WHEELHOUSE (default
+# ~/.cache/automedbench/wheels: where a built llama-cpp-python wheel is kept for reuse). Runs in the
+# foreground; stop it with Ctrl-C. llama-cpp-python has only a source release on PyPI: building it compiles
+# llama.cpp, measured at 11 minutes on an idle 2-core machine and 41 minutes under load. Build the wheel
+# once into WHEELHOUSE and every later venv (or machine sharing the folder) installs it in seconds:
+#   pip wheel 'llama-cpp-python[server]' -w "$WHEELHOUSE"
+#   pip install --find-links "$WHEELHOUSE" 'llama-cpp-python[server]'
+# N_CTX must hold the brief: the run refuses (exit 2, with the sizes) a context_window that cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-}
@@ -18,9 +23,16 @@ if [ -z "$MODEL" ] || [ ! -f "$MODEL" ]; then
   echo "local-model: usage: scripts/local-model.sh PATH.gguf [PORT] (no model file ${MODEL:-given})" >&2
   exit 2
 fi
+WHEELHOUSE=${WHEELHOUSE:-$HOME/.cache/automedbench/wheels}
 if ! "$PY" -c "import llama_cpp.server" 2>/dev/null; then
-  echo "local-model: $PY has no llama-cpp-python server: $PY -m pip install 'llama-cpp-python[server]'" \
-       "(compiles llama.cpp, ~11 min on 2 cores)" >&2
+  if ls "$WHEELHOUSE"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    echo "local-model: $PY has no llama-cpp-python server; a built wheel is in $WHEELHOUSE (seconds):" \
+         "$PY -m pip install --find-links '$WHEELHOUSE' 'llama-cpp-python[server]'" >&2
+  else
+    echo "local-model: $PY has no llama-cpp-python server. Build it once and keep the wheel (compiles llama.cpp:" \
+         "11 min on an idle 2-core machine, 41 min under load): $PY -m pip wheel 'llama-cpp-python[server]'" \
+         "-w '$WHEELHOUSE' && $PY -m pip install --find-links '$WHEELHOUSE' 'llama-cpp-python[server]'" >&2
+  fi
   exit 2
 fi
 echo "local-model: serving $MODEL on http://127.0.0.1:$PORT/v1 (n_ctx $N_CTX). Run an agent with:"

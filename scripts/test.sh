@@ -52,7 +52,7 @@ say "installing the core and ${#plugin_args[@]} plugin arguments: ${plugin_args[
 "${PIP[@]}" -e ".[dev,reference,openai,anthropic,docker]" "${plugin_args[@]}"
 # Ray for the sweep's --executor ray test (skips when the install fails).
 say "installing ray"
-"${PIP[@]}" "ray>=2.9" || echo "note: ray not installed"
+"${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"
 say "ruff"
 .venv/bin/ruff check core plugins tests benchmarks
 # A docker engine (started here if need be, or held if another checkout's test run started it; stopped

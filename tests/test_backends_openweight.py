@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from automedbench.agent import CONTINUE_MESSAGE, TOOLS, AgentContext
+from automedbench.agent import TOOLS, AgentContext
 from automedbench.agents.chat_common import ELIDED, context_overflow
 from automedbench.agents.openai_chat import OpenAIChatAgent
 from automedbench.agents.textcalls import MAX_CALLS, MAX_DEPTH, MAX_OBJECT, find_text_calls
@@ -250,15 +250,16 @@ def test_prose_then_calls_written_as_text_score_like_the_reference(fake_llm, mon
     assert result.task.strict == reference.task.strict and result.task.strict > 0
     assert (result.runtime.turns, result.runtime.text_replies, result.runtime.recovered_calls) == (steps + 1, 1, steps)
     nudge = [{k: v for k, v in e.items() if k != "t"} for e in events if e["type"] == "no_tool_call"]
-    assert nudge == [{"type": "no_tool_call", "turn": 1, "action": "continue", "text_replies": 1, "continues": 3,
-                      "message": CONTINUE_MESSAGE}]
+    (hint,) = nudge
+    assert {k: hint[k] for k in ("turn", "action", "text_replies", "continues", "hint")} == {
+        "turn": 1, "action": "continue", "text_replies": 1, "continues": 3, "hint": "no_call"}
     recovered = [c for e in events if e["type"] == "assistant" for c in e["tool_calls"]]
     expected = {"hermes": "text:hermes", "fenced": "text:fenced_json", "python_tag": "text:python_tag"}[style]
     assert len(recovered) == steps and {c["source"] for c in recovered} == {expected}
     assert all(e.get("exit_code") == 0 for e in events if e["type"] == "tool" and e["name"] == "execute_code")
     sent = fake_llm.requests[1]["body"]["messages"]
-    assert sent[-1] == {"role": "user", "content": CONTINUE_MESSAGE if wire == "openai" else [
-        {"type": "text", "text": CONTINUE_MESSAGE}]}
+    assert sent[-1] == {"role": "user", "content": hint["message"] if wire == "openai" else [
+        {"type": "text", "text": hint["message"]}]}
 
 
 def test_without_recovery_text_calls_are_prose_and_the_run_ends_after_the_continues(fake_llm, monkeypatch,

@@ -273,3 +273,22 @@ def test_cluster_sweeps_spread_survive_a_lost_node_and_refuse_unseen_paths(clust
     assert {(r["state"], r["attempts"]) for r in json.loads((refused_out / MANIFEST).read_text())["runs"].values()} == {
         ("pending", 0)}
     hidden.stop()
+
+    # 4. a node killed while the sweep starts (pre-flight check included): a retried run or one line, never a
+    #    traceback, whenever the kill lands
+    late = cluster.start("late", head=False, resources='{"worker_node": 1}')
+    cluster.wait_nodes(2)
+    early_out = tmp_path / "early"
+    proc = sweep(early_out, data_root, address=cluster.address, repeats=2)
+    deadline = time.monotonic() + 120
+    while not (early_out / MANIFEST).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the manifest is written just before the executor connects and probes the nodes
+    os.kill(late.raylet(), signal.SIGKILL)
+    output = finish(proc, timeout=300)
+    assert "Traceback" not in output, output
+    assert proc.returncode in (0, 2), output
+    if proc.returncode == 0:
+        assert {r["state"] for r in results(early_out).values()} == {"scored"}
+    else:
+        assert len([x for x in output.splitlines() if x.startswith("ray: ")]) >= 1, output
+    late.stop()

@@ -9,9 +9,6 @@ from attrs import Factory, define
 
 from .records import AgentTurn, TaskSpec
 
-CONTINUE_MESSAGE = ("You replied without a tool call, so nothing was run. Continue the task: make the next "
-                    "step a call to execute_code, or call submit_results when the outputs are final.")
-
 TOOLS: list[dict[str, Any]] = [
     {
         "name": "execute_code",

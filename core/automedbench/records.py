@@ -82,6 +82,9 @@ class TaskSpec:
     # How many times a reply with no tool call is answered by a continue message before the run ends
     # (open-weight models often answer in prose); an agent option `continues=N` overrides it.
     text_reply_continues: int = 3
+    # What the time limit counts: `wall` (the paper's rule: every second from the first turn) or
+    # `tools` (model replies excluded: for slow local model servers, where one reply can take minutes).
+    time_limit_counts: Literal["wall", "tools"] = "wall"
 
 
 # ---------------------------------------------------------------- rubric and judging
@@ -388,8 +391,8 @@ class Header:
 @define
 class Runtime:
     wall_s: float = 0.0
-    agent_s: float = 0.0
-    exec_s: float = 0.0
+    agent_s: float = 0.0  # waiting for the agent's replies (model time for chat agents)
+    exec_s: float = 0.0  # running its tool calls in the sandbox (tool time)
     harness_s: float = 0.0
     eval_s: float = 0.0
     judge_s: float = 0.0
@@ -403,6 +406,7 @@ class Runtime:
     text_replies: int = 0  # replies with no tool call (each answered by a continue message while allowed)
     recovered_calls: int = 0  # tool calls recovered from reply text (agent option text_tool_calls)
     context_retries: int = 0  # provider calls retried after a context-overflow error, context trimmed
+    time_limit_counts: str = "wall"  # the task's rule for its time limit (wall, or tools: model time excluded)
     node: dict[str, str] = Factory(dict)  # where a sweep ran it: Ray node id and host name
 
 

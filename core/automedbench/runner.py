@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, plan_artefacts, staging
-from .agent import CONTINUE_MESSAGE, TOOLS, Agent, AgentContext
+from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
 from .freeze import freeze
@@ -54,6 +54,7 @@ from .records import (
     Runtime,
     ToolCall,
 )
+from .replyhint import diagnose, example_call
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -259,7 +260,9 @@ class Run:
                          [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}],
                          self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
                          self.o.exec_timeout_s or self.task.exec_timeout_s,
-                         agent.continues if agent.continues is not None else self.task.text_reply_continues)
+                         agent.continues if agent.continues is not None else self.task.text_reply_continues,
+                         count_model_time=self.task.time_limit_counts == "wall")
+        st.runtime.time_limit_counts = self.task.time_limit_counts
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
         try:
@@ -383,11 +386,14 @@ class Run:
         try:
             reply: AgentTurn = self.agent.next_turn(loop.messages)
         except errors.AgentError:
+            _drain(self.agent, self.traj, loop.turn, st.runtime)  # the retries that led here are recorded too
             raise
         except Exception as exc:
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
         runtime, turn = st.runtime, loop.turn
-        runtime.agent_s += time.monotonic() - t_agent
+        waited = time.monotonic() - t_agent
+        runtime.agent_s += waited
+        loop.model_s += waited
         runtime.turns = turn
         runtime.tokens_in += reply.tokens_in
         runtime.tokens_out += reply.tokens_out
@@ -414,15 +420,19 @@ class Run:
             st.end_reason = errors.END_AGENT_STOPPED
             return False
         runtime.text_replies += 1
+        # what was wrong (a near-miss call, an echo, an XML plan...), told back with one valid call to copy
+        prompt = "\n".join(str(m.get("content") or "") for m in loop.messages[:2])
+        hint = diagnose(reply.content, TOOLS, prompt=prompt, data_dir=loop.session.data_dir)
         if runtime.text_replies > loop.continues:
             st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
             self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
-                             "text_replies": runtime.text_replies, "continues": loop.continues})
+                             "text_replies": runtime.text_replies, "continues": loop.continues,
+                             "hint": hint.kind, "detail": hint.detail})
             return False
         self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "continue",
                          "text_replies": runtime.text_replies, "continues": loop.continues,
-                         "message": CONTINUE_MESSAGE})
-        loop.messages.append({"role": "user", "content": CONTINUE_MESSAGE})
+                         "hint": hint.kind, "detail": hint.detail, "message": hint.message})
+        loop.messages.append({"role": "user", "content": hint.message})
         return True
 
     def _tool_calls(self, st: RunState, loop: AgentLoop, calls: list[ToolCall]) -> bool:
@@ -498,7 +508,8 @@ class Run:
                      "missing_count": len(missing)}
             return json.dumps(reply), {**base, "result": reply}, True
         if call.name != "execute_code":
-            return (f"ERROR: unknown tool {call.name!r}; tools are execute_code and submit_results",
+            return (f"ERROR: unknown tool {call.name[:80]!r}; tools are execute_code and submit_results. "
+                    f"A valid call:\n{example_call(TOOLS, session.data_dir)}",
                     {**base, "error": "unknown_tool"}, False)
         language, code = args.get("language"), args.get("code")
         if language not in ("python", "bash") or not isinstance(code, str) or not code.strip():

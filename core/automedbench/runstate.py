@@ -58,6 +58,10 @@ class AgentLoop:
     continues: int
     started: float = Factory(time.monotonic)
     turn: int = 0
+    count_model_time: bool = True  # False: the task's limit counts tool time only (model replies excluded)
+    model_s: float = 0.0
 
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        """Time charged to the budget: wall time, less the model's replies where the task says so."""
+        wall = time.monotonic() - self.started
+        return wall if self.count_model_time else wall - self.model_s

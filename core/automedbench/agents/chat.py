@@ -8,6 +8,7 @@ smaller context after a context-overflow refusal, and (opt-in) tool calls recove
 
 from __future__ import annotations
 
+import json
 import time
 from abc import ABC, abstractmethod
 from typing import Any
@@ -20,6 +21,7 @@ from ..modelconfig import ModelConfig, resolve
 from ..pricing import Usage
 from ..records import AgentTurn, ToolCall
 from .chat_common import (
+    CHARS_PER_TOKEN,
     REFUSAL_FINISH,
     ContextOverflow,
     content_refusal,
@@ -147,6 +149,17 @@ class ChatAgent(Agent):
 
     def start(self, context: AgentContext) -> None:
         self.tools = context.tools
+        self._check_fit(context)
+
+    def _check_fit(self, context: AgentContext) -> None:
+        """A prompt that cannot fit the declared context window is the user's setting, refused before turn 1."""
+        first = [{"role": "system", "content": context.brief}, {"role": "user", "content": context.kickoff}]
+        prompt = estimate_tokens(first) + len(json.dumps(self.tools)) // CHARS_PER_TOKEN
+        if prompt + self.max_tokens > self.window:
+            raise UserError(f"the first prompt needs about {prompt} tokens (brief, kickoff and tool schemas) plus "
+                            f"max_tokens {self.max_tokens}, but context_window is {self.window}: raise "
+                            f"context_window (and the server's context size, e.g. N_CTX) to at least "
+                            f"{prompt + self.max_tokens + 1024} or lower max_tokens")
 
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
         keep = self.cfg.keep_turns
@@ -158,13 +171,16 @@ class ChatAgent(Agent):
                 usage, partial, reply = self._complete(sent)
                 break
             except ContextOverflow as exc:
-                if attempt == self.cfg.overflow_retries:
-                    raise
-                self._shrink(exc, estimate_tokens(sent))
-                keep = max(1, keep // 2)
+                last = attempt == self.cfg.overflow_retries
+                if not last:
+                    self._shrink(exc, estimate_tokens(sent))
+                    keep = max(1, keep // 2)
+                # every refusal is recorded (the runner drains these even when the last one ends the run)
                 self.overflows.append({"attempt": attempt + 1, "error": str(exc)[:300], "limit": exc.limit,
                                        "context_window": self.window, "max_tokens": self.max_tokens,
-                                       "keep_turns": keep})
+                                       "keep_turns": keep, "final": last})
+                if last:
+                    raise
         for call in reply.tool_calls:
             fixed = repair_json(call.arguments)
             if fixed != call.arguments:

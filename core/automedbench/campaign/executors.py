@@ -6,12 +6,14 @@ Every executor runs the same function, `execute_payload`, which is one
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +181,53 @@ def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None
                 proc.terminate()
 
 
+# Before this release a process that can reach the head (a network-enabled sandbox) could join the
+# harness's own cluster as a node; from it, Ray refuses unauthenticated nodes on local clusters by default.
+RAY_MIN_VERSION = (2, 60)
+AUTH_WORDS = ("unauthenticated", "invalidauthtoken", "authentication token", "auth_token", "invalid token")
+
+
+def check_ray_version(version: str) -> None:
+    """Refuse a Ray older than RAY_MIN_VERSION in one line."""
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    if tuple(parts) < RAY_MIN_VERSION:
+        need = ".".join(map(str, RAY_MIN_VERSION))
+        raise UserError(f"--executor ray needs Ray >= {need} (found {version}): older releases let a network-enabled "
+                        f"sandbox join the sweep's cluster as a node; pip install 'ray>={need}'")
+
+
+def auth_token_file() -> Path:
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+
+
+def driver_has_token() -> bool:
+    """Whether this process presents a Ray auth token (environment, token path, or the default file)."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+        return False
+    return bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file()
+
+
+def ray_init_problem(exc: BaseException, address: str | None, log: str = "") -> str:
+    """One line for a failed `ray.init`: token authentication named with what to set, else Ray's first line.
+
+    Ray's exception only says it could not connect; the reason (`Unauthenticated ... InvalidAuthToken`) is in
+    what its core logged meanwhile, so that is read too."""
+    text = str(exc)
+    first = (text.strip().splitlines() or [type(exc).__name__])[0][:200]
+    where = address or "a local instance"
+    if any(word in f"{text}\n{log}".lower() for word in AUTH_WORDS):
+        token = auth_token_file()
+        source = (f"{token} exists" if token.is_file() else
+                  "RAY_AUTH_MODE=token" if os.environ.get("RAY_AUTH_MODE") == "token" else "the cluster asks for it")
+        return (f"ray: {where} refused the connection: token authentication is on ({source}); give the sweep and "
+                f"every node the head's token (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<the head's token>, or the "
+                f"same {token}) or start the whole cluster with RAY_AUTH_MODE=disabled ({first})")
+    return f"ray: could not connect to {where}: {type(exc).__name__}: {first}"
+
+
 class RayExecutor(Executor):
     """One Ray task per run, with its CPU/GPU needs, spread over the nodes; `address` None starts (or
     joins) a local instance.
@@ -201,11 +250,20 @@ class RayExecutor(Executor):
         self.log_path = log_path
         self._log = None
         self._lock = threading.Lock()
+        check_ray_version(getattr(ray, "__version__", "0"))
         if not ray.is_initialized():
             routed = log_path is not None and self._route_output(log_path)
-            ray.init(address=address, include_dashboard=False, log_to_driver=routed, **(init_options or {}))
+            try:
+                with self._stderr_to_log():  # Ray's C++ core retries a refused connection loudly on fd 2
+                    ray.init(address=address, include_dashboard=False, log_to_driver=routed, **(init_options or {}))
+            except Exception as exc:  # Ray's own multi-line wording: one line that says what to set
+                raise UserError(ray_init_problem(exc, address, self._log_tail())) from None
             if log_path is not None:
                 self._route_loggers()
+            if address and not driver_has_token():  # we got in without a token: so could anyone
+                self.notify(f"ray: the cluster at {address} accepted this driver without a token: any process "
+                            "that reaches its head (a network-enabled sandbox too) could join it; start every node "
+                            "with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
         self.remote = ray.remote(max_retries=0)(execute_payload)
         self.alive = self._alive_nodes()
         self.outstanding: set[Any] = set()
@@ -218,6 +276,32 @@ class RayExecutor(Executor):
                 self._log = open(self.log_path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
             self._log.write(text if text.endswith("\n") else text + "\n")
             self._log.flush()
+
+    @contextlib.contextmanager
+    def _stderr_to_log(self) -> Iterator[None]:
+        """While Ray connects, file descriptor 2 (where its C++ core logs) goes to the log file."""
+        if self.log_path is None:
+            yield
+            return
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            with open(self.log_path, "ab") as log:
+                os.dup2(log.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+    def _log_tail(self, size: int = 65536) -> str:
+        if self.log_path is None:
+            return ""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(0, os.fstat(log.fileno()).st_size - size))
+                return log.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def _route_output(self, log_path: Path) -> bool:
         """Send what Ray prints for workers and raylets (and its error messages) to the log file.
@@ -275,16 +359,32 @@ class RayExecutor(Executor):
                             f"are retried on the {len(now)} node(s) left (Ray's log: {self.log_path})")
         self.alive = now
 
-    def probe(self, paths: dict[str, tuple[str, str]]) -> None:
-        """Before the first run: every alive node must see the shared paths, else one UserError line."""
+    def probe(self, paths: dict[str, tuple[str, str]], timeout_s: float = 120) -> None:
+        """Before the first run: every alive node must see the shared paths, else one UserError line.
+
+        A node lost while it is being checked is reported once (as in a sweep) and left out: its share of
+        the runs goes to the nodes left. With no node left, or a check that fails on a live node, one line."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         check = self.ray.remote(num_cpus=0, max_retries=0)(unseen_paths)
-        refs = [check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(paths)
-                for node_id in self.alive]
-        for problem in self.ray.get(refs, timeout=120):
+        refs = {node_id: check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+                .remote(paths) for node_id in self.alive}
+        for node_id, ref in refs.items():
+            try:
+                problem = self.ray.get(ref, timeout=timeout_s)
+            except Exception as exc:
+                self._write(f"pre-flight check on node {node_id} failed: {exc}")
+                self._check_nodes()
+                if node_id in self.alive:  # the node is up, yet its check failed: say so, never a traceback
+                    first = (str(exc).strip().splitlines() or [""])[0][:200]
+                    raise UserError(f"ray: the pre-flight check on node {node_id[:12]} failed "
+                                    f"({type(exc).__name__}: {first}); Ray's log: {self.log_path}") from None
+                continue
             if problem:
                 raise UserError(problem)
+        if not self.alive:
+            raise UserError("ray: every node was lost during the pre-flight check; nothing was run (restart the "
+                            f"cluster and rerun the same command; Ray's log: {self.log_path})")
 
     # ------------------------------------------------------------ runs
 

@@ -1,0 +1,135 @@
+"""What was wrong with a reply that ran nothing, told back to the model with one valid call to copy.
+
+Small open-weight models often *almost* call a tool: a fenced "call" that is not JSON (Python triple
+quotes inside), a call named after a stage instead of a tool, an XML plan, or the prompt echoed back. A
+generic "make a tool call" message teaches them nothing; naming the near miss (with the parser's own
+error) and showing one valid call for this task's tools often does. Every scan is bounded: only the first
+`MAX_SCAN` characters of a reply are read, and at most `MAX_BLOCKS` fenced blocks are tried.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from attrs import define
+
+MAX_SCAN = 20_000  # characters of the reply examined
+MAX_BLOCKS = 8  # fenced blocks tried per reply
+ECHO_PROBE = 200  # a reply whose first this-many characters appear verbatim in the prompt is an echo
+
+# A fenced block: ``` or ~~~ with an optional info word; lazy body; linear (no nested quantifiers).
+_FENCE = re.compile(r"```([A-Za-z_]*)[ \t]*\n(.*?)```", re.S)
+_XML_TAG = re.compile(r"<(plan|step|stage|thinking|think|action|tool|function|code)\b[^>\n]{0,200}>", re.I)
+_NAME_FIELD = re.compile(r'"(?:name|tool|function)"\s*:\s*"([^"\n]{1,80})"')
+
+
+@define
+class ReplyHint:
+    """Why a reply ran nothing: `kind` (no_call, invalid_json, unknown_tool, bad_arguments, xml_plan, echo)
+    and a one-line `detail`; `message` is what the model is told."""
+
+    kind: str
+    detail: str
+    message: str
+
+
+def _schema_problem(arguments: Any, schema: dict[str, Any]) -> str | None:
+    """The first way `arguments` fails a tool's JSON schema (object, required fields, types, enums)."""
+    if not isinstance(arguments, dict):
+        return f"arguments must be a JSON object, got {type(arguments).__name__}"
+    props = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        if name not in arguments:
+            return f"missing required argument {name!r}"
+    for name, value in arguments.items():
+        spec = props.get(name)
+        if spec is None:
+            continue
+        if spec.get("type") == "string" and not isinstance(value, str):
+            return f"argument {name!r} must be a string"
+        if "enum" in spec and value not in spec["enum"]:
+            return f"argument {name!r} must be one of {', '.join(map(str, spec['enum']))}, got {value!r}"[:200]
+    return None
+
+
+def example_call(tools: list[dict[str, Any]], data_dir: str = "") -> str:
+    """One valid call for these tools, as a fenced JSON block (the shape text-call recovery accepts)."""
+    names = [t.get("name") for t in tools]
+    if "execute_code" in names:
+        where = json.dumps(data_dir) if data_dir else "'.'"
+        call = {"name": "execute_code",
+                "arguments": {"language": "python", "code": f"import os; print(sorted(os.listdir({where}))[:20])"}}
+    else:
+        tool = tools[0] if tools else {"name": "submit_results", "parameters": {}}
+        props = (tool.get("parameters") or {}).get("properties") or {}
+        args = {k: (v.get("enum") or ["..."])[0] for k, v in props.items()
+                if k in ((tool.get("parameters") or {}).get("required") or [])}
+        call = {"name": tool.get("name"), "arguments": args}
+    return "```json\n" + json.dumps(call) + "\n```"
+
+
+def _message(lead: str, tools: list[dict[str, Any]], data_dir: str) -> str:
+    names = ", ".join(str(t.get("name")) for t in tools)
+    return (f"{lead} Nothing was run. Call one of the tools ({names}) through your tool-calling interface; "
+            f"if you cannot, reply with exactly one block like this and nothing else:\n"
+            f"{example_call(tools, data_dir)}")
+
+
+def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir: str = "") -> ReplyHint:
+    """Classify a reply that made no tool call and build the corrective message for it."""
+    text = (reply or "")[:MAX_SCAN]
+    schemas = {str(t.get("name")): (t.get("parameters") or {}) for t in tools}
+    if not text.strip():
+        return ReplyHint("no_call", "the reply was empty", _message("Your reply was empty.", tools, data_dir))
+    for index, match in enumerate(_FENCE.finditer(text)):
+        if index >= MAX_BLOCKS:
+            break
+        body = match.group(2).strip()
+        if not body.startswith(("{", "[")) and not _NAME_FIELD.search(body):
+            continue  # an ordinary code block, not a call attempt
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            detail = f"a fenced block is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            hint = ' (JSON has no triple quotes: put the code in one string with \\n for new lines)' \
+                if '"""' in body or "'''" in body else ""
+            return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}{hint}.", tools, data_dir))
+        except RecursionError:
+            detail = "a fenced block is nested too deeply to parse"
+            return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}.", tools, data_dir))
+        value = value[0] if isinstance(value, list) and value else value
+        if not isinstance(value, dict):
+            continue
+        name = value.get("name") or value.get("tool") or value.get("function")
+        if not isinstance(name, str):
+            continue
+        if name not in schemas:
+            detail = f"{name[:80]!r} is not a tool; the tools are {', '.join(schemas)}"
+            return ReplyHint("unknown_tool", detail,
+                             _message(f"Your reply wrote a call to {detail} (stages are steps of your work, "
+                                      "not tools).", tools, data_dir))
+        args = value.get("arguments", value.get("parameters", {}))
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError as exc:
+                detail = f"the arguments of {name} are not valid JSON: {exc.msg}"
+                return ReplyHint("bad_arguments", detail, _message(f"In your reply {detail}.", tools, data_dir))
+        problem = _schema_problem(args, schemas[name])
+        if problem:
+            detail = f"the call to {name} has bad arguments: {problem}"
+            return ReplyHint("bad_arguments", detail, _message(f"In your reply {detail}.", tools, data_dir))
+    probe = text.strip()[:ECHO_PROBE]
+    if prompt and len(probe) >= 40 and probe in prompt:
+        detail = "the reply repeats the task's instructions"
+        return ReplyHint("echo", detail, _message("Your reply repeated the instructions instead of acting.",
+                                                  tools, data_dir))
+    tag = _XML_TAG.search(text)
+    if tag:
+        detail = f"the reply is an XML <{tag.group(1)}> outline, not a tool call"
+        return ReplyHint("xml_plan", detail,
+                         _message(f"Your reply is an XML <{tag.group(1)}> outline; write the plan to plan/plan.md "
+                                  "with execute_code instead.", tools, data_dir))
+    return ReplyHint("no_call", "no tool call found", _message("Your reply had no tool call.", tools, data_dir))
