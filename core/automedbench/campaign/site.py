@@ -45,6 +45,8 @@ def _nav(current: str) -> str:
 def _ci(score: dict[str, Any]) -> str:
     if score.get("mean") is None:
         return "–"
+    if (score.get("n") or 0) < 2 or score.get("lo") is None:  # one run: nothing to resample
+        return num(score["mean"])
     return f'{num(score["mean"])} <small class="muted">[{num(score["lo"])}–{num(score["hi"])}]</small>'
 
 
