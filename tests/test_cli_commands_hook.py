@@ -16,7 +16,7 @@ from automedbench.plugins import Registry
 from click.testing import CliRunner
 
 ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "validate-task", "rejudge", "judge-agreement"}
-FEATURES = {"sweep", "codes", "leaderboard", "images"}
+FEATURES = {"sweep", "codes", "leaderboard", "images", "view"}
 
 
 def command_plugin(name: str, *commands: click.Command) -> types.ModuleType:

@@ -159,3 +159,19 @@ def register_docker_commands(cli) -> None:
     from .sandboxes.docker_cli import register
 
     register(cli)
+
+
+@hookimpl(specname="automedbench_register_commands")
+def register_viewer_commands(cli) -> None:
+    """view: one run as an offline HTML page."""
+    from .viewer.cli import register
+
+    register(cli)
+
+
+@hookimpl(specname="automedbench_run_finished", trylast=True)
+def write_run_view(result, run_dir, registry, output_names) -> None:
+    """view.html in every run folder, after the other subscribers (the tagger's codes are on the page)."""
+    from .viewer.cli import result_json, write_view
+
+    write_view(run_dir, result_json(result))

@@ -578,7 +578,8 @@ class Run:
 
     def _run_finished(self, result: Result) -> None:
         """Tell every `automedbench_run_finished` subscriber (e.g. the error-code tagger), each in its own try."""
-        for impl in self.reg.pm.hook.automedbench_run_finished.get_hookimpls():
+        # pluggy's own call order (tryfirst first, trylast last): the list it returns runs the other way
+        for impl in reversed(self.reg.pm.hook.automedbench_run_finished.get_hookimpls()):
             try:
                 impl.function(result=result, run_dir=self.run_dir, registry=self.reg,
                               output_names=list(self.task.output_files))

@@ -188,12 +188,16 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
               help="Write rows and analyses as JSON.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Write a static HTML report with plots.")
+@click.option("--site", "site_dir", type=click.Path(file_okay=False), default=None,
+              help="Write a folder of linked offline pages: ranking, tracks, tasks, Lite vs Standard, stage "
+                   "profile, error codes and every run's own page.")
 @click.option("--resamples", type=click.IntRange(100), default=2000, show_default=True, help="Bootstrap resamples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed (same seed, same CIs).")
 @click.option("--quiet", is_flag=True, help="No terminal table.")
 @click.option("--include-unverified", is_flag=True,
               help="Count unverified runs too (no filesystem isolation...: not trusted scores); left out by default.")
-def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet, include_unverified) -> None:
+def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
+                include_unverified) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
@@ -222,7 +226,12 @@ def leaderboard(runs, by, csv_path, json_path, html_path, resamples, seed, quiet
         atomic_write_text(Path(json_path), json.dumps(to_json(board), indent=1) + "\n", shared=True)
     if html_path:
         atomic_write_text(Path(html_path), render_html(board, table), shared=True)
-    for label, path in (("csv", csv_path), ("json", json_path), ("html", html_path)):
+    if site_dir:
+        from .site import write_site
+
+        write_site(table, Path(site_dir), resamples=resamples, seed=seed)
+    for label, path in (("csv", csv_path), ("json", json_path), ("html", html_path),
+                        ("site", site_dir and str(Path(site_dir) / "index.html"))):
         if path:
             console.print(f"{label}: {path}")
 
