@@ -48,6 +48,7 @@ def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) ->
     """One prediction.json per case under `dest` with the baseline's label."""
     if name not in BASELINES:
         raise UserError(f"unknown baseline {name!r}")
+    dest.mkdir(parents=True, exist_ok=True)
     for case_id, label in baseline_labels(task, name, staged).items():
         target = dest / case_id
         target.mkdir(parents=True, exist_ok=True)

@@ -10,8 +10,8 @@
 `params.score_metric` names the Task (`balanced_accuracy` or `accuracy`). Partial = that value (the
 release's own: no completion factor); strict = the same when every case is valid, else 0. Components:
 both metrics, macro-F1 over the task's classes seen in the reference or the predictions, per-class
-recall and support, completeness, and the confusion matrix as `cm_<true>__<predicted>` counts
-(`missing` for a case without a valid prediction).
+recall and support, completeness, and the confusion matrix's non-zero cells as `cm_<true>__<predicted>`
+counts (`missing` for a case without a valid prediction; an absent cell is 0).
 """
 
 from __future__ import annotations
@@ -91,9 +91,10 @@ class ClassificationEvaluation(TaskEvaluation):
         for k, name in enumerate(self.classes):
             components[f"recall_{name}"] = result["recall"][k]
             components[f"support_{name}"] = float(result["support"][k])
-        for i, row_name in enumerate(self.classes):
+        for i, row_name in enumerate(self.classes):  # the confusion matrix, its non-zero cells
             for j, col_name in enumerate([*self.classes, MISSING]):
-                components[f"cm_{row_name}__{col_name}"] = float(matrix[i, j])
+                if matrix[i, j]:
+                    components[f"cm_{row_name}__{col_name}"] = float(matrix[i, j])
         per_case = [{"case_id": c, "valid": p is not None, "label": t, "predicted": p, "correct": p == t}
                     for c, t, p in zip(order, truth, predicted, strict=True)]
         complete = n_valid == len(order) and len(scores) == len(order)

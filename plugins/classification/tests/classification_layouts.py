@@ -12,6 +12,7 @@ from PIL import Image
 HAM_DX = ["akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"]
 ISIC_COLUMNS = ["MEL", "NV", "BCC", "AKIEC", "BKL", "DF", "VASC"]
 HAM_PRIOR = {"nv": 40, "mel": 12, "bkl": 12, "bcc": 8, "akiec": 8, "vasc": 7, "df": 7}
+HAM_FULL = {"nv": 80, "mel": 20, "bkl": 20, "bcc": 12, "akiec": 10, "vasc": 7, "df": 7}
 
 
 def _image(path: Path, seed: int, size: tuple[int, int] = (60, 45), mode: str = "RGB") -> None:

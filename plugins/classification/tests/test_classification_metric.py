@@ -88,7 +88,7 @@ def test_equal_to_sklearn_on_generated_sets(tmp_path, seed):
         if c in truth:
             assert comps[f"recall_{c}"] == pytest.approx(want["recall"][k], abs=1e-12)
         for j, p in enumerate([*classes, "missing"]):
-            assert comps[f"cm_{c}__{p}"] == want["cm"][k, j]
+            assert comps.get(f"cm_{c}__{p}", 0.0) == want["cm"][k, j]
 
 
 def test_accuracy_tasks_use_plain_accuracy(tmp_path):

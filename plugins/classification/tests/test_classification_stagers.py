@@ -4,6 +4,7 @@ floored draws, one line for a wrong layout, idempotent re-staging, validate-task
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -78,7 +79,7 @@ def test_ham10000_zip_members_leaving_the_archive_are_refused(tmp_path):
 
 def test_damaged_image_is_one_line(tmp_path):
     source = layouts.kermany(tmp_path / "src", per_class=50)
-    for path in (source / "chest_xray" / "test" / "NORMAL").glob("*.jpeg"):
+    for path in (source / "test" / "NORMAL").glob("*.jpeg"):
         path.write_bytes(b"not a jpeg")
     with pytest.raises(UserError, match="not a readable image"):
         TRACK.stage(task("classification/chest-xray-pneumonia"), tmp_path / "dest", source)
@@ -105,7 +106,7 @@ def test_class_folders_missing_split_is_one_line(tmp_path):
 
 def test_too_few_images_for_a_balanced_draw(tmp_path):
     source = layouts.brain_tumour(tmp_path / "src", per_class=30)
-    for path in sorted((source / "brain-tumor-mri-dataset" / "Testing" / "glioma").glob("*.jpg"))[10:]:
+    for path in sorted((source / "Testing" / "glioma").glob("*.jpg"))[10:]:
         path.unlink()
     with pytest.raises(UserError, match="balanced draw needs 25"):
         TRACK.stage(task("classification/brain-tumour-mri"), tmp_path / "dest", source)
@@ -137,7 +138,7 @@ def test_pcam_refuses_gz_and_external_storage(tmp_path):
 
 
 FULL = {
-    "classification/skin-lesion": lambda p: layouts.ham10000(p),
+    "classification/skin-lesion": lambda p: layouts.ham10000(p, prior=layouts.HAM_FULL),
     "classification/brain-tumour-mri": lambda p: layouts.brain_tumour(p),
     "classification/crc-histology": lambda p: layouts.crc(p),
     "classification/patchcamelyon": lambda p: layouts.pcam(p),
@@ -157,3 +158,7 @@ def test_validate_task_passes_on_a_full_size_fixture(tmp_path, task_id):
     ok, report = check_track(task_id, data)
     assert ok, report
     assert "perfect baseline scores 1.0 / A" in report and "FAIL" not in report
+    okay = task(task_id).rating.okay
+    for name in ("constant", "majority-class", "label-prior"):  # measured on the staged copy, below B
+        line = next(line for line in report.splitlines() if f"baseline {name} evaluates" in line)
+        assert float(re.search(r"strict ([0-9.]+)", line).group(1)) < okay, line
