@@ -31,11 +31,11 @@ METRICS = ("balanced_accuracy", "accuracy")
 
 def confusion(truth: list[str], predicted: list[str | None], classes: list[str]) -> np.ndarray:
     """Counts with rows = reference class, columns = predicted class then one `missing` column."""
-    index = {c: k for k, c in enumerate(classes)}
-    matrix = np.zeros((len(classes), len(classes) + 1), dtype=np.int64)
-    for t, p in zip(truth, predicted, strict=True):
-        matrix[index[t], index[p] if p is not None else len(classes)] += 1
-    return matrix
+    k = len(classes)
+    index = {c: i for i, c in enumerate(classes)}
+    rows = np.fromiter((index[t] for t in truth), dtype=np.int64, count=len(truth))
+    cols = np.fromiter((k if p is None else index[p] for p in predicted), dtype=np.int64, count=len(predicted))
+    return np.bincount(rows * (k + 1) + cols, minlength=k * (k + 1)).reshape(k, k + 1)
 
 
 def scores_from_confusion(matrix: np.ndarray) -> dict[str, Any]:

@@ -120,7 +120,8 @@ def pcam(root: Path, count: int = 240, split: str = "test") -> Path:
     stem = root / f"camelyonpatch_level_2_split_{split}"
     labels = (np.arange(count) % 3 == 0).astype(np.uint8)  # one positive in three: a balanced draw must correct it
     with h5py.File(f"{stem}_x.h5", "w") as handle:
-        handle.create_dataset("x", data=rng.integers(0, 255, (count, 96, 96, 3)).astype(np.uint8), chunks=(1, 96, 96, 3))
+        patches = rng.integers(0, 255, (count, 96, 96, 3)).astype(np.uint8)
+        handle.create_dataset("x", data=patches, chunks=(1, 96, 96, 3))
     with h5py.File(f"{stem}_y.h5", "w") as handle:
         handle.create_dataset("y", data=labels.reshape(count, 1, 1, 1))
     return root

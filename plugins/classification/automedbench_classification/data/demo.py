@@ -63,7 +63,7 @@ def _lines(rng: np.random.Generator, img: np.ndarray, cy: float, cx: float, r: f
         for _step in range(int(r * 1.1)):
             heading += rng.normal(0, 0.35)
             y, x = y + np.sin(heading), x + np.cos(heading)
-            iy, ix = int(round(y)), int(round(x))
+            iy, ix = round(y), round(x)
             if 0 <= iy < size and 0 <= ix < size and np.hypot(y - cy, x - cx) < 0.85 * r:
                 img[iy, ix] = colour
 

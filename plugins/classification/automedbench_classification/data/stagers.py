@@ -62,7 +62,8 @@ def decode_image(data: bytes, name: str) -> np.ndarray:
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
             if width * height > MAX_PIXELS:
-                raise UserError(f"{name}: {width}x{height} pixels, more than {MAX_PIXELS} (not an image of this dataset)")
+                raise UserError(f"{name}: {width}x{height} pixels, more than {MAX_PIXELS} "
+                                "(not an image of this dataset)")
             image.load()
             if image.mode in ("I;16", "I;16B", "I", "F"):
                 pixels = np.asarray(image).astype(np.float64)
@@ -226,12 +227,11 @@ def stage_ham10000(task: TaskSpec, dest: Path, source: Path) -> StagedData:
 
 def _split_folder(source: Path, names: list[str], folder_classes: dict[str, str]) -> Path:
     """The shallowest folder named like a split that holds at least one class folder."""
-    candidates = [source] + sorted((p for p in source.rglob("*") if p.is_dir() and not p.is_symlink()
-                                    and "__MACOSX" not in p.parts), key=lambda p: (len(p.parts), str(p)))
-    for folder in candidates:
-        if folder.name in names or (folder == source and source.name in names):
-            if any((folder / sub).is_dir() for sub in folder_classes):
-                return folder
+    below = sorted((p for p in source.rglob("*") if p.is_dir() and not p.is_symlink() and "__MACOSX" not in p.parts),
+                   key=lambda p: (len(p.parts), str(p)))
+    for folder in [source, *below]:
+        if folder.name in names and any((folder / sub).is_dir() for sub in folder_classes):
+            return folder
     raise UserError(f"no split folder ({' / '.join(names)}) with class folders "
                     f"({', '.join(sorted(folder_classes))}) under {source}")
 

@@ -11,10 +11,10 @@ PLAN_MD = """# Plan: {title}
 ## Candidates considered
 | Candidate | Classes | Weights here? | Verdict |
 |---|---|---|---|
-| ViT-B/16 fine-tuned on HAM10000 (transformers) | the 7 HAM10000 abbreviations | no (offline sandbox) | strong on real dermoscopy, unavailable |
+| ViT-B/16 fine-tuned on HAM10000 (transformers) | 7 (abbreviations) | no (offline) | strong, unavailable |
 | EfficientNet / ConvNeXt fine-tuned on ISIC 2018 | 7 | no | unavailable offline |
 | ResNet-50 fine-tuned on HAM10000 | 7 | no | unavailable offline |
-| Colour and texture rules (numpy/scipy) | 7 (abbreviations, id2label order) | needs none | **chosen** (the pinned demo method) |
+| Colour and texture rules (numpy/scipy) | 7 (abbreviations) | needs none | **chosen** (the pinned method) |
 
 Chosen: the colour and texture rules. They answer with the checkpoint-style abbreviations
 (id2label {{0: akiec, 1: bcc, 2: bkl, 3: df, 4: mel, 5: nv, 6: vasc}}), so every label is mapped onto
@@ -83,7 +83,8 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    "assert sorted(label_map.values()) == sorted(meta['classes']), (label_map, meta['classes'])\n"
                    f"pathlib.Path('{ws}/label_map.json').write_text(json.dumps(label_map, indent=1))\n"
                    "print('mapping id2label -> classes, one-to-one:', label_map)\n"
-                   "print('method obtained: classify_lesions.py sha256', hashlib.sha256(src.encode()).hexdigest()[:12])\n"
+                   "digest = hashlib.sha256(src.encode()).hexdigest()[:12]\n"
+                   "print('method obtained: classify_lesions.py sha256', digest)\n"
                    "print('classifier loaded and ready:', len(id2label), 'classes')",
                    say="Writing the classifier, checking its id2label against the task's classes."),
         ScriptStep("pilot", "bash", f"{method} {first}", say="Pilot on ONE image."),
