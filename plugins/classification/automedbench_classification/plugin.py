@@ -10,3 +10,11 @@ def automedbench_register_tracks(register: Register) -> None:
     from .track import ClassificationTrack
 
     register("classification", ClassificationTrack, "2-D image classification (one label per image, balanced accuracy)")
+
+
+@hookimpl
+def automedbench_register_code_detectors(register: Register) -> None:
+    from .codes import LabelDetector
+
+    register("classification-labels", LabelDetector,
+             "error codes, classification: abbreviations left unmapped, unknown classes, one-class collapse")

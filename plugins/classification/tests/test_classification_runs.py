@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -49,6 +51,20 @@ def test_unmapped_abbreviations_are_refused_everywhere(amb_run):
     assert s["S4"] == 0.5 and s["S5"] == 0.0  # every case present, none valid
     assert result.task.strict == 0.0 and result.task.partial == 0.0 and result.aggregate.rating == "F"
     assert all(not c.valid and contract.ABBREVIATION in c.reasons[0] for c in result.cases)
+    fired = {c.code: c.message for c in result.error_codes if c.source == "detector:classification-labels"}
+    assert "abbreviations" in fired["E4"] and "id2label" in fired["E4"]
+
+
+def test_one_class_collapse_fires_e4(tmp_path, amb_data_root):
+    """A constant submission scored by `automedbench evaluate`, then tagged by `automedbench codes`."""
+    stage_task(DEMO, amb_data_root)
+    base = [sys.executable, "-m", "automedbench.cli"]
+    done = subprocess.run([*base, "evaluate", "--task", DEMO, "--baseline", "constant", "--data-root",
+                           str(amb_data_root), "--out", str(tmp_path / "ev")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    codes = subprocess.run([*base, "codes", str(tmp_path / "ev")], capture_output=True, text=True)
+    assert codes.returncode == 0, codes.stderr
+    assert "every prediction is 'actinic_keratoses'" in " ".join(codes.stdout.split())
 
 
 def test_skip_validate_loses_s3(amb_run):
