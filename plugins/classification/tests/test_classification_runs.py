@@ -162,3 +162,14 @@ def test_reference_text_mentions_no_labels():
     code = "\n".join(s.code for s in steps)
     assert "private" not in code and "label.json" not in code
     assert json.dumps(SPEC.params["abbreviations"]) not in code
+
+
+def test_lite_briefs_ask_for_no_unscored_comparison():
+    """s1d (three candidates) auto-passes at Lite, so the Lite hint must not ask for it; Standard's does."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TRACK.template_dir())), trim_blocks=True,
+                             lstrip_blocks=True)
+    hint = env.get_template("skill_s1.md.j2")
+    assert "three" not in hint.render(tier="lite", params=SPEC.params)
+    assert "at least three" in hint.render(tier="standard", params=SPEC.params)
