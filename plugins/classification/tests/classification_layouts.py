@@ -43,12 +43,15 @@ def ham_rows(prior: dict[str, int] = HAM_PRIOR, repeats: int = 2) -> list[dict[s
     return rows
 
 
-def ham10000(root: Path, zipped: bool = True, prior: dict[str, int] = HAM_PRIOR) -> Path:
-    """HAM10000 as the Dataverse gives it: metadata CSV and two image zips (or the JPEGs loose)."""
+def ham10000(root: Path, zipped: bool = True, prior: dict[str, int] = HAM_PRIOR, tab: bool = False) -> Path:
+    """HAM10000 as the Dataverse gives it: metadata CSV (or its ingested `.tab`, tab-separated and quoted)
+    and two image zips (or the JPEGs loose)."""
     root.mkdir(parents=True, exist_ok=True)
     rows = ham_rows(prior)
-    with open(root / "HAM10000_metadata.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+    name = "HAM10000_metadata.tab" if tab else "HAM10000_metadata.csv"
+    with open(root / name, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), delimiter="\t" if tab else ",",
+                                quoting=csv.QUOTE_NONNUMERIC if tab else csv.QUOTE_MINIMAL)
         writer.writeheader()
         writer.writerows(rows)
     half = len(rows) // 2

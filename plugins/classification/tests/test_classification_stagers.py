@@ -57,6 +57,12 @@ def test_ham10000_one_image_per_lesion_and_a_class_floor(tmp_path, zipped):
     assert again.case_ids == staged.case_ids and tree(tmp_path / "dest") == before  # idempotent, same bytes
 
 
+def test_ham10000_dataverse_tab_file(tmp_path):
+    staged = TRACK.stage(task("classification/skin-lesion", case_count=40), tmp_path / "dest",
+                         layouts.ham10000(tmp_path / "src", tab=True))
+    assert len(labels(staged)) == 7
+
+
 def test_isic2018_one_hot_table(tmp_path):
     staged = TRACK.stage(task("classification/skin-lesion", case_count=40), tmp_path / "dest",
                          layouts.isic2018(tmp_path / "src"))

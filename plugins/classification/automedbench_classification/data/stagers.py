@@ -1,6 +1,6 @@
 """Stagers: the official download layouts of the five datasets -> the shared staged layout (staged.py).
 
-- HAM10000 (Harvard Dataverse): `HAM10000_metadata(.csv)` (lesion_id, image_id, dx) and the JPEGs, loose
+- HAM10000 (Harvard Dataverse): `HAM10000_metadata(.csv|.tab)` (lesion_id, image_id, dx) and the JPEGs, loose
   or inside `HAM10000_images_part1.zip` / `part2.zip`; or the ISIC 2018 Task 3 training set:
   `ISIC2018_Task3_Training_GroundTruth.csv` (image + one-hot MEL, NV, BCC, AKIEC, BKL, DF, VASC), the
   optional `ISIC2018_Task3_Training_LesionGroupings.csv` and the JPEGs (loose or zipped).
@@ -147,8 +147,12 @@ def _pick(by_class: dict[str, list[Any]], task: TaskSpec) -> list[Any]:
 
 
 def _read_table(path: Path) -> list[dict[str, str]]:
+    """A CSV, or the tab-separated `.tab` that Harvard Dataverse serves for ingested tables by default."""
     text = read_download_text(path, MAX_TABLE_BYTES)
-    return [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+    header = text.split("\n", 1)[0]
+    delimiter = "\t" if "\t" in header and "," not in header else ","
+    rows = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    return [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in rows]
 
 
 def _ham_labels(files: list[Path]) -> dict[str, tuple[str, str]]:
