@@ -19,7 +19,7 @@ import numpy as np
 from automedbench.api import StagedData, TaskSpec
 
 TARGET = "target.nii.gz"
-MASK = "mask.nii.gz"
+MASK = "scoring_mask.nii.gz"
 FACTS = "cases.json"
 INCOMING = ".incoming"
 

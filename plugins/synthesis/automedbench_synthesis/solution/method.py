@@ -39,7 +39,7 @@ def flow_between(a, b, scale_hu=400.0):
 
     wa = np.clip((a + 200.0) / scale_hu, 0, 1)
     wb = np.clip((b + 200.0) / scale_hu, 0, 1)
-    return optical_flow_tvl1(wa, wb, attachment=10, tightness=0.3, num_warp=2, num_iter=10)
+    return optical_flow_tvl1(wa, wb, attachment=10, tightness=0.3, num_warp=3, num_iter=15)
 
 
 def warp(image, flow, t):

@@ -82,7 +82,9 @@ print('shape', y.shape, 'dtype', y.dtype, 'finite', bool(np.isfinite(y).all()))
 print('HU range', float(y.min()), float(y.max()), 'affine equal', bool(np.allclose(x_img.affine, y_img.affine)))
 assert y.shape == x_img.shape and np.allclose(x_img.affine, y_img.affine) and np.isfinite(y).all()
 assert -1100 < y.min() < y.max() < 3500 and y.std() > 10, 'implausible HU range or constant volume'
-bone, air = float((y[mask] > 300).mean()), float((y[~mask] < -900).mean())
+def tissue_share(values, lo, hi):  # the share of voxels in an HU band
+    return float(((values > lo) & (values < hi)).mean())
+bone, air = tissue_share(y[mask], 300, 4000), tissue_share(y[~mask], -2000, -900)
 print('tissue check: bone share in the mask', round(bone, 3), 'air outside the mask', round(air, 3))
 assert 0.01 < bone < 0.5 and air > 0.95, 'bone missing or air outside the mask wrong'
 print('PILOT OK: shape, affine, HU range, bone and air where expected')
