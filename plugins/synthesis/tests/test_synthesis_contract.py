@@ -62,6 +62,7 @@ def test_gate_needs_half_the_cases(tmp_path):
         write(tmp_path / "public" / case / "ct.nii.gz", np.zeros(SHAPE, np.float32))
     write(tmp_path / "out" / "a" / OUTPUT, np.zeros(SHAPE, np.float32))
     refused = gate(task, ids, tmp_path / "public", tmp_path / "out")
-    assert refused and refused.startswith("submission refused: 1 of the 4 cases") and "b: sct.nii.gz: missing" in refused
+    assert refused and refused.startswith("submission refused: 1 of the 4 cases")
+    assert "b: sct.nii.gz: missing" in refused
     write(tmp_path / "out" / "b" / OUTPUT, np.zeros(SHAPE, np.float32))
     assert gate(task, ids, tmp_path / "public", tmp_path / "out") is None

@@ -128,7 +128,7 @@ def head_ct_mr(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, n
     skull = labels == SKULL
     hu[skull] += _noise(rng, labels.shape, 150.0, 2.0)[skull]  # marrow vs cortical bone
     ct = ndimage.gaussian_filter(hu, 0.6) + np.where(labels > 0, _noise(rng, labels.shape, 10.0, 0.7), 0.0)
-    x, y, z = _grid(labels.shape)
+    x, y, _ = _grid(labels.shape)
     bias = 1.0 + 0.15 * np.sin(x / labels.shape[0] * np.pi + rng.uniform(0, 3)) * np.cos(y / labels.shape[1] * 2)
     mr = ndimage.gaussian_filter(t1, 0.7) * bias * rng.uniform(600, 1400)
     mr = mr + np.abs(_noise(rng, labels.shape, 0.02 * float(mr.max()), 0.5))

@@ -53,14 +53,15 @@ def find_sources(task: TaskSpec, source: Path) -> list[Path] | list[dict[str, Pa
     if layout == "ctorg":
         return sorted((p for p in source.rglob("volume-*.nii*") if _visible(p)), key=_number)
     if layout == "totalsegmentator":
-        return sorted((p for p in source.rglob("ct.nii.gz") if _visible(p) and re.fullmatch(r"s\d{4}", p.parent.name)),
-                      key=_number)
+        return sorted((p for p in source.rglob("ct.nii.gz")
+                       if _visible(p) and re.fullmatch(r"s\d{4}", p.parent.name)), key=_number)
     region = task.params.get("region", "HN")
     cases = []
     for folder in sorted(p for p in source.rglob(f"{region}/*") if p.is_dir() and _visible(p)):
         files = {}
         for role in ("mr", "ct", "mask"):
-            match = [folder / f"{role}{ext}" for ext in (".mha", ".nii.gz", ".nii") if (folder / f"{role}{ext}").is_file()]
+            match = [folder / f"{role}{ext}" for ext in (".mha", ".nii.gz", ".nii")
+                     if (folder / f"{role}{ext}").is_file()]
             if match:
                 files[role] = match[0]
         if len(files) == 3:

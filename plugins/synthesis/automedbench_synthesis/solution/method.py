@@ -53,7 +53,7 @@ def super_resolve(volume, scale):
     out = np.array(volume, dtype=np.float32)
     phase, _ = kept_phase(out, scale)
     kept = list(range(phase, out.shape[2], scale))
-    for a_z, b_z in zip(kept[:-1], kept[1:]):
+    for a_z, b_z in zip(kept[:-1], kept[1:], strict=True):  # noqa: RUF007 (agent code: Python 3.9 too)
         a, b = out[:, :, a_z].astype(np.float64), out[:, :, b_z].astype(np.float64)
         forward = flow_between(a, b)  # b(x + f) ~ a(x)
         backward = flow_between(b, a)  # a(x + g) ~ b(x)

@@ -12,11 +12,11 @@ PLAN_CTSR = """# Plan: {title}
 ## Candidates considered
 | Method | Weights | Offline here? | Verdict |
 |---|---|---|---|
-| PlainCNN x4 (ISBI 2023, Roldbach) | pretrained download | no (no network) | the pinned model, unavailable |
+| PlainCNN x4 (ISBI 2023, Roldbach) | pretrained download | no (no network) | pinned, unavailable |
 | AE_Maxpool / UNet x4 | pretrained download | no | unavailable offline |
 | Trilinear / linear interpolation along z | none | yes | baseline only: the input IS this, it gains nothing |
 | Cubic spline through the kept slices | none | yes | baseline: smooths, cannot move edges |
-| Motion-compensated (optical flow) slice interpolation | none | yes | **chosen**: oblique structures move instead of ghosting |
+| Motion-compensated (optical flow) slice interpolation | none | yes | **chosen**: oblique edges move, not ghost |
 
 Chosen: find the kept slices (the input is exactly linear in z between them), estimate the in-plane
 optical flow (scikit-image TV-L1) between each pair of kept slices, and rebuild the slices between by
@@ -37,7 +37,7 @@ PLAN_MRCT = """# Plan: {title}
 ## Candidates considered
 | Method | Weights | Offline here? | Verdict |
 |---|---|---|---|
-| VBoussot SynthRAD2025 HN (KonfAI 2.5D U-Net++) | pretrained download | no (no network) | the pinned model, unavailable |
+| VBoussot SynthRAD2025 HN (KonfAI 2.5D U-Net++) | pretrained download | no (no network) | pinned, unavailable |
 | aehrc Dataset262 (nnU-Net) | pretrained download | no | unavailable offline |
 | Linear MR -> HU intensity map | none | yes | baseline: bone comes out as air |
 | Tissue classes (k-means) + geometry for bone vs air | none | yes | **chosen** |
