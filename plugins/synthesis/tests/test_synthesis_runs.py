@@ -43,10 +43,7 @@ def test_every_trivial_baseline_stays_below_b(amb_data_root, tmp_path, task_id):
     spec, staged = task(task_id), stage_task(task_id, amb_data_root)
     seen = {}
     for name in TRIVIAL:
-        write_baseline(spec, name, staged, tmp_path / name)
-        evaluation = SynthesisEvaluation(spec, staged)
-        scores = [evaluation.score_case(c, tmp_path / name / c) for c in staged.case_ids]
-        block = evaluation.aggregate(scores, staged.case_ids)
+        block = _scored(task_id, name, staged, tmp_path / name)
         bands = input_floor(spec, block)
         seen[name] = block.partial
         assert block.partial < bands.okay, (name, block.partial, bands)
@@ -72,3 +69,29 @@ def test_incomplete_is_completion_adjusted(amb_run):
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(MRCT, "skip-validate")
     assert stage_scores(result)["S3"] == 0.0 and stage_scores(result)["S4"] == 1.0
+
+
+def _scored(task_id, name, staged, dest):
+    spec = task(task_id)
+    write_baseline(spec, name, staged, dest)
+    evaluation = SynthesisEvaluation(spec, staged)
+    return evaluation.aggregate([evaluation.score_case(c, dest / c) for c in staged.case_ids], staged.case_ids)
+
+
+def test_detectors_fire_on_an_input_copy_only(amb_data_root, tmp_path):
+    from types import SimpleNamespace
+
+    from automedbench_synthesis.codes import SynthesisOutputDetector
+
+    staged, detector = stage_task(CTSR, amb_data_root), SynthesisOutputDetector()
+
+    def context(block):  # what the detector reads of a CodeContext: the scored metric and the last write
+        return SimpleNamespace(result=SimpleNamespace(task=block), trace=SimpleNamespace(last_write=None))
+
+    fired = detector.detect(context(_scored(CTSR, "identity", staged, tmp_path / "copy")))
+    assert [f.code for f in fired] == ["E3"] and "identical to the degraded input" in fired[0].message
+    assert detector.detect(context(_scored(CTSR, "cubic", staged, tmp_path / "cubic"))) == []
+    block = _scored(CTSR, "cubic", staged, tmp_path / "cubic2")
+    for row in block.per_case:
+        row["out_max"] = 1.0  # a [0, 1] scale left in place
+    assert [f.code for f in detector.detect(context(block))] == ["E4"]
