@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, row in sorted(measure(task, staged).items(), key=lambda kv: kv[1]["ssim"]):
         print(f"{name:10s} SSIM {row['ssim']:.4f}  PSNR {row['psnr']:.2f} dB  MAE {row['mae_hu']:.1f} HU")
     identity = [f["ssim_identity"] for f in read_facts(staged.private).values()]
-    print(f"input copy (staged): {float(np.mean(identity)):.4f}; B needs more than "
+    print(f"input copy (staged): {float(np.mean(identity)):.4f}; B needs at least "
           f"{float(np.mean(identity)) + float(task.params['input_margin']['okay']):.4f}")
     return 0
 

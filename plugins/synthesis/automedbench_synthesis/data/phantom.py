@@ -61,7 +61,7 @@ def abdomen(shape: tuple[int, int, int], seed: int) -> np.ndarray:
     cortical = round_ & ~disc & (((x - sx) / (nx * 0.06)) ** 2 + ((y - sy) / (ny * 0.06)) ** 2 > 0.7)
     ct = np.where(cortical, 1100.0, ct)
     # oblique tubes: contrast-filled vessels and gas-filled bowel loops whose centres move in-plane with z
-    for _ in range(int(rng.integers(14, 20))):
+    for _ in range(int(rng.integers(20, 28))):
         vx0, vy0 = cx + rng.uniform(-0.6, 0.6) * nx * 0.3, cy + rng.uniform(-0.6, 0.4) * ny * 0.25
         dx, dy = rng.uniform(-2.2, 2.2), rng.uniform(-2.2, 2.2)
         wob, period = rng.uniform(2, 8), rng.uniform(6, 14)
