@@ -1,0 +1,154 @@
+"""The output contract: `<case>/sct.nii.gz`, a finite 3-D NIfTI in HU on the input's grid (shape and affine).
+
+Every file is opened below the outputs folder with O_NOFOLLOW at each level (no symlink followed, no
+hard link, regular files only), read with a size limit derived from the expected shape, decompressed
+with a bound, and parsed from memory by nibabel only after the header's dimensions were checked. The
+same reader serves the evaluator (frozen copies) and the pre-submit gate (the agent's live folder).
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import math
+import os
+import stat
+import struct
+from pathlib import Path
+
+import numpy as np
+from automedbench.api import CaseVerdict, TaskSpec, UserError, gunzip
+
+OUTPUT = "sct.nii.gz"
+HEADER_SLACK = 1 << 20  # header, extensions and gzip overhead allowed beyond the voxels themselves
+AFFINE_TOL = 1e-3
+
+
+def _open_below(root: Path, parts: list[str]) -> int:
+    """An fd for root/parts..., every component opened with O_NOFOLLOW relative to its parent's fd."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for part in parts[:-1]:
+            if part in ("", ".", "..") or "/" in part:
+                raise OSError(errno.EINVAL, f"bad path component {part!r}")
+            nxt = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def header_shape(raw: bytes) -> tuple[tuple[int, ...], np.dtype, type]:
+    """(dimensions, voxel dtype, image class) a NIfTI-1/2 header declares, from its first bytes; ValueError."""
+    import nibabel as nib
+
+    if len(raw) < 348:
+        raise ValueError("not a NIfTI file (shorter than a header)")
+    for endian in "<>":
+        size = struct.unpack_from(endian + "i", raw, 0)[0]
+        if size in (348, 540):
+            break
+    else:
+        raise ValueError("not a NIfTI file (bad sizeof_hdr)")
+    klass = nib.Nifti1Header if size == 348 else nib.Nifti2Header
+    header = klass.from_fileobj(io.BytesIO(raw[:size]))
+    image_class = nib.Nifti1Image if size == 348 else nib.Nifti2Image
+    return tuple(int(d) for d in header.get_data_shape()), np.dtype(header.get_data_dtype()), image_class
+
+
+def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tuple[np.ndarray, np.ndarray]:
+    """(voxels as float32, affine) of NIfTI bytes (gzip or not), bounded by `shape` when given; ValueError."""
+    limit = (math.prod(shape) * 8 if shape else 1 << 31) + HEADER_SLACK
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gunzip(data, origin, limit)
+        except UserError as exc:
+            raise ValueError(str(exc).removeprefix(f"{origin}: ")) from None
+    dims, dtype, image_class = header_shape(data)
+    if len(dims) != 3:
+        raise ValueError(f"{len(dims)}-D image, expected a 3-D volume")
+    if shape is not None and dims != tuple(shape):
+        raise ValueError(f"shape {dims} != input {tuple(shape)}")
+    if dtype.kind not in "iuf":
+        raise ValueError(f"unsupported voxel type {dtype}")
+    if len(data) > limit:
+        raise ValueError(f"{len(data)} bytes, more than a {dims} volume needs")
+    try:
+        image = image_class.from_bytes(data)
+        volume = np.asarray(image.get_fdata(dtype=np.float32))
+    except Exception as exc:  # nibabel raises many kinds on a damaged file
+        raise ValueError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+    return volume, np.asarray(image.affine, dtype=np.float64)
+
+
+def read_volume(root: Path, case_id: str, name: str, shape: tuple[int, ...],
+                affine: np.ndarray | None) -> tuple[np.ndarray | None, list[str]]:
+    """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, affine, finite."""
+    try:
+        fd = _open_below(root, [case_id, name])
+    except FileNotFoundError:
+        return None, [f"{name}: missing"]
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return None, [f"{name}: a symlink or a non-folder on the path (not followed)"]
+        return None, [f"{name}: cannot open ({exc.strerror})"]
+    limit = math.prod(shape) * 8 + HEADER_SLACK
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None, [f"{name}: not a regular file"]
+        if info.st_nlink > 1:
+            return None, [f"{name}: a hard link (shares its inode with another file)"]
+        if info.st_size > limit:
+            return None, [f"{name}: {info.st_size} bytes, more than a {tuple(shape)} volume can need"]
+        data = handle.read(limit + 1)
+    try:
+        volume, got_affine = parse_nifti(data, shape, name)
+    except ValueError as exc:
+        return None, [f"{name}: {exc}"]
+    if affine is not None and not np.allclose(got_affine, affine, atol=AFFINE_TOL):
+        return None, [f"{name}: affine differs from the input's (keep the input's header: same grid, spacing "
+                      "and orientation)"]
+    bad = int(volume.size - np.count_nonzero(np.isfinite(volume)))
+    if bad:
+        return None, [f"{name}: {bad} NaN/Inf voxel(s)"]
+    return volume, []
+
+
+def input_geometry(task: TaskSpec, public_case: Path) -> tuple[tuple[int, ...], np.ndarray]:
+    """The input's shape and affine (from the harness-written public file's header only)."""
+    import nibabel as nib
+
+    image = nib.load(str(public_case / task.input_files[0]))
+    return tuple(int(n) for n in image.shape), np.asarray(image.affine, dtype=np.float64)
+
+
+def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
+    """The checker's verdict for one case folder (`submitted`: the frozen copy; `public`: the case's inputs)."""
+    shape, affine = input_geometry(task, public)
+    _, reasons = read_volume(submitted.parent, case_id, OUTPUT, shape, affine)
+    present = reasons[:1] != [f"{OUTPUT}: missing"]
+    return CaseVerdict(case_id, present, not reasons, reasons)
+
+
+def gate(task: TaskSpec, case_ids: list[str], public: Path, outputs: Path) -> str | None:
+    """The pre-submit refusal: fewer than ceil(min_valid x N) valid outputs."""
+    need = max(1, math.ceil(round(task.rating.min_valid * len(case_ids), 9)))
+    valid, problems = 0, []
+    for case_id in case_ids:
+        if valid >= need:
+            break
+        shape, affine = input_geometry(task, public / case_id)
+        _, reasons = read_volume(outputs, case_id, OUTPUT, shape, affine)
+        if reasons:
+            problems.append(f"{case_id}: {reasons[0]}")
+        else:
+            valid += 1
+    if valid >= need:
+        return None
+    shown = "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
+    return (f"submission refused: {valid} of the {len(case_ids)} cases have a valid {OUTPUT} ({need} needed "
+            f"before you may submit; a valid output is a finite 3-D NIfTI in HU with the input's shape and "
+            f"affine). Problems: {shown}")

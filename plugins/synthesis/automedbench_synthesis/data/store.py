@@ -1,0 +1,128 @@
+"""Writing a staging: NIfTI cases into `<dest>/.incoming`, swapped in for public/ and private/ only when complete.
+
+Per case, public/<id>/ holds what the agent reads (the degraded `ct.nii.gz`, or `mr.nii.gz` and
+`mask.nii.gz`); private/<id>/ holds the target CT (`target.nii.gz`, int16 HU) and, for MRI -> CT, the mask
+the scorer uses. private/cases.json stores each case's facts, among them the SSIM the unchanged input
+scores (`ssim_identity`): the number "gain over input" and the rating's input floor are measured against.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.api import StagedData, TaskSpec
+
+TARGET = "target.nii.gz"
+MASK = "scoring_mask.nii.gz"
+FACTS = "cases.json"
+INCOMING = ".incoming"
+
+
+def save_nifti(path: Path, volume: np.ndarray, affine: np.ndarray) -> None:
+    import nibabel as nib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = nib.Nifti1Image(volume, affine)
+    image.set_data_dtype(volume.dtype)
+    image.header.set_xyzt_units("mm")
+    nib.save(image, str(path))
+
+
+def to_int16_hu(volume: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(volume), -32768, 32767).astype(np.int16)
+
+
+class Staging:
+    """Collects cases under `.incoming`; `commit` swaps them in, so a failed staging leaves the old one."""
+
+    def __init__(self, task: TaskSpec, dest: Path) -> None:
+        self.task, self.dest = task, dest
+        self.incoming = dest / INCOMING
+        self.case_ids: list[str] = []
+        self.facts: dict[str, dict[str, Any]] = {}
+
+    def add(self, case_id: str, target: np.ndarray, affine: np.ndarray, source: dict[str, Any],
+            mr: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
+        """One case: the target CT in HU; CT-SR derives the input by the z degradation, MRI -> CT passes mr + mask."""
+        from ..metric import axial_ssim
+        from .degrade import z_linear
+
+        pub, priv = self.incoming / "public" / case_id, self.incoming / "private" / case_id
+        target16 = to_int16_hu(target)
+        save_nifti(priv / TARGET, target16, affine)
+        if self.task.params["kind"] == "ctsr":
+            low = z_linear(target16, int(self.task.params["scale"]))
+            save_nifti(pub / self.task.input_files[0], low, affine)
+            identity = axial_ssim(target16, low)["ssim"]
+        else:
+            assert mr is not None and mask is not None
+            mask8 = (np.asarray(mask) > 0).astype(np.uint8)
+            save_nifti(pub / "mr.nii.gz", np.asarray(mr, dtype=np.float32), affine)
+            save_nifti(pub / "mask.nii.gz", mask8, affine)
+            save_nifti(priv / MASK, mask8, affine)
+            identity = axial_ssim(target16, mr, mask8)["ssim"]
+        self.case_ids.append(case_id)
+        self.facts[case_id] = {"ssim_identity": identity, "shape": list(target.shape), **source}
+
+    def commit(self, **manifest: Any) -> StagedData:
+        record = {"task": self.task.id, **manifest, "cases": self.facts}
+        (self.incoming / "private" / FACTS).write_text(json.dumps(record, indent=2, default=str) + "\n")
+        for name in ("public", "private"):
+            shutil.rmtree(self.dest / name, ignore_errors=True)
+            (self.incoming / name).replace(self.dest / name)
+        shutil.rmtree(self.incoming, ignore_errors=True)
+        return StagedData(self.dest, self.dest / "public", self.dest / "private", list(self.case_ids))
+
+
+@contextmanager
+def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
+    """A fresh `.incoming` folder, removed whatever happens (a half-made staging never survives)."""
+    job = Staging(task, dest)
+    shutil.rmtree(job.incoming, ignore_errors=True)
+    job.incoming.mkdir(parents=True)
+    try:
+        yield job
+    finally:
+        shutil.rmtree(job.incoming, ignore_errors=True)
+
+
+def existing(dest: Path, key: dict[str, Any]) -> StagedData | None:
+    """The current staging if it was made from exactly `key` (source files, task params): re-staging is a no-op."""
+    try:
+        record = json.loads((dest / "private" / FACTS).read_text())
+        if record.get("key") != json.loads(json.dumps(key, default=str)):
+            return None
+        ids = list(record["cases"])
+        if not all((dest / "private" / i / TARGET).is_file() for i in ids):
+            return None
+        return StagedData(dest, dest / "public", dest / "private", ids)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def read_facts(private: Path) -> dict[str, dict[str, Any]]:
+    path = private / FACTS
+    return json.loads(path.read_text())["cases"] if path.exists() else {}
+
+
+def load_private(private: Path, case_id: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(target CT as float32 HU, mask or None, affine) of one staged case (harness-written files)."""
+    import nibabel as nib
+
+    image = nib.load(str(private / case_id / TARGET))
+    target = np.asarray(image.dataobj, dtype=np.float32)
+    mask_path = private / case_id / MASK
+    mask = np.asarray(nib.load(str(mask_path)).dataobj) if mask_path.exists() else None
+    return target, mask, np.asarray(image.affine, dtype=np.float64)
+
+
+def load_public_input(public: Path, case_id: str, name: str = "ct.nii.gz") -> np.ndarray:
+    import nibabel as nib
+
+    return np.asarray(nib.load(str(public / case_id / name)).dataobj, dtype=np.float32)

@@ -1,0 +1,144 @@
+"""The synthesis metric: completion-adjusted mean axial SSIM in HU (Task), PSNR, MAE, RMSE, gain over the input.
+
+Per case, as the release's scorer is read (tracks-full-research §4.3): both volumes clipped to
+[-1024, 3071] HU, 2-D SSIM on every plane along array axis 2 with scikit-image's default settings
+(7x7 uniform window, sample covariance, K1 0.01, K2 0.03) and data range 4095, planes whose smaller side
+is under 7 skipped, the mean over planes. With a body mask (MRI -> CT), planes with fewer than 16 mask
+voxels are skipped and each plane's SSIM is the mean of its SSIM map over the mask voxels away from the
+3-voxel border scikit-image crops (an all-ones mask gives scikit-image's own value); the full-plane
+value is kept as a component. MAE and RMSE are in HU, unclipped, inside the mask (whole volume without
+one); PSNR uses the clipped volumes and R 4095, a perfect case (MSE 0) left out of the mean.
+Task = clip(mean SSIM over valid cases, 0, 1) x n_valid / N (the release's completion adjustment).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+
+from . import contract
+
+HU_LO, HU_HI = -1024.0, 3071.0
+DATA_RANGE = HU_HI - HU_LO
+WIN = 7
+MIN_MASK = 16
+
+
+def _planes(reference: np.ndarray, mask: np.ndarray | None) -> list[int]:
+    if min(reference.shape[0], reference.shape[1]) < WIN:
+        return []
+    if mask is None:
+        return list(range(reference.shape[2]))
+    return [k for k in range(reference.shape[2]) if int(np.count_nonzero(mask[:, :, k])) >= MIN_MASK]
+
+
+def axial_ssim(reference: np.ndarray, prediction: np.ndarray, mask: np.ndarray | None = None,
+               lo: float = HU_LO, hi: float = HU_HI) -> dict[str, float | None]:
+    """{'ssim': mean over scored axial planes (masked when a mask is given), 'ssim_full_plane': unmasked mean}."""
+    from skimage.metrics import structural_similarity
+
+    ref = np.clip(np.asarray(reference, dtype=np.float64), lo, hi)
+    pred = np.clip(np.asarray(prediction, dtype=np.float64), lo, hi)
+    planes = _planes(ref, mask)
+    if not planes:
+        return {"ssim": None, "ssim_full_plane": None}
+    full, masked = [], []
+    pad = (WIN - 1) // 2
+    for k in planes:
+        if mask is None:
+            full.append(float(structural_similarity(ref[:, :, k], pred[:, :, k], data_range=hi - lo)))
+            continue
+        value, smap = structural_similarity(ref[:, :, k], pred[:, :, k], data_range=hi - lo, full=True)
+        full.append(float(value))
+        inside = np.zeros(mask.shape[:2], dtype=bool)
+        inside[pad:-pad, pad:-pad] = mask[pad:-pad, pad:-pad, k] > 0
+        masked.append(float(smap[inside].mean()) if inside.any() else float(value))
+    whole = float(np.mean(full))
+    return {"ssim": float(np.mean(masked)) if mask is not None else whole, "ssim_full_plane": whole}
+
+
+def errors(reference: np.ndarray, prediction: np.ndarray, mask: np.ndarray | None = None) -> dict[str, float | None]:
+    """MAE and RMSE in HU (unclipped, inside the mask if it is not empty) and PSNR on the clipped volumes."""
+    ref = np.asarray(reference, dtype=np.float64)
+    pred = np.asarray(prediction, dtype=np.float64)
+    roi = mask > 0 if mask is not None and np.any(mask) else np.ones(ref.shape, dtype=bool)
+    diff = pred[roi] - ref[roi]
+    clipped = np.clip(pred[roi], HU_LO, HU_HI) - np.clip(ref[roi], HU_LO, HU_HI)
+    mse = float(np.mean(clipped ** 2))
+    return {"mae_hu": float(np.mean(np.abs(diff))), "rmse_hu": float(math.sqrt(np.mean(diff ** 2))),
+            "psnr": None if mse == 0 else float(10 * math.log10(DATA_RANGE ** 2 / mse))}
+
+
+def score_pair(reference: np.ndarray, prediction: np.ndarray, mask: np.ndarray | None = None) -> dict[str, Any]:
+    values: dict[str, Any] = dict(axial_ssim(reference, prediction, mask))
+    values.update(errors(reference, prediction, mask))
+    return values
+
+
+def _mean(values: list[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return float(sum(found) / len(found)) if found else None
+
+
+def fold(scores: list[CaseScore | None], case_ids: list[str], identity: dict[str, float],
+         task_score: str = "partial") -> MetricBlock:
+    """Task = clip(mean SSIM of the valid cases, 0, 1) x n_valid / N; strict = that only when every case is valid."""
+    n = len(case_ids)
+    valid = [s for s in scores if s is not None]
+    ssims = [float(s.values["ssim"] or 0.0) for s in valid]
+    mean = min(1.0, max(0.0, sum(ssims) / len(ssims))) if ssims else 0.0
+    partial = mean * len(valid) / n if n else 0.0
+    strict = partial if n and len(valid) == n else 0.0
+    rows: list[dict[str, Any]] = []
+    for case_id, score in zip(case_ids, scores, strict=True):
+        row = {"case_id": case_id, "valid": score is not None, **(score.values if score else {"ssim": 0.0})}
+        row["ssim_identity"] = identity.get(case_id)
+        rows.append(row)
+    identity_mean = _mean([identity.get(c) for c in case_ids])
+    components: dict[str, float | None] = {
+        "ssim_mean_valid": _mean(ssims),
+        "ssim_full_plane_mean_valid": _mean([s.values.get("ssim_full_plane") for s in valid]),
+        "psnr_mean_valid": _mean([s.values.get("psnr") for s in valid]),
+        "mae_hu_mean_valid": _mean([s.values.get("mae_hu") for s in valid]),
+        "rmse_hu_mean_valid": _mean([s.values.get("rmse_hu") for s in valid]),
+        # the unchanged input's Task over the same cases: what doing nothing scores, and the gain over it
+        "ssim_identity_mean": identity_mean,
+        "gain_over_input": None if identity_mean is None else round(partial - identity_mean, 6),
+        "valid_cases": float(len(valid)),
+        "expected_cases": float(n),
+    }
+    return MetricBlock("ssim", round(strict, 6), round(partial, 6), task_score, components, rows)
+
+
+class SynthesisEvaluation(TaskEvaluation):
+    """Reads each case's target (and mask) from private/ and the frozen output; the input's score is staged."""
+
+    def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None) -> None:
+        super().__init__(task, staged, options)
+        from .data.store import read_facts
+
+        self.facts = read_facts(staged.private)
+
+    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
+        from .data.store import load_private
+
+        target, mask, affine = load_private(self.staged.private, case_id)
+        prediction, reasons = contract.read_volume(submitted.parent, case_id, contract.OUTPUT, target.shape, affine)
+        if prediction is None:
+            raise ValueError("; ".join(reasons))
+        values = score_pair(target, prediction, mask)
+        if self.task.params["kind"] == "ctsr":  # an input copy is a fact the error-code detector reads
+            from .data.store import load_public_input
+
+            values["same_as_input"] = bool(np.array_equal(np.asarray(prediction, dtype=np.float32),
+                                                          load_public_input(self.staged.public, case_id)))
+        values["out_min"], values["out_max"] = float(prediction.min()), float(prediction.max())
+        return CaseScore(case_id, values)
+
+    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+        identity = {c: f["ssim_identity"] for c, f in self.facts.items() if f.get("ssim_identity") is not None}
+        return fold(scores, case_ids, identity, self.task.task_score)

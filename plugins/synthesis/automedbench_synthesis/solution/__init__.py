@@ -1,0 +1,1 @@
+"""Scripted reference solution for the generated demos and its flawed variants."""
