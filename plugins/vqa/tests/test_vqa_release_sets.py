@@ -80,6 +80,7 @@ def test_kvasir_stages_open_questions_with_embedded_images(tmp_path):
     assert list(found) == [f"kvasir_{i:05d}" for i in range(8)]
     q = found["kvasir_00001"]
     assert q["mode"] == "open_ended" and q["question_type"] == "color" and q["image_paths"] == ["image.png"]
+    assert q["source"] == "hyper-kvasir" and gold(staged, "kvasir_00001")["body_system"] == "gastrointestinal"
     assert "answer" not in json.dumps(q).lower().replace("answer.json", "")
     assert gold(staged, "kvasir_00001")["answer_text"] == "Pink; Red"
     assert (staged.public / "kvasir_00003" / "image.png").read_bytes() == png(3)

@@ -109,7 +109,7 @@ def kvasir(task: TaskSpec, source: Path) -> Iterator[Item]:
         text = str(row["question"])
         question = {"dataset": "kvasir-vqa", "split": p.get("split", "raw"), "question": text, "mode": "open_ended",
                     "question_type": kvasir_question_type(text), "modality": "endoscopy",
-                    "body_system": str(row.get("source", "") or "")}
+                    "body_system": "gastrointestinal", "source": str(row.get("source", "") or "")}
         yield qid, question, [("image", cell_image(row["image"], qid))], {"answer_text": str(row["answer"]).strip()}
 
 
