@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import sys
+from pathlib import Path
 
 import attrs
 import numpy as np
@@ -107,25 +109,10 @@ def test_restaging_is_a_no_op_until_the_source_changes(tmp_path):
 
 def write_dicom(path, hu: np.ndarray, instance: int):
     pydicom = pytest.importorskip("pydicom")
-    from pydicom.dataset import Dataset, FileMetaDataset
-    from pydicom.uid import CTImageStorage, ExplicitVRLittleEndian, generate_uid
+    sys.path.insert(0, str(Path(__file__).parent))
+    from release_layouts import write_dicom as write  # the helper beside the tests (tests/ is not a package)
 
-    meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = CTImageStorage
-    meta.MediaStorageSOPInstanceUID = generate_uid()
-    meta.TransferSyntaxUID = ExplicitVRLittleEndian
-    ds = Dataset()
-    ds.file_meta = meta
-    ds.SOPClassUID, ds.SOPInstanceUID, ds.Modality = CTImageStorage, meta.MediaStorageSOPInstanceUID, "CT"
-    ds.Rows, ds.Columns = hu.shape
-    ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
-    ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
-    ds.RescaleSlope, ds.RescaleIntercept = 1, -1024
-    ds.PixelSpacing = [0.7, 0.7]
-    ds.InstanceNumber = instance
-    ds.PixelData = (hu + 1024).astype(np.int16).tobytes()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ds.save_as(path, enforce_file_format=True)
+    write(path, hu, instance=instance)
     assert pydicom.dcmread(path).InstanceNumber == instance
 
 

@@ -29,6 +29,10 @@ from .store import existing, staging
 
 
 def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+    if "stager" in task.params:  # the full release's LIDC-IDRI, DeepLesion, BraTS, IXI and ChestXray14 tasks
+        from .release_stagers import stage_release
+
+        return stage_release(task, dest, source)
     kind = task.params["kind"]
     if kind == "ldct":
         parquet = sorted(p for p in source.rglob("*.parquet") if not p.name.startswith("."))

@@ -23,6 +23,7 @@ class SourceCase:
     image: Path
     references: dict[str, Path] = Factory(dict)
     problem: str = ""  # why the case cannot be used (missing file ...), empty when usable
+    inputs: dict[str, Path] = Factory(dict)  # further public input files by staged name (MSD Prostate's ADC)
 
 
 def _visible(paths) -> list[Path]:
@@ -47,25 +48,6 @@ def find_kits19(source: Path) -> list[SourceCase]:
         missing = [p.name for p in (image, seg) if not p.is_file()]
         problem = f"missing {', '.join(missing)}" if missing else ""
         cases.append(SourceCase(folder.name, image, {"labels": seg}, problem))
-    return cases
-
-
-def find_msd_liver(source: Path) -> list[SourceCase]:
-    """MSD Task03 Liver: `imagesTr/liver_N.nii.gz` + `labelsTr/liver_N.nii.gz` (1 liver, 2 tumour)."""
-    root = source / "Task03_Liver" if (source / "Task03_Liver").is_dir() else source
-    images, labels = root / "imagesTr", root / "labelsTr"
-    missing = [p.name + "/" for p in (images, labels) if not p.is_dir()]
-    if missing:
-        raise UserError(f"{source}: not an MSD Task03_Liver folder; missing {', '.join(missing)} "
-                        "(expected imagesTr/liver_N.nii.gz and labelsTr/liver_N.nii.gz)")
-    files = sorted(_visible(images.glob("liver_*.nii.gz")), key=lambda p: _natural(p.name))
-    if not files:
-        raise UserError(f"{images}: no liver_N.nii.gz images")
-    cases = []
-    for image in files:
-        label = labels / image.name
-        problem = "" if label.is_file() else f"missing labelsTr/{image.name}"
-        cases.append(SourceCase(image.name.removesuffix(".nii.gz"), image, {"labels": label}, problem))
     return cases
 
 
@@ -123,10 +105,12 @@ def find_feta(source: Path) -> list[SourceCase]:
 def finder(stager: str, params: dict) -> Callable[[Path], list[SourceCase]]:
     if stager == "kits19":
         return find_kits19
-    if stager == "msd_liver":
-        return find_msd_liver
     if stager == "feta":
         return find_feta
+    if stager == "msd":
+        from .msd import find_msd
+
+        return lambda source: find_msd(source, params)
     if stager == "pants":
         names = sorted({*params["organ_structures"], *params["lesion_structures"]})
         return lambda source: find_pants(source, names)
@@ -146,5 +130,5 @@ def finder(stager: str, params: dict) -> Callable[[Path], list[SourceCase]]:
         from .panther import find_panther
 
         return find_panther
-    raise UserError(f"unknown stager {stager!r} (known: kits19, msd_liver, pants, pants_multilabel, feta, "
+    raise UserError(f"unknown stager {stager!r} (known: kits19, msd, pants, pants_multilabel, feta, "
                     "totalsegmentator, aeropath, panther)")

@@ -181,6 +181,9 @@ def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dic
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(case.image, target)
     staged_files = {f"public/{case_id}/{task.input_files[0]}": target.stat().st_size}
+    for name, path in case.inputs.items():  # further channels (MSD Prostate's ADC beside its T2)
+        shutil.copyfile(path, target.parent / name)
+        staged_files[f"public/{case_id}/{name}"] = (target.parent / name).stat().st_size
     for name, volume in refs.items():
         path = incoming / "private" / case_id / name
         io.save(path, volume, image.affine)
@@ -192,8 +195,18 @@ def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dic
 
 
 def _readable(task: TaskSpec, case: SourceCase, scratch: Path) -> SourceCase:
-    """The case as NIfTI files: PANTHER's `.mha` are converted into `scratch`, everything else is as found."""
-    if task.params["stager"] != "panther" or case.problem:
+    """The case as NIfTI files: PANTHER's `.mha` are converted into `scratch`, MSD volumes are read through
+    the untrusted-download layer into `scratch` (channels split), everything else is as found."""
+    if case.problem:
+        return case
+    if task.params["stager"] == "msd":
+        from .msd import read_case
+
+        try:
+            return read_case(task, case, scratch)
+        except ValueError as exc:
+            return SourceCase(case.source_id, case.image, case.references, str(exc))
+    if task.params["stager"] != "panther":
         return case
     from .panther import convert_case
 

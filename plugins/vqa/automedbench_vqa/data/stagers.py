@@ -8,6 +8,7 @@
   text), image (list of frames) or image_1..image_5, plus system / organ / modality.
 - MedXpertQA MM: `MM/dev.jsonl` and `MM/test.jsonl` (id, question, options {A..E}, label, images,
   medical_task, body_system, question_type) and the images under `images/` or inside `images.zip`.
+- Kvasir-VQA, OmniMedVQA, PMC-VQA, MMMU (medical): `release_sets.py`.
 """
 
 from __future__ import annotations
@@ -253,9 +254,18 @@ READERS: dict[str, Callable[[TaskSpec, Path], Iterator[Item]]] = {
 }
 
 
+def readers() -> dict[str, Callable[[TaskSpec, Path], Iterator[Item]]]:
+    """Every reader by source_kind: these five and the full release's four further sets (Kvasir-VQA,
+    OmniMedVQA, PMC-VQA, MMMU medical), which live in their own module."""
+    from .release_sets import RELEASE_READERS
+
+    return {**READERS, **RELEASE_READERS}
+
+
 def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     kind = task.params.get("source_kind", "")
-    if kind not in READERS:
+    known = readers()
+    if kind not in known:
         raise UserError(f"task {task.id}: unknown source_kind {kind!r}")
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -268,7 +278,7 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
         job = bar.add_task(f"staging {task.id}", total=None)
-        for qid, question, images, gold in READERS[kind](task, source):
+        for qid, question, images, gold in known[kind](task, source):
             if qid in seen:
                 raise UserError(f"{task.id}: duplicate question id {qid}")
             seen.add(qid)

@@ -1,0 +1,352 @@
+"""Kvasir-VQA, OmniMedVQA, PMC-VQA and MMMU (medical) stagers on small files written in each published layout:
+question-type mapping, gold letters, hostile downloads, and validate-task on a full-size copy of each layout."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import attrs
+import pytest
+from automedbench import staging
+from automedbench.api import UserError
+from automedbench.plugins import registry
+from automedbench.testing import check_track
+from PIL import Image
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def png(value: int, size=(16, 12)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("L", size, value % 256).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def task(name: str, **params):
+    track, spec = registry().task(f"vqa/{name}")
+    return track, attrs.evolve(spec, params={**spec.params, **params})
+
+
+def questions(staged):
+    return {q: json.loads((staged.public / q / "question.json").read_text()) for q in staged.case_ids}
+
+
+def gold(staged, qid):
+    return json.loads((staged.private / qid / "answer.json").read_text())
+
+
+def write_parquet(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+# ---------------------------------------------------------------- Kvasir-VQA
+
+KVASIR_QUESTIONS = [  # (question, answer, expected type)
+    ("How many polyps are in the image?", "1", "numerical_count"),
+    ("What color is the abnormality? ", "Pink; Red", "color"),
+    ("Where in the image is the abnormality?", "Center; Lower-left", "location"),
+    ("Is there a green/black box artefact?", "No", "yes_no"),
+    ("Are there any instruments in the image?", "Yes", "yes_no"),
+    ("What type of procedure is the image taken from?", "Colonoscopy", "single_choice"),
+    ("Which instrument is present?", "Biopsy forceps", "multiple_choice"),
+    ("What is the size of the polyp?", "5-10mm", "single_choice"),
+]
+
+
+def write_kvasir(src, n):
+    rows = [{"image": {"bytes": png(i), "path": f"cl{i}.jpg"}, "source": "hyper-kvasir",
+             "question": KVASIR_QUESTIONS[i % len(KVASIR_QUESTIONS)][0],
+             "answer": KVASIR_QUESTIONS[i % len(KVASIR_QUESTIONS)][1], "img_id": f"cl{i}"} for i in range(n)]
+    write_parquet(src / "data" / "raw-00000-of-00001.parquet", rows)
+
+
+def test_kvasir_question_types_are_mapped_from_the_wording():
+    from automedbench_vqa.data.release_sets import kvasir_question_type
+
+    for text, _, expected in KVASIR_QUESTIONS:
+        assert kvasir_question_type(text) == expected, text
+    assert kvasir_question_type("Have all polyps been removed?") == "yes_no"
+
+
+def test_kvasir_stages_open_questions_with_embedded_images(tmp_path):
+    write_kvasir(tmp_path / "src", 8)
+    track, spec = task("kvasir-vqa", sample=None)
+    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    found = questions(staged)
+    assert list(found) == [f"kvasir_{i:05d}" for i in range(8)]
+    q = found["kvasir_00001"]
+    assert q["mode"] == "open_ended" and q["question_type"] == "color" and q["image_paths"] == ["image.png"]
+    assert q["source"] == "hyper-kvasir" and gold(staged, "kvasir_00001")["body_system"] == "gastrointestinal"
+    assert "answer" not in json.dumps(q).lower().replace("answer.json", "")
+    assert gold(staged, "kvasir_00001")["answer_text"] == "Pink; Red"
+    assert (staged.public / "kvasir_00003" / "image.png").read_bytes() == png(3)
+
+
+def test_kvasir_path_only_image_cell_is_never_opened(tmp_path):
+    (tmp_path / "secret.png").write_bytes(png(9))
+    rows = [{"image": {"bytes": None, "path": str(tmp_path / "secret.png")}, "question": "How many?",
+             "answer": "1"}]
+    write_parquet(tmp_path / "src" / "data" / "raw-00000-of-00001.parquet", rows)
+    track, spec = task("kvasir-vqa", sample=None)
+    with pytest.raises(UserError, match=r"question kvasir_00000: no embedded image bytes"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+
+
+def test_kvasir_symlinked_shard_is_refused(tmp_path):
+    write_kvasir(tmp_path / "elsewhere", 2)
+    (tmp_path / "elsewhere" / "data" / "raw-00000-of-00001.parquet").rename(tmp_path / "shard.parquet")
+    (tmp_path / "src" / "data").mkdir(parents=True)
+    (tmp_path / "src" / "data" / "raw-00000-of-00001.parquet").symlink_to(
+        tmp_path / "shard.parquet")
+    track, spec = task("kvasir-vqa", sample=None)
+    with pytest.raises(UserError, match=r"raw-00000-of-00001.parquet: cannot be read as a regular file"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    with pytest.raises(UserError, match=r"no parquet files matching raw-\*.parquet \(expected the Kvasir-VQA"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "elsewhere")  # data/ holds no raw-* shard
+
+
+# ---------------------------------------------------------------- OmniMedVQA
+
+OMNI_TYPES = ["Disease Diagnosis", "Anatomy Identification", "Modality Recognition", "Lesion Grading",
+              "Other Biological Attributes"]
+
+
+def write_omnimed(src, per_set, sets=("ACRIMA", "Chest CT Scan")):
+    root = src / "OmniMedVQA"
+    for s, name in enumerate(sets):
+        records = []
+        for i in range(per_set):
+            image = f"Images/{name}/img_{i}.png"
+            (root / image).parent.mkdir(parents=True, exist_ok=True)
+            (root / image).write_bytes(png(10 * s + i))
+            options = {"option_A": "glaucoma", "option_B": "normal"}
+            if i % 2:
+                options |= {"option_C": "cataract", "option_D": "diabetic retinopathy"}
+            records.append({"dataset": name, "question_id": f"{name}_{i:04d}",
+                            "question_type": OMNI_TYPES[(s + i) % 5], "question": f"What is shown ({i})?",
+                            "gt_answer": "normal" if i % 3 else "glaucoma", "image_path": image,
+                            "modality_type": "Fundus Photography", **options})
+        folder = root / "QA_information" / "Open-access"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps(records))
+    restricted = root / "QA_information" / "Restricted-access"
+    restricted.mkdir(parents=True, exist_ok=True)
+    (restricted / "Secret.json").write_text("not even JSON")  # never read
+
+
+def test_omnimedvqa_maps_types_options_and_gold_letters(tmp_path):
+    write_omnimed(tmp_path / "src", 4)
+    track, spec = task("omnimedvqa", sample=None)
+    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    found = questions(staged)
+    assert len(found) == 8
+    first, second = found["omnimedvqa_00000"], found["omnimedvqa_00001"]
+    assert first["mode"] == "multiple_choice" and first["options"] == {"A": "glaucoma", "B": "normal"}
+    assert second["options"] == {"A": "glaucoma", "B": "normal", "C": "cataract", "D": "diabetic retinopathy"}
+    assert first["question_type"] == "disease_diagnosis" and second["question_type"] == "anatomy_identification"
+    assert {q["question_type"] for q in found.values()} == {
+        "disease_diagnosis", "anatomy_identification", "modality_recognition", "lesion_grading",
+        "other_biological_attributes"}
+    assert gold(staged, "omnimedvqa_00000")["answer_label"] == "A"  # glaucoma
+    assert gold(staged, "omnimedvqa_00001")["answer_label"] == "B"  # normal
+    assert found["omnimedvqa_00004"]["body_system"] == "Chest CT Scan"
+
+
+def test_omnimedvqa_hostile_image_paths(tmp_path):
+    write_omnimed(tmp_path / "src", 1, sets=("ACRIMA",))
+    path = tmp_path / "src" / "OmniMedVQA" / "QA_information" / "Open-access" / "ACRIMA.json"
+    track, spec = task("omnimedvqa", sample=None)
+    for bad, message in (("../../secret.png", "leaves the dataset folder"), ("/etc/passwd", "leaves the dataset"),
+                         ("Images/ACRIMA/missing.png", "not found")):
+        records = json.loads(path.read_text())
+        records[0]["image_path"] = bad
+        path.write_text(json.dumps(records))
+        with pytest.raises(UserError, match=message):
+            staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    link = tmp_path / "src" / "OmniMedVQA" / "Images" / "ACRIMA" / "link.png"
+    (tmp_path / "secret.png").write_bytes(png(1))
+    link.symlink_to(tmp_path / "secret.png")
+    records[0]["image_path"] = "Images/ACRIMA/link.png"
+    path.write_text(json.dumps(records))
+    with pytest.raises(UserError, match=r"link.png: cannot be read as a regular file"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    records[0]["image_path"], records[0]["question_type"] = "Images/ACRIMA/img_0.png", "Colour Naming"
+    path.write_text(json.dumps(records))
+    with pytest.raises(UserError, match=r"question_type 'Colour Naming' is none of Disease Diagnosis"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    path.write_text("[" * 200 + "]" * 200)
+    with pytest.raises(UserError, match=r"nested deeper than"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    with pytest.raises(UserError, match=r"no QA_information/ folder"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path)
+
+
+# ---------------------------------------------------------------- PMC-VQA
+
+PMC_HEADER = "Figure_path,Question,Answer,Choice A,Choice B,Choice C,Choice D,Answer_label\n"
+
+
+def write_pmc(src, n, packed=True):
+    src.mkdir(parents=True, exist_ok=True)
+    lines = [PMC_HEADER]
+    questions_ = ["What imaging modality was used?", "Where is the lesion located?", "What does the arrow show?"]
+    for i in range(n):
+        label = "ABCD"[i % 4]
+        lines.append(f'PMC{i}_F1.jpg,{questions_[i % 3]},opt{label},A:optA ,B:optB ,C:optC ,D:optD ,{label}\n')
+    (src / "test_clean.csv").write_text("".join(lines))
+    if packed:
+        with zipfile.ZipFile(src / "images.zip", "w") as archive:
+            for i in range(n):
+                archive.writestr(f"figures/PMC{i}_F1.jpg", png(i))
+    else:
+        for i in range(n):
+            (src / "images").mkdir(exist_ok=True)
+            (src / "images" / f"PMC{i}_F1.jpg").write_bytes(png(i))
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_pmcvqa_choices_labels_and_types(tmp_path, packed):
+    write_pmc(tmp_path / "src", 6, packed)
+    track, spec = task("pmc-vqa", sample=None)
+    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    found = questions(staged)
+    q = found["pmcvqa_00001"]
+    assert q["options"] == {"A": "optA", "B": "optB", "C": "optC", "D": "optD"} and q["mode"] == "multiple_choice"
+    assert [found[f"pmcvqa_{i:05d}"]["question_type"] for i in range(3)] == ["modality", "anatomy_location", "finding"]
+    answer = gold(staged, "pmcvqa_00001")
+    assert (answer["answer_label"], answer["answer_text"]) == ("B", "optB")
+    assert (staged.public / "pmcvqa_00002" / "image.png").read_bytes() == png(2)
+
+
+def test_pmcvqa_bad_rows_get_one_line(tmp_path):
+    write_pmc(tmp_path / "src", 2)
+    track, spec = task("pmc-vqa", sample=None)
+    csv_path = tmp_path / "src" / "test_clean.csv"
+    csv_path.write_text(PMC_HEADER + "PMC0_F1.jpg,Q?,x,A:a,B:b,,,E\n")
+    with pytest.raises(UserError, match=r"test_clean.csv row 2: Answer_label 'E' names no choice \(A, B\)"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    csv_path.write_text(PMC_HEADER + "../PMC0_F1.jpg,Q?,x,A:a,B:b,,,A\n")
+    with pytest.raises(UserError, match=r"Figure_path '../PMC0_F1.jpg' is not a file name"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    csv_path.write_text("Image,Q\nx,y\n")
+    with pytest.raises(UserError, match=r"test_clean.csv header: missing column\(s\) Figure_path, Question"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    with pytest.raises(UserError, match=r"test_clean.csv not found"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path)
+
+
+def test_pmcvqa_hostile_zip_is_refused(tmp_path):
+    write_pmc(tmp_path / "src", 1)
+    with zipfile.ZipFile(tmp_path / "src" / "images.zip", "w") as archive:
+        archive.writestr("../PMC0_F1.jpg", png(0))
+    track, spec = task("pmc-vqa", sample=None)
+    with pytest.raises(UserError, match=r"leaves the archive"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+
+
+# ---------------------------------------------------------------- MMMU (Health & Medicine)
+
+SUBJECTS = ["Basic_Medical_Science", "Clinical_Medicine", "Diagnostics_and_Laboratory_Medicine", "Pharmacy",
+            "Public_Health"]
+
+
+def mmmu_row(subject, i):
+    row = {"id": f"validation_{subject}_{i + 1}", "question": f"<image 1> Which finding ({i})?",
+           "options": str([f"option {k}" for k in range(4)]), "explanation": "", "answer": "ABCD"[i % 4],
+           "img_type": "['Body Scans: MRI, CT scans, and X-rays']", "topic_difficulty": "Medium",
+           "question_type": "multiple-choice", "subfield": "Radiology"}
+    for k in range(1, 8):
+        row[f"image_{k}"] = None
+    row["image_1"] = {"bytes": png(i), "path": None}
+    if i % 5 == 1:  # a second image
+        row["image_2"] = {"bytes": png(100 + i), "path": None}
+    if i % 7 == 3:  # an open question
+        row |= {"question_type": "open", "options": "[]", "answer": "24 mmHg"}
+    if i % 11 == 4:  # more options than the contract letters
+        row["options"] = str([f"o{k}" for k in range(7)])
+    return row
+
+
+def write_mmmu(src, per_subject):
+    for subject in SUBJECTS:
+        write_parquet(src / subject / "validation-00000-of-00001.parquet",
+                      [mmmu_row(subject, i) for i in range(per_subject)])
+        write_parquet(src / subject / "dev-00000-of-00001.parquet", [mmmu_row(subject, 99)])
+
+
+def test_mmmu_mcq_open_and_too_many_options(tmp_path):
+    from automedbench_vqa.data.release_sets import mmmu_items
+
+    write_mmmu(tmp_path / "src", 6)
+    track, spec = task("mmmu-medical", sample=None)
+    pool, too_many = mmmu_items(spec, tmp_path / "src")
+    assert len(pool) == 25 and too_many == 5  # i == 4 in each subject
+    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    found = questions(staged)
+    mcq = found["validation_Clinical_Medicine_1"]
+    assert mcq["mode"] == "multiple_choice" and mcq["options"]["D"] == "option 3"
+    assert mcq["body_system"] == "Clinical_Medicine" and mcq["question_type"] == "multiple_choice"
+    two = found["validation_Pharmacy_2"]
+    assert two["image_paths"] == ["image_1.png", "image_2.png"]
+    assert (staged.public / "validation_Pharmacy_2" / "image_2.png").read_bytes() == png(101)
+    open_q = found["validation_Public_Health_4"]
+    assert open_q["mode"] == "open_ended" and "options" not in open_q and open_q["question_type"] == "open"
+    assert gold(staged, "validation_Public_Health_4")["answer_text"] == "24 mmHg"
+    assert gold(staged, "validation_Public_Health_3")["answer_label"] == "C"
+    assert "validation_Pharmacy_5" not in found  # seven options
+
+
+def test_mmmu_options_are_parsed_never_evaluated(tmp_path):
+    from automedbench_vqa.data.release_sets import parse_options
+
+    assert parse_options("['a', \"b's\"]", "x") == ["a", "b's"]
+    for bad in ("__import__('os').system('true')", "[1, [2]]", "{'a': 1}"):
+        with pytest.raises(UserError, match=r"options"):
+            parse_options(bad, "x")
+    with pytest.raises(UserError, match=r"options of 30000 characters"):
+        parse_options("[" + " " * 29_998 + "]", "x")
+
+
+def test_mmmu_missing_subject_folder(tmp_path):
+    write_mmmu(tmp_path / "src", 2)
+    (tmp_path / "src" / "Pharmacy" / "validation-00000-of-00001.parquet").unlink()
+    track, spec = task("mmmu-medical", sample=None)
+    with pytest.raises(UserError, match=r"Pharmacy: no parquet files matching validation-\*.parquet"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    with pytest.raises(UserError, match=r"Basic_Medical_Science/ missing"):
+        staging.stage(track, spec, tmp_path / "data", tmp_path)
+
+
+# ---------------------------------------------------------------- validate-task on a full-size copy of each layout
+
+
+@pytest.mark.slow  # each stages 120-560 questions and evaluates the baselines (about two minutes under load)
+@pytest.mark.parametrize(("name", "write"), [
+    ("kvasir-vqa", lambda src: write_kvasir(src, 560)),
+    ("omnimedvqa", lambda src: write_omnimed(src, 260)),
+    ("pmc-vqa", lambda src: write_pmc(src, 540)),
+    ("mmmu-medical", lambda src: write_mmmu(src, 30)),
+])
+def test_validate_task_passes(tmp_path, name, write):
+    write(tmp_path / "download")
+    track, spec = registry().task(f"vqa/{name}")
+    staged = staging.stage(track, spec, tmp_path / "root", tmp_path / "download")
+    assert len(staged.case_ids) == spec.case_count
+    ok, report = check_track(spec.id, tmp_path / "root")
+    assert ok, report
+    assert f"{spec.case_count} staged, {spec.case_count} declared" in report
+
+
+@pytest.mark.parametrize("name", ["kvasir-vqa", "omnimedvqa", "pmc-vqa", "mmmu-medical"])
+def test_briefs_render_for_every_tier(name):
+    from automedbench.brief import render_brief
+
+    track, spec = registry().task(f"vqa/{name}")
+    for tier in spec.tiers:
+        text = render_brief(spec, tier, track.template_dir(), data_dir="/data/public", workspace_dir="/workspace",
+                            case_ids=["q1", "q2"])
+        assert "answer.json" in text and spec.title.split(" (")[0][:20] in text and "{{" not in text
