@@ -67,6 +67,8 @@ def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tupl
         except UserError as exc:
             raise ValueError(str(exc).removeprefix(f"{origin}: ")) from None
     dims, dtype, image_class = header_shape(data)
+    if shape is None and len(dims) > 3 and all(d == 1 for d in dims[3:]):
+        dims = dims[:3]  # a download stored as (x, y, z, 1): the same volume
     if len(dims) != 3:
         raise ValueError(f"{len(dims)}-D image, expected a 3-D volume")
     if shape is not None and dims != tuple(shape):
@@ -77,7 +79,7 @@ def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tupl
         raise ValueError(f"{len(data)} bytes, more than a {dims} volume needs")
     try:
         image = image_class.from_bytes(data)
-        volume = np.asarray(image.get_fdata(dtype=np.float32))
+        volume = np.asarray(image.get_fdata(dtype=np.float32)).reshape(dims)
     except Exception as exc:  # nibabel raises many kinds on a damaged file
         raise ValueError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
     return volume, np.asarray(image.affine, dtype=np.float64)

@@ -147,3 +147,15 @@ def test_incomplete_downloads_are_refused_in_one_line(tmp_path):
         stage_source(task("synthesis/ctorg-ctsr"), tmp_path / "d2", ctorg(tmp_path / "c", n=5))
     with pytest.raises(UserError, match="no totalsegmentator-ctsr volumes found"):
         stage_source(task("synthesis/totalsegmentator-ctsr"), tmp_path / "d3", tmp_path / "c")
+
+
+def test_downloads_with_a_trailing_singleton_axis_are_read_outputs_are_not(tmp_path):
+    from automedbench_synthesis.contract import read_volume
+    from automedbench_synthesis.data.readers import read_nifti
+
+    volume = ct_volume(9)
+    nifti(tmp_path / "v.nii.gz", volume[..., None])
+    read, _ = read_nifti(tmp_path / "v.nii.gz")
+    assert read.shape == SHAPE and np.array_equal(read, volume.astype(np.float32))
+    nifti(tmp_path / "c" / "sct.nii.gz", volume[..., None])
+    assert "4-D image" in read_volume(tmp_path, "c", "sct.nii.gz", SHAPE, None)[1][0]
