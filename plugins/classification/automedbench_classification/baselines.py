@@ -23,6 +23,8 @@ BASELINES: dict[str, str] = {
     "majority-class": "the reference's most frequent class for every case",
     "label-prior": "a label drawn at random (seeded) from the reference's class frequencies, per case",
 }
+# What must rate below B on every task (`Track.trivial_baselines`): nothing, one class, the class prior.
+TRIVIAL: dict[str, str] = {name: BASELINES[name] for name in ("empty", "constant", "majority-class", "label-prior")}
 
 
 def baseline_labels(task: TaskSpec, name: str, staged: StagedData) -> dict[str, str]:

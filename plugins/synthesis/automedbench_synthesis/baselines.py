@@ -30,7 +30,10 @@ BASELINES: dict[str, str] = {
     "trilinear": "CT-SR: linear interpolation of the kept slices along z (= the input); MRI->CT: as nearest",
     "cubic": "CT-SR: a natural cubic spline through the kept slices along z; MRI->CT: as nearest",
 }
-TRIVIAL = ("identity", "constant", "nearest", "trilinear", "cubic")
+# The interpolations that restore no detail (measured by `measure`), and with `empty` the trivial baselines
+# that must rate below B (`Track.trivial_baselines`, checked by validate-task and the core's test).
+INTERPOLATIONS = ("identity", "constant", "nearest", "trilinear", "cubic")
+TRIVIAL: dict[str, str] = {name: BASELINES[name] for name in ("empty", *INTERPOLATIONS)}
 
 
 def _load(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +81,7 @@ def write_baseline(task: TaskSpec, name: str, staged: StagedData, dest: Path) ->
         save_nifti(dest / case_id / "sct.nii.gz", volume, affine)
 
 
-def measure(task: TaskSpec, staged: StagedData, names: tuple[str, ...] = TRIVIAL) -> dict[str, dict[str, float]]:
+def measure(task: TaskSpec, staged: StagedData, names: tuple[str, ...] = INTERPOLATIONS) -> dict[str, dict[str, float]]:
     """Mean SSIM, PSNR and MAE of each baseline over the staged cases (in process: targets are read directly)."""
     from .metric import score_pair
 
