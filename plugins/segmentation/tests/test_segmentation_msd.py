@@ -13,7 +13,7 @@ import pytest
 from automedbench import staging
 from automedbench.api import UserError
 from automedbench.plugins import registry
-from automedbench.testing import check_track
+from automedbench.testing import check_track, sampled
 
 SHAPE = (8, 7, 6)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -226,8 +226,8 @@ def test_corrupt_volume_is_skipped_with_its_reason(tmp_path):
 
 
 @pytest.mark.slow  # each stages 22 cases and evaluates three baselines with surface metrics
-@pytest.mark.parametrize("task_id", ["segmentation/colon", "segmentation/hepaticvessel", "segmentation/spleen",
-                                     "segmentation/heart", "segmentation/prostate"])
+@pytest.mark.parametrize("task_id", sampled(["segmentation/spleen", "segmentation/colon", "segmentation/hepaticvessel",
+                                             "segmentation/heart", "segmentation/prostate"]))
 def test_validate_task_passes(tmp_path, task_id):
     write_msd(tmp_path / "download", task_id, range(1, 23), empty=(5,))
     track, task = registry().task(task_id)
