@@ -100,7 +100,7 @@ def test_ldct_baselines_order_identity_gaussian_nlm(amb_data_root, tmp_path):
            for name in ("identity", "gaussian", "nlm")}
     assert got["identity"] < got["gaussian"] < got["nlm"]
     # each staging's secret variant of the slices moves these by a few thousandths
-    assert got["identity"] == pytest.approx(0.8267, abs=8e-3) and got["nlm"] == pytest.approx(0.9722, abs=8e-3)
+    assert got["identity"] == pytest.approx(0.8267, abs=0.015) and got["nlm"] == pytest.approx(0.9722, abs=8e-3)
 
 
 def _write_all(public, dest, transform):
