@@ -155,3 +155,31 @@ def test_attack_refusal_bait_cannot_null_the_grader(fake_llm, vqa, reg, data_roo
     assert result.task.components["judge_fallback_count"] == 0
     grades = json.loads((run_dir / "grades.json").read_text())["grades"]
     assert all("refused the agent's text" in g["agent_fault"] for g in grades)
+
+
+def test_attack_lines_signed_with_a_stolen_key_are_foreign_after_a_local_plain_run(fake_llm, vqa, reg, data_root,
+                                                                                     tmp_path):
+    """Attack 5: under local-plain the agent can read the harness key, so it signs its forged lines. Before the
+    key rotation those lines were trusted by this run and every later one. Now a run without filesystem
+    isolation replaces the key before grading: the stolen key's lines are foreign, ignored and counted."""
+    fake_llm.fallback = grade_by_content
+    model = "stolen-key-grader"
+    key_path = state_dir() / "harness.key"
+    grading.GradeCache(grading.default_cache_path())  # the key exists before the run, as after any earlier run
+    lines = forged_lines(vqa, model, NONSENSE, 1.0)
+    steal = f"""
+import hashlib, hmac, json
+key = open({str(key_path)!r}, 'rb').read()
+with open({str(grading.default_cache_path())!r}, 'a') as cache:
+    for line in {lines!r}:
+        entry = json.loads(line)
+        body = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False).encode()
+        entry['mac'] = hmac.new(key, body, hashlib.sha256).hexdigest()
+        cache.write(json.dumps(entry, sort_keys=True) + '\\n')
+print('signed with the stolen key')
+"""
+    result, _ = run(reg, data_root, tmp_path / "e", [["python", steal], ["python", answers_step(NONSENSE)]],
+                    judge_options(fake_llm, model), sandbox="local-plain")
+    rows = graded_rows(result)
+    assert result.state == "scored" and rows and all(r["judge_score"] == 0.0 for r in rows)
+    assert result.task.components[grading.REJECTED] >= len(rows)

@@ -75,6 +75,21 @@ def harness_key(folder: Path | None = None) -> bytes:
     return key
 
 
+def rotate_key(folder: Path | None = None) -> None:
+    """Replace the harness key (atomically): every line signed with the old one is foreign from now on. Done
+    after a run without filesystem isolation, whose agent could read the key."""
+    folder = folder or state_dir()
+    _private_dir(folder)
+    temp = folder / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, os.urandom(KEY_BYTES))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, folder / KEY_FILE)
+
+
 def _canonical(entry: dict[str, Any]) -> bytes:
     body = {k: v for k, v in entry.items() if k != MAC_FIELD}
     return json.dumps(body, sort_keys=True, ensure_ascii=False, allow_nan=False).encode("utf-8", "backslashreplace")

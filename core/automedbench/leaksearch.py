@@ -123,9 +123,27 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
+    """Dense ranks (ties share one): a monotone remap of the values leaves them unchanged."""
+    _, inverse = np.unique(a.ravel(), return_inverse=True)
+    return inverse.reshape(a.shape).astype(np.float64)
 
-    return rankdata(a.ravel()).reshape(a.shape)
+
+def _window_sums(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    table = np.pad(image.cumsum(0).cumsum(1), ((1, 0), (1, 0)))
+    m, n = shape
+    return table[m:, n:] - table[:-m, n:] - table[m:, :-n] + table[:-m, :-n]
+
+
+def match_template(image: np.ndarray, template: np.ndarray) -> np.ndarray:
+    """Normalised cross-correlation of `template` at every position inside `image` (numpy FFT)."""
+    m, n = template.shape
+    t = template - template.mean()
+    spectrum = np.fft.rfft2(image) * np.conj(np.fft.rfft2(t, s=image.shape))
+    numerator = np.fft.irfft2(spectrum, s=image.shape)[:image.shape[0] - m + 1, :image.shape[1] - n + 1]
+    sums, squares = _window_sums(image, (m, n)), _window_sums(image * image, (m, n))
+    variance = np.maximum(squares - sums * sums / (m * n), 0.0)
+    denominator = np.sqrt(variance * float((t * t).sum()))
+    return np.where(denominator > 1e-12, numerator / np.where(denominator > 1e-12, denominator, 1.0), 0.0)
 
 
 def _corr(a: np.ndarray, b: np.ndarray, a_ranks: np.ndarray | None = None) -> float:
@@ -165,8 +183,6 @@ def _target(reference: np.ndarray) -> _Target:
 
 
 def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndarray]) -> float:
-    from skimage.feature import match_template
-
     def resized(shape: tuple[int, ...]) -> np.ndarray:  # once per candidate and shape (flips come after)
         if shape not in memo:
             memo[shape] = _resize(candidate, shape)

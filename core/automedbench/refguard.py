@@ -68,17 +68,18 @@ def add_blobs(image: np.ndarray, rng: np.random.Generator, count: tuple[int, int
 
 
 def secret_variant(image: np.ndarray, seed: Any, *, fill: float | None = None, blobs: dict[str, Any] | None = None,
-                   gain: float = 0.06, offset: float = 0.0, **warp_options: Any) -> np.ndarray:
-    """A secret variant of a shipped image: warped, intensity-remapped (gain 1 ± `gain`, offset ± `offset`,
-    a smooth multiplicative shading), with `add_blobs(**blobs)` added. `seed` is the staging's secret seed
-    with the case's index (e.g. `[seed, index]`); the same seed gives the same variant."""
+                   gain: float = 0.06, offset: float = 0.0, pivot: float = 0.0, **warp_options: Any) -> np.ndarray:
+    """A secret variant of a shipped image: warped, intensity-remapped about `pivot` (gain 1 ± `gain` and a
+    smooth multiplicative shading: `pivot` itself, e.g. air at -1024 HU, stays put; then offset ± `offset`),
+    with `add_blobs(**blobs)` added. `seed` is the staging's secret seed with the case's index (e.g.
+    `[seed, index]`); the same seed gives the same variant."""
     from scipy import ndimage
 
     rng = np.random.default_rng(seed)
     out = warp(image, rng, fill=fill, **warp_options)
     shading = 1.0 + 0.5 * gain * np.tanh(ndimage.gaussian_filter(rng.standard_normal(out.shape), 60, mode="wrap")
                                          * 40.0)
-    out = out * (1.0 + rng.uniform(-gain, gain)) * shading + rng.uniform(-offset, offset)
+    out = pivot + (out - pivot) * (1.0 + rng.uniform(-gain, gain)) * shading + rng.uniform(-offset, offset)
     if blobs:
         out = add_blobs(out, rng, **blobs)
     return out

@@ -37,7 +37,7 @@ from .fsutil import (
     walk_fd,
 )
 from .grading import default_cache_path, grade_evaluation
-from .harnessstate import state_dir
+from .harnessstate import rotate_key, state_dir
 from .judge import Judge
 from .options import RunOptions, score_record
 from .pilot import PilotTracker
@@ -195,6 +195,9 @@ class Run:
         st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
         write_json(self.folder.manifest, st.manifest)
         self._copy_plan(st)
+        if getattr(self, "unisolated", False):
+            # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
+            rotate_key()
         self._evaluate(st, staged)
         if not st.isolation.breached:
             write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self.evaluator_backend))
@@ -303,6 +306,7 @@ class Run:
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
         isolation = st.isolation
+        self.unisolated = not session.isolates_filesystem
         if not session.isolates_filesystem:
             if self.o.require_isolation:
                 session.close()

@@ -20,10 +20,10 @@ def test_recompute_command_reproduces_the_demo_sr_bands(amb_data_root, capsys):
     out = capsys.readouterr().out
     task = next(t for t in EnhancementTrack().tasks() if t.id == "enhancement/demo-sr")
     line = next(x for x in out.splitlines() if x.startswith("rating:"))
-    # each staging draws its own secret variant of the crops: the bands agree within a few thousandths
+    # each staging draws its own secret variant of the crops: the bands agree within about 0.01
     measured = dict(part.split(": ") for part in line[len("rating: {"):-1].split(", "))
-    assert float(measured["good"]) == pytest.approx(task.rating.good, abs=0.006)
-    assert float(measured["floor"]) == pytest.approx(task.rating.floor, abs=0.006)
+    assert float(measured["good"]) == pytest.approx(task.rating.good, abs=0.015)
+    assert float(measured["floor"]) == pytest.approx(task.rating.floor, abs=0.015)
     assert out.index("identity") < out.index("bicubic") < out.index("zero-filled")  # sorted by SSIM
 
 

@@ -37,8 +37,6 @@ def test_reports_read_off_the_generator_code_score_like_a_guess(amb_registry, am
     attack = runner.execute()
     reference, _ = amb_run(DEMO, "reference")
     assert attack.state == "scored" and attack.task.components.get("valid_cases", 12) == 12
-    # the scripted reference reads the pixels (about 0.85); the code-reading attack is a guess at the order
-    print(f"MEASURED attack {attack.task.partial:.3f} reference {reference.task.partial:.3f} "
-          f"rating {attack.aggregate.rating}")
+    # measured: the attack 0.56 (rating C), the scripted reference, which reads the pixels, 0.83
     assert attack.task.partial < reference.task.partial - 0.1
     assert attack.task.partial < 0.8

@@ -60,7 +60,7 @@ def _ldct_cases(task: TaskSpec):
         if mirrored:
             ref = ref[:, ::-1]
         # the shipped slice is readable in the sandbox: the reference is a secret variant of it
-        ref = np.clip(secret_variant(ref, [seed, VARIANT, i], fill=HU_CLIP[0], offset=20.0,
+        ref = np.clip(secret_variant(ref, [seed, VARIANT, i], fill=HU_CLIP[0], pivot=HU_CLIP[0],
                                      blobs={"count": (4, 8), "radius_px": (5.0, 22.0), "contrast": (40.0, 120.0),
                                             "where": degrade.body_mask(ref)}), *HU_CLIP)
         low = degrade.low_dose(ref, params, seed + i, pixel_mm)
@@ -69,8 +69,9 @@ def _ldct_cases(task: TaskSpec):
 
 
 def _sr_cases(task: TaskSpec):
-    params, seed = task.params, int(task.params["seed"])
+    params = task.params
     image, pixel_mm = read_dicom(params["source"])
+    seed = int(params.get("seed", 20261203))
     scaled = np.clip(image / np.percentile(image, 99.5), 0.0, 1.0)
     h, w = params["output_shape"]
     for i in range(task.case_count):
