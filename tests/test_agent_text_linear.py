@@ -153,8 +153,8 @@ def test_leaderboard_csv_quotes_formula_cells(tmp_path):
     import csv
 
     from automedbench.campaign.leaderboard import build
-    from automedbench.campaign.store import load_table
     from automedbench.campaign.render import to_csv
+    from automedbench.campaign.store import load_table
     from automedbench.campaign.synthetic import write_runs
 
     write_runs(tmp_path, 8, seed=1, agents=["=cmd|' /C calc'!A0", "@evil"], tasks=["segmentation/task00"])
