@@ -191,7 +191,7 @@ def test_iu_xray_refuses_image_paths_that_leave_the_download(tmp_path, bad):
     doc = json.loads((tmp_path / "src" / "iu_xray" / "annotation.json").read_text())
     doc["test"][0]["image_path"] = [bad]
     (tmp_path / "src" / "iu_xray" / "annotation.json").write_text(json.dumps(doc))
-    with pytest.raises(UserError, match="leaves the download|symlink"):
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
         stage("report_gen/iu-xray", tmp_path / "src", tmp_path / "out")
     assert not (tmp_path / "out" / "public").exists()
 
@@ -200,7 +200,7 @@ def test_an_image_declaring_more_pixels_than_memory_is_refused_not_published(tmp
     # a PNG whose header declares 60000 x 60000 pixels (a few hundred bytes on disk)
     make_iu_r2gen(tmp_path / "src", 2)
     put(tmp_path / "src" / "iu_xray" / "images" / "CXR0_IM-0" / "0.png", png_header(60000, 60000))
-    with pytest.raises(UserError, match="60000x60000|DecompressionBomb"):
+    with pytest.raises(UserError, match=r"60000x60000|DecompressionBomb"):
         stage("report_gen/iu-xray", tmp_path / "src", tmp_path / "out")
     assert not (tmp_path / "out" / "public").exists()
 

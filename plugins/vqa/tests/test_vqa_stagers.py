@@ -249,7 +249,7 @@ def test_parquet_image_paths_never_leave_the_download(tmp_path, bad):
         {"image": {"bytes": png(i), "path": f"{i}.png"}, "question": f"q {i}?", "answer": "no"} for i in range(3)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
     track, spec = task("pathvqa", sample=4, smoke=1, calibration=1)
-    with pytest.raises(UserError, match="leaves the download|symlink"):
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
         track.stage(spec, tmp_path / "out", tmp_path / "src")
     assert not (tmp_path / "out" / "public").exists()
 
@@ -267,5 +267,5 @@ def test_a_pixel_bomb_in_a_parquet_cell_is_refused_not_published(tmp_path):
         {"image": {"bytes": png(i), "path": f"{i}.png"}, "question": f"q {i}?", "answer": "no"} for i in range(3)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
     track, spec = task("pathvqa", sample=4, smoke=1, calibration=1)
-    with pytest.raises(UserError, match="90000x90000|DecompressionBomb"):
+    with pytest.raises(UserError, match=r"90000x90000|DecompressionBomb"):
         track.stage(spec, tmp_path / "out", tmp_path / "src")
