@@ -235,7 +235,7 @@ def test_paths_a_list_file_names_stay_inside_the_download(tmp_path, bad):
 
     (tmp_path / "dl" / "a").mkdir(parents=True)
     (tmp_path / "dl" / "link").symlink_to(tmp_path)
-    with pytest.raises(UserError, match="leaves the download|symlink"):
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
         inside(tmp_path / "dl", bad)
     assert inside(tmp_path / "dl", "a/b.png") == tmp_path / "dl" / "a" / "b.png"
 
