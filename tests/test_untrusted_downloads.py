@@ -224,3 +224,40 @@ def test_vqa_slake_stager_refuses_deep_json(tmp_path):
     task = next(t for _track, t in registry().tasks().values() if t.track == "vqa")
     with pytest.raises(UserError, match="nested deeper"):
         list(slake(task, tmp_path))
+
+
+# ---------------------------------------------------------------- paths from list files, image headers
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../x", "a/../../x", "a\0b", "link/secret"])
+def test_paths_a_list_file_names_stay_inside_the_download(tmp_path, bad):
+    from automedbench.api import inside
+
+    (tmp_path / "dl" / "a").mkdir(parents=True)
+    (tmp_path / "dl" / "link").symlink_to(tmp_path)
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
+        inside(tmp_path / "dl", bad)
+    assert inside(tmp_path / "dl", "a/b.png") == tmp_path / "dl" / "a" / "b.png"
+
+
+def test_image_headers_are_checked_before_decoding(tmp_path):
+    import numpy as np
+    from automedbench.api import check_image
+
+    big = tmp_path / "big.npy"
+    with open(big, "wb") as fh:  # a header declaring 10^12 float64 values, and no data
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
+    mha = tmp_path / "big.mha"
+    mha.write_text("ObjectType = Image\nNDims = 3\nDimSize = 5000 5000 5000\nElementType = MET_SHORT\n"
+                   "ElementDataFile = LOCAL\n")
+    for path in (big, mha):
+        with pytest.raises(UserError, match="image header declares"):
+            check_image(path)
+    small = tmp_path / "small.npy"
+    np.save(small, np.zeros((4, 4)))
+    assert check_image(small) == small
+    with pytest.raises(UserError, match="image header declares"):  # the memory bound, not only pixels
+        check_image(small, max_bytes=64)
+    (tmp_path / "link.npy").symlink_to(small)
+    with pytest.raises(UserError, match="symlink"):
+        check_image(tmp_path / "link.npy")

@@ -110,7 +110,8 @@ def torn_line(path: Path) -> int | None:
     """The number of the first non-empty line that is not JSON (where `read_events` stops), else None."""
     if not path.exists():
         return None
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # "\n" only, as read_events: U+2028 or U+0085 an agent printed sits raw inside a JSON string
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if line.strip():
             try:
                 json.loads(line)

@@ -198,3 +198,22 @@ def test_vindr_task_scores_every_box_as_abnormality(tmp_path):
     kept = [None if c == dropped else partial.score_case(c, tmp_path / "sub" / c) for c in staged.case_ids]
     block = partial.aggregate(kept, staged.case_ids)
     assert block.strict == 0.0 and 0.5 < block.partial < 1.0
+
+
+def test_an_image_declaring_more_pixels_than_memory_is_refused_before_decoding(tmp_path):
+    import struct
+    import zlib
+
+    from automedbench_detection.data.stagers import read_image
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    bomb = tmp_path / "bomb.png"  # 40000 x 40000 RGB declared in 45 bytes
+    bomb.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 40000, 40000, 8, 2, 0, 0, 0))
+                     + chunk(b"IEND", b""))
+    with pytest.raises(UserError, match=r"40000x40000|DecompressionBomb"):
+        read_image(bomb)
+    fine = tmp_path / "fine.png"
+    Image.new("L", (8, 6), 7).save(fine)
+    assert read_image(fine).shape == (6, 8)

@@ -89,3 +89,18 @@ def test_labeler_agrees_with_iu_mesh_tags():
     assert support > 3000
     assert r > 0.9 and p > 0.6 and f1 > 0.72  # measured 0.637 / 0.935 / 0.758 (README)
     assert table["Cardiomegaly"][2] > 0.85 and table["Pleural Effusion"][2] > 0.8
+
+
+def test_hostile_reports_label_without_crash_and_within_bounds():
+    import random
+    import time
+
+    rng = random.Random(11)
+    pieces = ["widening", "mediastinal ", "no ", "not seen. ", "\ud800", "\u2028", "\x00", "effusion", "; ", "\n"]
+    for _ in range(60):
+        label_text("".join(rng.choice(pieces) for _ in range(rng.randint(0, 2000))))
+    # the worst repeats the scan found (a pattern rescanned from each "widen"): bounded by the text cap
+    for text in ("widening" * 10_000, "mediastinal" * 10_000, "enlarged cardiomediastinal " * 3_000):
+        t0 = time.perf_counter()
+        label_text(text)
+        assert time.perf_counter() - t0 < 5.0

@@ -204,3 +204,37 @@ def test_every_staged_reference_passes_its_own_tasks_checker(tmp_path, task_id, 
         assert present and reasons == [], (case, reasons)
     if "pathcap" in task_id:
         assert len(staged.case_ids) == 6  # the non-ASCII caption was left out
+
+@pytest.mark.parametrize("bad", ["../../secret.png", "/etc/hostname", "link/0.png"])
+def test_iu_xray_refuses_image_paths_that_leave_the_download(tmp_path, bad):
+    # a crafted annotation.json: a climbing path, an absolute path, a symlinked folder pointing outside
+    make_iu_r2gen(tmp_path / "src", 2)
+    put(tmp_path / "secret.png", image_bytes(99))
+    (tmp_path / "src" / "iu_xray" / "images" / "link").symlink_to(tmp_path)
+    doc = json.loads((tmp_path / "src" / "iu_xray" / "annotation.json").read_text())
+    doc["test"][0]["image_path"] = [bad]
+    (tmp_path / "src" / "iu_xray" / "annotation.json").write_text(json.dumps(doc))
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
+        stage("report_gen/iu-xray", tmp_path / "src", tmp_path / "out")
+    assert not (tmp_path / "out" / "public").exists()
+
+
+def test_an_image_declaring_more_pixels_than_memory_is_refused_not_published(tmp_path):
+    # a PNG whose header declares 60000 x 60000 pixels (a few hundred bytes on disk)
+    make_iu_r2gen(tmp_path / "src", 2)
+    put(tmp_path / "src" / "iu_xray" / "images" / "CXR0_IM-0" / "0.png", png_header(60000, 60000))
+    with pytest.raises(UserError, match=r"60000x60000|DecompressionBomb"):
+        stage("report_gen/iu-xray", tmp_path / "src", tmp_path / "out")
+    assert not (tmp_path / "out" / "public").exists()
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG that is only its signature and header chunk: what a reader sees before any pixel."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) + chunk(
+        b"IEND", b"")

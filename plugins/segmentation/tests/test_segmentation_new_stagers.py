@@ -239,3 +239,31 @@ def test_validate_task_passes(tmp_path, task_id):
     assert ok, report
     assert f"{task.case_count} staged, {task.case_count} declared" in report
     assert "perfect baseline scores 1.0 / A" in report
+
+
+# ---------------------------------------------------------------- crafted downloads
+
+
+def test_a_case_folder_symlinked_out_of_the_download_is_refused(tmp_path):
+    # AeroPath case 3 is a symlink to a folder elsewhere (say, someone else's data): never read, never published
+    write_aeropath(tmp_path / "hf" / "data", [1, 2])
+    write_aeropath(tmp_path / "elsewhere", [3])
+    (tmp_path / "hf" / "data" / "3").symlink_to(tmp_path / "elsewhere" / "3")
+    track, task = small("segmentation/aeropath", 3)
+    with pytest.raises(UserError, match="symlink"):
+        staging.stage(track, task, tmp_path / "root", tmp_path / "hf")
+    assert not list((tmp_path / "root").rglob("*.nii.gz"))
+
+
+def test_a_nifti_declaring_more_voxels_than_memory_is_refused_before_decoding(tmp_path):
+    write_aeropath(tmp_path / "hf" / "data", [1, 2, 3])
+    path = tmp_path / "hf" / "data" / "2" / "2_CT_HR.nii.gz"
+    header = nib.Nifti1Header()
+    header.set_data_shape((4096, 4096, 4096))  # 128 GiB of int16 declared in a 348-byte header
+    header.set_data_dtype(np.int16)
+    import gzip
+
+    path.write_bytes(gzip.compress(header.binaryblock + b"\0" * 4 + b"\0" * 64))
+    track, task = small("segmentation/aeropath", 3)
+    with pytest.raises(UserError, match="image header declares 4096x4096x4096"):
+        staging.stage(track, task, tmp_path / "root", tmp_path / "hf")

@@ -97,3 +97,28 @@ def test_lad_matches_without_artery_as_the_original():
     assert exact_match("LAD", "left anterior descending") == 1.0
     assert exact_match("LAD", "left anterior descending artery") == 0.0
     assert closed_score("single", "1") == 1.0 and exact_match("single", "one") == 1.0
+
+
+def test_hostile_answers_normalise_without_crash_in_linear_time():
+    import random
+    import time
+
+    from automedbench_vqa.answers import normalize, normalize_label, open_score
+
+    rng = random.Random(5)
+    pieces = ["a", " ", "(b)", "\ud800", "\u2028", "\x00", "\x1b[2J", "yes", "1", ".", "\t\n"]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 300)))
+        normalize(text), normalize_label(text), open_score(text, "yes")
+
+    def cost(n: int) -> float:
+        text = "(b) " * n
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            normalize(text), normalize_label(text), open_score(text, text)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    small, big = cost(20_000), cost(200_000)
+    assert big < 0.25 or big / small < 30, (small, big)  # 10x the answer, < 30x the time

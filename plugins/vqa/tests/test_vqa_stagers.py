@@ -236,3 +236,36 @@ def test_zip_never_guesses_between_same_named_images(tmp_path):
     track, spec = task("slake")
     with pytest.raises(UserError, match=r"image xmlab7/source\.jpg not in imgs\.zip"):
         track.stage(spec, tmp_path / "out", tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["/etc/hostname", "../outside.png", "link/x.png"])
+def test_parquet_image_paths_never_leave_the_download(tmp_path, bad):
+    # a crafted parquet row with no image bytes and a path: absolute, climbing, or through a symlink
+    (tmp_path / "outside.png").write_bytes(png(7))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "link").symlink_to(tmp_path)
+    (tmp_path / "x.png").write_bytes(png(8))
+    rows = [{"image": {"bytes": None, "path": bad}, "question": "q?", "answer": "yes"}] + [
+        {"image": {"bytes": png(i), "path": f"{i}.png"}, "question": f"q {i}?", "answer": "no"} for i in range(3)]
+    write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
+    track, spec = task("pathvqa", sample=4, smoke=1, calibration=1)
+    with pytest.raises(UserError, match=r"leaves the download|symlink"):
+        track.stage(spec, tmp_path / "out", tmp_path / "src")
+    assert not (tmp_path / "out" / "public").exists()
+
+
+def test_a_pixel_bomb_in_a_parquet_cell_is_refused_not_published(tmp_path):
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 90000, 90000, 8, 0, 0, 0, 0)) + chunk(
+        b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    rows = [{"image": {"bytes": bomb, "path": "b.png"}, "question": "q?", "answer": "yes"}] + [
+        {"image": {"bytes": png(i), "path": f"{i}.png"}, "question": f"q {i}?", "answer": "no"} for i in range(3)]
+    write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
+    track, spec = task("pathvqa", sample=4, smoke=1, calibration=1)
+    with pytest.raises(UserError, match=r"90000x90000|DecompressionBomb"):
+        track.stage(spec, tmp_path / "out", tmp_path / "src")
