@@ -65,12 +65,12 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
                 if name == "perfect":
                     check(strict == 1.0 and result.aggregate.rating == "A", "perfect baseline scores 1.0 / A",
                           f"strict {shown}, rating {result.aggregate.rating}")
-                elif name in trivial:
-                    letter = result.aggregate.rating
-                    check(letter not in ("A", "B"), f"trivial baseline {name} rates below B",
-                          f"strict {shown}, rating {letter}")
                 else:
                     check(result.task is not None, f"baseline {name} evaluates", f"strict {shown}")
+                if name in trivial:
+                    letter = result.aggregate.rating
+                    check(letter not in ("A", "B"), f"trivial baseline {name} rates below B",
+                          f"rating {letter}: {result.aggregate.rating_reason}")
             except Exception as exc:
                 check(False, f"baseline {name}", str(exc))
     missing = [n for n in ("perfect", "empty", "constant", *trivial) if n not in baselines]

@@ -33,8 +33,12 @@ class NLGScores:
         return sum(self.bleu_n) / len(self.bleu_n)
 
 
-def _coco(texts: list[str]) -> dict[int, list[str]]:
-    return {i: [mlrg_preprocess(t)] for i, t in enumerate(texts)}
+def _coco(texts: list[str], one_line: bool = False) -> dict[int, list[str]]:
+    """Texts as pycocoevalcap takes them. METEOR's jar reads one request per line, so for it (`one_line`)
+    line breaks become spaces: a report with a newline would otherwise break the protocol (the original's
+    scorer fails on one); BLEU and ROUGE-L keep them, as the original does."""
+    done = (mlrg_preprocess(t) for t in texts)
+    return {i: [" ".join(t.splitlines()) if one_line else t] for i, t in enumerate(done)}
 
 
 def bleu(references: list[str], hypotheses: list[str]) -> tuple[list[float], list[float]]:
@@ -64,7 +68,7 @@ def meteor(references: list[str], hypotheses: list[str]) -> tuple[float, list[fl
 
     scorer = Meteor()
     try:
-        score, per_case = scorer.compute_score(_coco(references), _coco(hypotheses))
+        score, per_case = scorer.compute_score(_coco(references, True), _coco(hypotheses, True))
     finally:
         with contextlib.suppress(Exception):
             scorer.meteor_p.stdin.close()

@@ -122,3 +122,17 @@ def _rules():
     from automedbench_report_gen.clinical import ClinicalScorer
 
     return ClinicalScorer()
+
+
+def test_meteor_takes_reports_with_line_breaks():
+    """Spaces only are collapsed (the original's preprocessing), so a report keeps its newlines; METEOR's jar
+    reads one request per line, so for METEOR alone they become spaces (no protocol error, same score)."""
+    refs = ["The heart size is normal.\nThe lungs are clear.", "Small left pleural effusion."]
+    hyps = ["The heart is normal.\nLungs clear.\tNo effusion.", "Left pleural effusion,\nsmall."]
+    flat = [" ".join(t.split()) for t in hyps]
+    score, cases = nlg.meteor(refs, hyps)
+    assert 0.0 < score < 1.0
+    flat_score, flat_cases = nlg.meteor([" ".join(r.split()) for r in refs], flat)
+    assert score == pytest.approx(flat_score) and cases == pytest.approx(flat_cases)
+    # BLEU and ROUGE-L keep the newline as part of a token, as the original's whitespace handling does
+    assert nlg.rouge_l(refs, hyps)[0] != pytest.approx(nlg.rouge_l(refs, flat)[0])

@@ -146,6 +146,7 @@ def test_one_template_with_a_word_added_per_study_is_still_one_template(tmp_path
     for name in ("majority-template", "template-plus-word"):
         result = evaluate_folder(reg, DEMO, None, name, amb_data_root, tmp_path / name)
         assert result.task.components["template_share"] == 1.0, name
-        assert [f.code for f in ReportDetector().detect(CodeContext(result, []))] == ["E3"], name
+        # E3 (one template); E1 may fire too (a template also misses the findings seen only on a later view)
+        assert "E3" in [f.code for f in ReportDetector().detect(CodeContext(result, []))], name
         assert result.aggregate.rating not in ("A", "B"), (name, result.aggregate.rating_reason)
         assert next(i.value for s in result.stages for i in s.items if i.id == "s5_positive_evidence") == 0.0
