@@ -150,13 +150,24 @@ def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None =
     every file a sandbox can read (the public folder, the sandbox Python's site-packages and package
     data; or `roots`) for each private reference: the same bytes, the same long text, or an image that
     correlates with a reference more than the case's own public input does (`leaksearch`)."""
+    import hashlib
     import json as _json
 
     from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox_readable_roots
 
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.stat().st_size <= 256 << 20 else ""
+
     staged = stage_task(task_id, data_root)
     images, inputs, texts, files = {}, {}, {}, []
+    given_inputs: dict[str, set[str]] = {}
     for path in sorted(p for p in staged.private.rglob("*") if p.is_file() and not p.is_symlink()):
+        case_public = staged.public / path.relative_to(staged.private).parts[0]
+        if case_public.is_dir() and case_public.name not in given_inputs:
+            given_inputs[case_public.name] = {digest(q) for q in case_public.rglob("*")
+                                              if q.is_file() and not q.is_symlink()}
+        if digest(path) in given_inputs.get(case_public.name, set()):
+            continue  # the harness's trusted copy of an input the agent is given (a scoring mask): no secret
         files.append(path)
         name = path.relative_to(staged.private).as_posix()
         case = path.relative_to(staged.private).parts[0]
