@@ -404,6 +404,8 @@ class Runtime:
     recovered_calls: int = 0  # tool calls recovered from reply text (agent option text_tool_calls)
     context_retries: int = 0  # provider calls retried after a context-overflow error, context trimmed
     node: dict[str, str] = Factory(dict)  # where a sweep ran it: Ray node id and host name
+    # harness_s by step (steptimer.py): set-up, sandbox, brief, tripwire, freeze, evaluation, grading, ...
+    harness_steps: dict[str, float] = Factory(dict)
 
 
 @define
