@@ -24,7 +24,8 @@ from automedbench.runfolder import RunFolder
 from automedbench.runner import Run, RunOptions
 from automedbench.serialize import write_json
 
-DEMOS = ["segmentation/demo", "vqa/demo", "enhancement/demo", "detection/demo", "report_gen/demo"]
+DEMOS = ["segmentation/demo", "vqa/demo", "enhancement/demo-ldct", "enhancement/demo-sr", "detection/demo",
+         "report_gen/demo"]
 
 
 def timed(task_id: str, staged, outputs: Path, root: Path, backend: str) -> tuple[float, dict]:
