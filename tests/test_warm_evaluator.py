@@ -267,3 +267,19 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
     assert SweepConfig(["reference"], [TOY], ["lite"]).warm_evaluator is True
     cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=True)
     assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
+
+
+def test_a_warm_run_scores_its_pilot_and_its_submission_in_one_process_and_accounts_its_steps(tmp_path, service, toy):
+    runner = Run(RunOptions(TOY, "lite", "reference", out=tmp_path / "runs", data_root=toy.root.parent,
+                            warm_evaluator=True), registry())
+    result = runner.execute()
+    assert result.state == "scored" and result.task.strict == 1.0
+    assert service.started == 1 and service.served == 2  # the pilot's contract check, then the submission
+    steps = result.runtime.harness_steps
+    assert {"workspace_quota", "sandbox_open", "brief", "tripwire", "freeze", "evaluation", "grading",
+            "pilot_checks", "judge", "scoring", "run_finished_hooks", "other"} <= set(steps)
+    assert all(v >= 0 and round(v, 3) == v for v in steps.values())
+    assert sum(steps.values()) == pytest.approx(result.runtime.harness_s, abs=0.001 * len(steps))
+    assert steps["evaluation"] <= result.runtime.eval_s  # eval_s is evaluation plus grading
+    stored = json.loads((runner.run_dir / "result.json").read_text())
+    assert stored["runtime"]["harness_steps"] == steps

@@ -200,18 +200,17 @@ class Run:
         self._evaluate(st, staged)
         if not st.isolation.breached:
             with steptimer.step(st.runtime, "pilot_checks"):
-                write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self.evaluator_backend))
+                write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
             with steptimer.step(st.runtime, "judge"):
                 self._judge(st)
 
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
         t_eval = time.monotonic()
         self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-        warm = self.o.warm_evaluator and self.evaluator_backend == "process"  # docker keeps its container
         with steptimer.step(st.runtime, "evaluation"):
             st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                          self.folder.evaluation, options=self.eval_options,
-                                         backend="warm" if warm else self.evaluator_backend)
+                                         backend=self._evaluator())
         if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
@@ -220,6 +219,11 @@ class Run:
             st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
                                              staged.root / GRADE_CACHE, self.reg)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
+
+    def _evaluator(self) -> str:
+        """The sandbox's evaluator backend, or the warm service in place of a fresh process when asked."""
+        warm = self.o.warm_evaluator and self.evaluator_backend == "process"  # docker keeps its container
+        return "warm" if warm else self.evaluator_backend
 
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
