@@ -62,8 +62,18 @@ def toy(tmp_path_factory):
     sys.path.insert(0, str(src))
     import amb_faulty_scorer
 
-    registry().add_plugin(amb_faulty_scorer, name="amb-faulty-scorer")
-    return stage_task(TOY, tmp_path_factory.mktemp("toydata"))
+    reg = registry()
+    reg.add_plugin(amb_faulty_scorer, name="amb-faulty-scorer")
+    yield stage_task(TOY, tmp_path_factory.mktemp("toydata"))
+    # gone again for the tests that follow in this session (their evaluators must not import it)
+    reg.pm.unregister(name="amb-faulty-scorer")
+    reg.added_modules.pop("amb-faulty-scorer", None)
+    reg._origin.pop("amb-faulty-scorer", None)
+    from automedbench.toy import track
+
+    track.VowelEvaluation.score_case = amb_faulty_scorer._score  # importing it here patched this process too
+    sys.path.remove(str(src))
+    sys.modules.pop("amb_faulty_scorer", None)
 
 
 def _folder(root: Path, staged, answers: dict[str, str] | None = None, outputs: Path | None = None) -> RunFolder:
