@@ -57,7 +57,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
     gpus={"help": "GPU ids every run may use, e.g. 0 or 0,1 (CUDA_VISIBLE_DEVICES in each run's sandbox; none "
                   "by default). Not a reservation: with --executor ray, --gpus-per-run is what Ray reserves."},
     warm_evaluator={"default": True, "help": "Score each worker's runs with one evaluator process kept warm "
-                    "(same isolation and scores; restarted after 50 runs or any failure), or a fresh one per run."},
+                    "(same isolation and scores; restarted after 50 evaluations or any failure), or a fresh one per "
+                    "run."},
     require_isolation={"default": True,
                        "help": "Refuse runs whose sandbox cannot isolate the filesystem (local without bubblewrap)."},
 )
