@@ -2,7 +2,9 @@
 
 The reference is the same tool-call scripts run directly with `python`/`bash` (no harness, no
 sandbox, no evaluator): the ratio says what one run costs on top of the agent's own work.
-Run: `.venv/bin/python benchmarks/overhead.py [--repeats 5]`.
+`harness` is broken into the runner's own steps (result.json's `runtime.harness_steps`), and
+"after the record" is what follows the sealed record (writing result.json, releasing the workspace).
+Run: `.venv/bin/python benchmarks/overhead.py [--repeats 5] [--task segmentation/demo] [--warm-evaluator]`.
 """
 
 from __future__ import annotations
@@ -48,21 +50,27 @@ def bare(run_dir: Path, staged, work: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--task", default=TASK)
+    parser.add_argument("--warm-evaluator", action="store_true", help="score with the warm evaluator service")
     args = parser.parse_args()
     reg = registry()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        track, task = reg.task(TASK)
+        track, task = reg.task(args.task)
         staged = staging.ensure(track, task, root / "data")
-        rows = []
+        rows, steps = [], []
         for i in range(args.repeats):
-            run = Run(RunOptions(TASK, "lite", "reference", out=root / "runs", data_root=root / "data"), reg)
+            run = Run(RunOptions(args.task, "lite", "reference", out=root / "runs", data_root=root / "data",
+                                 warm_evaluator=args.warm_evaluator), reg)
+            t = time.monotonic()
             result = run.execute()
+            outside = time.monotonic() - t
             assert result.aggregate.overall and result.aggregate.overall > 0.5
             direct = bare(run.run_dir, staged, root / f"bare{i}")
             rt = result.runtime
             rows.append({"wall": rt.wall_s, "exec": rt.exec_s, "agent": rt.agent_s, "harness": rt.harness_s,
-                         "eval": rt.eval_s, "judge": rt.judge_s, "bare": direct})
+                         "eval": rt.eval_s, "judge": rt.judge_s, "bare": direct, "after": outside - rt.wall_s})
+            steps.append(rt.harness_steps)
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -71,6 +79,13 @@ def main() -> None:
           f"judge {med['judge']:.3f}s)")
     print(f"same scripts run bare: {med['bare']:.2f}s; sandbox cost {med['exec'] - med['bare']:+.2f}s; "
           f"whole run / bare = {med['wall'] / med['bare']:.2f}x")
+    names = sorted({n for s in steps for n in s}, key=lambda n: -statistics.median(s.get(n, 0.0) for s in steps))
+    print(f"harness steps, median of {args.repeats} (s): | step | median | max |")
+    for name in names:
+        values = [s.get(name, 0.0) for s in steps]
+        print(f"| {name} | {statistics.median(values):.3f} | {max(values):.3f} |")
+    print(f"| after the record (result.json write, workspace release) | {med['after']:.3f} | "
+          f"{max(r['after'] for r in rows):.3f} |")
     print(f"peak RSS: harness process {self_mb:.0f} MB, largest child {child_mb:.0f} MB")
 
 

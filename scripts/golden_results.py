@@ -9,6 +9,7 @@ items, Agentic, Task, Overall, rating, run state): no timestamps, versions, hash
     python scripts/golden_results.py --data-root /tmp/golden-data --out after.json
     python scripts/golden_results.py --compare before.json after.json
     python scripts/golden_results.py --full ...   # the whole result.json, see `full`
+    python scripts/golden_results.py --data-root /tmp/golden-data --warm-evaluator --out warm.json
 
 Use the same --data-root for both runs: every staging of a demo draws a fresh secret seed (so an agent
 cannot regenerate the references), so scores are only comparable on one staged copy. The tasks are every
@@ -56,7 +57,7 @@ def normalise(result: Any) -> dict[str, Any]:
 # What may differ between two runs of the same agent on the same task: when, on what, under which
 # random run id and temporary folder, and how long each phase took. Everything else in result.json is kept.
 VOLATILE = {"run_id", "started_at", "versions", "hashes", "wall_s", "agent_s", "exec_s", "harness_s", "eval_s",
-            "judge_s", "duration_s", "latency_s", "peak_rss_mb"}
+            "judge_s", "duration_s", "latency_s", "peak_rss_mb", "harness_steps"}
 
 
 def full(run_dir: Path, tmp: str) -> Any:
@@ -86,23 +87,24 @@ def combinations(tasks: list[str], variants: list[str] | None) -> list[tuple[str
     return out
 
 
-def run_one(args: tuple[str, str, str, str, str, bool]) -> tuple[str, dict[str, Any]]:
-    task_id, tier, variant, data_root, out, whole = args
+def run_one(args: tuple[str, str, str, str, str, bool, bool]) -> tuple[str, dict[str, Any]]:
+    task_id, tier, variant, data_root, out, whole, warm = args
     from automedbench.testing import run_task
 
-    result, run_dir = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier)
+    result, run_dir = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier,
+                               warm_evaluator=warm)
     return f"{task_id} {tier} {variant}", full(run_dir, str(Path(out).parent)) if whole else normalise(result)
 
 
 def collect(tasks: list[str], variants: list[str] | None, jobs: int, whole: bool = False,
-            data_root: str | None = None) -> dict[str, Any]:
+            data_root: str | None = None, warm: bool = False) -> dict[str, Any]:
     from automedbench.testing import stage_task
 
     with tempfile.TemporaryDirectory(prefix="amb-golden-") as tmp:
         data_root = data_root or os.environ.get("AUTOMEDBENCH_DATA") or str(Path(tmp) / "data")
         for task_id in tasks:  # staged once, before the runs share it
             stage_task(task_id, Path(data_root))
-        work = [(t, tier, v, data_root, str(Path(tmp) / "runs"), whole)
+        work = [(t, tier, v, data_root, str(Path(tmp) / "runs"), whole, warm)
                 for t, tier, v in combinations(tasks, variants)]
         if jobs > 1:
             with ProcessPoolExecutor(jobs) as pool:
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
                         "[default: $AUTOMEDBENCH_DATA, else a temporary copy: then nothing is comparable]")
     parser.add_argument("--full", action="store_true",
                         help="keep the whole result.json (less timestamps, versions, hashes, timings)")
+    parser.add_argument("--warm-evaluator", action="store_true",
+                        help="score with the warm evaluator service (compare with a cold file: must be identical)")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="diff two golden files and exit")
     args = parser.parse_args(argv)
     if args.compare:
@@ -155,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data_root or os.environ.get("AUTOMEDBENCH_DATA")):
         print("note: no --data-root: the demos are staged with fresh seeds, so these scores compare with "
               "no other run", file=sys.stderr)
-    scores = collect(args.tasks or demo_tasks(), args.variants, args.jobs, args.full, args.data_root)
+    scores = collect(args.tasks or demo_tasks(), args.variants, args.jobs, args.full, args.data_root,
+                     args.warm_evaluator)
     text = json.dumps(scores, indent=1, sort_keys=True) + "\n"
     if args.out:
         Path(args.out).write_text(text)

@@ -65,7 +65,7 @@ def test_every_score_changing_field_changes_the_header_hash_and_no_other_does():
     assert scoring == {"tier", "agent", "sandbox", "judge", "agent_options", "judge_options", "max_turns",
                        "time_limit_s", "exec_timeout_s", "memory_mb", "task_score", "eval_options",
                        "workspace_quota_mb"}
-    assert {"out", "data_root", "gpus", "keep_workspace", "run_id", "node", "task"} <= unchanged
+    assert {"out", "data_root", "gpus", "keep_workspace", "run_id", "node", "task", "warm_evaluator"} <= unchanged
 
 
 def test_runoptions_keeps_its_import_path_and_positional_order():

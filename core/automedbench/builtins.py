@@ -125,7 +125,14 @@ def automedbench_register_evaluators(register: Register) -> None:
 
         return evaluate_in_container
 
+    def warm():
+        from .evalservice import evaluate_warm
+
+        return evaluate_warm
+
     register("process", process, "local `python -I` subprocess, scrubbed environment (default)")
+    register("warm", warm, "the local evaluator kept running between runs of one process, served over its pipes "
+             "(sweeps, --warm-evaluator)")
     register("docker", docker, "network-less, read-only evaluator container (with the docker sandbox)")
 
 

@@ -278,17 +278,26 @@ def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, t
     return sorted(k for k in keys if before.get(k) != after.get(k) and "__pycache__" not in k)
 
 
+def evaluator_env() -> dict[str, str]:
+    """The evaluator's scrubbed environment: a few harmless variables of the harness's, nothing else."""
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                                         "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
+
+
+def request_exclude(request: EvalRequest) -> list[Path]:
+    """Folders the evaluator's import path must not reach into for this request: run folder and data."""
+    return [Path(request.out).resolve().parent, Path(request.submission).resolve().parent,
+            Path(request.public).resolve().parent]
+
+
 def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
     """The built-in evaluator backend: a `python -I -S` subprocess with a scrubbed environment and a set path."""
     out = Path(request.out)
     req_path = out.parent / "eval_request.json"
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                                         "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
-    exclude = [out.parent.resolve(), Path(request.submission).resolve().parent, Path(request.public).resolve().parent]
-    path = evaluator_path(exclude)
+    path = evaluator_path(request_exclude(request))
     try:
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", BOOT, json.dumps(path), str(req_path)],
-                              capture_output=True, text=True, env=env, cwd=out.parent, timeout=timeout_s,
+                              capture_output=True, text=True, env=evaluator_env(), cwd=out.parent, timeout=timeout_s,
                               preexec_fn=_evaluator_limits)
     except subprocess.TimeoutExpired:
         # only trusted code runs there, over the agent's files: a stall is the submission's doing
@@ -326,9 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -I -m automedbench.evaluator REQUEST.json", file=sys.stderr)
         return 2
+    serve_request(from_dict(json.loads(Path(args[0]).read_text()), EvalRequest))
+    return 0
+
+
+def serve_request(request: EvalRequest) -> None:
+    """Evaluate one request and write its evaluation.json (the cold process does it once, the warm service
+    once per request)."""
     from .plugins import registry
 
-    request = from_dict(json.loads(Path(args[0]).read_text()), EvalRequest)
     for name, module in request.plugins.items():
         registry().add_plugin(importlib.import_module(module), name=name)
     track, task = registry().task(request.task_id)
@@ -338,7 +353,6 @@ def main(argv: list[str] | None = None) -> int:
     result = evaluate(track, task, staged, Path(request.submission), manifest, request.options,
                       request.check_only, case_timeout_s=CASE_TIMEOUT_S)
     write_json(Path(request.out), result)
-    return 0
 
 
 if __name__ == "__main__":

@@ -123,6 +123,11 @@ class RunOptions:
     require_isolation: bool = field(default=False, metadata=meta(
         ("--require-isolation/--no-require-isolation",), "Refuse to run when the sandbox cannot isolate the "
         "filesystem (local without bubblewrap).", show_default=True))
+    # how the evaluator process is kept, never what it computes: not hashed
+    warm_evaluator: bool = field(default=False, metadata=meta(
+        ("--warm-evaluator/--cold-evaluator",), "Score with an evaluator process kept warm between runs (same "
+        "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run.",
+        show_default=True))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
 
 

@@ -408,6 +408,8 @@ class Runtime:
     context_retries: int = 0  # provider calls retried after a context-overflow error, context trimmed
     time_limit_counts: str = "wall"  # the task's rule for its time limit (wall, or tools: model time excluded)
     node: dict[str, str] = Factory(dict)  # where a sweep ran it: Ray node id and host name
+    # harness_s by step (steptimer.py): set-up, sandbox, brief, tripwire, freeze, evaluation, grading, ...
+    harness_steps: dict[str, float] = Factory(dict)
 
 
 @define

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import errors, plan_artefacts, staging
+from . import errors, plan_artefacts, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
@@ -124,8 +124,11 @@ class Run:
         t0 = time.monotonic()
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
+        t_staged = time.monotonic()
         reserve = self._open_folder()
         st = self._new_state()
+        steptimer.add(st.runtime, "staging", t_staged - t0)
+        steptimer.add(st.runtime, "workspace_quota", time.monotonic() - t_staged)
         self.traj = TrajectoryWriter(self.folder.trajectory)
         try:
             self._record(st, staged)
@@ -192,45 +195,60 @@ class Run:
             st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-AGENT")
             st.submitted = False
         self.traj.write({"type": "end", "reason": st.end_reason})
-        st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
-        write_json(self.folder.manifest, st.manifest)
-        self._copy_plan(st)
+        with steptimer.step(st.runtime, "freeze"):
+            st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
+            write_json(self.folder.manifest, st.manifest)
+            self._copy_plan(st)
         if getattr(self, "unisolated", False):
             # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
             rotate_key()
         self._evaluate(st, staged)
         if not st.isolation.breached:
-            write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self.evaluator_backend))
-            self._judge(st)
+            with steptimer.step(st.runtime, "pilot_checks"):
+                write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
+            with steptimer.step(st.runtime, "judge"):
+                self._judge(st)
 
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
         t_eval = time.monotonic()
         self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-        st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
-                                     self.folder.evaluation, options=self.eval_options,
-                                     backend=self.evaluator_backend)
+        with steptimer.step(st.runtime, "evaluation"):
+            st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
+                                         self.folder.evaluation, options=self.eval_options,
+                                         backend=self._evaluator())
         if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
                                                      "freeze", path) for path in st.evaluation.tampered[:20]]
-        st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
-                                         default_cache_path(), self.reg)
+        with steptimer.step(st.runtime, "grading"):
+            st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
+                                             default_cache_path(), self.reg)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
+
+    def _evaluator(self) -> str:
+        """The sandbox's evaluator backend, or the warm service in place of a fresh process when asked."""
+        warm = self.o.warm_evaluator and self.evaluator_backend == "process"  # docker keeps its container
+        return "warm" if warm else self.evaluator_backend
 
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
         runtime = st.runtime
-        result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
-                              st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
-                              self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
-                                                               self.folder.events()))
+        with steptimer.step(runtime, "scoring"):
+            result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
+                                  st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
+                                  self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
+                                                                   self.folder.events()))
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
-        self._run_finished(result)
-        # measured after the rubric and the post-run analysis (error-code detectors): their time is the harness's
-        result.runtime.wall_s = round(time.monotonic() - t0, 3)
-        result.runtime.harness_s = round(result.runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
-        result.runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        with steptimer.step(runtime, "run_finished_hooks"):  # the error codes (E1-E5) and other subscribers
+            self._run_finished(result)
+        # measured after the rubric and the post-run analysis (error-code detectors): their time is the
+        # harness's; sealed here: writing result.json and releasing the workspace come after and are not in it
+        runtime = result.runtime
+        runtime.wall_s = round(time.monotonic() - t0, 3)
+        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        steptimer.close(runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.folder.result, result)
         self._release_workspace(keep=self.o.keep_workspace)
@@ -250,11 +268,15 @@ class Run:
 
     def _agent_phase(self, st: RunState, staged: StagedData) -> None:
         """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget."""
-        decoy = self._prepare_workspace(staged)
+        with steptimer.step(st.runtime, "workspace_quota"):
+            decoy = self._prepare_workspace(staged)
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
-        session = self._open_sandbox(st, staged, decoys)
-        brief, kickoff = self._write_brief(st, session, staged)
-        tripwire = self._arm_tripwire(st, session, staged, decoy)
+        with steptimer.step(st.runtime, "sandbox_open"):
+            session = self._open_sandbox(st, staged, decoys)
+        with steptimer.step(st.runtime, "brief"):
+            brief, kickoff = self._write_brief(st, session, staged)
+        with steptimer.step(st.runtime, "tripwire"):
+            tripwire = self._arm_tripwire(st, session, staged, decoy)
         self.traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
                          "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": st.header.hashes["brief"],
                          "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})
@@ -273,6 +295,7 @@ class Run:
             while self._turn(st, loop):
                 pass
         finally:
+            t_close = time.monotonic()
             session.close()
             if self.env_before is not None:
                 changed = snapshot_changes(self.env_before, environment_snapshot(self.env_paths))
@@ -283,6 +306,7 @@ class Run:
                 st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
             agent.close()
+            steptimer.add(st.runtime, "sandbox_close", time.monotonic() - t_close)
             st.runtime.agent_s = round(st.runtime.agent_s, 3)
             st.runtime.exec_s = round(st.runtime.exec_s, 3)
         if st.end_reason in (errors.END_TURN_LIMIT, errors.END_TIME_LIMIT):

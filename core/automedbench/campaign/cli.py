@@ -45,6 +45,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click_options(
     "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
     "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
+    "warm_evaluator",
     out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
     sandbox={"help": "Sandbox backend for every run."},
     agent_options={"help": "Option passed to every agent factory; repeatable."},
@@ -55,6 +56,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
     task_score={"help": "strict or partial [default: the task's]."},
     gpus={"help": "GPU ids every run may use, e.g. 0 or 0,1 (CUDA_VISIBLE_DEVICES in each run's sandbox; none "
                   "by default). Not a reservation: with --executor ray, --gpus-per-run is what Ray reserves."},
+    warm_evaluator={"default": True, "help": "Score each worker's runs with one evaluator process kept warm "
+                    "(same isolation and scores; restarted after 50 evaluations or any failure), or a fresh one per "
+                    "run."},
     require_isolation={"default": True,
                        "help": "Refuse runs whose sandbox cannot isolate the filesystem (local without bubblewrap)."},
 )

@@ -84,6 +84,7 @@ class SweepConfig:
     gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
     eval_options: dict[str, str] = Factory(dict)
     workspace_quota_mb: int = DEFAULT_QUOTA_MB  # each run's workspace size limit (root: a loop-mounted image)
+    warm_evaluator: bool = True  # one evaluator process per worker, kept warm between its runs
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers

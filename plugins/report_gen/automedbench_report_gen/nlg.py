@@ -2,13 +2,16 @@
 scorers on MLRG-preprocessed text (full stops detached, no lower-casing, whitespace tokens), corpus-level
 (BLEU's n-gram statistics pooled over all cases, METEOR the jar's aggregate, ROUGE-L the case mean).
 
-METEOR runs pycocoevalcap's bundled meteor-1.5.jar on Java: one JVM per call (seconds to start)."""
+METEOR runs pycocoevalcap's bundled meteor-1.5.jar on Java: one JVM per process (seconds to start), kept for
+the process's later calls (a warm evaluator serves many evaluations with it)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import shutil
+from typing import Any
 
 from attrs import define, field
 
@@ -59,22 +62,50 @@ def rouge_l(references: list[str], hypotheses: list[str]) -> tuple[float, list[f
     return float(mean), [float(v) for v in per_case]
 
 
+_METEOR: Any = None  # one METEOR JVM per process, reused by every evaluation it serves (closed at exit)
+
+
+def _meteor_scorer() -> Any:
+    """The process's METEOR scorer, started on first use and again if its JVM has died."""
+    global _METEOR
+    if _METEOR is not None and _METEOR.meteor_p.poll() is None:
+        return _METEOR
+    _close_meteor()
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    _METEOR = Meteor()
+    return _METEOR
+
+
+def _close_meteor() -> None:
+    global _METEOR
+    scorer, _METEOR = _METEOR, None
+    if scorer is None:
+        return
+    with contextlib.suppress(Exception):
+        scorer.meteor_p.stdin.close()
+        scorer.meteor_p.kill()
+        scorer.meteor_p.wait()
+    scorer.__class__ = _Closed  # its __del__ would close the pipe a second time
+
+
+atexit.register(_close_meteor)
+
+
 def meteor(references: list[str], hypotheses: list[str]) -> tuple[float, list[float]]:
-    """METEOR 1.5 (`-l en -norm`): the jar's aggregate over all cases, and its per-case scores."""
+    """METEOR 1.5 (`-l en -norm`): the jar's aggregate over all cases, and its per-case scores.
+
+    Each call sends its own SCORE lines and one EVAL over exactly those, so a reused JVM gives the same
+    numbers as a fresh one; a call that fails drops the JVM (the next call starts a new one)."""
     if shutil.which("java") is None:
         raise JavaMissing("METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
                           "or install a headless JRE (apt-get install default-jre-headless)")
-    from pycocoevalcap.meteor.meteor import Meteor
-
-    scorer = Meteor()
+    scorer = _meteor_scorer()
     try:
         score, per_case = scorer.compute_score(_coco(references, True), _coco(hypotheses, True))
-    finally:
-        with contextlib.suppress(Exception):
-            scorer.meteor_p.stdin.close()
-            scorer.meteor_p.kill()
-            scorer.meteor_p.wait()
-        scorer.__class__ = _Closed  # its __del__ would close the pipe a second time
+    except BaseException:
+        _close_meteor()
+        raise
     return float(score), [float(v) for v in per_case]
 
 

@@ -136,3 +136,20 @@ def test_meteor_takes_reports_with_line_breaks():
     assert score == pytest.approx(flat_score) and cases == pytest.approx(flat_cases)
     # BLEU and ROUGE-L keep the newline as part of a token, as the original's whitespace handling does
     assert nlg.rouge_l(refs, hyps)[0] != pytest.approx(nlg.rouge_l(refs, flat)[0])
+
+def test_one_meteor_jvm_serves_every_call_of_a_process_with_the_numbers_of_a_fresh_one():
+    """A warm evaluator scores many runs in one process: the reused JVM must give exactly what a new JVM
+    gives for the same corpus, whatever it scored before; a dead JVM is replaced, not used."""
+    first = nlg.meteor(REFS, HYPS)
+    jvm = nlg._METEOR.meteor_p
+    other = nlg.meteor(HYPS[::-1], REFS[::-1])  # another corpus in between
+    again = nlg.meteor(REFS, HYPS)
+    assert nlg._METEOR.meteor_p is jvm and jvm.poll() is None
+    assert again == first and other != first
+    nlg._close_meteor()  # a fresh JVM for the same corpus
+    assert jvm.poll() is not None
+    fresh = nlg.meteor(REFS, HYPS)
+    assert fresh == first and nlg._METEOR.meteor_p is not jvm
+    nlg._METEOR.meteor_p.kill()  # a JVM that died between calls is replaced
+    nlg._METEOR.meteor_p.wait()
+    assert nlg.meteor(REFS, HYPS) == first

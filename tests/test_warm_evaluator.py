@@ -1,0 +1,295 @@
+"""The warm evaluator service (evalservice.py): the same evaluations as the cold path, the same end states
+for submissions that crash or hang it, a fresh process after any failure and after N requests, and
+requests validated so one run cannot be served another run's references."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from automedbench import evalservice
+from automedbench.errors import SubmissionError
+from automedbench.evaluator import EvalRequest, run_isolated
+from automedbench.freeze import freeze
+from automedbench.plugins import registry
+from automedbench.runfolder import RunFolder
+from automedbench.runner import Run, RunOptions
+from automedbench.serialize import to_dict, write_json
+from automedbench.testing import register_toy_track, stage_task
+
+TOY = "toy/vowels"
+
+# A trusted plugin the evaluator imports (by module name, as for any plugin added in code) that gives the toy
+# track's scorer a crash on the answer 99 and a hang on 98: a stand-in for a scorer bug a submission triggers.
+FAULTY = textwrap.dedent("""
+    import os, signal, time
+    from automedbench.toy import track
+
+    _score = track.VowelEvaluation.score_case
+
+    def score_case(self, case_id, submitted):
+        text = (submitted / "answer.txt").read_text().strip()
+        if text == "99":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if text == "98":
+            time.sleep(600)
+        return _score(self, case_id, submitted)
+
+    track.VowelEvaluation.score_case = score_case
+""")
+
+
+@pytest.fixture
+def service(monkeypatch):
+    """A private service for the "warm" backend, closed after the test."""
+    svc = evalservice.EvalService(max_requests=50)
+    monkeypatch.setattr(evalservice, "_SERVICE", svc)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """The toy track staged, with the faulty-scorer plugin loaded (harmless unless an answer is 98 or 99)."""
+    register_toy_track()
+    src = tmp_path_factory.mktemp("plugin_src")
+    (src / "amb_faulty_scorer.py").write_text(FAULTY)
+    sys.path.insert(0, str(src))
+    import amb_faulty_scorer
+
+    reg = registry()
+    reg.add_plugin(amb_faulty_scorer, name="amb-faulty-scorer")
+    yield stage_task(TOY, tmp_path_factory.mktemp("toydata"))
+    # gone again for the tests that follow in this session (their evaluators must not import it)
+    reg.pm.unregister(name="amb-faulty-scorer")
+    reg.added_modules.pop("amb-faulty-scorer", None)
+    reg._origin.pop("amb-faulty-scorer", None)
+    from automedbench.toy import track
+
+    track.VowelEvaluation.score_case = amb_faulty_scorer._score  # importing it here patched this process too
+    sys.path.remove(str(src))
+    sys.modules.pop("amb_faulty_scorer", None)
+
+
+def _folder(root: Path, staged, answers: dict[str, str] | None = None, outputs: Path | None = None) -> RunFolder:
+    """A run-like folder with a frozen submission: the given outputs, or the toy answers (correct by default)."""
+    folder = RunFolder(root)
+    if outputs is None:
+        outputs = root / "outputs"
+        for case_id in staged.case_ids:
+            (outputs / case_id).mkdir(parents=True)
+            truth = (staged.private / case_id / "answer.txt").read_text().strip()
+            (outputs / case_id / "answer.txt").write_text((answers or {}).get(case_id, truth))
+    write_json(folder.manifest, freeze(outputs, folder.submission, submitted=True))
+    return folder
+
+
+def _evaluate(task_id, staged, folder: RunFolder, backend: str, timeout_s: float = 600):
+    return run_isolated(task_id, staged, folder.submission, folder.manifest, folder.evaluation,
+                        timeout_s=timeout_s, backend=backend)
+
+
+def _without_duration(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    data.pop("duration_s")
+    return data
+
+
+def _same_warm_and_cold(tmp_path, task_id, staged, outputs: Path) -> None:
+    cold = _folder(tmp_path / "cold", staged, outputs=outputs)
+    warm = _folder(tmp_path / "warm", staged, outputs=outputs)
+    _evaluate(task_id, staged, cold, "process")
+    _evaluate(task_id, staged, warm, "warm")
+    assert _without_duration(warm.evaluation) == _without_duration(cold.evaluation)
+
+
+def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, service, run_agent, staged):
+    _, run_dir = run_agent("reference")
+    outputs = tmp_path / "outputs"
+    shutil.copytree(run_dir / "submission", outputs, ignore=shutil.ignore_patterns("MANIFEST.json"))
+    _same_warm_and_cold(tmp_path, "segmentation/demo", staged, outputs)
+    _same_warm_and_cold(tmp_path / "again", "segmentation/demo", staged, outputs)  # served warm a second time
+    assert service.started == 1 and service.served == 2
+
+
+def test_report_demo_scores_the_same_warm_and_cold(tmp_path, service, reg, data_root):
+    if shutil.which("java") is None or "report_gen/demo" not in reg.tasks():
+        pytest.skip("report_gen with Java is not installed here")
+    runner = Run(RunOptions("report_gen/demo", "lite", "reference", out=tmp_path / "runs", data_root=data_root), reg)
+    result = runner.execute()
+    assert result.state == "scored"
+    outputs = tmp_path / "outputs"
+    shutil.copytree(runner.run_dir / "submission", outputs, ignore=shutil.ignore_patterns("MANIFEST.json"))
+    from automedbench import staging
+
+    track, task = reg.task("report_gen/demo")
+    staged = staging.ensure(track, task, data_root)
+    _same_warm_and_cold(tmp_path, "report_gen/demo", staged, outputs)
+    _same_warm_and_cold(tmp_path / "again", "report_gen/demo", staged, outputs)  # the same METEOR JVM, reused
+    assert service.started == 1
+
+
+def test_two_runs_in_one_process_each_get_their_own_submission_scored(tmp_path, service, toy):
+    """No state of one request leaks into the next: a perfect and a wrong submission, warm, match cold."""
+    wrong = {case_id: "7" for case_id in toy.case_ids}
+    for name, answers in (("perfect", None), ("wrong", wrong), ("perfect2", None)):
+        cold = _folder(tmp_path / name / "cold", toy, answers)
+        warm = _folder(tmp_path / name / "warm", toy, answers)
+        a, b = _evaluate(TOY, toy, cold, "process"), _evaluate(TOY, toy, warm, "warm")
+        assert _without_duration(warm.evaluation) == _without_duration(cold.evaluation)
+        assert a.metric.partial == b.metric.partial == (1.0 if answers is None else b.metric.partial)
+    assert service.started == 1 and service.served == 3
+
+
+def test_a_submission_that_crashes_the_warm_evaluator_ends_as_cold_and_the_next_is_served_fresh(tmp_path, service,
+                                                                                                toy):
+    crash = {toy.case_ids[0]: "99"}
+    _evaluate(TOY, toy, _folder(tmp_path / "first", toy), "warm")
+    first_pid = service.proc.pid
+    with pytest.raises(SubmissionError) as cold_error:
+        _evaluate(TOY, toy, _folder(tmp_path / "cold", toy, crash), "process")
+    with pytest.raises(SubmissionError) as warm_error:
+        _evaluate(TOY, toy, _folder(tmp_path / "warm", toy, crash), "warm")
+    assert str(warm_error.value) == str(cold_error.value)
+    assert "memory limit" in str(warm_error.value)
+    assert service.proc is None  # the crashed process is gone, not reused
+    evaluation = _evaluate(TOY, toy, _folder(tmp_path / "next", toy), "warm")
+    assert evaluation.metric.strict == 1.0 and service.started == 2 and service.proc.pid != first_pid
+
+
+def test_a_submission_that_hangs_the_warm_evaluator_times_out_as_cold_and_the_process_is_killed(tmp_path, service,
+                                                                                                toy):
+    hang = {toy.case_ids[0]: "98"}
+    with pytest.raises(SubmissionError) as cold_error:
+        _evaluate(TOY, toy, _folder(tmp_path / "cold", toy, hang), "process", timeout_s=3)
+    _evaluate(TOY, toy, _folder(tmp_path / "warmup", toy), "warm")  # started before the hang
+    hung_pid = service.proc.pid
+    with pytest.raises(SubmissionError) as warm_error:
+        _evaluate(TOY, toy, _folder(tmp_path / "warm", toy, hang), "warm", timeout_s=3)
+    assert str(warm_error.value) == str(cold_error.value)
+    with pytest.raises(ProcessLookupError):
+        os.kill(hung_pid, 0)  # killed and reaped, not left running
+    assert _evaluate(TOY, toy, _folder(tmp_path / "next", toy), "warm").metric.strict == 1.0
+    assert service.started == 2
+
+
+def test_a_hang_in_a_run_ends_as_the_same_state_warm_and_cold(tmp_path, service, toy, monkeypatch):
+    """Through the runner: the run is scored as an agent failure (H-EVAL) either way, never retryable."""
+    import automedbench.runner as runner_module
+
+    def short(*args, **kw):
+        return run_isolated(*args, **{**kw, "timeout_s": 3})
+
+    monkeypatch.setattr(runner_module, "run_isolated", short)
+    states = []
+    for warm in (False, True):
+        runner = Run(RunOptions(TOY, "lite", "reference", out=tmp_path / "runs", data_root=toy.root.parent,
+                                warm_evaluator=warm), registry())
+        monkeypatch.setattr(runner.track, "reference_solution", _answers_98(runner.track.reference_solution))
+        result = runner.execute()
+        states.append((result.state, result.end_reason, [c.code for c in result.error_codes if c.code == "H-EVAL"]))
+    assert states[0] == states[1] == ("agent_failure", "agent_error", ["H-EVAL"])
+
+
+def _answers_98(solution_of):
+    """The toy reference solution, but every answer written as 98 (which the faulty scorer hangs on)."""
+    def patched(task, tier, data_dir, workspace):
+        solution = solution_of(task, tier, data_dir, workspace)
+        for step in solution.steps:
+            step.code = step.code.replace("str(sum(c in 'aeiou' for c in word))", "'98'")
+        return solution
+    return patched
+
+
+def test_the_service_restarts_after_n_requests(tmp_path, monkeypatch, toy):
+    svc = evalservice.EvalService(max_requests=2)
+    monkeypatch.setattr(evalservice, "_SERVICE", svc)
+    try:
+        pids = []
+        for i in range(5):
+            assert _evaluate(TOY, toy, _folder(tmp_path / str(i), toy), "warm").metric.strict == 1.0
+            pids.append(svc.proc.pid)
+        assert svc.started == 3 and len(set(pids)) == 3 and pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
+    finally:
+        svc.close()
+
+
+def _request(tmp_path: Path, staged, **change) -> dict:
+    folder = RunFolder(tmp_path / "run")
+    request = EvalRequest(TOY, str(folder.submission), str(staged.public), str(staged.private), staged.case_ids,
+                          str(folder.manifest), str(folder.evaluation))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+    message = {"request": to_dict(request), "cwd": str(cwd)}
+    message["request"].update(change)
+    return message
+
+
+def test_requests_are_validated_before_they_are_served(tmp_path, toy):
+    ok, cwd = evalservice.validate_request(_request(tmp_path, toy), set())
+    assert ok.task_id == TOY and cwd == str(tmp_path / "cwd")
+    other = tmp_path / "other_run" / "private"
+    bad = [
+        _request(tmp_path, toy, private=str(other)),  # references that are not the run's own data
+        _request(tmp_path, toy, out=str(tmp_path / "elsewhere" / "evaluation.json")),
+        _request(tmp_path, toy, submission="relative/submission"),
+        {**_request(tmp_path, toy), "extra": 1},
+    ]
+    for message in bad:
+        with pytest.raises(ValueError):
+            evalservice.validate_request(message, set())
+    with pytest.raises(ValueError):  # a working directory already used by an earlier request
+        evalservice.validate_request(_request(tmp_path, toy), {str(tmp_path / "cwd")})
+    (tmp_path / "cwd" / "left_over").write_text("x")
+    with pytest.raises(ValueError):  # one that is not empty
+        evalservice.validate_request(_request(tmp_path, toy), set())
+
+
+def test_the_service_process_is_isolated_like_the_cold_evaluator(tmp_path, service, toy):
+    """-I -S, the scrubbed environment and the evaluator's limits; stdin/stdout are its only channel."""
+    import resource
+
+    _evaluate(TOY, toy, _folder(tmp_path / "a", toy), "warm")
+    pid = service.proc.pid
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[1:3] == [b"-I", b"-S"]
+    environ = dict(e.split(b"=", 1) for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in e)
+    assert set(environ) <= {b"PATH", b"LANG", b"OPENBLAS_CORETYPE", b"OPENBLAS_L2_SIZE", b"HOME", b"TZ",
+                            b"AUTOMEDBENCH_EVAL_MEMORY_MB"}
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    assert "Max cpu time" in limits and str(resource.RLIM_INFINITY) not in limits.split("Max file size")[1][:40]
+    sockets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    assert not [s for s in sockets if s.startswith("socket:")]
+    # the parent's ends of the pipes are close-on-exec: no sandboxed call the parent starts later inherits them
+    assert not os.get_inheritable(service.proc.stdin.fileno())
+    assert not os.get_inheritable(service.proc.stdout.fileno())
+
+
+def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
+    from automedbench.campaign.sweep import SweepConfig
+    from automedbench.options import score_record
+
+    assert SweepConfig(["reference"], [TOY], ["lite"]).warm_evaluator is True
+    cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=True)
+    assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
+
+
+def test_a_warm_run_scores_its_pilot_and_its_submission_in_one_process_and_accounts_its_steps(tmp_path, service, toy):
+    runner = Run(RunOptions(TOY, "lite", "reference", out=tmp_path / "runs", data_root=toy.root.parent,
+                            warm_evaluator=True), registry())
+    result = runner.execute()
+    assert result.state == "scored" and result.task.strict == 1.0
+    assert service.started == 1 and service.served == 2  # the pilot's contract check, then the submission
+    steps = result.runtime.harness_steps
+    assert {"workspace_quota", "sandbox_open", "brief", "tripwire", "freeze", "evaluation", "grading",
+            "pilot_checks", "judge", "scoring", "run_finished_hooks", "other"} <= set(steps)
+    assert all(v >= 0 and round(v, 3) == v for v in steps.values())
+    assert sum(steps.values()) == pytest.approx(result.runtime.harness_s, abs=0.001 * len(steps))
+    assert steps["evaluation"] <= result.runtime.eval_s  # eval_s is evaluation plus grading
+    stored = json.loads((runner.run_dir / "result.json").read_text())
+    assert stored["runtime"]["harness_steps"] == steps
