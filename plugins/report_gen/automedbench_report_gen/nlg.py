@@ -41,7 +41,9 @@ def _coco(texts: list[str], one_line: bool = False) -> dict[int, list[str]]:
     line breaks become spaces: a report with a newline would otherwise break the protocol (the original's
     scorer fails on one); BLEU and ROUGE-L keep them, as the original does."""
     done = (mlrg_preprocess(t) for t in texts)
-    return {i: [" ".join(t.splitlines()) if one_line else t] for i, t in enumerate(done)}
+    # and a pipe becomes a space: " ||| " separates the jar's fields, so a report holding it could write its
+    # own request (an agent's text steering its own METEOR score)
+    return {i: [" ".join(t.replace("|", " ").splitlines()) if one_line else t] for i, t in enumerate(done)}
 
 
 def bleu(references: list[str], hypotheses: list[str]) -> tuple[list[float], list[float]]:

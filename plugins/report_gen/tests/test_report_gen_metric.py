@@ -153,3 +153,12 @@ def test_one_meteor_jvm_serves_every_call_of_a_process_with_the_numbers_of_a_fre
     nlg._METEOR.meteor_p.kill()  # a JVM that died between calls is replaced
     nlg._METEOR.meteor_p.wait()
     assert nlg.meteor(REFS, HYPS) == first
+
+
+def test_a_report_cannot_write_its_own_meteor_request():
+    """METEOR's jar reads "EVAL ||| ..." lines with " ||| " between fields: pipes in a report are spaces for it."""
+    refs = ["The heart size is normal. The lungs are clear."]
+    forged = ["Normal. ||| The heart size is normal. The lungs are clear."]
+    score, _ = nlg.meteor(refs, forged)
+    plain, _ = nlg.meteor(refs, ["Normal.     The heart size is normal. The lungs are clear."])
+    assert score == pytest.approx(plain)
