@@ -13,10 +13,11 @@ from .authoring import pipeline_diagram_code, plan_step
 from .codes import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
 from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
-from .grading import Grade, fold_grades
+from .grades import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
 from .metric import Metric
+from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
 from .records import (
     CaseVerdict,
     FiredCode,
@@ -73,10 +74,13 @@ __all__ = [
     "JudgeVerdict",
     "Metric",
     "MetricBlock",
+    "ModelBackend",
+    "ModelConfig",
     "PackagedTrack",
     "PromptPart",
     "RatingThresholds",
     "Register",
+    "ReplyError",
     "Result",
     "Rubric",
     "RubricItem",
@@ -92,14 +96,17 @@ __all__ = [
     "TierInfo",
     "Trace",
     "Track",
+    "Usage",
     "UserError",
     "append_line_locked",
     "atomic_write_bytes",
     "atomic_write_text",
     "default_rubric",
     "did_you_mean",
+    "extract_json",
     "fence_agent_text",
     "fold_grades",
+    "get_model",
     "gunzip",
     "hookimpl",
     "ladder_stage",

@@ -172,17 +172,17 @@ class Track(ABC):
         return {}
 
     def apply_grades(self, task: TaskSpec, metric: MetricBlock, grades: list[Any]) -> MetricBlock:
-        """Fold the model grades (`automedbench.grading.Grade`, score None when the model could not answer)
+        """Fold the model grades (`automedbench.api.Grade`, score None when the model could not answer)
         into the metric; called in the harness after the evaluation. The default adds each grader as a
         per-case value and a mean component (null unless every request was answered), never into Task."""
-        from .grading import fold_grades
+        from .grades import fold_grades
 
         return fold_grades(metric, grades)
 
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
         """Refuse unknown evaluation options before a run starts (one clear line, not an evaluator crash)."""
         from .errors import UserError, did_you_mean
-        from .grading import check_grader_options
+        from .grades import check_grader_options
 
         offered = self.evaluation_options()
         graders = self.model_graders()
