@@ -10,7 +10,7 @@ from __future__ import annotations
 from .agent import Agent, AgentContext
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
-from .codes import CodeContext, Detector
+from .detectors import CodeContext, Detector
 from .errors import AgentError, InfrastructureError, UserError, did_you_mean
 from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
 from .grades import Grade, fold_grades

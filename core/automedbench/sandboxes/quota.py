@@ -17,8 +17,8 @@ from pathlib import Path
 
 from attrs import define
 
-# Default workspace quota: room for a model's weights, a pip cache and the outputs of a real task.
-DEFAULT_QUOTA_MB = 32768
+from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
+
 # The image never claims more than this share of the free space of the disk it lives on.
 FREE_SHARE = 0.9
 MIN_QUOTA_MB = 16
