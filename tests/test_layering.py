@@ -152,57 +152,8 @@ def broken_rules() -> list[str]:
     return broken
 
 
-# Known breaks still to mend (each names its rule); a fixed one must be taken off this list, a new one fails.
-KNOWN: set[str] = {
-    "plugins/detection/tests/test_detection_runs.py -> automedbench.evaluate_cmd",
-    "plugins/detection/tests/test_detection_runs.py -> automedbench.plugins",
-    "plugins/enhancement/tests/test_enhancement_runs.py -> automedbench.evaluate_cmd",
-    "plugins/enhancement/tests/test_enhancement_runs.py -> automedbench.plugins",
-    "plugins/report_gen/tests/test_report_gen_grader.py -> automedbench.evaluator",
-    "plugins/report_gen/tests/test_report_gen_grader.py -> automedbench.freeze",
-    "plugins/report_gen/tests/test_report_gen_grader.py -> automedbench.grading",
-    "plugins/report_gen/tests/test_report_gen_grader.py -> automedbench.plugins",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench.judge",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench.judges.llm",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench.judges.rules",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench.plugins",
-    "plugins/report_gen/tests/test_report_gen_rubric.py -> automedbench.rubric",
-    "plugins/report_gen/tests/test_report_gen_runs.py -> automedbench.rubric",
-    "plugins/segmentation/tests/test_segmentation_metric.py -> automedbench",
-    "plugins/segmentation/tests/test_segmentation_metric.py -> automedbench.evaluate_cmd",
-    "plugins/segmentation/tests/test_segmentation_metric.py -> automedbench.track",
-    "plugins/segmentation/tests/test_segmentation_multilabel_rubric.py -> automedbench.judge",
-    "plugins/segmentation/tests/test_segmentation_multilabel_rubric.py -> automedbench.judges.rules",
-    "plugins/segmentation/tests/test_segmentation_multilabel_rubric.py -> automedbench.plugins",
-    "plugins/segmentation/tests/test_segmentation_multilabel_runs.py -> automedbench.runner",
-    "plugins/segmentation/tests/test_segmentation_new_stagers.py -> automedbench",
-    "plugins/segmentation/tests/test_segmentation_new_stagers.py -> automedbench.plugins",
-    "plugins/segmentation/tests/test_segmentation_new_tasks.py -> automedbench.brief",
-    "plugins/segmentation/tests/test_segmentation_new_tasks.py -> automedbench.plugins",
-    "plugins/segmentation/tests/test_segmentation_primary_label.py -> automedbench.plugins",
-    "plugins/segmentation/tests/test_segmentation_stagers.py -> automedbench",
-    "plugins/segmentation/tests/test_segmentation_stagers.py -> automedbench.cli",
-    "plugins/segmentation/tests/test_segmentation_stagers.py -> automedbench.errors",
-    "plugins/segmentation/tests/test_segmentation_tasks.py -> automedbench.brief",
-    "plugins/vqa/tests/test_vqa_judge.py -> automedbench.errors",
-    "plugins/vqa/tests/test_vqa_rubric.py -> automedbench.judge",
-    "plugins/vqa/tests/test_vqa_rubric.py -> automedbench.judges.rules",
-    "plugins/vqa/tests/test_vqa_rubric.py -> automedbench.plugins",
-    "plugins/vqa/tests/test_vqa_runs.py -> automedbench",
-    "plugins/vqa/tests/test_vqa_runs.py -> automedbench.errors",
-    "plugins/vqa/tests/test_vqa_runs.py -> automedbench.evaluate_cmd",
-    "plugins/vqa/tests/test_vqa_runs.py -> automedbench.validate",
-    "plugins/vqa/tests/test_vqa_stagers.py -> automedbench",
-    "plugins/vqa/tests/test_vqa_stagers.py -> automedbench.brief",
-    "plugins/vqa/tests/test_vqa_stagers.py -> automedbench.errors",
-    "plugins/vqa/tests/test_vqa_stagers.py -> automedbench.evaluate_cmd",
-    "plugins/vqa/tests/test_vqa_stagers.py -> automedbench.plugins",
-    "plugins/vqa/tests/test_vqa_trust.py -> automedbench",
-    "plugins/vqa/tests/test_vqa_trust.py -> automedbench.errors",
-    "plugins/vqa/tests/test_vqa_trust.py -> automedbench.grading",
-    "plugins/vqa/tests/test_vqa_trust.py -> automedbench.runner",
-}
+# Known breaks still to mend (none now); a new break fails, a mended one must be taken off this list.
+KNOWN: set[str] = set()
 
 
 def test_every_core_module_has_a_layer():
