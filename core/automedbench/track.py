@@ -152,6 +152,12 @@ class Track(ABC):
         """Name -> description of baselines `write_baseline` can produce for `automedbench evaluate`."""
         return {}
 
+    def agent_image(self) -> Path | None:
+        """The folder of this track's agent image recipe (a `Dockerfile` built `FROM ${BASE}`, the default agent
+        image, plus its build context), shipped as package data; None: runs use the default agent image.
+        `automedbench images build` finds it through the registry, so an installed track needs no checkout."""
+        return None
+
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 
@@ -243,6 +249,10 @@ class PackagedTrack(Track):
 
     def template_dir(self) -> Path:
         return self.root / "templates"
+
+    def agent_image(self) -> Path | None:
+        folder = self.root / "docker"
+        return folder if (folder / "Dockerfile").is_file() else None
 
     def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
         if task.demo:
