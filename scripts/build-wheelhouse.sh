@@ -13,6 +13,8 @@ dists=(.)
 for dir in plugins/*/ core/*/; do
   [ -f "$dir/pyproject.toml" ] && dists+=("${dir%/}")
 done
+# setuptools' scratch folder keeps files a distribution no longer has (moved or deleted modules): start clean
+for dir in "${dists[@]}"; do rm -rf "$dir/build"; done
 echo "building ${#dists[@]} wheels into $out: ${dists[*]}"
 "$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$out" "${dists[@]}"
 ls "$out"
