@@ -53,6 +53,8 @@ say "installing the core and ${#plugin_args[@]} plugin arguments: ${plugin_args[
 # Ray for the sweep's --executor ray test (skips when the install fails).
 say "installing ray"
 "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"
+# The wheelhouse script must keep building every distribution here (tests/test_install_tracks.py installs
+# tracks alone from it, and from an editable clone, in fresh venvs; marked slow).
 say "ruff"
 .venv/bin/ruff check core plugins tests benchmarks
 # A docker engine (started here if need be, or held if another checkout's test run started it; stopped

@@ -10,13 +10,14 @@ from __future__ import annotations
 from .agent import Agent, AgentContext
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
-from .codes import CodeContext, Detector
+from .detectors import CodeContext, Detector
 from .errors import AgentError, ContentRefused, InfrastructureError, UserError, did_you_mean
 from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
-from .grading import Grade, fold_grades
+from .grades import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
 from .metric import Metric
+from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
 from .records import (
     CaseVerdict,
     FiredCode,
@@ -85,10 +86,13 @@ __all__ = [
     "JudgeVerdict",
     "Metric",
     "MetricBlock",
+    "ModelBackend",
+    "ModelConfig",
     "PackagedTrack",
     "PromptPart",
     "RatingThresholds",
     "Register",
+    "ReplyError",
     "Result",
     "Rubric",
     "RubricItem",
@@ -104,6 +108,7 @@ __all__ = [
     "TierInfo",
     "Trace",
     "Track",
+    "Usage",
     "UserError",
     "append_line_locked",
     "atomic_write_bytes",
@@ -112,8 +117,10 @@ __all__ = [
     "check_pixels",
     "default_rubric",
     "did_you_mean",
+    "extract_json",
     "fence_agent_text",
     "fold_grades",
+    "get_model",
     "gunzip",
     "hookimpl",
     "inside",

@@ -36,9 +36,10 @@ import attrs
 from attrs import Factory, define
 
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
-from .errors import ContentRefused, UserError
+from .errors import ContentRefused
+from .grades import Grade, _backend, check_grader_options, fold_grades, grader_options  # noqa: F401 (re-exported)
 from .harnessstate import SignedJsonl, harness_key, state_dir
-from .records import Evaluation, GradeRequest, MetricBlock, TaskSpec
+from .records import Evaluation, GradeRequest, TaskSpec
 from .replyjson import ReplyError, final_json, require_keys
 from .runfolder import RunFolder
 from .serialize import write_json
@@ -55,22 +56,6 @@ ATTEMPTS = 3  # replies per request that may be unusable before the grade is nul
 MAX_FAILURES_IN_A_ROW = 3  # backend errors in a row before the grader's remaining requests are not sent
 REPLY_FORMAT = ('Reply with one JSON object only: {{"score": <a number from {lo:g} to {hi:g}{levels}>, '
                 '"rationale": "<at most 30 words>"}}.')
-
-
-@define
-class Grade:
-    """A model's answer to one grade request; `score` is None when it could not be had (`error` says why)."""
-
-    case_id: str
-    grader: str
-    tag: str = ""
-    score: float | None = None
-    rationale: str = ""
-    model: str = ""  # provider:model that produced it (or would have)
-    key: str = ""  # the cache key: sha256 of grader, model and prompt
-    cached: bool = False
-    error: str | None = None
-    agent_fault: str = ""  # why the agent's own text put this case at the lowest level (refused, unusable)
 
 
 @define
@@ -102,37 +87,6 @@ class GradeError(ValueError):
 
 
 # ------------------------------------------------------------------ options
-
-
-def grader_options(options: dict[str, str], grader: str) -> tuple[str, dict[str, str]]:
-    """(provider, model options) from the eval options `<grader>.provider` and `<grader>.<option>`."""
-    prefix = grader + "."
-    sub = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
-    return sub.pop("provider", ""), sub
-
-
-def check_grader_options(options: dict[str, str], grader: str, reg: Any = None) -> None:
-    """Refuse a grader's options now (unknown backend, no model, unset key variable): one clear line
-    before the run starts, not a null grade after it."""
-    provider, sub = grader_options(options, grader)
-    if not provider:
-        if sub:
-            raise UserError(f"eval options {', '.join(grader + '.' + k for k in sorted(sub))} need "
-                            f"{grader}.provider=NAME (a registered model backend, e.g. openai)")
-        return
-    backend = _backend(provider, sub, grader, reg)
-    close = getattr(backend, "close", None)
-    if callable(close):
-        close()
-
-
-def _backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:
-    from .agents.chat import make_backend
-
-    try:
-        return make_backend(provider, dict(sub), role="grader", reg=reg)
-    except UserError as exc:
-        raise UserError(f"model grader {grader} (--eval-option {grader}.KEY=VALUE): {exc}") from None
 
 
 # ------------------------------------------------------------------ prompt and reply
@@ -363,26 +317,3 @@ def grade_evaluation(track: Any, task: TaskSpec, evaluation: Evaluation, options
     write_json(names.grades, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))
     write_json(names.evaluation, graded)
     return graded
-
-
-def fold_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
-    """The default `Track.apply_grades`: per case `<grader>[_<tag>]` = the score (None if unanswered);
-    components `<name>` = the mean over cases (null unless every request was answered: a mean over the
-    answered ones only would be biased), `<name>_graded` and `<name>_failed` counts. Task is untouched."""
-    per_case = [dict(r) if isinstance(r, dict) else r for r in metric.per_case]
-    rows = {r.get("case_id"): r for r in per_case if isinstance(r, dict)}
-    per_name: dict[str, list[float | None]] = defaultdict(list)
-    for grade in grades:
-        name = f"{grade.grader}_{grade.tag}" if grade.tag else grade.grader
-        per_name[name].append(grade.score)
-        row = rows.get(grade.case_id)
-        if row is not None:
-            row[name] = grade.score
-    components = dict(metric.components)
-    for name, scores in per_name.items():
-        answered = [s for s in scores if s is not None]
-        complete = len(answered) == len(scores) and answered
-        components[name] = round(sum(answered) / len(answered), 4) if complete else None
-        components[f"{name}_graded"] = float(len(answered))
-        components[f"{name}_failed"] = float(len(scores) - len(answered))
-    return attrs.evolve(metric, components=components, per_case=per_case)

@@ -16,7 +16,7 @@ import click
 from attrs import define, field
 
 from .errors import UserError
-from .sandboxes.quota import DEFAULT_QUOTA_MB
+from .sandbox import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
 

@@ -58,7 +58,6 @@ from .replyhint import diagnose, example_call
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
-from .sandboxes.quota import NoRoom, mount_workspace
 from .scoring import judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
@@ -171,11 +170,12 @@ class Run:
         self.run_dir.mkdir(parents=True, mode=0o700)
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
+        self.sandbox = self.sandbox_comp.factory()
         try:
-            self.quota, self.quota_gap = mount_workspace(self.workspace, self.o.workspace_quota_mb)
-        except NoRoom as exc:  # refused before anything ran: no half-made run folder is left behind
+            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
+        except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
-            raise errors.UserError(f"{exc}; wait for them to finish or pass a smaller --workspace-quota-mb") from None
+            raise
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         return reserve
 
@@ -323,7 +323,7 @@ class Run:
 
     def _open_sandbox(self, st: RunState, staged: StagedData, decoys: dict[str, Path]) -> SandboxSession:
         """A session of the chosen backend; refused (UserError) when it cannot keep the references out."""
-        sandbox = self.sandbox_comp.factory()
+        sandbox = self.sandbox
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
                            decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
                            track=self.task.track)

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Protocol
 
 from attrs import Factory, define
 
 from .records import ExecResult
+
+# Default size limit of a run's workspace (room for a model's weights, a pip cache and a real task's outputs),
+# for sandboxes that can limit it (`Sandbox.limit_workspace`).
+DEFAULT_QUOTA_MB = 32768
+
+
+class WorkspaceLimit(Protocol):
+    """A size limit a sandbox put on a run's workspace; released when the run ends."""
+
+    def describe(self) -> str: ...
+
+    def release(self, keep: bool = False) -> None: ...
 
 
 @define
@@ -74,3 +87,8 @@ class Sandbox(ABC):
     @abstractmethod
     def open(self, spec: SandboxSpec) -> SandboxSession:
         ...
+
+    def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceLimit | None, str]:
+        """Limit the not yet existing `workspace` folder to `size_mb` before the run: (limit, "") or
+        (None, the gap for the result's isolation block). Default: no limit."""
+        return None, f"no disk quota on /workspace (the {self.name or 'chosen'} sandbox offers none)"

@@ -20,12 +20,62 @@ from .records import AgentTurn, Result, ToolCall
 from .sandbox_checks import CHECKS as SANDBOX_CHECKS
 from .sandbox_checks import CheckResult, check_sandbox
 
+# What a plugin's tests use of the engine, offered here so a track's tests, like its code, import only
+# automedbench.api and automedbench.testing (tests/test_layering.py holds that). Loaded on first use: a test
+# module importing automedbench.testing does not load the runner.
+_ENGINE = {
+    "Run": "runner", "RunOptions": "runner", "RulesJudge": "judges.rules", "render_brief": "brief",
+    "evaluate_folder": "evaluate_cmd", "validate": "validate", "cli_main": "cli:main",
+    "judged_stages": "scoring", "evaluate_in_process": "evaluator:evaluate", "freeze": "freeze",
+    "grade_evaluation": "grading", "render_grade_request": "grading:render", "GRADES_FILE": "grading",
+    "resolve_rubric": "rubric:resolve", "check_rubric": "rubric:check", "describe_conditions": "rubric",
+    "asked_items": "judges.llm", "verdict_schema": "judges.llm", "registry": "plugins", "Registry": "plugins",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _ENGINE.get(name)
+    if where is None:
+        raise AttributeError(f"module automedbench.testing has no attribute {name!r}")
+    import importlib
+
+    module, _, attr = where.partition(":")
+    return getattr(importlib.import_module(f"automedbench.{module}"), attr or name)
+
+
+def fresh_registry() -> Any:
+    """A new registry loaded from the installed entry points; the process-wide one is left as it is."""
+    from .plugins import Registry
+
+    fresh = Registry()
+    fresh.load_entry_points()
+    return fresh
+
+
+def stage_from_folder(track: Any, task: Any, data_root: Path, source: Path) -> Any:
+    """Stage `task` from a download folder `source` into `data_root`, as `automedbench stage T --from` does."""
+    from . import staging
+
+    return staging.stage(track, task, data_root, source)
+
+
+def ensure_staged(track: Any, task: Any, data_root: Path) -> Any:
+    """Stage `task` from its generator (or reuse the staged copy) under `data_root`; its `StagedData`."""
+    from . import staging
+
+    return staging.ensure(track, task, data_root)
+
+
 __all__ = [
+    *_ENGINE,
     "SANDBOX_CHECKS",
     "CheckResult",
     "StepsAgent",
     "check_sandbox",
     "check_track",
+    "ensure_staged",
+    "fresh_registry",
+    "stage_from_folder",
     "item_values",
     "needs",
     "pytest_configure",

@@ -162,6 +162,12 @@ class Track(ABC):
         """Name -> description of baselines `write_baseline` can produce for `automedbench evaluate`."""
         return {}
 
+    def agent_image(self) -> Path | None:
+        """The folder of this track's agent image recipe (a `Dockerfile` built `FROM ${BASE}`, the default agent
+        image, plus its build context), shipped as package data; None: runs use the default agent image.
+        `automedbench images build` finds it through the registry, so an installed track needs no checkout."""
+        return None
+
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 
@@ -182,17 +188,17 @@ class Track(ABC):
         return {}
 
     def apply_grades(self, task: TaskSpec, metric: MetricBlock, grades: list[Any]) -> MetricBlock:
-        """Fold the model grades (`automedbench.grading.Grade`, score None when the model could not answer)
+        """Fold the model grades (`automedbench.api.Grade`, score None when the model could not answer)
         into the metric; called in the harness after the evaluation. The default adds each grader as a
         per-case value and a mean component (null unless every request was answered), never into Task."""
-        from .grading import fold_grades
+        from .grades import fold_grades
 
         return fold_grades(metric, grades)
 
     def check_evaluation_options(self, options: dict[str, str]) -> dict[str, str]:
         """Refuse unknown evaluation options before a run starts (one clear line, not an evaluator crash)."""
         from .errors import UserError, did_you_mean
-        from .grading import check_grader_options
+        from .grades import check_grader_options
 
         offered = self.evaluation_options()
         graders = self.model_graders()
@@ -253,6 +259,10 @@ class PackagedTrack(Track):
 
     def template_dir(self) -> Path:
         return self.root / "templates"
+
+    def agent_image(self) -> Path | None:
+        folder = self.root / "docker"
+        return folder if (folder / "Dockerfile").is_file() else None
 
     def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
         if task.demo:

@@ -17,7 +17,8 @@ from attrs import Factory, define
 
 from ..agent import TOOLS, Agent, AgentContext
 from ..errors import ContentRefused, UserError
-from ..modelconfig import ModelConfig, resolve
+from ..modelconfig import ModelConfig
+from ..models import get_model
 from ..pricing import Usage
 from ..records import AgentTurn, ToolCall
 from .chat_common import (
@@ -113,12 +114,8 @@ class Backend(ABC):
 ModelBackend = Backend
 
 
-def make_backend(provider: str, options: dict[str, Any], role: str = "agent", reg: Any = None) -> Backend:
-    """The registered model backend `provider`, configured from `options` (an unknown name is one line)."""
-    from ..plugins import registry
-
-    component = (reg or registry()).get("model", provider)
-    return component.factory(resolve(provider, options, role))
+# The one way to get a model backend (the model contract, automedbench.models); this name stays for callers.
+make_backend = get_model
 
 
 def add_usage(a: Usage, b: Usage) -> Usage:

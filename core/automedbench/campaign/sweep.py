@@ -27,7 +27,7 @@ from .. import staging
 from ..errors import UserError
 from ..fsutil import atomic_write_text
 from ..options import RunOptions
-from ..sandboxes.quota import DEFAULT_QUOTA_MB
+from ..sandbox import DEFAULT_QUOTA_MB
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary

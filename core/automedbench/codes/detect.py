@@ -1,4 +1,4 @@
-"""Detector interface, the per-track detector registry and the tagging step that runs them.
+"""The per-track detector registry and the tagging step that runs them (the interface: automedbench.detectors).
 
 Detectors are plugins (hook `automedbench_register_code_detectors`); each says which tracks it serves
 ("*" = every track). They read the stored run only, are deterministic, and return FiredCode records.
@@ -7,80 +7,20 @@ Tagging never touches a score: it only replaces the E-codes in `Result.error_cod
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from attrs import define, field
-
+from ..detectors import CodeContext, Detector
 from ..records import FiredCode, Result
 from ..runfolder import RunFolder
-from ..trace import Trace
-from .taxonomy import TAXONOMY, is_error_code
+from .taxonomy import is_error_code
 
 
-@define
-class CodeContext:
-    """Everything a detector may look at for one finished run."""
-
-    result: Result
-    events: list[dict[str, Any]]
-    run_dir: Path | None = None
-    output_names: list[str] = field(factory=list)
-    plan_md: str | None = None
-    evaluation: dict[str, Any] | None = None
-
-    @classmethod
-    def from_run_dir(cls, run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:
-        folder = RunFolder(run_dir)
-        return cls(result, folder.events(), run_dir, list(output_names or []), folder.plan_md(),
-                   folder.evaluation_data())
-
-    @cached_property
-    def trace(self) -> Trace:
-        return Trace(self.events, self.output_names)
-
-    # Convenience facts from the scored result.
-    @property
-    def expected(self) -> int:
-        return len(self.result.cases)
-
-    @property
-    def present(self) -> list[str]:
-        return [c.case_id for c in self.result.cases if c.present]
-
-    @property
-    def invalid(self) -> list[Any]:
-        return [c for c in self.result.cases if c.present and not c.valid]
-
-    @property
-    def missing(self) -> list[str]:
-        return [c.case_id for c in self.result.cases if not c.present]
-
-    def item(self, item_id: str) -> float | None:
-        for stage in self.result.stages:
-            for item in stage.items:
-                if item.id == item_id:
-                    return item.value
-        return None
-
-
-class Detector(ABC):
-    """One deterministic rule family; `tracks` names the tracks it applies to ("*" for all)."""
-
-    name: str = ""
-    version: str = "1"
-    tracks: tuple[str, ...] = ("*",)
-
-    @abstractmethod
-    def detect(self, ctx: CodeContext) -> list[FiredCode]:
-        """Return the codes this rule fires for the run (empty when it is clean)."""
-
-    def fire(self, code: str, message: str, turns: list[int] | None = None, stage: str = "") -> FiredCode:
-        if code not in TAXONOMY:
-            raise ValueError(f"detector {self.name} fired unknown code {code!r}")
-        return FiredCode(code, message, stage, sorted(set(turns or [])), f"detector:{self.name}")
+def context_from_run_dir(run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:
+    """The detectors' view of a stored run: its events, plan and evaluation from the run folder."""
+    folder = RunFolder(run_dir)
+    return CodeContext(result, folder.events(), run_dir, list(output_names or []), folder.plan_md(),
+                       folder.evaluation_data())
 
 
 def detectors_for(track: str, registry: Any) -> list[Detector]:
@@ -142,7 +82,7 @@ def replace_codes(result: Result, new: list[FiredCode]) -> None:
 def tag_run(run_dir: Path, result: Result, registry: Any, output_names: list[str] | None = None,
             tagger: Any = None) -> list[FiredCode]:
     """Detect (and optionally LLM-tag) the codes of one stored run and put them into `result`."""
-    ctx = CodeContext.from_run_dir(run_dir, result, output_names)
+    ctx = context_from_run_dir(run_dir, result, output_names)
     codes = detect(ctx, detectors_for(result.header.track, registry))
     if tagger is not None and not skip_reason(result):
         extra = tagger.tag(ctx)

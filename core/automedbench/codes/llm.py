@@ -147,6 +147,6 @@ class _ModelText:
 
 def tagger_from_registry(registry: Any, name: str, options: dict[str, Any] | None = None) -> LLMTagger:
     """A tagger over the registered model backend `name` (openai, anthropic, or a third party's)."""
-    from ..agents.chat import make_backend
+    from ..models import get_model
 
-    return LLMTagger(_ModelText(name, make_backend(name, dict(options or {}), role="tagger", reg=registry)))
+    return LLMTagger(_ModelText(name, get_model(name, dict(options or {}), role="tagger", reg=registry)))

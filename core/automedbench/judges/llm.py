@@ -16,13 +16,13 @@ import json
 import time
 from typing import Any
 
-from ..agents.chat import add_usage, make_backend
+from ..agents.chat import add_usage
 from ..agenttext import fence_agent_text
 from ..errors import AgentError, UserError
 from ..judge import Judge, JudgeInput
+from ..models import ReplyError, extract_json, get_model
 from ..pricing import Usage
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
-from ..replyjson import ReplyError, final_json
 from .digest import clip, digest, with_pilot_checks
 from .planimage import png_for_model, read_plan_png
 
@@ -51,7 +51,7 @@ TIER_NOTES = {
 PLAN_CHARS = 20_000
 
 
-class VerdictError(ValueError):
+class VerdictError(ReplyError):
     """The judge's reply is not a valid verdict; the message is sent back to the model."""
 
 
@@ -77,17 +77,11 @@ def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:
                                      "required": [i.id for i in items], "properties": props}}}
 
 
-def extract_json(text: str) -> Any:
-    """The reply's final JSON object (`replyjson.final_json`): the whole reply, or the last object when it
-    ends the reply; never an object quoted or fenced inside the reasoning before it."""
+def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:
     try:
-        return final_json(text)
+        data = extract_json(text)
     except ReplyError as exc:
         raise VerdictError(str(exc)) from None
-
-
-def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:
-    data = extract_json(text)
     if not isinstance(data, dict) or not isinstance(data.get("items"), dict):
         raise VerdictError('the reply must be an object with an "items" mapping')
     graded = data["items"]
@@ -179,7 +173,7 @@ class LlmJudge(Judge):
         except ValueError:
             raise UserError("judge option parse_retries must be an integer") from None
         self.images = str(opts.pop("images", "true")).lower() not in ("0", "false", "no")
-        self.backend = make_backend(provider, opts, role="judge")
+        self.backend = get_model(provider, opts, role="judge")
         self.name = provider
         self.version = f"1/{self.backend.cfg.model}"
 

@@ -32,6 +32,7 @@ from ..serialize import read_json, write_json
 from . import netns
 from .docker_images import EVALUATOR_IMAGE, agent_image, client, stage_harness
 from .local import EXEC_MOUNT, _Capture, sandbox_env
+from .quota import WorkspaceQuota, mount_workspace
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -268,6 +269,9 @@ class DockerSandbox(Sandbox):
         self.image = image
         self.cpus = cpus or float(os.cpu_count() or 1)
         self.pids_limit, self.tmp_mb = pids_limit, tmp_mb
+
+    def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
+        return mount_workspace(workspace, size_mb)
 
     def available(self) -> tuple[bool, str]:
         try:

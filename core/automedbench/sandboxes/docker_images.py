@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from attrs import define
 
@@ -284,18 +285,23 @@ def layered(cli, tag: str, folder: Path, base: str, say: Say, force: bool = Fals
         _build(cli, tag, context, recipe, base, say)
 
 
-def tracks_with_images() -> Iterator[tuple[str, Path]]:
-    """(track, recipe folder): `docker/agent/<track>/` and each plugin's own `plugins/<track>/docker/`."""
+def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
+    """(track, recipe folder): `docker/agent/<track>/` in a checkout, else each installed track's own recipe
+    (`Track.agent_image()`, package data: found without a checkout, a third party's track too)."""
     root = dockerfiles_dir() / "agent"
     seen: set[str] = set()
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         if folder.name != "default" and (folder / "Dockerfile").is_file():
             seen.add(folder.name)
             yield folder.name, folder
-    plugins = dockerfiles_dir().parent / "plugins"
-    for folder in sorted(plugins.glob("*/docker")) if plugins.is_dir() else []:
-        if folder.parent.name not in seen and (folder / "Dockerfile").is_file():
-            yield folder.parent.name, folder
+    if reg is None:
+        from ..plugins import registry
+
+        reg = registry()
+    for track in sorted(reg.tracks(), key=lambda t: t.name):
+        folder = track.agent_image()
+        if track.name not in seen and folder is not None and (Path(folder) / "Dockerfile").is_file():
+            yield track.name, Path(folder)
 
 
 def build_all(say: Say, base_image: str | None = None, force: bool = False) -> list[str]:

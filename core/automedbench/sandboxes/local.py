@@ -30,6 +30,7 @@ from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
 from . import netns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
+from .quota import WorkspaceQuota, mount_workspace
 
 PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
@@ -471,6 +472,9 @@ class LocalSandbox(Sandbox):
     def __init__(self, isolation: str = "auto") -> None:
         self.isolation = isolation
         self.name = "local" if isolation == "auto" else "local-plain"
+
+    def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
+        return mount_workspace(workspace, size_mb)
 
     def available(self) -> tuple[bool, str]:
         if self.isolation == "none":

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from attrs import define
 
+from ..errors import UserError
+from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
 from .reservations import Ledger
 
-# Default workspace quota: room for a model's weights, a pip cache and the outputs of a real task.
-DEFAULT_QUOTA_MB = 32768
 # The image never claims more than this share of the free space of the disk it lives on.
 FREE_SHARE = 0.9
 MIN_QUOTA_MB = 16
@@ -71,8 +71,9 @@ def _mkfs() -> str:
                                             if p.exists())
 
 
-class NoRoom(Exception):
-    """The disk cannot hold the smallest workspace once every running run's promise is kept (refuse the run)."""
+class NoRoom(UserError):
+    """The disk cannot hold the smallest workspace once every running run's promise is kept: the run is refused
+    in one line (exit 2) before anything ran."""
 
 
 def mount_workspace(workspace: Path, size_mb: int,
@@ -92,7 +93,8 @@ def mount_workspace(workspace: Path, size_mb: int,
     entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20)
     if entry is None:
         raise NoRoom(f"cannot reserve disk for the workspace: {free >> 20} MB free where the run folder is, "
-                     f"{others >> 20} MB of it promised to other running runs (at least {MIN_QUOTA_MB} MB needed)")
+                     f"{others >> 20} MB of it promised to other running runs (at least {MIN_QUOTA_MB} MB needed); "
+                     "wait for them to finish or pass a smaller --workspace-quota-mb")
     size = entry.size_bytes >> 20
     try:
         workspace.mkdir(mode=0o700)

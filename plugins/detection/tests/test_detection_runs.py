@@ -9,9 +9,7 @@ import time
 import numpy as np
 import pytest
 from automedbench.api import CodeContext
-from automedbench.evaluate_cmd import evaluate_folder
-from automedbench.plugins import registry
-from automedbench.testing import stage_scores, stage_task
+from automedbench.testing import evaluate_folder, registry, stage_scores, stage_task
 from automedbench_detection.codes import BoxFormatDetector
 from automedbench_detection.data.demo import make_smear
 

@@ -92,8 +92,7 @@ def test_validate_task_passes_and_sr_baselines_order(amb_data_root):
 
 
 def test_ldct_baselines_order_identity_gaussian_nlm(amb_data_root, tmp_path):
-    from automedbench.evaluate_cmd import evaluate_folder
-    from automedbench.plugins import registry
+    from automedbench.testing import evaluate_folder, registry
 
     reg = registry()
     got = {name: evaluate_folder(reg, LDCT, None, name, amb_data_root, tmp_path / name).task.strict
@@ -111,8 +110,7 @@ def _write_all(public, dest, transform):
 
 
 def test_detectors_fire_on_copies_scale_errors_and_undoubled_shapes(amb_data_root, tmp_path):
-    from automedbench.evaluate_cmd import evaluate_folder
-    from automedbench.plugins import registry
+    from automedbench.testing import evaluate_folder, registry
     from automedbench_enhancement.codes import EnhancementOutputDetector
 
     reg = registry()

@@ -8,11 +8,15 @@ from typing import ClassVar
 
 import pytest
 from automedbench.api import UserError, hookimpl
-from automedbench.evaluator import evaluate
-from automedbench.freeze import freeze
-from automedbench.grading import GRADES_FILE, grade_evaluation
-from automedbench.plugins import Registry, registry
-from automedbench.testing import stage_task
+from automedbench.testing import (
+    GRADES_FILE,
+    Registry,
+    evaluate_in_process,
+    freeze,
+    grade_evaluation,
+    registry,
+    stage_task,
+)
 
 DEMO = "report_gen/demo"
 ON = {"report_grader.provider": "scripted-grader", "report_grader.model": "m"}
@@ -51,7 +55,7 @@ def evaluated(amb_data_root, tmp_path_factory):
     work = tmp_path_factory.mktemp("graded")
     track.write_baseline(task, "perfect", staged, work / "baseline")
     manifest = freeze(work / "baseline", work / "submission", submitted=True)
-    return track, task, staged, evaluate(track, task, staged, work / "submission", manifest, ON)
+    return track, task, staged, evaluate_in_process(track, task, staged, work / "submission", manifest, ON)
 
 
 def test_off_by_default_no_requests(evaluated, tmp_path):

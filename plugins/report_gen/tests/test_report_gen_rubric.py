@@ -5,12 +5,16 @@ from the declaration (synthetic trajectories here; whole runs in test_report_gen
 from __future__ import annotations
 
 import pytest
-from automedbench import scoring
-from automedbench.judge import JudgeInput
-from automedbench.judges.llm import asked_items, verdict_schema
-from automedbench.judges.rules import RulesJudge
-from automedbench.plugins import registry
-from automedbench.rubric import check, resolve
+from automedbench.api import JudgeInput
+from automedbench.testing import (
+    RulesJudge,
+    asked_items,
+    check_rubric,
+    judged_stages,
+    registry,
+    resolve_rubric,
+    verdict_schema,
+)
 from automedbench_report_gen.rubric import ITEMS, report_rubric
 
 PLAN = """# Plan
@@ -33,16 +37,16 @@ def call(turn: int, code: str, cases: int = 0, exit_code: int = 0, changed: list
 def judged(events: list[dict], pilot_checks: list[dict], tier: str = "lite"):
     track, task = registry().task("report_gen/demo")
     rubric = track.rubric(task)
-    resolved = resolve(rubric, tier, events, track.rubric_conditions(task))
+    resolved = resolve_rubric(rubric, tier, events, track.rubric_conditions(task))
     inp = JudgeInput(task, tier, resolved.graded, PLAN, None, events, extra={"pilot_checks": pilot_checks},
                      resolved=resolved)
     verdict = RulesJudge().grade(inp)
-    return resolved, {v.id: v for v in verdict.items}, scoring.judged_stages(resolved, verdict, tier)
+    return resolved, {v.id: v for v in verdict.items}, judged_stages(resolved, verdict, tier)
 
 
 def test_declaration_is_the_originals_and_sound():
     rubric = report_rubric()
-    assert check(rubric, ["lite", "standard", "pro"], ["pilot_failed"]) == []
+    assert check_rubric(rubric, ["lite", "standard", "pro"], ["pilot_failed"]) == []
     per_stage = {s: [i for i in rubric.items if i.stage == s] for s in ("S1", "S2", "S3")}
     assert [len(v) for v in per_stage.values()] == [11, 7, 7]
     assert all(s.aggregation == "mean" for s in rubric.stages)  # the original: mean of applicable checks
@@ -54,7 +58,7 @@ def test_declaration_is_the_originals_and_sound():
 
 def test_both_judges_read_the_declaration():
     track, task = registry().task("report_gen/demo")
-    resolved = resolve(track.rubric(task), "lite", [])
+    resolved = resolve_rubric(track.rubric(task), "lite", [])
     graded = [i.id for i in resolved.graded]
     assert "s1_compare" not in graded and "s3_rerun_after_fail" not in graded and "s1_case_is_study" in graded
 

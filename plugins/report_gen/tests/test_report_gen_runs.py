@@ -8,8 +8,7 @@ import re
 
 import pytest
 from automedbench.api import CodeContext
-from automedbench.rubric import describe_conditions
-from automedbench.testing import check_track, item_values, stage_scores, stage_task
+from automedbench.testing import check_track, describe_conditions, item_values, stage_scores, stage_task
 from automedbench_report_gen.codes import ReportDetector
 from automedbench_report_gen.rubric import report_rubric
 

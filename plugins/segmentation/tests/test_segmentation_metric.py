@@ -10,9 +10,8 @@ import shutil
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench import staging
-from automedbench.evaluate_cmd import evaluate_folder
-from automedbench.track import CaseScore
+from automedbench.api import CaseScore
+from automedbench.testing import ensure_staged, evaluate_folder
 from automedbench_segmentation import io, metric
 
 ML = "segmentation/demo-multilabel"
@@ -22,7 +21,7 @@ ML = "segmentation/demo-multilabel"
 def ml_root(amb_registry, tmp_path_factory):
     root = tmp_path_factory.mktemp("ml-data")
     track, task = amb_registry.task(ML)
-    return root, staging.ensure(track, task, root)
+    return root, ensure_staged(track, task, root)
 
 
 def hand_dice(p, g):

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.judge import JudgeInput
-from automedbench.judges.rules import RulesJudge
-from automedbench.plugins import registry
+from automedbench.api import JudgeInput
+from automedbench.testing import RulesJudge, registry
 
 LOAD = "import nibabel as nib, numpy as np\na = np.asanyarray(nib.load('outputs/c1/{out}').dataobj)\n"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.runner import Run, RunOptions
+from automedbench.testing import Run, RunOptions
 
 ML = "segmentation/demo-multilabel"
 

@@ -9,10 +9,8 @@ import attrs
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench import staging
 from automedbench.api import UserError
-from automedbench.plugins import registry
-from automedbench.testing import check_track
+from automedbench.testing import check_track, registry, stage_from_folder
 
 SHAPE = (8, 7, 6)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -79,7 +77,7 @@ def test_totalsegmentator_test_split_only_and_painted_in_label_order(tmp_path):
     write_totalseg(src, subjects, [("s0001", "train"), ("s0002", "test"), ("s0010", "test"), ("s0011", "test"),
                                    ("s0003", "val")])
     track, task = small("segmentation/totalsegmentator", 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)  # the release folder one level down
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)  # the release folder one level down
     found = manifest(staged)
     assert [c["source_id"] for c in found["cases"]] == ["s0002", "s0011"]  # train/val never staged
     assert found["skipped"] == [{"source_id": "s0010", "reason": "empty liver"}]
@@ -98,16 +96,16 @@ def test_totalsegmentator_meta_problems_get_one_line(tmp_path):
     write_totalseg(src, {"s0001": True}, [("s0001", "test")], delimiter=",")
     track, task = small("segmentation/totalsegmentator", 1)
     with pytest.raises(UserError, match=r"needs columns image_id and split.*comma-separated"):
-        staging.stage(track, task, tmp_path / "root", src)
+        stage_from_folder(track, task, tmp_path / "root", src)
     write_totalseg(src, {"s0001": True}, [("s0001", "train")])
     with pytest.raises(UserError, match="no subject has split 'test'"):
-        staging.stage(track, task, tmp_path / "root", src)
+        stage_from_folder(track, task, tmp_path / "root", src)
     (src / "s0001" / "segmentations" / "duodenum.nii.gz").unlink()
     write_totalseg(src, {}, [("s0001", "test")])
     with pytest.raises(UserError, match=r"1 x missing segmentations/duodenum.nii.gz"):
-        staging.stage(track, task, tmp_path / "root", src)
+        stage_from_folder(track, task, tmp_path / "root", src)
     with pytest.raises(UserError, match=r"no TotalSegmentator meta\.csv"):
-        staging.stage(track, task, tmp_path / "root", src / "s0001")
+        stage_from_folder(track, task, tmp_path / "root", src / "s0001")
 
 
 # ---------------------------------------------------------------- AeroPath
@@ -131,7 +129,7 @@ def write_aeropath(root, numbers, missing_label=()):
 def test_aeropath_numeric_order_binarised_airway(tmp_path):
     write_aeropath(tmp_path / "hf" / "data", [1, 2, 10, 3], missing_label=(2,))
     track, task = small("segmentation/aeropath", 3)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "hf")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "hf")
     found = manifest(staged)
     assert [c["source_id"] for c in found["cases"]] == ["1", "3", "10"]
     assert found["skipped"] == [{"source_id": "2", "reason": "missing 2_CT_HR_label_airways.nii.gz"}]
@@ -144,7 +142,7 @@ def test_aeropath_wrong_layout(tmp_path):
     (tmp_path / "AeroPath" / "notes").mkdir(parents=True)
     track, task = small("segmentation/aeropath", 1)
     with pytest.raises(UserError, match=r"no AeroPath cases; expected <n>/<n>_CT_HR.nii.gz"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 # ---------------------------------------------------------------- PANTHER
@@ -185,7 +183,7 @@ def test_panther_converts_mha_and_keeps_geometry(tmp_path, task1):
     write_panther(src, ["10002", "10000", "10001", "10003"], task1, no_tumour=("10001",), unannotated=("10000",))
     task_id = "segmentation/panther-t1" if task1 else "segmentation/panther-t2"
     track, task = small(task_id, 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)
     found = manifest(staged)
     suffix = "_0001" if task1 else ""
     assert [c["source_id"] for c in found["cases"]] == [f"10002{suffix}", f"10003{suffix}"]
@@ -201,7 +199,7 @@ def test_panther_converts_mha_and_keeps_geometry(tmp_path, task1):
     expected[:3, 3] = [-10.0, 20.0, 5.0]  # LPS origin (10, -20, 5) in RAS
     assert np.allclose(image.affine, expected) and np.allclose(nib.load(str(case / "labels.nii.gz")).affine, expected)
     assert not (staged.root / ".incoming").exists()
-    again = staging.stage(track, task, tmp_path / "root", tmp_path)  # unchanged download: nothing rebuilt
+    again = stage_from_folder(track, task, tmp_path / "root", tmp_path)  # unchanged download: nothing rebuilt
     assert again.case_ids == staged.case_ids and manifest(again) == found
 
 
@@ -209,10 +207,10 @@ def test_panther_refuses_another_label_scheme(tmp_path):
     write_panther(tmp_path / "p", ["10000"], task1=False, extra=4)
     track, task = small("segmentation/panther-t2", 1)
     with pytest.raises(UserError, match=r"10000.mha: label values 4 are not PANTHER's"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "p")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "p")
     assert not (tmp_path / "root" / task.id / "private").exists()
     with pytest.raises(UserError, match=r"not a PANTHER folder; expected ImagesTr/<id>_0000.mha"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "root")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "root")
 
 
 # ---------------------------------------------------------------- validate-task on a full-size layout
@@ -234,7 +232,7 @@ def full_layout(task_id, src):
 def test_validate_task_passes(tmp_path, task_id):
     full_layout(task_id, tmp_path / "download")
     track, task = registry().task(task_id)
-    staging.stage(track, task, tmp_path / "root", tmp_path / "download")
+    stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report
     assert f"{task.case_count} staged, {task.case_count} declared" in report

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.brief import render_brief
-from automedbench.plugins import registry
+from automedbench.testing import registry, render_brief
 
 ARGS = {"data_dir": "/data/public", "workspace_dir": "/workspace", "case_ids": ["x_001", "x_002"]}
 NEW = {"segmentation/totalsegmentator": 20, "segmentation/aeropath": 27, "segmentation/panther-t1": 20,

@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.plugins import registry
+from automedbench.testing import registry
 from automedbench_segmentation import io, metric
 
 SHAPE = (10, 4, 4)

@@ -8,9 +8,8 @@ import attrs
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench import staging
-from automedbench.cli import main
-from automedbench.errors import UserError
+from automedbench.api import UserError
+from automedbench.testing import cli_main, stage_from_folder
 from click.testing import CliRunner
 
 SHAPE = (8, 7, 6)
@@ -63,7 +62,7 @@ def kits(tmp_path):
 
 def test_kits19_first_tumour_cases(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 2)
-    staged = staging.stage(track, task, tmp_path / "root", kits)
+    staged = stage_from_folder(track, task, tmp_path / "root", kits)
     assert staged.case_ids == ["kidney_001", "kidney_002"]
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["case_00000", "case_00002"]  # case 1 has no tumour
@@ -83,13 +82,13 @@ def test_kits19_first_tumour_cases(amb_registry, kits, tmp_path):
 def test_restaging_is_idempotent_and_notices_changes(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 2)
     root = tmp_path / "root"
-    staged = staging.stage(track, task, root, kits)
+    staged = stage_from_folder(track, task, root, kits)
     organ = staged.private / "kidney_001" / "organ.nii.gz"
     before = organ.stat().st_mtime_ns
-    again = staging.stage(track, task, root, kits)
+    again = stage_from_folder(track, task, root, kits)
     assert again.case_ids == staged.case_ids and organ.stat().st_mtime_ns == before  # nothing rewritten
     nii(kits / "data" / "case_00000" / "segmentation.nii.gz", label_map(False))  # case 0 loses its tumour
-    changed = staging.stage(track, task, root, kits)
+    changed = stage_from_folder(track, task, root, kits)
     manifest = json.loads((changed.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["case_00002", "case_00003"]
     assert not (root / task.id / ".incoming").exists()
@@ -98,7 +97,7 @@ def test_restaging_is_idempotent_and_notices_changes(amb_registry, kits, tmp_pat
 def test_kits19_not_enough_cases_names_the_reasons(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 5)
     with pytest.raises(UserError, match=r"only 3 of the 5 cases .* 1 x no tumour; 1 x missing segmentation.nii.gz"):
-        staging.stage(track, task, tmp_path / "root", kits)
+        stage_from_folder(track, task, tmp_path / "root", kits)
     assert not (tmp_path / "root" / task.id / "public").exists()  # nothing half-staged
 
 
@@ -106,7 +105,7 @@ def test_kits19_wrong_layout(amb_registry, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 2)
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match=r"no KiTS19 case folders; expected case_XXXXX/imaging\.nii\.gz"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "empty")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "empty")
 
 
 def test_kits19_bad_labels_and_grid_are_skipped(amb_registry, kits, tmp_path):
@@ -116,7 +115,7 @@ def test_kits19_bad_labels_and_grid_are_skipped(amb_registry, kits, tmp_path):
     nii(kits / "data" / "case_00004" / "imaging.nii.gz", ct(4))
     nii(kits / "data" / "case_00004" / "segmentation.nii.gz", label_map(True))
     track, task = small(amb_registry, "segmentation/kidney", 1)
-    staged = staging.stage(track, task, tmp_path / "root", kits)
+    staged = stage_from_folder(track, task, tmp_path / "root", kits)
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert manifest["cases"][0]["source_id"] == "case_00004"
     reasons = [s["reason"] for s in manifest["skipped"]]
@@ -134,7 +133,7 @@ def test_msd_liver_numeric_order_and_resource_forks(amb_registry, tmp_path):
         nii(root / "labelsTr" / f"liver_{n}.nii.gz", label_map(tumour=n != 1))
     (root / "imagesTr" / "._liver_0.nii.gz").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
     track, task = small(amb_registry, "segmentation/liver", 2)
-    staged = staging.stage(track, task, tmp_path / "data", tmp_path)  # the parent of Task03_Liver works too
+    staged = stage_from_folder(track, task, tmp_path / "data", tmp_path)  # the parent of Task03_Liver works too
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["liver_2", "liver_10"]
     assert staged.case_ids == ["liver_001", "liver_002"]
@@ -145,7 +144,7 @@ def test_msd_missing_labels_folder(amb_registry, tmp_path):
     nii(tmp_path / "imagesTr" / "liver_0.nii.gz", ct(0))
     track, task = small(amb_registry, "segmentation/liver", 1)
     with pytest.raises(UserError, match=r"not an MSD Task03_Liver folder; missing labelsTr/"):
-        staging.stage(track, task, tmp_path / "data", tmp_path)
+        stage_from_folder(track, task, tmp_path / "data", tmp_path)
 
 
 # ---------------------------------------------------------------- PanTS
@@ -176,7 +175,7 @@ def test_pants_organ_lesion(amb_registry, tmp_path):
     masks = pants_case(src, "PanTS_00000002", tumour=True)
     pants_case(src, "PanTS_00009001", tumour=True, split="Te")
     track, task = small(amb_registry, "segmentation/pancreas", 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "PanTS")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "PanTS")
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000002", "PanTS_00009001"]
     organ = read(staged.private / "pancreas_001" / "organ.nii.gz")
@@ -191,7 +190,7 @@ def test_pants_missing_lesion_file_and_npz_release(amb_registry, tmp_path):
     (src / "ImageTr" / "PanTS_00000002" / "ct.npz").write_bytes(b"")
     track, task = small(amb_registry, "segmentation/pancreas", 1)
     with pytest.raises(UserError) as info:
-        staging.stage(track, task, tmp_path / "root", src)
+        stage_from_folder(track, task, tmp_path / "root", src)
     assert "missing segmentations/pancreatic_lesion.nii.gz" in str(info.value)
     assert "convert the NumPy release to NIfTI" in str(info.value)
 
@@ -202,7 +201,7 @@ def test_pants_multilabel_paints_in_label_order(amb_registry, tmp_path):
     src = tmp_path / "PanTS"
     pants_case(src, "PanTS_00000001", tumour=True, structures=("pancreas",))  # incomplete: skipped
     masks = pants_case(src, "PanTS_00000002", tumour=True, structures=tuple(names))
-    staged = staging.stage(track, task, tmp_path / "root", src)
+    staged = stage_from_folder(track, task, tmp_path / "root", src)
     labels = read(staged.private / "pancreas_oar_001" / "labels.nii.gz")
     expected = np.zeros(SHAPE, np.uint8)
     for k, group in sorted((int(k), g) for k, g in task.params["structures"].items()):
@@ -231,7 +230,7 @@ def test_feta_nested_release(amb_registry, tmp_path):
     feta_subject(src, "sub-001", None)
     feta_subject(src, "sub-010", tissues)
     track, task = small(amb_registry, "segmentation/feta", 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)  # subjects one folder below
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)  # subjects one folder below
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["sub-002", "sub-010"]
     assert manifest["skipped"] == [{"source_id": "sub-001", "reason": "missing anat/*_dseg.nii.gz"}]
@@ -243,7 +242,7 @@ def test_feta_wrong_layout(amb_registry, tmp_path):
     nii(tmp_path / "T2w.nii.gz", ct(0))
     track, task = small(amb_registry, "segmentation/feta", 1)
     with pytest.raises(UserError, match=r"no FeTA subjects; expected sub-XXX/anat"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 # ---------------------------------------------------------------- the command line, end to end
@@ -258,12 +257,12 @@ def test_cli_stage_then_score_a_real_task(tmp_path, monkeypatch):
         nii(case / "segmentation.nii.gz", label_map(tumour=i != 4))
     monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "root"))
     runner = CliRunner()
-    result = runner.invoke(main, ["stage", "segmentation/kidney", "--from", str(src)], catch_exceptions=False)
+    result = runner.invoke(cli_main, ["stage", "segmentation/kidney", "--from", str(src)], catch_exceptions=False)
     assert result.exit_code == 0 and "staged 20 case(s)" in result.output
-    result = runner.invoke(main, ["evaluate", "--task", "segmentation/kidney", "--baseline", "perfect"],
+    result = runner.invoke(cli_main, ["evaluate", "--task", "segmentation/kidney", "--baseline", "perfect"],
                            catch_exceptions=False)
     assert result.exit_code == 0 and "Rating A" in result.output
-    result = runner.invoke(main, ["stage", "segmentation/kidney"], catch_exceptions=False)
+    result = runner.invoke(cli_main, ["stage", "segmentation/kidney"], catch_exceptions=False)
     assert result.exit_code == 2 and "needs --from PATH" in result.output
 
 
@@ -276,11 +275,11 @@ def test_pants_per_case_folders_and_kits_without_data_folder(amb_registry, tmp_p
         for name, mask in masks.items():
             nii(src / case_id / "segmentations" / f"{name}.nii.gz", mask)
     track, task = small(amb_registry, "segmentation/pancreas", 2)
-    staged = staging.stage(track, task, tmp_path / "root", src)
+    staged = stage_from_folder(track, task, tmp_path / "root", src)
     manifest = json.loads((staged.private / "manifest.json").read_text())
     assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000001", "PanTS_00000003"]
     kits = tmp_path / "flat"
     nii(kits / "case_00007" / "imaging.nii.gz", ct(7))
     nii(kits / "case_00007" / "segmentation.nii.gz", label_map(True))
     track, task = small(amb_registry, "segmentation/kidney", 1)
-    assert staging.stage(track, task, tmp_path / "root", kits).case_ids == ["kidney_001"]
+    assert stage_from_folder(track, task, tmp_path / "root", kits).case_ids == ["kidney_001"]

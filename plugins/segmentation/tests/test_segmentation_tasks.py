@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.brief import render_brief
+from automedbench.testing import render_brief
 
 REAL = ["segmentation/kidney", "segmentation/liver", "segmentation/pancreas", "segmentation/pancreas-oar",
         "segmentation/feta"]

@@ -81,7 +81,7 @@ def test_cache_lives_for_one_evaluation_only(tmp_path):
 
 
 def test_unknown_judge_is_a_user_error():
-    from automedbench.errors import UserError
+    from automedbench.api import UserError
 
     assert make_answer_judge("offline", {}).name == "offline"
     with pytest.raises(UserError, match="unknown answer judge 'gpt'"):

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from automedbench import staging
-from automedbench.errors import UserError
-from automedbench.evaluate_cmd import evaluate_folder
+from automedbench.api import UserError
+from automedbench.testing import ensure_staged, evaluate_folder
 
 DEMO = "vqa/demo"
 
@@ -16,7 +15,7 @@ DEMO = "vqa/demo"
 @pytest.fixture(scope="module")
 def vqa_staged(amb_registry, amb_data_root):
     track, task = amb_registry.task(DEMO)
-    return staging.ensure(track, task, amb_data_root)
+    return ensure_staged(track, task, amb_data_root)
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +176,7 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
 
 
 def test_validate_task_passes(amb_registry, amb_data_root, vqa_staged):
-    from automedbench.validate import validate
+    from automedbench.testing import validate
     from rich.console import Console
 
     console = Console(record=True, width=160)

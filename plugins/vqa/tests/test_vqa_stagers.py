@@ -8,8 +8,8 @@ import zipfile
 
 import attrs
 import pytest
-from automedbench.errors import UserError
-from automedbench.plugins import registry
+from automedbench.api import UserError
+from automedbench.testing import registry
 from PIL import Image
 
 pa = pytest.importorskip("pyarrow")
@@ -182,8 +182,7 @@ def test_medxpertqa_jsonl_and_zip(tmp_path):
 
 
 def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
-    from automedbench import staging
-    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.testing import evaluate_folder, stage_from_folder
 
     rows = [{"question_id": f"v{i}", "question": f"q{i}?", "options": ["a", "b", "c", "d", "e"],
              "image": [{"bytes": jpeg(i), "path": None}], "answer": "ABCDE"[i % 5], "system": "Nervous",
@@ -191,7 +190,7 @@ def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
     amb_registry = registry()
     track, spec = amb_registry.task("vqa/medframeqa")
-    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     assert len(staged.case_ids) == 6
     perfect = evaluate_folder(amb_registry, spec.id, None, "perfect", tmp_path / "data", tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.task.components["body_system=Nervous"] == 1.0
@@ -201,7 +200,7 @@ def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
 
 @pytest.mark.parametrize("name", ["pathvqa", "vqa-rad", "slake", "medframeqa", "medxpertqa-mm"])
 def test_briefs_render_for_every_real_task(name):
-    from automedbench.brief import render_brief
+    from automedbench.testing import render_brief
 
     track, spec = registry().task(f"vqa/{name}")
     for tier in spec.tiers:

@@ -1,0 +1,85 @@
+"""Model grades as a contract: one grade, how a track folds grades into its metric, and the graders' options.
+
+The grading step (`automedbench.grading`, the engine) asks the models; a track declares its graders
+(`Track.model_graders`) and folds what came back (`Track.apply_grades`, by default `fold_grades`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import attrs
+from attrs import define
+
+from .errors import UserError
+from .models import get_model
+from .records import MetricBlock
+
+
+@define
+class Grade:
+    """A model's answer to one grade request; `score` is None when it could not be had (`error` says why)."""
+
+    case_id: str
+    grader: str
+    tag: str = ""
+    score: float | None = None
+    rationale: str = ""
+    model: str = ""  # provider:model that produced it (or would have)
+    key: str = ""  # the cache key: sha256 of grader, model and prompt
+    cached: bool = False
+    error: str | None = None
+    agent_fault: str = ""  # why the agent's own text put this case at the lowest level (refused, unusable)
+
+
+def grader_options(options: dict[str, str], grader: str) -> tuple[str, dict[str, str]]:
+    """(provider, model options) from the eval options `<grader>.provider` and `<grader>.<option>`."""
+    prefix = grader + "."
+    sub = {k[len(prefix):]: v for k, v in options.items() if k.startswith(prefix)}
+    return sub.pop("provider", ""), sub
+
+
+def check_grader_options(options: dict[str, str], grader: str, reg: Any = None) -> None:
+    """Refuse a grader's options now (unknown backend, no model, unset key variable): one clear line
+    before the run starts, not a null grade after it."""
+    provider, sub = grader_options(options, grader)
+    if not provider:
+        if sub:
+            raise UserError(f"eval options {', '.join(grader + '.' + k for k in sorted(sub))} need "
+                            f"{grader}.provider=NAME (a registered model backend, e.g. openai)")
+        return
+    backend = _backend(provider, sub, grader, reg)
+    close = getattr(backend, "close", None)
+    if callable(close):
+        close()
+
+
+def _backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:
+    try:
+        return get_model(provider, dict(sub), role="grader", reg=reg)
+    except UserError as exc:
+        raise UserError(f"model grader {grader} (--eval-option {grader}.KEY=VALUE): {exc}") from None
+
+
+def fold_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
+    """The default `Track.apply_grades`: per case `<grader>[_<tag>]` = the score (None if unanswered);
+    components `<name>` = the mean over cases (null unless every request was answered: a mean over the
+    answered ones only would be biased), `<name>_graded` and `<name>_failed` counts. Task is untouched."""
+    per_case = [dict(r) if isinstance(r, dict) else r for r in metric.per_case]
+    rows = {r.get("case_id"): r for r in per_case if isinstance(r, dict)}
+    per_name: dict[str, list[float | None]] = defaultdict(list)
+    for grade in grades:
+        name = f"{grade.grader}_{grade.tag}" if grade.tag else grade.grader
+        per_name[name].append(grade.score)
+        row = rows.get(grade.case_id)
+        if row is not None:
+            row[name] = grade.score
+    components = dict(metric.components)
+    for name, scores in per_name.items():
+        answered = [s for s in scores if s is not None]
+        complete = len(answered) == len(scores) and answered
+        components[name] = round(sum(answered) / len(answered), 4) if complete else None
+        components[f"{name}_graded"] = float(len(answered))
+        components[f"{name}_failed"] = float(len(scores) - len(answered))
+    return attrs.evolve(metric, components=components, per_case=per_case)

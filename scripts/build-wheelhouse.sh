@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Build a wheel of every distribution in this repository (the core and each plugins/<track>/) into one
+# folder, as a release would publish them. Then, in any venv:
+#   pip install --find-links DIR 'automedbench[detection]'
+# installs the core and that track (third-party dependencies come from the package index).
+# Usage: scripts/build-wheelhouse.sh [DIR]   (default: dist/wheelhouse)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-dist/wheelhouse}
+mkdir -p "$out"
+PY=${PYTHON:-python3}
+dists=(.)
+for dir in plugins/*/ core/*/; do
+  [ -f "$dir/pyproject.toml" ] && dists+=("${dir%/}")
+done
+# setuptools' scratch folder keeps files a distribution no longer has (moved or deleted modules): start clean
+for dir in "${dists[@]}"; do rm -rf "$dir/build"; done
+echo "building ${#dists[@]} wheels into $out: ${dists[*]}"
+"$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$out" "${dists[@]}"
+ls "$out"
