@@ -38,11 +38,14 @@ LAYERS: dict[str, int] = {
     "automedbench.models": CONTRACT,
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
     "automedbench.pricing": CONTRACT,
+    "automedbench.refguard": CONTRACT,  # secret per-staging variants of shipped images (demo references)
+    "automedbench.replyjson": CONTRACT,  # the one strict reading of a model's JSON reply
     "automedbench.records": CONTRACT,
     "automedbench.rubric": CONTRACT,
     "automedbench.sandbox": CONTRACT,
     "automedbench.serialize": CONTRACT,
     "automedbench.taskfile": CONTRACT,
+    "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,
     "automedbench.track": CONTRACT,
     "automedbench.trajectory": CONTRACT,
@@ -55,11 +58,14 @@ LAYERS: dict[str, int] = {
     "automedbench.evaluator": ENGINE,
     "automedbench.freeze": ENGINE,
     "automedbench.grading": ENGINE,
+    "automedbench.harnessstate": ENGINE,
+    "automedbench.leaksearch": ENGINE,
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
     "automedbench.rejudge": ENGINE,
+    "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
@@ -67,6 +73,7 @@ LAYERS: dict[str, int] = {
     "automedbench.sandbox_checks": ENGINE,
     "automedbench.scoring": ENGINE,
     "automedbench.staging": ENGINE,
+    "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
     "automedbench.validate": ENGINE,
     # built-ins: registered through the same hooks a third party uses
@@ -74,15 +81,18 @@ LAYERS: dict[str, int] = {
     "automedbench.campaign": BUILTIN,
     "automedbench.codes.generic": BUILTIN,
     "automedbench.codes.llm": BUILTIN,
+    "automedbench.evalservice": BUILTIN,  # the warm evaluator, an evaluator backend registered by the built-ins
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
     "automedbench.toy": BUILTIN,
+    "automedbench.viewer": BUILTIN,
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
     "automedbench.campaign.cli": FACE,
     "automedbench.sandboxes.docker_cli": FACE,
     "automedbench.testing": FACE,
+    "automedbench.viewer.cli": FACE,
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
 

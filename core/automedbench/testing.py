@@ -30,6 +30,7 @@ _ENGINE = {
     "grade_evaluation": "grading", "render_grade_request": "grading:render", "GRADES_FILE": "grading",
     "resolve_rubric": "rubric:resolve", "check_rubric": "rubric:check", "describe_conditions": "rubric",
     "asked_items": "judges.llm", "verdict_schema": "judges.llm", "registry": "plugins", "Registry": "plugins",
+    "find_reference_leaks": "leaksearch",
 }
 
 

@@ -4,8 +4,7 @@ the rating cap, on hand-made boxes and on the demo's `class-hedge` baseline."""
 from __future__ import annotations
 
 import numpy as np
-from automedbench.evaluate_cmd import evaluate_folder
-from automedbench.plugins import registry
+from automedbench.testing import evaluate_folder, registry
 from automedbench_detection.average_precision import Boxes
 from automedbench_detection.hedging import cap_per_image, cross_class_duplicates
 

@@ -177,15 +177,14 @@ def main(argv: list[str]) -> int:
     """Write TASK's layout (full size), stage it, print the classical baselines and the bands."""
     import tempfile
 
-    from automedbench import staging
-    from automedbench.plugins import registry
+    from automedbench.testing import registry, stage_from_folder
     from automedbench_enhancement.baselines import bands, measure
 
     task_id = argv[0]
     track, task = registry().task(task_id)
     with tempfile.TemporaryDirectory() as tmp:
         WRITERS[task_id](Path(tmp) / "download", task.case_count)
-        staged = staging.stage(track, task, Path(tmp) / "root", Path(tmp) / "download")
+        staged = stage_from_folder(track, task, Path(tmp) / "root", Path(tmp) / "download")
         table = measure(task, staged)
     out = io.StringIO()
     for name, row in sorted(table.items(), key=lambda kv: kv[1]["ssim"]):

@@ -39,8 +39,7 @@ print('submitted the shipped slices')
 def test_submitting_the_shipped_slices_scores_below_the_identity_baseline(amb_registry, amb_data_root, tmp_path):
     """Through the real runner: the package attack now scores below the noisy input itself (identity 0.83;
     it scored 1.0, rating A, when the references were the shipped slices)."""
-    from automedbench.runner import Run, RunOptions
-    from automedbench.testing import StepsAgent, register_agent
+    from automedbench.testing import Run, RunOptions, StepsAgent, register_agent
 
     register_agent(StepsAgent, amb_registry)
     runner = Run(RunOptions("enhancement/demo-ldct", "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,
@@ -55,7 +54,7 @@ def test_the_search_finds_a_reference_that_is_a_shipped_slice():
     """The conformance check catches the old generator: a reference that is a shipped slice (mirrored)."""
     from pathlib import Path
 
-    from automedbench.leaksearch import find_reference_leaks
+    from automedbench.testing import find_reference_leaks
     from automedbench_enhancement.data.demo import HU_CLIP, read_dicom
     from pydicom.data import get_testdata_file
 

@@ -13,10 +13,8 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
-from automedbench import staging
 from automedbench.api import UserError
-from automedbench.plugins import registry
-from automedbench.testing import check_track, sampled
+from automedbench.testing import check_track, registry, sampled, stage_from_folder
 
 sys.path.insert(0, str(Path(__file__).parent))
 import release_layouts as layouts  # a helper module beside the tests (tests/ is not a package)
@@ -44,7 +42,7 @@ def manifest(staged):
 def test_lidc_middle_slice_of_the_largest_series_plus_documented_noise(tmp_path):
     layouts.write_lidc(tmp_path / "dl", 3)
     track, task = small("enhancement/lidc-idri-denoising", 3)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     cases = manifest(staged)["cases"]
     assert [c["file"] for c in cases] == ["1-002.dcm"] * 3 and cases[2]["patient"] == "LIDC-IDRI-0003"
     ref, low = load(staged, staged.case_ids[1], "private"), load(staged, staged.case_ids[1])
@@ -61,7 +59,7 @@ def test_lidc_middle_slice_of_the_largest_series_plus_documented_noise(tmp_path)
 def test_deeplesion_test_split_one_key_slice_per_patient(tmp_path):
     layouts.write_deeplesion(tmp_path / "dl", 3)
     track, task = small("enhancement/deeplesion-denoising", 3)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     assert [c["file"] for c in manifest(staged)["cases"]] == [f"{i:06d}_01_01_105.png" for i in (1, 2, 3)]
     assert np.allclose(load(staged, staged.case_ids[2], "private"), np.rint(layouts.ct_slice(2)), atol=0.5)
 
@@ -70,7 +68,7 @@ def test_deeplesion_test_split_one_key_slice_per_patient(tmp_path):
 def test_mri_middle_slice_scaled_and_kspace_truncated(tmp_path, task_id, size):
     layouts.WRITERS[task_id](tmp_path / "dl", 2)
     track, task = small(task_id, 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     from automedbench_enhancement.data import degrade
     from automedbench_enhancement.data.release_stagers import unit_scale
 
@@ -87,9 +85,9 @@ def test_cxr_test_split_pa_views_binned_twice(tmp_path):
     layouts.write_cxr(tmp_path / "dl", 3)
     track, task = small("enhancement/nih-cxr-sr", 4)
     with pytest.raises(UserError, match=r"only 3 usable case\(s\)"):  # the AP view and the unlisted image are left out
-        staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     track, task = small("enhancement/nih-cxr-sr", 3)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     from automedbench_enhancement.data.release_stagers import bin2
 
     png = np.rint(layouts.cxr_image(0)) / 255.0
@@ -110,7 +108,7 @@ def test_a_folder_in_another_layout_gets_one_line(tmp_path, task_id, message):
     (tmp_path / "dl" / "something").mkdir(parents=True)
     track, task = small(task_id, 1)
     with pytest.raises(UserError, match=message) as info:
-        staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     assert "\n" not in str(info.value)
 
 
@@ -125,7 +123,7 @@ def test_symlinked_slice_stops_staging(tmp_path):
     middle.symlink_to(tmp_path / "secret.dcm")
     track, task = small("enhancement/lidc-idri-denoising", 1)
     with pytest.raises(UserError, match=r"1-002.dcm: cannot be read as a regular file"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     assert not (tmp_path / "root" / task.id / "public").exists()
 
 
@@ -135,7 +133,7 @@ def test_deeplesion_file_names_cannot_leave_the_images_folder(tmp_path):
     (tmp_path / "dl" / "DL_info.csv").write_text(text)
     track, task = small("enhancement/deeplesion-denoising", 1)
     with pytest.raises(UserError, match=r"File_name '../../etc_01_01_105.png' is not <patient>_<study>_<series>"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
 
 
 def test_nifti_bomb_and_oversized_png_are_refused_or_skipped(tmp_path, monkeypatch):
@@ -147,12 +145,12 @@ def test_nifti_bomb_and_oversized_png_are_refused_or_skipped(tmp_path, monkeypat
     first.write_bytes(gzip.compress(np.zeros(400_000, np.uint8).tobytes()))  # tiny file, large when unpacked
     track, task = small("enhancement/ixi-t1-sr", 1)
     with pytest.raises(UserError, match=r"IXI002-Guys-0828-T1.nii.gz: decompresses past 300000 bytes"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     monkeypatch.setattr(release_stagers, "MAX_PIXELS", 1000)
     layouts.write_cxr(tmp_path / "cxr", 1)
     track, task = small("enhancement/nih-cxr-sr", 1)
     with pytest.raises(UserError, match=r"only 0 usable case\(s\)"):  # 1024x1024 > MAX_PIXELS: skipped, never decoded
-        staging.stage(track, task, tmp_path / "root2", tmp_path / "cxr")
+        stage_from_folder(track, task, tmp_path / "root2", tmp_path / "cxr")
 
 
 # ---------------------------------------------------------------- bands and validate-task on full-size copies
@@ -171,7 +169,7 @@ def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
 
     track, task = registry().task(task_id)
     layouts.WRITERS[task_id](tmp_path / "download", task.case_count)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "download")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     table = measure(task, staged, CLASSICAL)
     expected = bands(table)
     rating = task.rating

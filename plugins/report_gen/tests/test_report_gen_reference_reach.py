@@ -28,8 +28,7 @@ def code_attack() -> str:
 
 
 def test_reports_read_off_the_generator_code_score_like_a_guess(amb_registry, amb_data_root, amb_run, tmp_path):
-    from automedbench.runner import Run, RunOptions
-    from automedbench.testing import StepsAgent, register_agent
+    from automedbench.testing import Run, RunOptions, StepsAgent, register_agent
 
     register_agent(StepsAgent, amb_registry)
     runner = Run(RunOptions(DEMO, "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,

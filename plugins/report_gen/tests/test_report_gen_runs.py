@@ -138,8 +138,7 @@ def test_first_view_only_code_is_flagged(reference):
 
 def test_one_template_with_a_word_added_per_study_is_still_one_template(tmp_path, amb_data_root):
     """The constant report, and the same with one different word per study, fire E3 and cannot rate B."""
-    from automedbench.evaluate_cmd import evaluate_folder
-    from automedbench.plugins import registry
+    from automedbench.testing import evaluate_folder, registry
 
     reg = registry()
     for name in ("majority-template", "template-plus-word"):

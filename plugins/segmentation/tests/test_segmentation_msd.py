@@ -10,10 +10,8 @@ import attrs
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench import staging
 from automedbench.api import UserError
-from automedbench.plugins import registry
-from automedbench.testing import check_track, sampled
+from automedbench.testing import check_track, registry, sampled, stage_from_folder
 
 SHAPE = (8, 7, 6)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -93,7 +91,7 @@ def manifest(staged):
 def test_each_msd_task_stages_its_layout(tmp_path, task_id):
     write_msd(tmp_path / "dl", task_id, [10, 2, 1, 3], empty=(2,))  # case 2 lacks the required label
     track, task = small(task_id, 3)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     found = manifest(staged)
     _, _, names, modality = MSD[task_id]
     source_ids = [c["source_id"] for c in found["cases"]]
@@ -112,14 +110,14 @@ def test_each_msd_task_stages_its_layout(tmp_path, task_id):
     if task_id != "segmentation/liver":
         assert np.array_equal(ref, labels(len(names), 10))
     assert not (staged.root / ".incoming").exists()
-    again = staging.stage(track, task, tmp_path / "root", tmp_path / "dl")
+    again = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     assert again.case_ids == staged.case_ids and manifest(again) == found
 
 
 def test_without_dataset_json_the_folder_is_globbed(tmp_path):
     write_msd(tmp_path, "segmentation/spleen", [12, 3], dataset_json=False)
     track, task = small("segmentation/spleen", 2)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)  # the parent of Task09_Spleen
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)  # the parent of Task09_Spleen
     assert [c["source_id"] for c in manifest(staged)["cases"]] == ["spleen_3", "spleen_12"]
 
 
@@ -128,7 +126,7 @@ def test_another_decathlon_task_is_refused_by_its_labels(tmp_path):
     (root.parent / "Task10_Colon").symlink_to(root)  # a misnamed folder: dataset.json tells the truth
     track, task = small("segmentation/colon", 1)
     with pytest.raises(UserError, match=r"labels \['spleen'\] are not Task10_Colon's \['colon cancer primaries'\]"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 def test_prostate_channel_count_checked(tmp_path):
@@ -138,11 +136,11 @@ def test_prostate_channel_count_checked(tmp_path):
     (root / "dataset.json").write_text(json.dumps(doc))
     track, task = small("segmentation/prostate", 1)
     with pytest.raises(UserError, match=r"1 image channel\(s\) \['T2'\], Task05_Prostate has 2 \(T2, ADC\)"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
     doc["modality"] = {"0": "T2", "1": "ADC"}
     (root / "dataset.json").write_text(json.dumps(doc))
     nii(root / "imagesTr" / "prostate_001.nii.gz", image(1, 1))  # 3-D where two channels are due: skipped
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)
     skipped = manifest(staged)["skipped"]
     assert skipped[0]["source_id"] == "prostate_001" and "expected 3-D x 2 channels" in skipped[0]["reason"]
 
@@ -151,11 +149,11 @@ def test_missing_folders_and_empty_download_get_one_line(tmp_path):
     nii(tmp_path / "Task09_Spleen" / "imagesTr" / "spleen_1.nii.gz", image(1))
     track, task = small("segmentation/spleen", 1)
     with pytest.raises(UserError, match=r"not an MSD Task09_Spleen folder; missing labelsTr/ \(expected dataset.json"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
     (tmp_path / "Task09_Spleen" / "labelsTr").mkdir()
     (tmp_path / "Task09_Spleen" / "imagesTr" / "spleen_1.nii.gz").unlink()
     with pytest.raises(UserError, match=r"imagesTr: no spleen_N.nii.gz images"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 # ---------------------------------------------------------------- hostile downloads
@@ -170,7 +168,7 @@ def test_training_paths_must_stay_in_imagesTr(tmp_path, entry):
     (root / "dataset.json").write_text(json.dumps(doc))
     track, task = small("segmentation/spleen", 1)
     with pytest.raises(UserError, match=r"dataset.json: training entry .* is not ./imagesTr/<name>.nii.gz"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 def test_symlinked_volume_and_dataset_json_are_refused(tmp_path):
@@ -182,7 +180,7 @@ def test_symlinked_volume_and_dataset_json_are_refused(tmp_path):
     target.symlink_to(secret)
     track, task = small("segmentation/spleen", 1)
     with pytest.raises(UserError, match=r"spleen_1.nii.gz: cannot be read as a regular file"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
     assert not (tmp_path / "root" / task.id / "public").exists()
     target.unlink()
     nii(target, image(1))
@@ -190,7 +188,7 @@ def test_symlinked_volume_and_dataset_json_are_refused(tmp_path):
     (root / "dataset.json").unlink()
     (root / "dataset.json").symlink_to(tmp_path / "elsewhere.json")
     with pytest.raises(UserError, match=r"dataset.json: cannot be read as a regular file"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 def test_oversized_and_bomb_volumes_and_deep_json_are_refused(tmp_path, monkeypatch):
@@ -202,20 +200,20 @@ def test_oversized_and_bomb_volumes_and_deep_json_are_refused(tmp_path, monkeypa
     big = np.zeros((64, 64, 64), np.int16)  # 512 kB raw, a few hundred bytes compressed: a small bomb
     nii(root / "imagesTr" / "spleen_1.nii.gz", big)
     with pytest.raises(UserError, match=r"spleen_1.nii.gz: decompresses past 200000 bytes"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
     (root / "imagesTr" / "spleen_1.nii.gz").write_bytes(gzip.compress(np.random.default_rng(0).bytes(300_000)))
     with pytest.raises(UserError, match=r"spleen_1.nii.gz: 3\d+ bytes, larger than 200000"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
     (root / "dataset.json").write_text("[" * 500 + "]" * 500)
     with pytest.raises(UserError, match=r"dataset.json: JSON nested deeper than"):
-        staging.stage(track, task, tmp_path / "root", tmp_path)
+        stage_from_folder(track, task, tmp_path / "root", tmp_path)
 
 
 def test_corrupt_volume_is_skipped_with_its_reason(tmp_path):
     root = write_msd(tmp_path, "segmentation/spleen", [1, 2])
     (root / "imagesTr" / "spleen_1.nii.gz").write_bytes(gzip.compress(b"not a nifti header" * 30))
     track, task = small("segmentation/spleen", 1)
-    staged = staging.stage(track, task, tmp_path / "root", tmp_path)
+    staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)
     skipped = manifest(staged)["skipped"]
     assert skipped == [{"source_id": "spleen_1", "reason": "spleen_1.nii.gz: not a readable NIfTI-1 volume "
                         f"({skipped[0]['reason'].split('(')[-1]}"}]
@@ -231,7 +229,7 @@ def test_corrupt_volume_is_skipped_with_its_reason(tmp_path):
 def test_validate_task_passes(tmp_path, task_id):
     write_msd(tmp_path / "download", task_id, range(1, 23), empty=(5,))
     track, task = registry().task(task_id)
-    staging.stage(track, task, tmp_path / "root", tmp_path / "download")
+    stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report
     assert f"{task.case_count} staged, {task.case_count} declared" in report

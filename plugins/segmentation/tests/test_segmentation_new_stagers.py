@@ -249,7 +249,7 @@ def test_a_case_folder_symlinked_out_of_the_download_is_refused(tmp_path):
     (tmp_path / "hf" / "data" / "3").symlink_to(tmp_path / "elsewhere" / "3")
     track, task = small("segmentation/aeropath", 3)
     with pytest.raises(UserError, match="symlink"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "hf")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "hf")
     assert not list((tmp_path / "root").rglob("*.nii.gz"))
 
 
@@ -264,4 +264,4 @@ def test_a_nifti_declaring_more_voxels_than_memory_is_refused_before_decoding(tm
     path.write_bytes(gzip.compress(header.binaryblock + b"\0" * 4 + b"\0" * 64))
     track, task = small("segmentation/aeropath", 3)
     with pytest.raises(UserError, match="image header declares 4096x4096x4096"):
-        staging.stage(track, task, tmp_path / "root", tmp_path / "hf")
+        stage_from_folder(track, task, tmp_path / "root", tmp_path / "hf")

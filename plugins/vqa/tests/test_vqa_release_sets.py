@@ -9,10 +9,8 @@ import zipfile
 
 import attrs
 import pytest
-from automedbench import staging
 from automedbench.api import UserError
-from automedbench.plugins import registry
-from automedbench.testing import check_track, sampled
+from automedbench.testing import check_track, registry, sampled, stage_from_folder
 from PIL import Image
 
 pa = pytest.importorskip("pyarrow")
@@ -75,7 +73,7 @@ def test_kvasir_question_types_are_mapped_from_the_wording():
 def test_kvasir_stages_open_questions_with_embedded_images(tmp_path):
     write_kvasir(tmp_path / "src", 8)
     track, spec = task("kvasir-vqa", sample=None)
-    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found = questions(staged)
     assert list(found) == [f"kvasir_{i:05d}" for i in range(8)]
     q = found["kvasir_00001"]
@@ -93,7 +91,7 @@ def test_kvasir_path_only_image_cell_is_never_opened(tmp_path):
     write_parquet(tmp_path / "src" / "data" / "raw-00000-of-00001.parquet", rows)
     track, spec = task("kvasir-vqa", sample=None)
     with pytest.raises(UserError, match=r"question kvasir_00000: no embedded image bytes"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
 
 
 def test_kvasir_symlinked_shard_is_refused(tmp_path):
@@ -104,9 +102,9 @@ def test_kvasir_symlinked_shard_is_refused(tmp_path):
         tmp_path / "shard.parquet")
     track, spec = task("kvasir-vqa", sample=None)
     with pytest.raises(UserError, match=r"raw-00000-of-00001.parquet: cannot be read as a regular file"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     with pytest.raises(UserError, match=r"no parquet files matching raw-\*.parquet \(expected the Kvasir-VQA"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "elsewhere")  # data/ holds no raw-* shard
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "elsewhere")  # data/ holds no raw-* shard
 
 
 # ---------------------------------------------------------------- OmniMedVQA
@@ -141,7 +139,7 @@ def write_omnimed(src, per_set, sets=("ACRIMA", "Chest CT Scan")):
 def test_omnimedvqa_maps_types_options_and_gold_letters(tmp_path):
     write_omnimed(tmp_path / "src", 4)
     track, spec = task("omnimedvqa", sample=None)
-    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found = questions(staged)
     assert len(found) == 8
     first, second = found["omnimedvqa_00000"], found["omnimedvqa_00001"]
@@ -166,23 +164,23 @@ def test_omnimedvqa_hostile_image_paths(tmp_path):
         records[0]["image_path"] = bad
         path.write_text(json.dumps(records))
         with pytest.raises(UserError, match=message):
-            staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+            stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     link = tmp_path / "src" / "OmniMedVQA" / "Images" / "ACRIMA" / "link.png"
     (tmp_path / "secret.png").write_bytes(png(1))
     link.symlink_to(tmp_path / "secret.png")
     records[0]["image_path"] = "Images/ACRIMA/link.png"
     path.write_text(json.dumps(records))
     with pytest.raises(UserError, match=r"link.png: cannot be read as a regular file"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     records[0]["image_path"], records[0]["question_type"] = "Images/ACRIMA/img_0.png", "Colour Naming"
     path.write_text(json.dumps(records))
     with pytest.raises(UserError, match=r"question_type 'Colour Naming' is none of Disease Diagnosis"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     path.write_text("[" * 200 + "]" * 200)
     with pytest.raises(UserError, match=r"nested deeper than"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     with pytest.raises(UserError, match=r"no QA_information/ folder"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path)
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path)
 
 
 # ---------------------------------------------------------------- PMC-VQA
@@ -212,7 +210,7 @@ def write_pmc(src, n, packed=True):
 def test_pmcvqa_choices_labels_and_types(tmp_path, packed):
     write_pmc(tmp_path / "src", 6, packed)
     track, spec = task("pmc-vqa", sample=None)
-    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found = questions(staged)
     q = found["pmcvqa_00001"]
     assert q["options"] == {"A": "optA", "B": "optB", "C": "optC", "D": "optD"} and q["mode"] == "multiple_choice"
@@ -228,15 +226,15 @@ def test_pmcvqa_bad_rows_get_one_line(tmp_path):
     csv_path = tmp_path / "src" / "test_clean.csv"
     csv_path.write_text(PMC_HEADER + "PMC0_F1.jpg,Q?,x,A:a,B:b,,,E\n")
     with pytest.raises(UserError, match=r"test_clean.csv row 2: Answer_label 'E' names no choice \(A, B\)"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     csv_path.write_text(PMC_HEADER + "../PMC0_F1.jpg,Q?,x,A:a,B:b,,,A\n")
     with pytest.raises(UserError, match=r"Figure_path '../PMC0_F1.jpg' is not a file name"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     csv_path.write_text("Image,Q\nx,y\n")
     with pytest.raises(UserError, match=r"test_clean.csv header: missing column\(s\) Figure_path, Question"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     with pytest.raises(UserError, match=r"test_clean.csv not found"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path)
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path)
 
 
 def test_pmcvqa_hostile_zip_is_refused(tmp_path):
@@ -245,7 +243,7 @@ def test_pmcvqa_hostile_zip_is_refused(tmp_path):
         archive.writestr("../PMC0_F1.jpg", png(0))
     track, spec = task("pmc-vqa", sample=None)
     with pytest.raises(UserError, match=r"leaves the archive"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
 
 
 # ---------------------------------------------------------------- MMMU (Health & Medicine)
@@ -285,7 +283,7 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     track, spec = task("mmmu-medical", sample=None)
     pool, too_many = mmmu_items(spec, tmp_path / "src")
     assert len(pool) == 25 and too_many == 5  # i == 4 in each subject
-    staged = staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found = questions(staged)
     mcq = found["validation_Clinical_Medicine_1"]
     assert mcq["mode"] == "multiple_choice" and mcq["options"]["D"] == "option 3"
@@ -316,9 +314,9 @@ def test_mmmu_missing_subject_folder(tmp_path):
     (tmp_path / "src" / "Pharmacy" / "validation-00000-of-00001.parquet").unlink()
     track, spec = task("mmmu-medical", sample=None)
     with pytest.raises(UserError, match=r"Pharmacy: no parquet files matching validation-\*.parquet"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path / "src")
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     with pytest.raises(UserError, match=r"Basic_Medical_Science/ missing"):
-        staging.stage(track, spec, tmp_path / "data", tmp_path)
+        stage_from_folder(track, spec, tmp_path / "data", tmp_path)
 
 
 # ---------------------------------------------------------------- validate-task on a full-size copy of each layout
@@ -334,7 +332,7 @@ def test_mmmu_missing_subject_folder(tmp_path):
 def test_validate_task_passes(tmp_path, name, write):
     write(tmp_path / "download")
     track, spec = registry().task(f"vqa/{name}")
-    staged = staging.stage(track, spec, tmp_path / "root", tmp_path / "download")
+    staged = stage_from_folder(track, spec, tmp_path / "root", tmp_path / "download")
     assert len(staged.case_ids) == spec.case_count
     ok, report = check_track(spec.id, tmp_path / "root")
     assert ok, report
@@ -343,7 +341,7 @@ def test_validate_task_passes(tmp_path, name, write):
 
 @pytest.mark.parametrize("name", ["kvasir-vqa", "omnimedvqa", "pmc-vqa", "mmmu-medical"])
 def test_briefs_render_for_every_tier(name):
-    from automedbench.brief import render_brief
+    from automedbench.testing import render_brief
 
     track, spec = registry().task(f"vqa/{name}")
     for tier in spec.tiers:
