@@ -35,7 +35,7 @@ def test_freeze_rejects_symlinks_and_hashes_files(tmp_path, staged):
     assert not (tmp_path / "frozen" / "etc_link").exists()
 
 
-@pytest.mark.parametrize("baseline,strict,rating", [("perfect", 1.0, "A"), ("empty", 0.0, "C")])
+@pytest.mark.parametrize("baseline,strict,rating", [("perfect", 1.0, "A"), ("empty", 0.0, "F")])  # issue 22: empty is F
 def test_baselines(reg, data_root, tmp_path, baseline, strict, rating):
     result = evaluate_folder(reg, DEMO, None, baseline, data_root, tmp_path)
     assert result.task.strict == pytest.approx(strict)

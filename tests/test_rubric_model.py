@@ -87,9 +87,11 @@ def test_excluded_at_a_tier_leaves_the_mean_and_never_nulls():
     assert lite.states[extra.id] == "excluded" and extra not in lite.graded
     verdict = all_ones(rubric)
     verdict.items = [v for v in verdict.items if v.id != extra.id]
-    verdict.items[0].value = 0.0  # s1a fails: s1b, s1c forced 0; three auto-passes: 3/6
     s1 = scoring.judged_stages(lite, verdict, "lite")[0]
-    assert s1.score == 0.5
+    assert s1.score == 1.0  # 6/6: the excluded item is neither a 0 nor a null in the mean
+    verdict.items[0].value = 0.0  # s1a fails: s1b, s1c forced 0, and with no graded S1 item passed the
+    s1 = scoring.judged_stages(lite, verdict, "lite")[0]  # three Lite credits do not count (issue 22): 0/6
+    assert s1.score == 0.0
     assert next(i for i in s1.items if i.id == extra.id).state == "excluded"
     standard = resolve(rubric, "standard", [])
     assert extra in standard.graded

@@ -7,6 +7,8 @@ repository to that rule. Names not in `__all__` are internal and may change with
 
 from __future__ import annotations
 
+from typing import Any
+
 from .agent import Agent, AgentContext
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .authoring import pipeline_diagram_code, plan_step
@@ -34,7 +36,6 @@ from .records import (
     TaskSpec,
     TierInfo,
 )
-from .refguard import secret_variant
 from .rubric import (
     CONDITIONS,
     S3_LEVELS,
@@ -135,9 +136,19 @@ __all__ = [
     "read_download_text",
     "read_zip_member",
     "reword",
-    "secret_variant",
+    "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
     "tar_member_ok",
     "with_items",
     "with_ladder",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`secret_variant` is loaded on first use: it needs numpy and SciPy, which `automedbench plugins`,
+    `tasks` and every track's plugin module must not pay for."""
+    if name == "secret_variant":
+        from .refguard import secret_variant
+
+        return secret_variant
+    raise AttributeError(f"module automedbench.api has no attribute {name!r}")

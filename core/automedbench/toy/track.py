@@ -90,14 +90,14 @@ class ToyTrack(PackagedTrack):
         return VowelEvaluation(task, staged, options)
 
     def baselines(self) -> dict[str, str]:
-        return {"perfect": "the reference counts", "empty": "no outputs"}
+        return {"perfect": "the reference counts", "empty": "no outputs", "constant": "the count 0 for every word"}
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         dest.mkdir(parents=True, exist_ok=True)
         if name == "empty":
             return
         for case_id in staged.case_ids:
-            truth = (staged.private / case_id / ANSWER).read_text()
+            truth = "0" if name == "constant" else (staged.private / case_id / ANSWER).read_text()
             atomic_write_text(dest / case_id / ANSWER, truth)
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:

@@ -112,8 +112,9 @@ def test_baselines(amb_registry, amb_data_root, vqa_staged, tmp_path):
     # one answer per kind everywhere while the gold answers vary: held at C whatever the accuracy (issue 22)
     assert constant.task.components["answer_repeat_share"] == 1.0
     assert constant.task.components["gold_repeat_share"] < 0.6
-    assert constant.aggregate.rating in ("C", "F") and (constant.aggregate.rating == "F"
-                                                        or "held at C" in constant.aggregate.rating_reason)
+    assert constant.aggregate.rating in ("C", "F")
+    if constant.task.strict >= amb_registry.task(DEMO)[1].rating.okay:  # B by accuracy alone: the cap holds it
+        assert "held at C" in constant.aggregate.rating_reason
     assert perfect.task.components["answer_repeat_share"] == perfect.task.components["gold_repeat_share"]
     prior = evaluate_folder(amb_registry, DEMO, None, "label-prior", amb_data_root, tmp_path / "l")
     assert prior.task.components["answer_repeat_share"] == 1.0 and prior.aggregate.rating in ("C", "F")
