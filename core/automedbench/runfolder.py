@@ -193,7 +193,12 @@ class RunFolder:
 
     def evaluation_data(self) -> dict[str, Any] | None:
         """evaluation.json as plain JSON (detectors read fields a track adds); None when absent or unreadable."""
-        text = self.read_text(self.EVALUATION, MAX_RESULT_BYTES)
+        return self.json_data(self.EVALUATION)
+
+    def json_data(self, name: str) -> dict[str, Any] | None:
+        """A JSON object file of the folder as plain JSON (no cattrs), read no-follow within MAX_RESULT_BYTES;
+        None when absent, unreadable or not an object."""
+        text = self.read_text(name, MAX_RESULT_BYTES)
         if text is None:
             return None
         try:

@@ -237,19 +237,10 @@ def _trajectory(events: list[dict[str, Any]]) -> tuple[str, set[int]]:
     return '<h2 id="trajectory">Trajectory</h2>' + "".join(blocks), shown
 
 
-def _json_file(folder: RunFolder, name: str) -> dict[str, Any] | None:
-    text = folder.read_text(name, 64 << 20)
-    try:
-        data = json.loads(text) if text else None
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: str = "") -> str:
     """The page for the run in `folder` (`result`: the record as plain JSON, if not yet on disk; `back`: a
     link to the page listing it, for a campaign site)."""
-    data = result if result is not None else _json_file(folder, RunFolder.RESULT)
+    data = result if result is not None else folder.json_data(RunFolder.RESULT)
     if data is None:
         raise ValueError(f"{folder}: no readable {RunFolder.RESULT}")
     trajectory, shown = _trajectory(folder.events())
@@ -259,7 +250,7 @@ def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: st
     plan = folder.plan_md()
     plan_html = (f'<h2 id="plan">plan.md</h2>{pre(plan, label="plan.md", fold_over=2000)}' if plan else "")
     body = (_header(data) + _stages(data, shown) + _task(data, folder.evaluation_data(),
-                                                          _json_file(folder, RunFolder.MANIFEST))
+                                                          folder.json_data(RunFolder.MANIFEST))
             + _codes(data, shown) + _breach(data, shown) + plan_html + trajectory)
     title = f"{(data.get('header') or {}).get('task', 'run')} · {(data.get('header') or {}).get('run_id', '')}"
     return document(title, body, nav)
