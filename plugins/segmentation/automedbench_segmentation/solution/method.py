@@ -27,6 +27,13 @@ def largest_components(mask, count, min_voxels):
     return np.isin(labels, keep)
 
 
+def drop_touching(mask, avoid):
+    """The mask without its components that touch `avoid` (the blurred rim of bone sits in the organ's HU band)."""
+    labels, _ = ndimage.label(mask)
+    touching = np.unique(labels[avoid & mask])
+    return mask & ~np.isin(labels, touching[touching > 0])
+
+
 def fill_slices(mask):
     out = np.zeros_like(mask)
     for z in range(mask.shape[2]):
@@ -37,7 +44,9 @@ def fill_slices(mask):
 def segment(ct):
     ct = ct.astype(np.float32)
     smooth = ndimage.gaussian_filter(ct, 1.0)
-    kidneys = largest_components((smooth > ORGAN_MIN) & (smooth < ORGAN_MAX), 2, 500)
+    band = (smooth > ORGAN_MIN) & (smooth < ORGAN_MAX)
+    bone = ndimage.binary_dilation(smooth >= ORGAN_MAX, iterations=1)
+    kidneys = largest_components(drop_touching(band, bone), 2, 500)
     organ = fill_slices(ndimage.binary_closing(kidneys, iterations=1))
     fine = ndimage.gaussian_filter(ct, 0.7)
     lesion = ndimage.binary_erosion(organ, iterations=1) & (fine > LESION_MIN) & (fine < LESION_MAX)

@@ -22,7 +22,8 @@ runs offline on the CPU.
 ## Pipeline
 1. Load each `ct.nii.gz` with nibabel; keep the affine and header.
 2. Preprocess: Gaussian smoothing (sigma 1.0 voxel) to suppress noise.
-3. Inference: kidney = 2 largest components with {lo:.0f} < HU < {hi:.0f}, closed and hole-filled;
+3. Inference: kidney = 2 largest components with {lo:.0f} < HU < {hi:.0f} that do not touch bone (the
+   blurred rim of the spine sits in the same band), closed and hole-filled;
    tumour = hypodense voxels (50–130 HU) inside the eroded kidney mask.
 4. Post-process/save: binary uint8 masks `organ.nii.gz`, `lesion.nii.gz` with the input affine.
 5. Validate: pilot ONE case, check shape, values {{0,1}}, voxel counts and lesion/organ ratio; then batch.
