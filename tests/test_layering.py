@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "automedbench.rubric": CONTRACT,
     "automedbench.sandbox": CONTRACT,
     "automedbench.serialize": CONTRACT,
+    "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,

@@ -48,6 +48,7 @@ from .rubric import (
     with_ladder,
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .stagearea import StagingArea, staging_area
 from .trace import Trace
 from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
 from .untrusted import (
@@ -104,6 +105,7 @@ __all__ = [
     "ScriptedSolution",
     "StageRule",
     "StagedData",
+    "StagingArea",
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
@@ -138,6 +140,7 @@ __all__ = [
     "reword",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
+    "staging_area",
     "tar_member_ok",
     "with_items",
     "with_ladder",
