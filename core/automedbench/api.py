@@ -50,7 +50,17 @@ from .rubric import (
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .stagearea import StagingArea, staging_area
 from .trace import Trace
-from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
+from .track import (
+    PHASES,
+    CaseScore,
+    PackagedTrack,
+    Phase,
+    ScriptedSolution,
+    ScriptStep,
+    StagedData,
+    TaskEvaluation,
+    Track,
+)
 from .untrusted import (
     check_image,
     check_pixels,
@@ -68,6 +78,7 @@ from .untrusted import read_text as read_download_text
 __all__ = [
     "AGENT_TEXT_NOTE",
     "CONDITIONS",
+    "PHASES",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
     "Agent",
@@ -91,6 +102,7 @@ __all__ = [
     "ModelBackend",
     "ModelConfig",
     "PackagedTrack",
+    "Phase",
     "PromptPart",
     "RatingThresholds",
     "Register",
