@@ -33,7 +33,6 @@ LAYERS: dict[str, int] = {
     "automedbench.grades": CONTRACT,
     "automedbench.hookspecs": CONTRACT,
     "automedbench.judge": CONTRACT,
-    "automedbench.metric": CONTRACT,
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)

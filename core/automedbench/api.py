@@ -18,7 +18,6 @@ from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, s
 from .grades import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
-from .metric import Metric
 from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
 from .records import (
     CaseVerdict,
@@ -97,7 +96,6 @@ __all__ = [
     "Judge",
     "JudgeInput",
     "JudgeVerdict",
-    "Metric",
     "MetricBlock",
     "ModelBackend",
     "ModelConfig",
