@@ -99,7 +99,8 @@ class Track(ABC):
 
     @abstractmethod
     def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
-        """Write `dest/public` and `dest/private` (idempotent). Demo tasks generate; real ones read `source`."""
+        """Write `dest/public` and `dest/private` (idempotent), through `staging_area(dest)` so a failed or
+        concurrent re-stage never leaves a mix. Demo tasks generate; real ones read `source`."""
 
     @abstractmethod
     def template_dir(self) -> Path:
