@@ -31,11 +31,11 @@ def test_concurrent_restaging_leaves_one_whole_staging(tmp_path, task_id):
         pytest.skip(f"{task_id} is not installed")
     dest = tmp_path / "task"
     _stage(task_id, str(dest), 1)
-    workers = [FORK.Process(target=_stage, args=(task_id, str(dest), seed)) for seed in (2, 3, 4)]
+    workers = [FORK.Process(target=_stage, args=(task_id, str(dest), seed)) for seed in (2, 3)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join(300)
-    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert [w.exitcode for w in workers] == [0, 0]
     assert _cases(dest / "public") == _cases(dest / "private") != set()
     assert sorted(p.name for p in dest.iterdir() if p.name.startswith(".")) == [], os.listdir(dest)
