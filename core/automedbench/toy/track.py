@@ -143,5 +143,11 @@ class ToyTrack(PackagedTrack):
             ScriptStep("verify", "python", check, say="Verifying every output."),
             ScriptStep("submit", submit=True, say="Submitting."),
         ]
-        return ScriptedSolution(steps, {"incomplete": [
-            ScriptStep("batch", "bash", f"python3 - case_00 case_01 <<'EOF'\n{count}EOF", say="Two cases only.")]})
+        return ScriptedSolution(steps, {
+            "incomplete": [ScriptStep("batch", "bash", f"python3 - case_00 case_01 <<'EOF'\n{count}EOF",
+                                      say="Two cases only.")],
+            "count-y": [ScriptStep("batch", "bash", f"python3 - <<'EOF'\n{count.replace('aeiou', 'aeiouy')}EOF",
+                                   say="Running every case, counting y as a vowel.")]})
+
+    def scripted_variants(self) -> dict[str, str]:
+        return {"count-y": "counts 'y' as a vowel in the batch: the three words with a y come out wrong (Task)"}
