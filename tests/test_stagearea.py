@@ -179,6 +179,24 @@ def test_the_lock_is_reentrant_in_one_process(tmp_path):
         assert stage_version(dest, "v1", ["a"]).case_ids == ["a"]  # would deadlock on a plain flock
 
 
+def _stage_in_child(dest: str) -> None:
+    stage_version(Path(dest), "child", ["a"])
+    os._exit(0)
+
+
+def test_a_child_forked_under_the_lock_waits_for_the_parent(tmp_path):
+    """The child must not inherit the parent's re-entrant hold: it waits until the parent lets go."""
+    dest = tmp_path / "task"
+    with staging_lock(dest):
+        child = FORK.Process(target=_stage_in_child, args=(str(dest),))
+        child.start()
+        child.join(1.0)
+        assert child.exitcode is None  # still waiting for the lock
+        stage_version(dest, "parent", ["a"])
+    child.join(30)
+    assert child.exitcode == 0 and versions(dest)["public"] == {"child"}
+
+
 class CountingTrack(Track):
     """A demo track that records each staging it makes, slowly, so two processes overlap."""
 

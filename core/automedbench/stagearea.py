@@ -201,6 +201,16 @@ _registry_guard = threading.Lock()
 _held: dict[str, _Held] = {}
 
 
+def _forget_after_fork() -> None:
+    """A forked child holds none of its parent's staging locks (nor their thread locks, maybe mid-use)."""
+    global _registry_guard
+    _registry_guard = threading.Lock()
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def lock_path(dest: Path) -> Path:
     return dest.parent / f".{dest.name}.staging-lock"
 
