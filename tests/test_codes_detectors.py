@@ -27,6 +27,7 @@ def e_codes(result) -> set[str]:
     ("reference", set()),
     ("malformed-args", set()),
     ("skip-validate", {"E3"}),
+    ("batch-first", {"E3"}),
     ("wrong-format", {"E3", "E5"}),
     ("no-submit", {"E5"}),
     ("incomplete", {"E4", "E5"}),

@@ -42,7 +42,7 @@ def _one_byte_pilot(steps, ctx):
 def _probe_first(steps, ctx):
     """Benign: check the outputs folder is writable with a tiny file in a case folder, then work."""
     first = f"$(ls {ctx.data_dir} | head -1)"
-    probe = ScriptStep("probe", "bash", f"mkdir -p {ctx.workspace_dir}/outputs/{first} && "
+    probe = ScriptStep("explore", "bash", f"mkdir -p {ctx.workspace_dir}/outputs/{first} && "
                        f"echo ok > {ctx.workspace_dir}/outputs/{first}/write_test.txt && echo writable")
     at = next(i for i, s in enumerate(steps) if s.phase == "pilot")
     return [*steps[:at], probe, *steps[at:]]

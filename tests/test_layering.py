@@ -33,7 +33,6 @@ LAYERS: dict[str, int] = {
     "automedbench.grades": CONTRACT,
     "automedbench.hookspecs": CONTRACT,
     "automedbench.judge": CONTRACT,
-    "automedbench.metric": CONTRACT,
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
@@ -44,6 +43,7 @@ LAYERS: dict[str, int] = {
     "automedbench.rubric": CONTRACT,
     "automedbench.sandbox": CONTRACT,
     "automedbench.serialize": CONTRACT,
+    "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,

@@ -44,6 +44,17 @@ def test_skip_validate_loses_s3_only(run_agent):
     assert result.aggregate.agentic == pytest.approx(ref.aggregate.agentic - 0.35, abs=1e-6)
 
 
+def test_batch_first_loses_s3_only(run_agent):
+    """The whole cohort before any pilot or check (issue 24's "batch first"): the pilot and checks that follow
+    earn nothing in S3; the outputs themselves are the reference's."""
+    ref, _ = run_agent("reference")
+    result, _ = run_agent("batch-first")
+    s = scores(result)
+    assert s["S3"] == 0.0
+    assert s["S4"] == s["S5"] == 1.0 and s["S1"] == scores(ref)["S1"] and s["S2"] == scores(ref)["S2"]
+    assert result.task.strict == pytest.approx(ref.task.strict)
+
+
 def test_wrong_format_fails_inference_and_task(run_agent):
     result, _ = run_agent("wrong-format")
     s = scores(result)

@@ -26,6 +26,17 @@ def test_toy_incomplete_run_is_gated(tmp_path):
     assert result.aggregate.rating == "F"
 
 
+def test_a_track_declared_variant_runs_through_the_scripted_agent(tmp_path):
+    """`Track.scripted_variants`: the toy's own `count-y` replaces its batch; only the Task suffers."""
+    register_toy_track()
+    result, _ = run_task(TASK, "scripted", out=tmp_path / "runs", data_root=tmp_path / "data",
+                         agent_options={"variant": "count-y"})
+    assert result.state == "scored", result.error
+    assert result.task.partial == 0.5  # radiology, pathology, biopsy: one vowel too many each
+    scores = stage_scores(result)
+    assert scores["S3"] == scores["S4"] == 1.0, scores
+
+
 def test_toy_track_passes_the_conformance_check(tmp_path):
     register_toy_track()
     ok, report = check_track(TASK, tmp_path / "data")

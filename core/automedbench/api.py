@@ -18,7 +18,6 @@ from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, s
 from .grades import Grade, fold_grades
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput
-from .metric import Metric
 from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
 from .records import (
     CaseVerdict,
@@ -48,8 +47,19 @@ from .rubric import (
     with_ladder,
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .stagearea import StagingArea, staging_area
 from .trace import Trace
-from .track import CaseScore, PackagedTrack, ScriptedSolution, ScriptStep, StagedData, TaskEvaluation, Track
+from .track import (
+    PHASES,
+    CaseScore,
+    PackagedTrack,
+    Phase,
+    ScriptedSolution,
+    ScriptStep,
+    StagedData,
+    TaskEvaluation,
+    Track,
+)
 from .untrusted import (
     check_image,
     check_pixels,
@@ -67,6 +77,7 @@ from .untrusted import read_text as read_download_text
 __all__ = [
     "AGENT_TEXT_NOTE",
     "CONDITIONS",
+    "PHASES",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
     "Agent",
@@ -85,11 +96,11 @@ __all__ = [
     "Judge",
     "JudgeInput",
     "JudgeVerdict",
-    "Metric",
     "MetricBlock",
     "ModelBackend",
     "ModelConfig",
     "PackagedTrack",
+    "Phase",
     "PromptPart",
     "RatingThresholds",
     "Register",
@@ -104,6 +115,7 @@ __all__ = [
     "ScriptedSolution",
     "StageRule",
     "StagedData",
+    "StagingArea",
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
@@ -138,6 +150,7 @@ __all__ = [
     "reword",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
+    "staging_area",
     "tar_member_ok",
     "with_items",
     "with_ladder",

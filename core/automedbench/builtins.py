@@ -13,6 +13,14 @@ def automedbench_register_agents(register: Register) -> None:
 
     for variant, description in VARIANTS.items():
         register(variant, partial(ScriptedAgent, variant), f"scripted: {description}")
+    register("scripted", _track_variant,
+             "scripted: a track's own flawed variant (--agent-option variant=NAME, see Track.scripted_variants)")
+
+
+def _track_variant(variant: str = "reference") -> object:
+    from .agents.scripted import ScriptedAgent
+
+    return ScriptedAgent(variant, track_variant=True)
 
 
 @hookimpl

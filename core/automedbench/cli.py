@@ -208,7 +208,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
 
 @main.command()
 def plugins() -> None:
-    """List installed tracks, agents, sandboxes, judges, metrics and plugin commands, with their distributions."""
+    """List installed components (tracks, agents, sandboxes, judges, detectors, ...) and plugin commands."""
     from rich.table import Table
 
     reg = registry()

@@ -40,11 +40,6 @@ def automedbench_register_judges(register: Register) -> None:
 
 
 @hookspec
-def automedbench_register_metrics(register: Register) -> None:
-    """Register reusable metrics (factory returns a `Metric`)."""
-
-
-@hookspec
 def automedbench_register_code_detectors(register: Register) -> None:
     """Register post-run error-code detectors (factory returns a `codes.Detector`; its `tracks` says where)."""
 
@@ -81,7 +76,6 @@ KINDS: dict[str, str] = {
     "agent": "automedbench_register_agents",
     "sandbox": "automedbench_register_sandboxes",
     "judge": "automedbench_register_judges",
-    "metric": "automedbench_register_metrics",
     "code_detector": "automedbench_register_code_detectors",
     "evaluator": "automedbench_register_evaluators",
     "model": "automedbench_register_model_backends",

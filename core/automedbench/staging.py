@@ -13,6 +13,7 @@ import attrs
 from .errors import UserError
 from .fsutil import atomic_write_text, tree_digest
 from .records import TaskSpec
+from .stagearea import recover_locked, staging_lock
 from .track import StagedData, Track
 
 STAMP = "staging.json"
@@ -31,12 +32,20 @@ def task_dir(data_root: Path, task: TaskSpec) -> Path:
 
 def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = None,
           force: bool = False) -> StagedData:
+    """Stage `task` under the task's staging lock: a second process staging it waits, then (a demo staged on
+    first use) finds the first one's staging instead of replacing the data a run may already be reading."""
+    if source is not None and not source.exists():
+        raise UserError(f"source {source} does not exist")
     dest = task_dir(data_root, task)
+    with staging_lock(dest):
+        return _stage_locked(track, task, data_root, dest, source, force)
+
+
+def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, source: Path | None,
+                  force: bool) -> StagedData:
     stamp = dest / STAMP
     if stamp.exists() and not force and source is None:
         return load(task, data_root)
-    if source is not None and not source.exists():
-        raise UserError(f"source {source} does not exist")
     aside = None
     if force and dest.exists():
         # the track may skip an unchanged download; moving the old staging aside makes it rebuild,
@@ -76,6 +85,7 @@ def load(task: TaskSpec, data_root: Path) -> StagedData:
     if not data_root.exists():
         raise UserError(f"data root {data_root} does not exist (set --data-root or AUTOMEDBENCH_DATA)")
     dest = task_dir(data_root, task)
+    recover_locked(dest)  # a swap a crash interrupted: the previous staging comes back first
     stamp = dest / STAMP
     if not stamp.exists():
         hint = "" if task.demo else f"; run: automedbench stage {task.id} --from PATH"

@@ -7,11 +7,11 @@ rubric wording and brief templates, and a scripted reference solution. The core 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from attrs import Factory, define
+from attrs import Factory, define, field
 
 from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, TaskSpec
 
@@ -26,11 +26,23 @@ class StagedData:
     case_ids: list[str]
 
 
+# The phases a scripted solution's steps belong to: the flawed variants drop, replace and reorder steps by
+# phase, so a misspelt phase would silently survive a variant meant to remove it; `ScriptStep` refuses one.
+Phase = Literal["explore", "plan", "inspect", "setup", "pilot", "validate", "batch", "verify", "submit", "breach"]
+PHASES: tuple[str, ...] = get_args(Phase)
+
+
+def _declared_phase(instance: Any, attribute: Any, value: str) -> None:
+    if value not in PHASES:
+        raise ValueError(f"ScriptStep phase {value!r} is not one of: {', '.join(PHASES)}")
+
+
 @define
 class ScriptStep:
-    """One tool call of a scripted solution. `phase` names the stage it belongs to (for flawed variants)."""
+    """One tool call of a scripted solution. `phase` (a `Phase`) names the stage it belongs to, which the
+    flawed variants act on."""
 
-    phase: str
+    phase: Phase = field(validator=_declared_phase)
     language: str = "python"
     code: str = ""
     say: str = ""
@@ -42,7 +54,8 @@ class ScriptedSolution:
     """A competent run as tool calls, written by the track; the core's scripted agents replay and damage it."""
 
     steps: list[ScriptStep] = Factory(list)
-    # Replacements for flawed variants, keyed by the variant name (e.g. "wrong-format").
+    # Replacements for flawed variants, keyed by the variant name (e.g. "wrong-format", or one of the track's
+    # own `Track.scripted_variants`): each replaces every step of the phases it names.
     variants: dict[str, list[ScriptStep]] = Factory(dict)
 
 
@@ -86,7 +99,8 @@ class Track(ABC):
 
     @abstractmethod
     def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
-        """Write `dest/public` and `dest/private` (idempotent). Demo tasks generate; real ones read `source`."""
+        """Write `dest/public` and `dest/private` (idempotent), through `staging_area(dest)` so a failed or
+        concurrent re-stage never leaves a mix. Demo tasks generate; real ones read `source`."""
 
     @abstractmethod
     def template_dir(self) -> Path:
@@ -96,26 +110,11 @@ class Track(ABC):
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         """Validate one case's outputs (in `submitted`) against the contract, using only public inputs."""
 
-    def score_case(self, task: TaskSpec, case_id: str, submitted: Path, private: Path) -> CaseScore:
-        """Metric values for one valid case. Called only by the isolated evaluator.
-
-        Tracks either implement this and `aggregate`, or override `evaluation` with their own
-        `TaskEvaluation` (the newer style: per-evaluation state lives there, not on the track)."""
-        raise NotImplementedError(f"track {self.name} implements neither score_case nor evaluation()")
-
-    def aggregate(self, task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str],
-                  private: Path) -> MetricBlock:
-        """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial.
-
-        `private` is available for case facts (e.g. which cases are lesion-positive) that missing
-        cases still count towards."""
-        raise NotImplementedError(f"track {self.name} implements neither aggregate nor evaluation()")
-
     def evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> TaskEvaluation:
-        """A fresh scoring object for one evaluation (MONAI's metric lifecycle: made once, fed case by
-        case, aggregated once). The default wraps `prepare_evaluation`, `score_case` and `aggregate`."""
-        self.prepare_evaluation(task, staged, options)
-        return _TrackMethods(self, task, staged)
+        """A fresh scoring object for one evaluation (MONAI's metric lifecycle: made once, fed case by case,
+        aggregated once), made in the isolated evaluator; per-evaluation state lives there, not on the track.
+        `options` holds only keys from `evaluation_options` (and the `<grader>.*` keys of `model_graders`)."""
+        raise NotImplementedError(f"track {self.name} has no evaluation(): it cannot score {task.id}")
 
     def rubric(self, task: TaskSpec) -> Rubric:
         """This track's S1–S3 rubric (stage rules, items, tier rules, conditions); the default is the
@@ -158,6 +157,12 @@ class Track(ABC):
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         raise NotImplementedError(f"track {self.name} ships no scripted reference solution")
 
+    def scripted_variants(self) -> dict[str, str]:
+        """This track's own flawed variants of its scripted solution, beside the core's (name -> what it
+        damages, and which stage should lose points). Each one's steps are `ScriptedSolution.variants[name]`,
+        replacing the phases they name; run one with `--agent scripted --agent-option variant=NAME`."""
+        return {}
+
     def baselines(self) -> dict[str, str]:
         """Name -> description of baselines `write_baseline` can produce for `automedbench evaluate`."""
         return {}
@@ -172,14 +177,8 @@ class Track(ABC):
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 
     def evaluation_options(self) -> dict[str, str]:
-        """Name -> description of the options `prepare_evaluation` accepts (`--eval-option KEY=VALUE`)."""
+        """Name -> description of the options `evaluation` accepts (`--eval-option KEY=VALUE`)."""
         return {}
-
-    def prepare_evaluation(self, task: TaskSpec, staged: StagedData, options: dict[str, str]) -> None:
-        """Called once in the evaluator process before any case is checked: set up per-evaluation state
-        (e.g. an answer judge and its cache). `options` holds only keys from `evaluation_options` (and the
-        `<grader>.*` keys of `model_graders`)."""
-        return None
 
     def model_graders(self) -> dict[str, str]:
         """Name -> description of this track's model graders: metrics whose `CaseScore.requests` the
@@ -219,9 +218,6 @@ class Track(ABC):
         must open it and everything below only with no-follow opens (O_NOFOLLOW, dir_fd) and size
         limits, and must never run agent code. The default accepts every submission."""
         return None
-
-    def iter_cases(self, staged: StagedData) -> Iterator[str]:
-        yield from staged.case_ids
 
 
 class PackagedTrack(Track):
@@ -311,17 +307,3 @@ class PackagedTrack(Track):
             super().write_baseline(task, name, staged, dest)
             return
         self.part(self.baseline_module).write_baseline(task, name, staged, dest)
-
-
-class _TrackMethods(TaskEvaluation):
-    """Adapter for tracks that keep scoring as methods on the track (the older style)."""
-
-    def __init__(self, track: Track, task: TaskSpec, staged: StagedData) -> None:
-        super().__init__(task, staged)
-        self.track = track
-
-    def score_case(self, case_id: str, submitted: Path) -> CaseScore:
-        return self.track.score_case(self.task, case_id, submitted, self.staged.private / case_id)
-
-    def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
-        return self.track.aggregate(self.task, scores, case_ids, self.staged.private)

@@ -10,12 +10,14 @@ import json
 from typing import Any
 
 from ..agent import Agent, AgentContext
+from ..errors import UserError
 from ..records import AgentTurn, ToolCall
 from ..track import ScriptedSolution, ScriptStep
 
 VARIANTS: dict[str, str] = {
     "reference": "competent run: plans, sets up, pilots one case, runs all, verifies, submits",
     "skip-validate": "no single-case pilot and no output checks (S3 fails)",
+    "batch-first": "runs the whole cohort before any pilot or output check, then checks (S3 fails, fires E3)",
     "wrong-format": "writes outputs that break the output contract (S4/S5 and Task fail)",
     "incomplete": "processes only part of the cohort (S4, S5, strict Task fail)",
     "no-submit": "does all the work but never calls submit_results (recorded, fires E5; S5 unchanged)",
@@ -50,6 +52,19 @@ for base in candidates:
     return [ScriptStep("breach", "python", code, say="Looking for the reference labels to calibrate.")]
 
 
+CHECK_PHASES = ("pilot", "validate")
+
+
+def batch_first(steps: list[ScriptStep]) -> list[ScriptStep]:
+    """Move every batch step before the first pilot or validate step (their order otherwise kept)."""
+    first_check = next((i for i, s in enumerate(steps) if s.phase in CHECK_PHASES), None)
+    if first_check is None:
+        return list(steps)
+    batch = [s for s in steps[first_check:] if s.phase == "batch"]
+    rest = [s for s in steps[first_check:] if s.phase != "batch"]
+    return [*steps[:first_check], *batch, *rest]
+
+
 def replace_phases(steps: list[ScriptStep], replacement: list[ScriptStep]) -> list[ScriptStep]:
     """Swap every step of each replaced phase for that phase's replacement steps, in place."""
     phases = {s.phase for s in replacement}
@@ -65,8 +80,11 @@ def replace_phases(steps: list[ScriptStep], replacement: list[ScriptStep]) -> li
 
 
 class ScriptedAgent(Agent):
-    def __init__(self, variant: str = "reference") -> None:
-        if variant not in VARIANTS:
+    """`variant` is one of the core's VARIANTS, or (with `track_variant=True`, the `scripted` agent) a name
+    the task's track declares in `Track.scripted_variants`, checked when the run starts."""
+
+    def __init__(self, variant: str = "reference", track_variant: bool = False) -> None:
+        if variant not in VARIANTS and not track_variant:
             raise ValueError(f"unknown scripted variant {variant!r}")
         self.name = variant
         self.variant = variant
@@ -78,6 +96,11 @@ class ScriptedAgent(Agent):
         if self.variant == "noop":
             self.steps = [ScriptStep("submit", submit=True, say="Nothing to do; submitting.")]
             return
+        own = context.track.scripted_variants()
+        if self.variant not in VARIANTS and self.variant not in own:
+            offered = sorted(set(VARIANTS) | set(own))
+            raise UserError(f"track {context.track.name} has no scripted variant {self.variant!r}; "
+                            f"offered: {', '.join(offered)}")
         solution: ScriptedSolution = context.track.reference_solution(
             context.task, context.tier, context.data_dir, context.workspace_dir)
         steps = list(solution.steps)
@@ -85,6 +108,8 @@ class ScriptedAgent(Agent):
             steps = replace_phases(steps, solution.variants[self.variant])
         skipped = SKIPPED_BY.get(self.variant, set())
         steps = [s for s in steps if s.phase not in skipped]
+        if self.variant == "batch-first":
+            steps = batch_first(steps)
         if self.variant == "no-submit":
             steps = [s for s in steps if not s.submit]
         if self.variant == "breach":

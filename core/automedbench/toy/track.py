@@ -19,6 +19,7 @@ from ..api import (
     default_rubric,
     plan_step,
     reword,
+    staging_area,
 )
 
 HERE = Path(__file__).parent
@@ -74,10 +75,11 @@ class ToyTrack(PackagedTrack):
     def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
         words = list(task.params["words"])
         case_ids = [f"case_{i:02d}" for i in range(len(words))]
-        for case_id, word in zip(case_ids, words, strict=True):
-            atomic_write_text(dest / "public" / case_id / "input.txt", word + "\n", shared=True)
-            atomic_write_text(dest / "private" / case_id / ANSWER, f"{vowels(word)}\n")
-        return StagedData(dest, dest / "public", dest / "private", case_ids)
+        with staging_area(dest) as area:  # the swap every track uses: a failed re-stage keeps the old data
+            for case_id, word in zip(case_ids, words, strict=True):
+                atomic_write_text(area.public / case_id / "input.txt", word + "\n", shared=True)
+                atomic_write_text(area.private / case_id / ANSWER, f"{vowels(word)}\n")
+            return area.commit(case_ids)
 
     def check_case(self, task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
         answer, problem = read_answer(submitted)
@@ -141,5 +143,11 @@ class ToyTrack(PackagedTrack):
             ScriptStep("verify", "python", check, say="Verifying every output."),
             ScriptStep("submit", submit=True, say="Submitting."),
         ]
-        return ScriptedSolution(steps, {"incomplete": [
-            ScriptStep("batch", "bash", f"python3 - case_00 case_01 <<'EOF'\n{count}EOF", say="Two cases only.")]})
+        return ScriptedSolution(steps, {
+            "incomplete": [ScriptStep("batch", "bash", f"python3 - case_00 case_01 <<'EOF'\n{count}EOF",
+                                      say="Two cases only.")],
+            "count-y": [ScriptStep("batch", "bash", f"python3 - <<'EOF'\n{count.replace('aeiou', 'aeiouy')}EOF",
+                                   say="Running every case, counting y as a vowel.")]})
+
+    def scripted_variants(self) -> dict[str, str]:
+        return {"count-y": "counts 'y' as a vowel in the batch: the three words with a y come out wrong (Task)"}

@@ -73,6 +73,14 @@ def test_skip_validate_loses_s3(amb_run):
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0 and result.task.partial >= 0.9
 
 
+def test_batch_first_loses_s3_and_fires_e3(amb_run):
+    """Issue 24's "batch first": every image classified before the pilot and its checks."""
+    result, _ = amb_run(DEMO, "batch-first")
+    s = stage_scores(result)
+    assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0 and result.task.partial >= 0.9
+    assert "E3" in {c.code for c in result.error_codes}
+
+
 def test_incomplete_counts_missing_cases_wrong(amb_run):
     result, _ = amb_run(DEMO, "incomplete")
     s = stage_scores(result)

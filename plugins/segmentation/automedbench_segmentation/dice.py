@@ -120,11 +120,3 @@ def confusion(pred: np.ndarray, ref: np.ndarray, n_labels: int) -> np.ndarray:
 
 def dice_from_confusion(cm: np.ndarray, labels: Sequence[int]) -> dict[int, float]:
     return {int(k): dice_from_counts(int(cm[:, k].sum()), int(cm[k, :].sum()), int(cm[k, k])) for k in labels}
-
-
-class DiceMetric:
-    name = "dice"
-
-    def __call__(self, prediction: np.ndarray, reference: np.ndarray, **options) -> dict[str, float]:
-        labels = options.get("labels", (1,))
-        return {f"dice_{k}": v for k, v in dice(prediction, reference, labels).items()}

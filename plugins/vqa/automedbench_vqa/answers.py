@@ -127,12 +127,3 @@ def text_scores(prediction: Any, gold: Any) -> dict[str, float | bool]:
     em, f1 = exact_match(prediction, gold), token_f1(prediction, gold)
     score = closed_score(prediction, gold) if closed else 0.5 * em + 0.5 * f1
     return {"score": score, "exact_match": em, "token_f1": f1, "closed": closed}
-
-
-class AnswerMetric:
-    """The open-ended answer metric as a registered `Metric` (prediction and reference are strings)."""
-
-    name = "vqa_answer"
-
-    def __call__(self, prediction: Any, reference: Any, **options: Any) -> dict[str, float]:
-        return {k: float(v) for k, v in text_scores(prediction, reference).items()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from automedbench_vqa.answers import (
-    AnswerMetric,
     closed_score,
     exact_match,
     is_closed,
@@ -12,6 +11,7 @@ from automedbench_vqa.answers import (
     normalize,
     normalize_label,
     open_score,
+    text_scores,
     token_f1,
 )
 
@@ -61,10 +61,10 @@ def test_mcq_labels():
     assert mcq_score("", "C") == 0.0 and mcq_score("D", "C") == 0.0
 
 
-def test_metric_plugin_reports_every_number():
-    values = AnswerMetric()("left lower lobe", "left lobe")
+def test_text_scores_reports_every_number():
+    values = text_scores("left lower lobe", "left lobe")
     assert values == {"score": pytest.approx(0.4), "exact_match": 0.0, "token_f1": pytest.approx(0.8),
-                      "closed": 0.0}
+                      "closed": False}
 
 
 # The golden table of normalisation cases (the original implementation's rules, see the README's table of

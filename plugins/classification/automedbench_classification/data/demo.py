@@ -23,9 +23,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 
-from .staged import incoming, install, jpeg_bytes, neutral_ids, write_case
+from .staged import jpeg_bytes, neutral_ids, write_case
 
 ABBREVIATIONS = ["akiec", "bcc", "bkl", "df", "mel", "nv", "vasc"]
 CLASSES = ["actinic_keratoses", "basal_cell_carcinoma", "benign_keratosis_like_lesions", "dermatofibroma",
@@ -125,10 +125,10 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
         raise ValueError(f"{task.id}: counts add up to {len(plan)}, case_count is {task.case_count}")
     canonical = dict(zip(ABBREVIATIONS, CLASSES, strict=True))
     classes = [str(c) for c in params["classes"]]
-    work = incoming(dest)
-    case_ids = neutral_ids(str(params.get("case_prefix", "lesion")), len(plan))
-    for index, (case_id, abbr) in enumerate(zip(case_ids, plan, strict=True)):
-        pixels = make_lesion(seed, index, abbr, size)
-        write_case(work, case_id, jpeg_bytes(pixels, 92), classes, canonical[abbr],
-                   {"generator": "automedbench_classification.data.demo", "index": index})
-    return install(work, dest, case_ids)
+    with staging_area(dest) as area:
+        case_ids = neutral_ids(str(params.get("case_prefix", "lesion")), len(plan))
+        for index, (case_id, abbr) in enumerate(zip(case_ids, plan, strict=True)):
+            pixels = make_lesion(seed, index, abbr, size)
+            write_case(area.root, case_id, jpeg_bytes(pixels, 92), classes, canonical[abbr],
+                       {"generator": "automedbench_classification.data.demo", "index": index})
+        return area.commit(case_ids)

@@ -5,8 +5,8 @@ source metadata such as EXIF or comments reaches the sandbox).
 private/<case>/label.json {"label": <canonical class>, "source": {...}} — the reference, one schema for
 every dataset (the release's `label.json`).
 
-Stagers write into `<dest>/.incoming/` and swap it in at the end: a failed re-stage keeps the old data,
-a successful one leaves no stale cases, and re-running gives the same bytes (idempotent).
+Stagers write into an `automedbench.api.staging_area` and commit it at the end: a failed re-stage keeps the
+old data, a successful one leaves no stale cases, and re-running gives the same bytes (idempotent).
 """
 
 from __future__ import annotations
@@ -14,18 +14,16 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
+from automedbench.api import atomic_write_bytes, atomic_write_text
 from PIL import Image
 
 from ..contract import IMAGE_FILE, META_FILE
 
 LABEL_FILE = "label.json"
-INCOMING = ".incoming"
 JPEG_QUALITY = 95
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -43,13 +41,6 @@ def neutral_ids(prefix: str, count: int, digits: int = 4) -> list[str]:
     return [f"{safe}_{k:0{digits}d}" for k in range(1, count + 1)]
 
 
-def incoming(dest: Path) -> Path:
-    work = dest / INCOMING
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "public").mkdir(parents=True)
-    (work / "private").mkdir(parents=True)
-    return work
-
 
 def write_case(work: Path, case_id: str, image_jpeg: bytes, classes: list[str], label: str,
                source: dict[str, Any] | None = None) -> None:
@@ -61,16 +52,6 @@ def write_case(work: Path, case_id: str, image_jpeg: bytes, classes: list[str], 
     record = {"label": label, "source": source or {}}
     atomic_write_text(work / "private" / case_id / LABEL_FILE, json.dumps(record, indent=1) + "\n")
 
-
-def install(work: Path, dest: Path, case_ids: list[str]) -> StagedData:
-    """Swap the freshly written public/ and private/ in."""
-    if not case_ids:
-        raise UserError("staging produced no cases")
-    for sub in ("public", "private"):
-        shutil.rmtree(dest / sub, ignore_errors=True)
-        (work / sub).rename(dest / sub)
-    shutil.rmtree(work, ignore_errors=True)
-    return StagedData(dest, dest / "public", dest / "private", list(case_ids))
 
 
 def read_label(private_case: Path) -> str:

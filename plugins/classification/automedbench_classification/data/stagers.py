@@ -35,10 +35,11 @@ from automedbench.api import (
     read_download_bytes,
     read_download_text,
     read_zip_member,
+    staging_area,
 )
 from PIL import Image
 
-from .staged import incoming, install, jpeg_bytes, neutral_ids, write_case
+from .staged import jpeg_bytes, neutral_ids, write_case
 
 MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one of these datasets
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
@@ -103,12 +104,12 @@ def _write_all(dest: Path, task: TaskSpec, chosen: list[Item]) -> StagedData:
     classes = [str(c) for c in params["classes"]]
     order = sorted(chosen, key=lambda item: item[0])
     random.Random(int(params.get("seed", 42)) + 1).shuffle(order)  # case order says nothing about the source
-    work = incoming(dest)
-    case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order), int(params.get("id_digits", 4)))
-    for case_id, (source_id, read, name, label) in zip(case_ids, order, strict=True):
-        pixels = decode_image(read(), name)
-        write_case(work, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
-    return install(work, dest, case_ids)
+    with staging_area(dest) as area:
+        case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order), int(params.get("id_digits", 4)))
+        for case_id, (source_id, read, name, label) in zip(case_ids, order, strict=True):
+            pixels = decode_image(read(), name)
+            write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
+        return area.commit(case_ids)
 
 
 def _pick(by_class: dict[str, list[Any]], task: TaskSpec) -> list[Any]:

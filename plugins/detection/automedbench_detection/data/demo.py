@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 
-from .staged import GTBox, incoming, install, neutral_ids, png_bytes, write_case
+from .staged import GTBox, neutral_ids, png_bytes, write_case
 
 CLASSES = ["RBC", "WBC", "Platelets"]
 PLASMA = np.array([0.93, 0.84, 0.80])
@@ -83,10 +83,10 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     width, height = int(params.get("width", 640)), int(params.get("height", 480))
     overlap = float(params.get("overlap", 0.45))
     n_rbc = tuple(params.get("rbc", (25, 40)))
-    work = incoming(dest)
-    case_ids = neutral_ids(params.get("case_prefix", "smear"), count)
-    for index, case_id in enumerate(case_ids):
-        pixels, boxes = make_smear(seed, index, width, height, n_rbc=n_rbc, overlap=overlap)  # type: ignore[arg-type]
-        write_case(work, case_id, png_bytes(pixels), width, height, CLASSES, boxes,
-                   {"generator": "automedbench_detection.data.demo", "seed": seed, "index": index})
-    return install(work, dest, case_ids)
+    with staging_area(dest) as area:
+        case_ids = neutral_ids(params.get("case_prefix", "smear"), count)
+        for index, case_id in enumerate(case_ids):
+            pixels, boxes = make_smear(seed, index, width, height, n_rbc=n_rbc, overlap=overlap)  # type: ignore[arg-type]
+            write_case(area.root, case_id, png_bytes(pixels), width, height, CLASSES, boxes,
+                       {"generator": "automedbench_detection.data.demo", "seed": seed, "index": index})
+        return area.commit(case_ids)

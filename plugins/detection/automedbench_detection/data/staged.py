@@ -4,8 +4,8 @@ public/<case>/image.png + meta.json {width, height, classes} — what the agent 
 private/<case>/boxes.json {width, height, boxes: [{class, x1, y1, x2, y2}]} — the ground truth, one schema
 for every dataset (continuous pixel corners, classes named as in meta.json).
 
-Stagers write into `<dest>/.incoming/` and swap it in at the end: a failed re-stage keeps the old data,
-a successful one leaves no stale cases, and re-running gives the same bytes (idempotent).
+Stagers write into an `automedbench.api.staging_area` and commit it at the end: a failed re-stage keeps the
+old data, a successful one leaves no stale cases, and re-running gives the same bytes (idempotent).
 """
 
 from __future__ import annotations
@@ -13,18 +13,16 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
+from automedbench.api import atomic_write_bytes, atomic_write_text
 from PIL import Image
 
 from ..contract import IMAGE_FILE, META_FILE
 
 BOXES_FILE = "boxes.json"
-INCOMING = ".incoming"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 GTBox = tuple[str, float, float, float, float]
@@ -43,13 +41,6 @@ def neutral_ids(prefix: str, count: int) -> list[str]:
     return [f"{safe}_{k:04d}" for k in range(1, count + 1)]
 
 
-def incoming(dest: Path) -> Path:
-    work = dest / INCOMING
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "public").mkdir(parents=True)
-    (work / "private").mkdir(parents=True)
-    return work
-
 
 def write_case(work: Path, case_id: str, image_png: bytes, width: int, height: int, classes: list[str],
                boxes: list[GTBox], source: dict[str, Any] | None = None) -> None:
@@ -62,16 +53,6 @@ def write_case(work: Path, case_id: str, image_png: bytes, width: int, height: i
                         for c, x1, y1, x2, y2 in boxes]}
     atomic_write_text(work / "private" / case_id / BOXES_FILE, json.dumps(record, indent=1) + "\n")
 
-
-def install(work: Path, dest: Path, case_ids: list[str]) -> StagedData:
-    """Swap the freshly written public/ and private/ in."""
-    if not case_ids:
-        raise UserError("staging produced no cases")
-    for sub in ("public", "private"):
-        shutil.rmtree(dest / sub, ignore_errors=True)
-        (work / sub).rename(dest / sub)
-    shutil.rmtree(work, ignore_errors=True)
-    return StagedData(dest, dest / "public", dest / "private", list(case_ids))
 
 
 def read_truth(private_case: Path) -> dict[str, Any]:

@@ -35,10 +35,11 @@ from automedbench.api import (
     loads_json,
     parse_xml,
     read_download_text,
+    staging_area,
 )
 from PIL import Image
 
-from .staged import GTBox, clip_box, incoming, install, neutral_ids, png_bytes, write_case
+from .staged import GTBox, clip_box, neutral_ids, png_bytes, write_case
 
 MAX_TEXT_BYTES = 256 * 1024 * 1024  # an annotation file larger than this is not one of these datasets
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dicom", ".dcm")
@@ -106,23 +107,23 @@ def _write_all(dest: Path, task: TaskSpec, chosen: list[tuple[str, Path, list[GT
     params = task.params
     order = list(chosen)
     random.Random(int(params.get("seed", 42)) + 1).shuffle(order)  # case order says nothing about the source
-    work = incoming(dest)
-    case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order))
-    for case_id, (source_id, path, boxes) in zip(case_ids, order, strict=True):
-        pixels = read_image(path)
-        height, width = pixels.shape[:2]
-        kept = []
-        for cls, *corners in boxes:
-            box = clip_box(tuple(corners), width, height)  # type: ignore[arg-type]
-            if box is not None:
-                kept.append((cls, *box))
-        outside = [b for b in boxes if b[3] > width * 1.02 or b[4] > height * 1.02]
-        if outside and len(outside) == len(boxes):
-            raise UserError(f"{path.name}: every box lies beyond the image ({width}x{height}); use images at the "
-                            "original resolution, not resized conversions")
-        write_case(work, case_id, png_bytes(pixels), width, height, classes, kept,
-                   {"id": source_id, "file": path.name, "dropped_boxes": len(boxes) - len(kept)})
-    return install(work, dest, case_ids)
+    with staging_area(dest) as area:
+        case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order))
+        for case_id, (source_id, path, boxes) in zip(case_ids, order, strict=True):
+            pixels = read_image(path)
+            height, width = pixels.shape[:2]
+            kept = []
+            for cls, *corners in boxes:
+                box = clip_box(tuple(corners), width, height)  # type: ignore[arg-type]
+                if box is not None:
+                    kept.append((cls, *box))
+            outside = [b for b in boxes if b[3] > width * 1.02 or b[4] > height * 1.02]
+            if outside and len(outside) == len(boxes):
+                raise UserError(f"{path.name}: every box lies beyond the image ({width}x{height}); use images at the "
+                                "original resolution, not resized conversions")
+            write_case(area.root, case_id, png_bytes(pixels), width, height, classes, kept,
+                       {"id": source_id, "file": path.name, "dropped_boxes": len(boxes) - len(kept)})
+        return area.commit(case_ids)
 
 
 def _count(task: TaskSpec) -> int:

@@ -9,7 +9,7 @@
 - `enhancement/mri-sr`, fastMRI `.h5`: the middle slice of `reconstruction_rss` (multi-coil) or
   `reconstruction_esc` (single-coil) divided by the volume's `max` attribute and clipped to [0, 1] is
   the reference (centre-cropped to the task's grid); the input is the centre half of its k-space.
-Every case is written to `.incoming` and swapped in when all are made; the source files' sizes and times
+Every case is written to a staging area and swapped in when all are made; the source files' sizes and times
 are part of the staging key, so re-staging an unchanged download is a no-op.
 """
 

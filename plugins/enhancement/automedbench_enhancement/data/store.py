@@ -1,20 +1,18 @@
-"""Writing a staging: cases go into `<dest>/.incoming` and replace public/ and private/ only when complete."""
+"""Writing a staging: cases go into an `automedbench.api.staging_area`, swapped in only when complete."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, StagingArea, TaskSpec, staging_area
 
 from .. import contract
 
-INCOMING = ".incoming"
 MANIFEST = "manifest.json"
 
 
@@ -26,11 +24,10 @@ def meta(task: TaskSpec, **extra: Any) -> dict[str, Any]:
 
 
 class Staging:
-    """Collects cases under `.incoming`; `commit` swaps them in, so a failed run leaves the old staging."""
+    """Collects cases in a staging area; `commit` swaps them in, so a failed run leaves the old staging."""
 
-    def __init__(self, task: TaskSpec, dest: Path) -> None:
-        self.task, self.dest = task, dest
-        self.incoming = dest / INCOMING
+    def __init__(self, task: TaskSpec, area: StagingArea) -> None:
+        self.task, self.area = task, area
         self.case_ids: list[str] = []
         self.manifest: dict[str, Any] = {"task": task.id, "cases": []}
 
@@ -39,7 +36,7 @@ class Staging:
         if low.shape != contract.input_shape(self.task) or reference.shape != contract.output_shape(self.task):
             raise ValueError(f"{case_id}: made {low.shape} -> {reference.shape}, the task declares "
                              f"{contract.input_shape(self.task)} -> {contract.output_shape(self.task)}")
-        pub, priv = self.incoming / "public" / case_id, self.incoming / "private" / case_id
+        pub, priv = self.area.public / case_id, self.area.private / case_id
         pub.mkdir(parents=True, exist_ok=True)
         priv.mkdir(parents=True, exist_ok=True)
         np.save(pub / contract.INPUT, np.ascontiguousarray(low, dtype=np.float32))
@@ -50,24 +47,15 @@ class Staging:
 
     def commit(self, **manifest: Any) -> StagedData:
         self.manifest.update(manifest)
-        (self.incoming / "private" / MANIFEST).write_text(json.dumps(self.manifest, indent=2, default=str) + "\n")
-        for name in ("public", "private"):
-            shutil.rmtree(self.dest / name, ignore_errors=True)
-            (self.incoming / name).replace(self.dest / name)
-        shutil.rmtree(self.incoming, ignore_errors=True)
-        return StagedData(self.dest, self.dest / "public", self.dest / "private", list(self.case_ids))
+        (self.area.private / MANIFEST).write_text(json.dumps(self.manifest, indent=2, default=str) + "\n")
+        return self.area.commit(self.case_ids)
 
 
 @contextmanager
 def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
-    """A fresh `.incoming` folder, removed whatever happens (a half-made staging never survives)."""
-    job = Staging(task, dest)
-    shutil.rmtree(job.incoming, ignore_errors=True)
-    job.incoming.mkdir(parents=True)
-    try:
-        yield job
-    finally:
-        shutil.rmtree(job.incoming, ignore_errors=True)
+    """A fresh staging area (`automedbench.api.staging_area`): a half-made staging never replaces the old one."""
+    with staging_area(dest) as area:
+        yield Staging(task, area)
 
 
 def existing(dest: Path, task: TaskSpec, key: dict[str, Any]) -> StagedData | None:

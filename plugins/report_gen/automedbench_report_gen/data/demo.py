@@ -16,7 +16,7 @@ from pathlib import Path
 
 import attrs
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 from PIL import Image, ImageDraw
 
 from .wording import REFERENCE, Findings, report
@@ -194,22 +194,22 @@ def reference_choices(seed: int, index: int) -> list[int]:
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
-    from .layout import finish, incoming, write_study
+    from .layout import finish, write_study
 
     seed = int(task.params.get("seed", 20261203))
-    work = incoming(dest)
-    ids = []
-    # which study gets which findings is drawn from the staging's secret seed: CASES (readable in the
-    # sandbox) says what the twelve studies hold, never which case id holds what
-    order = [int(i) for i in np.random.default_rng([seed, VARIANT]).permutation(len(CASES))]
-    for index, source in enumerate(order):
-        findings = CASES[source]
-        cid = case_id(index)
-        later = LATER_VIEW_ONLY.get(source, [])
-        images = [png_bytes(render(findings, v, seed, source, later)) for v in range(findings.views)]
-        facts = {"later_view_only": later, "findings": attrs.asdict(findings)}
-        write_study(work, cid, [(f"{v + 1:02d}.png", data) for v, data in enumerate(images)],
-                    report(findings, REFERENCE, reference_choices(seed, source)), facts,
-                    VIEW_NAMES[:findings.views])
-        ids.append(cid)
-    return finish(work, dest, ids, task.params)
+    with staging_area(dest) as area:
+        ids = []
+        # which study gets which findings is drawn from the staging's secret seed: CASES (readable in the
+        # sandbox) says what the twelve studies hold, never which case id holds what
+        order = [int(i) for i in np.random.default_rng([seed, VARIANT]).permutation(len(CASES))]
+        for index, source in enumerate(order):
+            findings = CASES[source]
+            cid = case_id(index)
+            later = LATER_VIEW_ONLY.get(source, [])
+            images = [png_bytes(render(findings, v, seed, source, later)) for v in range(findings.views)]
+            facts = {"later_view_only": later, "findings": attrs.asdict(findings)}
+            write_study(area.root, cid, [(f"{v + 1:02d}.png", data) for v, data in enumerate(images)],
+                        report(findings, REFERENCE, reference_choices(seed, source)), facts,
+                        VIEW_NAMES[:findings.views])
+            ids.append(cid)
+        return finish(area, ids, task.params)

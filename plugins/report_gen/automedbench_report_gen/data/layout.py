@@ -11,14 +11,12 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text
+from automedbench.api import StagedData, StagingArea, UserError, atomic_write_bytes, atomic_write_text
 
 PILOT_FILE = "pilot_ids.txt"
-INCOMING = ".incoming"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -28,11 +26,6 @@ def safe_name(value: str) -> str:
         raise UserError(f"name {value!r} has no usable characters")
     return text
 
-
-def incoming(dest: Path) -> Path:
-    work = dest / INCOMING
-    shutil.rmtree(work, ignore_errors=True)
-    return work
 
 
 def write_study(work: Path, case: str, images: list[tuple[str, bytes]], reference: str, facts: dict[str, Any],
@@ -51,16 +44,11 @@ def write_study(work: Path, case: str, images: list[tuple[str, bytes]], referenc
     atomic_write_text(private / "facts.json", json.dumps({"views": len(images), **facts}, indent=2) + "\n")
 
 
-def finish(work: Path, dest: Path, ids: list[str], params: dict[str, Any]) -> StagedData:
-    """Write the pilot list and swap the freshly written public/ and private/ in (a failed re-stage keeps
-    the old staging)."""
+def finish(area: StagingArea, ids: list[str], params: dict[str, Any]) -> StagedData:
+    """Write the pilot list and commit the staging area (a failed re-stage keeps the old staging)."""
     if not ids:
         raise UserError("staging produced no studies")
     order = list(ids)
     random.Random(int(params.get("seed", 0))).shuffle(order)
-    atomic_write_text(work / "public" / PILOT_FILE, "".join(f"{c}\n" for c in order[:int(params.get("pilot", 1))]))
-    for sub in ("public", "private"):
-        shutil.rmtree(dest / sub, ignore_errors=True)
-        (work / sub).rename(dest / sub)
-    shutil.rmtree(work, ignore_errors=True)
-    return StagedData(dest, dest / "public", dest / "private", list(ids))
+    atomic_write_text(area.public / PILOT_FILE, "".join(f"{c}\n" for c in order[:int(params.get("pilot", 1))]))
+    return area.commit(ids, "studies")

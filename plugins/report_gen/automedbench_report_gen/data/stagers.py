@@ -33,11 +33,12 @@ from automedbench.api import (
     loads_json,
     parse_xml,
     read_download_bytes,
+    staging_area,
 )
 
 from ..contract import check_report_bytes, minimums
 from ..text import sections
-from .layout import finish, incoming, write_study
+from .layout import finish, write_study
 
 MAX_IMAGE_BYTES = 64 << 20
 MAX_TABLE_BYTES = 2 << 30
@@ -61,14 +62,14 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         picked = sorted(random.Random(int(task.params.get("seed", 0))).sample(range(len(studies)), int(sample)))
         studies = [studies[i] for i in picked]
     prefix = str(task.params.get("prefix", "CXR"))
-    work = incoming(dest)
-    ids = []
-    for index, (source_id, images, reference) in enumerate(studies):
-        case = f"{prefix}{index + 1:04d}"
-        files = [(f"{v + 1:02d}{p.suffix.lower()}", _read_image(p)) for v, p in enumerate(images)]
-        write_study(work, case, files, reference, {"source_id": source_id})
-        ids.append(case)
-    return finish(work, dest, ids, task.params)
+    with staging_area(dest) as area:
+        ids = []
+        for index, (source_id, images, reference) in enumerate(studies):
+            case = f"{prefix}{index + 1:04d}"
+            files = [(f"{v + 1:02d}{p.suffix.lower()}", _read_image(p)) for v, p in enumerate(images)]
+            write_study(area.root, case, files, reference, {"source_id": source_id})
+            ids.append(case)
+        return finish(area, ids, task.params)
 
 
 def _read_image(path: Path) -> bytes:

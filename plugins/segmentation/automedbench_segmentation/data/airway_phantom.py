@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 from scipy import ndimage
 
 from .. import io
@@ -102,15 +102,15 @@ def make_case(index: int, seed: int = 20261204) -> tuple[np.ndarray, np.ndarray]
 
 
 def stage_airway_demo(task: TaskSpec, dest: Path) -> StagedData:
-    public, private = dest / "public", dest / "private"
     seed = int(task.params.get("seed", 20261204))
     ids = [f"case_{i:03d}" for i in range(task.case_count)]
     aff = affine()
     facts = {}
-    for index, case in enumerate(ids):
-        ct, lumen = make_case(index, seed)
-        io.save(private / case / task.output_files[0], lumen, aff)
-        io.save(public / case / task.input_files[0], ct, aff)
-        facts[case] = {"labels_present": [1] if lumen.any() else []}
-    io.write_case_facts(private, facts)
-    return StagedData(dest, public, private, ids)
+    with staging_area(dest) as area:
+        for index, case in enumerate(ids):
+            ct, lumen = make_case(index, seed)
+            io.save(area.private / case / task.output_files[0], lumen, aff)
+            io.save(area.public / case / task.input_files[0], ct, aff)
+            facts[case] = {"labels_present": [1] if lumen.any() else []}
+        io.write_case_facts(area.private, facts)
+        return area.commit(ids)

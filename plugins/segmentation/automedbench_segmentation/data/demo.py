@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 
 from .. import io
 from . import phantom
@@ -15,24 +15,24 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
         from .airway_phantom import stage_airway_demo
 
         return stage_airway_demo(task, dest)
-    public, private = dest / "public", dest / "private"
     tumour_free = set(task.params.get("tumour_free_cases", []))
     seed = int(task.params.get("seed", 20261202))
     ids = [f"case_{i:03d}" for i in range(task.case_count)]
     facts = {}
     aff = phantom.affine()
     multilabel = task.params.get("kind") == "multilabel"
-    for index, case in enumerate(ids):
-        tumour = case not in tumour_free
-        if multilabel:
-            ct, labels = phantom.make_label_map(index, tumour, seed)
-            io.save(private / case / task.output_files[0], labels, aff)
-            facts[case] = {"lesion_present": bool((labels == 2).any())}
-        else:
-            ct, organ, lesion = phantom.make_case(index, tumour, seed)
-            io.save(private / case / "organ.nii.gz", organ, aff)
-            io.save(private / case / "lesion.nii.gz", lesion, aff)
-            facts[case] = {"lesion_present": bool(lesion.any())}
-        io.save(public / case / task.input_files[0], ct, aff)
-    io.write_case_facts(private, facts)
-    return StagedData(dest, public, private, ids)
+    with staging_area(dest) as area:
+        for index, case in enumerate(ids):
+            tumour = case not in tumour_free
+            if multilabel:
+                ct, labels = phantom.make_label_map(index, tumour, seed)
+                io.save(area.private / case / task.output_files[0], labels, aff)
+                facts[case] = {"lesion_present": bool((labels == 2).any())}
+            else:
+                ct, organ, lesion = phantom.make_case(index, tumour, seed)
+                io.save(area.private / case / "organ.nii.gz", organ, aff)
+                io.save(area.private / case / "lesion.nii.gz", lesion, aff)
+                facts[case] = {"lesion_present": bool(lesion.any())}
+            io.save(area.public / case / task.input_files[0], ct, aff)
+        io.write_case_facts(area.private, facts)
+        return area.commit(ids)

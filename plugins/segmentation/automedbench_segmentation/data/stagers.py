@@ -7,7 +7,7 @@ class file and a non-empty liver; AeroPath: a non-empty airway; PANTHER: a non-e
 files converted to NIfTI first). Staged cases get neutral ids (`kidney_001` ...)
 so the brief does not name the public source case; `private/manifest.json` maps them back and records
 the source files' sizes and times, which makes re-staging an unchanged download a no-op. A new
-staging is built beside the old one and swapped in only when complete.
+staging is built in an `automedbench.api.staging_area` and swapped in only when complete.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import nibabel as nib
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError, check_image, inside
+from automedbench.api import StagedData, TaskSpec, UserError, check_image, inside, staging_area
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -30,7 +30,6 @@ from . import layouts
 from .layouts import SourceCase
 
 MANIFEST = "manifest.json"
-INCOMING = ".incoming"
 AFFINE_TOL_MM = 1e-2
 
 
@@ -233,8 +232,6 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
     done = _up_to_date(dest, task, source, cases)
     if done is not None:
         return StagedData(dest, public, private, done)
-    incoming = dest / INCOMING
-    shutil.rmtree(incoming, ignore_errors=True)
     selected: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     scanned: list[str] = []
@@ -242,7 +239,8 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
     prefix = params.get("case_prefix", task.id.split("/", 1)[1])
     console = console or Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    try:
+    with staging_area(dest) as area:
+        incoming = area.root
         with Progress(*columns, console=console, transient=True) as bar:
             job = bar.add_task(f"staging {task.id}", total=task.case_count)
             for case in cases:
@@ -277,9 +275,5 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                     "scanned": scanned, "skipped": [{"source_id": s, "reason": r} for s, r in skipped],
                     "cases": selected}
         (incoming / "private" / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        for name in ("public", "private"):
-            shutil.rmtree(dest / name, ignore_errors=True)
-            (incoming / name).replace(dest / name)
-    finally:
-        shutil.rmtree(incoming, ignore_errors=True)
-    return StagedData(dest, public, private, [c["case_id"] for c in selected])
+        return area.commit([c["case_id"] for c in selected])
+

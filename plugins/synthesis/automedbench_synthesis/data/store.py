@@ -1,4 +1,4 @@
-"""Writing a staging: NIfTI cases into `<dest>/.incoming`, swapped in for public/ and private/ only when complete.
+"""Writing a staging: NIfTI cases into an `automedbench.api.staging_area`, swapped in only when complete.
 
 Per case, public/<id>/ holds what the agent reads (the degraded `ct.nii.gz`, or `mr.nii.gz` and
 `mask.nii.gz`); private/<id>/ holds the target CT (`target.nii.gz`, int16 HU) and, for MRI -> CT, the mask
@@ -9,19 +9,17 @@ scores (`ssim_identity`): the number "gain over input" and the rating's input fl
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, StagingArea, TaskSpec, staging_area
 
 TARGET = "target.nii.gz"
 MASK = "scoring_mask.nii.gz"
 FACTS = "cases.json"
-INCOMING = ".incoming"
 
 
 def save_nifti(path: Path, volume: np.ndarray, affine: np.ndarray) -> None:
@@ -39,11 +37,10 @@ def to_int16_hu(volume: np.ndarray) -> np.ndarray:
 
 
 class Staging:
-    """Collects cases under `.incoming`; `commit` swaps them in, so a failed staging leaves the old one."""
+    """Collects cases in a staging area; `commit` swaps them in, so a failed staging leaves the old one."""
 
-    def __init__(self, task: TaskSpec, dest: Path) -> None:
-        self.task, self.dest = task, dest
-        self.incoming = dest / INCOMING
+    def __init__(self, task: TaskSpec, area: StagingArea) -> None:
+        self.task, self.area = task, area
         self.case_ids: list[str] = []
         self.facts: dict[str, dict[str, Any]] = {}
 
@@ -53,7 +50,7 @@ class Staging:
         from ..metric import axial_ssim
         from .degrade import z_linear
 
-        pub, priv = self.incoming / "public" / case_id, self.incoming / "private" / case_id
+        pub, priv = self.area.public / case_id, self.area.private / case_id
         target16 = to_int16_hu(target)
         save_nifti(priv / TARGET, target16, affine)
         if self.task.params["kind"] == "ctsr":
@@ -72,24 +69,15 @@ class Staging:
 
     def commit(self, **manifest: Any) -> StagedData:
         record = {"task": self.task.id, **manifest, "cases": self.facts}
-        (self.incoming / "private" / FACTS).write_text(json.dumps(record, indent=2, default=str) + "\n")
-        for name in ("public", "private"):
-            shutil.rmtree(self.dest / name, ignore_errors=True)
-            (self.incoming / name).replace(self.dest / name)
-        shutil.rmtree(self.incoming, ignore_errors=True)
-        return StagedData(self.dest, self.dest / "public", self.dest / "private", list(self.case_ids))
+        (self.area.private / FACTS).write_text(json.dumps(record, indent=2, default=str) + "\n")
+        return self.area.commit(self.case_ids)
 
 
 @contextmanager
 def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
-    """A fresh `.incoming` folder, removed whatever happens (a half-made staging never survives)."""
-    job = Staging(task, dest)
-    shutil.rmtree(job.incoming, ignore_errors=True)
-    job.incoming.mkdir(parents=True)
-    try:
-        yield job
-    finally:
-        shutil.rmtree(job.incoming, ignore_errors=True)
+    """A fresh staging area (`automedbench.api.staging_area`): a half-made staging never replaces the old one."""
+    with staging_area(dest) as area:
+        yield Staging(task, area)
 
 
 def existing(dest: Path, key: dict[str, Any]) -> StagedData | None:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec
+from automedbench.api import StagedData, TaskSpec, staging_area
 from PIL import Image, ImageDraw
 
 from ..answers import LETTERS
-from .records import finish, incoming, write_question
+from .records import finish, write_question
 
 SIZE = 128
 LESION = 225
@@ -110,10 +110,10 @@ def demo_questions(seed: int) -> list[tuple[dict[str, Any], list[tuple[str, byte
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     seed = int(task.params.get("seed", 20261202))
-    work = incoming(dest)
-    qids = []
-    for index, (question, images, gold) in enumerate(demo_questions(seed)):
-        qid = f"demo_q{index:02d}"
-        write_question(work, qid, question, images, gold)
-        qids.append(qid)
-    return finish(work, dest, qids, task.params)
+    with staging_area(dest) as area:
+        qids = []
+        for index, (question, images, gold) in enumerate(demo_questions(seed)):
+            qid = f"demo_q{index:02d}"
+            write_question(area.root, qid, question, images, gold)
+            qids.append(qid)
+        return finish(area, qids, task.params)

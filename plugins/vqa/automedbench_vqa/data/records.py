@@ -12,11 +12,10 @@ import json
 import os
 import random
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, UserError, atomic_write_bytes, atomic_write_text, check_pixels
+from automedbench.api import StagedData, StagingArea, UserError, atomic_write_bytes, atomic_write_text, check_pixels
 from PIL import Image
 
 from ..contract import ANSWER_FILE, QUESTION_FILE, read_json_object
@@ -71,25 +70,6 @@ def subsample(count: int, limit: int | None, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(count), limit))
 
 
-INCOMING = ".incoming"
-
-
-def incoming(dest: Path) -> Path:
-    """A fresh scratch root beside the staged data: questions are written there first."""
-    work = dest / INCOMING
-    shutil.rmtree(work, ignore_errors=True)
-    return work
-
-
-def install(work: Path, dest: Path) -> None:
-    """Swap the freshly written public/ and private/ in: a failed re-stage leaves the old one intact,
-    a successful one leaves no stale question folders."""
-    for sub in ("public", "private"):
-        shutil.rmtree(dest / sub, ignore_errors=True)
-        (work / sub).rename(dest / sub)
-    shutil.rmtree(work, ignore_errors=True)
-
-
 def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
     """Give every folder and file below `root` (and `root`) an explicit mode, whatever the umask.
 
@@ -103,8 +83,9 @@ def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
             os.chmod(os.path.join(folder, name), file_mode, follow_symlinks=False)
 
 
-def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> StagedData:
-    """Write the smoke and calibration id lists (a seeded shuffle; disjoint), install `work` as `dest`."""
+def finish(area: StagingArea, qids: list[str], params: dict[str, Any]) -> StagedData:
+    """Write the smoke and calibration id lists (a seeded shuffle; disjoint), then commit the staging area
+    (a failed re-stage leaves the old staging intact, a successful one leaves no stale question folders)."""
     if not qids:
         raise UserError("staging produced no questions")
     order = list(qids)
@@ -113,13 +94,12 @@ def finish(work: Path, dest: Path, qids: list[str], params: dict[str, Any]) -> S
     calibration_n = int(params.get("calibration", 15))
     smoke = order[:smoke_n]
     calibration = order[smoke_n:smoke_n + calibration_n]
-    public = work / "public"
+    public = area.public
     atomic_write_text(public / SMOKE_FILE, "".join(f"{q}\n" for q in smoke))
     atomic_write_text(public / CALIBRATION_FILE, "".join(f"{q}\n" for q in calibration))
     set_modes(public, 0o755, 0o644)
-    set_modes(work / "private", 0o700, 0o600)
-    install(work, dest)
-    return StagedData(dest, dest / "public", dest / "private", list(qids))
+    set_modes(area.private, 0o700, 0o600)
+    return area.commit(qids, "questions")
 
 
 def read_private(private: Path, qid: str) -> dict[str, Any]:

@@ -29,10 +29,11 @@ from automedbench.api import (
     open_zip,
     read_download_bytes,
     read_zip_member,
+    staging_area,
 )
 
 from ..answers import LETTERS, question_form
-from .records import finish, incoming, safe_id, subsample, write_question
+from .records import finish, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
 
@@ -272,17 +273,17 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
 
     qids: list[str] = []
     seen: set[str] = set()
-    work = incoming(dest)
-    console = Console(stderr=True)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} questions"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        job = bar.add_task(f"staging {task.id}", total=None)
-        for qid, question, images, gold in known[kind](task, source):
-            if qid in seen:
-                raise UserError(f"{task.id}: duplicate question id {qid}")
-            seen.add(qid)
-            write_question(work, qid, question, images, gold)
-            qids.append(qid)
-            bar.advance(job)
-    return finish(work, dest, qids, task.params)
+    with staging_area(dest) as area:
+        console = Console(stderr=True)
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} questions"),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+            job = bar.add_task(f"staging {task.id}", total=None)
+            for qid, question, images, gold in known[kind](task, source):
+                if qid in seen:
+                    raise UserError(f"{task.id}: duplicate question id {qid}")
+                seen.add(qid)
+                write_question(area.root, qid, question, images, gold)
+                qids.append(qid)
+                bar.advance(job)
+        return finish(area, qids, task.params)

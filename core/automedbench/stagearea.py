@@ -1,0 +1,250 @@
+"""Staging a task's data safely: the new copy is written beside the old one and swapped in only when complete.
+
+A track's stager writes into `StagingArea.public` / `.private` (under `<dest>/.incoming`) and ends with
+`commit(case_ids)`. Leaving the `with staging_area(dest)` block without committing (an exception, Ctrl-C)
+drops the new copy; the previous staging stays as it was. The swap is journaled, so a crash in the middle
+of it never leaves a mix of old and new: the old parts move into `<dest>/.previous` (after a journal naming
+the parts that did not exist), the new ones move in, and renaming `.previous` to `.discard` is the commit
+point. `recover(dest)` (run on entry, and by the engine before it reads a staging) rolls an unfinished swap
+back, or finishes deleting a committed one's leftovers.
+
+Two processes staging the same task are serialised by an exclusive `flock` on `<parent>/.<name>.staging-lock`
+(beside `dest`, so moving `dest` aside keeps it); the lock is re-entrant within one process, so the engine
+can hold it around a track's stager that takes it again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import UserError
+from .fsutil import atomic_write_text
+from .track import StagedData
+
+PARTS = ("public", "private")
+INCOMING = ".incoming"
+PREVIOUS = ".previous"
+DISCARD = ".discard"
+JOURNAL = "swap.json"
+
+
+class StagingArea:
+    """A fresh scratch copy of a staging (`root` = `<dest>/.incoming`, one folder per part already made)."""
+
+    def __init__(self, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:
+        self.dest = dest
+        self.root = dest / INCOMING
+        self.parts = parts
+        self.durable = durable
+        self.staged: StagedData | None = None
+
+    @property
+    def public(self) -> Path:
+        return self.root / "public"
+
+    @property
+    def private(self) -> Path:
+        return self.root / "private"
+
+    def commit(self, case_ids: list[str], what: str = "cases") -> StagedData:
+        """Swap the new parts in for the old ones (all or none) and return the staging they make up."""
+        if self.staged is not None:
+            raise RuntimeError(f"{self.dest}: this staging area was already committed")
+        if not case_ids:
+            raise UserError(f"staging produced no {what}")
+        swap_in(self.root, self.dest, self.parts, durable=self.durable)
+        self.staged = StagedData(self.dest, self.dest / "public", self.dest / "private", list(case_ids))
+        return self.staged
+
+
+@contextlib.contextmanager
+def staging_area(dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> Iterator[StagingArea]:
+    """Hold the task's staging lock, recover an interrupted swap, and yield a fresh, empty `StagingArea`.
+
+    Whatever happens, the scratch folder is gone afterwards; only `commit` changes `dest`'s parts.
+    `durable=False` skips the fsyncs (tests, throwaway data)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with staging_lock(dest):
+        recover(dest)
+        area = StagingArea(dest, tuple(parts), durable)
+        _remove(area.root)
+        area.root.mkdir()
+        try:
+            for part in area.parts:
+                (area.root / part).mkdir()
+            yield area
+        finally:
+            _remove(area.root)
+
+
+def swap_in(work: Path, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:
+    """Replace `dest/<part>` by `work/<part>` for every part, journaled (see the module's docstring).
+
+    Call with the staging lock held (as `StagingArea.commit` does)."""
+    for part in parts:
+        if not (work / part).is_dir() or (work / part).is_symlink():
+            raise ValueError(f"{work}: no {part}/ folder to swap in")
+    if durable:
+        _sync_tree(work)
+    previous = dest / PREVIOUS
+    if os.path.lexists(previous):  # an interrupted swap nobody recovered: the staging it protects comes back
+        _roll_back(dest, previous)
+    _remove(dest / DISCARD)
+    previous.mkdir()
+    absent = [p for p in parts if not os.path.lexists(dest / p)]
+    atomic_write_text(previous / JOURNAL, json.dumps({"parts": list(parts), "absent": absent}) + "\n")
+    _sync_dir(previous)
+    try:
+        for part in parts:
+            if part not in absent:
+                os.rename(dest / part, previous / part)
+        for part in parts:
+            os.rename(work / part, dest / part)
+        _sync_dir(dest)
+    except BaseException:
+        _roll_back(dest, previous)
+        raise
+    os.rename(previous, dest / DISCARD)  # the commit point
+    _sync_dir(dest)
+    _remove(dest / DISCARD)
+
+
+def recover(dest: Path) -> bool:
+    """Undo a swap a crash interrupted (the previous staging comes back), or finish a committed one's cleanup;
+    drop a half-written `.incoming`. True when there was anything to do. Call with the staging lock held."""
+    found = False
+    for leftover in (DISCARD, INCOMING):
+        if os.path.lexists(dest / leftover):
+            found = True
+            _remove(dest / leftover)
+    previous = dest / PREVIOUS
+    if os.path.lexists(previous):
+        found = True
+        _roll_back(dest, previous)
+    return found
+
+
+def recover_locked(dest: Path) -> bool:
+    """`recover` under the staging lock, and only when something is left over (the usual case costs two stats)."""
+    if not any(os.path.lexists(dest / name) for name in (PREVIOUS, DISCARD)):
+        return False
+    with staging_lock(dest):
+        return recover(dest)
+
+
+def _roll_back(dest: Path, previous: Path) -> None:
+    try:
+        journal = json.loads((previous / JOURNAL).read_text())
+        parts, absent = list(journal["parts"]), set(journal["absent"])
+    except (OSError, ValueError, KeyError, TypeError):
+        parts, absent = [], set()  # no journal: nothing had been moved yet
+    for part in parts:
+        if part in absent:
+            _remove(dest / part)  # it did not exist before: whatever is there now is the new copy
+        elif os.path.lexists(previous / part):
+            _remove(dest / part)
+            os.rename(previous / part, dest / part)
+        # else: the old part was never moved, it is still in place
+    _sync_dir(dest)
+    _remove(previous)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def _sync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _sync_tree(root: Path) -> None:
+    """Flush every file and folder below `root` to disk, so the swapped-in copy survives a power cut whole."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _sync_dir(Path(folder))
+
+
+# ---------------------------------------------------------------- the per-task lock
+
+class _Held:
+    def __init__(self) -> None:
+        self.mutex = threading.RLock()
+        self.depth = 0
+        self.fd = -1
+
+
+_registry_guard = threading.Lock()
+_held: dict[str, _Held] = {}
+
+
+def _forget_after_fork() -> None:
+    """A forked child holds none of its parent's staging locks (nor their thread locks, maybe mid-use)."""
+    global _registry_guard
+    _registry_guard = threading.Lock()
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def lock_path(dest: Path) -> Path:
+    return dest.parent / f".{dest.name}.staging-lock"
+
+
+@contextlib.contextmanager
+def staging_lock(dest: Path) -> Iterator[None]:
+    """Exclusive use of `dest` for staging across processes (flock) and threads; re-entrant in one thread."""
+    key = os.path.abspath(dest)
+    with _registry_guard:
+        held = _held.setdefault(key, _Held())
+    with held.mutex:
+        if held.depth == 0:
+            held.fd = _acquire(lock_path(Path(key)), dest)
+        held.depth += 1
+        try:
+            yield
+        finally:
+            held.depth -= 1
+            if held.depth == 0:
+                fd, held.fd = held.fd, -1
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+
+def _acquire(path: Path, dest: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process staging {dest} ...", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
