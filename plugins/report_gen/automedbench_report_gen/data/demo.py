@@ -19,7 +19,7 @@ import numpy as np
 from automedbench.api import StagedData, TaskSpec, staging_area
 from PIL import Image, ImageDraw
 
-from .wording import REFERENCE, Findings, report
+from .wording import REFERENCE, Findings, report, sentence_keys
 
 HEIGHT, WIDTH = 512, 482
 LUNG_POLYGONS: dict[str, list[tuple[int, int]]] = {
@@ -190,7 +190,31 @@ def case_id(index: int) -> str:
 
 
 def reference_choices(seed: int, index: int) -> list[int]:
-    return [int(v) for v in np.random.default_rng([seed, 5000 + index]).integers(0, 2, 12)]
+    """Which wording variant each FINDINGS sentence of CASES[index] takes in its reference report."""
+    return list(cohort_choices(seed)[index])
+
+
+@lru_cache(maxsize=4)
+def cohort_choices(seed: int) -> tuple[tuple[int, ...], ...]:
+    """Every sentence kind takes its second wording in half of the studies that use it (the odd one out
+    drawn), which half drawn from the seed: no study's wording can be predicted, and the cohort's mix of
+    wordings is the same on every staging. Drawn per sentence (a coin each) some stagings worded most
+    sentences the other way and the reference method, which writes one wording, fell below its A."""
+    rng = np.random.default_rng([seed, 5000])
+    uses: dict[str, list[tuple[int, int]]] = {}
+    for index, findings in enumerate(CASES):
+        for slot, (key, _) in enumerate(sentence_keys(findings)):
+            uses.setdefault(key, []).append((index, slot))
+    choices = [[0] * len(sentence_keys(findings)) for findings in CASES]
+    for key in sorted(uses):
+        spots = uses[key]
+        flags = [k % 2 for k in range(len(spots))]
+        if len(spots) % 2:
+            flags[-1] = int(rng.integers(0, 2))
+        for at, flag in zip(rng.permutation(len(spots)), flags, strict=True):
+            index, slot = spots[int(at)]
+            choices[index][slot] = flag
+    return tuple(tuple(row) for row in choices)
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:

@@ -61,29 +61,34 @@ def _pick(bank: dict[str, list[str]], key: str, choice: int, **fill: str) -> str
     return text.format(**fill, **caps)
 
 
-def findings_sentences(f: Findings, bank: dict[str, list[str]], choices: list[int]) -> list[str]:
-    """The FINDINGS sentences in a fixed order (devices, heart, lungs, pleura); `choices` picks variants."""
-    c = iter(choices + [0] * 12)
-    out = []
+def sentence_keys(f: Findings) -> list[tuple[str, dict[str, str]]]:
+    """The FINDINGS sentences as (bank key, fill) in a fixed order: devices, heart, lungs, pleura."""
+    out: list[tuple[str, dict[str, str]]] = []
     if f.ett:
-        out.append(_pick(bank, "ett", next(c)))
-    out.append(_pick(bank, "heart_big" if f.cardiomegaly else "heart_ok", next(c)))
-    out.append(_pick(bank, "nodules", next(c)))
+        out.append(("ett", {}))
+    out.append(("heart_big" if f.cardiomegaly else "heart_ok", {}))
+    out.append(("nodules", {}))
     if f.consolidation:
-        out.append(_pick(bank, "consolidation", next(c), side=f.consolidation))
+        out.append(("consolidation", {"side": f.consolidation}))
     else:
-        out.append(_pick(bank, "no_consolidation", next(c)))
+        out.append(("no_consolidation", {}))
     if f.effusion == "bilateral":
-        out.append(_pick(bank, "effusions", next(c), size=f.effusion_size))
+        out.append(("effusions", {"size": f.effusion_size}))
     elif f.effusion:
-        out.append(_pick(bank, "effusion", next(c), size=f.effusion_size, side=f.effusion))
+        out.append(("effusion", {"size": f.effusion_size, "side": f.effusion}))
     if f.pneumothorax:
-        out.append(_pick(bank, "pneumothorax", next(c), side=f.pneumothorax))
+        out.append(("pneumothorax", {"side": f.pneumothorax}))
     key = "no_effusion_ptx" if not f.effusion and not f.pneumothorax else "no_ptx" if f.effusion and not \
         f.pneumothorax else "no_effusion" if not f.effusion else ""
     if key:
-        out.append(_pick(bank, key, next(c)))
+        out.append((key, {}))
     return out
+
+
+def findings_sentences(f: Findings, bank: dict[str, list[str]], choices: list[int]) -> list[str]:
+    """The FINDINGS sentences of `sentence_keys`; `choices` picks each one's variant."""
+    c = iter(choices + [0] * 12)
+    return [_pick(bank, key, next(c), **fill) for key, fill in sentence_keys(f)]
 
 
 def impression(f: Findings) -> str:
