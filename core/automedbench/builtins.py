@@ -125,14 +125,7 @@ def automedbench_register_evaluators(register: Register) -> None:
 
         return evaluate_in_container
 
-    def warm():
-        from .evalservice import evaluate_warm
-
-        return evaluate_warm
-
     register("process", process, "local `python -I` subprocess, scrubbed environment (default)")
-    register("warm", warm, "the local evaluator kept running between runs of one process, served over its pipes "
-             "(sweeps, --warm-evaluator)")
     register("docker", docker, "network-less, read-only evaluator container (with the docker sandbox)")
 
 
@@ -153,32 +146,8 @@ def automedbench_register_model_backends(register: Register) -> None:
 
 
 @hookimpl(specname="automedbench_register_commands")
-def register_campaign_commands(cli) -> None:
-    """sweep, codes, leaderboard: the campaign owns its commands."""
-    from .campaign.cli import register
-
-    register(cli)
-
-
-@hookimpl(specname="automedbench_register_commands")
 def register_docker_commands(cli) -> None:
     """images: the docker sandbox builds its own images."""
     from .sandboxes.docker_cli import register
 
     register(cli)
-
-
-@hookimpl(specname="automedbench_register_commands")
-def register_viewer_commands(cli) -> None:
-    """view: one run as an offline HTML page."""
-    from .viewer.cli import register
-
-    register(cli)
-
-
-@hookimpl(specname="automedbench_run_finished", trylast=True)
-def write_run_view(result, run_dir, registry, output_names) -> None:
-    """view.html in every run folder, after the other subscribers (the tagger's codes are on the page)."""
-    from .viewer.cli import result_json, write_view
-
-    write_view(run_dir, result_json(result))

@@ -20,6 +20,21 @@ from .errors import UserError, did_you_mean
 
 GROUP = "automedbench"
 
+# Components and commands of this repository's own optional distributions, by the root extra that installs
+# each: when one is not installed, its name is answered with the install line instead of "unknown".
+OPTIONAL_PARTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "campaign": {"command": ("sweep", "codes", "leaderboard", "view"), "evaluator": ("warm",)},
+}
+
+
+def install_hint(kind: str, name: str) -> str | None:
+    """`kind name` comes with an extra that is not installed: the one line saying which, else None."""
+    for extra, parts in OPTIONAL_PARTS.items():
+        if name in parts.get(kind, ()):
+            return (f"{kind} {name!r} comes with automedbench-{extra}, which is not installed: "
+                    f"pip install 'automedbench[{extra}]'")
+    return None
+
 
 @define
 class Component:
@@ -149,7 +164,8 @@ class Registry:
     def get(self, kind: str, name: str) -> Component:
         found = self.components[kind].get(name)
         if found is None:
-            raise UserError(f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}")
+            unknown = f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}"
+            raise UserError(install_hint(kind, name) or unknown)
         return found
 
     def create(self, kind: str, name: str, **options: Any) -> Any:

@@ -22,12 +22,12 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
+from automedbench import staging
+from automedbench.errors import UserError
+from automedbench.fsutil import atomic_write_text
+from automedbench.options import RunOptions
+from automedbench.sandbox import DEFAULT_QUOTA_MB
 
-from .. import staging
-from ..errors import UserError
-from ..fsutil import atomic_write_text
-from ..options import RunOptions
-from ..sandbox import DEFAULT_QUOTA_MB
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary

@@ -13,14 +13,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..codes.taxonomy import E_CODES
-from ..fsutil import atomic_write_text
-from ..records import STAGE_NAMES, STAGES
-from ..runfolder import RunFolder
-from ..viewer.page import document, esc, num
-from ..viewer.runpage import render_run
+from automedbench.codes.taxonomy import E_CODES
+from automedbench.fsutil import atomic_write_text
+from automedbench.records import STAGE_NAMES, STAGES
+from automedbench.runfolder import RunFolder
+
 from .leaderboard import RATINGS, Leaderboard, build
 from .store import RunTable
+from .viewer.page import document, esc, num
+from .viewer.runpage import render_run
 
 AGENT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"]

@@ -13,8 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
-from ..records import TaskSpec
-from ..staging import STAMP, task_dir
+from automedbench.records import TaskSpec
+from automedbench.staging import STAMP, task_dir
 
 SLOTS = ".sweep-slots"
 

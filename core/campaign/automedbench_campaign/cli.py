@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
+from automedbench import errors
+from automedbench.cli import console, err_console
+from automedbench.options import click_options, from_cli, parse_kv
 from rich.markup import escape
-
-from .. import cli as engine  # engine.registry() at call time: the registry the command line uses
-from .. import errors
-from ..cli import console, err_console
-from ..options import click_options, from_cli, parse_kv
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -151,11 +150,12 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
 
     Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
     """
-    from ..codes import tag_run
-    from ..codes.llm import tagger_from_registry
-    from ..runfolder import RunFolder
-    from ..serialize import write_json
+    from automedbench.codes import tag_run
+    from automedbench.runfolder import RunFolder
+    from automedbench.serialize import write_json
+
     from .store import find_runs
+    from .tagger import tagger_from_registry
 
     reg = engine.registry()
     llm = tagger_from_registry(reg, tagger, parse_kv(tagger_options)) if tagger else None
@@ -205,7 +205,8 @@ def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, s
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
-    from ..fsutil import atomic_write_text
+    from automedbench.fsutil import atomic_write_text
+
     from .htmlreport import render_html
     from .leaderboard import GROUP_KEYS, build, to_json
     from .render import render_terminal, to_csv

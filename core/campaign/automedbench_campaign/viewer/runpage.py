@@ -10,7 +10,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from ..runfolder import RunFolder
+from automedbench.runfolder import RunFolder
+
 from .page import document, esc, num, pre
 
 MAX_TURNS = 400  # turns rendered; later turns are listed as left out, with the count

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 from attrs import define, field
+from automedbench.codes.taxonomy import E_CODES, TAXONOMY
+from automedbench.records import STAGE_NAMES, STAGES
 
-from ..codes.taxonomy import E_CODES, TAXONOMY
-from ..records import STAGE_NAMES, STAGES
 from .stats import bootstrap_means, group_seed
 from .store import FINISHED, RunTable
 

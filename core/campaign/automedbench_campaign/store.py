@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 from attrs import define
-
-from ..codes.taxonomy import is_error_code
-from ..errors import UserError
-from ..records import STAGES
-from ..runfolder import MAX_RESULT_BYTES, RunFolder
+from automedbench.codes.taxonomy import is_error_code
+from automedbench.errors import UserError
+from automedbench.records import STAGES
+from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
-from ..staging import STAMP
+from automedbench.errors import UserError
+from automedbench.staging import STAMP
 
 OUT_MARKER = ".sweep.lock"  # the sweep's lock file: present in the output folder while a sweep runs
 
@@ -48,8 +48,8 @@ def unseen_paths(checks: dict[str, tuple[str, str]]) -> str | None:
 
 def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Run one matrix entry; never raises (a crash is an infrastructure failure of this attempt)."""
-    from ..plugins import registry
-    from ..runner import Run, RunOptions
+    from automedbench.plugins import registry
+    from automedbench.runner import Run, RunOptions
 
     t0 = time.monotonic()
     node = this_node()

@@ -6,12 +6,12 @@ import csv
 import io
 from typing import Any
 
+from automedbench.records import STAGES
+from automedbench.terminal import csv_cell
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..records import STAGES
-from ..terminal import csv_cell
 from .leaderboard import RATINGS, Leaderboard, flat_rows
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier"}

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-from ..agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
-from ..records import FiredCode
-from ..replyjson import ReplyError, final_json
-from .detect import CodeContext
-from .taxonomy import TAXONOMY
+from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
+from automedbench.codes.detect import CodeContext
+from automedbench.codes.taxonomy import TAXONOMY
+from automedbench.records import FiredCode
+from automedbench.replyjson import ReplyError, final_json
 
 MAX_FIELD = 600
 
@@ -147,6 +147,6 @@ class _ModelText:
 
 def tagger_from_registry(registry: Any, name: str, options: dict[str, Any] | None = None) -> LLMTagger:
     """A tagger over the registered model backend `name` (openai, anthropic, or a third party's)."""
-    from ..models import get_model
+    from automedbench.models import get_model
 
     return LLMTagger(_ModelText(name, get_model(name, dict(options or {}), role="tagger", reg=registry)))

@@ -12,8 +12,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+from automedbench.records import STAGE_NAMES, STAGES
 
-from ..records import STAGE_NAMES, STAGES
 from .leaderboard import RATINGS, Leaderboard
 from .render import LABELS, pct
 from .store import FINISHED, RunTable

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import SubmissionError
-from .evaluator import (
+from automedbench.errors import SubmissionError
+from automedbench.evaluator import (
     EvalRequest,
     _evaluator_limits,
     evaluate_in_process,
@@ -39,8 +39,8 @@ from .evaluator import (
     request_exclude,
     serve_request,
 )
-from .records import Evaluation
-from .serialize import from_dict, read_json, to_dict
+from automedbench.records import Evaluation
+from automedbench.serialize import from_dict, read_json, to_dict
 
 MAX_REQUESTS = int(os.environ.get("AUTOMEDBENCH_WARM_EVAL_MAX", "50"))
 MAX_LINE = 1 << 20  # a request or a reply: both small JSON lines
@@ -48,7 +48,7 @@ STOP_GRACE_S = 10.0
 
 # Started like the cold evaluator (see evaluator.BOOT), running this module's `serve` instead.
 SERVE_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv.pop(1)); import runpy; "
-              "runpy.run_module('automedbench.evalservice', run_name='__main__', alter_sys=True)")
+              "runpy.run_module('automedbench_campaign.evalservice', run_name='__main__', alter_sys=True)")
 
 
 class ServiceBroken(Exception):
