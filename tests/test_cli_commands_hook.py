@@ -19,7 +19,7 @@ from click.testing import CliRunner
 ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "validate-task", "rejudge", "judge-agreement"}
 # Each feature command and the plugin (entry point) that owns it: the campaign is its own distribution.
 FEATURE_OWNERS = {"sweep": "campaign", "codes": "campaign", "leaderboard": "campaign", "view": "campaign",
-                  "images": "builtins"}
+                  "images": "docker"}
 FEATURES = set(FEATURE_OWNERS)
 
 
@@ -56,7 +56,7 @@ def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh)
 
 def test_importing_the_cli_imports_no_feature():
     code = ("import sys, automedbench.cli\n"
-            "print(any(m.startswith(('automedbench_campaign', 'automedbench.sandboxes.docker')) for m in sys.modules))")
+            "print(any(m.startswith(('automedbench_campaign', 'automedbench_docker')) for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -135,6 +135,7 @@ def core_alone(monkeypatch):
 @pytest.mark.parametrize(("argv", "extra"), [
     (["sweep", "--agents", "reference", "--tasks", "segmentation/demo"], "campaign"),
     (["view", "some-run"], "campaign"),
+    (["images", "build"], "docker"),
 ])
 def test_a_command_of_an_extra_not_installed_names_the_extra(core_alone, argv, extra):
     """Without its distribution, a feature command is one line naming the extra to install, exit 2."""
@@ -145,9 +146,17 @@ def test_a_command_of_an_extra_not_installed_names_the_extra(core_alone, argv, e
     assert argv[0] not in CliRunner().invoke(main, ["--help"]).output.split("Commands:")[1]
 
 
-@pytest.mark.parametrize(("kind", "name", "extra"), [("evaluator", "warm", "campaign")])
+@pytest.mark.parametrize(("kind", "name", "extra"), [("sandbox", "docker", "docker"), ("evaluator", "docker", "docker"),
+                                                     ("evaluator", "warm", "campaign")])
 def test_a_component_of_an_extra_not_installed_names_the_extra(core_alone, kind, name, extra):
     with pytest.raises(UserError, match=rf"pip install 'automedbench\[{extra}\]'"):
         core_alone.get(kind, name)
     with pytest.raises(UserError, match="unknown sandbox 'nosuch'"):  # any other name: unknown, as before
         core_alone.get("sandbox", "nosuch")
+
+
+def test_run_with_a_sandbox_of_an_extra_not_installed_is_one_line(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "reference", "--sandbox",
+                                       "docker", "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'automedbench[docker]'" in result.stderr and "Traceback" not in result.output

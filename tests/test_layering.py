@@ -89,14 +89,16 @@ LAYERS: dict[str, int] = {
     "automedbench.toy": BUILTIN,
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
+    "automedbench_docker": BUILTIN,
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
-    "automedbench.sandboxes.docker_cli": FACE,
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.plugin": FACE,  # registers the campaign (its commands too), like automedbench.builtins
     "automedbench_campaign.viewer.cli": FACE,
+    "automedbench_docker.cli": FACE,
+    "automedbench_docker.plugin": FACE,
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
 
@@ -181,7 +183,9 @@ def broken_rules() -> list[str]:
 
 # Modules that left the core for a built-in distribution (issue 23's thin core): none may come back, and
 # importing the core's engine and command line loads none of the built-in distributions.
-MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evalservice", "automedbench.codes.llm"]
+MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evalservice", "automedbench.codes.llm",
+             "automedbench.sandboxes.docker", "automedbench.sandboxes.docker_images",
+             "automedbench.sandboxes.docker_cli"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():

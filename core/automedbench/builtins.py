@@ -23,10 +23,6 @@ def automedbench_register_sandboxes(register: Register) -> None:
              "host process in a bubblewrap namespace when bwrap works here, else plain (default)")
     register("local-plain", partial(LocalSandbox, "none"),
              "host process, scrubbed environment and limits only (no filesystem isolation)")
-    from .sandboxes.docker import DockerSandbox
-
-    register("docker", DockerSandbox,
-             "docker container per run (read-only root, no network, limits) and an evaluator container")
 
 
 @hookimpl
@@ -120,13 +116,7 @@ def automedbench_register_evaluators(register: Register) -> None:
 
         return evaluate_in_process
 
-    def docker():
-        from .sandboxes.docker import evaluate_in_container
-
-        return evaluate_in_container
-
     register("process", process, "local `python -I` subprocess, scrubbed environment (default)")
-    register("docker", docker, "network-less, read-only evaluator container (with the docker sandbox)")
 
 
 @hookimpl
@@ -143,11 +133,3 @@ def automedbench_register_model_backends(register: Register) -> None:
 
     register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
     register("anthropic", anthropic_backend, "Anthropic messages API")
-
-
-@hookimpl(specname="automedbench_register_commands")
-def register_docker_commands(cli) -> None:
-    """images: the docker sandbox builds its own images."""
-    from .sandboxes.docker_cli import register
-
-    register(cli)

@@ -24,6 +24,7 @@ GROUP = "automedbench"
 # each: when one is not installed, its name is answered with the install line instead of "unknown".
 OPTIONAL_PARTS: dict[str, dict[str, tuple[str, ...]]] = {
     "campaign": {"command": ("sweep", "codes", "leaderboard", "view"), "evaluator": ("warm",)},
+    "docker": {"sandbox": ("docker",), "evaluator": ("docker",), "command": ("images",)},
 }
 
 

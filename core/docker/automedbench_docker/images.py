@@ -1,6 +1,6 @@
 """Build the docker sandbox's images locally, with no registry: base, one agent image per track, evaluator.
 
-The base is a Debian root filesystem made by debootstrap and imported (`docker/base/build-rootfs.sh`),
+The base is a Debian root filesystem made by debootstrap and imported (`recipes/base/build-rootfs.sh`),
 or any existing image given with `--base-image`. Layers on top are built with `--network none`; the
 evaluator's Python dependencies are fetched on the host into the build context first. Each image
 carries a recipe label (hash of its Dockerfile folder, its parent image and its inputs), so a rebuild
@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-
-from ..errors import InfrastructureError, UserError
+from automedbench.errors import InfrastructureError, UserError
 
 BASE_IMAGE = "automedbench/base:bookworm"
 DEFAULT_AGENT = "automedbench/agent:default"
@@ -42,9 +41,10 @@ def agent_image(track: str) -> str:
 
 
 def dockerfiles_dir() -> Path:
-    """The repository's `docker/` folder (images are built from a checkout)."""
+    """The image recipes (base/, agent/default/, evaluator/): this package's `recipes/` (package data, so an
+    installed release builds its images too), or the folder AUTOMEDBENCH_DOCKERFILES names."""
     env = os.environ.get("AUTOMEDBENCH_DOCKERFILES")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "docker"
+    return Path(env) if env else Path(__file__).resolve().parent / "recipes"
 
 
 def client(timeout: int = 120):
@@ -286,8 +286,8 @@ def layered(cli, tag: str, folder: Path, base: str, say: Say, force: bool = Fals
 
 
 def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
-    """(track, recipe folder): `docker/agent/<track>/` in a checkout, else each installed track's own recipe
-    (`Track.agent_image()`, package data: found without a checkout, a third party's track too)."""
+    """(track, recipe folder): `agent/<track>/` among the recipes (here or under AUTOMEDBENCH_DOCKERFILES),
+    else each installed track's own recipe (`Track.agent_image()`, package data: a third party's track too)."""
     root = dockerfiles_dir() / "agent"
     seen: set[str] = set()
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
@@ -295,7 +295,7 @@ def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
             seen.add(folder.name)
             yield folder.name, folder
     if reg is None:
-        from ..plugins import registry
+        from automedbench.plugins import registry
 
         reg = registry()
     for track in sorted(reg.tracks(), key=lambda t: t.name):
@@ -308,7 +308,7 @@ def build_all(say: Say, base_image: str | None = None, force: bool = False) -> l
     """Build (or confirm up to date) every image the docker sandbox and evaluator use; returns the tags."""
     root = dockerfiles_dir()
     if not (root / "agent" / "default" / "Dockerfile").is_file():
-        raise UserError(f"no Dockerfiles at {root}: build from a checkout or set AUTOMEDBENCH_DOCKERFILES")
+        raise UserError(f"no Dockerfiles at {root}: reinstall automedbench-docker or set AUTOMEDBENCH_DOCKERFILES")
     cli = client(timeout=1200)
     base = base_image or BASE_IMAGE
     if base_image is None:

@@ -24,15 +24,16 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import InfrastructureError, SubmissionError, UserError
-from ..fsutil import HarnessDir
-from ..records import Evaluation, ExecResult
-from ..sandbox import Sandbox, SandboxSession, SandboxSpec
-from ..serialize import read_json, write_json
-from . import netns
-from .docker_images import EVALUATOR_IMAGE, agent_image, client, stage_harness
-from .local import EXEC_MOUNT, _Capture, sandbox_env
-from .quota import WorkspaceQuota, mount_workspace
+from automedbench.errors import InfrastructureError, SubmissionError, UserError
+from automedbench.fsutil import HarnessDir
+from automedbench.records import Evaluation, ExecResult
+from automedbench.sandbox import Sandbox, SandboxSession, SandboxSpec
+from automedbench.sandboxes import netns
+from automedbench.sandboxes.local import EXEC_MOUNT, _Capture, sandbox_env
+from automedbench.sandboxes.quota import WorkspaceQuota, mount_workspace
+from automedbench.serialize import read_json, write_json
+
+from .images import EVALUATOR_IMAGE, agent_image, client, stage_harness
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -315,9 +316,8 @@ def _has_image(cli, name: str) -> bool:
 
 def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAGE) -> Evaluation:
     """Run `python -I -m automedbench.evaluator` in a network-less, read-only container; read its verdict."""
+    from automedbench.evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
     from docker.types import Mount, Ulimit
-
-    from ..evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
 
     cli = client()
     if not _has_image(cli, image):
