@@ -56,7 +56,7 @@ def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh)
 
 def test_importing_the_cli_imports_no_feature():
     code = ("import sys, automedbench.cli\n"
-            "print(any(m.startswith(('automedbench_campaign', 'automedbench_docker')) for m in sys.modules))")
+            "print(any(m.startswith('automedbench_') for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -146,8 +146,11 @@ def test_a_command_of_an_extra_not_installed_names_the_extra(core_alone, argv, e
     assert argv[0] not in CliRunner().invoke(main, ["--help"]).output.split("Commands:")[1]
 
 
-@pytest.mark.parametrize(("kind", "name", "extra"), [("sandbox", "docker", "docker"), ("evaluator", "docker", "docker"),
-                                                     ("evaluator", "warm", "campaign")])
+@pytest.mark.parametrize(("kind", "name", "extra"), [
+    ("sandbox", "docker", "docker"), ("evaluator", "docker", "docker"), ("evaluator", "warm", "campaign"),
+    ("agent", "openai", "openai"), ("judge", "anthropic", "anthropic"), ("model", "openai", "openai"),
+    ("agent", "replay", "models"), ("judge", "llm", "models"),
+])
 def test_a_component_of_an_extra_not_installed_names_the_extra(core_alone, kind, name, extra):
     with pytest.raises(UserError, match=rf"pip install 'automedbench\[{extra}\]'"):
         core_alone.get(kind, name)
@@ -160,3 +163,10 @@ def test_run_with_a_sandbox_of_an_extra_not_installed_is_one_line(core_alone, tm
                                        "docker", "--out", str(tmp_path / "runs"), "--quiet"])
     assert result.exit_code == 2, result.output
     assert "pip install 'automedbench[docker]'" in result.stderr and "Traceback" not in result.output
+
+
+def test_run_with_a_model_agent_not_installed_is_one_line(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "openai", "--agent-option",
+                                       "model=gpt-4o", "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "pip install 'automedbench[openai]'" in result.stderr

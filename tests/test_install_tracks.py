@@ -32,7 +32,7 @@ DEMOS = {
 }
 DISTRIBUTION = {track: "automedbench-" + track.replace("_", "-") for track in DEMOS}
 # The built-in distributions beside the core (core/<name>/), each installed by the root extra of its name.
-BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker"}
+BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker", "models": "automedbench-models"}
 
 
 def _checkout_copy(dest: Path) -> Path:

@@ -90,6 +90,7 @@ LAYERS: dict[str, int] = {
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
     "automedbench_docker": BUILTIN,
+    "automedbench_models": BUILTIN,
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
@@ -99,6 +100,7 @@ LAYERS: dict[str, int] = {
     "automedbench_campaign.viewer.cli": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
+    "automedbench_models.plugin": FACE,
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
 
@@ -185,7 +187,9 @@ def broken_rules() -> list[str]:
 # importing the core's engine and command line loads none of the built-in distributions.
 MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evalservice", "automedbench.codes.llm",
              "automedbench.sandboxes.docker", "automedbench.sandboxes.docker_images",
-             "automedbench.sandboxes.docker_cli"]
+             "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
+                 "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
+             "automedbench.judges.llm", "automedbench.judges.digest"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():

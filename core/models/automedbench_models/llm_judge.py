@@ -16,15 +16,16 @@ import json
 import time
 from typing import Any
 
-from ..agents.chat import add_usage
-from ..agenttext import fence_agent_text
-from ..errors import AgentError, UserError
-from ..judge import Judge, JudgeInput
-from ..models import ReplyError, extract_json, get_model
-from ..pricing import Usage
-from ..records import ItemVerdict, JudgeVerdict, RubricItem
+from automedbench.agenttext import fence_agent_text
+from automedbench.errors import AgentError, UserError
+from automedbench.judge import Judge, JudgeInput, asked_items, verdict_schema
+from automedbench.judges.planimage import png_for_model, read_plan_png
+from automedbench.models import ReplyError, extract_json, get_model
+from automedbench.pricing import Usage
+from automedbench.records import ItemVerdict, JudgeVerdict, RubricItem
+
+from .chat import add_usage
 from .digest import clip, digest, with_pilot_checks
-from .planimage import png_for_model, read_plan_png
 
 SYSTEM = """You grade the PROCESS of an autonomous agent's medical-AI research run against a rubric.
 You see the task, the agent's plan files (plan.md as text, plan.png as an image when present) and a
@@ -53,28 +54,6 @@ PLAN_CHARS = 20_000
 
 class VerdictError(ReplyError):
     """The judge's reply is not a valid verdict; the message is sent back to the model."""
-
-
-def asked_items(judge_input: JudgeInput) -> list[RubricItem]:
-    """The items to grade: the run's graded items (auto-pass, excluded and not-applicable ones are settled
-    by the rubric, as for the rules judge)."""
-    return [i for i in judge_input.rubric if i.at_tier(judge_input.tier) == "graded"]
-
-
-def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:
-    """A strict JSON schema (every property required, no extras) for the reply."""
-    props = {}
-    for item in items:
-        props[item.id] = {
-            "type": "object", "additionalProperties": False,
-            "required": ["value", "rationale", "evidence_turns"],
-            "properties": {"value": {"type": "number", "enum": list(item.levels)},
-                           "rationale": {"type": "string"},
-                           "evidence_turns": {"type": "array", "items": {"type": "integer"}}},
-        }
-    return {"type": "object", "additionalProperties": False, "required": ["items"],
-            "properties": {"items": {"type": "object", "additionalProperties": False,
-                                     "required": [i.id for i in items], "properties": props}}}
 
 
 def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import AgentError, UserError
-from ..pricing import Usage
-from ..records import ToolCall
+from automedbench.errors import AgentError, UserError
+from automedbench.pricing import Usage
+from automedbench.records import ToolCall
+
 from .chat import Backend, ChatAgent, Completion
 
 # Model families that take max_completion_tokens and no temperature.

@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define, fields
-
-from ..agent import Agent, AgentContext
-from ..errors import UserError
-from ..fsutil import open_path, read_regular
-from ..records import AgentTurn, ToolCall
-from ..yamlfile import read_yaml
+from automedbench.agent import Agent, AgentContext
+from automedbench.errors import UserError
+from automedbench.fsutil import open_path, read_regular
+from automedbench.records import AgentTurn, ToolCall
+from automedbench.yamlfile import read_yaml
 
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20

@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..agent import Agent, AgentContext
-from ..errors import UserError
-from ..records import AgentTurn, ToolCall
-from ..runfolder import RunFolder
-from ..trajectory import read_events, torn_line
+from automedbench.agent import Agent, AgentContext
+from automedbench.errors import UserError
+from automedbench.records import AgentTurn, ToolCall
+from automedbench.runfolder import RunFolder
+from automedbench.trajectory import read_events, torn_line
 
 
 class ReplayAgent(Agent):

@@ -14,13 +14,13 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from attrs import Factory, define
+from automedbench.agent import TOOLS, Agent, AgentContext
+from automedbench.errors import ContentRefused, UserError
+from automedbench.modelconfig import ModelConfig
+from automedbench.models import get_model
+from automedbench.pricing import Usage
+from automedbench.records import AgentTurn, ToolCall
 
-from ..agent import TOOLS, Agent, AgentContext
-from ..errors import ContentRefused, UserError
-from ..modelconfig import ModelConfig
-from ..models import get_model
-from ..pricing import Usage
-from ..records import AgentTurn, ToolCall
 from .chat_common import (
     CHARS_PER_TOKEN,
     REFUSAL_FINISH,

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import UserError
-from ..pricing import Usage
-from ..records import ToolCall
+from automedbench.errors import UserError
+from automedbench.pricing import Usage
+from automedbench.records import ToolCall
+
 from .chat import Backend, ChatAgent, Completion
 
 VERDICT_TOOL = "submit_verdict"
