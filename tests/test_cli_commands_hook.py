@@ -170,3 +170,11 @@ def test_run_with_a_model_agent_not_installed_is_one_line(core_alone, tmp_path):
                                        "model=gpt-4o", "--out", str(tmp_path / "runs"), "--quiet"])
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and "pip install 'automedbench[openai]'" in result.stderr
+
+
+def test_run_with_the_warm_evaluator_not_installed_fails_before_the_run(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "reference", "--warm-evaluator",
+                                       "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'automedbench[campaign]'" in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
