@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from automedbench.campaign.htmlreport import render_html
-from automedbench.campaign.leaderboard import build, to_json
-from automedbench.campaign.render import to_csv
-from automedbench.campaign.store import find_runs, load_table
-from automedbench.campaign.synthetic import write_runs
+from automedbench_campaign.htmlreport import render_html
+from automedbench_campaign.leaderboard import build, to_json
+from automedbench_campaign.render import to_csv
+from automedbench_campaign.store import find_runs, load_table
+from automedbench_campaign.synthetic import write_runs
 
 
 def timed(fn):

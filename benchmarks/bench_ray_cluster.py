@@ -25,8 +25,8 @@ os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
 os.environ["RAY_AUTH_MODE"] = "token"
 
 from automedbench import staging
-from automedbench.campaign.sweep import Sweep, SweepConfig
 from automedbench.plugins import registry
+from automedbench_campaign.sweep import Sweep, SweepConfig
 from test_campaign_ray_cluster import LOOPBACK, Cluster
 
 TASK = "segmentation/demo"

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from automedbench import staging
-from automedbench.campaign.sweep import RunSpec, Sweep, SweepConfig
-from automedbench.campaign.synthetic import template
 from automedbench.plugins import registry
 from automedbench.runner import Run, RunOptions
+from automedbench_campaign.sweep import RunSpec, Sweep, SweepConfig
+from automedbench_campaign.synthetic import template
 
 TASK = "segmentation/demo"
 

@@ -16,13 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from automedbench import evalservice, staging
+from automedbench import staging
 from automedbench.evaluator import run_isolated
 from automedbench.freeze import freeze
 from automedbench.plugins import registry
 from automedbench.runfolder import RunFolder
 from automedbench.runner import Run, RunOptions
 from automedbench.serialize import write_json
+from automedbench_campaign import evalservice
 
 DEMOS = ["segmentation/demo", "vqa/demo", "enhancement/demo-ldct", "enhancement/demo-sr", "detection/demo",
          "report_gen/demo"]

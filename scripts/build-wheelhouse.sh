@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build a wheel of every distribution in this repository (the core and each plugins/<track>/) into one
-# folder, as a release would publish them. Then, in any venv:
+# Build a wheel of every distribution in this repository (the core, each plugins/<track>/ and each built-in
+# distribution under core/<name>/: campaign, docker, models) into one folder, as a release would publish
+# them. Then, in any venv:
 #   pip install --find-links DIR 'automedbench[detection]'
 # installs the core and that track (third-party dependencies come from the package index).
 # Usage: scripts/build-wheelhouse.sh [DIR]   (default: dist/wheelhouse)

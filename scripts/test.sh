@@ -48,8 +48,17 @@ for dir in plugins/*/; do
   [ -f "$dir/pyproject.toml" ] || continue
   if grep -qE '^test *=' "$dir/pyproject.toml"; then plugin_args+=(-e "$dir[test]"); else plugin_args+=(-e "$dir"); fi
 done
-say "installing the core and ${#plugin_args[@]} plugin arguments: ${plugin_args[*]}"
-"${PIP[@]}" -e ".[dev,reference,openai,anthropic,docker]" "${plugin_args[@]}"
+# The built-in distributions beside the core (core/<name>/: campaign, docker, models), editable like the
+# tracks, with the extras that bring their SDKs. Not through the root's extras of the same names: pip
+# refuses an editable and a folder reference to one distribution in one command.
+declare -A builtin_extras=([docker]="[sdk]" [models]="[openai,anthropic]")
+builtin_args=()
+for dir in core/*/; do
+  dir=${dir%/}
+  [ -f "$dir/pyproject.toml" ] && builtin_args+=(-e "$dir${builtin_extras[$(basename "$dir")]:-}")
+done
+say "installing the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
+"${PIP[@]}" -e ".[dev,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
 # Ray for the sweep's --executor ray test (skips when the install fails).
 say "installing ray"
 "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from automedbench.plugins import Registry, registry
-from automedbench.sandboxes import docker_images
+from automedbench_docker import images as docker_images
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKS_WITH_RECIPES = {"detection", "enhancement", "report_gen", "segmentation", "vqa"}

@@ -152,10 +152,10 @@ def test_csv_cells_never_start_a_formula(cell):
 def test_leaderboard_csv_quotes_formula_cells(tmp_path):
     import csv
 
-    from automedbench.campaign.leaderboard import build
-    from automedbench.campaign.render import to_csv
-    from automedbench.campaign.store import load_table
-    from automedbench.campaign.synthetic import write_runs
+    from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.render import to_csv
+    from automedbench_campaign.store import load_table
+    from automedbench_campaign.synthetic import write_runs
 
     write_runs(tmp_path, 8, seed=1, agents=["=cmd|' /C calc'!A0", "@evil"], tasks=["segmentation/task00"])
     rows = list(csv.DictReader(io.StringIO(to_csv(build(load_table([tmp_path]), resamples=50)))))

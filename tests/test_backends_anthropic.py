@@ -7,13 +7,13 @@ import os
 
 import pytest
 from automedbench.agent import TOOLS, AgentContext
-from automedbench.agents.anthropic_chat import AnthropicChatAgent, convert
 from automedbench.cli import main
 from automedbench.errors import AgentError
 from automedbench.records import Result
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_models.anthropic_chat import AnthropicChatAgent, convert
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, anthropic_reply, error_reply, serve_fake_llm
 

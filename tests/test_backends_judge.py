@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 from automedbench.cli import main
-from automedbench.judges.llm import VerdictError, asked_items, digest, parse_verdict, verdict_schema
 from automedbench.records import Evaluation, JudgeVerdict, Result
 from automedbench.rubric import default_rubric
 from automedbench.serialize import read_json
 from automedbench.testing import needs
+from automedbench_models.llm_judge import VerdictError, asked_items, digest, parse_verdict, verdict_schema
 from click.testing import CliRunner
 from test_backends_fakes import FakeLLMServer, anthropic_reply, openai_reply, serve_fake_llm
 

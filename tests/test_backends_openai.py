@@ -7,15 +7,15 @@ import os
 
 import pytest
 from automedbench.agent import TOOLS, AgentContext
-from automedbench.agents.chat import TRUNCATED_NUDGE
-from automedbench.agents.chat_common import ELIDED
-from automedbench.agents.openai_chat import OpenAIChatAgent
 from automedbench.cli import main
 from automedbench.errors import AgentError, UserError
 from automedbench.records import Result
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_models.chat import TRUNCATED_NUDGE
+from automedbench_models.chat_common import ELIDED
+from automedbench_models.openai_chat import OpenAIChatAgent
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, Reply, error_reply, openai_reply, serve_fake_llm
 

@@ -7,15 +7,15 @@ import json
 
 import pytest
 from automedbench.agent import TOOLS, AgentContext
-from automedbench.agents.chat_common import ELIDED, context_overflow
-from automedbench.agents.openai_chat import OpenAIChatAgent
-from automedbench.agents.textcalls import MAX_CALLS, MAX_DEPTH, MAX_OBJECT, find_text_calls
 from automedbench.cli import main
 from automedbench.errors import AgentError, UserError
 from automedbench.records import Result
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_models.chat_common import ELIDED, context_overflow
+from automedbench_models.openai_chat import OpenAIChatAgent
+from automedbench_models.textcalls import MAX_CALLS, MAX_DEPTH, MAX_OBJECT, find_text_calls
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, Reply, anthropic_reply, openai_reply, serve_fake_llm
 

@@ -8,11 +8,11 @@ import os
 
 import pytest
 from automedbench.agent import TOOLS, AgentContext
-from automedbench.agents.cli_agent import CliAgent, CliAgentSpec, parse_claude_stream_json
-from automedbench.agents.replay import ReplayAgent
 from automedbench.errors import UserError
 from automedbench.runner import Run, RunOptions
 from automedbench.trajectory import read_events
+from automedbench_models.cli_agent import CliAgent, CliAgentSpec, parse_claude_stream_json
+from automedbench_models.replay import ReplayAgent
 
 DEMO = "segmentation/demo"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from automedbench.agents.chat_common import ELIDED, estimate_tokens, fit_context, repair_json, retry_after
 from automedbench.errors import UserError
 from automedbench.modelconfig import resolve
 from automedbench.pricing import Price, PriceTable, Usage, price_table
 from automedbench.records import ItemVerdict, JudgeVerdict
 from automedbench.rejudge import agreement, cohen_kappa
+from automedbench_models.chat_common import ELIDED, estimate_tokens, fit_context, repair_json, retry_after
 
 # ------------------------------------------------------------------ pricing
 

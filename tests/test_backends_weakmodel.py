@@ -10,7 +10,6 @@ import time
 
 import pytest
 from automedbench.agent import TOOLS
-from automedbench.agents.textcalls import find_text_calls
 from automedbench.cli import main
 from automedbench.records import Result
 from automedbench.replyhint import MAX_SCAN, diagnose, example_call
@@ -18,6 +17,7 @@ from automedbench.runstate import AgentLoop
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_models.textcalls import find_text_calls
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, Reply, openai_reply, serve_fake_llm
 

@@ -9,11 +9,11 @@ import subprocess
 
 import numpy as np
 import pytest
-from automedbench.campaign import htmlreport
-from automedbench.campaign.htmlreport import CHAR_PX, code_plot, distribution_plot, render_html
-from automedbench.campaign.leaderboard import build
-from automedbench.campaign.store import load_table
-from automedbench.campaign.synthetic import write_runs
+from automedbench_campaign import htmlreport
+from automedbench_campaign.htmlreport import CHAR_PX, code_plot, distribution_plot, render_html
+from automedbench_campaign.leaderboard import build
+from automedbench_campaign.store import load_table
+from automedbench_campaign.synthetic import write_runs
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from automedbench.campaign.sweep import MANIFEST
 from automedbench.trajectory import read_events
+from automedbench_campaign.sweep import MANIFEST
 
 CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
 

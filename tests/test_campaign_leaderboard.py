@@ -11,15 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from automedbench.campaign.htmlreport import render_html
-from automedbench.campaign.leaderboard import build, to_json
-from automedbench.campaign.render import to_csv
-from automedbench.campaign.stats import bootstrap_means
-from automedbench.campaign.store import load_table
-from automedbench.campaign.synthetic import template, write_runs
 from automedbench.cli import main
 from automedbench.records import Result
 from automedbench.serialize import from_dict
+from automedbench_campaign.htmlreport import render_html
+from automedbench_campaign.leaderboard import build, to_json
+from automedbench_campaign.render import to_csv
+from automedbench_campaign.stats import bootstrap_means
+from automedbench_campaign.store import load_table
+from automedbench_campaign.synthetic import template, write_runs
 from click.testing import CliRunner
 
 

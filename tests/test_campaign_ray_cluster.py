@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
-from automedbench.campaign.sweep import ATTEMPTS, MANIFEST, RAY_LOG
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_campaign.sweep import ATTEMPTS, MANIFEST, RAY_LOG
 
 pytestmark = [needs("ray"), pytest.mark.slow]
 RAY = str(Path(sys.executable).with_name("ray"))

@@ -8,9 +8,9 @@ import sys
 import types
 
 import pytest
-from automedbench.campaign import executors
-from automedbench.campaign.executors import RayExecutor, check_ray_version, ray_init_problem
 from automedbench.errors import UserError
+from automedbench_campaign import executors
+from automedbench_campaign.executors import RayExecutor, check_ray_version, ray_init_problem
 
 
 class NodeDiedError(Exception):

@@ -6,10 +6,10 @@ import json
 import os
 
 import pytest
-from automedbench.campaign.executors import InlineExecutor, execute_payload
-from automedbench.campaign.sweep import ATTEMPTS, MANIFEST, RunSpec, Sweep, SweepConfig
 from automedbench.cli import main
 from automedbench.errors import UserError
+from automedbench_campaign.executors import InlineExecutor, execute_payload
+from automedbench_campaign.sweep import ATTEMPTS, MANIFEST, RunSpec, Sweep, SweepConfig
 from click.testing import CliRunner
 
 DEMO = "segmentation/demo"
@@ -126,7 +126,7 @@ def test_sweep_refuses_a_sandbox_without_isolation_unless_asked(reg, tmp_path, d
 
 def test_slots_copy_private_files_and_link_public_ones(reg, tmp_path, staged):
     """Concurrent slots must not share an inode the tripwire watches (the private references)."""
-    from automedbench.campaign.slots import slot_root
+    from automedbench_campaign.slots import slot_root
 
     _, task = reg.task("segmentation/demo")
     base = staged.root.parent.parent
@@ -188,7 +188,7 @@ def die_once(payload):
 
 
 def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, tmp_path, data_root, staged):
-    from automedbench.campaign.executors import LocalExecutor
+    from automedbench_campaign.executors import LocalExecutor
 
     c = config(tmp_path, data_root, repeats=2, executor="local")
     c.out.mkdir(parents=True)
@@ -204,8 +204,8 @@ def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, t
 
 def test_sweep_codes_and_leaderboard_end_to_end(reg, tmp_path, data_root, staged):
     """The flawed agents through a sweep: their codes reach the leaderboard's analyses."""
-    from automedbench.campaign.leaderboard import build
-    from automedbench.campaign.store import load_table
+    from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.store import load_table
 
     agents = ["reference", "skip-validate", "no-submit", "incomplete"]
     c = config(tmp_path, data_root, agents=agents, repeats=1)

@@ -11,12 +11,16 @@ import types
 import click
 import pytest
 from automedbench.cli import main
+from automedbench.errors import UserError
 from automedbench.hookspecs import hookimpl
 from automedbench.plugins import Registry
 from click.testing import CliRunner
 
 ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "validate-task", "rejudge", "judge-agreement"}
-FEATURES = {"sweep", "codes", "leaderboard", "images", "view"}
+# Each feature command and the plugin (entry point) that owns it: the campaign is its own distribution.
+FEATURE_OWNERS = {"sweep": "campaign", "codes": "campaign", "leaderboard": "campaign", "view": "campaign",
+                  "images": "docker"}
+FEATURES = set(FEATURE_OWNERS)
 
 
 def command_plugin(name: str, *commands: click.Command) -> types.ModuleType:
@@ -43,7 +47,7 @@ def fresh(monkeypatch):
 def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh):
     assert set(main.commands) == ENGINE
     owners = {name: comp.plugin for name, comp in fresh.commands(reserved=main.commands).items()}
-    assert owners == dict.fromkeys(FEATURES, "builtins")
+    assert owners == FEATURE_OWNERS
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
     listed = {line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()}
@@ -52,7 +56,7 @@ def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh)
 
 def test_importing_the_cli_imports_no_feature():
     code = ("import sys, automedbench.cli\n"
-            "print(any(m.startswith(('automedbench.campaign', 'automedbench.sandboxes.docker')) for m in sys.modules))")
+            "print(any(m.startswith('automedbench_') for m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -94,7 +98,7 @@ def test_a_clashing_command_is_a_clear_problem_and_the_first_owner_keeps_the_nam
     assert result.exit_code == 0
     problems = [line for line in result.stderr.splitlines() if "plugin problem" in line]
     assert any("amb-clash" in p and "command 'run' clashes with the one from the engine" in p for p in problems)
-    assert any("amb-clash" in p and "command 'sweep' clashes with the one from builtins" in p for p in problems)
+    assert any("amb-clash" in p and "command 'sweep' clashes with the one from campaign" in p for p in problems)
     assert len(problems) == 2
     again = CliRunner().invoke(main, ["sweep", "--help"])  # said once, and the campaign's sweep is the one run
     assert again.exit_code == 0 and "plugin problem" not in again.stderr and "--agents" in again.output
@@ -113,3 +117,64 @@ def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0 and "sweep" in result.output
     assert "amb-broken" in result.stderr and "RuntimeError: boom" in result.stderr
+
+
+@pytest.fixture
+def core_alone(monkeypatch):
+    """The command line over a registry of the core's own built-ins only: no built-in distribution installed."""
+    import automedbench.builtins
+    from automedbench.toy import plugin as toy
+
+    reg = Registry()
+    reg.add_plugin(automedbench.builtins, name="builtins")
+    reg.add_plugin(toy, name="automedbench-toy")
+    monkeypatch.setattr("automedbench.cli.registry", lambda: reg)
+    return reg
+
+
+@pytest.mark.parametrize(("argv", "extra"), [
+    (["sweep", "--agents", "reference", "--tasks", "segmentation/demo"], "campaign"),
+    (["view", "some-run"], "campaign"),
+    (["images", "build"], "docker"),
+])
+def test_a_command_of_an_extra_not_installed_names_the_extra(core_alone, argv, extra):
+    """Without its distribution, a feature command is one line naming the extra to install, exit 2."""
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"pip install 'automedbench[{extra}]'" in lines[0], result.stderr
+    assert argv[0] not in CliRunner().invoke(main, ["--help"]).output.split("Commands:")[1]
+
+
+@pytest.mark.parametrize(("kind", "name", "extra"), [
+    ("sandbox", "docker", "docker"), ("evaluator", "docker", "docker"), ("evaluator", "warm", "campaign"),
+    ("agent", "openai", "openai"), ("judge", "anthropic", "anthropic"), ("model", "openai", "openai"),
+    ("agent", "replay", "models"), ("judge", "llm", "models"),
+])
+def test_a_component_of_an_extra_not_installed_names_the_extra(core_alone, kind, name, extra):
+    with pytest.raises(UserError, match=rf"pip install 'automedbench\[{extra}\]'"):
+        core_alone.get(kind, name)
+    with pytest.raises(UserError, match="unknown sandbox 'nosuch'"):  # any other name: unknown, as before
+        core_alone.get("sandbox", "nosuch")
+
+
+def test_run_with_a_sandbox_of_an_extra_not_installed_is_one_line(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "reference", "--sandbox",
+                                       "docker", "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'automedbench[docker]'" in result.stderr and "Traceback" not in result.output
+
+
+def test_run_with_a_model_agent_not_installed_is_one_line(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "openai", "--agent-option",
+                                       "model=gpt-4o", "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and "pip install 'automedbench[openai]'" in result.stderr
+
+
+def test_run_with_the_warm_evaluator_not_installed_fails_before_the_run(core_alone, tmp_path):
+    result = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "reference", "--warm-evaluator",
+                                       "--out", str(tmp_path / "runs"), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "pip install 'automedbench[campaign]'" in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

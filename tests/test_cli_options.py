@@ -11,12 +11,12 @@ import attrs
 import click
 import pytest
 from automedbench.agent import Agent
-from automedbench.campaign.sweep import SHARED_FIELDS, SweepConfig
 from automedbench.cli import main
 from automedbench.fsutil import sha256_text
 from automedbench.options import META, RunOptions, click_options, flag_of, from_cli, score_record
 from automedbench.records import AgentTurn, ToolCall
 from automedbench.serialize import dumps
+from automedbench_campaign.sweep import SHARED_FIELDS, SweepConfig
 from click.testing import CliRunner
 from review_steps import register_agent
 
@@ -211,7 +211,7 @@ def test_bad_run_eval_option_is_one_line_and_exit_2(data_root, tmp_path):
 
 def test_every_executor_gets_the_shared_fields_in_a_plain_payload(tmp_path):
     """Local workers and Ray tasks receive the payload as plain data and rebuild RunOptions from it."""
-    from automedbench.campaign.sweep import RunSpec, Sweep
+    from automedbench_campaign.sweep import RunSpec, Sweep
 
     config = SweepConfig(["a"], ["t/x"], ["lite"], out=tmp_path, exec_timeout_s=9.0, gpus="0,1",
                          eval_options={"k": "v"}, agent_options={"model": "m"}, max_turns=4, require_isolation=False)

@@ -10,10 +10,10 @@ import attrs
 import pytest
 from automedbench.cli import main
 from automedbench.codes import Detector, context_from_run_dir, detect, detectors_for, tag_run
-from automedbench.codes.llm import LLMTagger, ScriptedBackend, parse_reply, render_prompt
 from automedbench.hookspecs import hookimpl
 from automedbench.records import FiredCode, Result
 from automedbench.serialize import read_json
+from automedbench_campaign.tagger import LLMTagger, ScriptedBackend, parse_reply, render_prompt
 from click.testing import CliRunner
 
 OUTPUTS = ["organ.nii.gz", "lesion.nii.gz"]
@@ -259,7 +259,7 @@ def test_tagger_prompt_fences_agent_text_against_injection(run_agent):
     """Agent words, code, output and file names cannot pass for the harness's own lines in the tagger prompt."""
     import re
 
-    from automedbench.codes.llm import SYSTEM
+    from automedbench_campaign.tagger import SYSTEM
 
     result, run_dir = run_agent("reference")
     ctx = context_from_run_dir(run_dir, result, OUTPUTS)

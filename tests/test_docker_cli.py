@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 def test_without_the_docker_package_the_sandbox_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)  # makes `import docker` raise ImportError
-    from automedbench.sandboxes.docker import DockerSandbox
+    from automedbench_docker.sandbox import DockerSandbox
 
     ok, why = DockerSandbox().available()
     assert not ok and "pip install 'automedbench[docker]'" in why
@@ -29,7 +29,7 @@ def test_no_engine_is_a_clear_error(monkeypatch):
     import pytest
 
     pytest.importorskip("docker", reason="the docker package is not installed")
-    from automedbench.sandboxes.docker import DockerSandbox
+    from automedbench_docker.sandbox import DockerSandbox
 
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     ok, why = DockerSandbox().available()

@@ -12,8 +12,8 @@ from automedbench.sandbox import SandboxSpec
 
 docker = pytest.importorskip("docker", reason="the docker package is not installed: pip install 'automedbench[docker]'")
 
-from automedbench.sandboxes.docker import DockerSandbox, container_config  # noqa: E402
-from automedbench.sandboxes.docker_images import agent_image, harness_dists, stage_harness, tree_digest  # noqa: E402
+from automedbench_docker.images import agent_image, harness_dists, stage_harness, tree_digest  # noqa: E402
+from automedbench_docker.sandbox import DockerSandbox, container_config  # noqa: E402
 
 
 def _engine_reason() -> str | None:
@@ -166,7 +166,7 @@ def test_evaluator_container_has_no_network_and_mounts_read_only(tmp_path, stage
 
 
 def test_gpus_named_in_the_environment_reach_the_container(tmp_path, monkeypatch):
-    from automedbench.sandboxes import docker as docker_mod
+    from automedbench_docker import sandbox as docker_mod
 
     seen: dict = {}
 
@@ -216,7 +216,7 @@ def test_host_inotify_sees_reads_through_the_bind_mounts(tmp_path):
 
 
 def test_evaluator_user_is_unprivileged_unless_the_references_are_private_to_their_owner(tmp_path):
-    from automedbench.sandboxes.docker import SANDBOX_UID, evaluator_user, world_readable
+    from automedbench_docker.sandbox import SANDBOX_UID, evaluator_user, world_readable
 
     (tmp_path / "c1").mkdir()
     (tmp_path / "c1" / "ref.nii.gz").write_bytes(b"x")

@@ -338,7 +338,7 @@ def test_a_provider_refusing_the_agents_text_grades_that_case_zero(model, tmp_pa
 
 
 def test_the_openai_style_content_filter_error_is_a_refusal():
-    from automedbench.agents.chat_common import content_refusal
+    from automedbench_models.chat_common import content_refusal
 
     class BadRequest(Exception):
         status_code = 400

@@ -31,6 +31,8 @@ DEMOS = {
     "synthesis": "synthesis/demo",
 }
 DISTRIBUTION = {track: "automedbench-" + track.replace("_", "-") for track in DEMOS}
+# The built-in distributions beside the core (core/<name>/), each installed by the root extra of its name.
+BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker", "models": "automedbench-models"}
 
 
 def _checkout_copy(dest: Path) -> Path:
@@ -83,7 +85,34 @@ def wheelhouse(tmp_path_factory) -> Path:
 
 def test_wheelhouse_holds_every_distribution(wheelhouse):
     names = {wheel.name.split("-")[0] for wheel in wheelhouse.glob("*.whl")}
-    assert names >= {"automedbench", *(d.replace("-", "_") for d in DISTRIBUTION.values())}
+    assert names >= {"automedbench", *(d.replace("-", "_") for d in [*DISTRIBUTION.values(), *BUILTINS.values()])}
+
+
+def test_the_readme_install_runs_the_demo_with_the_core_alone(tmp_path):
+    """The README's first command: `pip install -e . -e plugins/segmentation` (no extras) holds no built-in
+    distribution, runs the demo, and a command of a part not installed is one line naming its extra (exit 2)."""
+    clone = _checkout_copy(tmp_path / "clone")
+    python = _fresh_venv(tmp_path / "venv")
+    _pip(python, "-e", ".", "-e", "plugins/segmentation", cwd=clone)
+    assert _automedbench_distributions(python) == {"automedbench", "automedbench-segmentation"}
+    result = _run_demo(python, "segmentation/demo", tmp_path)
+    assert result["task"]["strict"] > 0 and result["aggregate"]["rating"] != "F"
+    proc = subprocess.run([str(python.parent / "automedbench"), "sweep", "--agents", "reference", "--tasks",
+                           "segmentation/demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "pip install 'automedbench[campaign]'" in proc.stderr
+
+
+@pytest.mark.parametrize("extra", sampled(sorted(BUILTINS)))
+def test_a_builtin_extra_installs_its_distribution_and_registers_it(extra, tmp_path):
+    """`pip install -e '.[campaign]'` adds the built-in distribution, found through the entry-point group."""
+    clone = _checkout_copy(tmp_path / "clone")
+    python = _fresh_venv(tmp_path / "venv")
+    _pip(python, "-e", f".[{extra}]", cwd=clone)
+    assert _automedbench_distributions(python) == {"automedbench", BUILTINS[extra]}
+    listing = subprocess.run([str(python.parent / "automedbench"), "plugins"], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert listing.returncode == 0 and BUILTINS[extra] in listing.stdout, listing.stdout + listing.stderr
 
 
 # One track from wheels and one editable spelling by default (each is a fresh venv and a demo run: minutes

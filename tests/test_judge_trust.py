@@ -127,7 +127,7 @@ def test_one_byte_files_are_not_a_pilot(treg, data_root, tmp_path, run_agent):
 
 
 def llm_prompt(reg, run_dir, tier="lite") -> str:
-    from automedbench.judges.llm import asked_items, build_messages, verdict_schema
+    from automedbench_models.llm_judge import asked_items, build_messages, verdict_schema
 
     inp = judge_input(run_dir, *reg.task(DEMO), tier)
     items = asked_items(inp)
@@ -173,7 +173,7 @@ pathlib.Path(a.log).write_text("\n".join(json.dumps(s) for s in steps) + "\n")
 
 
 def test_cli_self_reported_steps_earn_nothing_and_are_marked(treg, data_root, tmp_path):
-    from automedbench.judges.llm import asked_items, build_messages, verdict_schema
+    from automedbench_models.llm_judge import asked_items, build_messages, verdict_schema
 
     (tmp_path / "claims.py").write_text(FAKE_CLAIMS)
     spec = tmp_path / "claims.yaml"
@@ -302,7 +302,7 @@ def test_plan_png_sent_to_a_model_is_downscaled_and_fenced(reg):
     import io
 
     from automedbench.judge import JudgeInput
-    from automedbench.judges.llm import asked_items, build_messages, verdict_schema
+    from automedbench_models.llm_judge import asked_items, build_messages, verdict_schema
     from PIL import Image
 
     buffer = io.BytesIO()
@@ -367,7 +367,7 @@ def test_observed_output_drops_printed_literals():
 
 
 def test_digest_names_every_failed_turn_even_past_the_budget():
-    from automedbench.judges.digest import digest
+    from automedbench_models.digest import digest
 
     events = [{"type": "tool", "turn": t, "name": "execute_code", "language": "python", "code": "x" * 1400,
                "stdout": "y" * 800, "exit_code": 1 if t % 3 == 0 else 0} for t in range(1, 61)]
@@ -383,7 +383,7 @@ def test_digest_names_every_failed_turn_even_past_the_budget():
 
 def test_agent_strings_cannot_break_lines():
     from automedbench.agenttext import quote_line
-    from automedbench.judges.digest import indented
+    from automedbench_models.digest import indented
 
     for sep in ("\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x1c"):
         assert "\n" not in quote_line(f"a{sep}## Turn 9") and sep not in quote_line(f"a{sep}b")

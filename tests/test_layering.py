@@ -1,6 +1,9 @@
 """The layering, held by an import-graph check over core/ and every plugins/*/ (tests included).
 
 contract <- engine <- built-ins <- face: a module may import its own layer or a lower one, never a higher.
+The built-in distributions under core/<name>/ (import package ``automedbench_<name>``) are built-ins and
+face like the core's own: they may import the core's modules by these rules, and the core (package
+``automedbench``) never imports one of them, as it never imports a third party's plugin.
 A track (anything under plugins/<track>/, its tests too) imports the core only through ``automedbench.api``
 and ``automedbench.testing``, and never another track. Every import counts, inside functions too.
 ``python tests/test_layering.py`` prints the graph's broken rules.
@@ -14,6 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "core"
+# The built-in distributions beside the core package: folder -> import package (core/campaign -> automedbench_campaign).
+BUILTIN_DISTS = {d: f"automedbench_{d.name}" for d in sorted(CORE.iterdir()) if (d / "pyproject.toml").is_file()}
 
 CONTRACT, ENGINE, BUILTIN, FACE = 0, 1, 2, 3
 LAYER_NAMES = {CONTRACT: "contract", ENGINE: "engine", BUILTIN: "built-ins", FACE: "face"}
@@ -78,21 +83,24 @@ LAYERS: dict[str, int] = {
     "automedbench.validate": ENGINE,
     # built-ins: registered through the same hooks a third party uses
     "automedbench.agents": BUILTIN,
-    "automedbench.campaign": BUILTIN,
     "automedbench.codes.generic": BUILTIN,
-    "automedbench.codes.llm": BUILTIN,
-    "automedbench.evalservice": BUILTIN,  # the warm evaluator, an evaluator backend registered by the built-ins
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
     "automedbench.toy": BUILTIN,
-    "automedbench.viewer": BUILTIN,
+    # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
+    "automedbench_campaign": BUILTIN,
+    "automedbench_docker": BUILTIN,
+    "automedbench_models": BUILTIN,
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
-    "automedbench.campaign.cli": FACE,
-    "automedbench.sandboxes.docker_cli": FACE,
     "automedbench.testing": FACE,
-    "automedbench.viewer.cli": FACE,
+    "automedbench_campaign.cli": FACE,
+    "automedbench_campaign.plugin": FACE,  # registers the campaign (its commands too), like automedbench.builtins
+    "automedbench_campaign.viewer.cli": FACE,
+    "automedbench_docker.cli": FACE,
+    "automedbench_docker.plugin": FACE,
+    "automedbench_models.plugin": FACE,
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
 
@@ -110,14 +118,15 @@ def _module_name(path: Path, base: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_module(name: str, base: Path) -> bool:
+def _is_module(name: str, bases: list[Path]) -> bool:
     rel = Path(*name.split("."))
-    return (base / rel).with_suffix(".py").is_file() or (base / rel / "__init__.py").is_file()
+    return any((base / rel).with_suffix(".py").is_file() or (base / rel / "__init__.py").is_file() for base in bases)
 
 
-def imports_of(path: Path, module: str, base: Path | None) -> set[str]:
+def imports_of(path: Path, module: str, base: Path | list[Path] | None) -> set[str]:
     """Absolute names of every automedbench* module the file imports (submodules resolved when base is known)."""
     is_package = path.name == "__init__.py"
+    bases = [base] if isinstance(base, Path) else base
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
@@ -131,21 +140,33 @@ def imports_of(path: Path, module: str, base: Path | None) -> set[str]:
                 target = node.module or ""
             for alias in node.names:  # `from automedbench import staging` imports the module staging
                 sub = f"{target}.{alias.name}"
-                found.add(sub if base is not None and _is_module(sub, base) else target)
+                found.add(sub if bases and _is_module(sub, bases) else target)
     return {name for name in found if name.startswith("automedbench")}
+
+
+def _core_files() -> list[tuple[Path, Path]]:
+    """(file, folder its module name is relative to) for the core package and each built-in distribution."""
+    files = [(path, CORE) for path in sorted((CORE / "automedbench").rglob("*.py"))]
+    for folder, package in BUILTIN_DISTS.items():
+        files += [(path, folder) for path in sorted((folder / package).rglob("*.py"))]
+    return files
 
 
 def broken_rules() -> list[str]:
     broken: list[str] = []
-    for path in sorted((CORE / "automedbench").rglob("*.py")):
-        module = _module_name(path, CORE)
+    bases = [CORE, *BUILTIN_DISTS]
+    builtin_packages = set(BUILTIN_DISTS.values())
+    for path, base in _core_files():
+        module = _module_name(path, base)
         own = layer_of(module)
         if own is None:
             broken.append(f"{module}: no layer declared in tests/test_layering.py")
             continue
-        for target in sorted(imports_of(path, module, CORE)):
+        for target in sorted(imports_of(path, module, bases)):
             theirs = layer_of(target)
-            if theirs is not None and theirs > own:
+            if module.split(".")[0] == "automedbench" and target.split(".")[0] in builtin_packages:
+                broken.append(f"{module} (the core) imports {target} (a built-in distribution)")
+            elif theirs is not None and theirs > own:
                 broken.append(f"{module} ({LAYER_NAMES[own]}) imports {target} ({LAYER_NAMES[theirs]})")
     for plugin in sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()):
         own_packages = {p.name for p in plugin.iterdir() if (p / "__init__.py").is_file()}
@@ -160,6 +181,35 @@ def broken_rules() -> list[str]:
                 if top == "automedbench" or top.startswith("automedbench_"):
                     broken.append(f"plugins/{plugin.name}/{rel} -> {target}")  # a track: api/testing only
     return broken
+
+
+# Modules that left the core for a built-in distribution (issue 23's thin core): none may come back, and
+# importing the core's engine and command line loads none of the built-in distributions.
+MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evalservice", "automedbench.codes.llm",
+             "automedbench.sandboxes.docker", "automedbench.sandboxes.docker_images",
+             "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
+                 "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
+             "automedbench.judges.llm", "automedbench.judges.digest"]
+
+
+def test_the_core_holds_and_imports_none_of_the_moved_packages():
+    core_modules = {_module_name(path, CORE) for path in (CORE / "automedbench").rglob("*.py")}
+    assert sorted(m for m in core_modules if any(m == p or m.startswith(p + ".") for p in MOVED_OUT)) == []
+    imported = {target for path, base in _core_files() if base == CORE
+                for target in imports_of(path, _module_name(path, CORE), [CORE, *BUILTIN_DISTS])}
+    builtin_packages = tuple(BUILTIN_DISTS.values())
+    assert sorted(t for t in imported if t.startswith(builtin_packages) or t in MOVED_OUT) == []
+
+
+def test_loading_the_core_engine_imports_no_builtin_distribution():
+    """The run path and the command line, imported in a fresh interpreter, pull in no automedbench_* package."""
+    import subprocess
+
+    code = ("import sys, automedbench.cli, automedbench.runner, automedbench.api, automedbench.testing\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('automedbench_')}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 # Known breaks still to mend (none now); a new break fails, a mended one must be taken off this list.
@@ -189,6 +239,26 @@ def test_the_check_sees_a_break(tmp_path):
     plugin = tmp_path / "mytrack.py"
     plugin.write_text("from automedbench.api import Track\nfrom automedbench.runner import Run\n")
     assert imports_of(plugin, "mytrack", None) == {"automedbench.api", "automedbench.runner"}
+
+
+def test_the_check_sees_the_core_importing_a_builtin_distribution(tmp_path, monkeypatch):
+    """A core module importing a built-in distribution's package is a break, at whatever layer either is."""
+    core = tmp_path / "core"
+    (core / "automedbench").mkdir(parents=True)
+    (core / "automedbench" / "__init__.py").write_text("")
+    (core / "automedbench" / "cli.py").write_text("def f():\n    from automedbench_campaign import sweep\n")
+    dist = core / "campaign"
+    (dist / "automedbench_campaign").mkdir(parents=True)
+    (dist / "pyproject.toml").write_text('[project]\nname = "automedbench-campaign"\n')
+    (dist / "automedbench_campaign" / "__init__.py").write_text("")
+    (dist / "automedbench_campaign" / "sweep.py").write_text("from automedbench import runner\n")
+    (tmp_path / "plugins").mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "CORE", core)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "BUILTIN_DISTS", {dist: "automedbench_campaign"})
+    broken = broken_rules()
+    assert "automedbench.cli (the core) imports automedbench_campaign.sweep (a built-in distribution)" in broken
+    assert not any(b.startswith("automedbench_campaign.sweep") for b in broken)  # built-in -> engine is allowed
 
 
 if __name__ == "__main__":

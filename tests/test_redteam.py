@@ -117,7 +117,7 @@ def _available(backend: str) -> str | None:
             import docker  # noqa: F401
         except ImportError:
             return "the docker package is not installed (pip install 'automedbench[docker]')"
-        from automedbench.sandboxes.docker import DockerSandbox
+        from automedbench_docker.sandbox import DockerSandbox
 
         ok, why = DockerSandbox().available()
         return None if ok else why
@@ -126,7 +126,7 @@ def _available(backend: str) -> str | None:
 
 def _sandbox(backend: str):
     if backend == "docker":
-        from automedbench.sandboxes.docker import DockerSandbox
+        from automedbench_docker.sandbox import DockerSandbox
 
         return DockerSandbox()
     return LocalSandbox("auto" if backend == "local" else "none")
@@ -444,7 +444,7 @@ def _reset(e: Env) -> None:
             shutil.rmtree(target, ignore_errors=True)
     (e.ws / "outputs").mkdir(exist_ok=True)
     if e.backend == "docker":
-        from automedbench.sandboxes.docker import container_user, grant
+        from automedbench_docker.sandbox import container_user, grant
 
         grant(e.ws / "outputs", *container_user())
     e.wire.drain()

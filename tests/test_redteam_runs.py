@@ -162,7 +162,7 @@ def _available(backend: str) -> str | None:
             import docker  # noqa: F401
         except ImportError:
             return "the docker package is not installed"
-        from automedbench.sandboxes.docker import DockerSandbox
+        from automedbench_docker.sandbox import DockerSandbox
 
         ok, why = DockerSandbox().available()
         return None if ok else why

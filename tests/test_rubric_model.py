@@ -5,7 +5,6 @@ from __future__ import annotations
 import attrs
 import pytest
 from automedbench import scoring
-from automedbench.judges.llm import asked_items
 from automedbench.judges.rules import RulesJudge
 from automedbench.records import ItemVerdict, JudgeVerdict, Result, RubricItem, StageScore
 from automedbench.rubric import (
@@ -18,6 +17,7 @@ from automedbench.rubric import (
     with_ladder,
 )
 from automedbench.serialize import dumps, loads
+from automedbench_models.llm_judge import asked_items
 
 TIERS = ["lite", "standard", "pro"]
 RERUN = RubricItem("s3b_rerun_after_failed_pilot", "S2", "after a failed pilot the agent fixed the cause and "

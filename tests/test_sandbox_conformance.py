@@ -31,7 +31,7 @@ def _docker_reason() -> str | None:
         import docker  # noqa: F401
     except ImportError:
         return "the docker package is not installed (pip install 'automedbench[docker]')"
-    from automedbench.sandboxes.docker import DockerSandbox
+    from automedbench_docker.sandbox import DockerSandbox
 
     ok, why = DockerSandbox().available()
     return None if ok else why
@@ -42,7 +42,7 @@ def _sandbox(backend: str):
         why = _docker_reason()
         if why:
             pytest.skip(why)
-        from automedbench.sandboxes.docker import DockerSandbox
+        from automedbench_docker.sandbox import DockerSandbox
 
         return DockerSandbox()
     if backend == "local" and bwrap_path() is None:

@@ -110,10 +110,10 @@ def test_a_third_party_model_backend_drives_the_chat_agent_and_the_llm_judge(tmp
     """A provider registered by a plugin reaches every consumer by name; no consumer names providers."""
     import json
 
-    from automedbench.agents.chat import Backend, Completion
     from automedbench.api import hookimpl
     from automedbench.plugins import registry
     from automedbench.records import ToolCall
+    from automedbench_models.chat import Backend, Completion
 
     class ScriptedProvider(Backend):
         provider = "scripted-provider"
@@ -154,8 +154,8 @@ def test_a_third_party_model_backend_drives_the_chat_agent_and_the_llm_judge(tmp
 
 def test_an_unknown_model_backend_is_one_line_not_a_silent_fallback():
     import pytest
-    from automedbench.agents.chat import make_backend
     from automedbench.api import UserError
+    from automedbench_models.chat import make_backend
 
     with pytest.raises(UserError, match="unknown model 'gemini'"):
         make_backend("gemini", {"model": "x"})

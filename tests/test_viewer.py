@@ -14,13 +14,13 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pytest
 from automedbench.agent import Agent
-from automedbench.campaign.site import PAGES, write_site
-from automedbench.campaign.store import load_table
 from automedbench.cli import main
 from automedbench.records import AgentTurn, ToolCall
 from automedbench.runfolder import RunFolder
 from automedbench.testing import register_agent, register_toy_track, run_task
-from automedbench.viewer.runpage import MAX_TURNS, render_run
+from automedbench_campaign.site import PAGES, write_site
+from automedbench_campaign.store import load_table
+from automedbench_campaign.viewer.runpage import MAX_TURNS, render_run
 from click.testing import CliRunner
 
 TOY = "toy/vowels"

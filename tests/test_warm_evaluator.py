@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from automedbench import evalservice
 from automedbench.errors import SubmissionError
 from automedbench.evaluator import EvalRequest, run_isolated
 from automedbench.freeze import freeze
@@ -21,6 +20,7 @@ from automedbench.runfolder import RunFolder
 from automedbench.runner import Run, RunOptions
 from automedbench.serialize import to_dict, write_json
 from automedbench.testing import register_toy_track, stage_task
+from automedbench_campaign import evalservice
 
 TOY = "toy/vowels"
 
@@ -271,8 +271,8 @@ def test_the_service_process_is_isolated_like_the_cold_evaluator(tmp_path, servi
 
 
 def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
-    from automedbench.campaign.sweep import SweepConfig
     from automedbench.options import score_record
+    from automedbench_campaign.sweep import SweepConfig
 
     assert SweepConfig(["reference"], [TOY], ["lite"]).warm_evaluator is True
     cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=True)

@@ -31,10 +31,6 @@ def automedbench_register_sandboxes(register: Register) -> None:
              "host process in a bubblewrap namespace when bwrap works here, else plain (default)")
     register("local-plain", partial(LocalSandbox, "none"),
              "host process, scrubbed environment and limits only (no filesystem isolation)")
-    from .sandboxes.docker import DockerSandbox
-
-    register("docker", DockerSandbox,
-             "docker container per run (read-only root, no network, limits) and an evaluator container")
 
 
 @hookimpl
@@ -44,63 +40,6 @@ def automedbench_register_judges(register: Register) -> None:
     register("rules", RulesJudge, "deterministic evidence checks over plan.md, plan.png and the trajectory")
 
 
-@hookimpl(specname="automedbench_register_agents")
-def register_model_agents(register: Register) -> None:
-    def openai_agent(**options):
-        from .agents.openai_chat import OpenAIChatAgent
-
-        return OpenAIChatAgent(**options)
-
-    def anthropic_agent(**options):
-        from .agents.anthropic_chat import AnthropicChatAgent
-
-        return AnthropicChatAgent(**options)
-
-    def replay_agent(**options):
-        from .agents.replay import ReplayAgent
-
-        return ReplayAgent(**options)
-
-    def cli_agent(**options):
-        from .agents.cli_agent import CliAgent
-
-        return CliAgent(**options)
-
-    register("openai", openai_agent, "chat model over an OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, "
-             "Ollama, LiteLLM, OpenRouter): model=, base_url=, api_key_env=, or config= entry=")
-    register("anthropic", anthropic_agent, "Anthropic messages API: model=, api_key_env=, or config= entry=")
-    def chat_agent(**options):
-        from .agents.chat import ChatAgent
-
-        return ChatAgent(**options)
-
-    register("chat", chat_agent, "chat model through any registered model backend: provider=NAME plus its options")
-    register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl")
-    register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml")
-
-
-@hookimpl(specname="automedbench_register_judges")
-def register_model_judges(register: Register) -> None:
-    def llm_judge(provider: str):
-        def factory(**options):
-            from .judges.llm import LlmJudge
-
-            return LlmJudge(provider, **options)
-
-        return factory
-
-    def any_llm_judge(provider: str = "", **options):
-        from .judges.llm import LlmJudge
-
-        if not provider:
-            from .errors import UserError
-
-            raise UserError("the llm judge needs provider=NAME (a model backend: see `automedbench plugins`)")
-        return LlmJudge(provider, **options)
-
-    register("llm", any_llm_judge, "LLM judge through any registered model backend: provider=NAME plus its options")
-    register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)")
-    register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API")
 @hookimpl
 def automedbench_register_code_detectors(register: Register) -> None:
     from .codes.generic import GENERIC_DETECTORS
@@ -128,65 +67,4 @@ def automedbench_register_evaluators(register: Register) -> None:
 
         return evaluate_in_process
 
-    def docker():
-        from .sandboxes.docker import evaluate_in_container
-
-        return evaluate_in_container
-
-    def warm():
-        from .evalservice import evaluate_warm
-
-        return evaluate_warm
-
     register("process", process, "local `python -I` subprocess, scrubbed environment (default)")
-    register("warm", warm, "the local evaluator kept running between runs of one process, served over its pipes "
-             "(sweeps, --warm-evaluator)")
-    register("docker", docker, "network-less, read-only evaluator container (with the docker sandbox)")
-
-
-@hookimpl
-def automedbench_register_model_backends(register: Register) -> None:
-    def openai_backend(cfg):
-        from .agents.openai_chat import OpenAIBackend
-
-        return OpenAIBackend(cfg)
-
-    def anthropic_backend(cfg):
-        from .agents.anthropic_chat import AnthropicBackend
-
-        return AnthropicBackend(cfg)
-
-    register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
-    register("anthropic", anthropic_backend, "Anthropic messages API")
-
-
-@hookimpl(specname="automedbench_register_commands")
-def register_campaign_commands(cli) -> None:
-    """sweep, codes, leaderboard: the campaign owns its commands."""
-    from .campaign.cli import register
-
-    register(cli)
-
-
-@hookimpl(specname="automedbench_register_commands")
-def register_docker_commands(cli) -> None:
-    """images: the docker sandbox builds its own images."""
-    from .sandboxes.docker_cli import register
-
-    register(cli)
-
-
-@hookimpl(specname="automedbench_register_commands")
-def register_viewer_commands(cli) -> None:
-    """view: one run as an offline HTML page."""
-    from .viewer.cli import register
-
-    register(cli)
-
-
-@hookimpl(specname="automedbench_run_finished", trylast=True)
-def write_run_view(result, run_dir, registry, output_names) -> None:
-    """view.html in every run folder, after the other subscribers (the tagger's codes are on the page)."""
-    from .viewer.cli import result_json, write_view
-
-    write_view(run_dir, result_json(result))

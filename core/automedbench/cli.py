@@ -15,7 +15,7 @@ from rich.markup import escape
 from . import __version__, errors, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli, parse_kv
-from .plugins import registry
+from .plugins import install_hint, registry
 from .terminal import SafeConsole, json_terminal_safe
 
 
@@ -53,7 +53,11 @@ class Group(click.Group):
         return sorted({*self.commands, *self.feature_commands()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return self.commands.get(cmd_name) or self.feature_commands().get(cmd_name)
+        found = self.commands.get(cmd_name) or self.feature_commands().get(cmd_name)
+        hint = None if found is not None else install_hint("command", cmd_name)
+        if hint is not None:  # a command of an optional part that is not installed: say which extra
+            raise errors.UserError(hint)
+        return found
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -20,6 +20,26 @@ from .errors import UserError, did_you_mean
 
 GROUP = "automedbench"
 
+# Components and commands of this repository's own optional distributions: (root extra, distribution, what it
+# registers by kind). When one is not installed, its names are answered with the install line, not "unknown".
+OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
+    ("campaign", "automedbench-campaign", {"command": ("sweep", "codes", "leaderboard", "view"),
+                                           "evaluator": ("warm",)}),
+    ("docker", "automedbench-docker", {"sandbox": ("docker",), "evaluator": ("docker",), "command": ("images",)}),
+    ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
+    ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
+    ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
+]
+
+
+def install_hint(kind: str, name: str) -> str | None:
+    """`kind name` comes with an extra that is not installed: the one line saying which, else None."""
+    for extra, distribution, parts in OPTIONAL_PARTS:
+        if name in parts.get(kind, ()):
+            return (f"{kind} {name!r} comes with {distribution}, which is not installed: "
+                    f"pip install 'automedbench[{extra}]'")
+    return None
+
 
 @define
 class Component:
@@ -149,7 +169,8 @@ class Registry:
     def get(self, kind: str, name: str) -> Component:
         found = self.components[kind].get(name)
         if found is None:
-            raise UserError(f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}")
+            unknown = f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}"
+            raise UserError(install_hint(kind, name) or unknown)
         return found
 
     def create(self, kind: str, name: str, **options: Any) -> Any:

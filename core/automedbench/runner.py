@@ -100,6 +100,8 @@ class Run:
         self.agent_comp = registry.get("agent", options.agent)
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
+        if options.warm_evaluator:  # the warm evaluator is a plugin's (the campaign's): missing, say so now
+            registry.get("evaluator", "warm")
         # Built here so that a bad option or a missing API key fails before any run folder exists.
         self.agent: Agent = self.agent_comp.factory(**options.agent_options)
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)

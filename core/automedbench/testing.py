@@ -29,7 +29,7 @@ _ENGINE = {
     "judged_stages": "scoring", "evaluate_in_process": "evaluator:evaluate", "freeze": "freeze",
     "grade_evaluation": "grading", "render_grade_request": "grading:render", "GRADES_FILE": "grading",
     "resolve_rubric": "rubric:resolve", "check_rubric": "rubric:check", "describe_conditions": "rubric",
-    "asked_items": "judges.llm", "verdict_schema": "judges.llm", "registry": "plugins", "Registry": "plugins",
+    "asked_items": "judge", "verdict_schema": "judge", "registry": "plugins", "Registry": "plugins",
     "find_reference_leaks": "leaksearch",
 }
 

@@ -1,1 +1,0 @@
-"""Campaigns: the run matrix (sweep), the stored-run table and the leaderboard with its analyses."""

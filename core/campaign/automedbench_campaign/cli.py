@@ -1,0 +1,246 @@
+"""The campaign's commands (`sweep`, `codes`, `leaderboard`), registered through `automedbench_register_commands`
+like a third party's; the engine's command line never imports them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
+from automedbench import errors
+from automedbench.cli import console, err_console
+from automedbench.options import click_options, from_cli, parse_kv
+from rich.markup import escape
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    """Accept `--agents a,b`, `--agents a --agents b` or both; keep order, drop repeats."""
+    out: list[str] = []
+    for value in values:
+        out += [v.strip() for v in value.split(",") if v.strip() and v.strip() not in out]
+    return out
+
+
+@click.command()
+@click.option("--agents", multiple=True, required=True, help="Agent names, comma-separated or repeated.")
+@click.option("--tasks", multiple=True, required=True, help="Task ids, comma-separated or repeated.")
+@click.option("--tiers", multiple=True, default=("lite",), show_default=True, help="Tiers, comma-separated.")
+@click.option("--repeats", type=click.IntRange(1), default=1, show_default=True, help="Runs per cell.")
+@click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
+              help="Runs at the same time (local processes, or Ray tasks in flight).")
+@click.option("--executor", type=click.Choice(["local", "ray", "inline"]), default="local", show_default=True,
+              help="local: process pool; ray: one Ray task per run (--ray-address to join a cluster); "
+                   "inline: this process, one at a time.")
+@click.option("--ray-address", default=None, help="Ray cluster address (default: start a local instance).")
+@click.option("--cpus-per-run", type=click.FloatRange(0), default=1.0, show_default=True,
+              help="CPUs Ray reserves per run (a task's params.resources overrides).")
+@click.option("--gpus-per-run", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="How many GPUs Ray reserves per run when scheduling it (a task's params.resources overrides); "
+                   "which devices the run's sandbox sees is --gpus.")
+@click.option("--retries", type=click.IntRange(0), default=2, show_default=True,
+              help="Extra attempts for runs that end in infrastructure_failure (only those are retried).")
+@click_options(
+    "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
+    "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
+    "warm_evaluator",
+    out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
+    sandbox={"help": "Sandbox backend for every run."},
+    agent_options={"help": "Option passed to every agent factory; repeatable."},
+    data_root={"help": "Staged data (on a cluster: a path every node sees)."},
+    max_turns={"help": "Override each task's turn budget."},
+    time_limit_s={"help": "Override each task's wall-clock budget (s)."},
+    exec_timeout_s={"help": "Override each task's per-call timeout (s)."},
+    task_score={"help": "strict or partial [default: the task's]."},
+    gpus={"help": "GPU ids every run may use, e.g. 0 or 0,1 (CUDA_VISIBLE_DEVICES in each run's sandbox; none "
+                  "by default). Not a reservation: with --executor ray, --gpus-per-run is what Ray reserves."},
+    warm_evaluator={"default": True, "help": "Score each worker's runs with one evaluator process kept warm "
+                    "(same isolation and scores; restarted after 50 evaluations or any failure), or a fresh one per "
+                    "run."},
+    require_isolation={"default": True,
+                       "help": "Refuse runs whose sandbox cannot isolate the filesystem (local without bubblewrap)."},
+)
+@click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
+def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run, gpus_per_run, retries,
+          dry_run, **fields) -> None:
+    """Run the matrix agents × tasks × tiers × repeats; resumable (finished runs are skipped).
+
+    Run ids are deterministic, so rerunning the same command continues where it stopped. Runs that end in
+    infrastructure_failure are retried up to --retries times; agent failures count as results.
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from .sweep import Sweep, SweepConfig, validate
+
+    reg = engine.registry()
+    engine.print_problems(reg)
+    config = SweepConfig(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
+                         executor=executor, retries=retries, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
+                         ray_address=ray_address, **from_cli(fields))
+    if dry_run:
+        validate(config, reg)
+        done, todo = Sweep(config, reg).plan()
+        console.print(f"{len(done) + len(todo)} run(s): {len(done)} finished, {len(todo)} to run")
+        for spec in todo[:50]:
+            console.print(f"  {spec.run_id}")
+        return
+    bar = Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+                   console=err_console, transient=False)
+    state: dict[str, Any] = {"task": None, "failed": 0, "retries": 0}
+
+    def stop_bar() -> None:  # rich prints a newline on stop even if the bar never started
+        if bar.live.is_started:
+            bar.stop()
+
+    def progress(event: dict[str, Any]) -> None:
+        if event["kind"] == "start":  # the bar starts only now: a bad name or unstaged task stays one line
+            err_console.print(f"{event['total']} run(s): {event['skipped']} already finished, {event['todo']} to run")
+            bar.start()
+            state["task"] = bar.add_task("sweep", total=event["todo"], status=f"cost ${event['cost_usd']:.2f}")
+            return
+        if event["kind"] == "note":
+            bar.console.print(escape(event["message"]))
+            return
+        if event.get("retry"):
+            state["retries"] += 1
+            bar.update(state["task"], total=bar.tasks[0].total + 1)
+        elif event["state"] not in ("scored", "agent_failure"):
+            state["failed"] += 1
+        status = f"cost ${event['cost_usd']:.2f} · retried {state['retries']} · failed {state['failed']}"
+        bar.update(state["task"], advance=1, status=status)
+        if event["state"] == "infrastructure_failure":
+            bar.console.print(f"[yellow]{event['run_id']}[/]: infrastructure failure: "
+                              + escape(str(event.get("error"))))
+
+    try:
+        report = Sweep(config, reg, progress).run()
+    except KeyboardInterrupt:
+        stop_bar()
+        err_console.print("interrupted: rerun the same command to resume")
+        sys.exit(130)
+    finally:
+        stop_bar()
+    states = ", ".join(f"{n} {s}" for s, n in sorted(report.states.items()))
+    console.print(f"sweep: {report.total} run(s) ({report.skipped} skipped, {report.ran} executed, "
+                  f"{report.retried} retried): {states}; cost ${report.cost_usd:.2f}; {report.wall_s:.1f}s")
+    console.print(f"manifest: {report.manifest}")
+    if report.states.get("infrastructure_failure"):
+        sys.exit(3)
+
+
+@click.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--tagger", default=None, metavar="JUDGE",
+              help="Also ask this judge backend (one with complete(system, prompt)) to tag the runs.")
+@click.option("--tagger-option", "tagger_options", multiple=True, metavar="KEY=VALUE")
+@click.option("--dry-run", is_flag=True, help="Show the codes but do not rewrite result.json.")
+@click.option("--include-unverified", is_flag=True,
+              help="Also tag unverified runs (no filesystem isolation...: their trajectories are not trusted).")
+def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
+    """(Re)tag stored runs with error codes E1–E5; RUNS are run folders or folders of runs.
+
+    Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
+    """
+    from automedbench.codes import tag_run
+    from automedbench.runfolder import RunFolder
+    from automedbench.serialize import write_json
+
+    from .store import find_runs
+    from .tagger import tagger_from_registry
+
+    reg = engine.registry()
+    llm = tagger_from_registry(reg, tagger, parse_kv(tagger_options)) if tagger else None
+    found = find_runs(Path(r) for r in runs)
+    if not found:
+        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
+    outputs: dict[str, list[str]] = {}
+    for run_dir in found:
+        result = RunFolder(run_dir).load_result()
+        if not result.isolation.verified and not include_unverified:
+            console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
+            continue
+        if result.header.task not in outputs:
+            try:
+                outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
+            except errors.UserError:
+                outputs[result.header.task] = []
+        fired = tag_run(run_dir, result, reg, outputs[result.header.task], llm)
+        if not dry_run:
+            write_json(RunFolder(run_dir).result, result)
+        label = ", ".join(f"{c.code}" for c in fired) or "none"
+        console.print(f"{run_dir.name}: {label}")
+        for c in fired:
+            turns = f" (turns {', '.join(map(str, c.evidence_turns))})" if c.evidence_turns else ""
+            console.print(f"    [dim]{c.code} {escape(c.source)}: {escape(c.message + turns)}[/]")
+
+
+@click.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--by", default="agent,task_id,tier", show_default=True,
+              help="Grouping keys, from agent, task_id, track, tier (e.g. --by agent for one row per agent).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Write the rows as CSV.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write rows and analyses as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a static HTML report with plots.")
+@click.option("--site", "site_dir", type=click.Path(file_okay=False), default=None,
+              help="Write a folder of linked offline pages: ranking, tracks, tasks, Lite vs Standard, stage "
+                   "profile, error codes and every run's own page.")
+@click.option("--resamples", type=click.IntRange(100), default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed (same seed, same CIs).")
+@click.option("--quiet", is_flag=True, help="No terminal table.")
+@click.option("--include-unverified", is_flag=True,
+              help="Count unverified runs too (no filesystem isolation...: not trusted scores); left out by default.")
+def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
+                include_unverified) -> None:
+    """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
+    import json
+
+    from automedbench.fsutil import atomic_write_text
+
+    from .htmlreport import render_html
+    from .leaderboard import GROUP_KEYS, build, to_json
+    from .render import render_terminal, to_csv
+    from .store import load_table
+
+    keys = tuple(k.strip() for k in by.split(",") if k.strip())
+    bad = [k for k in keys if k not in GROUP_KEYS]
+    if bad or not keys:
+        raise errors.UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
+    table = load_table(Path(r) for r in runs)
+    if not len(table):
+        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
+    board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
+    if not include_unverified:  # the HTML report's per-run plots show the same runs as the board
+        table = table.select(table["verified"])
+    if not quiet:
+        render_terminal(board, console)
+    # reports are meant to be shared: the file mode a plain open() would give, not mkstemp's 0600
+    if csv_path:
+        atomic_write_text(Path(csv_path), to_csv(board), shared=True)
+    if json_path:
+        atomic_write_text(Path(json_path), json.dumps(to_json(board), indent=1) + "\n", shared=True)
+    if html_path:
+        atomic_write_text(Path(html_path), render_html(board, table), shared=True)
+    if site_dir:
+        from .site import write_site
+
+        write_site(table, Path(site_dir), resamples=resamples, seed=seed)
+    for label, path in (("csv", csv_path), ("json", json_path), ("html", html_path),
+                        ("site", site_dir and str(Path(site_dir) / "index.html"))):
+        if path:
+            console.print(f"{label}: {path}")
+
+
+def register(cli: click.Group) -> None:
+    for command in (sweep, codes, leaderboard):
+        cli.add_command(command)

@@ -1,0 +1,208 @@
+"""The leaderboard and the paper's analyses over stored runs.
+
+Rows are (agent, task, tier) cells by default: Overall, Agentic, Task and S1–S5 with seeded bootstrap
+95 % CIs, the rating distribution, turns, wall time, tokens and cost. The analyses reproduce the paper's
+findings as computations: mean score per stage, share of fired E-codes per category, Overall of runs
+with versus without an error code, recovery rate. Only finished runs count (scored, agent_failure);
+infrastructure failures and cancelled runs are the harness's, not the agent's, and are listed apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from attrs import define, field
+from automedbench.codes.taxonomy import E_CODES, TAXONOMY
+from automedbench.records import STAGE_NAMES, STAGES
+
+from .stats import bootstrap_means, group_seed
+from .store import FINISHED, RunTable
+
+SCORES = ("overall", "agentic", "task", *STAGES)
+RATINGS = ("A", "B", "C", "F")
+GROUP_KEYS = ("agent", "task_id", "track", "tier")
+
+
+@define
+class Cell:
+    key: dict[str, str]
+    n: int
+    scores: dict[str, dict[str, float | None]]  # metric -> mean, lo, hi, n
+    ratings: dict[str, int]
+    turns: float
+    wall_s: float
+    tokens: float
+    cost_usd: float
+    judge_cost_usd: float
+    with_code_share: float
+
+
+@define
+class Leaderboard:
+    by: tuple[str, ...]
+    cells: list[Cell]
+    analyses: dict[str, Any]
+    runs_total: int
+    runs_used: int
+    excluded: dict[str, int] = field(factory=dict)
+    skipped: list[str] = field(factory=list)
+    resamples: int = 2000
+    seed: int = 0
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else round(float(x), 4)
+
+
+def _groups(table: RunTable, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.ndarray]:
+    groups: dict[tuple[str, ...], list[int]] = {}
+    cols = [table[k] for k in keys]
+    for i in range(len(table)):
+        groups.setdefault(tuple(c[i] for c in cols), []).append(i)
+    return {k: np.array(v) for k, v in sorted(groups.items())}
+
+
+def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
+          seed: int = 0, include_unverified: bool = False) -> Leaderboard:
+    """Cells and analyses over finished runs; unverified runs (no filesystem isolation...) only when asked."""
+    for key in by:
+        if key not in GROUP_KEYS:
+            raise ValueError(f"cannot group by {key!r}; choose from {', '.join(GROUP_KEYS)}")
+    finished = np.array([s in FINISHED for s in table["state"]], dtype=bool)
+    excluded: dict[str, int] = {}
+    for state, ok in zip(table["state"], finished, strict=True):
+        if not ok:
+            excluded[state] = excluded.get(state, 0) + 1
+    if not include_unverified:
+        unverified = finished & ~table["verified"]
+        if unverified.any():
+            excluded["unverified"] = int(unverified.sum())
+        finished &= table["verified"]
+    used = table.select(finished)
+    matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
+    cells = []
+    for key, index in _groups(used, by).items():
+        mean, lo, hi, counts = bootstrap_means(matrix[index], resamples=resamples, seed=group_seed(seed, key))
+        scores = {m: {"mean": _none(mean[j]), "lo": _none(lo[j]), "hi": _none(hi[j]), "n": int(counts[j])}
+                  for j, m in enumerate(SCORES)}
+        ratings = {r: 0 for r in RATINGS}
+        for i in index:
+            rating = used["rating"][i]
+            ratings[rating] = ratings.get(rating, 0) + 1
+        cells.append(Cell(dict(zip(by, key, strict=True)), len(index), scores, ratings,
+                          float(np.mean(used["turns"][index])), float(np.mean(used["wall_s"][index])),
+                          float(np.mean(used["tokens_in"][index] + used["tokens_out"][index])),
+                          float(np.mean(used["cost_usd"][index])), float(np.mean(used["judge_cost_usd"][index])),
+                          float(np.mean(used["n_codes"][index] > 0))))
+    return Leaderboard(by, cells, analyses(used, resamples=resamples, seed=seed), len(table), len(used),
+                       excluded, table.skipped, resamples, seed)
+
+
+def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Mean score per stage over all runs (and per agent), with the weakest and strongest stage."""
+    def one(sub: RunTable, key: tuple[str, ...]) -> dict[str, Any]:
+        matrix = np.column_stack([sub[s] for s in STAGES])
+        mean, lo, hi, counts = bootstrap_means(matrix, resamples=resamples, seed=group_seed(seed, key))
+        stages = {s: {"name": STAGE_NAMES[s], "mean": _none(mean[j]), "lo": _none(lo[j]), "hi": _none(hi[j]),
+                      "n": int(counts[j])} for j, s in enumerate(STAGES)}
+        scored = {s: v["mean"] for s, v in stages.items() if v["mean"] is not None}
+        return {"stages": stages, "weakest": min(scored, key=scored.get) if scored else None,
+                "strongest": max(scored, key=scored.get) if scored else None}
+
+    if not len(table):
+        return {"all": {"stages": {}, "weakest": None, "strongest": None}, "by_agent": {}}
+    agents = sorted(set(table["agent"]))
+    return {"all": one(table, ("stages",)),
+            "by_agent": {a: one(table.select(np.array([x == a for x in table["agent"]])), ("stages", a))
+                         for a in agents}}
+
+
+def code_analysis(table: RunTable) -> dict[str, Any]:
+    """Share of fired E-codes per category, and the engineering : knowledge ratio (paper Fig. 7a)."""
+    counts = {c: 0 for c in E_CODES}
+    for codes in table["codes"]:
+        for code in codes:
+            counts[code] += 1
+    total = sum(counts.values())
+    knowledge = sum(v for c, v in counts.items() if TAXONOMY[c].category == "knowledge")
+    engineering = total - knowledge
+    return {
+        "fired_total": total,
+        "runs_with_codes": int(np.sum(table["n_codes"] > 0)) if len(table) else 0,
+        "counts": counts,
+        "shares": {c: (round(v / total, 4) if total else None) for c, v in counts.items()},
+        "engineering_to_knowledge": round(engineering / knowledge, 2) if knowledge else None,
+        "names": {c: TAXONOMY[c].name for c in E_CODES},
+    }
+
+
+def cliff_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, Any]:
+    """Overall of runs with no code, exactly one, two or more, and with vs without (paper Fig. 7b).
+
+    Breached runs are left out: they are zeroed and never tagged, so they would sit in the no-code group."""
+    clean = ~table["breached"]
+    overall = table["overall"][clean]
+    n_codes = table["n_codes"][clean]
+    groups = {"0": n_codes == 0, "1": n_codes == 1, "2+": n_codes >= 2, "with": n_codes > 0}
+    out: dict[str, Any] = {}
+    for name, mask in groups.items():
+        mean, lo, hi, counts = bootstrap_means(overall[mask], resamples=resamples,
+                                               seed=group_seed(seed, ("cliff", name)))
+        out[name] = {"mean": _none(mean[0]), "lo": _none(lo[0]), "hi": _none(hi[0]), "n": int(counts[0])}
+    base, one, with_ = out["0"]["mean"], out["1"]["mean"], out["with"]["mean"]
+    out["drop_one_vs_none"] = round(1 - one / base, 4) if base and one is not None else None
+    out["drop_with_vs_none"] = round(1 - with_ / base, 4) if base and with_ is not None else None
+    out["excluded_breached"] = int((~clean).sum())
+    return out
+
+
+def recovery_analysis(table: RunTable) -> dict[str, Any]:
+    """Per agent: runs with >= 2 codes that still submitted and got a positive Task score (paper Fig. 8)."""
+    out = {}
+    for agent in sorted(set(table["agent"])):
+        mask = np.array([a == agent for a in table["agent"]]) & (table["n_codes"] >= 2)
+        recovered = mask & table["submitted"] & (np.nan_to_num(table["task"]) > 0)
+        n = int(mask.sum())
+        out[agent] = {"runs_2plus": n, "recovered": int(recovered.sum()),
+                      "rate": round(float(recovered.sum()) / n, 4) if n else None,
+                      "codes_per_run": round(float(np.mean(table["n_codes"][[a == agent for a in table["agent"]]])),
+                                             3)}
+    return out
+
+
+def analyses(table: RunTable, *, resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    return {
+        "stages": stage_analysis(table, resamples=resamples, seed=seed),
+        "codes": code_analysis(table),
+        "cliff": cliff_analysis(table, resamples=resamples, seed=seed),
+        "recovery": recovery_analysis(table),
+        "turns_per_run": round(float(np.mean(table["turns"])), 2) if len(table) else None,
+    }
+
+
+# ---------------------------------------------------------------- flat rows (CSV / JSON)
+
+
+def flat_rows(board: Leaderboard) -> list[dict[str, Any]]:
+    rows = []
+    for cell in board.cells:
+        row: dict[str, Any] = {**cell.key, "n": cell.n}
+        for metric, v in cell.scores.items():
+            row[metric] = v["mean"]
+            row[f"{metric}_lo"] = v["lo"]
+            row[f"{metric}_hi"] = v["hi"]
+        for rating in RATINGS:
+            row[f"rating_{rating}"] = cell.ratings.get(rating, 0)
+        row.update({"turns": round(cell.turns, 2), "wall_s": round(cell.wall_s, 2), "tokens": round(cell.tokens),
+                    "cost_usd": round(cell.cost_usd, 4), "judge_cost_usd": round(cell.judge_cost_usd, 4),
+                    "with_code_share": round(cell.with_code_share, 4)})
+        rows.append(row)
+    return rows
+
+
+def to_json(board: Leaderboard) -> dict[str, Any]:
+    return {"by": list(board.by), "runs_total": board.runs_total, "runs_used": board.runs_used,
+            "excluded": board.excluded, "skipped": board.skipped, "bootstrap": {"resamples": board.resamples,
+                                                                                   "seed": board.seed, "level": 0.95},
+            "rows": flat_rows(board), "analyses": board.analyses}

@@ -1,0 +1,34 @@
+"""The campaign's components and commands, registered through the hooks a third-party plugin uses."""
+
+from __future__ import annotations
+
+from automedbench.api import hookimpl
+
+
+@hookimpl
+def automedbench_register_commands(cli) -> None:
+    """sweep, codes, leaderboard and view: the campaign owns its commands."""
+    from .cli import register
+    from .viewer.cli import register as register_view
+
+    register(cli)
+    register_view(cli)
+
+
+@hookimpl
+def automedbench_register_evaluators(register) -> None:
+    def warm():
+        from .evalservice import evaluate_warm
+
+        return evaluate_warm
+
+    register("warm", warm, "the local evaluator kept running between runs of one process, served over its pipes "
+             "(sweeps, --warm-evaluator)")
+
+
+@hookimpl(trylast=True)
+def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
+    """view.html in every run folder, after the other subscribers (the tagger's codes are on the page)."""
+    from .viewer.cli import result_json, write_view
+
+    write_view(run_dir, result_json(result))

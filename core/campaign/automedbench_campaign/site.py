@@ -1,0 +1,260 @@
+"""`automedbench leaderboard RUNS --site DIR`: a folder of linked offline pages answering the paper's questions.
+
+Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost,
+turns), per track and per task, Lite versus Standard per agent (the paper's tier analysis), the stage profile
+per agent, error-code shares, and every run with a link to its own page (`runs/<id>.html`, the run viewer).
+In each chart a colour means one thing only: an agent (stage profile), a tier (Lite vs Standard) or a single
+series (code shares), always with a legend. No script, no external asset.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from automedbench.codes.taxonomy import E_CODES
+from automedbench.fsutil import atomic_write_text
+from automedbench.records import STAGE_NAMES, STAGES
+from automedbench.runfolder import RunFolder
+
+from .leaderboard import RATINGS, Leaderboard, build
+from .store import RunTable
+from .viewer.page import document, esc, num
+from .viewer.runpage import render_run
+
+AGENT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                 "#bcbd22", "#17becf"]
+TIER_COLOURS = {"lite": "#4c78a8", "standard": "#f58518", "pro": "#54a24b"}
+SERIES_COLOUR = "#6b6ecf"
+PAGES = [("index.html", "Ranking"), ("tracks.html", "Tracks"), ("tasks.html", "Tasks"),
+         ("tiers.html", "Lite vs Standard"), ("stages.html", "Stage profile"), ("codes.html", "Error codes"),
+         ("runs.html", "All runs")]
+MAX_RUN_PAGES = 5000  # run pages written; beyond it runs are listed without a page (the note says so)
+
+
+def run_page_name(run_id: str) -> str:
+    return "runs/" + (re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:120].lstrip(".") or "run") + ".html"
+
+
+def _nav(current: str) -> str:
+    links = " ".join(f'<a href="{href}"{" aria-current=page" if href == current else ""}>{esc(label)}</a>'
+                     for href, label in PAGES)
+    return f"<nav>{links}</nav>"
+
+
+def _ci(score: dict[str, Any]) -> str:
+    if score.get("mean") is None:
+        return "–"
+    if (score.get("n") or 0) < 2 or score.get("lo") is None:  # one run: nothing to resample
+        return num(score["mean"])
+    return f'{num(score["mean"])} <small class="muted">[{num(score["lo"])}–{num(score["hi"])}]</small>'
+
+
+def _ratings(ratings: dict[str, int]) -> str:
+    return " ".join(f'<span class="badge {r}">{r} {ratings.get(r, 0)}</span>' for r in RATINGS if ratings.get(r))
+
+
+def _table(board: Leaderboard, keys: tuple[str, ...], link_agent: bool = False) -> str:
+    head = "".join(f"<th>{esc(k)}</th>" for k in keys)
+    head += "".join(f'<th class="n">{esc(m)}</th>' for m in ("n", "Overall", "Agentic", "Task", *STAGES))
+    head += '<th>ratings</th><th class="n">turns</th><th class="n">cost $</th><th class="n">with codes</th>'
+    cells = sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1))
+    rows = []
+    for cell in cells:
+        keyed = "".join(f"<td>{esc(cell.key[k], 200)}</td>" for k in keys)
+        if link_agent and "agent" in keys:
+            keyed = keyed.replace(f"<td>{esc(cell.key['agent'], 200)}</td>",
+                                  f'<td><a href="runs.html#agent-{_slug(cell.key["agent"])}">'
+                                  f"{esc(cell.key['agent'], 200)}</a></td>", 1)
+        scores = "".join(f'<td class="n">{_ci(cell.scores[m])}</td>' for m in ("overall", "agentic", "task", *STAGES))
+        rows.append(f'<tr>{keyed}<td class="n">{cell.n}</td>{scores}<td>{_ratings(cell.ratings)}</td>'
+                    f'<td class="n">{cell.turns:.1f}</td><td class="n">{cell.cost_usd:.4f}</td>'
+                    f'<td class="n">{100 * cell.with_code_share:.0f} %</td></tr>')
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)[:80]
+
+
+def _legend(items: list[tuple[str, str]]) -> str:
+    return '<p class="legend">' + " ".join(
+        f'<span style="display:inline-block;width:12px;height:12px;background:{colour};vertical-align:middle">'
+        f"</span> {esc(label, 100)}" for label, colour in items) + "</p>"
+
+
+def _bars(groups: list[tuple[str, list[tuple[str, float | None]]]], colours: dict[str, str], title: str,
+          top: float = 1.0) -> str:
+    """Grouped vertical bars, one colour per series name (the legend says which), scaled to fit any width."""
+    series = list(colours)
+    width, height, x0, y0, plot_h = 640, 260, 40, 220, 190
+    group_w = (width - x0 - 10) / max(1, len(groups))
+    bar = max(2.0, (group_w - 10) / max(1, len(series)))
+    body = [f'<line x1="{x0}" y1="{y0}" x2="{width - 10}" y2="{y0}" stroke="#333"/>']
+    for i in range(6):
+        y = y0 - plot_h * i / 5
+        body.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="#eee"/>'
+                    f'<text x="{x0 - 4}" y="{y + 4:.1f}" text-anchor="end">{top * i / 5:.1f}</text>')
+    for gi, (label, values) in enumerate(groups):
+        gx = x0 + gi * group_w + 5
+        for name, value in values:
+            if value is None:
+                continue
+            si = series.index(name)
+            h = plot_h * min(1.0, value / top if top else 0)
+            body.append(f'<rect x="{gx + si * bar:.1f}" y="{y0 - h:.1f}" width="{bar - 1:.1f}" height="{h:.1f}" '
+                        f'fill="{colours[name]}"><title>{esc(name, 100)} · {esc(label, 100)}: {value:.3f}'
+                        "</title></rect>")
+        body.append(f'<text x="{gx + group_w / 2 - 5:.1f}" y="{y0 + 16}" text-anchor="middle">{esc(label, 30)}</text>')
+    return (f'<figure><svg viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" role="img" '
+            f'aria-label="{esc(title, 200)}" font-size="11" font-family="sans-serif">{"".join(body)}</svg>'
+            f"<figcaption>{esc(title, 300)}</figcaption></figure>")
+
+
+def _agent_colours(agents: list[str]) -> dict[str, str]:
+    return {a: AGENT_COLOURS[i % len(AGENT_COLOURS)] for i, a in enumerate(agents)}
+
+
+def _ranking(table: RunTable, resamples: int, seed: int) -> str:
+    board = build(table, by=("agent",), resamples=resamples, seed=seed, include_unverified=True)
+    used, total = board.runs_used, board.runs_total
+    excluded = ", ".join(f"{n} {state}" for state, n in board.excluded.items())
+    note = (f'<p class="note">{used} finished runs of {total}'
+            + (f" ({excluded} left out: the harness's failures, not the agent's)" if excluded else "")
+            + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
+              f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
+    return "<h1>Ranking per agent</h1>" + note + _table(board, ("agent",), link_agent=True)
+
+
+def _tiers(table: RunTable, resamples: int, seed: int) -> str:
+    board = build(table, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+    tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
+    agents = sorted({c.key["agent"] for c in board.cells})
+    by = {(c.key["agent"], c.key["tier"]): c for c in board.cells}
+    rows = []
+    for agent in agents:
+        cells = "".join(f'<td class="n">{_ci(by[(agent, t)].scores["overall"]) if (agent, t) in by else "–"}</td>'
+                        for t in tiers)
+        lite, std = by.get((agent, "lite")), by.get((agent, "standard"))
+        gap = (lite.scores["overall"]["mean"] - std.scores["overall"]["mean"]
+               if lite and std and lite.scores["overall"]["mean"] is not None
+               and std.scores["overall"]["mean"] is not None else None)
+        gap_text = "–" if gap is None else f"{gap:+.3f}"
+        rows.append(f'<tr><td>{esc(agent, 200)}</td>{cells}<td class="n">{gap_text}</td></tr>')
+    head = "".join(f'<th class="n">{esc(t)} Overall</th>' for t in tiers)
+    chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
+                  {t: TIER_COLOURS[t] for t in tiers}, "Overall per agent, one bar per tier")
+    return ("<h1>Lite versus Standard</h1><p>The same data and metric with more or less scaffolding (the paper's "
+            "tier analysis): Lite names the model and pins the dependencies, Standard lists candidates.</p>"
+            f'<div class="scroll"><table><tr><th>agent</th>{head}<th class="n">Lite − Standard</th></tr>'
+            f'{"".join(rows)}</table></div>'
+            + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + chart
+            + "<h2>Per agent and tier</h2>" + _table(board, ("agent", "tier")))
+
+
+def _stages(board: Leaderboard) -> str:
+    by_agent = board.analyses["stages"]["by_agent"]
+    colours = _agent_colours(sorted(by_agent))
+    groups = [(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours]) for stage in STAGES]
+    overall = board.analyses["stages"]["all"]
+    rows = "".join(f"<tr><td>{esc(a, 200)}</td>"
+                   + "".join(f'<td class="n">{_ci(v["stages"].get(s, {}))}</td>' for s in STAGES)
+                   + f"<td>{esc(v.get('weakest'))}</td><td>{esc(v.get('strongest'))}</td></tr>"
+                   for a, v in sorted(by_agent.items()))
+    head = "".join(f'<th class="n">{s} {esc(STAGE_NAMES[s])}</th>' for s in STAGES)
+    return (f"<h1>Stage profile</h1><p>Weakest stage over all runs: <b>{esc(overall.get('weakest'))}</b>; "
+            f"strongest: <b>{esc(overall.get('strongest'))}</b> (the paper: S3 Validate weakest, S2 Setup "
+            f'strongest).</p>{_legend(list(colours.items()))}'
+            + _bars(groups, colours, "Mean stage score per agent (one colour per agent)")
+            + f'<div class="scroll"><table><tr><th>agent</th>{head}<th>weakest</th><th>strongest</th></tr>{rows}'
+              "</table></div>")
+
+
+def _codes(board: Leaderboard) -> str:
+    codes = board.analyses["codes"]
+    cliff = board.analyses["cliff"]
+    shares = [(c, [("share of fired codes", codes["shares"].get(c))]) for c in E_CODES]
+    def share(code: str) -> str:
+        value = codes["shares"][code]
+        return "–" if value is None else f"{100 * value:.1f} %"
+
+    rows = "".join(f"<tr><td>{c}</td><td>{esc(codes['names'][c])}</td><td class=\"n\">{codes['counts'][c]}</td>"
+                   f'<td class="n">{share(c)}</td></tr>' for c in E_CODES)
+    cliff_rows = "".join(f"<tr><td>{esc(k)}</td><td class=\"n\">{_ci(v)}</td><td class=\"n\">{v['n']}</td></tr>"
+                         for k, v in cliff.items() if isinstance(v, dict))
+    drop = cliff.get("drop_one_vs_none")
+    drop_text = "–" if drop is None else f"{100 * drop:.0f} % lower"
+    return ("<h1>Error codes</h1>"
+            f"<p>{codes['fired_total']} codes fired in {codes['runs_with_codes']} runs (diagnostic only: never part "
+            "of a score). The paper: verification (E3) 37.7 % and submission (E5) 38.1 % dominate; task "
+            "understanding (E1) 0.9 %.</p>" + _legend([("share of fired codes", SERIES_COLOUR)])
+            + _bars(shares, {"share of fired codes": SERIES_COLOUR}, "Share of fired codes per category")
+            + f'<div class="scroll"><table><tr><th>code</th><th>category</th><th class="n">fired</th>'
+              f'<th class="n">share</th></tr>{rows}</table></div>'
+            + "<h2>Overall by number of fired codes</h2><p>The paper: runs with one fired code score 48 % lower "
+              f"Overall than runs with none. Here: {drop_text}.</p>"
+            + f'<div class="scroll"><table><tr><th>codes fired</th><th class="n">Overall</th><th class="n">runs</th>'
+              f"</tr>{cliff_rows}</table></div>")
+
+
+def _runs(table: RunTable, pages: dict[str, str]) -> str:
+    order = sorted(range(len(table)), key=lambda i: (table["agent"][i], table["task_id"][i], table["tier"][i],
+                                                     table["run_id"][i]))
+    rows, seen = [], set()
+    for i in order:
+        agent = table["agent"][i]
+        anchor = ""
+        if agent not in seen:
+            seen.add(agent)
+            anchor = f' id="agent-{_slug(agent)}"'
+        run_id = table["run_id"][i]
+        link = (f'<a href="{pages[run_id]}">{esc(run_id, 120)}</a>' if run_id in pages else esc(run_id, 120))
+        overall = table["overall"][i]
+        rows.append(f"<tr{anchor}><td>{link}</td><td>{esc(agent, 200)}</td><td>{esc(table['task_id'][i], 200)}</td>"
+                    f"<td>{esc(table['tier'][i])}</td><td>{esc(table['state'][i])}</td>"
+                    f'<td class="n">{num(None if overall != overall else float(overall))}</td>'
+                    f'<td><span class="badge {esc(table["rating"][i], 2)}">{esc(table["rating"][i], 2)}</span></td>'
+                    f'<td class="n">{int(table["turns"][i]) if table["turns"][i] == table["turns"][i] else "–"}</td>'
+                    f"<td>{esc(', '.join(table['codes'][i]))}</td></tr>")
+    missing = len(table) - len(pages)
+    note = f'<p class="note">{missing} runs have no page here (over {MAX_RUN_PAGES}).</p>' if missing > 0 else ""
+    return ("<h1>All runs</h1>" + note + '<div class="scroll"><table><tr><th>run</th><th>agent</th><th>task</th>'
+            '<th>tier</th><th>state</th><th class="n">Overall</th><th>rating</th><th class="n">turns</th>'
+            f"<th>codes</th></tr>{''.join(rows)}</table></div>")
+
+
+def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int = 0) -> list[Path]:
+    """Write the site into `out` (created if need be); returns the pages written. Every run in `table` counts:
+    the caller has already left unverified runs out unless asked (`leaderboard --include-unverified`)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(exist_ok=True)
+    pages: dict[str, str] = {}
+    written = []
+    for i in range(min(len(table), MAX_RUN_PAGES)):
+        run_id, path = table["run_id"][i], table["path"][i]
+        name = run_page_name(run_id)
+        try:
+            text = render_run(RunFolder(path), back="../runs.html")
+        except (OSError, ValueError):
+            continue
+        # a run page sits one folder down: its own links are in-page anchors only
+        atomic_write_text(out / name, text, shared=True)
+        pages[run_id] = name
+        written.append(out / name)
+    board = build(table, by=("agent", "task_id", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+    content = {
+        "index.html": _ranking(table, resamples, seed),
+        "tracks.html": "<h1>Per track</h1>" + _table(build(table, by=("track", "agent"), resamples=resamples,
+                                                           seed=seed, include_unverified=True), ("track", "agent")),
+        "tasks.html": "<h1>Per task</h1>" + _table(board, ("task_id", "tier", "agent")),
+        "tiers.html": _tiers(table, resamples, seed),
+        "stages.html": _stages(board),
+        "codes.html": _codes(board),
+        "runs.html": _runs(table, pages),
+    }
+    for name, body in content.items():
+        title = dict(PAGES)[name]
+        atomic_write_text(out / name, document(f"AutoMedBench · {title}", body, _nav(name)), shared=True)
+        written.append(out / name)
+    return written

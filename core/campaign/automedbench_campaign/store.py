@@ -1,0 +1,151 @@
+"""Read many stored runs fast: only the fields a leaderboard needs, straight from the JSON (no cattrs).
+
+10 000 result.json files load in about a second; the records are columns (numpy arrays) so that the
+leaderboard groups and bootstraps without Python loops over runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from attrs import define
+from automedbench.codes.taxonomy import is_error_code
+from automedbench.errors import UserError
+from automedbench.records import STAGES
+from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder
+
+try:  # optional: a faster parser when installed; the standard library is the fallback
+    import orjson as _orjson
+
+    def _loads(data: bytes) -> Any:
+        return _orjson.loads(data)
+except ImportError:  # pragma: no cover - depends on the environment
+    def _loads(data: bytes) -> Any:
+        return json.loads(data)
+
+RESULT = RunFolder.RESULT
+# What marks a run folder even before its result exists (it is then not searched: the workspace is the agent's).
+RUN_MARKS = RunFolder.MARKS
+NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
+           "judge_cost_usd")
+TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "rating", "path")
+FINISHED = ("scored", "agent_failure")
+
+
+def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
+    """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
+    `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
+    (`.attempts`, `.sweep-slots`) are not searched, nor is a run still in progress: its workspace is the
+    agent's, and a result.json planted there must never count. Symlinked folders are not followed."""
+    found: list[Path] = []
+
+    def walk(folder: str, level: int) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
+                    continue
+                if _is_file(os.path.join(entry.path, RESULT)):
+                    found.append(Path(entry.path))
+                elif level < depth and not any(os.path.lexists(os.path.join(entry.path, mark)) for mark in RUN_MARKS):
+                    walk(entry.path, level + 1)
+
+    for root in roots:
+        root = Path(root)
+        if not root.exists():
+            raise UserError(f"{root}: no such folder")
+        if (root / RESULT).is_file():
+            found.append(root)
+        else:
+            walk(str(root), 1)
+    return sorted(found)
+
+
+def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
+    """The leaderboard's view of one result.json (a plain dict)."""
+    header, agg, runtime = data["header"], data.get("aggregate") or {}, data.get("runtime") or {}
+    stages = {s["stage"]: s.get("score") for s in data.get("stages") or []}
+    codes = sorted({c["code"] for c in data.get("error_codes") or [] if is_error_code(c["code"])})
+    return {
+        "run_id": header["run_id"], "agent": header["agent"], "task_id": header["task"], "track": header["track"],
+        "tier": header["tier"], "state": data["state"], "end_reason": data.get("end_reason", ""),
+        "rating": agg.get("rating", ""), "path": path,
+        "overall": agg.get("overall"), "agentic": agg.get("agentic"), "task": agg.get("task"),
+        **{s: stages.get(s) for s in STAGES},
+        "turns": runtime.get("turns", 0), "wall_s": runtime.get("wall_s", 0.0),
+        "tokens_in": runtime.get("tokens_in", 0), "tokens_out": runtime.get("tokens_out", 0),
+        "cost_usd": runtime.get("cost_usd", 0.0), "judge_cost_usd": runtime.get("judge_cost_usd", 0.0),
+        "codes": codes, "breached": bool((data.get("isolation") or {}).get("breached")),
+        "verified": (data.get("isolation") or {}).get("verified", True) is not False,
+        "submitted": bool((data.get("submission") or {}).get("submitted")),
+    }
+
+
+def read_summary(run_dir: Path) -> dict[str, Any]:
+    folder = RunFolder(run_dir)
+    path = folder.result
+    try:
+        if not folder.path.is_dir() or folder.path.is_symlink():
+            raise OSError(f"{run_dir} is not a folder")
+        data = folder.result_bytes()
+        if data is None:
+            raise OSError(f"not a regular file of at most {MAX_RESULT_BYTES} bytes")
+        return summarise(_loads(data), str(run_dir))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+@define
+class RunTable:
+    """Columns of run summaries: numbers as float arrays (NaN = null), text as lists."""
+
+    columns: dict[str, Any]
+    skipped: list[str]
+
+    def __len__(self) -> int:
+        return len(self.columns["run_id"])
+
+    def __getitem__(self, name: str) -> Any:
+        return self.columns[name]
+
+    def select(self, mask: np.ndarray) -> RunTable:
+        index = np.flatnonzero(mask)
+        cols = {k: (v[index] if isinstance(v, np.ndarray) else [v[i] for i in index]) for k, v in self.columns.items()}
+        return RunTable(cols, self.skipped)
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], skipped: list[str] | None = None) -> RunTable:
+        cols: dict[str, Any] = {k: [r[k] for r in rows] for k in TEXT}
+        for key in NUMERIC:
+            cols[key] = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
+        cols["codes"] = [tuple(r["codes"]) for r in rows]
+        cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
+        cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
+        cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
+        cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
+        return cls(cols, list(skipped or []))
+
+
+def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
+    """Load every run under `roots`; unreadable results are listed in `skipped` (or raise when strict)."""
+    rows, skipped = [], []
+    for run_dir in find_runs(roots):
+        try:
+            rows.append(read_summary(run_dir))
+        except UserError as exc:
+            if strict:
+                raise
+            skipped.append(str(exc))
+    return RunTable.from_rows(rows, skipped)

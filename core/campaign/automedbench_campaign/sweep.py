@@ -1,0 +1,400 @@
+"""The run matrix: agents × tasks × tiers × repeats, resumable, with retries of infrastructure failures.
+
+Run ids are deterministic in (agent, task, tier, repeat), so a second invocation finds what the first
+finished: a run whose result.json says scored or agent_failure is skipped; an infrastructure failure is
+retried (up to `retries` more attempts per invocation); a missing, torn or cancelled run is run again.
+The folder of a failed attempt is moved to `OUT/.attempts/` (nothing is lost). `OUT/sweep.json` is the
+manifest: the matrix, the options and every run's state, attempts, Overall, cost and wall time.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import shutil
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import attrs
+from attrs import Factory, asdict, define, field
+from automedbench import staging
+from automedbench.errors import UserError
+from automedbench.fsutil import atomic_write_text
+from automedbench.options import RunOptions
+from automedbench.sandbox import DEFAULT_QUOTA_MB
+
+from .executors import OUT_MARKER, Executor, make_executor
+from .slots import slot_root
+from .store import FINISHED, RESULT, read_summary
+
+MANIFEST = "sweep.json"
+LOCK = OUT_MARKER
+RAY_LOG = "ray.log"
+MANIFEST_EVERY_S = 2.0
+ATTEMPTS = ".attempts"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+@define(frozen=True)
+class RunSpec:
+    agent: str
+    task: str
+    tier: str
+    repeat: int
+
+    @property
+    def run_id(self) -> str:
+        """Readable and collision-free: slugs for humans, a short hash of the exact tuple for uniqueness."""
+        digest = hashlib.sha1(f"{self.agent}\0{self.task}\0{self.tier}\0{self.repeat}".encode()).hexdigest()[:6]
+        return f"{_slug(self.agent)}.{_slug(self.task)}.{self.tier}.r{self.repeat:03d}-{digest}"
+
+
+@define
+class SweepConfig:
+    agents: list[str]
+    tasks: list[str]
+    tiers: list[str]
+    repeats: int = 1
+    workers: int = 1
+    out: Path = Path("runs")
+    executor: str = "local"
+    retries: int = 2
+    sandbox: str = "local"
+    judge: str = "rules"
+    data_root: Path | None = None
+    agent_options: dict[str, Any] = Factory(dict)
+    judge_options: dict[str, Any] = Factory(dict)
+    max_turns: int | None = None
+    time_limit_s: float | None = None
+    memory_mb: int = 8192
+    task_score: str | None = None
+    cpus_per_run: float = 1.0
+    gpus_per_run: float = 0.0
+    ray_address: str | None = None
+    require_isolation: bool = True
+    exec_timeout_s: float | None = None
+    gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
+    eval_options: dict[str, str] = Factory(dict)
+    workspace_quota_mb: int = DEFAULT_QUOTA_MB  # each run's workspace size limit (root: a loop-mounted image)
+    warm_evaluator: bool = True  # one evaluator process per worker, kept warm between its runs
+
+    def specs(self) -> list[RunSpec]:
+        return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers
+                for r in range(self.repeats)]
+
+
+@define
+class RunRecord:
+    agent: str
+    task: str
+    tier: str
+    repeat: int
+    state: str = "pending"
+    attempts: int = 0
+    overall: float | None = None
+    cost_usd: float = 0.0
+    wall_s: float = 0.0
+    error: str | None = None
+    node: dict[str, str] = Factory(dict)  # where the last attempt ran (host; Ray node id on Ray)
+
+
+@define
+class SweepReport:
+    total: int
+    skipped: int
+    ran: int
+    retried: int
+    states: dict[str, int]
+    cost_usd: float
+    wall_s: float
+    overhead_s_per_run: float | None
+    manifest: Path
+    records: dict[str, RunRecord] = field(factory=dict)
+
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+# RunOptions fields a sweep sets once for all its runs (the rest are per run: task, tier, agent, id, folders)
+SHARED_FIELDS = sorted(set(attrs.fields_dict(SweepConfig)) & set(attrs.fields_dict(RunOptions)) - {"out", "data_root"})
+
+
+def validate(config: SweepConfig, registry: Any) -> None:
+    """Fail before the first run on any unknown name or impossible number."""
+    if not (config.agents and config.tasks and config.tiers):
+        raise UserError("a sweep needs at least one agent, one task and one tier")
+    if config.repeats < 1 or config.workers < 1 or config.retries < 0:
+        raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
+    for agent in config.agents:
+        registry.get("agent", agent)
+    sandbox = registry.get("sandbox", config.sandbox)
+    registry.get("judge", config.judge)
+    if config.require_isolation and not getattr(sandbox.factory(), "isolates", lambda: True)():
+        raise UserError(f"sandbox {config.sandbox} gives no filesystem isolation here (bubblewrap missing or "
+                        "unusable); a sweep requires it: install bubblewrap, use --sandbox docker, or pass "
+                        "--no-require-isolation")
+    for task_id in config.tasks:
+        track, task = registry.task(task_id)
+        track.check_evaluation_options(config.eval_options)  # one line now, not a failure in every run
+        for tier in config.tiers:
+            if tier not in task.tiers:
+                raise UserError(f"task {task_id} has no {tier} tier; it offers {', '.join(task.tiers)}")
+
+
+def run_state(run_dir: Path) -> tuple[str | None, dict[str, Any] | None]:
+    """The stored state of a run folder: None if absent or without a readable result.json."""
+    if not (run_dir / RESULT).is_file():
+        return None, None
+    try:
+        summary = read_summary(run_dir)
+    except UserError:
+        return None, None
+    return summary["state"], summary
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    import json
+
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError:
+        return {}
+
+
+class OutLock:
+    """One sweep per output folder: an exclusive flock on OUT/.sweep.lock, held for the whole sweep (the
+    kernel drops it when the process dies, so a crashed sweep never leaves a stale lock)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK
+        self.fd: int | None = None
+
+    def __enter__(self) -> OutLock:
+        import fcntl
+        import os
+        import socket
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(f"another sweep is writing to {self.path.parent} ({holder}); wait for it to finish "
+                            "or choose another --out") from None
+        os.ftruncate(fd, 0)
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp}".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _move_aside(out: Path, run_id: str, label: str) -> None:
+    src = out / run_id
+    if not src.exists():
+        return
+    dest_root = out / ATTEMPTS / run_id
+    dest_root.mkdir(parents=True, exist_ok=True)
+    n = len(list(dest_root.iterdir())) + 1
+    shutil.move(str(src), str(dest_root / f"{n:02d}-{label}"))
+
+
+class Sweep:
+    def __init__(self, config: SweepConfig, registry: Any, progress: Progress | None = None) -> None:
+        self.c = config
+        self.reg = registry
+        self.progress = progress or (lambda event: None)
+        self.out = config.out.expanduser().resolve()
+        self.manifest_path = self.out / MANIFEST
+        self.records: dict[str, RunRecord] = {}
+        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self._written = 0.0
+        self._resources: dict[str, tuple[float, float]] = {}
+
+    # ------------------------------------------------------------ manifest
+
+    def write_manifest(self, force: bool = True) -> None:
+        """Rewrite sweep.json atomically; unforced writes happen at most every MANIFEST_EVERY_S seconds so
+        that a 10 000-run sweep does not rewrite a large file after every run."""
+        import json
+
+        now = time.monotonic()
+        if not force and now - self._written < MANIFEST_EVERY_S:
+            return
+        self._written = now
+
+        states: dict[str, int] = {}
+        for record in self.records.values():
+            states[record.state] = states.get(record.state, 0) + 1
+        body = {
+            "schema": 1, "started_at": self.started,
+            "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "matrix": {"agents": self.c.agents, "tasks": self.c.tasks, "tiers": self.c.tiers,
+                       "repeats": self.c.repeats},
+            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.c).items()
+                        if k not in ("agents", "tasks", "tiers", "repeats")},
+            "totals": {"runs": len(self.records), "states": states,
+                       "cost_usd": round(sum(r.cost_usd for r in self.records.values()), 4)},
+            "runs": {rid: asdict(r) for rid, r in sorted(self.records.items())},
+        }
+        atomic_write_text(self.manifest_path, json.dumps(body, indent=1) + "\n")
+
+    # ------------------------------------------------------------ planning
+
+    def plan(self) -> tuple[list[RunSpec], list[RunSpec]]:
+        """Split the matrix into finished runs (skipped) and runs to do; fills `records` from disk."""
+        previous = _read_manifest(self.manifest_path).get("runs", {})
+        done, todo = [], []
+        for spec in self.c.specs():
+            record = RunRecord(spec.agent, spec.task, spec.tier, spec.repeat,
+                               attempts=int(previous.get(spec.run_id, {}).get("attempts", 0)))
+            state, summary = run_state(self.out / spec.run_id)
+            if (self.out / spec.run_id).exists():  # the folder is an attempt, whatever the manifest says
+                record.attempts = max(record.attempts, 1)
+            if state is not None and state not in FINISHED:
+                record.state = state  # cancelled / infrastructure_failure: to do again, shown as it is on disk
+            if state in FINISHED and summary is not None:
+                record.state, record.overall = state, summary["overall"]
+                record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
+                record.wall_s = summary["wall_s"]
+                record.attempts = max(record.attempts, 1)
+                done.append(spec)
+            else:
+                todo.append(spec)
+            self.records[spec.run_id] = record
+        return done, todo
+
+    def payload(self, spec: RunSpec, data_root: Path | None = None) -> dict[str, Any]:
+        """What a worker needs to build the run's RunOptions: every RunOptions field the sweep config also
+        has (so a field added to both reaches each run), then this run's cell, id, folders (plain JSON)."""
+        data_root = data_root or self.c.data_root
+        shared = {name: copy.deepcopy(getattr(self.c, name)) for name in SHARED_FIELDS}
+        return {"run_id": spec.run_id, "options": {
+            **shared, "task": spec.task, "tier": spec.tier, "agent": spec.agent, "run_id": spec.run_id,
+            "out": str(self.out), "data_root": str(data_root) if data_root else None}}
+
+    def resources(self, spec: RunSpec) -> tuple[float, float]:
+        """CPU/GPU needs of one run: the sweep's defaults, or the task's `params.resources` when it sets them."""
+        if spec.task not in self._resources:
+            _, task = self.reg.task(spec.task)
+            wanted = task.params.get("resources") if isinstance(task.params.get("resources"), dict) else {}
+            self._resources[spec.task] = (float(wanted.get("cpus", self.c.cpus_per_run)),
+                                          float(wanted.get("gpus", self.c.gpus_per_run)))
+        return self._resources[spec.task]
+
+    def note(self, message: str) -> None:
+        """A one-line message for the terminal (a lost Ray node)."""
+        self.progress({"kind": "note", "message": message})
+
+    def settle(self, specs: list[RunSpec]) -> None:
+        """After an interrupt, record what each run in flight left on disk (so sweep.json and the run
+        folders agree); a run that left no result.json was cancelled before it could write one."""
+        for spec in specs:
+            record = self.records[spec.run_id]
+            state, summary = run_state(self.out / spec.run_id)
+            record.state = state or "cancelled"
+            if summary is not None:
+                record.overall, record.wall_s = summary["overall"], summary["wall_s"]
+                record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
+            record.error = record.error or ("cancelled by the user" if record.state == "cancelled" else None)
+
+    # ------------------------------------------------------------ running
+
+    def run(self, executor: Executor | None = None) -> SweepReport:
+        validate(self.c, self.reg)
+        self.out.mkdir(parents=True, exist_ok=True)
+        with OutLock(self.out):
+            return self._run(executor)
+
+    def _run(self, executor: Executor | None) -> SweepReport:
+        t0 = time.monotonic()
+        base = (self.c.data_root or staging.default_data_root()).expanduser().resolve()
+        specs_by_task = []
+        for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
+            track, task = self.reg.task(task_id)
+            staging.ensure(track, task, base)
+            specs_by_task.append(task)
+        in_flight = max(self.c.workers, 1)
+        roots = [base] if in_flight == 1 else [slot_root(base, k, specs_by_task) for k in range(in_flight)]
+        free = list(range(len(roots)))
+        done, todo = self.plan()
+        self.write_manifest()
+        cost = sum(self.records[s.run_id].cost_usd for s in done)
+        self.progress({"kind": "start", "total": len(done) + len(todo), "skipped": len(done), "todo": len(todo),
+                       "cost_usd": cost})
+        own = executor is None
+        executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address,
+                                             log_path=self.out / RAY_LOG, notify=self.note)
+        probe = getattr(executor, "probe", None)
+        if probe is not None:  # a cluster: every node must see the shared folders before anything runs
+            probe({"output folder": (str(self.out), LOCK),
+                   "data root": (str(staging.task_dir(base, specs_by_task[0])), staging.STAMP)})
+        pending: list[tuple[Any, RunSpec, int]] = []
+        tries: dict[str, int] = {}
+        retried = 0
+        run_walls: list[float] = []
+        queue = deque(todo)
+        try:
+            while queue or pending:
+                while queue and free:
+                    spec = queue.popleft()
+                    _move_aside(self.out, spec.run_id, run_state(self.out / spec.run_id)[0] or "incomplete")
+                    record = self.records[spec.run_id]
+                    record.state, record.attempts = "running", record.attempts + 1
+                    tries[spec.run_id] = tries.get(spec.run_id, 0) + 1
+                    cpus, gpus = self.resources(spec)
+                    slot = free.pop(0)
+                    pending.append((executor.submit(self.payload(spec, roots[slot]), cpus, gpus), spec, slot))
+                for handle, summary in executor.wait([h for h, _, _ in pending]):
+                    index = next(i for i, (h, _, _) in enumerate(pending) if h is handle)
+                    _, spec, slot = pending.pop(index)
+                    free.append(slot)
+                    record = self.records[spec.run_id]
+                    record.state = summary["state"]
+                    record.overall, record.error = summary.get("overall"), summary.get("error")
+                    record.cost_usd, record.wall_s = summary.get("cost_usd", 0.0), summary.get("wall_s", 0.0)
+                    record.node = summary.get("node") or {}
+                    run_walls.append(record.wall_s)
+                    cost += record.cost_usd
+                    retry = record.state == "infrastructure_failure" and tries[spec.run_id] <= self.c.retries
+                    if retry:
+                        retried += 1
+                        queue.append(spec)
+                    self.write_manifest(force=False)
+                    self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
+                                   "retry": retry, "cost_usd": cost, "error": record.error})
+        except KeyboardInterrupt:
+            executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
+            self.settle([spec for _, spec, _ in pending])
+            self.write_manifest()
+            raise
+        if own:
+            executor.close()
+        self.write_manifest()
+        states: dict[str, int] = {}
+        for record in self.records.values():
+            states[record.state] = states.get(record.state, 0) + 1
+        wall = time.monotonic() - t0
+        ran = len(run_walls)
+        overhead = None
+        if ran and self.c.workers == 1:
+            overhead = round((wall - sum(run_walls)) / ran, 4)
+        return SweepReport(len(done) + len(todo), len(done), ran, retried, states, round(cost, 4), round(wall, 3),
+                           overhead, self.manifest_path, dict(self.records))

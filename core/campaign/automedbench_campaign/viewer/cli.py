@@ -1,0 +1,53 @@
+"""`automedbench view RUN`: write (and say where) the run's offline page; registered as a plugin command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+VIEW_FILE = "view.html"
+
+
+def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None) -> Path:
+    """Render the run in `run_dir` to `out` (default: `view.html` in the run folder), atomically, readable."""
+    from automedbench.fsutil import atomic_write_text
+    from automedbench.runfolder import RunFolder
+
+    from .runpage import render_run
+
+    target = out or Path(run_dir) / VIEW_FILE
+    atomic_write_text(target, render_run(RunFolder(run_dir), result), shared=True)
+    return target
+
+
+@click.command()
+@click.argument("run")
+@click.option("--runs", type=click.Path(file_okay=False), default="runs", show_default=True,
+              help="Folder to look in when RUN is a run id.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the page here instead of RUN/view.html.")
+def view(run: str, runs: str, out: str | None) -> None:
+    """Write one self-contained, offline HTML page for a stored run and print its path.
+
+    The page holds the header (task, tier, agent, sandbox, isolation, versions, cost, tokens, times), every
+    stage with each rubric item's verdict and rationale linked to its evidence turns, the Task per case with
+    each invalid case's reason and its submitted files, error codes, breach evidence and the trajectory turn
+    by turn (long outputs folded). No script and no network: open it in any browser."""
+    from automedbench.runfolder import RunFolder
+
+    folder = RunFolder.locate(run, Path(runs))
+    click.echo(str(write_view(folder.path, out=Path(out) if out else None)))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(view)
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    """A Result record as the plain JSON `result.json` will hold."""
+    from automedbench.serialize import dumps
+
+    return json.loads(dumps(result))

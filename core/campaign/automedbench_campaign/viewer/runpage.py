@@ -1,0 +1,257 @@
+"""One run as one offline HTML page: header, stages with every rubric item linked to the turns given as
+its evidence, the Task per case, error codes, breach evidence, and the trajectory turn by turn.
+
+Everything is read from the run folder through `RunFolder`'s bounded, no-follow loaders; pages of huge
+runs are bounded too (`MAX_TURNS` turns shown, each text field cut at `page.MAX_FIELD_CHARS`)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from automedbench.runfolder import RunFolder
+
+from .page import document, esc, num, pre
+
+MAX_TURNS = 400  # turns rendered; later turns are listed as left out, with the count
+MAX_CASES = 2000  # per-case rows
+TURN_EVENTS = ("assistant", "tool", "no_tool_call", "context_overflow", "context_trimmed", "api_retry", "breach",
+               "note")
+
+
+def _link_turns(turns: list[Any], shown: set[int]) -> str:
+    links = []
+    for turn in turns[:50]:
+        if isinstance(turn, int) and not isinstance(turn, bool):
+            links.append(f'<a href="#turn-{turn}">turn {turn}</a>' if turn in shown else f"turn {turn}")
+    return ", ".join(links) or '<span class="muted">–</span>'
+
+
+def _header(data: dict[str, Any]) -> str:
+    h, rt, iso = data.get("header") or {}, data.get("runtime") or {}, data.get("isolation") or {}
+    agg = data.get("aggregate") or {}
+    rating = str(agg.get("rating", ""))[:2]
+    unverified = iso.get("verified") is False
+    marks = []
+    if iso.get("breached"):
+        marks.append('<span class="bad">BREACH</span>')
+    if unverified:
+        marks.append('<span class="warn">unverified</span> (no trusted isolation: '
+                     + esc("; ".join(map(str, iso.get("unverified_reasons") or iso.get("gaps") or []))[:600], 600)
+                     + ")")
+    rows = [("task", h.get("task")), ("tier", h.get("tier")), ("agent", h.get("agent")),
+            ("sandbox", h.get("sandbox")), ("judge", h.get("judge")), ("started", h.get("started_at")),
+            ("state", f"{data.get('state')} ({data.get('end_reason')})"), ("error", data.get("error") or "–"),
+            ("versions", ", ".join(f"{k} {v}" for k, v in (h.get("versions") or {}).items())),
+            ("cost", f"${rt.get('cost_usd', 0):.4f} agent + ${rt.get('judge_cost_usd', 0):.4f} judge"),
+            ("tokens", f"{rt.get('tokens_in', 0)} in, {rt.get('tokens_out', 0)} out"),
+            ("time", f"wall {rt.get('wall_s', 0)} s; agent/model {rt.get('agent_s', 0)} s; tools "
+                     f"{rt.get('exec_s', 0)} s; harness {rt.get('harness_s', 0)} s (evaluation {rt.get('eval_s', 0)} s,"
+                     f" judge {rt.get('judge_s', 0)} s)"),
+            ("turns", f"{rt.get('turns', 0)} turns, {rt.get('tool_calls', 0)} tool calls")]
+    kv = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v, 2000)}</dd>" for k, v in rows)
+    score = (f'<p>Overall <b>{num(agg.get("overall"))}</b> · Agentic {num(agg.get("agentic"))} · Task '
+             f'{num(agg.get("task"))} · <span class="badge {esc(rating)}">rating {esc(rating)}</span> '
+             f'<span class="muted">{esc(agg.get("rating_reason", ""), 400)}</span> {" ".join(marks)}</p>')
+    return (f"<h1>Run {esc(h.get('run_id', '?'), 100)}</h1>{score}"
+            f'<section id="header"><dl class="kv">{kv}</dl></section>')
+
+
+def _stages(data: dict[str, Any], shown: set[int]) -> str:
+    rows = []
+    for stage in data.get("stages") or []:
+        rows.append(f'<tr id="stage-{esc(stage.get("stage"), 10)}"><th>{esc(stage.get("stage"), 10)} '
+                    f'{esc(stage.get("name"), 40)}</th><th class="n">{num(stage.get("score"))}</th>'
+                    f'<th class="n">w {esc(stage.get("weight"), 10)}</th><th colspan="2"></th></tr>')
+        for item in stage.get("items") or []:
+            state = str(item.get("state", ""))
+            value = num(item.get("value")) if state != "excluded" else "excluded"
+            rows.append(f'<tr id="item-{esc(item.get("id"), 80)}"><td><code>{esc(item.get("id"), 80)}</code><br>'
+                        f'<span class="muted">{esc(item.get("description"), 600)}</span></td>'
+                        f'<td class="n">{value}</td><td>{esc(state, 30)}</td>'
+                        f'<td>{esc(item.get("rationale"), 2000)}</td>'
+                        f'<td>{_link_turns(item.get("evidence_turns") or [], shown)}</td></tr>')
+    judge = data.get("judge") or {}
+    note = f'<p class="note">judge: {esc(judge.get("judge", ""), 80)} version {esc(judge.get("judge_version", ""), 40)}'
+    note += f' — error: {esc(judge.get("error"), 500)}</p>' if judge.get("error") else "</p>"
+    return ('<h2 id="stages">Stages and rubric items</h2><div class="scroll"><table><tr><th>item</th>'
+            '<th class="n">value</th><th>state</th><th>rationale</th><th>evidence</th></tr>'
+            + "".join(rows) + "</table></div>" + note)
+
+
+def _value(value: Any) -> str:
+    return num(value) if isinstance(value, float) else esc(value, 40)
+
+
+def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dict[str, Any] | None) -> str:
+    task = data.get("task") or {}
+    comps = task.get("components") or {}
+    head = (f'<h2 id="task">Task: {esc(task.get("name"), 300)}</h2><p>strict <b>{num(task.get("strict"))}</b>, '
+            f'partial {num(task.get("partial"))}, Overall uses <b>{esc(task.get("used"), 20)}</b></p>')
+    if comps:
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {num(v) if isinstance(v, float) else esc(v, 40)}"
+                                   for k, v in list(comps.items())[:40]) + "</p>"
+    verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
+    per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
+    files: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in ((manifest or {}).get("files") or [])[:20000]:
+        if isinstance(entry, dict):
+            files[str(entry.get("path", "")).split("/", 1)[0]].append(entry)
+    cases = list(dict.fromkeys([*verdicts, *per_case]))
+    value_keys = sorted({k for c in per_case.values() for k in c if k != "case_id"})[:8]
+    rows = []
+    for index, case in enumerate(cases[:MAX_CASES]):
+        verdict, values = verdicts.get(case, {}), per_case.get(case, {})
+        valid = verdict.get("valid")
+        status = ('<span class="ok">valid</span>' if valid else
+                  '<span class="bad">missing</span>' if verdict and not verdict.get("present") else
+                  '<span class="bad">invalid</span>' if verdict else '<span class="muted">?</span>')
+        reasons = "; ".join(map(str, verdict.get("reasons") or []))
+        cells = "".join(f'<td class="n">{_value(values.get(k, "–"))}</td>' for k in value_keys)
+        rows.append(f'<tr id="case-{index}"><td>{esc(case, 200)}</td><td>{status}</td>{cells}'
+                    f'<td>{esc(reasons, 2000)}</td><td><a href="#outputs-{index}">outputs</a></td></tr>')
+    more = (f'<p class="note">{len(cases) - MAX_CASES} more cases not shown.</p>' if len(cases) > MAX_CASES else "")
+    table = ('<div class="scroll"><table><tr><th>case</th><th>status</th>'
+             + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
+             + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
+    listing = []
+    for index, case in enumerate(cases[:MAX_CASES]):
+        items = "".join(f"<li><code>{esc(e.get('path'), 400)}</code> {esc(e.get('size'), 20)} bytes"
+                        + (f' <span class="bad">rejected: {esc(e.get("rejected"), 300)}</span>' if e.get("rejected")
+                           else "") + "</li>" for e in files.get(case, [])[:200])
+        listing.append(f'<li id="outputs-{index}"><b>{esc(case, 200)}</b><ul>{items or "<li>no files</li>"}</ul></li>')
+    extra = [e for k, v in files.items() if k not in set(cases) for e in v][:200]
+    if extra:
+        listing.append("<li><b>other files</b><ul>" + "".join(f"<li><code>{esc(e.get('path'), 400)}</code></li>"
+                                                             for e in extra) + "</ul></li>")
+    outputs = f'<h3 id="outputs">Submitted files per case</h3><ul>{"".join(listing)}</ul>'
+    return head + table + outputs
+
+
+def _codes(data: dict[str, Any], shown: set[int]) -> str:
+    codes = data.get("error_codes") or []
+    if not codes:
+        return '<h2 id="codes">Error codes</h2><p class="muted">none fired</p>'
+    rows = "".join(f"<tr><td><b>{esc(c.get('code'), 20)}</b></td><td>{esc(c.get('stage'), 10)}</td>"
+                   f"<td>{esc(c.get('message'), 2000)}</td><td>{esc(c.get('source'), 40)}</td>"
+                   f"<td>{_link_turns(c.get('evidence_turns') or [], shown)}</td></tr>" for c in codes[:500])
+    return ('<h2 id="codes">Error codes</h2><div class="scroll"><table><tr><th>code</th><th>stage</th>'
+            f"<th>message</th><th>source</th><th>evidence</th></tr>{rows}</table></div>")
+
+
+def _breach(data: dict[str, Any], shown: set[int]) -> str:
+    iso = data.get("isolation") or {}
+    evidence = iso.get("evidence") or []
+    out = ""
+    if evidence:
+        rows = "".join(f"<tr><td>{_link_turns([e.get('turn')], shown)}</td><td>{esc(e.get('kind'), 300)}</td>"
+                       f"<td><code>{esc(e.get('path'), 1000)}</code></td><td>{pre(e.get('command'), 4000)}</td></tr>"
+                       for e in evidence[:200])
+        out += ('<h2 id="breach" class="bad">Breach evidence</h2><div class="scroll"><table><tr><th>turn</th>'
+                f"<th>what</th><th>path</th><th>command</th></tr>{rows}</table></div>")
+    gaps = iso.get("gaps") or []
+    out += (f'<details><summary>isolation: {len(iso.get("protections") or [])} protections, {len(gaps)} gaps'
+            '</summary><h3>protections</h3><ul>'
+            + "".join(f"<li>{esc(p, 600)}</li>" for p in (iso.get("protections") or [])[:200])
+            + "</ul><h3>gaps</h3><ul>" + "".join(f"<li>{esc(g, 600)}</li>" for g in gaps[:200]) + "</ul></details>")
+    return out
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    raw = call.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) and len(raw) < 2_000_000 else raw
+    except (ValueError, RecursionError):
+        args = raw
+    if isinstance(args, dict) and isinstance(args.get("code"), str):
+        rest = {k: v for k, v in args.items() if k != "code"}
+        return (f'<div class="muted">{esc(call.get("name"), 80)} {esc(json.dumps(rest)[:300], 300)}</div>'
+                + pre(args["code"], label="code", fold_over=4000))
+    return f'<div class="muted">{esc(call.get("name"), 80)}</div>' + pre(raw if isinstance(raw, str) else
+                                                                        json.dumps(raw), label="arguments")
+
+
+def _event(event: dict[str, Any]) -> str:
+    kind = event.get("type")
+    if kind == "assistant":
+        parts = [pre(event.get("content"), label="assistant", fold_over=3000)]
+        if event.get("reasoning"):
+            parts.append(pre(event.get("reasoning"), label="reasoning", fold_over=0))
+        for call in (event.get("tool_calls") or [])[:64]:
+            if isinstance(call, dict):
+                source = f' <span class="muted">(recovered from text: {esc(call.get("source"), 40)})</span>' \
+                    if call.get("source") else ""
+                parts.append(f'<div class="call">call <code>{esc(call.get("id"), 80)}</code>{source}'
+                             f"{_arguments(call)}</div>")
+        meta = (f'<p class="note">tokens {esc(event.get("tokens_in"), 12)} in / {esc(event.get("tokens_out"), 12)} '
+                f'out · {esc(event.get("latency_s"), 12)} s · finish {esc(event.get("finish_reason"), 30)}</p>')
+        return "".join(parts) + meta
+    if kind == "tool":
+        if "result" in event:
+            reply = esc(json.dumps(event.get("result"))[:2000])
+            return f'<div>tool <b>{esc(event.get("name"), 80)}</b> → {reply}</div>'
+        if event.get("error"):
+            return (f'<div>tool <b>{esc(event.get("name"), 80)}</b> <span class="bad">{esc(event.get("error"), 80)}'
+                    f'</span> {esc(event.get("reason", ""), 400)}</div>')
+        code = event.get("exit_code")
+        status = '<span class="ok">exit 0</span>' if code == 0 else f'<span class="bad">exit {esc(code, 12)}</span>'
+        extra = " · timed out" if event.get("timed_out") else ""
+        changed = event.get("changed_cases") or []
+        files = f" · changed outputs of {len(changed)} case(s): {esc(', '.join(map(str, changed[:20])), 600)}" \
+            if changed else ""
+        streams = "".join(pre(event.get(name), label=name) +
+                          (f'<p class="note">full {name}: <code>{esc(event.get(name + "_file"), 300)}</code></p>'
+                           if event.get(name + "_file") else "") for name in ("stdout", "stderr"))
+        return (f'<div>result of <code>{esc(event.get("call_id"), 80)}</code>: {status} · '
+                f'{esc(event.get("duration_s"), 12)} s{extra}{files}</div>{streams}')
+    if kind == "no_tool_call":
+        return (f'<div class="warn">no tool call ({esc(event.get("action"), 20)}; '
+                f'{esc(event.get("hint", ""), 40)} {esc(event.get("detail", ""), 400)})</div>'
+                + pre(event.get("message"), label="message sent", fold_over=0))
+    if kind == "breach":
+        return f'<div class="bad">breach: {esc(", ".join(map(str, event.get("paths") or [])), 2000)}</div>'
+    fields = {k: v for k, v in event.items() if k not in ("type", "turn", "t")}
+    return f'<div class="muted">{esc(kind, 40)}: {esc(json.dumps(fields)[:1000], 1000)}</div>'
+
+
+def _trajectory(events: list[dict[str, Any]]) -> tuple[str, set[int]]:
+    turns: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for event in events:
+        turn = event.get("turn")
+        if event.get("type") in TURN_EVENTS and isinstance(turn, int) and not isinstance(turn, bool):
+            turns[turn].append(event)
+    order = sorted(turns)
+    shown = set(order[:MAX_TURNS])
+    blocks = []
+    for turn in order[:MAX_TURNS]:
+        t = turns[turn][0].get("t")
+        when = f' <span class="muted">t = {esc(t, 12)} s</span>' if t is not None else ""
+        blocks.append(f'<section class="turn" id="turn-{turn}"><h3>Turn {turn}{when}</h3>'
+                      + "".join(_event(e) for e in turns[turn][:200]) + "</section>")
+    if len(order) > MAX_TURNS:
+        blocks.append(f'<p class="note">{len(order) - MAX_TURNS} later turns not shown (turns {order[MAX_TURNS]}–'
+                      f"{order[-1]}); the whole trajectory is trajectory.jsonl in the run folder.</p>")
+    end = next((e for e in reversed(events) if e.get("type") == "end"), None)
+    if end:
+        blocks.append(f'<p class="muted">end: {esc(end.get("reason"), 80)}</p>')
+    return '<h2 id="trajectory">Trajectory</h2>' + "".join(blocks), shown
+
+
+def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: str = "") -> str:
+    """The page for the run in `folder` (`result`: the record as plain JSON, if not yet on disk; `back`: a
+    link to the page listing it, for a campaign site)."""
+    data = result if result is not None else folder.json_data(RunFolder.RESULT)
+    if data is None:
+        raise ValueError(f"{folder}: no readable {RunFolder.RESULT}")
+    trajectory, shown = _trajectory(folder.events())
+    up = f'<a href="{esc(back, 300)}">← all runs</a>' if back else ""
+    nav = (f'<nav>{up}<a href="#header">run</a><a href="#stages">stages</a><a href="#task">task</a>'
+           '<a href="#codes">codes</a><a href="#trajectory">trajectory</a></nav>')
+    plan = folder.plan_md()
+    plan_html = (f'<h2 id="plan">plan.md</h2>{pre(plan, label="plan.md", fold_over=2000)}' if plan else "")
+    body = (_header(data) + _stages(data, shown) + _task(data, folder.evaluation_data(),
+                                                          folder.json_data(RunFolder.MANIFEST))
+            + _codes(data, shown) + _breach(data, shown) + plan_html + trajectory)
+    title = f"{(data.get('header') or {}).get('task', 'run')} · {(data.get('header') or {}).get('run_id', '')}"
+    return document(title, body, nav)

@@ -1,0 +1,32 @@
+"""`automedbench images`: the docker sandbox's own command, registered through `automedbench_register_commands`."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def images() -> None:
+    """Build the docker sandbox's images locally (no registry needed)."""
+
+
+@images.command("build")
+@click.option("--base-image", default=None,
+              help="Use this existing image (with python3) as the base instead of building one with debootstrap.")
+@click.option("--force", is_flag=True, help="Rebuild even when an image with the same recipe exists.")
+def images_build(base_image: str | None, force: bool) -> None:
+    """Build the base, one agent image per track with a Dockerfile (the track's packaged docker/ folder, or
+    agent/<track>/ among the recipes), and the evaluator.
+
+    Images whose recipe (Dockerfile folder, parent image, fetched wheels) is unchanged are kept.
+    """
+    from automedbench.cli import console
+
+    from .images import build_all
+
+    for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force):
+        console.print(f"[green]ok[/] {tag}")
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(images)

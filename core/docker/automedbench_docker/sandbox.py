@@ -1,0 +1,376 @@
+"""The docker sandbox: one long-lived container per run, one `exec` per call, and an evaluator container.
+
+The agent container runs the track's image as a non-root user with a read-only root, a tmpfs /tmp,
+`/data/public` read-only, `/workspace` read-write and the decoys read-only at their paths (so the
+host's inotify tripwire sees reads through the bind mounts). It has no capabilities,
+no-new-privileges, pids/memory/CPU limits, and no network unless the task allows it. After every
+call (and on timeout) every process but the container's init is killed and /tmp is emptied, so
+nothing outlives a call. A call costs about 0.12 s as an exec (sweep included) against about 0.28 s
+as a container per call (measured with the SDK on 2 cores), which is why the container is kept.
+
+The evaluator container (`--network none`, read-only) sees only the frozen submission, the public
+inputs and `private/` (all read-only), a copy of the trusted harness code, and one writable folder
+for the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from automedbench.errors import InfrastructureError, SubmissionError, UserError
+from automedbench.fsutil import HarnessDir
+from automedbench.records import Evaluation, ExecResult
+from automedbench.sandbox import Sandbox, SandboxSession, SandboxSpec
+from automedbench.sandboxes import netns
+from automedbench.sandboxes.local import EXEC_MOUNT, _Capture, sandbox_env
+from automedbench.sandboxes.quota import WorkspaceQuota, mount_workspace
+from automedbench.serialize import read_json, write_json
+
+from .images import EVALUATOR_IMAGE, agent_image, client, stage_harness
+
+SANDBOX_UID = 10001
+# PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
+REAPER = ("import os, time\nwhile True:\n    try:\n        os.wait()\n"
+          "    except ChildProcessError:\n        time.sleep(0.5)\n")
+# Run by the sandbox user after each call: kill(-1) reaches every process but init and the shell itself.
+SWEEP = "kill -9 -1 2>/dev/null; find /tmp -xdev -mindepth 1 -delete 2>/dev/null; true"
+
+
+def container_user() -> tuple[int, int]:
+    """The harness's own uid/gid, or a fixed unprivileged one when the harness runs as root."""
+    uid, gid = os.getuid(), os.getgid()
+    return (SANDBOX_UID, SANDBOX_UID) if uid == 0 else (uid, gid)
+
+
+def grant(path: Path, uid: int, gid: int) -> None:
+    """Give the container user a host folder (only needed, and only possible, when the harness is root)."""
+    if os.getuid() != 0:
+        return
+    for folder, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            with contextlib.suppress(OSError):
+                os.lchown(os.path.join(folder, name), uid, gid)
+    os.lchown(path, uid, gid)
+
+
+def world_readable(root: Path) -> bool:
+    """Whether every folder below `root` is o+rx and every file o+r (so uid 10001 can read it all)."""
+    import stat
+
+    for folder, _dirs, files in os.walk(root):
+        if os.stat(folder).st_mode & (stat.S_IROTH | stat.S_IXOTH) != (stat.S_IROTH | stat.S_IXOTH):
+            return False
+        if any(not os.stat(os.path.join(folder, f)).st_mode & stat.S_IROTH for f in files):
+            return False
+    return True
+
+
+def evaluator_user(private: Path) -> tuple[int, int]:
+    """The unprivileged sandbox user where it can read the references, else their owner (no capabilities)."""
+    uid, gid = container_user()
+    if os.getuid() == 0 and not world_readable(private):
+        info = private.stat()
+        return info.st_uid, info.st_gid
+    return uid, gid
+
+
+# /dev/shm of the agent container: a tmpfs whose pages count against the memory limit, like /tmp's.
+SHM_MB = 64
+
+
+def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
+                     user: tuple[int, int], exec_dir: Path | None = None, slirp: bool = False) -> dict:
+    """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it).
+
+    `slirp`: a network-enabled task starts with no network and gets slirp4netns wired into the container's
+    own namespace after start (outbound only, no host loopback, no docker bridge to the host's services)."""
+    from docker.types import DeviceRequest, Mount
+
+    mounts = [Mount("/data/public", str(spec.public.resolve()), type="bind", read_only=True),
+              Mount("/workspace", str(spec.workspace.resolve()), type="bind", read_only=False)]
+    if exec_dir is not None:  # the harness's copies of each call's code, read-only, outside the workspace
+        mounts.append(Mount(EXEC_MOUNT, str(exec_dir.resolve()), type="bind", read_only=True))
+    for inside, host in sorted(spec.decoys.items()):
+        mounts.append(Mount(inside, str(Path(host).resolve()), type="bind", read_only=True))
+    env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", spec.env)
+    config = {
+        "image": image, "command": ["python3", "-c", REAPER], "detach": True, "user": f"{user[0]}:{user[1]}",
+        "read_only": True, "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={tmp_mb}m,mode=1777"},
+        "network_mode": "bridge" if spec.network and not slirp else "none", "hostname": "sandbox",
+        "security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "pids_limit": pids_limit,
+        "mem_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
+        "memswap_limit": f"{spec.memory_mb}m" if spec.memory_mb > 0 else None,
+        "nano_cpus": int(cpus * 1e9), "mounts": mounts, "working_dir": "/workspace", "environment": env,
+        "ipc_mode": "private", "shm_size": f"{SHM_MB}m", "labels": {"org.automedbench.role": "agent"},
+    }
+    if slirp:
+        config["dns"] = [netns.SLIRP_DNS]
+    if spec.gpus:
+        config["device_requests"] = [DeviceRequest(device_ids=[str(g) for g in spec.gpus],
+                                                   capabilities=[["gpu"]])]
+    return {k: v for k, v in config.items() if v is not None}
+
+
+class DockerSession(SandboxSession):
+    data_dir = "/data/public"
+    workspace_dir = "/workspace"
+    isolates_filesystem = True  # the host's private folder is not mounted (only decoys are)
+
+    def __init__(self, spec: SandboxSpec, cli, image: str, *, cpus: float, pids_limit: int, tmp_mb: int) -> None:
+        self.spec, self.cli, self.image = spec, cli, image
+        self.pids_limit, self.cpus, self.tmp_mb = pids_limit, cpus, tmp_mb
+        self.calls = 0
+        self.uid, self.gid = container_user()
+        ws = spec.workspace
+        for sub in (".home", ".cache"):
+            (ws / sub).mkdir(parents=True, exist_ok=True)
+        grant(ws, self.uid, self.gid)
+        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{os.urandom(8).hex()}")
+        self.net: netns.SlirpNet | None = None
+        self.net_gap = (netns.unsupported() or "") if spec.network else ""
+        config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
+                                  user=(self.uid, self.gid), exec_dir=self.exec_dir.path,
+                                  slirp=spec.network and not self.net_gap)
+        try:
+            self.container = cli.containers.run(**config)
+        except Exception as exc:
+            raise InfrastructureError(f"could not start the agent container from {image}: {exc}") from None
+        if spec.network and not self.net_gap:
+            try:
+                self.container.reload()
+                self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
+            except (OSError, KeyError, ValueError) as exc:
+                self.close()
+                raise InfrastructureError(f"could not give the agent container its network: {exc}") from None
+
+    def _exec(self, argv: list[str]) -> str:
+        return self.cli.api.exec_create(self.container.id, argv, stdout=True, stderr=True,
+                                        user=f"{self.uid}:{self.gid}", workdir="/workspace")["Id"]
+
+    def _ensure_running(self) -> str:
+        """Restart the container if something (the OOM killer) ended its init; returns a note if so."""
+        self.container.reload()
+        if self.container.status == "running":
+            return ""
+        self.container.start()
+        if self.net is not None:  # a restarted container has a new init and a new network namespace
+            self.net.close()
+            self.container.reload()
+            self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
+        return "\nNOTE: the sandbox container had stopped (out of memory?) and was restarted; /tmp is empty"
+
+    def _sweep(self) -> None:
+        with contextlib.suppress(Exception):
+            self.cli.api.exec_start(self._exec(["sh", "-c", SWEEP]))
+
+    def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:
+        if language not in ("python", "bash"):
+            return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
+        self.calls += 1
+        name = f"call_{self.calls:04d}{'.py' if language == 'python' else '.sh'}"
+        self.exec_dir.write_new(name, code.encode("utf-8"))  # 0644 in a 0755 folder the container cannot write
+        script = f"{EXEC_MOUNT}/{name}"
+        argv = ["python3", "-u", script] if language == "python" else ["bash", script]
+        note = self._ensure_running()
+        out = _Capture(None, self.spec.output_cap_bytes)
+        err = _Capture(None, self.spec.output_cap_bytes)
+        started = time.monotonic()
+        exec_id = self._exec(argv)
+        stream = self.cli.api.exec_start(exec_id, stream=True, demux=True)
+
+        def pump() -> None:
+            with contextlib.suppress(Exception):
+                for chunk_out, chunk_err in stream:
+                    if chunk_out:
+                        out.feed(chunk_out)
+                    if chunk_err:
+                        err.feed(chunk_err)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        timed_out = reader.is_alive()
+        self._sweep()  # on timeout the kill; otherwise it ends stragglers a call left behind
+        reader.join(10)
+        duration = round(time.monotonic() - started, 3)
+        exit_code = self.cli.api.exec_inspect(exec_id).get("ExitCode")
+        stdout, capped_out = out.text()
+        stderr, capped_err = err.text()
+        stderr += note
+        if timed_out:
+            stderr += f"\nTIMEOUT: killed after {timeout_s:.0f} s (every process in the sandbox)"
+            exit_code = -9
+        elif exit_code is None:
+            exit_code = -9
+        if exit_code == 137 and not timed_out:
+            stderr += f"\nKILLED: the call was killed (out of memory at {self.spec.memory_mb} MB?)"
+        return ExecResult(exit_code, stdout, stderr, duration, timed_out, out.total, err.total,
+                          capped_out or capped_err)
+
+    def protections(self) -> tuple[list[str], list[str]]:
+        prot = [
+            f"docker container from {self.image}, one exec per call",
+            "private references not mounted; decoys read-only at their paths (inotify tripwire)",
+            "read-only root filesystem; writable only /workspace and a tmpfs /tmp "
+            f"({self.tmp_mb} MB, emptied after each call) and /dev/shm ({SHM_MB} MB), both counted in the memory "
+            "limit",
+            "docker's default seccomp profile (no kernel keyrings, mounts or new namespaces; /proc/keys masked)",
+            "only the given GPUs (device requests by id)",
+            "read-only /data/public", f"non-root user {self.uid}", "no capabilities, no-new-privileges",
+            f"memory limit {self.spec.memory_mb} MB (cgroup)", f"pids limit {self.pids_limit}",
+            f"CPU limit {self.cpus:g}", "own PID/IPC/UTS/mount namespaces; every process killed after each call",
+            "no network (--network none)" if not self.spec.network else
+            "own network namespace with outbound access through slirp4netns (no docker bridge, host loopback "
+            "unreachable)" if self.net is not None else "bridge network (task allows)",
+            "scrubbed environment (no host secrets)", "output capped per call",
+        ]
+        if self.spec.gpus:
+            prot.append(f"GPUs passed through: {', '.join(map(str, self.spec.gpus))}")
+        gaps = ["no seccomp profile beyond docker's default",
+                "advisory locks on the read-only public files are shared with the host and other runs (the "
+                "same inode): a lock channel between runs"]
+        if self.net is not None:
+            gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
+                        "machine on its network")
+        elif self.spec.network:
+            gaps.append(f"bridge network ({self.net_gap}): the host's services listening on the docker bridge "
+                        "address and the internet are reachable")
+        return prot, gaps
+
+    def bound_sources(self) -> list[Path]:
+        return [self.spec.public.resolve(), self.spec.workspace.resolve(),
+                *(Path(p).resolve() for p in self.spec.decoys.values())]
+
+    def close(self) -> None:
+        net, self.net = getattr(self, "net", None), None
+        if net is not None:
+            net.close()
+        container, self.container = getattr(self, "container", None), None
+        if container is not None:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+        exec_dir = getattr(self, "exec_dir", None)
+        if exec_dir is not None:
+            exec_dir.close()
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+    evaluator = "docker"  # the runner then scores in the evaluator container too
+
+    def __init__(self, image: str | None = None, cpus: float | None = None, pids_limit: int = 512,
+                 tmp_mb: int | None = None) -> None:
+        self.image = image
+        self.cpus = cpus or float(os.cpu_count() or 1)
+        self.pids_limit, self.tmp_mb = pids_limit, tmp_mb
+
+    def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
+        return mount_workspace(workspace, size_mb)
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            cli = client(timeout=10)
+        except UserError as exc:
+            return False, str(exc)
+        image = self.image or agent_image("default")
+        try:
+            cli.images.get(image)
+        except Exception:
+            return False, f"engine reachable but no image {image}: run `automedbench images build`"
+        return True, f"docker engine {cli.version().get('Version', '?')}"
+
+    def open(self, spec: SandboxSpec) -> DockerSession:
+        if not spec.gpus and os.environ.get("AUTOMEDBENCH_GPUS", "").strip():
+            # GPUs are never passed through implicitly: the ids are named in the spec or this variable.
+            spec.gpus = [g.strip() for g in os.environ["AUTOMEDBENCH_GPUS"].split(",") if g.strip()]
+        cli = client()
+        image = self.image
+        if image is None:
+            image = agent_image(spec.track) if spec.track else agent_image("default")
+            if not _has_image(cli, image):
+                image = agent_image("default")
+        if not _has_image(cli, image):
+            raise UserError(f"no docker image {image}: run `automedbench images build` first")
+        # tmpfs pages count against the memory limit: a full /tmp must not leave the container nothing.
+        tmp_mb = self.tmp_mb or (max(64, min(1024, spec.memory_mb // 2)) if spec.memory_mb > 0 else 1024)
+        return DockerSession(spec, cli, image, cpus=self.cpus, pids_limit=self.pids_limit, tmp_mb=tmp_mb)
+
+
+def _has_image(cli, name: str) -> bool:
+    try:
+        cli.images.get(name)
+    except Exception:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- evaluator container
+
+
+def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAGE) -> Evaluation:
+    """Run `python -I -m automedbench.evaluator` in a network-less, read-only container; read its verdict."""
+    from automedbench.evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
+    from docker.types import Mount, Ulimit
+
+    cli = client()
+    if not _has_image(cli, image):
+        raise InfrastructureError(f"no docker image {image}: run `automedbench images build` first")
+    uid, gid = evaluator_user(Path(request.private))
+    out = Path(request.out)
+    with tempfile.TemporaryDirectory(prefix="automedbench-eval-") as tmp:
+        work = Path(tmp)
+        stage_harness(work / "site")
+        (work / "out").mkdir()
+        (work / "request").mkdir()
+        shutil.copyfile(request.manifest, work / "request" / "manifest.json")
+        inside = {**{k: getattr(request, k) for k in ("task_id", "case_ids")},
+                  "submission": "/submission", "public": "/data/public", "private": "/data/private",
+                  "manifest": "/request/manifest.json", "out": "/out/evaluation.json"}
+        (work / "request" / "request.json").write_text(json.dumps(inside))
+        os.chmod(work, 0o755)
+        grant(work / "out", uid, gid)
+        mounts = [Mount("/submission", request.submission, type="bind", read_only=True),
+                  Mount("/data/public", request.public, type="bind", read_only=True),
+                  Mount("/data/private", request.private, type="bind", read_only=True),
+                  Mount("/opt/automedbench/site", str(work / "site"), type="bind", read_only=True),
+                  Mount("/request", str(work / "request"), type="bind", read_only=True),
+                  Mount("/out", str(work / "out"), type="bind", read_only=False)]
+        container = cli.containers.create(
+            image, ["python3", "-I", "-m", "automedbench.evaluator", "/request/request.json"],
+            user=f"{uid}:{gid}", network_mode="none", read_only=True, mounts=mounts, cap_drop=["ALL"],
+            security_opt=["no-new-privileges"], pids_limit=256, tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
+            environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"},
+            # the same limits as the local evaluator process: memory (the whole container), CPU time, file size
+            mem_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            memswap_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
+            ulimits=[Ulimit(name="cpu", soft=EVAL_CPU_S, hard=EVAL_CPU_S + 60),
+                     Ulimit(name="fsize", soft=EVAL_FILE_BYTES, hard=EVAL_FILE_BYTES)])
+        try:
+            container.start()
+            try:
+                status = container.wait(timeout=timeout_s)
+            except Exception:
+                raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") \
+                    from None
+            logs = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+        result = work / "out" / "evaluation.json"
+        code = status.get("StatusCode")
+        tail = logs.strip().splitlines()[-5:]
+        failure = submission_failure(code - 128 if code and code > 128 else 0, tail) if code else None
+        if failure:  # 137: the container's memory limit (SIGKILL); 152/153: CPU time, file size
+            raise SubmissionError(failure)
+        if code != 0 or not result.is_file():
+            raise InfrastructureError("evaluator container failed: " + " | ".join(tail))
+        evaluation = read_json(result, Evaluation)
+    write_json(out, evaluation)
+    return evaluation

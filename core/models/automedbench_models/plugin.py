@@ -1,0 +1,80 @@
+"""Model-backed agents, judges and model backends, registered through the hooks a third party uses."""
+
+from __future__ import annotations
+
+from automedbench.api import hookimpl
+
+
+@hookimpl
+def automedbench_register_agents(register) -> None:
+    def openai_agent(**options):
+        from .openai_chat import OpenAIChatAgent
+
+        return OpenAIChatAgent(**options)
+
+    def anthropic_agent(**options):
+        from .anthropic_chat import AnthropicChatAgent
+
+        return AnthropicChatAgent(**options)
+
+    def chat_agent(**options):
+        from .chat import ChatAgent
+
+        return ChatAgent(**options)
+
+    def replay_agent(**options):
+        from .replay import ReplayAgent
+
+        return ReplayAgent(**options)
+
+    def cli_agent(**options):
+        from .cli_agent import CliAgent
+
+        return CliAgent(**options)
+
+    register("openai", openai_agent, "chat model over an OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, "
+             "Ollama, LiteLLM, OpenRouter): model=, base_url=, api_key_env=, or config= entry=")
+    register("anthropic", anthropic_agent, "Anthropic messages API: model=, api_key_env=, or config= entry=")
+    register("chat", chat_agent, "chat model through any registered model backend: provider=NAME plus its options")
+    register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl")
+    register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml")
+
+
+@hookimpl
+def automedbench_register_judges(register) -> None:
+    def llm_judge(provider: str):
+        def factory(**options):
+            from .llm_judge import LlmJudge
+
+            return LlmJudge(provider, **options)
+
+        return factory
+
+    def any_llm_judge(provider: str = "", **options):
+        from automedbench.api import UserError
+
+        from .llm_judge import LlmJudge
+
+        if not provider:
+            raise UserError("the llm judge needs provider=NAME (a model backend: see `automedbench plugins`)")
+        return LlmJudge(provider, **options)
+
+    register("llm", any_llm_judge, "LLM judge through any registered model backend: provider=NAME plus its options")
+    register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)")
+    register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API")
+
+
+@hookimpl
+def automedbench_register_model_backends(register) -> None:
+    def openai_backend(cfg):
+        from .openai_chat import OpenAIBackend
+
+        return OpenAIBackend(cfg)
+
+    def anthropic_backend(cfg):
+        from .anthropic_chat import AnthropicBackend
+
+        return AnthropicBackend(cfg)
+
+    register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
+    register("anthropic", anthropic_backend, "Anthropic messages API")
