@@ -32,6 +32,7 @@ def e_codes(result) -> set[str]:
     ("incomplete", {"E4", "E5"}),
     ("noop", {"E5"}),
 ])
+@pytest.mark.slow  # a whole demo run per flawed agent
 def test_flawed_agents_fire_their_codes(run_agent, agent, expected):
     result, _ = run_agent(agent)
     assert e_codes(result) == expected, [(c.code, c.message) for c in result.error_codes]
@@ -50,6 +51,7 @@ def test_codes_carry_evidence_turns(run_agent):
     assert batch_turns == [batch[0]["turn"]]
 
 
+@pytest.mark.slow  # a whole demo run
 def test_breach_is_not_an_error_code(run_agent):
     result, _ = run_agent("breach")
     assert result.isolation.breached

@@ -42,6 +42,9 @@ from automedbench.serialize import read_json
 from automedbench.testing import needs_docker
 from review_steps import DEMO, register_agent
 
+# A full run per attack per backend: minutes; scripts/test.sh runs it in the slow tier.
+pytestmark = pytest.mark.slow
+
 BACKENDS = ["local", "local-plain", "docker"]
 # the docker backend's runs go to scripts/test.sh's slow tier, after the images are built
 BACKEND_PARAMS = [pytest.param(b, marks=pytest.mark.docker) if b == "docker" else b for b in BACKENDS]

@@ -38,6 +38,7 @@ def test_rubric_wording_and_s3_ladder():
     assert {i.stage for i in items.values()} == {"S1", "S2", "S3"}
 
 
+@pytest.mark.slow  # a second whole demo run
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(DEMO, "skip-validate")
     s = stage_scores(result)
