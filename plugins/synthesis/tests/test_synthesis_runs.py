@@ -52,12 +52,14 @@ def test_every_trivial_baseline_stays_below_b(amb_data_root, tmp_path, task_id):
         assert seen["nearest"] < seen["identity"] and seen["constant"] < 0.5
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_normalised_output_is_valid_but_scores_low_and_fires_e4(amb_run):
     result, _ = amb_run(MRCT, "wrong-format")
     assert all(c.valid for c in result.cases) and result.task.partial < 0.5
     assert result.aggregate.rating == "C" and "E4" in [c.code for c in result.error_codes]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_is_completion_adjusted(amb_run):
     result, _ = amb_run(MRCT, "incomplete")
     assert sum(c.present for c in result.cases) == 3 and result.task.strict == 0.0
@@ -66,6 +68,7 @@ def test_incomplete_is_completion_adjusted(amb_run):
     assert stage_scores(result)["S4"] == pytest.approx(0.5 * 3 / 4)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(MRCT, "skip-validate")
     assert stage_scores(result)["S3"] == 0.0 and stage_scores(result)["S4"] == 1.0
