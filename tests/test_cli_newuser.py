@@ -76,6 +76,7 @@ def test_run_header_names_the_folder_it_writes(cli, tmp_path):
     assert "scoring S1–S3 with the rules judge" in result.stdout
 
 
+@pytest.mark.slow  # a whole demo run through the CLI
 def test_task_line_keeps_bracketed_text_and_integer_counts(run_agent):
     result, _ = run_agent("reference")
     console = Console(record=True, width=200)
