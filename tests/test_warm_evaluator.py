@@ -117,6 +117,7 @@ def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, service, run_
     assert service.started == 1 and service.served == 2
 
 
+@pytest.mark.slow  # a report demo run, then METEOR's JVM cold and warm
 def test_report_demo_scores_the_same_warm_and_cold(tmp_path, service, reg, data_root):
     if shutil.which("java") is None or "report_gen/demo" not in reg.tasks():
         pytest.skip("report_gen with Java is not installed here")
