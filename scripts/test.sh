@@ -14,7 +14,7 @@
 # (a failing fast tier does not hide the slow tier's result) and the script fails if either fails.
 # Tiers run on pytest-xdist workers (one per core, at most 4; AUTOMEDBENCH_TEST_WORKERS=N sets it, 0 turns
 # it off), whole files per worker. Arguments are passed to both tiers' pytest.
-# Bounds: AUTOMEDBENCH_FAST_TIMEOUT (s, default 1800) and AUTOMEDBENCH_SLOW_TIMEOUT (default 3000); the
+# Bounds: AUTOMEDBENCH_FAST_TIMEOUT (s, default 2400) and AUTOMEDBENCH_SLOW_TIMEOUT (default 2700); the
 # docker build gets AUTOMEDBENCH_DOCKER_TIMEOUT (default 2400) and a docker test waits for it that long.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -137,12 +137,12 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
     *) phase_end "FAILED (pytest exit $tier_rc)" ;;
   esac
 }
-tier "fast tier" "${AUTOMEDBENCH_FAST_TIMEOUT:-1800}" "not slow and not docker" -q "${test_dirs[@]}" "$@"
+tier "fast tier" "${AUTOMEDBENCH_FAST_TIMEOUT:-2400}" "not slow and not docker" -q "${test_dirs[@]}" "$@"
 fast_rc=$tier_rc
 # The slow tier: clusters, fresh-venv installs, full-size layouts, long sandbox runs, and the docker tests
 # (which wait for the background build; report it first if it is done).
 if ! kill -0 "$docker_pid" 2>/dev/null; then docker_done; fi
-tier "slow tier" "${AUTOMEDBENCH_SLOW_TIMEOUT:-3000}" "slow or docker" -q -rs --durations=15 "${test_dirs[@]}" "$@"
+tier "slow tier" "${AUTOMEDBENCH_SLOW_TIMEOUT:-2700}" "slow or docker" -q -rs --durations=15 "${test_dirs[@]}" "$@"
 slow_rc=$tier_rc
 docker_done
 bash scripts/docker-down.sh
