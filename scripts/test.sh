@@ -24,8 +24,8 @@ say() { printf '[test.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 STARTED=$(date +%s)
 PHASES=()
 phase_start() { PHASE=$1; PHASE_T=$(date +%s); say "== $PHASE"; }
-phase_end() {  # phase_end OUTCOME
-  local took=$(( $(date +%s) - PHASE_T ))
+phase_end() {  # phase_end OUTCOME [END-EPOCH-SECONDS]
+  local took=$(( ${2:-$(date +%s)} - PHASE_T ))
   PHASES+=("$(printf '%-28s %6d s  %s' "$PHASE" "$took" "$1")")
   say "== $PHASE: $took s ($1)"
 }
@@ -105,16 +105,19 @@ export AUTOMEDBENCH_DOCKER_WAIT=${AUTOMEDBENCH_DOCKER_TIMEOUT:-2400}
 docker_log=$work/docker-up.log
 docker_t=$(date +%s)
 say "docker engine and images: building in the background (log shown when done)"
-timeout --kill-after=30 "$AUTOMEDBENCH_DOCKER_WAIT" bash scripts/docker-up.sh >"$docker_log" 2>&1 &
+( rc=0
+  timeout --kill-after=30 "$AUTOMEDBENCH_DOCKER_WAIT" bash scripts/docker-up.sh >"$docker_log" 2>&1 || rc=$?
+  echo "$rc $(date +%s)" >"$work/docker-end" ) &
 docker_pid=$!
 docker_done() {  # wait for the background build once; print its log and time
   [ -n "${docker_pid:-}" ] || return 0
-  local rc=0
-  wait "$docker_pid" || rc=$?
+  wait "$docker_pid" || true
   docker_pid=
+  local rc ended
+  read -r rc ended <"$work/docker-end" || { rc=?; ended=$(date +%s); }
   [ -f "$AUTOMEDBENCH_DOCKER_STATUS" ] || echo "unavailable: scripts/docker-up.sh ended with exit $rc" >"$AUTOMEDBENCH_DOCKER_STATUS"
   sed 's/^/  | /' "$docker_log"
-  PHASE="docker engine + images" PHASE_T=$docker_t phase_end "$(cat "$AUTOMEDBENCH_DOCKER_STATUS"), in the background"
+  PHASE="docker engine + images" PHASE_T=$docker_t phase_end "$(cat "$AUTOMEDBENCH_DOCKER_STATUS"), in the background" "$ended"
 }
 
 test_dirs=(tests)
@@ -130,6 +133,7 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
   say "pytest -m \"$expr\" ${xdist[*]} (at most $limit s)"
   tier_rc=0
   timeout --kill-after=30 "$limit" .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
+  echo  # pytest's progress line may be cut short by the timeout
   case $tier_rc in
     0) phase_end passed ;;
     5) tier_rc=0; phase_end "no tests selected" ;;
