@@ -21,6 +21,16 @@ DOCKERD=${AUTOMEDBENCH_DOCKERD:-dockerd}          # the tests put fakes here
 DOCKER=${AUTOMEDBENCH_DOCKER_CLI:-docker}
 HOLDER_PID=${AUTOMEDBENCH_DOCKER_HOLDER_PID:-$PPID}
 say() { echo "docker-up: $*"; }
+# With $AUTOMEDBENCH_DOCKER_STATUS set (scripts/test.sh runs this in the background), the outcome is written
+# there at the end, atomically: "ready", or "unavailable: why". The docker tests wait for that file.
+STATUS=${AUTOMEDBENCH_DOCKER_STATUS:-}
+outcome="unavailable: scripts/docker-up.sh stopped early (see its log)"
+report() {
+  [ -n "$STATUS" ] || return 0
+  printf '%s\n' "$outcome" >"$STATUS.tmp.$$" && mv -f "$STATUS.tmp.$$" "$STATUS"
+}
+trap report EXIT
+skip() { outcome="unavailable: $1"; say "$1: docker tests will skip"; exit 0; }
 engine_up() { command -v "$DOCKER" >/dev/null 2>&1 && "$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 ours_alive() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 live_holders() {  # holders whose process still runs; stale ones (a crashed test run) are removed
@@ -32,23 +42,23 @@ live_holders() {  # holders whose process still runs; stale ones (a crashed test
   echo "$n"
 }
 
-[ "${AUTOMEDBENCH_DOCKER:-1}" = 0 ] && { say "skipped (AUTOMEDBENCH_DOCKER=0)"; exit 0; }
+[ "${AUTOMEDBENCH_DOCKER:-1}" = 0 ] && { outcome="unavailable: AUTOMEDBENCH_DOCKER=0"; say "skipped (AUTOMEDBENCH_DOCKER=0)"; exit 0; }
 exec 9>"$LOCK"
 flock 9
 others=$(live_holders)
 if ! engine_up; then
-  if [ "$(id -u)" != 0 ]; then say "no docker engine answers and not root: docker tests will skip"; exit 0; fi
+  [ "$(id -u)" = 0 ] || skip "no docker engine answers and not root"
   if ! command -v "$DOCKERD" >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     say "installing docker.io and debootstrap"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap) \
       >/dev/null 2>&1 || say "apt-get install failed"
   fi
-  command -v "$DOCKERD" >/dev/null 2>&1 || { say "no dockerd: docker tests will skip"; exit 0; }
+  command -v "$DOCKERD" >/dev/null 2>&1 || skip "no dockerd"
   say "starting dockerd (log $LOG)"
   "$DOCKERD" --host unix:///var/run/docker.sock >"$LOG" 2>&1 9>&- &
   echo $! >"$PIDFILE"
   for _ in $(seq 60); do engine_up && break; sleep 0.5; done
-  engine_up || { say "dockerd did not come up: $(tail -3 "$LOG" | tr '\n' ' ')"; exit 0; }
+  engine_up || skip "dockerd did not come up: $(tail -3 "$LOG" | tr '\n' ' ')"
 fi
 mkdir -p "$HOLDERS"
 echo "$HOLDER_PID" >"$HOLDERS/$HOLDER_PID"
@@ -63,11 +73,12 @@ if [ "$others" = 0 ]; then
   [ -n "$stale" ] && "$DOCKER" rm -f $stale >/dev/null && say "removed $(echo "$stale" | wc -w) stale container(s)"
 fi
 flock -u 9
-[ "${AUTOMEDBENCH_DOCKER_IMAGES:-1}" = 0 ] && exit 0
+[ "${AUTOMEDBENCH_DOCKER_IMAGES:-1}" = 0 ] && { outcome=ready; exit 0; }
 started=$(date +%s)
 if .venv/bin/automedbench images build; then
   say "images ready in $(( $(date +%s) - started )) s"
+  outcome=ready
 else
-  say "image build failed: docker tests will skip"
+  skip "image build failed (automedbench images build)"
 fi
 exit 0

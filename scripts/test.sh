@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
-# Set up .venv with everything the tests need, then run the whole test suite.
+# Set up .venv with everything the tests need, then run the whole test suite in two tiers.
 # This is the README's test command, and exactly what .ci/run runs.
 # Every plugin under plugins/*/ is installed (with its `test` extra when it has one), its optional
 # setup.sh runs as root first (system packages such as a JRE), and its tests/ folder joins the run.
+#
+# Phases, each timed (a summary is printed at the end):
+#   installs      system packages (root + apt), .venv and pip; skipped when nothing they depend on changed
+#   ruff
+#   docker        engine + images (scripts/docker-up.sh), in the BACKGROUND while the fast tier runs
+#   fast tier     every test not marked `slow` or `docker` (pytest -m "not slow and not docker")
+#   slow tier     the rest (-m "slow or docker"); docker tests wait for the background build
+# The two -m expressions are complements: every collected test runs in exactly one tier. Both tiers run
+# (a failing fast tier does not hide the slow tier's result) and the script fails if either fails.
+# Tiers run on pytest-xdist workers (one per core, at most 4; AUTOMEDBENCH_TEST_WORKERS=N sets it, 0 turns
+# it off), whole files per worker. Arguments are passed to both tiers' pytest.
+# Bounds: AUTOMEDBENCH_FAST_TIMEOUT (s, default 2400) and AUTOMEDBENCH_SLOW_TIMEOUT (default 2700); the
+# docker build gets AUTOMEDBENCH_DOCKER_TIMEOUT (default 2400) and a docker test waits for it that long.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each checkout stages into its own data folder: test runs of two checkouts never share (or delete) data.
 export AUTOMEDBENCH_DATA=${AUTOMEDBENCH_DATA:-$PWD/.data}
 say() { printf '[test.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+STARTED=$(date +%s)
+PHASES=()
+phase_start() { PHASE=$1; PHASE_T=$(date +%s); say "== $PHASE"; }
+phase_end() {  # phase_end OUTCOME [END-EPOCH-SECONDS]
+  local took=$(( ${2:-$(date +%s)} - PHASE_T ))
+  PHASES+=("$(printf '%-28s %6d s  %s' "$PHASE" "$took" "$1")")
+  say "== $PHASE: $took s ($1)"
+}
 
+phase_start "installs"
 PY=${PYTHON:-python3}
 apt_ok=0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then apt_ok=1; fi
@@ -37,11 +59,6 @@ for setup in plugins/*/setup.sh; do
   else echo "note: $setup needs root; skipped"; fi
 done
 [ -x .venv/bin/python ] || { say "creating .venv"; "$PY" -m venv .venv; }
-PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
-[ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
-# CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
-say "installing CPU torch 2.13.0"
-"${PIP[@]}" "torch==2.13.0"
 plugin_args=()
 for dir in plugins/*/; do
   dir=${dir%/}
@@ -57,24 +74,93 @@ for dir in core/*/; do
   dir=${dir%/}
   [ -f "$dir/pyproject.toml" ] && builtin_args+=(-e "$dir${builtin_extras[$(basename "$dir")]:-}")
 done
-say "installing the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
-"${PIP[@]}" -e ".[dev,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
-# Ray for the sweep's --executor ray test (skips when the install fails).
-say "installing ray"
-"${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"
+# pip takes a minute even when everything is installed: skip it while nothing it reads has changed (the
+# distributions' pyproject files, this script, the interpreter, the local wheels) and the venv imports.
+stamp=.venv/.test-installs
+want=$( { .venv/bin/python -VV; cat pyproject.toml core/*/pyproject.toml plugins/*/pyproject.toml scripts/test.sh
+          ls /opt/wheels 2>/dev/null || true; } | sha256sum | cut -c1-32)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -c 'import automedbench, pytest, xdist' 2>/dev/null; then
+  say "pip: nothing changed since the last install (remove $stamp to force)"
+else
+  rm -f "$stamp"
+  PIP=(.venv/bin/python -m pip install -q --disable-pip-version-check)
+  [ -d /opt/wheels ] && PIP+=(--find-links /opt/wheels)
+  # CPU torch first (MONAI is the reference Dice in the tests); a bare `torch` would pull a CUDA build.
+  say "installing CPU torch 2.13.0"
+  "${PIP[@]}" "torch==2.13.0"
+  say "installing the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
+  "${PIP[@]}" -e ".[dev,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
+  # Ray for the sweep's --executor ray test (skips when the install fails).
+  say "installing ray"
+  "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"
+  echo "$want" >"$stamp"
+fi
 # The wheelhouse script must keep building every distribution here (tests/test_install_tracks.py installs
 # tracks alone from it, and from an editable clone, in fresh venvs; marked slow).
-say "ruff"
+phase_end done
+
+phase_start "ruff"
 .venv/bin/ruff check core plugins tests benchmarks
+phase_end passed
+
 # A docker engine (started here if need be, or held if another checkout's test run started it; stopped
-# below once no test run holds it) and images for the docker sandbox tests.
-say "docker engine and images"
-bash scripts/docker-up.sh
+# below once no test run holds it) and images for the docker sandbox tests, built while the fast tier runs.
+# docker-up.sh writes "ready" or "unavailable: why" to the status file; docker tests wait for it.
+export AUTOMEDBENCH_DOCKER_HOLDER_PID=$$
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export AUTOMEDBENCH_DOCKER_STATUS=$work/docker-status
+export AUTOMEDBENCH_DOCKER_WAIT=${AUTOMEDBENCH_DOCKER_TIMEOUT:-2400}
+docker_log=$work/docker-up.log
+docker_t=$(date +%s)
+say "docker engine and images: building in the background (log shown when done)"
+( rc=0
+  timeout --kill-after=30 "$AUTOMEDBENCH_DOCKER_WAIT" bash scripts/docker-up.sh >"$docker_log" 2>&1 || rc=$?
+  echo "$rc $(date +%s)" >"$work/docker-end" ) &
+docker_pid=$!
+docker_done() {  # wait for the background build once; print its log and time
+  [ -n "${docker_pid:-}" ] || return 0
+  wait "$docker_pid" || true
+  docker_pid=
+  local rc ended
+  read -r rc ended <"$work/docker-end" || { rc=?; ended=$(date +%s); }
+  [ -f "$AUTOMEDBENCH_DOCKER_STATUS" ] || echo "unavailable: scripts/docker-up.sh ended with exit $rc" >"$AUTOMEDBENCH_DOCKER_STATUS"
+  sed 's/^/  | /' "$docker_log"
+  PHASE="docker engine + images" PHASE_T=$docker_t phase_end "$(cat "$AUTOMEDBENCH_DOCKER_STATUS"), in the background" "$ended"
+}
+
 test_dirs=(tests)
 for dir in plugins/*/tests; do [ -d "$dir" ] && test_dirs+=("$dir"); done
-say "pytest ${test_dirs[*]}"
-rc=0
-.venv/bin/python -m pytest -q "${test_dirs[@]}" "$@" || rc=$?
+workers=${AUTOMEDBENCH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}
+[ "$workers" -gt 4 ] && workers=4
+xdist=()
+if [ "$workers" -gt 1 ]; then xdist=(-n "$workers" --dist loadfile); fi
+tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytest run; its outcome in $tier_rc
+  local name=$1 limit=$2 expr=$3
+  shift 3
+  phase_start "$name"
+  say "pytest -m \"$expr\" ${xdist[*]} (at most $limit s)"
+  tier_rc=0
+  timeout --kill-after=30 "$limit" .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
+  echo  # pytest's progress line may be cut short by the timeout
+  case $tier_rc in
+    0) phase_end passed ;;
+    5) tier_rc=0; phase_end "no tests selected" ;;
+    124|137) phase_end "TIMED OUT after $limit s" ;;
+    *) phase_end "FAILED (pytest exit $tier_rc)" ;;
+  esac
+}
+tier "fast tier" "${AUTOMEDBENCH_FAST_TIMEOUT:-2400}" "not slow and not docker" -q "${test_dirs[@]}" "$@"
+fast_rc=$tier_rc
+# The slow tier: clusters, fresh-venv installs, full-size layouts, long sandbox runs, and the docker tests
+# (which wait for the background build; report it first if it is done).
+if ! kill -0 "$docker_pid" 2>/dev/null; then docker_done; fi
+tier "slow tier" "${AUTOMEDBENCH_SLOW_TIMEOUT:-2700}" "slow or docker" -q -rs --durations=15 "${test_dirs[@]}" "$@"
+slow_rc=$tier_rc
+docker_done
 bash scripts/docker-down.sh
-say "done (pytest exit $rc)"
-exit $rc
+
+say "phase times:"
+printf '  %s\n' "${PHASES[@]}"
+say "total $(( $(date +%s) - STARTED )) s; fast tier exit $fast_rc, slow tier exit $slow_rc"
+[ "$fast_rc" = 0 ] && [ "$slow_rc" = 0 ]

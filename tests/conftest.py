@@ -7,9 +7,18 @@ from pathlib import Path
 import pytest
 from automedbench.plugins import registry
 from automedbench.runner import Run, RunOptions
-from automedbench.testing import pytest_configure  # noqa: F401 - the checkout's own data folder
+from automedbench.testing import amb_docker, pytest_configure  # noqa: F401 - the checkout's own data folder
 
 DEMO = "segmentation/demo"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """A test that needs the docker engine (it uses the `amb_docker` fixture) is marked `docker`, so that
+    scripts/test.sh runs it in the slow tier, after the images it builds in the background."""
+    for item in items:
+        if "amb_docker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.docker)
 
 
 @pytest.fixture(scope="session")

@@ -67,7 +67,9 @@ def backends() -> list[str]:
 
 
 @pytest.mark.parametrize("backend", backends())
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+# the megabyte of heredocs takes a minute of post-run analysis under load: the slow tier
+@pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a == "heredoc-flood" else a
+                                    for a in sorted(ATTACKS)])
 def test_hostile_agent_bytes_are_recorded_not_a_crash(tmp_path, attack, backend):
     register_toy_track()
     register_agent(NamedSteps)

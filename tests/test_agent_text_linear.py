@@ -73,6 +73,7 @@ def test_fuzzed_agent_text_never_crashes_the_post_run_analysis(seed):
         analyse(adversarial(rng, size))
 
 
+@pytest.mark.slow  # times the analysis on inputs up to megabytes
 @pytest.mark.parametrize("fragment", ["pip", "weights", "a", "pip error", "{", "'", "<<EOF\n", "python x.py "])
 def test_post_run_analysis_scales_linearly_on_repeats(fragment):
     assert_linear(analyse, lambda n: fragment * (n // len(fragment)))

@@ -236,6 +236,7 @@ def run_cli(fake_llm, tmp_path, data_root, wire: str, *options: str) -> tuple[Re
     return read_json(run_dir / "result.json", Result), read_events(run_dir / "trajectory.jsonl"), cli.output
 
 
+@pytest.mark.slow  # a whole demo run per dialect
 @pytest.mark.parametrize(("wire", "style"), [("openai", "hermes"), ("anthropic", "fenced"),
                                              ("openai", "python_tag")])
 def test_prose_then_calls_written_as_text_score_like_the_reference(fake_llm, monkeypatch, tmp_path, reg,
@@ -274,6 +275,7 @@ def test_without_recovery_text_calls_are_prose_and_the_run_ends_after_the_contin
     assert events[-1]["type"] == "end" and events[-1]["reason"] == "no_tool_call"
 
 
+@pytest.mark.slow  # a whole demo run against a scripted server
 def test_small_context_server_mid_run_is_trimmed_and_retried_not_a_failure(fake_llm, monkeypatch, tmp_path,
                                                                         data_root, reg, run_agent):
     monkeypatch.setenv(KEY_ENV, "sk-fake")

@@ -143,6 +143,7 @@ def run_cli(fake_llm, tmp_path, data_root, *options: str, expect: int = 0):
     return read_json(run_dir / "result.json", Result), read_events(run_dir / "trajectory.jsonl")
 
 
+@pytest.mark.slow  # a whole demo run
 @needs("openai")
 def test_a_weak_model_that_follows_the_corrective_message_runs_its_tools(fake_llm, monkeypatch, tmp_path,
                                                                           data_root, reg):

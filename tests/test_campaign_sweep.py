@@ -116,6 +116,7 @@ def test_bad_matrix_fails_before_any_run(reg, tmp_path, data_root):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.slow  # a whole sweep
 def test_sweep_refuses_a_sandbox_without_isolation_unless_asked(reg, tmp_path, data_root):
     with pytest.raises(UserError, match="no filesystem isolation"):
         Sweep(config(tmp_path, data_root, sandbox="local-plain"), reg).run()
@@ -138,6 +139,7 @@ def test_slots_copy_private_files_and_link_public_ones(reg, tmp_path, staged):
     assert os.stat(root / pub).st_ino == os.stat(base / pub).st_ino
 
 
+@pytest.mark.slow  # parallel whole runs
 def test_parallel_local_runs_do_not_trip_each_other(reg, tmp_path, data_root, staged):
     """Two runs at once on one data root: each worker slot reads its own hard-linked copy."""
     c = config(tmp_path, data_root, agents=["reference"], repeats=2, workers=2, executor="local")
@@ -165,6 +167,7 @@ def test_sweep_command_with_dry_run_and_progress(tmp_path, data_root, staged, mo
     assert bad.exit_code == 2 and "no ultra tier" in bad.output
 
 
+@pytest.mark.slow  # starts a local Ray instance
 def test_ray_executor_on_a_local_instance(reg, tmp_path, data_root, staged):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install ray)")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -187,6 +190,7 @@ def die_once(payload):
     return execute_payload(payload)
 
 
+@pytest.mark.slow  # a sweep with a killed worker
 def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, tmp_path, data_root, staged):
     from automedbench_campaign.executors import LocalExecutor
 
@@ -202,6 +206,7 @@ def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, t
     assert sorted(r["attempts"] for r in manifest["runs"].values()) == [2, 2]
 
 
+@pytest.mark.slow  # a whole sweep
 def test_sweep_codes_and_leaderboard_end_to_end(reg, tmp_path, data_root, staged):
     """The flawed agents through a sweep: their codes reach the leaderboard's analyses."""
     from automedbench_campaign.leaderboard import build

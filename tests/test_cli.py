@@ -59,6 +59,7 @@ def test_real_task_not_staged_names_the_fix(cli, reg, tmp_path, monkeypatch):
         staging.ensure(track, real, tmp_path)
 
 
+@pytest.mark.slow  # a whole demo run through the CLI
 def test_run_then_show_rerenders(cli, tmp_path):
     out = tmp_path / "runs"
     result = cli("run", "--task", "segmentation/demo", "--agent", "reference", "--out", str(out), "--quiet")
@@ -87,6 +88,7 @@ def test_plugins_lists_components_with_distribution(cli):
         assert needle in result.output
 
 
+@pytest.mark.slow  # validate-task evaluates every baseline
 def test_validate_task_passes_for_the_demo(cli):
     result = cli("validate-task", "segmentation/demo")
     assert result.exit_code == 0, result.output

@@ -76,6 +76,7 @@ def test_run_header_names_the_folder_it_writes(cli, tmp_path):
     assert "scoring S1–S3 with the rules judge" in result.stdout
 
 
+@pytest.mark.slow  # a whole demo run through the CLI
 def test_task_line_keeps_bracketed_text_and_integer_counts(run_agent):
     result, _ = run_agent("reference")
     console = Console(record=True, width=200)
@@ -94,6 +95,7 @@ def test_summary_without_stages_prints_no_empty_table(run_agent):
     assert "Stage" not in console.export_text()
 
 
+@pytest.mark.slow  # several runs through the CLI
 def test_leaderboard_keeps_names_whole_and_reports_readable(cli, run_agent, tmp_path):
     for agent in ("reference", "skip-validate"):
         _copy_run(run_agent(agent)[1], tmp_path / "runs" / agent)
@@ -179,6 +181,7 @@ def test_validate_task_rounds_baseline_scores(cli):
     assert all(re.search(r"strict \d\.\d{3}(,|$)", line) for line in lines), lines
 
 
+@pytest.mark.slow  # a whole demo run through the CLI
 def test_agent_text_in_progress_lines_is_not_markup(cli, run_agent, tmp_path):
     """An agent (an LLM, or a replay note) may write `[/]` or `[replay: …]`: shown as is, never a crash."""
     import json

@@ -33,6 +33,7 @@ def e_codes(result) -> set[str]:
     ("incomplete", {"E4", "E5"}),
     ("noop", {"E5"}),
 ])
+@pytest.mark.slow  # a whole demo run per flawed agent
 def test_flawed_agents_fire_their_codes(run_agent, agent, expected):
     result, _ = run_agent(agent)
     assert e_codes(result) == expected, [(c.code, c.message) for c in result.error_codes]
@@ -41,6 +42,7 @@ def test_flawed_agents_fire_their_codes(run_agent, agent, expected):
             assert code.source.startswith("detector:") and code.message
 
 
+@pytest.mark.slow  # a whole demo run
 def test_codes_carry_evidence_turns(run_agent):
     result, run_dir = run_agent("skip-validate")
     (e3,) = [c for c in result.error_codes if c.code == "E3"]
@@ -51,6 +53,7 @@ def test_codes_carry_evidence_turns(run_agent):
     assert batch_turns == [batch[0]["turn"]]
 
 
+@pytest.mark.slow  # a whole demo run
 def test_breach_is_not_an_error_code(run_agent):
     result, _ = run_agent("breach")
     assert result.isolation.breached
@@ -58,6 +61,7 @@ def test_breach_is_not_an_error_code(run_agent):
     assert [c.code for c in result.error_codes] == ["H-BREACH"]
 
 
+@pytest.mark.slow  # whole demo runs, retagged
 def test_retagging_never_changes_a_score(run_agent, reg, tmp_path):
     _, run_dir = run_agent("wrong-format")
     dest = tmp_path / run_dir.name
@@ -70,6 +74,7 @@ def test_retagging_never_changes_a_score(run_agent, reg, tmp_path):
     assert tagged.aggregate == before.aggregate and tagged.stages == before.stages and tagged.task == before.task
 
 
+@pytest.mark.slow  # whole demo runs through the CLI
 def test_codes_command_retags_stored_runs(run_agent, tmp_path, monkeypatch):
     _, run_dir = run_agent("no-submit")
     dest = tmp_path / "runs" / run_dir.name

@@ -46,7 +46,10 @@ class Fakes:
         self.pidfile = tmp / "dockerd.pid"
         self.env = {**os.environ, "FAKE_STATE": str(self.state), "AUTOMEDBENCH_DOCKERD": str(bin_dir / "fake-dockerd"),
                     "AUTOMEDBENCH_DOCKER_CLI": str(bin_dir / "fake-docker"), "AUTOMEDBENCH_DOCKER_IMAGES": "0",
-                    "AUTOMEDBENCH_DOCKERD_PIDFILE": str(self.pidfile), "AUTOMEDBENCH_DOCKERD_LOG": str(tmp / "log")}
+                    "AUTOMEDBENCH_DOCKERD_PIDFILE": str(self.pidfile), "AUTOMEDBENCH_DOCKERD_LOG": str(tmp / "log"),
+                    # never the status file of the test run this test is part of
+                    "AUTOMEDBENCH_DOCKER_STATUS": str(tmp / "docker-status")}
+        self.status = tmp / "docker-status"
         self.holders: list[subprocess.Popen] = []
 
     def holder(self) -> subprocess.Popen:
@@ -130,6 +133,37 @@ def test_two_test_runs_share_one_daemon_and_the_last_one_stops_it(fakes):
 
 
 @needs_root
+def test_the_outcome_is_written_for_the_tests_that_wait_for_it(fakes):
+    a = fakes.holder()
+    assert not fakes.status.exists()
+    fakes.script("docker-up.sh", a)  # engine up; images: AUTOMEDBENCH_DOCKER_IMAGES=0 in the fakes
+    assert fakes.status.read_text() == "ready\n"
+    fakes.script("docker-down.sh", a)
+    fakes.env["AUTOMEDBENCH_DOCKER"] = "0"
+    fakes.script("docker-up.sh", a)
+    assert fakes.status.read_text() == "unavailable: AUTOMEDBENCH_DOCKER=0\n"
+    assert not list(fakes.status.parent.glob("docker-status.tmp*"))  # written atomically, nothing left
+
+
+def test_a_docker_test_waits_for_the_background_build_and_reads_its_outcome(monkeypatch, tmp_path):
+    import threading
+
+    from automedbench import testing
+
+    status = tmp_path / "docker-status"
+    monkeypatch.setenv("AUTOMEDBENCH_DOCKER_STATUS", str(status))
+    monkeypatch.setattr(testing, "_docker_answer", [])
+    threading.Timer(1.5, lambda: status.write_text("unavailable: dockerd did not come up\n")).start()
+    started = time.monotonic()
+    assert testing.docker_unavailable(wait_s=30) == "dockerd did not come up"
+    assert 1.0 < time.monotonic() - started < 20  # it waited for the file, and no longer
+    assert testing.docker_unavailable(wait_s=0) == "dockerd did not come up"  # asked once per process
+    monkeypatch.setattr(testing, "_docker_answer", [])
+    status.unlink()
+    assert "not ready after 1 s" in testing.docker_unavailable(wait_s=1)  # bounded: a hung build is a reason
+
+
+@needs_root
 def test_a_crashed_holder_does_not_keep_the_daemon_alive(fakes):
     a, b = fakes.holder(), fakes.holder()
     fakes.script("docker-up.sh", a)
@@ -165,9 +199,16 @@ def test_each_checkout_stages_into_its_own_data_folder(monkeypatch, tmp_path):
 
     from automedbench.testing import pytest_configure
 
-    monkeypatch.delenv("AUTOMEDBENCH_DATA", raising=False)
+    for var in ("AUTOMEDBENCH_DATA", "AUTOMEDBENCH_STATE", "PYTEST_XDIST_WORKER", "AUTOMEDBENCH_XDIST_FOLDERS_FOR"):
+        monkeypatch.delenv(var, raising=False)
     pytest_configure(SimpleNamespace(rootpath=tmp_path / "checkout"))
     assert os.environ["AUTOMEDBENCH_DATA"] == str(tmp_path / "checkout" / ".data")
     pytest_configure(SimpleNamespace(rootpath=tmp_path / "other"))  # an explicit setting wins
     assert os.environ["AUTOMEDBENCH_DATA"] == str(tmp_path / "checkout" / ".data")
+    # a pytest-xdist worker takes its own subfolders (staging and the harness key are not shared), once
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    for _ in range(2):  # the hook is registered by more than one conftest
+        pytest_configure(SimpleNamespace(rootpath=tmp_path / "checkout"))
+    assert os.environ["AUTOMEDBENCH_DATA"] == str(tmp_path / "checkout" / ".data" / "gw1")
+    assert os.environ["AUTOMEDBENCH_STATE"] == str(tmp_path / "checkout" / ".state" / "gw1")
     assert "export AUTOMEDBENCH_DATA=${AUTOMEDBENCH_DATA:-$PWD/.data}" in (ROOT / "scripts" / "test.sh").read_text()

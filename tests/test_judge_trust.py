@@ -111,6 +111,7 @@ def run(reg, data_root, out, agent, tier="lite", judge="rules", judge_options=No
 # ------------------------------------------------------------------ S3 pilot
 
 
+@pytest.mark.slow  # whole demo runs
 def test_one_byte_files_are_not_a_pilot(treg, data_root, tmp_path, run_agent):
     """Attack: 1-byte organ/lesion files for one case, "checked", then the real batch: no S3 credit."""
     result, run_dir = run(treg, data_root, tmp_path, Tweaked.name, tweak="one-byte-pilot")
@@ -135,6 +136,7 @@ def llm_prompt(reg, run_dir, tier="lite") -> str:
     return "\n".join(p["text"] for p in messages[-1]["content"] if p["type"] == "text")
 
 
+@pytest.mark.slow  # whole demo runs
 def test_a_probe_file_before_the_pilot_keeps_every_score(treg, data_root, tmp_path, run_agent):
     """Benign: a tiny write test in a case folder first is a failed candidate, the real pilot then counts."""
     result, run_dir = run(treg, data_root, tmp_path, Tweaked.name, tweak="probe-first")
@@ -147,6 +149,7 @@ def test_a_probe_file_before_the_pilot_keeps_every_score(treg, data_root, tmp_pa
     assert result.aggregate.overall == pytest.approx(reference.aggregate.overall)
 
 
+@pytest.mark.slow  # whole demo runs
 def test_comments_and_echoes_are_not_output_checks(treg, data_root, tmp_path, run_agent):
     result, _ = run(treg, data_root, tmp_path, Tweaked.name, tweak="commented-checks")
     s3 = next(i for s in result.stages for i in s.items if i.id == "s3_validate")
@@ -265,6 +268,7 @@ def test_padding_cannot_hide_failed_middle_turns(attacked):
     assert text.count("exit 1") >= 3
 
 
+@pytest.mark.slow  # a whole demo run
 def test_oversized_plan_png_is_refused_before_decoding(treg, data_root, tmp_path):
     """Attack: a 9000x9000 RGBA plan.png (324 MB of pixels, 0.3 MB of file) through a run in a fresh
     process: the harness's peak memory stays far below what decoding it costs."""

@@ -150,6 +150,7 @@ def test_python_reprs_in_a_brief_are_found():
     assert not python_repr("Use the model's output: 'labels' and 'coverage'.")
 
 
+@pytest.mark.slow  # validate-task evaluates every baseline
 def test_validate_task_renders_every_tier_clean(reg, tmp_path):
     from automedbench.testing import check_track
 
@@ -186,6 +187,7 @@ def test_summary_plots_are_collected_safely(tmp_path):
     assert not (tmp_path / "artefacts2" / "plan.md").exists()
 
 
+@pytest.mark.slow  # whole demo runs at two tiers
 def test_pro_runs_report_summary_plots_and_lite_runs_do_not(run_agent):
     pro, _ = run_agent("reference", "pro")
     lite, _ = run_agent("reference")
@@ -200,6 +202,7 @@ def test_pro_runs_report_summary_plots_and_lite_runs_do_not(run_agent):
     assert "summary plots (Pro, not scored): absent" in buffer.getvalue()
 
 
+@pytest.mark.slow  # a whole demo run
 def test_an_all_empty_submission_earns_no_positive_evidence(reg, tmp_path):
     from automedbench.evaluate_cmd import evaluate_folder
 

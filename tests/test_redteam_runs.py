@@ -39,9 +39,15 @@ from automedbench.runner import MAX_CALLS_PER_REPLY, Run, RunOptions
 from automedbench.sandboxes import netns, quota
 from automedbench.sandboxes.local import bwrap_path
 from automedbench.serialize import read_json
+from automedbench.testing import needs_docker
 from review_steps import DEMO, register_agent
 
+# A full run per attack per backend: minutes; scripts/test.sh runs it in the slow tier.
+pytestmark = pytest.mark.slow
+
 BACKENDS = ["local", "local-plain", "docker"]
+# the docker backend's runs go to scripts/test.sh's slow tier, after the images are built
+BACKEND_PARAMS = [pytest.param(b, marks=pytest.mark.docker) if b == "docker" else b for b in BACKENDS]
 MOUNTINFO_GAP = ("/proc/self/mountinfo names the host paths of bind-mounted folders: the data root (public "
                  "inputs) and the run folder (decoys); a workspace under a quota is its own filesystem")
 PLAIN_GAPS = {
@@ -158,18 +164,11 @@ def _available(backend: str) -> str | None:
     if backend == "local" and bwrap_path() is None:
         return "bubblewrap (bwrap) not usable on this machine"
     if backend == "docker":
-        try:
-            import docker  # noqa: F401
-        except ImportError:
-            return "the docker package is not installed"
-        from automedbench_docker.sandbox import DockerSandbox
-
-        ok, why = DockerSandbox().available()
-        return None if ok else why
+        needs_docker()  # waits for a background image build; skips (or, where docker is required, fails)
     return None
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
 def world(request, reg, tmp_path_factory) -> World:
     backend = request.param
     why = _available(backend)

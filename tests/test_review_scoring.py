@@ -77,6 +77,7 @@ KEYWORD_STEPS = [
 ]
 
 
+@pytest.mark.slow  # whole demo runs
 def test_keyword_echoes_and_comments_add_nothing_to_the_agentic_score(reg, data_root, staged, tmp_path):
     """An agent that runs no model, writes empty masks and echoes "method obtained; model loaded" (plus the
     keywords in comments and an `echo` step) scores exactly what the same steps score without that text;

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from automedbench.sandboxes.local import LocalSandbox, bwrap_path
-from automedbench.testing import SANDBOX_CHECKS, check_sandbox
+from automedbench.testing import SANDBOX_CHECKS, check_sandbox, needs_docker
 
 PLAIN_GAPS = {
     "public-read-only": "no filesystem isolation: public data is writable",
@@ -26,22 +26,9 @@ GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "dock
     "advisory-locks-private": "docker's default seccomp profile allows locks: a public file's lock is shared"}}
 
 
-def _docker_reason() -> str | None:
-    try:
-        import docker  # noqa: F401
-    except ImportError:
-        return "the docker package is not installed (pip install 'automedbench[docker]')"
-    from automedbench_docker.sandbox import DockerSandbox
-
-    ok, why = DockerSandbox().available()
-    return None if ok else why
-
-
 def _sandbox(backend: str):
     if backend == "docker":
-        why = _docker_reason()
-        if why:
-            pytest.skip(why)
+        needs_docker()  # waits for a background image build; skips (or, where docker is required, fails)
         from automedbench_docker.sandbox import DockerSandbox
 
         return DockerSandbox()
@@ -50,7 +37,8 @@ def _sandbox(backend: str):
     return LocalSandbox("auto" if backend == "local" else "none")
 
 
-@pytest.fixture(scope="module", params=list(GAPS))
+@pytest.fixture(scope="module", params=[pytest.param(b, marks=pytest.mark.docker) if b == "docker" else b
+                                        for b in GAPS])
 def outcomes(request, tmp_path_factory):
     """The whole suite once per backend (one session, plus one for the cleanup check)."""
     backend = request.param

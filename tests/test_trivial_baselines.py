@@ -13,6 +13,9 @@ from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.plugins import registry
 from automedbench.scoring import positive_cases, rate
 
+# Every demo's every trivial baseline through the cold evaluator (report_gen's METEOR JVM each time): minutes.
+pytestmark = pytest.mark.slow
+
 REG = registry()
 TRACKS = sorted({t.split("/", 1)[0] for t in REG.tasks()} - {"toy"})
 DEMOS = sorted(t for t in REG.tasks() if t.split("/", 1)[1].startswith("demo") and not t.startswith("toy/"))

@@ -98,6 +98,7 @@ def toy_runs(tmp_path_factory):
     return out, runs
 
 
+@pytest.mark.slow  # whole demo runs
 def test_every_run_folder_gets_a_view_page_whose_links_resolve(toy_runs):
     _, runs = toy_runs
     result, run_dir = runs["reference"]
@@ -196,6 +197,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 
 
+@pytest.mark.slow  # starts headless Chromium
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it as root)")
 @pytest.mark.parametrize("width", [1400, 400])
 def test_pages_render_in_headless_chromium_at_desktop_and_phone_width(toy_runs, tmp_path, width):

@@ -117,6 +117,7 @@ def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, service, run_
     assert service.started == 1 and service.served == 2
 
 
+@pytest.mark.slow  # a report demo run, then METEOR's JVM cold and warm
 def test_report_demo_scores_the_same_warm_and_cold(tmp_path, service, reg, data_root):
     if shutil.which("java") is None or "report_gen/demo" not in reg.tasks():
         pytest.skip("report_gen with Java is not installed here")
@@ -293,3 +294,69 @@ def test_a_warm_run_scores_its_pilot_and_its_submission_in_one_process_and_accou
     assert steps["evaluation"] <= result.runtime.eval_s  # eval_s is evaluation plus grading
     stored = json.loads((runner.run_dir / "result.json").read_text())
     assert stored["runtime"]["harness_steps"] == steps
+
+
+# Agent code: find the warm evaluator among the processes it can see (the name is split so that the
+# probe's own command line does not match), then try to feed it a request, read its memory and stop it.
+FIND = textwrap.dedent("""
+    import json, os, pathlib, signal
+    name = b"eval" + b"service"
+    found = []
+    for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+        try:
+            if name in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append(pid)
+        except OSError:
+            continue
+    print("FOUND " + json.dumps(found))
+""")
+PROBE = FIND + textwrap.dedent("""
+    for pid in found:
+        for what, attack in (("stdin", lambda: open(f"/proc/{pid}/fd/0", "wb").write(b'{"request": {}}\\n')),
+                             ("memory", lambda: open(f"/proc/{pid}/mem", "rb").read(1)),
+                             ("stop", lambda: os.kill(int(pid), signal.SIGSTOP))):
+            try:
+                attack()
+                print("ATTACK", what, "done")
+            except Exception as exc:
+                print("ATTACK", what, type(exc).__name__)
+    data, ws = pathlib.Path(os.environ["DATA_DIR"]), pathlib.Path(os.environ["WORKSPACE_DIR"])
+    for case in sorted(p.name for p in data.iterdir() if p.is_dir()):
+        word = (data / case / "input.txt").read_text().strip()
+        (ws / "outputs" / case).mkdir(parents=True, exist_ok=True)
+        (ws / "outputs" / case / "answer.txt").write_text(str(sum(c in "aeiou" for c in word)))
+""")
+
+
+def test_an_agent_in_the_sandbox_cannot_see_feed_or_stop_the_warm_evaluator(tmp_path, service, toy):
+    """The service is a host process of the harness's user: the sandbox's own PID namespace hides it, so a run's
+    agent finds nothing to signal, read or write, and the service goes on serving correct scores."""
+    import subprocess
+
+    from automedbench.sandboxes.local import bwrap_path
+    from automedbench.testing import StepsAgent, register_agent
+    from automedbench.trajectory import read_events
+
+    if bwrap_path() is None:
+        pytest.skip("bubblewrap not usable (local-plain has no isolation: a declared gap)")
+    _evaluate(TOY, toy, _folder(tmp_path / "before", toy), "warm")  # the service is up while the agent runs
+    pid = service.proc.pid
+    host = subprocess.run([sys.executable, "-c", FIND], capture_output=True, text=True, timeout=60).stdout
+    assert str(pid) in json.loads(host.split("FOUND ", 1)[1])  # the probe does find it from the host
+    reg = register_agent(StepsAgent)
+    runner = Run(RunOptions(TOY, "lite", StepsAgent.name, sandbox="local", out=tmp_path / "runs",
+                            data_root=toy.root.parent, warm_evaluator=True,
+                            agent_options={"steps": [["python", PROBE]]}), reg)
+    result = runner.execute()
+    [call] = [e for e in read_events(runner.run_dir / "trajectory.jsonl") if e.get("name") == "execute_code"]
+    assert call["exit_code"] == 0 and call["stdout"] == "FOUND []\n", call  # nothing of the service visible
+    assert result.state == "scored" and result.task.strict == 1.0  # scored by the same, untouched service
+    assert service.proc.pid == pid and service.started == 1 and service.served >= 2
+    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state in ("S", "R"), state  # not stopped
+    wrong = {case_id: "7" for case_id in toy.case_ids}
+    cold, warm = _folder(tmp_path / "cold", toy, wrong), _folder(tmp_path / "warm", toy, wrong)
+    _evaluate(TOY, toy, cold, "process")
+    _evaluate(TOY, toy, warm, "warm")
+    assert _without_duration(warm.evaluation) == _without_duration(cold.evaluation)  # not poisoned
+    assert service.proc.pid == pid

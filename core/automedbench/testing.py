@@ -74,11 +74,13 @@ __all__ = [
     "StepsAgent",
     "check_sandbox",
     "check_track",
+    "docker_unavailable",
     "ensure_staged",
     "fresh_registry",
     "stage_from_folder",
     "item_values",
     "needs",
+    "needs_docker",
     "pytest_configure",
     "reference_leaks",
     "register_agent",
@@ -95,9 +97,73 @@ def pytest_configure(config: Any) -> None:
     """Each checkout's tests stage into its own `.data` folder, not the per-user default every checkout
     on the host would share (an explicit AUTOMEDBENCH_DATA wins), and keep the harness state (key, signed
     caches, the disk-reservation ledger) in its own `.state` folder (an explicit AUTOMEDBENCH_STATE wins), so
-    test runs of other checkouts on the same disk never share caches or refuse each other's runs."""
+    test runs of other checkouts on the same disk never share caches or refuse each other's runs.
+
+    Under pytest-xdist each worker takes a subfolder of both (`.data/gw0`, ...): staging writes in place
+    and a run without isolation rotates the harness key, so two workers must not share them."""
     os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
     os.environ.setdefault("AUTOMEDBENCH_STATE", str(Path(config.rootpath) / ".state"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker and os.environ.get(_SPLIT_FOR) != worker:  # once per worker (this hook may be registered twice)
+        for var in ("AUTOMEDBENCH_DATA", "AUTOMEDBENCH_STATE"):
+            os.environ[var] = str(Path(os.environ[var]) / worker)
+        os.environ[_SPLIT_FOR] = worker
+
+
+_SPLIT_FOR = "AUTOMEDBENCH_XDIST_FOLDERS_FOR"
+
+
+# scripts/test.sh starts the docker engine and builds the images in the background while the fast tests
+# run; scripts/docker-up.sh writes "ready" or "unavailable: why" to this file when it is done.
+DOCKER_STATUS = "AUTOMEDBENCH_DOCKER_STATUS"
+DOCKER_WAIT = "AUTOMEDBENCH_DOCKER_WAIT"  # seconds a docker test waits for that file [default 1800]
+REQUIRE_DOCKER = "AUTOMEDBENCH_REQUIRE_DOCKER"  # "1": a docker test fails, not skips, where no engine is usable
+_docker_answer: list[str | None] = []
+
+
+def _docker_status_file(wait_s: float) -> str | None:
+    """The status line docker-up.sh wrote, waiting for it up to `wait_s` seconds; None where no background
+    build was started (the variable is unset)."""
+    import time
+
+    path = os.environ.get(DOCKER_STATUS)
+    if not path:
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return Path(path).read_text(errors="replace").strip() or "unavailable: empty status file"
+        except FileNotFoundError:
+            if time.monotonic() >= deadline:
+                return f"unavailable: the docker engine and images were not ready after {wait_s:.0f} s"
+            time.sleep(1)
+
+
+def docker_unavailable(wait_s: float | None = None) -> str | None:
+    """Why the docker sandbox cannot run here (None when it can), decided when a test first asks, never at
+    import. Where the engine and images are being prepared in the background ($AUTOMEDBENCH_DOCKER_STATUS),
+    waits for them first (up to `wait_s`, default $AUTOMEDBENCH_DOCKER_WAIT or 1800 s). Asked once per process."""
+    if _docker_answer:
+        return _docker_answer[0]
+    if wait_s is None:
+        wait_s = float(os.environ.get(DOCKER_WAIT) or 1800)
+    status = _docker_status_file(wait_s)
+    why: str | None
+    if status is not None and not status.startswith("ready"):
+        why = status.removeprefix("unavailable: ")
+    else:
+        from .errors import UserError
+        from .plugins import registry
+
+        try:  # the docker sandbox is a built-in distribution: found through the registry, never imported
+            ok, reason = registry().create("sandbox", "docker").available()
+            why = None if ok else reason
+        except (UserError, ImportError) as exc:
+            why = str(exc)
+            if why and status is not None:
+                why = f"docker-up.sh reported the engine ready, yet: {why}"
+    _docker_answer.append(why)
+    return why
 
 
 def register_toy_track() -> None:
@@ -266,6 +332,23 @@ if pytest is not None:
 
         missing = [m for m in modules if find_spec(m) is None]
         return pytest.mark.skipif(bool(missing), reason=reason or f"not installed: {', '.join(missing)}")
+
+    def needs_docker() -> None:
+        """Skip the calling test (or fixture) where no docker engine with the images is usable, after waiting
+        for a background build (`docker_unavailable`); fail instead with AUTOMEDBENCH_REQUIRE_DOCKER=1, or
+        where docker-up.sh said the engine was ready and it is not."""
+        why = docker_unavailable()
+        if why is None:
+            return
+        if os.environ.get(REQUIRE_DOCKER) == "1" or why.startswith("docker-up.sh reported"):
+            pytest.fail(f"docker sandbox required but unusable: {why}", pytrace=False)
+        pytest.skip(f"docker: {why}")
+
+    @pytest.fixture(scope="session")
+    def amb_docker() -> None:
+        """A test using this fixture runs only where the docker sandbox can (`needs_docker`); the test
+        suite's conftest marks such tests `docker`, so a test run can schedule them after the images."""
+        needs_docker()
 
     ALL_LAYOUT_CHECKS = "AUTOMEDBENCH_ALL_LAYOUT_CHECKS"
     # A slow check that the default test run leaves to a release check (AUTOMEDBENCH_ALL_LAYOUT_CHECKS=1).

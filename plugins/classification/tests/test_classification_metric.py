@@ -11,7 +11,6 @@ from automedbench.api import StagedData
 from automedbench_classification.metric import ClassificationEvaluation, confusion, scores_from_confusion
 from automedbench_classification.track import ClassificationTrack
 
-sklearn_metrics = pytest.importorskip("sklearn.metrics")
 TRACK = ClassificationTrack()
 SENTINEL = "__missing__"
 
@@ -40,6 +39,8 @@ def evaluate(tmp_path, task, truth: list[str], predicted: list[str | None]):
 
 
 def oracle(truth, predicted, classes):
+    # imported here, not at collection: scikit-learn costs seconds to import, and only these tests need it
+    sklearn_metrics = pytest.importorskip("sklearn.metrics")
     pred = [p if p is not None else SENTINEL for p in predicted]
     seen = [c for c in classes if c in truth or c in pred]
     with warnings.catch_warnings():  # "y_pred contains classes not in y_true": the sentinel, on purpose

@@ -44,6 +44,7 @@ def test_rubric_wording_and_s3_ladder():
     assert {i.stage for i in items.values()} == {"S1", "S2", "S3"}
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_unmapped_abbreviations_are_refused_everywhere(amb_run):
     """The Lite trap: the method's own abbreviations written without the remap."""
     result, _ = amb_run(DEMO, "wrong-format")
@@ -67,12 +68,14 @@ def test_one_class_collapse_fires_e4(tmp_path, amb_data_root):
     assert "every prediction is 'actinic_keratoses'" in " ".join(codes.stdout.split())
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(DEMO, "skip-validate")
     s = stage_scores(result)
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0 and result.task.partial >= 0.9
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_batch_first_loses_s3_and_fires_e3(amb_run):
     """Issue 24's "batch first": every image classified before the pilot and its checks."""
     result, _ = amb_run(DEMO, "batch-first")
@@ -81,6 +84,7 @@ def test_batch_first_loses_s3_and_fires_e3(amb_run):
     assert "E3" in {c.code for c in result.error_codes}
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_counts_missing_cases_wrong(amb_run):
     result, _ = amb_run(DEMO, "incomplete")
     s = stage_scores(result)
@@ -90,6 +94,7 @@ def test_incomplete_counts_missing_cases_wrong(amb_run):
     assert result.task.components["completeness"] == pytest.approx(0.5)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_breach_zeroes_everything(amb_run):
     result, _ = amb_run(DEMO, "breach")
     assert result.isolation.breached and result.aggregate.rating == "F"

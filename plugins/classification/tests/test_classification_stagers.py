@@ -152,6 +152,7 @@ FULL = {
 }
 
 
+@pytest.mark.slow  # each writes and validates a full-size download copy (30-50 s under load)
 @pytest.mark.parametrize("task_id", sorted(FULL))
 def test_validate_task_passes_on_a_full_size_fixture(tmp_path, task_id):
     if task_id.endswith("patchcamelyon"):

@@ -38,6 +38,7 @@ def test_rubric_wording_and_s3_ladder():
     assert {i.stage for i in items.values()} == {"S1", "S2", "S3"}
 
 
+@pytest.mark.slow  # a second whole demo run
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(DEMO, "skip-validate")
     s = stage_scores(result)
@@ -45,6 +46,7 @@ def test_skip_validate_loses_s3(amb_run):
     assert result.task.strict > 0.8
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_wrong_format_is_invalid_everywhere(amb_run):
     result, _ = amb_run(DEMO, "wrong-format")
     s = stage_scores(result)
@@ -54,6 +56,7 @@ def test_wrong_format_is_invalid_everywhere(amb_run):
     assert all(not c.valid and "must be an object" in c.reasons[0] for c in result.cases)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_gates_the_strict_task(amb_run):
     result, _ = amb_run(DEMO, "incomplete")
     s = stage_scores(result)
@@ -63,6 +66,7 @@ def test_incomplete_gates_the_strict_task(amb_run):
     assert result.aggregate.rating == "F"
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_no_submit_is_recorded_not_scored(amb_run):
     """The paper's S5 has no submit factor: a missing submit_results is recorded and fires E5."""
     result, _ = amb_run(DEMO, "no-submit")
@@ -71,6 +75,7 @@ def test_no_submit_is_recorded_not_scored(amb_run):
     assert "E5" in [c.code for c in result.error_codes]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_breach_zeroes_everything(amb_run):
     result, _ = amb_run(DEMO, "breach")
     assert result.isolation.breached and result.aggregate.rating == "F"

@@ -36,6 +36,7 @@ def test_reference_on_demo_sr(amb_run):
     assert result.aggregate.rating == "B" and result.aggregate.overall > 0.9
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(SR, "skip-validate")
     s = stage_scores(result)
@@ -43,6 +44,7 @@ def test_skip_validate_loses_s3(amb_run):
     assert result.aggregate.agentic == pytest.approx(1.0 - 0.35, abs=1e-6)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_wrong_format_is_refused_at_submit_and_scores_zero(amb_run):
     result, run_dir = amb_run(SR, "wrong-format")
     s = stage_scores(result)
@@ -56,6 +58,7 @@ def test_wrong_format_is_refused_at_submit_and_scores_zero(amb_run):
     assert "submission refused: 0 of the 4 cases" in refused[0]["result"]["reason"]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_scores_the_missing_cases_as_zero(amb_run):
     result, _ = amb_run(SR, "incomplete")
     s = stage_scores(result)
@@ -69,6 +72,7 @@ def test_incomplete_scores_the_missing_cases_as_zero(amb_run):
     assert "below the C floor" in result.aggregate.rating_reason
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_no_submit_is_recorded_not_scored(amb_run):
     """The paper's S5 has no submit factor: a missing submit_results is recorded and fires E5."""
     result, _ = amb_run(SR, "no-submit")
@@ -77,6 +81,7 @@ def test_no_submit_is_recorded_not_scored(amb_run):
     assert "E5" in [c.code for c in result.error_codes]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_breach_zeroes_everything(amb_run):
     result, _ = amb_run(SR, "breach")
     assert result.isolation.breached and result.aggregate.rating == "F" and result.aggregate.overall == 0.0

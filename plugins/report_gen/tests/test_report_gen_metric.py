@@ -98,6 +98,7 @@ def test_rouge_score_differs_by_beta_and_tokeniser():
     assert max(abs(a - b) for a, b in zip(ours, theirs, strict=True)) > 1e-3
 
 
+@pytest.mark.slow  # METEOR's JVM
 def test_corpus_scores_with_meteor_and_rule_slots():
     """One METEOR run (a JVM): identical texts give 1 in every slot except entity F1, which is 0 for the
     report without entities (as RadGraph's reward: 0 when either side has none)."""
@@ -137,6 +138,7 @@ def test_meteor_takes_reports_with_line_breaks():
     # BLEU and ROUGE-L keep the newline as part of a token, as the original's whitespace handling does
     assert nlg.rouge_l(refs, hyps)[0] != pytest.approx(nlg.rouge_l(refs, flat)[0])
 
+@pytest.mark.slow  # starts METEOR's JVM several times
 def test_one_meteor_jvm_serves_every_call_of_a_process_with_the_numbers_of_a_fresh_one():
     """A warm evaluator scores many runs in one process: the reused JVM must give exactly what a new JVM
     gives for the same corpus, whatever it scored before; a dead JVM is replaced, not used."""

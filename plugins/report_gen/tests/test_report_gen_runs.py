@@ -44,6 +44,7 @@ def test_reference_reports_from_pixels(reference):
     assert not [c for c in result.error_codes if c.code.startswith("E")]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_lite_run_credits_standard_only_items(reference, amb_run):
     result, _ = reference
     assert result.rubric == describe_conditions(report_rubric())  # the declaration used is stored
@@ -59,6 +60,7 @@ def test_lite_run_credits_standard_only_items(reference, amb_run):
     assert stage_scores(noop)["S1"] == 0.0 and noop.aggregate.overall == 0.0
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(DEMO, "skip-validate")
     s = stage_scores(result)
@@ -68,6 +70,7 @@ def test_skip_validate_loses_s3(amb_run):
     assert item_values(result)["s2_reads_manifest"] == 1.0  # the rest of the work is still seen
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_wrong_format_reports_are_invalid(amb_run):
     result, _ = amb_run(DEMO, "wrong-format")
     assert result.task.strict == 0.0 and result.aggregate.rating == "F"
@@ -76,6 +79,7 @@ def test_wrong_format_reports_are_invalid(amb_run):
     assert stage_scores(result)["S4"] == 0.5
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_is_strict_zero(amb_run):
     result, _ = amb_run(DEMO, "incomplete")
     # half the batch, plus the pilot study when the (secretly seeded) demo puts it in the other half
@@ -84,6 +88,7 @@ def test_incomplete_is_strict_zero(amb_run):
     assert stage_scores(result)["S5"] == 0.5
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_no_submit_and_breach(amb_run):
     result, _ = amb_run(DEMO, "no-submit")  # the paper's S5 has no submit factor: recorded, fires E5
     assert stage_scores(result)["S5"] == 1.0 and "E5" in [c.code for c in result.error_codes]

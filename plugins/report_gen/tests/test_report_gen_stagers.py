@@ -167,6 +167,7 @@ def test_wrong_folders_are_refused_with_one_line(tmp_path):
 # validate-task also checks the staged case count against the task file, so a synthetic download must be as
 # large as the real split's sample: the two tasks with small samples are checked here (iu-xray declares 590
 # studies, chexpert-plus 200, pathcap-500 500; their stagers are tested above on smaller layouts)
+@pytest.mark.slow  # stages and validates a synthetic download of each real task (minutes under load)
 @pytest.mark.parametrize("task_id, make, count", [
     ("report_gen/mimic-cxr", make_mimic, 100), ("report_gen/pathcap-100", make_pathcap, 120)])
 def test_validate_task_passes_on_each_real_task_staged_from_a_synthetic_download(tmp_path, task_id, make, count):

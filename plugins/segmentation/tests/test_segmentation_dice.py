@@ -92,6 +92,7 @@ def _onehot(torch, a, n):
     return torch.from_numpy(np.stack([(a == k) for k in range(n)])[None].astype(np.float32))
 
 
+@pytest.mark.slow  # imports torch and MONAI
 def test_matches_monai_dice_metric():
     torch = pytest.importorskip("torch")
     monai_metrics = pytest.importorskip("monai.metrics")

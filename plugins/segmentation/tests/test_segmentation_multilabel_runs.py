@@ -28,6 +28,7 @@ def test_reference_labels_every_structure(run_ml):
     assert result.aggregate.rating == "A"
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_soft_label_maps_are_invalid(run_ml):
     result = run_ml("wrong-format")
     assert result.task.strict == 0.0 and result.aggregate.rating == "F"
@@ -35,6 +36,7 @@ def test_soft_label_maps_are_invalid(run_ml):
     assert any("non-integer values" in r for c in result.cases for r in c.reasons)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_half_the_cohort_scores_partial_only(run_ml):
     result = run_ml("incomplete")
     assert [c.present for c in result.cases] == [True, True, False, False]

@@ -148,9 +148,6 @@ def test_aeropath_wrong_layout(tmp_path):
 # ---------------------------------------------------------------- PANTHER
 
 
-sitk = pytest.importorskip("SimpleITK")
-
-
 def panther_label(tumour=True, extra=None):
     lab = np.zeros(SHAPE[::-1], np.uint8)  # (z, y, x) for SimpleITK
     lab[1:4, 2:6, 2:7] = 2
@@ -162,6 +159,7 @@ def panther_label(tumour=True, extra=None):
 
 
 def write_mha(path, array_zyx, spacing=(0.8, 0.8, 2.5), origin=(10.0, -20.0, 5.0)):
+    sitk = pytest.importorskip("SimpleITK")  # here, not at collection: the import is slow, few tests need it
     image = sitk.GetImageFromArray(array_zyx)
     image.SetSpacing(spacing)
     image.SetOrigin(origin)

@@ -248,6 +248,7 @@ def test_feta_wrong_layout(amb_registry, tmp_path):
 # ---------------------------------------------------------------- the command line, end to end
 
 
+@pytest.mark.slow  # stages a real task and scores it through the CLI
 def test_cli_stage_then_score_a_real_task(tmp_path, monkeypatch):
     """`automedbench stage segmentation/kidney --from` on a 20-case KiTS19 layout, then the perfect baseline."""
     src = tmp_path / "kits19"

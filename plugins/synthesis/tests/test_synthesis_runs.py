@@ -29,6 +29,7 @@ def test_reference_on_the_ct_sr_demo(amb_run):
     assert "PILOT OK" in (run_dir / "trajectory.jsonl").read_text()
 
 
+@pytest.mark.slow  # a whole demo run per tier (the CT-SR reference run is fast-tier)
 @pytest.mark.parametrize("tier", ["lite", "standard", "pro"])
 def test_reference_on_the_mr_ct_demo_at_every_tier(amb_run, tier):
     result, _ = amb_run(MRCT, "reference", tier=tier)
@@ -38,6 +39,7 @@ def test_reference_on_the_mr_ct_demo_at_every_tier(amb_run, tier):
     assert comps["ssim_identity_mean"] < 0.2 and comps["mae_hu_mean_valid"] < 150
 
 
+@pytest.mark.slow  # every trivial baseline through the evaluator
 @pytest.mark.parametrize("task_id", [CTSR, MRCT])
 def test_every_trivial_baseline_stays_below_b(amb_data_root, tmp_path, task_id):
     spec, staged = task(task_id), stage_task(task_id, amb_data_root)
@@ -52,12 +54,14 @@ def test_every_trivial_baseline_stays_below_b(amb_data_root, tmp_path, task_id):
         assert seen["nearest"] < seen["identity"] and seen["constant"] < 0.5
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_normalised_output_is_valid_but_scores_low_and_fires_e4(amb_run):
     result, _ = amb_run(MRCT, "wrong-format")
     assert all(c.valid for c in result.cases) and result.task.partial < 0.5
     assert result.aggregate.rating == "C" and "E4" in [c.code for c in result.error_codes]
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_is_completion_adjusted(amb_run):
     result, _ = amb_run(MRCT, "incomplete")
     assert sum(c.present for c in result.cases) == 3 and result.task.strict == 0.0
@@ -66,6 +70,7 @@ def test_incomplete_is_completion_adjusted(amb_run):
     assert stage_scores(result)["S4"] == pytest.approx(0.5 * 3 / 4)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(amb_run):
     result, _ = amb_run(MRCT, "skip-validate")
     assert stage_scores(result)["S3"] == 0.0 and stage_scores(result)["S4"] == 1.0
@@ -78,6 +83,7 @@ def _scored(task_id, name, staged, dest):
     return evaluation.aggregate([evaluation.score_case(c, dest / c) for c in staged.case_ids], staged.case_ids)
 
 
+@pytest.mark.slow  # several evaluations
 def test_detectors_fire_on_an_input_copy_only(amb_data_root, tmp_path):
     from types import SimpleNamespace
 

@@ -87,6 +87,7 @@ def task(task_id: str):
     return next(t for t in SynthesisTrack().tasks() if t.id == task_id)
 
 
+@pytest.mark.slow  # stages and validates a copy of each layout
 @pytest.mark.parametrize("task_id", sorted(LAYOUTS))
 def test_validate_task_passes_on_a_staged_copy_of_each_layout(tmp_path, task_id):
     source = LAYOUTS[task_id](tmp_path / "src")

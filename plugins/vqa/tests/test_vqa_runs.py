@@ -48,6 +48,7 @@ def test_reference_answers_from_pixels(vqa_run):
     assert {"question_type=count", "body_system=chest", "modality=synthetic CT"} <= set(comps)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_skip_validate_loses_s3(vqa_run):
     ref, _ = vqa_run("reference")
     result, _ = vqa_run("skip-validate")
@@ -56,6 +57,7 @@ def test_skip_validate_loses_s3(vqa_run):
     assert result.aggregate.agentic == pytest.approx(ref.aggregate.agentic - 0.35, abs=1e-6)
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_wrong_format_labels_are_invalid(vqa_run):
     result, _ = vqa_run("wrong-format")
     s = scores(result)
@@ -71,6 +73,7 @@ def test_wrong_format_labels_are_invalid(vqa_run):
     assert 0 < result.task.partial < 1
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_incomplete_counts_missing_as_zero(vqa_run):
     result, _ = vqa_run("incomplete")
     s = scores(result)
@@ -84,6 +87,7 @@ def test_incomplete_counts_missing_as_zero(vqa_run):
     assert result.aggregate.rating != "F"  # half the questions answered: rated, on partial accuracy
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_no_submit_keeps_s5_and_fires_e5(vqa_run):
     result, _ = vqa_run("no-submit")
     s = scores(result)
@@ -91,6 +95,7 @@ def test_no_submit_keeps_s5_and_fires_e5(vqa_run):
     assert result.submission.submitted is False and "E5" in {c.code for c in result.error_codes}
 
 
+@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_breach_zeroes_everything(vqa_run):
     result, _ = vqa_run("breach")
     assert result.isolation.breached and result.aggregate.rating == "F"
