@@ -84,7 +84,7 @@ def test_relative_out_folder(cli, tmp_path, monkeypatch):
 def test_plugins_lists_components_with_distribution(cli):
     result = cli("plugins")
     assert result.exit_code == 0
-    for needle in ("segmentation", "automedbench-segmentation", "reference", "local", "rules", "dice"):
+    for needle in ("segmentation", "automedbench-segmentation", "reference", "local", "rules", "segmentation-lesion"):
         assert needle in result.output
 
 
