@@ -249,3 +249,80 @@ def test_two_runs_of_a_demo_stage_it_once(tmp_path):
         worker.join(60)
     assert [w.exitcode for w in workers] == [0, 0]
     assert len(log.read_text().split()) == 1
+
+
+class SourceTrack(Track):
+    """A track that stages the version written in its source file, through the staging area."""
+
+    name = "counting"
+
+    def tasks(self) -> list[TaskSpec]:
+        return []
+
+    def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
+        with staging_area(dest, durable=False) as area:
+            write_version(area, source.read_text() if source else "v1", ["a", "b"])
+            return area.commit(["a", "b"])
+
+    def template_dir(self) -> Path:
+        return Path(".")
+
+    def check_case(self, task, case_id, submitted, public):
+        raise NotImplementedError
+
+
+def _restage_and_die(data_root: str, source: str, crash: str) -> None:
+    """In a child: re-stage through the engine and die without cleanup at `crash`: "commit" (the swap
+    done, back in the track, before the engine goes on) or "move-N" (the n-th rename of the re-staging)."""
+    import automedbench.stagearea as stagearea
+
+    if crash == "commit":
+        real_commit = stagearea.StagingArea.commit
+
+        def commit_and_die(self, case_ids, what="cases"):
+            real_commit(self, case_ids, what)
+            os._exit(9)
+
+        stagearea.StagingArea.commit = commit_and_die  # type: ignore[method-assign]
+    else:
+        count, number = [0], int(crash.split("-")[1])
+        real_rename, real_replace = os.rename, os.replace
+
+        def dying(real):
+            def move(src, dst, **kwargs):
+                count[0] += 1
+                if count[0] == number:
+                    os._exit(9)
+                real(src, dst, **kwargs)
+            return move
+
+        os.rename, os.replace = dying(real_rename), dying(real_replace)  # type: ignore[assignment]
+    staging.stage(SourceTrack(), _task(), Path(data_root), Path(source))
+    os._exit(0)
+
+
+@pytest.mark.parametrize("crash", ["commit", *(f"move-{n}" for n in range(1, 12))])
+def test_a_crash_during_a_restaging_never_leaves_new_data_under_the_old_stamp(tmp_path, crash):
+    """The digests a run records come from the stamp (`load` does not re-hash): after a stager is killed
+    anywhere in a re-staging, past the swap too, the stamp must describe the data that is there."""
+    from automedbench.fsutil import tree_digest
+
+    data_root, task = tmp_path / "data", _task()
+    data_root.mkdir()
+    for version in ("v1", "v2"):
+        (tmp_path / version).write_text(version)
+    staging.stage(SourceTrack(), task, data_root, tmp_path / "v1")
+    child = FORK.Process(target=_restage_and_die, args=(str(data_root), str(tmp_path / "v2"), crash))
+    child.start()
+    child.join(60)
+    assert child.exitcode in (0, 9)
+    if crash == "commit":
+        assert child.exitcode == 9  # killed at the point under test, not before it
+    staged = staging.load(task, data_root)
+    found = versions(staged.root)
+    assert found["public"] == found["private"] and len(found["public"]) == 1, found
+    assert staging.digests(task, data_root) == {"public_data": tree_digest(staged.public),
+                                               "private_data": tree_digest(staged.private)}
+    assert [n for n in leftovers(staged.root) if n != INCOMING] == []  # a killed stager's scratch may stay
+    if child.exitcode == 0 or crash == "commit":
+        assert found["public"] == {"v2"}  # the swap committed: the new data, under its own stamp

@@ -8,6 +8,11 @@ the parts that did not exist), the new ones move in, and renaming `.previous` to
 point. `recover(dest)` (run on entry, and by the engine before it reads a staging) rolls an unfinished swap
 back, or finishes deleting a committed one's leftovers.
 
+What describes the data is swapped with it: the engine `seal`s a staging it runs (`sealed(dest, fn)`), and
+each commit then calls `fn` on the complete new copy, which writes the stamp (digests, case ids) beside the
+parts in `.incoming`; the stamp is one more part of the same journaled swap, so no crash can leave new data
+under the old stamp.
+
 Two processes staging the same task are serialised by an exclusive `flock` on `<parent>/.<name>.staging-lock`
 (beside `dest`, so moving `dest` aside keeps it); the lock is re-entrant within one process, so the engine
 can hold it around a track's stager that takes it again.
@@ -22,7 +27,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import UserError
@@ -34,6 +39,11 @@ INCOMING = ".incoming"
 PREVIOUS = ".previous"
 DISCARD = ".discard"
 JOURNAL = "swap.json"
+
+# The engine's seal on commits to one dest: called with the area and its case ids once the new copy is
+# complete, it writes files beside the parts in `area.root` and returns their names (swapped in with them).
+Seal = Callable[["StagingArea", list[str]], tuple[str, ...]]
+_seals: dict[str, Seal] = {}
 
 
 class StagingArea:
@@ -60,7 +70,9 @@ class StagingArea:
             raise RuntimeError(f"{self.dest}: this staging area was already committed")
         if not case_ids:
             raise UserError(f"staging produced no {what}")
-        swap_in(self.root, self.dest, self.parts, durable=self.durable)
+        seal = _seals.get(os.path.abspath(self.dest))
+        extra = tuple(seal(self, list(case_ids))) if seal is not None else ()
+        swap_in(self.root, self.dest, self.parts + extra, durable=self.durable)
         self.staged = StagedData(self.dest, self.dest / "public", self.dest / "private", list(case_ids))
         return self.staged
 
@@ -85,13 +97,26 @@ def staging_area(dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = Tru
             _remove(area.root)
 
 
+@contextlib.contextmanager
+def sealed(dest: Path, seal: Seal) -> Iterator[None]:
+    """Every commit to `dest` inside this block swaps in what `seal` writes too (see the module's docstring).
+
+    Call with the staging lock held: the seal is the lock holder's, for that one staging."""
+    key = os.path.abspath(dest)
+    _seals[key] = seal
+    try:
+        yield
+    finally:
+        _seals.pop(key, None)
+
+
 def swap_in(work: Path, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:
     """Replace `dest/<part>` by `work/<part>` for every part, journaled (see the module's docstring).
 
     Call with the staging lock held (as `StagingArea.commit` does)."""
-    for part in parts:
-        if not (work / part).is_dir() or (work / part).is_symlink():
-            raise ValueError(f"{work}: no {part}/ folder to swap in")
+    for part in parts:  # the data's folders, and the files a seal wrote beside them
+        if not os.path.lexists(work / part) or (work / part).is_symlink():
+            raise ValueError(f"{work}: no {part} to swap in")
     if durable:
         _sync_tree(work)
     previous = dest / PREVIOUS
@@ -206,6 +231,7 @@ def _forget_after_fork() -> None:
     global _registry_guard
     _registry_guard = threading.Lock()
     _held.clear()
+    _seals.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -1,4 +1,9 @@
-"""Where staged task data lives, and the one-time digest that pins it in every result header."""
+"""Where staged task data lives, and the one-time digest that pins it in every result header.
+
+The digest is taken once, at staging, and `load` trusts it (no re-hash per run): so the stamp holding it is
+written into the track's staging area and swapped in with the data (`stagearea.sealed`), never after it; a
+crash anywhere leaves the old data with the old stamp or the new data with the new one.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import attrs
 from .errors import UserError
 from .fsutil import atomic_write_text, tree_digest
 from .records import TaskSpec
-from .stagearea import recover_locked, staging_lock
+from .stagearea import StagingArea, recover, recover_locked, sealed, staging_lock
 from .track import StagedData, Track
 
 STAMP = "staging.json"
@@ -44,6 +49,8 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
 def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, source: Path | None,
                   force: bool) -> StagedData:
     stamp = dest / STAMP
+    if dest.is_dir():
+        recover(dest)  # a swap a crash interrupted: its stamp and data come back together before we look
     if stamp.exists() and not force and source is None:
         return load(task, data_root)
     aside = None
@@ -57,8 +64,17 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         # a demo is generated from a seed: a fresh secret one per staging, kept nowhere, so the generator
         # (readable in the sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
         task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(63)})
+    written: list[dict] = []
+
+    def seal(area: StagingArea, case_ids: list[str]) -> tuple[str, ...]:
+        """The stamp of the complete new copy, written beside it so the swap moves both at once."""
+        share_public(area.public)
+        written.append(_write_stamp(area.root / STAMP, task, case_ids, area.public, area.private, source))
+        return (STAMP,)
+
     try:
-        staged = track.stage(task, dest, source)
+        with sealed(dest, seal):
+            staged = track.stage(task, dest, source)
     except BaseException:
         if aside is not None:
             shutil.rmtree(dest, ignore_errors=True)
@@ -68,17 +84,25 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         shutil.rmtree(aside, ignore_errors=True)
     if not staged.case_ids:
         raise UserError(f"staging {task.id} produced no cases")
-    share_public(staged.public)
+    if not written or written[-1]["case_ids"] != list(staged.case_ids):
+        # a track that wrote `dest` without the staging area: its stamp can only follow the data
+        share_public(staged.public)
+        _write_stamp(stamp, task, staged.case_ids, staged.public, staged.private, source)
+    return staged
+
+
+def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, private: Path,
+                 source: Path | None) -> dict:
     info = {
         "task": task.id,
-        "case_ids": staged.case_ids,
-        "public_sha256": tree_digest(staged.public),
-        "private_sha256": tree_digest(staged.private),
+        "case_ids": list(case_ids),
+        "public_sha256": tree_digest(public),
+        "private_sha256": tree_digest(private),
         # never the download's path: it holds the answers, and the stamp is readable where isolation is weak
         "source": "local folder" if source else "generated",
     }
-    atomic_write_text(stamp, json.dumps(info, indent=2) + "\n")
-    return staged
+    atomic_write_text(path, json.dumps(info, indent=2) + "\n")
+    return info
 
 
 def load(task: TaskSpec, data_root: Path) -> StagedData:
