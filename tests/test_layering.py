@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "automedbench.records": CONTRACT,
     "automedbench.rubric": CONTRACT,
     "automedbench.sandbox": CONTRACT,
+    "automedbench.sandboxcall": CONTRACT,  # what one sandboxed call is made of, shared by every sandbox backend
     "automedbench.serialize": CONTRACT,
     "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
     "automedbench.taskfile": CONTRACT,

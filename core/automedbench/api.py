@@ -47,6 +47,7 @@ from .rubric import (
     with_ladder,
 )
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
 from .trace import Trace
 from .track import (
@@ -77,12 +78,15 @@ from .untrusted import read_text as read_download_text
 __all__ = [
     "AGENT_TEXT_NOTE",
     "CONDITIONS",
+    "EXEC_MOUNT",
     "PHASES",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
     "Agent",
     "AgentContext",
     "AgentError",
+    "CallEnd",
+    "CallFolder",
     "CaseScore",
     "CaseVerdict",
     "CodeContext",
@@ -99,6 +103,7 @@ __all__ = [
     "MetricBlock",
     "ModelBackend",
     "ModelConfig",
+    "OutputCapture",
     "PackagedTrack",
     "Phase",
     "PromptPart",
@@ -126,6 +131,7 @@ __all__ = [
     "append_line_locked",
     "atomic_write_bytes",
     "atomic_write_text",
+    "call_result",
     "check_image",
     "check_pixels",
     "default_rubric",
@@ -148,10 +154,12 @@ __all__ = [
     "read_download_text",
     "read_zip_member",
     "reword",
+    "sandbox_env",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
     "staging_area",
     "tar_member_ok",
+    "unsupported_language",
     "with_items",
     "with_ladder",
 ]

@@ -19,24 +19,20 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 import weakref
 from pathlib import Path
 
-from ..fsutil import HarnessDir, open_dir, remove_tree
+from ..fsutil import open_dir, remove_tree
 from ..records import ExecResult
 from ..sandbox import Sandbox, SandboxSession, SandboxSpec
+from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from . import netns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
 from .quota import WorkspaceQuota, mount_workspace
 
-PASSTHROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
 PIDS_LIMIT = 1024
-# Where the harness's own copy of each call's code is mounted read-only (never inside the workspace).
-EXEC_MOUNT = "/run/automedbench/exec"
 # /proc files that describe host-wide kernel objects (keys, locks): covered inside bubblewrap
 HIDDEN_PROC = ("/proc/keys", "/proc/key-users", "/proc/locks")
 # GPU device nodes every CUDA process needs besides its own /dev/nvidiaN
@@ -68,44 +64,6 @@ def _session_keyring_joiner():
     except (OSError, AttributeError):
         return None
     return lambda: syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
-
-
-class _Capture:
-    """Reads a pipe, keeping the head and the tail when output runs past the cap."""
-
-    def __init__(self, stream, cap: int) -> None:
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.cap = cap
-        self.thread: threading.Thread | None = None
-        if stream is not None:  # without a stream, the caller feeds chunks itself (docker exec streams)
-            self.thread = threading.Thread(target=self._pump, args=(stream,), daemon=True)
-            self.thread.start()
-
-    def _pump(self, stream) -> None:
-        for chunk in iter(lambda: stream.read1(65536), b""):
-            self.feed(chunk)
-        stream.close()
-
-    def feed(self, chunk: bytes) -> None:
-        half = self.cap // 2
-        self.total += len(chunk)
-        room = half - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > half:
-                del self.tail[: len(self.tail) - half]
-
-    def text(self) -> tuple[str, bool]:
-        if self.thread is not None:
-            self.thread.join(timeout=5)
-        capped = self.total > len(self.head) + len(self.tail)
-        middle = f"\n[... {self.total - len(self.head) - len(self.tail)} bytes dropped ...]\n" if capped else ""
-        return (self.head.decode("utf-8", "replace") + middle + self.tail.decode("utf-8", "replace")), capped
 
 
 def bwrap_path() -> str | None:
@@ -166,43 +124,16 @@ def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[
     return tuple(sorted(found))
 
 
-def sandbox_env(ws: str, data_dir: str, tmp: str, path: str, extra: dict[str, str]) -> dict[str, str]:
-    """The whole environment of sandboxed code: nothing of the host's but locale hints, caches in the workspace."""
-    env = {k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ}
-    env.setdefault("LANG", "C.UTF-8")
-    cache = f"{ws}/.cache"
-    env.update({
-        "PATH": path,
-        "HOME": f"{ws}/.home",
-        "TMPDIR": tmp,
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "WORKSPACE_DIR": ws,
-        "DATA_DIR": data_dir,
-        "XDG_CACHE_HOME": cache,
-        "PIP_CACHE_DIR": f"{cache}/pip",
-        "HF_HOME": f"{cache}/huggingface",
-        "TORCH_HOME": f"{cache}/torch",
-        "MPLCONFIGDIR": f"{cache}/matplotlib",
-        "MONAI_DATA_DIRECTORY": f"{cache}/monai",
-    })
-    env.update(extra)
-    return env
-
-
 class LocalSession(SandboxSession):
     def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
         self.spec = spec
         self.bwrap = bwrap
-        self.calls = 0
         ws = spec.workspace
         for sub in (".home", ".cache", ".tmp"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         # other host users must not reach what a call left (set-id files, device nodes from a root sandbox)
         os.chmod(ws, 0o700)
-        # each call's code is written here, a folder the agent cannot write (read-only bind under bwrap),
-        # through its descriptor with O_EXCL: a symlink planted in the workspace can redirect nothing
-        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{secrets.token_hex(8)}")
+        self.exec_dir = CallFolder()  # each call's code (a read-only bind under bwrap)
         self.isolates_filesystem = bool(bwrap)
         if bwrap:
             self.data_dir, self.workspace_dir = "/data/public", "/workspace"
@@ -313,14 +244,10 @@ class LocalSession(SandboxSession):
     # ---------------------------------------------------------------- execution
 
     def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:
-        if language not in ("python", "bash"):
-            return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
-        self.calls += 1
-        suffix = ".py" if language == "python" else ".sh"
-        name = f"call_{self.calls:04d}{suffix}"
-        host_script = self.exec_dir.write_new(name, code.encode("utf-8"))
-        script = f"{EXEC_MOUNT}/{name}" if self.bwrap else str(host_script)
-        runner = [sys.executable, "-u", script] if language == "python" else ["bash", script]
+        refused = unsupported_language(language)
+        if refused is not None:
+            return refused
+        runner = self.exec_dir.write_call(language, code, python=sys.executable, mounted=bool(self.bwrap))
         env = self._env()
         scratch: list[tuple[str, int]] = []
         pass_fds: tuple[int, ...] = ()
@@ -359,8 +286,8 @@ class LocalSession(SandboxSession):
             for fd in pass_fds:
                 os.close(fd)
         self._live = proc
-        out = _Capture(proc.stdout, self.spec.output_cap_bytes)
-        err = _Capture(proc.stderr, self.spec.output_cap_bytes)
+        out = OutputCapture(proc.stdout, self.spec.output_cap_bytes)
+        err = OutputCapture(proc.stderr, self.spec.output_cap_bytes)
         timed_out = False
         try:
             proc.wait(timeout=timeout_s)
@@ -374,13 +301,8 @@ class LocalSession(SandboxSession):
             self.sweep.kill_all({proc.pid})
             for name, _ in scratch:  # the call's /tmp and /dev/shm go with it
                 remove_tree(self.spec.workspace / name)
-        stdout, capped_out = out.text()
-        stderr, capped_err = err.text()
-        if timed_out:
-            stderr += f"\nTIMEOUT: killed after {timeout_s:.0f} s (whole process group)"
-        code_ = proc.returncode if not timed_out else -9
-        return ExecResult(code_, stdout, stderr, round(time.monotonic() - started, 3), timed_out,
-                          out.total, err.total, capped_out or capped_err)
+        end = CallEnd(proc.returncode, timed_out, timeout_s, "whole process group")
+        return call_result(end, out, err, round(time.monotonic() - started, 3))
 
     def _kill(self, proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -432,8 +354,7 @@ class LocalSession(SandboxSession):
                     "runs as the harness's user", *shared,
                     "/proc/self/mountinfo names the host paths of the mounted folders (not their contents)"]
             if self.net is not None:
-                gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
-                            "machine on its network")
+                gaps.append(netns.REMAINING_GAP)
             elif self.spec.network:
                 gaps.append(f"network shared ({self.net_gap}): host services on loopback, other runs and a local "
                             "executor cluster are reachable (abstract unix sockets too)")

@@ -21,6 +21,9 @@ import time
 # slirp4netns's fixed addresses: its DNS forwarder, and the gateway (the host, loopback excluded here)
 SLIRP_DNS = "10.0.2.3"
 RESOLV_CONF = f"nameserver {SLIRP_DNS}\n".encode()
+# What a session with a slirp4netns network still reaches, for every sandbox's list of gaps.
+REMAINING_GAP = ("services listening on the host's non-loopback addresses are reachable, as from any machine "
+                 "on its network")
 
 
 def unsupported() -> str | None:

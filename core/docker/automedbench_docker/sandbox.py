@@ -25,11 +25,18 @@ import time
 from pathlib import Path
 
 from automedbench.errors import InfrastructureError, SubmissionError, UserError
-from automedbench.fsutil import HarnessDir
 from automedbench.records import Evaluation, ExecResult
 from automedbench.sandbox import Sandbox, SandboxSession, SandboxSpec
+from automedbench.sandboxcall import (
+    EXEC_MOUNT,
+    CallEnd,
+    CallFolder,
+    OutputCapture,
+    call_result,
+    sandbox_env,
+    unsupported_language,
+)
 from automedbench.sandboxes import netns
-from automedbench.sandboxes.local import EXEC_MOUNT, _Capture, sandbox_env
 from automedbench.sandboxes.quota import WorkspaceQuota, mount_workspace
 from automedbench.serialize import read_json, write_json
 
@@ -126,13 +133,12 @@ class DockerSession(SandboxSession):
     def __init__(self, spec: SandboxSpec, cli, image: str, *, cpus: float, pids_limit: int, tmp_mb: int) -> None:
         self.spec, self.cli, self.image = spec, cli, image
         self.pids_limit, self.cpus, self.tmp_mb = pids_limit, cpus, tmp_mb
-        self.calls = 0
         self.uid, self.gid = container_user()
         ws = spec.workspace
         for sub in (".home", ".cache"):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         grant(ws, self.uid, self.gid)
-        self.exec_dir = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-exec-{os.urandom(8).hex()}")
+        self.exec_dir = CallFolder()  # 0644 files in a 0755 folder the container cannot write
         self.net: netns.SlirpNet | None = None
         self.net_gap = (netns.unsupported() or "") if spec.network else ""
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
@@ -171,16 +177,13 @@ class DockerSession(SandboxSession):
             self.cli.api.exec_start(self._exec(["sh", "-c", SWEEP]))
 
     def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:
-        if language not in ("python", "bash"):
-            return ExecResult(2, "", f"unsupported language {language!r}: use 'python' or 'bash'", 0.0)
-        self.calls += 1
-        name = f"call_{self.calls:04d}{'.py' if language == 'python' else '.sh'}"
-        self.exec_dir.write_new(name, code.encode("utf-8"))  # 0644 in a 0755 folder the container cannot write
-        script = f"{EXEC_MOUNT}/{name}"
-        argv = ["python3", "-u", script] if language == "python" else ["bash", script]
+        refused = unsupported_language(language)
+        if refused is not None:
+            return refused
+        argv = self.exec_dir.write_call(language, code, python="python3")
         note = self._ensure_running()
-        out = _Capture(None, self.spec.output_cap_bytes)
-        err = _Capture(None, self.spec.output_cap_bytes)
+        out = OutputCapture(None, self.spec.output_cap_bytes)
+        err = OutputCapture(None, self.spec.output_cap_bytes)
         started = time.monotonic()
         exec_id = self._exec(argv)
         stream = self.cli.api.exec_start(exec_id, stream=True, demux=True)
@@ -201,18 +204,10 @@ class DockerSession(SandboxSession):
         reader.join(10)
         duration = round(time.monotonic() - started, 3)
         exit_code = self.cli.api.exec_inspect(exec_id).get("ExitCode")
-        stdout, capped_out = out.text()
-        stderr, capped_err = err.text()
-        stderr += note
-        if timed_out:
-            stderr += f"\nTIMEOUT: killed after {timeout_s:.0f} s (every process in the sandbox)"
-            exit_code = -9
-        elif exit_code is None:
-            exit_code = -9
         if exit_code == 137 and not timed_out:
-            stderr += f"\nKILLED: the call was killed (out of memory at {self.spec.memory_mb} MB?)"
-        return ExecResult(exit_code, stdout, stderr, duration, timed_out, out.total, err.total,
-                          capped_out or capped_err)
+            note += f"\nKILLED: the call was killed (out of memory at {self.spec.memory_mb} MB?)"
+        end = CallEnd(exit_code, timed_out, timeout_s, "every process in the sandbox", note)
+        return call_result(end, out, err, duration)
 
     def protections(self) -> tuple[list[str], list[str]]:
         prot = [
@@ -237,8 +232,7 @@ class DockerSession(SandboxSession):
                 "advisory locks on the read-only public files are shared with the host and other runs (the "
                 "same inode): a lock channel between runs"]
         if self.net is not None:
-            gaps.append("services listening on the host's non-loopback addresses are reachable, as from any "
-                        "machine on its network")
+            gaps.append(netns.REMAINING_GAP)
         elif self.spec.network:
             gaps.append(f"bridge network ({self.net_gap}): the host's services listening on the docker bridge "
                         "address and the internet are reachable")
