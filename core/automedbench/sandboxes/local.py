@@ -353,11 +353,9 @@ class LocalSession(SandboxSession):
                                        ["memory limited per process (address space), not in total"]),
                     "runs as the harness's user", *shared,
                     "/proc/self/mountinfo names the host paths of the mounted folders (not their contents)"]
-            if self.net is not None:
-                gaps.append(netns.REMAINING_GAP)
-            elif self.spec.network:
-                gaps.append(f"network shared ({self.net_gap}): host services on loopback, other runs and a local "
-                            "executor cluster are reachable (abstract unix sockets too)")
+            gaps += netns.network_gaps(self.net, self.spec.network, f"network shared ({self.net_gap}): host services "
+                                       "on loopback, other runs and a local executor cluster are reachable (abstract "
+                                       "unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
         pidns = bool(pid_namespace_prefix())
         if pidns:

@@ -26,6 +26,14 @@ REMAINING_GAP = ("services listening on the host's non-loopback addresses are re
                  "on its network")
 
 
+def network_gaps(net: SlirpNet | None, network: bool, fallback: str) -> list[str]:
+    """What a session's network leaves open, for its list of gaps: the slirp namespace's remaining gap, or
+    `fallback` (the backend's words for the shared network it fell back to), or nothing without network."""
+    if net is not None:
+        return [REMAINING_GAP]
+    return [fallback] if network else []
+
+
 def unsupported() -> str | None:
     """Why no private network namespace with outbound access can be made here, or None."""
     if os.geteuid() != 0:

@@ -231,11 +231,8 @@ class DockerSession(SandboxSession):
         gaps = ["no seccomp profile beyond docker's default",
                 "advisory locks on the read-only public files are shared with the host and other runs (the "
                 "same inode): a lock channel between runs"]
-        if self.net is not None:
-            gaps.append(netns.REMAINING_GAP)
-        elif self.spec.network:
-            gaps.append(f"bridge network ({self.net_gap}): the host's services listening on the docker bridge "
-                        "address and the internet are reachable")
+        gaps += netns.network_gaps(self.net, self.spec.network, f"bridge network ({self.net_gap}): the host's "
+                                   "services listening on the docker bridge address and the internet are reachable")
         return prot, gaps
 
     def bound_sources(self) -> list[Path]:
