@@ -1,27 +1,25 @@
 """The optional answer judge for open-ended questions: 0 / 0.5 / 1 per answer, cached per evaluation.
 
-`AnswerJudge` is the interface of judges that run inside the isolated evaluator: `OfflineAnswerJudge`
-(deterministic token overlap) and those other distributions add through the entry-point group
-`automedbench_vqa.answer_judges` (a factory taking the evaluation options and returning an `AnswerJudge`).
-The model judge (`answer_judge=llm`) cannot run there (no network, no keys): the evaluator returns a
-grade request per open answer (`model_grade_requests`), the harness's model-graded scoring step asks the
-model backend named by `answer_judge.provider`, and `fold_answer_grades` puts the grades in place.
+`OfflineAnswerJudge` (deterministic token overlap, `answer_judge=offline`) runs inside the isolated
+evaluator. Every other judge is a model backend, reached like every model consumer's through the one
+registry (`automedbench.api.get_model`): `answer_judge=llm answer_judge.provider=NAME` names any backend a
+distribution registers with `automedbench_register_model_backends` in its `automedbench` entry point (an
+LLM provider, or a third party's own judge behind the `ModelBackend` contract). It cannot run in the
+evaluator (no network, no keys): the evaluator returns a grade request per open answer
+(`model_grade_requests`), the harness's model-graded scoring step asks that backend, and
+`fold_answer_grades` puts the grades in place.
 """
 
 from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 from attrs import define
 from automedbench.api import Grade, GradeRequest, PromptPart
 
 from .answers import exact_match, is_closed, normalize, token_f1
-
-ENTRY_POINT_GROUP = "automedbench_vqa.answer_judges"
 
 SYSTEM_PROMPT = (
     "You grade answers to medical visual questions. Compare the prediction with the gold answer. "
@@ -213,27 +211,17 @@ def cached_judge(judge: AnswerJudge, cache: AnswerJudgeCache | None, request: Ju
     return verdict
 
 
-JudgeFactory = Callable[[dict[str, str]], AnswerJudge]
-BUILTIN: dict[str, JudgeFactory] = {"offline": lambda options: OfflineAnswerJudge()}
-
-
-def available_judges() -> dict[str, JudgeFactory]:
-    """Built-in judges plus those other distributions register under ENTRY_POINT_GROUP."""
-    found = dict(BUILTIN)
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name in found:
-            continue
-        try:
-            found[entry.name] = entry.load()
-        except Exception:  # a broken add-on must not take the evaluator down; it is simply absent
-            continue
-    return found
+OFFLINE = "offline"
+# What `answer_judge` takes: none (0.5·EM + 0.5·token F1), the offline judge, or a registered model backend.
+ANSWER_JUDGES = ("none", OFFLINE, MODEL_JUDGE)
 
 
 def make_answer_judge(name: str, options: dict[str, str]) -> AnswerJudge:
+    """The judge that runs inside the evaluator (`offline`); any other name is one clear line."""
     from automedbench.api import UserError, did_you_mean
 
-    judges = available_judges()
-    if name not in judges:
-        raise UserError(f"unknown answer judge {name!r}{did_you_mean(name, list(judges))}")
-    return judges[name](options)
+    if name != OFFLINE:
+        raise UserError(f"unknown answer judge {name!r}{did_you_mean(name, list(ANSWER_JUDGES))} (a model "
+                        f"backend, a plugin's own judge too, grades with answer_judge={MODEL_JUDGE} "
+                        f"{GRADER}.provider=NAME)")
+    return OfflineAnswerJudge()

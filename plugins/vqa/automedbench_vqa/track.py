@@ -17,7 +17,7 @@ from automedbench.api import (
 )
 
 from . import contract
-from .answer_judge import GRADER, MODEL_JUDGE, available_judges, make_answer_judge
+from .answer_judge import ANSWER_JUDGES, GRADER, MODEL_JUDGE, make_answer_judge
 from .data.records import read_question
 from .metric import RAW_FALLBACK, VQAEvaluation, apply_grades
 
@@ -37,9 +37,9 @@ class VQATrack(PackagedTrack):
         self._evaluation: VQAEvaluation | None = None  # the evaluation the contract check reports kinds to
 
     def evaluation_options(self) -> dict[str, str]:
-        return {"answer_judge": "grade open-ended answers with this answer judge (offline, llm: a model named by "
-                                "answer_judge.provider/.model, or one an add-on registers); default: 0.5·exact "
-                                "match + 0.5·token F1",
+        return {"answer_judge": "grade open-ended answers with this answer judge (offline, or llm: the registered "
+                                "model backend named by answer_judge.provider/.model, a plugin's own judge too); "
+                                "default: 0.5·exact match + 0.5·token F1",
                 RAW_FALLBACK: "true: with an answer judge, also grade raw_model_output when the answer scores < 1 "
                               "and keep the better verdict (the original's rule, a second guess); default false"}
 
@@ -54,7 +54,7 @@ class VQATrack(PackagedTrack):
         provider = checked.get(f"{GRADER}.provider")
         if (name == MODEL_JUDGE) != bool(provider):
             raise UserError(f"answer_judge={MODEL_JUDGE} and {GRADER}.provider=NAME (a model backend) go together")
-        if name and name not in ("none", MODEL_JUDGE) and name not in available_judges():
+        if name not in ANSWER_JUDGES:
             make_answer_judge(name, checked)  # raises the one-line error with suggestions
         return checked
 

@@ -84,36 +84,5 @@ def test_unknown_judge_is_a_user_error():
     from automedbench.api import UserError
 
     assert make_answer_judge("offline", {}).name == "offline"
-    with pytest.raises(UserError, match="unknown answer judge 'gpt'"):
+    with pytest.raises(UserError, match=r"unknown answer judge 'gpt'.*answer_judge=llm answer_judge.provider=NAME"):
         make_answer_judge("gpt", {})
-
-
-def test_add_on_judges_come_from_the_entry_point_group(monkeypatch):
-    from automedbench_vqa import answer_judge
-
-    class EchoJudge(answer_judge.AnswerJudge):
-        name = "echo"
-
-        def grade(self, question, gold, prediction):
-            return 0.6, "echo", False
-
-    class Entry:
-        def __init__(self, name, factory):
-            self.name, self.factory = name, factory
-
-        def load(self):
-            if self.factory is None:
-                raise ImportError("broken add-on")
-            return self.factory
-
-    seen = {}
-
-    def entry_points(group):
-        seen["group"] = group
-        return [Entry("echo", lambda options: EchoJudge()), Entry("broken", None)]
-
-    monkeypatch.setattr(answer_judge.metadata, "entry_points", entry_points)
-    judges = answer_judge.available_judges()
-    assert seen["group"] == "automedbench_vqa.answer_judges"
-    assert set(judges) == {"offline", "echo"}  # the broken one is simply absent
-    assert make_answer_judge("echo", {}).judge(req("x")).score == 0.5

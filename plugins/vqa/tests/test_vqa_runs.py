@@ -4,6 +4,8 @@ baselines and the answer judge go through the same isolated evaluator."""
 from __future__ import annotations
 
 import json
+import re
+from typing import ClassVar
 
 import pytest
 from automedbench.api import UserError
@@ -147,8 +149,8 @@ def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root,
     assert result.task.partial == pytest.approx(20 / 24)
 
 
-def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_staged, tmp_path):
-    sub = tmp_path / "sub"
+def write_left_side_answers(vqa_staged, sub):
+    """Option A for every MCQ, "the left side" for every open question."""
     for qid in vqa_staged.case_ids:
         question = json.loads((vqa_staged.public / qid / "question.json").read_text())
         label = "A" if question["mode"] == "multiple_choice" else ""
@@ -157,6 +159,11 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
                "raw_model_output": f"I think: {answer}", "model_name": "t", "runtime_s": 0.1}
         (sub / qid).mkdir(parents=True)
         (sub / qid / "answer.json").write_text(json.dumps(rec))
+
+
+def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_staged, tmp_path):
+    sub = tmp_path / "sub"
+    write_left_side_answers(vqa_staged, sub)
     plain = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "a")
     options = {"answer_judge": "offline"}
     judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
@@ -179,6 +186,61 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
     with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
         evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "e",
                         eval_options={"answer_judge": "ofline"})
+
+
+class ContainsJudge:
+    """A third party's answer judge behind the model contract: 1 when the prediction holds the gold answer."""
+
+    asked: ClassVar[list[tuple[str, str]]] = []
+
+    def __init__(self, cfg) -> None:
+        self.cfg = cfg
+
+    def complete(self, messages, *, tools=None, **kwargs):
+        raise NotImplementedError("a judge only grades")
+
+    def complete_text(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
+        gold = re.search(r"^Gold answer:\n(.*)$", prompt, re.M).group(1)
+        prediction = re.search(r"^Prediction:\n<<<AGENT TEXT \w+>>>\n(.*)$", prompt, re.M).group(1)
+        ContainsJudge.asked.append((gold, prediction))
+        score = 1.0 if gold.lower() in prediction.lower() else 0.0
+        return json.dumps({"score": score, "rationale": "contains" if score else "missing"})
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_plugin_adds_an_answer_judge_as_a_model_backend(amb_registry, amb_data_root, vqa_staged, tmp_path):
+    """No registry of VQA's own: an answer judge comes from the `automedbench` hooks like every model backend
+    (`automedbench_register_model_backends`), is reached through `get_model`, and grades each open answer
+    through the model-graded scoring step."""
+    import secrets
+    import types
+
+    from automedbench.api import ModelBackend, get_model, hookimpl
+    from automedbench.testing import registry
+
+    plugin = types.ModuleType("contains_judge_plugin")
+
+    @hookimpl
+    def automedbench_register_model_backends(register) -> None:
+        register("contains-judge", ContainsJudge, "answer judge: does the prediction hold the gold answer")
+
+    plugin.automedbench_register_model_backends = automedbench_register_model_backends
+    registry().add_plugin(plugin, name="contains-judge-plugin")  # the process-wide registry: amb_registry
+    model = f"v{secrets.token_hex(4)}"  # a fresh identity: the harness's signed grade cache holds no reply
+    assert isinstance(get_model("contains-judge", {"model": model}), ModelBackend)
+    sub = tmp_path / "sub"
+    write_left_side_answers(vqa_staged, sub)
+    ContainsJudge.asked.clear()
+    options = {"answer_judge": "llm", "answer_judge.provider": "contains-judge", "answer_judge.model": model}
+    judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
+    graded = [r for r in judged.task.per_case if r.get("judge") == f"llm@3:contains-judge:{model}"]
+    assert graded and len({p for _, p in ContainsJudge.asked}) == 1  # asked about the open answers only
+    assert len(graded) == sum(r["kind"] == "open" for r in judged.task.per_case)
+    side = [r for r in graded if r["question_type"] == "side"]
+    assert side and all(r["judge_score"] == (1.0 if r["token_f1"] else 0.0) for r in side)  # "left" in it
+    assert judged.task.components["judge_fallback_count"] == 0
 
 
 def test_validate_task_passes(amb_registry, amb_data_root, vqa_staged):
