@@ -40,3 +40,19 @@ def test_images_build_help_explains_the_options():
     result = CliRunner().invoke(main, ["images", "build", "--help"])
     assert result.exit_code == 0
     assert "--base-image" in result.output and "debootstrap" in result.output and "--force" in result.output
+
+
+def test_images_list_names_each_tracks_recipe_without_an_engine(monkeypatch):
+    """`images list`: the default agent image and one line per track recipe, read from the registry (the
+    tracks' package data), with no engine reachable."""
+    from pathlib import Path
+
+    from automedbench.plugins import registry
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    result = CliRunner().invoke(main, ["images", "list"])
+    assert result.exit_code == 0, result.output
+    listed = dict(line.split("  ", 1) for line in result.output.splitlines())
+    assert (Path(listed["automedbench/agent:default"]) / "Dockerfile").is_file()
+    expected = {f"automedbench/agent:{t.name}": t.agent_image() for t in registry().tracks() if t.agent_image()}
+    assert expected and {k: Path(v) for k, v in listed.items() if k in expected} == expected

@@ -28,5 +28,16 @@ def images_build(base_image: str | None, force: bool) -> None:
         console.print(f"[green]ok[/] {tag}")
 
 
+@images.command("list")
+def images_list() -> None:
+    """The agent image `build` makes for each track with a recipe, and the folder it builds it from (an
+    installed track's package data, a third party's too); needs no docker engine."""
+    from .images import DEFAULT_AGENT, agent_image, dockerfiles_dir, tracks_with_images
+
+    click.echo(f"{DEFAULT_AGENT}  {dockerfiles_dir() / 'agent' / 'default'}")
+    for track, folder in tracks_with_images():
+        click.echo(f"{agent_image(track)}  {folder}")
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(images)
