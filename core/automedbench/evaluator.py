@@ -298,7 +298,7 @@ def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
     try:
         proc = subprocess.run([sys.executable, "-I", "-S", "-c", BOOT, json.dumps(path), str(req_path)],
                               capture_output=True, text=True, env=evaluator_env(), cwd=out.parent, timeout=timeout_s,
-                              preexec_fn=_evaluator_limits)
+                              preexec_fn=evaluator_limits)
     except subprocess.TimeoutExpired:
         # only trusted code runs there, over the agent's files: a stall is the submission's doing
         raise SubmissionError(f"the evaluator did not finish this submission within {timeout_s:.0f} s") from None
@@ -320,7 +320,7 @@ def submission_failure(signal_number: int, tail: list[str]) -> str | None:
     return None
 
 
-def _evaluator_limits() -> None:
+def evaluator_limits() -> None:
     """Memory (address space), CPU-time and file-size limits, set in the child before it execs."""
     if EVAL_MEMORY_MB > 0:
         limit = EVAL_MEMORY_MB << 20

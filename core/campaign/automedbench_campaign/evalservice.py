@@ -32,9 +32,9 @@ from typing import Any, BinaryIO
 from automedbench.errors import SubmissionError
 from automedbench.evaluator import (
     EvalRequest,
-    _evaluator_limits,
     evaluate_in_process,
     evaluator_env,
+    evaluator_limits,
     evaluator_path,
     request_exclude,
     serve_request,
@@ -94,7 +94,7 @@ class EvalService:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", SERVE_BOOT, json.dumps(path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=evaluator_env(),
-            cwd="/", preexec_fn=_evaluator_limits, start_new_session=True, close_fds=True)
+            cwd="/", preexec_fn=evaluator_limits, start_new_session=True, close_fds=True)
         self.path, self.served = path, 0
         self.started += 1
         threading.Thread(target=self._drain_stderr, args=(self.proc.stderr,), daemon=True).start()
