@@ -25,7 +25,10 @@ TRACK = ClassificationTrack()
 SPEC = next(t for t in TRACK.tasks() if t.id == DEMO)
 
 
-@pytest.mark.parametrize("tier", ["lite", "standard", "pro"])
+# Each reference run loads the pinned transformers checkpoint in four calls (about 50 s under load): Lite stays
+# in the fast tier, the other two tiers run with the slow ones.
+@pytest.mark.parametrize("tier", ["lite", pytest.param("standard", marks=pytest.mark.slow),
+                                  pytest.param("pro", marks=pytest.mark.slow)])
 def test_reference_run_rates_a_at_every_tier(amb_run, tier):
     result, _ = amb_run(DEMO, "reference", tier=tier)
     assert result.state == "scored" and result.end_reason == "submitted"
