@@ -78,3 +78,17 @@ def test_images_build_finds_a_third_party_tracks_recipe(third_party, monkeypatch
     found = dict(docker_images.tracks_with_images(reg))
     assert found["imgtrack"] == third_party / "docker"
     assert set(found) >= TRACKS_WITH_RECIPES | {"imgtrack"}
+
+
+def test_a_recipe_lists_its_own_wheels_for_the_offline_build(tmp_path):
+    """`wheels.txt` beside a track's Dockerfile: requirements fetched on the host into the build context
+    (comments and blank lines skipped); a recipe without one fetches nothing."""
+    (tmp_path / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
+    assert docker_images.track_wheels(tmp_path) == []
+    assert docker_images._wheel_filler(None, "3.11", []) is None
+    (tmp_path / docker_images.TRACK_WHEELS).write_text("# the model's framework\ntorch==2.13.0  # CPU\n\nfoo>=1\n")
+    assert docker_images.track_wheels(tmp_path) == ["torch==2.13.0", "foo>=1"]
+    for track in registry().tracks():  # every shipped list pins torch to the CPU build's version, if it names it
+        folder = track.agent_image()
+        for line in docker_images.track_wheels(folder) if folder is not None else []:
+            assert not line.startswith("torch") or line == "torch==2.13.0", (track.name, line)

@@ -56,6 +56,7 @@ def render_brief(task: TaskSpec, tier: str, track_templates: Path, *, data_dir: 
         "skills": skills,
         "requirements_path": f"{workspace_dir}/requirements.txt" if task.tiers[tier].requirements else "",
         "time_limit_min": round(task.time_limit_s / 60),
+        "assets_dir": "",  # where the track's read-only assets are (the runner fills it in), "" for none
         **(extra or {}),
     }
     try:

@@ -34,6 +34,7 @@ from .fsutil import (
     printable,
     remove_tree,
     sha256_text,
+    tree_digest,
     walk_fd,
 )
 from .grading import default_cache_path, grade_evaluation
@@ -106,6 +107,9 @@ class Run:
         self.agent: Agent = self.agent_comp.factory(**options.agent_options)
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)
         self.data_root = options.data_root or staging.default_data_root()
+        # the track's read-only files for the agent (a pinned model's weights), mounted read-only; digested
+        assets = self.track.assets(self.task)
+        self.assets = Path(assets).resolve() if assets is not None else None
         self.run_id = options.run_id or new_run_id()
         self.folder = RunFolder(options.out.expanduser().resolve() / self.run_id)
         self.run_dir = self.folder.path
@@ -187,6 +191,8 @@ class Run:
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
                                                              "options": sha256_text(dumps(score_record(self.o))),
                                                              **staging.digests(self.task, self.data_root)})
+        if self.assets is not None:  # a changed weight file shows in the record, as changed data does
+            header.hashes["assets"] = tree_digest(self.assets)
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:
@@ -304,6 +310,8 @@ class Run:
                 if changed:
                     st.isolation.distrust(f"the harness's Python environment changed during the agent phase "
                                           f"({len(changed)} path(s), e.g. {printable(max(changed, key=len))[:200]})")
+            if self.assets is not None and tree_digest(self.assets) != st.header.hashes.get("assets"):
+                st.isolation.distrust(f"the track's assets ({self.assets}) changed during the agent phase")
             if tripwire.overflowed:
                 st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
@@ -326,9 +334,10 @@ class Run:
     def _open_sandbox(self, st: RunState, staged: StagedData, decoys: dict[str, Path]) -> SandboxSession:
         """A session of the chosen backend; refused (UserError) when it cannot keep the references out."""
         sandbox = self.sandbox
+        self._check_assets(staged)
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
                            decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
-                           track=self.task.track)
+                           track=self.task.track, assets=self.assets)
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
         isolation = st.isolation
@@ -367,10 +376,25 @@ class Run:
                                    "set AUTOMEDBENCH_STATE to a folder elsewhere")
         return session
 
+    def _check_assets(self, staged: StagedData) -> None:
+        """Refuse assets that share a tree with the staged task (its private references), the data root, the run
+        folder or the harness state: the agent reads every file of the folder."""
+        if self.assets is None:
+            return
+        if not self.assets.is_dir():
+            raise errors.UserError(f"the track's assets {self.assets} are not a folder")
+        for name, other in (("staged task", staged.root), ("data root", self.data_root), ("run folder", self.run_dir),
+                            ("harness state", state_dir())):
+            other = Path(other).resolve()
+            if other == self.assets or other in self.assets.parents or self.assets in other.parents:
+                raise errors.UserError(f"the track's assets {self.assets} overlap the {name} {other}: "
+                                       "assets must lie apart from data, references and runs")
+
     def _write_brief(self, st: RunState, session: SandboxSession, staged: StagedData) -> tuple[str, str]:
         """The brief as the agent sees it (its paths inside the sandbox), stored and hashed; and the kickoff."""
         brief = render_brief(self.task, self.o.tier, self.track.template_dir(), data_dir=session.data_dir,
-                             workspace_dir=session.workspace_dir, case_ids=staged.case_ids)
+                             workspace_dir=session.workspace_dir, case_ids=staged.case_ids,
+                             extra={"assets_dir": session.assets_dir})
         atomic_write_text(self.folder.brief, brief)
         st.header.hashes["brief"] = sha256_text(brief)
         return brief, KICKOFF[self.o.tier]

@@ -13,6 +13,9 @@ from .records import ExecResult
 # Default size limit of a run's workspace (room for a model's weights, a pip cache and a real task's outputs),
 # for sandboxes that can limit it (`Sandbox.limit_workspace`).
 DEFAULT_QUOTA_MB = 32768
+# Where a track's read-only assets (`Track.assets`: a model's weights) appear inside an isolating sandbox: outside
+# the workspace and away from /data, where the decoy references sit. Code finds it through $ASSETS_DIR too.
+ASSETS_MOUNT = "/assets"
 
 
 class WorkspaceLimit(Protocol):
@@ -39,6 +42,8 @@ class SandboxSpec:
     # use, e.g. ["0"]; empty = none. Each run gets its GPU explicitly.
     track: str = ""
     gpus: list[str] = Factory(list)
+    # The track's read-only assets folder on the host (`Track.assets`), mounted read-only at ASSETS_MOUNT; None: none.
+    assets: Path | None = None
 
 
 class SandboxSession(ABC):
@@ -54,6 +59,8 @@ class SandboxSession(ABC):
     # only the per-run decoys are watched, so other runs' evaluators reading the shared private data
     # are not mistaken for this agent.
     isolates_filesystem: bool = False
+    # Where the track's read-only assets are inside the sandbox ("" when the run has none).
+    assets_dir: str = ""
 
     @abstractmethod
     def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:

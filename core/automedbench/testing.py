@@ -266,8 +266,9 @@ def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None =
                     max_files: int = 400_000) -> list[Any]:
     """The demo conformance check every track's demo must pass (an empty list): stage the task, then search
     every file a sandbox can read (the public folder, the sandbox Python's site-packages and package
-    data; or `roots`) for each private reference: the same bytes, the same long text, or an image that
-    correlates with a reference more than the case's own public input does (`leaksearch`)."""
+    data, the task's read-only assets; or `roots`) for each private reference: the same bytes, the same
+    long text, or an image that correlates with a reference more than the case's own public input does
+    (`leaksearch`)."""
     import hashlib
     import json as _json
 
@@ -314,8 +315,13 @@ def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None =
                     stack += item
                 elif isinstance(item, str):
                     texts[f"{name}:{len(texts)}"] = item
-    search = roots if roots is not None else sandbox_readable_roots(staged.public)
-    return find_reference_leaks(images, search, private_files=files, texts=texts, inputs=inputs, max_files=max_files)
+    if roots is None:
+        from .plugins import registry
+
+        track, task = registry().task(task_id)
+        assets = track.assets(task)  # mounted in the sandbox (an editable install keeps them outside sys.prefix)
+        roots = sandbox_readable_roots(staged.public) + ([Path(assets).resolve()] if assets is not None else [])
+    return find_reference_leaks(images, roots, private_files=files, texts=texts, inputs=inputs, max_files=max_files)
 
 
 try:  # fixtures only where pytest is installed (it is a test-time dependency, not a runtime one)

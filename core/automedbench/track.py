@@ -173,6 +173,13 @@ class Track(ABC):
         `automedbench images build` finds it through the registry, so an installed track needs no checkout."""
         return None
 
+    def assets(self, task: TaskSpec) -> Path | None:
+        """A folder of read-only files this task ships to the agent (a pinned model's weights), or None.
+
+        The sandbox mounts it read-only at a fixed path that the brief names (also `$ASSETS_DIR`), outside the
+        workspace; the run records its digest. It must never hold references: the agent reads all of it."""
+        return None
+
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 
@@ -295,6 +302,16 @@ class PackagedTrack(Track):
 
     def baselines(self) -> dict[str, str]:
         return dict(self.part(self.baseline_module).BASELINES) if self.baseline_module else {}
+
+    def assets(self, task: TaskSpec) -> Path | None:
+        """`<root>/assets/<name>` when the task file's params name one (`assets: <name>`), else None."""
+        name = str(task.params.get("assets") or "")
+        if not name:
+            return None
+        folder = self.root / "assets" / name
+        if "/" in name or name.startswith(".") or not folder.is_dir():
+            raise ValueError(f"{task.id}: assets {name!r} is not a folder under {self.root / 'assets'}")
+        return folder
 
     def trivial_baselines(self) -> dict[str, str]:
         module = self.part(self.baseline_module) if self.baseline_module else None

@@ -13,6 +13,7 @@ from .plugins import Registry
 from .records import TIERS
 from .rubric import CONDITIONS
 from .rubric import check as check_rubric
+from .sandbox import ASSETS_MOUNT
 
 
 def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
@@ -44,7 +45,8 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
             continue
         try:
             text = render_brief(task, tier, track.template_dir(), data_dir="/data/public",
-                                workspace_dir="/workspace", case_ids=staged.case_ids)
+                                workspace_dir="/workspace", case_ids=staged.case_ids,
+                                extra={"assets_dir": ASSETS_MOUNT if track.assets(task) is not None else ""})
             check("{{" not in text and "{%" not in text, f"brief renders at {tier}", f"{len(text)} characters")
             leaked = python_repr(text)
             check(not leaked, f"brief at {tier} holds no Python repr", leaked or "clean")

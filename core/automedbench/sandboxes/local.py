@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..fsutil import open_dir, remove_tree
 from ..records import ExecResult
-from ..sandbox import Sandbox, SandboxSession, SandboxSpec
+from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from . import netns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
@@ -139,6 +139,8 @@ class LocalSession(SandboxSession):
             self.data_dir, self.workspace_dir = "/data/public", "/workspace"
         else:
             self.data_dir, self.workspace_dir = str(spec.public), str(ws)
+        if spec.assets is not None:  # the track's read-only files: a fixed mount, or the host folder as it is
+            self.assets_dir = ASSETS_MOUNT if bwrap else str(spec.assets)
         self._live: subprocess.Popen | None = None
         # a network-enabled task gets a namespace of its own with outbound access that cannot reach host loopback
         self.net: netns.SlirpNet | None = None
@@ -166,6 +168,8 @@ class LocalSession(SandboxSession):
         tmp = "/tmp" if self.bwrap else f"{self.workspace_dir}/.tmp"
         path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
         extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env, **self.sweep.env()}
+        if self.assets_dir:
+            extra["ASSETS_DIR"] = self.assets_dir
         return sandbox_env(self.workspace_dir, self.data_dir, tmp, path, extra)
 
     def _scratch(self) -> list[tuple[str, int]]:
@@ -225,6 +229,8 @@ class LocalSession(SandboxSession):
         args += ["--ro-bind", str(self.spec.public), "/data/public",
                  "--bind", str(self.spec.workspace), "/workspace",
                  "--ro-bind", str(self.exec_dir.path), EXEC_MOUNT]
+        if self.spec.assets is not None:
+            args += ["--ro-bind", str(self.spec.assets), ASSETS_MOUNT]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
         # bubblewrap's own root and /dev are tmpfs: read-only, so the workspace's disk is the only place to write
@@ -239,7 +245,8 @@ class LocalSession(SandboxSession):
         if not self.bwrap:
             return [Path("/")]
         roots = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", sys.base_prefix, sys.prefix]
-        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve()]
+        assets = [self.spec.assets.resolve()] if self.spec.assets is not None else []
+        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve(), *assets]
 
     # ---------------------------------------------------------------- execution
 
@@ -335,6 +342,7 @@ class LocalSession(SandboxSession):
                 *common,
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
+                *([f"the track's assets read-only at {ASSETS_MOUNT}"] if self.spec.assets is not None else []),
                 "files under /etc that other users cannot read are hidden (root reads any mode)",
                 "writable only /workspace and a per-call /tmp and /dev/shm on the workspace's disk (its quota); "
                 "bubblewrap's root and /dev read-only",
@@ -369,6 +377,9 @@ class LocalSession(SandboxSession):
                         *([] if self.memory.available else
                           ["memory limited per process (address space), not in total"]),
                         "runs as the harness's user", "host /tmp and /dev/shm writable: outside the workspace quota",
+                        *([f"the track's assets folder ({self.spec.assets}) is writable by the agent; only its "
+                           "digest, checked again after the agent phase, shows a change"]
+                          if self.spec.assets is not None else []),
                         "no seccomp filter: kernel keyrings, advisory locks and namespaces shared with the host",
                         *shared,
                         *([] if self.pids.available or pidns else [

@@ -285,6 +285,32 @@ def layered(cli, tag: str, folder: Path, base: str, say: Say, force: bool = Fals
         _build(cli, tag, context, recipe, base, say)
 
 
+# A track recipe may list Python requirements in this file (one a line, `#` comments): fetched on the host for
+# the image's Python into the build context's `wheels/` before the offline build, for its Dockerfile to COPY.
+TRACK_WHEELS = "wheels.txt"
+
+
+def track_wheels(folder: Path) -> list[str]:
+    """The requirements a track recipe's `wheels.txt` lists ([] without one)."""
+    path = Path(folder) / TRACK_WHEELS
+    if not path.is_file():
+        return []
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def _wheel_filler(cli, python: str, wanted: list[str]) -> Callable[[Path], None] | None:
+    """What fills a track image's build context with its `wheels.txt` packages (None: it lists none)."""
+    if not wanted:
+        return None
+
+    def fill(context: Path) -> None:
+        fetch_wheels(context / "wheels", python, wanted)
+        drop_shadowing(cli, DEFAULT_AGENT, context / "wheels", wanted)
+
+    return fill
+
+
 def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
     """(track, recipe folder): `agent/<track>/` among the recipes (here or under AUTOMEDBENCH_DOCKERFILES),
     else each installed track's own recipe (`Track.agent_image()`, package data: a third party's track too)."""
@@ -317,11 +343,13 @@ def build_all(say: Say, base_image: str | None = None, force: bool = False) -> l
         raise UserError(f"no image {base_image!r} in the local engine")
     layered(cli, DEFAULT_AGENT, root / "agent" / "default", base, say, force)
     built = [base, DEFAULT_AGENT]
+    python, missing = missing_requirements(cli, base)
     for track, folder in tracks_with_images():
-        layered(cli, agent_image(track), folder, DEFAULT_AGENT, say, force)
+        wanted = track_wheels(folder)  # a track's own packages (a model framework); the build stays offline
+        layered(cli, agent_image(track), folder, DEFAULT_AGENT, say, force,
+                inputs=python + "\n".join(wanted) if wanted else "", fill=_wheel_filler(cli, python, wanted))
         built.append(agent_image(track))
 
-    python, missing = missing_requirements(cli, base)
     say(f"evaluator: python {python} in the image; from wheels: {', '.join(missing) or 'nothing'}")
     layered(cli, EVALUATOR_IMAGE, root / "evaluator", base, say, force, inputs=python + "\n".join(missing),
             fill=lambda context: (fetch_wheels(context / "deps", python, missing),

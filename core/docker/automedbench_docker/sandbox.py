@@ -26,7 +26,7 @@ from pathlib import Path
 
 from automedbench.errors import InfrastructureError, SubmissionError, UserError
 from automedbench.records import Evaluation, ExecResult
-from automedbench.sandbox import Sandbox, SandboxSession, SandboxSpec
+from automedbench.sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from automedbench.sandboxcall import (
     EXEC_MOUNT,
     CallEnd,
@@ -106,7 +106,11 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
         mounts.append(Mount(EXEC_MOUNT, str(exec_dir.resolve()), type="bind", read_only=True))
     for inside, host in sorted(spec.decoys.items()):
         mounts.append(Mount(inside, str(Path(host).resolve()), type="bind", read_only=True))
-    env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", spec.env)
+    extra = dict(spec.env)
+    if spec.assets is not None:  # the track's read-only files (a model's weights), outside the workspace
+        mounts.append(Mount(ASSETS_MOUNT, str(spec.assets.resolve()), type="bind", read_only=True))
+        extra["ASSETS_DIR"] = ASSETS_MOUNT
+    env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", extra)
     config = {
         "image": image, "command": ["python3", "-c", REAPER], "detach": True, "user": f"{user[0]}:{user[1]}",
         "read_only": True, "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={tmp_mb}m,mode=1777"},
@@ -132,6 +136,7 @@ class DockerSession(SandboxSession):
 
     def __init__(self, spec: SandboxSpec, cli, image: str, *, cpus: float, pids_limit: int, tmp_mb: int) -> None:
         self.spec, self.cli, self.image = spec, cli, image
+        self.assets_dir = ASSETS_MOUNT if spec.assets is not None else ""
         self.pids_limit, self.cpus, self.tmp_mb = pids_limit, cpus, tmp_mb
         self.uid, self.gid = container_user()
         ws = spec.workspace
@@ -219,6 +224,7 @@ class DockerSession(SandboxSession):
             "docker's default seccomp profile (no kernel keyrings, mounts or new namespaces; /proc/keys masked)",
             "only the given GPUs (device requests by id)",
             "read-only /data/public", f"non-root user {self.uid}", "no capabilities, no-new-privileges",
+            *([f"the track's assets read-only at {ASSETS_MOUNT}"] if self.spec.assets is not None else []),
             f"memory limit {self.spec.memory_mb} MB (cgroup)", f"pids limit {self.pids_limit}",
             f"CPU limit {self.cpus:g}", "own PID/IPC/UTS/mount namespaces; every process killed after each call",
             "no network (--network none)" if not self.spec.network else
@@ -237,7 +243,8 @@ class DockerSession(SandboxSession):
 
     def bound_sources(self) -> list[Path]:
         return [self.spec.public.resolve(), self.spec.workspace.resolve(),
-                *(Path(p).resolve() for p in self.spec.decoys.values())]
+                *(Path(p).resolve() for p in self.spec.decoys.values()),
+                *([self.spec.assets.resolve()] if self.spec.assets is not None else [])]
 
     def close(self) -> None:
         net, self.net = getattr(self, "net", None), None

@@ -1,81 +1,64 @@
-"""The demo's lesion classifier (agent code: written into the sandbox by the scripted reference).
+"""The demo's lesion classifier run (agent code: written into the sandbox by the scripted reference).
 
-Colour and texture rules read from the pixels only: segment the lesion against the skin colour of the
-image border, then measure its base colour, bright specks, blue-grey veil, pale centre and purple
-tone. Like a checkpoint, it answers with its own abbreviations (`ID2LABEL`); the caller maps them onto
-the task's canonical class names. Usage: python3 classify_lesions.py DATA_DIR OUT_DIR [CASE ...]
+Loads the task's pinned checkpoint offline (a transformers ViT image classifier in the read-only assets
+folder), classifies each image and maps the checkpoint's `id2label` abbreviations onto the task's class
+names with LABEL_MAP (a JSON file); without one, the labels are written as the model gives them.
+usage: python3 classify_lesions.py MODEL_DIR DATA_DIR OUT_DIR [LABEL_MAP.json] [CASE ...]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
-import numpy as np
-from PIL import Image
-from scipy import ndimage
-
-ID2LABEL = {0: "akiec", 1: "bcc", 2: "bkl", 3: "df", 4: "mel", 5: "nv", 6: "vasc"}
-
-
-def features(rgb: np.ndarray) -> dict[str, float]:
-    """Lesion measurements of one uint8 RGB image."""
-    img = rgb.astype(np.float64) / 255.0
-    frame = np.concatenate([img[:8].reshape(-1, 3), img[-8:].reshape(-1, 3),
-                            img[:, :8].reshape(-1, 3), img[:, -8:].reshape(-1, 3)])
-    skin = np.median(frame, axis=0)
-    smooth = ndimage.gaussian_filter(img, (2.5, 2.5, 0))
-    lesion = np.linalg.norm(smooth - skin, axis=-1) > 0.12
-    lesion = ndimage.binary_opening(lesion, iterations=2)
-    labels, n = ndimage.label(lesion)
-    if n == 0:
-        return {"area": 0.0}
-    sizes = ndimage.sum(lesion, labels, range(1, n + 1))
-    mask = ndimage.binary_fill_holes(labels == int(np.argmax(sizes)) + 1)
-    cy, cx = ndimage.center_of_mass(mask)
-    radius = np.sqrt(mask.sum() / np.pi)
-    yy, xx = np.mgrid[0:img.shape[0], 0:img.shape[1]]
-    dist = np.hypot(yy - cy, xx - cx) / radius
-    px = img[mask]
-    lum = img.mean(axis=-1)
-    blue = (img[..., 2] > img[..., 0] + 0.06) & mask
-    base = np.median(px, axis=0)
-    bright = (img.min(axis=-1) > base.min() + 0.25) & (lum > 0.7) & mask & (dist < 0.8)
-    inner, ring = mask & (dist < 0.3), mask & (dist > 0.7) & (dist < 0.95)
-    return {"area": float(mask.sum()), "r": float(base[0]), "g": float(base[1]), "b": float(base[2]),
-            "lum": float(base.mean()), "blue": float(blue.sum() / mask.sum()),
-            "bright": float(bright.sum() / mask.sum()),
-            "pale_centre": float(np.median(lum[inner]) - np.median(lum[ring])) if inner.any() and ring.any() else 0.0}
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+BATCH = 16
 
 
-def predict(rgb: np.ndarray) -> tuple[int, dict[str, float]]:
-    """(class index into ID2LABEL, the features it was read from)."""
-    f = features(rgb)
-    if f["area"] == 0:
-        return 5, f
-    if f["blue"] > 0.03 or f["lum"] < 0.25:
-        return 4, f
-    if f["pale_centre"] > 0.15:
-        return 3, f
-    if f["b"] - f["g"] > 0.09:
-        return 6, f
-    if f["bright"] > 0.002 and f["lum"] > 0.44:
-        return (0 if f["r"] - f["g"] > 0.3 else 2), f
-    return (1 if f["lum"] > 0.58 else 5), f
+def load(model_dir: str):
+    """(model, processor) from the checkpoint folder, local files only."""
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+    model = AutoModelForImageClassification.from_pretrained(model_dir, local_files_only=True).eval()
+    processor = AutoImageProcessor.from_pretrained(model_dir, local_files_only=True)
+    return model, processor
 
 
-def main(data_dir: str, out_dir: str, cases: list[str], label_map: dict[str, str]) -> None:
-    for case in cases or sorted(p.name for p in Path(data_dir).iterdir() if p.is_dir()):
-        rgb = np.asarray(Image.open(Path(data_dir) / case / "image.jpg").convert("RGB"))
-        index, _ = predict(rgb)
-        target = Path(out_dir) / case
-        target.mkdir(parents=True, exist_ok=True)
-        label = label_map.get(ID2LABEL[index], ID2LABEL[index])
-        (target / "prediction.json").write_text(json.dumps({"label": label}) + "\n")
+def predict(model, processor, images: list) -> list[tuple[str, list[float]]]:
+    """(id2label name, class probabilities) per PIL image."""
+    import torch
+
+    with torch.no_grad():
+        logits = model(**processor(images=images, return_tensors="pt")).logits
+    probs = logits.softmax(-1)
+    return [(model.config.id2label[int(k)], p.tolist()) for k, p in zip(logits.argmax(-1), probs, strict=True)]
+
+
+def read_image(path: Path):
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.convert("RGB")
+
+
+def main(model_dir: str, data_dir: str, out_dir: str, cases: list[str], label_map: dict[str, str]) -> None:
+    model, processor = load(model_dir)
+    cases = cases or sorted(p.name for p in Path(data_dir).iterdir() if p.is_dir())
+    for start in range(0, len(cases), BATCH):
+        batch = cases[start:start + BATCH]
+        images = [read_image(Path(data_dir) / case / "image.jpg") for case in batch]
+        for case, (name, _) in zip(batch, predict(model, processor, images), strict=True):
+            target = Path(out_dir) / case
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "prediction.json").write_text(json.dumps({"label": label_map.get(name, name)}) + "\n")
+    print(len(cases), "images classified")
 
 
 if __name__ == "__main__":
-    mapping = json.loads(Path(sys.argv[3]).read_text()) if len(sys.argv) > 3 and sys.argv[3].endswith(".json") else {}
-    rest = sys.argv[4:] if mapping else sys.argv[3:]
-    main(sys.argv[1], sys.argv[2], rest, mapping)
+    args = sys.argv[1:]
+    mapping = json.loads(Path(args[3]).read_text()) if len(args) > 3 and args[3].endswith(".json") else {}
+    main(args[0], args[1], args[2], args[4:] if mapping else args[3:], mapping)

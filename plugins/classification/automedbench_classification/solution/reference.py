@@ -11,28 +11,28 @@ PLAN_MD = """# Plan: {title}
 ## Candidates considered
 | Candidate | Classes | Weights here? | Verdict |
 |---|---|---|---|
-| ViT-B/16 fine-tuned on HAM10000 (transformers) | 7 (abbreviations) | no (offline) | strong, unavailable |
+| demo-lesion-vit, the pinned ViT (transformers; assets folder) | 7 (abbreviations) | yes, offline | **chosen** |
+| ViT-B/16 fine-tuned on HAM10000 (transformers) | 7 (abbreviations) | no (offline) | unavailable |
 | EfficientNet / ConvNeXt fine-tuned on ISIC 2018 | 7 | no | unavailable offline |
-| ResNet-50 fine-tuned on HAM10000 | 7 | no | unavailable offline |
-| Colour and texture rules (numpy/scipy) | 7 (abbreviations) | needs none | **chosen** (the pinned method) |
 
-Chosen: the colour and texture rules. They answer with the checkpoint-style abbreviations
-(id2label {{0: akiec, 1: bcc, 2: bkl, 3: df, 4: mel, 5: nv, 6: vasc}}), so every label is mapped onto
-the task's canonical class names (`meta.json` classes) before writing.
+Chosen: the pinned checkpoint in `$ASSETS_DIR`, loaded with `AutoModelForImageClassification` and
+`AutoImageProcessor` from local files only. It answers with the checkpoint's abbreviations
+(id2label {{0: akiec, 1: bcc, 2: bkl, 3: df, 4: mel, 5: nv, 6: vasc}}), so every label is mapped onto the
+task's canonical class names (`meta.json` classes) before writing.
 
 ## Pipeline
-1. Load `image.jpg` (RGB, uint8) and `meta.json` (classes).
-2. Preprocess: scale to [0, 1]; skin colour from the image border; lesion mask by colour distance.
-3. Inference: lesion colour, bright specks, blue-grey veil, pale centre, purple tone -> class index.
-4. Post-process/save: index -> id2label abbreviation -> canonical class name; write
-   `outputs/<case>/prediction.json` {{"label": ...}}.
-5. Validate: pilot ONE image; check the label is one of meta.json's classes; then a class histogram on
-   ten images; then the batch.
+1. Load `image.jpg` (RGB) and `meta.json` (classes).
+2. Preprocess: the checkpoint's processor (resize to its input size, rescale 1/255, mean = std = 0.5).
+3. Inference: logits of shape (batch, 7) -> softmax -> argmax -> id2label abbreviation.
+4. Post-process/save: abbreviation -> canonical class name; write `outputs/<case>/prediction.json`
+   {{"label": ...}}.
+5. Validate: pilot ONE image; check the logits' length, the probabilities' sum and that the label is one of
+   meta.json's classes; then a class histogram on ten images; then the batch.
 6. Verify every prediction file and submit.
 """
 
-DIAGRAM_STEPS = ["image.jpg", "lesion mask", "colour/texture rules", "id2label -> class", "prediction.json"]
-DIAGRAM_TITLE = "Pipeline: lesion colour and texture rules, labels mapped to canonical names"
+DIAGRAM_STEPS = ["image.jpg", "ViT processor", "ViT logits (1x7)", "id2label -> class", "prediction.json"]
+DIAGRAM_TITLE = "Pipeline: the pinned ViT classifier, labels mapped to canonical names"
 
 EXPANSIONS = {"akiec": "actinic_keratoses", "bcc": "basal_cell_carcinoma", "bkl": "benign_keratosis_like_lesions",
               "df": "dermatofibroma", "mel": "melanoma", "nv": "melanocytic_nevi", "vasc": "vascular_lesions"}
@@ -53,16 +53,17 @@ def method_source() -> str:
 
 def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
-    method = f"cd {ws} && python3 classify_lesions.py {data_dir} {out} {ws}/label_map.json"
+    method = f'cd {ws} && python3 classify_lesions.py "$ASSETS_DIR" {data_dir} {out} {ws}/label_map.json'
     first = f"$(ls {data_dir} | head -1)"
     steps = [
         ScriptStep("explore", "bash",
                    f"ls {data_dir} | head; ls {data_dir}/{first}; cat {data_dir}/{first}/meta.json; nproc; "
-                   "python3 -c \"import numpy, scipy, PIL; print('numpy', numpy.__version__, "
-                   "'scipy', scipy.__version__, 'pillow', PIL.__version__)\"",
-                   say="Exploring the images and checking the environment."),
+                   'echo "assets: $ASSETS_DIR"; ls -l "$ASSETS_DIR"; cat "$ASSETS_DIR/preprocessor_config.json"; '
+                   "python3 -c \"import torch, transformers, PIL; print('torch', torch.__version__, "
+                   "'transformers', transformers.__version__, 'pillow', PIL.__version__)\"",
+                   say="Exploring the images, the pinned checkpoint's files and the environment."),
         plan_step(plan, PLAN_MD.format(title=task.title), DIAGRAM_TITLE, DIAGRAM_STEPS,
-                  say="Candidates: ViT, EfficientNet/ConvNeXt, ResNet-50, colour and texture rules. "
+                  say="Candidates: the pinned ViT, a HAM10000 ViT-B/16, EfficientNet/ConvNeXt. "
                       "Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",
                    "import glob, json, numpy as np\nfrom PIL import Image\n"
@@ -73,38 +74,47 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    "print('classes', meta['classes'])\nassert img.mode == 'RGB'",
                    say="Checking input compatibility: image size, mode, dtype, class list."),
         ScriptStep("setup", "python",
-                   f"import hashlib, json, pathlib, sys\nsrc = {method_source()!r}\n"
+                   f"import hashlib, json, os, pathlib, sys\nsrc = {method_source()!r}\n"
                    f"pathlib.Path('{ws}/classify_lesions.py').write_text(src)\nsys.path.insert(0, '{ws}')\n"
-                   "import classify_lesions\n"
+                   "import classify_lesions\nassets = os.environ['ASSETS_DIR']\n"
+                   "model, processor = classify_lesions.load(assets)\n"
+                   "print('processor', type(processor).__name__, 'size', processor.size, "
+                   "'mean', processor.image_mean, 'std', processor.image_std)\n"
                    f"meta = json.load(open(sorted(pathlib.Path('{data_dir}').glob('*/meta.json'))[0]))\n"
                    f"expansions = {EXPANSIONS!r}\n"
-                   "id2label = classify_lesions.ID2LABEL\nprint('id2label', id2label)\n"
+                   "id2label = model.config.id2label\nprint('id2label', id2label)\n"
                    "label_map = {abbr: expansions[abbr] for abbr in id2label.values()}\n"
                    "assert sorted(label_map.values()) == sorted(meta['classes']), (label_map, meta['classes'])\n"
                    f"pathlib.Path('{ws}/label_map.json').write_text(json.dumps(label_map, indent=1))\n"
                    "print('mapping id2label -> classes, one-to-one:', label_map)\n"
-                   "digest = hashlib.sha256(src.encode()).hexdigest()[:12]\n"
-                   "print('method obtained: classify_lesions.py sha256', digest)\n"
-                   "print('classifier loaded and ready:', len(id2label), 'classes')",
-                   say="Writing the classifier, checking its id2label against the task's classes."),
+                   "weights = pathlib.Path(assets, 'model.safetensors').read_bytes()\n"
+                   "print('checkpoint model.safetensors sha256', hashlib.sha256(weights).hexdigest()[:12])\n"
+                   "print('classifier loaded and ready:', len(id2label), 'classes,', "
+                   "sum(p.numel() for p in model.parameters()), 'parameters')",
+                   say="Loading the pinned checkpoint offline, checking its id2label against the task's classes."),
         ScriptStep("pilot", "bash", f"{method} {first}", say="Pilot on ONE image."),
         ScriptStep("validate", "python",
-                   CHECK + "import collections, json, os, sys\nimport numpy as np\nfrom PIL import Image\n"
+                   CHECK + "import collections, json, os, sys\n"
                    f"sys.path.insert(0, '{ws}')\nimport classify_lesions\n"
+                   "model, processor = classify_lesions.load(os.environ['ASSETS_DIR'])\n"
                    f"case = sorted(os.listdir('{out}'))[0]\n"
                    f"label = check('{data_dir}/' + case, '{out}/' + case + '/prediction.json')\n"
-                   "print(case, '->', label, '(one of the classes)')\n"
+                   f"(name, probs), = classify_lesions.predict(model, processor, "
+                   f"[classify_lesions.read_image('{data_dir}/' + case + '/image.jpg')])\n"
+                   "print(case, '->', name, '->', label, '(one of the classes); scores', len(probs), "
+                   "'sum', round(sum(probs), 4))\n"
+                   "assert len(probs) == len(model.config.id2label) and abs(sum(probs) - 1) < 1e-4\n"
                    f"label_map = json.load(open('{ws}/label_map.json'))\n"
-                   f"few = sorted(os.listdir('{data_dir}'))[:10]\nhist = collections.Counter()\n"
-                   "for c in few:  # in memory: nothing written before the batch\n"
-                   f"    rgb = np.asarray(Image.open('{data_dir}/' + c + '/image.jpg').convert('RGB'))\n"
-                   "    index, _ = classify_lesions.predict(rgb)\n"
-                   "    hist[label_map[classify_lesions.ID2LABEL[index]]] += 1\n"
+                   f"few = sorted(os.listdir('{data_dir}'))[:10]\n"
+                   f"images = [classify_lesions.read_image('{data_dir}/' + c + '/image.jpg') for c in few]\n"
+                   "hist = collections.Counter(label_map[n] for n, _ in "
+                   "classify_lesions.predict(model, processor, images))  # in memory: nothing written\n"
                    "print('predicted-class histogram on 10 images:', dict(hist))\n"
                    "assert set(hist) <= set(label_map.values()) and len(hist) > 1, "
                    "'every prediction is one class: check the preprocessing'\n"
                    "print('PILOT OK')",
-                   say="Validating the pilot: the label maps onto a class; then a class histogram on ten images."),
+                   say="Validating the pilot: one score per class, the label maps onto a class; then a class "
+                       "histogram on ten images."),
         ScriptStep("batch", "bash", method, say="Classifying every image."),
         ScriptStep("verify", "python",
                    CHECK + "import collections, os\n"
@@ -120,7 +130,7 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
         ScriptStep("submit", submit=True, say="All predictions verified; submitting."),
     ]
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    plain = f"cd {ws} && python3 classify_lesions.py {data_dir} {out}"
+    plain = f'cd {ws} && python3 classify_lesions.py "$ASSETS_DIR" {data_dir} {out}'
     variants = {
         # the Lite trap: the method's abbreviations written as they come, without the remap
         "wrong-format": [ScriptStep("batch", "bash", plain,

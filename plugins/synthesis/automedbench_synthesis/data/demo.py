@@ -1,8 +1,9 @@
 """The demo tasks, generated in code from the harness's secret per-staging seed (no download, seconds).
 
 `synthesis/demo`: abdomen-like CT phantoms in HU (`data.phantom.abdomen`), x4 z-degraded on the same grid.
-`synthesis/demo-mrct`: head phantoms with a known tissue -> HU map (the target CT) and tissue -> T1-like
-intensities with a bias field (the MR), plus the dilated head outline as the body mask.
+`synthesis/demo-mrct`: heads built on nilearn's MNI152 brain template (`data.mni`), warped by the secret seed,
+with a known tissue -> HU map (the target CT) and the T1 template plus tissue -> T1-like values with a bias
+field (the MR), plus the dilated head outline as the body mask.
 The seed is drawn fresh by the harness for every staging and kept nowhere the sandbox can read, so the
 generator (installed in the sandbox) cannot regenerate the references.
 """
@@ -14,12 +15,13 @@ from pathlib import Path
 import numpy as np
 from automedbench.api import StagedData, TaskSpec
 
-from . import phantom
+from . import mni, phantom
 from .store import existing, staging
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
-    key = {"generator": "synthesis-demo-v1", "params": task.params, "n": task.case_count}
+    generator = "synthesis-demo-v1" if task.params["kind"] == "ctsr" else "synthesis-demo-mni152-v1"
+    key = {"generator": generator, "params": task.params, "n": task.case_count}
     done = existing(dest, key)
     if done is not None:
         return done
@@ -33,7 +35,7 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
             if params["kind"] == "ctsr":
                 job.add(case_id, phantom.abdomen(shape, seed * 1000 + i), affine, {"generator": "abdomen"})
             else:
-                labels = phantom.head_labels(shape, seed * 1000 + i)
-                ct, mr, mask = phantom.head_ct_mr(labels, seed * 1000 + i)
-                job.add(case_id, ct, affine, {"generator": "head"}, mr=mr, mask=mask)
+                spacing = tuple(float(s) for s in params["spacing_mm"])
+                ct, mr, mask = mni.head_case(shape, spacing, seed * 1000 + i)
+                job.add(case_id, ct, affine, {"generator": "mni152-head"}, mr=mr, mask=mask)
         return job.commit(key=key)

@@ -1,12 +1,11 @@
-"""Generated CT-like volumes in HU (abdomen for CT-SR, head for MRI -> CT), from a seed, in a second or two.
+"""Generated CT-like volumes in HU (abdomen, for CT-SR), from a seed, in a second or two.
 
 Abdomen: a body outline with a fat layer, a liver with texture, kidneys, a spine of vertebrae and
 discs that alternate every few slices, contrast-filled vessels running obliquely (their cross-sections
 move in-plane from slice to slice), bowel gas and small nodules; correlated noise of ~12 HU in the
 body. The oblique vessels and the vertebra/disc alternation are what a x4 z-decimation loses and a plain
 linear re-interpolation smears, so the demo separates a method from an input copy.
-Head: labels (air, scalp, skull, brain, ventricles, sinus air) with a known tissue -> HU map for the CT
-and a tissue -> T1-like intensity map (bone and air both dark) with a bias field for the MR.
+The MRI -> CT demo's heads are built on the MNI152 template instead (`data.mni`).
 """
 
 from __future__ import annotations
@@ -82,55 +81,3 @@ def abdomen(shape: tuple[int, int, int], seed: int) -> np.ndarray:
     body = np.broadcast_to(r_body < 1.0, shape)
     ct = ct + np.where(body, _noise(rng, shape, 12.0, 0.7), _noise(rng, shape, 3.0, 0.7))
     return np.clip(ct, -1024.0, 3071.0).astype(np.float32)
-
-
-# head tissue labels
-AIR, SCALP, SKULL, BRAIN_GM, BRAIN_WM, CSF, SINUS = range(7)
-HEAD_HU = {AIR: -1000.0, SCALP: 20.0, SKULL: 1100.0, BRAIN_GM: 40.0, BRAIN_WM: 28.0, CSF: 8.0, SINUS: -850.0}
-HEAD_T1 = {AIR: 0.0, SCALP: 0.75, SKULL: 0.08, BRAIN_GM: 0.48, BRAIN_WM: 0.68, CSF: 0.15, SINUS: 0.03}
-
-
-def head_labels(shape: tuple[int, int, int], seed: int) -> np.ndarray:
-    """A head-like tissue label volume (uint8): scalp, skull shell, grey/white matter, ventricles, sinuses."""
-    rng = np.random.default_rng(seed)
-    nx, ny, nz = shape
-    x, y, z = _grid(shape)
-    cx, cy, cz = nx / 2 + rng.uniform(-2, 2), ny / 2 + rng.uniform(-2, 2), nz * rng.uniform(0.45, 0.55)
-    a, b, c = nx * rng.uniform(0.38, 0.42), ny * rng.uniform(0.44, 0.47), nz * rng.uniform(0.55, 0.7)
-    r = ((x - cx) / a) ** 2 + ((y - cy) / b) ** 2 + ((z - cz) / c) ** 2
-    labels = np.zeros(shape, dtype=np.uint8)
-    labels[r < 1.0] = SCALP
-    skull_out, skull_in = rng.uniform(0.80, 0.84), rng.uniform(0.66, 0.7)
-    labels[r < skull_out] = SKULL
-    labels[r < skull_in] = BRAIN_GM
-    folds = np.sin(x / rng.uniform(3, 5)) * np.sin(y / rng.uniform(3, 5)) * np.sin(z / rng.uniform(3, 5))
-    labels[(r < 0.5) & (folds > -0.3)] = BRAIN_WM
-    for side in (-1, 1):
-        v = ((x - cx - side * nx * 0.05) / (nx * 0.04)) ** 2 + ((y - cy) / (ny * 0.12)) ** 2 + \
-            ((z - cz) / (nz * 0.15)) ** 2
-        labels[v < 1] = CSF
-    sinus = ((x - cx) / (nx * 0.1)) ** 2 + ((y - cy - b * 0.72) / (ny * 0.06)) ** 2 + \
-        ((z - cz + c * 0.35) / (nz * 0.12)) ** 2
-    labels[(sinus < 1) & (r < 1)] = SINUS
-    return labels
-
-
-def head_ct_mr(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(CT in HU, MR in arbitrary units, body mask) for a head label volume."""
-    from scipy import ndimage
-
-    rng = np.random.default_rng([seed, 1])
-    hu = np.zeros(labels.shape, dtype=np.float32)
-    t1 = np.zeros(labels.shape, dtype=np.float32)
-    for label, value in HEAD_HU.items():
-        hu[labels == label] = value
-        t1[labels == label] = HEAD_T1[label]
-    skull = labels == SKULL
-    hu[skull] += _noise(rng, labels.shape, 150.0, 2.0)[skull]  # marrow vs cortical bone
-    ct = ndimage.gaussian_filter(hu, 0.6) + np.where(labels > 0, _noise(rng, labels.shape, 10.0, 0.7), 0.0)
-    x, y, _ = _grid(labels.shape)
-    bias = 1.0 + 0.15 * np.sin(x / labels.shape[0] * np.pi + rng.uniform(0, 3)) * np.cos(y / labels.shape[1] * 2)
-    mr = ndimage.gaussian_filter(t1, 0.7) * bias * rng.uniform(600, 1400)
-    mr = mr + np.abs(_noise(rng, labels.shape, 0.02 * float(mr.max()), 0.5))
-    mask = ndimage.binary_dilation(labels > 0, iterations=3)
-    return (np.clip(ct, -1024.0, 3071.0).astype(np.float32), mr.astype(np.float32), mask.astype(np.uint8))

@@ -5,9 +5,11 @@ z, so its second difference along z vanishes there), then rebuild every slice be
 motion-compensated interpolation: the in-plane optical flow between the two kept slices (scikit-image
 TV-L1) warps each towards the in-between position and the two are blended, so an oblique vessel moves
 instead of cross-fading into two ghosts. Kept slices are left exactly as they are; geometry and HU kept.
-MRI -> CT: inside the body mask, the MR (scaled by its 95th percentile there) is split into tissue classes
-by intensity thresholds, each given a typical HU; dark voxels are bone where they lie in the outer shell
-of the head, air where they lie deep inside it or outside it; outside the mask -1000 HU.
+MRI -> CT: inside the body mask, the MR (scaled by its 95th percentile there) is split into tissue classes by
+geometry and intensity: the head is the body mask eroded back; the bright shell reaching its outline is scalp
+(soft tissue), the bright volume it encloses is brain (HU interpolated from CSF through grey to white matter
+by intensity), the dark band between them is CSF next to the brain and bone beyond it (brighter marrow, lower
+HU); outside -1000 HU.
 usage: python3 synth.py DATA_DIR OUT_DIR [CASE ...] [--limit N] [--normalised] [--scale S]
 """
 
@@ -66,23 +68,28 @@ def super_resolve(volume, scale):
 
 
 def synthesize_ct(mr, mask):
-    """A tissue-class CT from a T1-like MR and the body mask (see the module docstring)."""
+    """A tissue-class CT from a T1-weighted head MR and the body mask (see the module docstring)."""
     from scipy import ndimage
 
     inside = mask > 0
     rel = mr / max(float(np.percentile(mr[inside], 95)), 1e-6)
+    bright = ndimage.binary_opening(inside & (rel >= 0.45), iterations=1)
+    parts, count = ndimage.label(bright)
+    rim = inside & ~ndimage.binary_erosion(inside, iterations=5)
+    outer = set(np.unique(parts[rim & bright]).tolist()) - {0}  # the scalp: bright and reaching the outline
+    sizes = ndimage.sum(bright, parts, range(1, count + 1))
+    inner = [k + 1 for k in range(count) if k + 1 not in outer and sizes[k] >= 500]
+    brain = ndimage.binary_fill_holes(np.isin(parts, inner))  # bright, enclosed by the dark skull: the brain
+    head = ndimage.binary_erosion(inside, iterations=3) | brain  # the body mask is the head outline, dilated
     ct = np.full(mr.shape, HU_AIR, dtype=np.float32)
-    ct[inside & (rel >= 0.4)] = 40.0  # grey-matter-like
-    ct[inside & (rel >= 0.8)] = 25.0  # white matter / scalp
-    bright = ndimage.binary_opening(inside & (rel >= 0.4), iterations=1)
-    head = np.stack([ndimage.binary_fill_holes(bright[:, :, k]) for k in range(mr.shape[2])], axis=2)
-    depth = np.stack([ndimage.distance_transform_edt(head[:, :, k]) for k in range(mr.shape[2])], axis=2)
-    shell = head & (depth < np.percentile(depth[head], 45))
-    dark = head & (rel < 0.4)
-    ct[dark & shell] = 1100.0  # dark in the outer shell of the head: skull
-    ct[dark & ~shell] = 8.0  # dark deep inside: CSF ...
-    ct[dark & ~shell & (rel < 0.1)] = -850.0  # ... or, darkest, sinus air
-    return ndimage.gaussian_filter(ct, 0.6)
+    ct[head] = 30.0  # scalp and other soft tissue
+    band = head & ~brain & (rel < 0.45)  # dark between scalp and brain: CSF next to the brain, then bone
+    csf = band & ndimage.binary_dilation(brain, iterations=1)
+    bone = band & ~csf
+    ct[csf] = 8.0
+    ct[bone] = np.clip(1600.0 - 2570.0 * (rel - 0.05), 700.0, 1600.0)[bone]  # marrow: brighter MR, lower HU
+    ct[brain] = np.interp(rel, [0.15, 0.6, 0.95], [8.0, 40.0, 28.0])[brain]  # CSF, grey, white matter
+    return ndimage.gaussian_filter(ct, 0.5)
 
 
 def run_case(data, out, case, scale, normalised):
