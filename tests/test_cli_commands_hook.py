@@ -123,11 +123,11 @@ def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
 def core_alone(monkeypatch):
     """The command line over a registry of the core's own built-ins only: no built-in distribution installed."""
     import automedbench.builtins
-    from automedbench.toy import plugin as toy
+    from automedbench_testkit.toy import plugin as toy
 
     reg = Registry()
     reg.add_plugin(automedbench.builtins, name="builtins")
-    reg.add_plugin(toy, name="automedbench-toy")
+    reg.add_plugin(toy, name="toy")
     monkeypatch.setattr("automedbench.cli.registry", lambda: reg)
     return reg
 
