@@ -45,7 +45,6 @@ LAYERS: dict[str, int] = {
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
-    "automedbench.pricing": CONTRACT,
     "automedbench.refguard": CONTRACT,  # secret per-staging variants of shipped images (demo references)
     "automedbench.replyjson": CONTRACT,  # the one strict reading of a model's JSON reply
     "automedbench.records": CONTRACT,
@@ -72,7 +71,6 @@ LAYERS: dict[str, int] = {
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
-    "automedbench.rejudge": ENGINE,
     "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
@@ -82,7 +80,6 @@ LAYERS: dict[str, int] = {
     "automedbench.staging": ENGINE,
     "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
-    "automedbench.validate": ENGINE,
     # built-ins: registered through the same hooks a third party uses
     "automedbench.agents": BUILTIN,
     "automedbench.codes.generic": BUILTIN,
@@ -98,6 +95,7 @@ LAYERS: dict[str, int] = {
     "automedbench.cli": FACE,
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
+    "automedbench_campaign.judgecli": FACE,
     "automedbench_campaign.plugin": FACE,  # registers the campaign (its commands too), like automedbench.builtins
     "automedbench_campaign.viewer.cli": FACE,
     "automedbench_docker.cli": FACE,
@@ -209,7 +207,8 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
              "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
              "automedbench.judges.llm", "automedbench.judges.digest",
-             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy"]
+             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
+             "automedbench.rejudge", "automedbench.pricing"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():

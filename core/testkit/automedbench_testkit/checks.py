@@ -30,8 +30,9 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
 
     Returns (passed, the report it printed) so a plugin's own tests can assert on both."""
     from automedbench.plugins import registry
-    from automedbench.validate import validate
     from rich.console import Console
+
+    from .validate import validate
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=200, no_color=True, highlight=False)
