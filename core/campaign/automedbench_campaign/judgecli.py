@@ -22,7 +22,6 @@ def _track(items, label: str):
                  disable=len(items) < 2 or not err_console.is_terminal)
 
 
-
 @click.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--judge", required=True, help="Judge backend to re-grade with (rules, openai, anthropic, ...).")
