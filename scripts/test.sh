@@ -65,9 +65,10 @@ for dir in plugins/*/; do
   [ -f "$dir/pyproject.toml" ] || continue
   if grep -qE '^test *=' "$dir/pyproject.toml"; then plugin_args+=(-e "$dir[test]"); else plugin_args+=(-e "$dir"); fi
 done
-# The built-in distributions beside the core (core/<name>/: campaign, docker, models), editable like the
-# tracks, with the extras that bring their SDKs. Not through the root's extras of the same names: pip
-# refuses an editable and a folder reference to one distribution in one command.
+# The built-in distributions beside the core (core/<name>/: campaign, docker, models, testkit), editable like
+# the tracks, with the extras that bring their SDKs. Not through the root's extras of the same names (nor
+# `dev`, which holds the test kit: the root comes with `tools`): pip refuses an editable and a folder
+# reference to one distribution in one command.
 declare -A builtin_extras=([docker]="[sdk]" [models]="[openai,anthropic]")
 builtin_args=()
 for dir in core/*/; do
@@ -89,7 +90,7 @@ else
   say "installing CPU torch 2.13.0"
   "${PIP[@]}" "torch==2.13.0"
   say "installing the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
-  "${PIP[@]}" -e ".[dev,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
+  "${PIP[@]}" -e ".[tools,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
   # Ray for the sweep's --executor ray test (skips when the install fails).
   say "installing ray"
   "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"

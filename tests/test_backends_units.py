@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from automedbench.api import Usage
 from automedbench.errors import UserError
 from automedbench.modelconfig import resolve
-from automedbench.pricing import Price, PriceTable, Usage, price_table
 from automedbench.records import ItemVerdict, JudgeVerdict
-from automedbench.rejudge import agreement, cohen_kappa
+from automedbench_campaign.rejudge import agreement, cohen_kappa
 from automedbench_models.chat_common import ELIDED, estimate_tokens, fit_context, repair_json, retry_after
+from automedbench_models.pricing import Price, PriceTable, config_prices, price_table
 
 # ------------------------------------------------------------------ pricing
 
@@ -57,7 +58,7 @@ def test_config_entry_then_options_and_key_from_named_env(tmp_path, monkeypatch)
     cfg = resolve("openai", {"config": str(cfg_file), "entry": "local", "max_tokens": "512"})
     assert (cfg.model, cfg.base_url, cfg.context_window, cfg.max_tokens) == ("qwen", "http://x/v1", 32768, 512)
     assert cfg.api_key() == "sk-secret"
-    assert cfg.price_table().prices["qwen"].output == 0.2
+    assert config_prices(cfg).prices["qwen"].output == 0.2
     monkeypatch.delenv("MY_KEY")
     with pytest.raises(UserError, match="MY_KEY is not set") as info:
         cfg.api_key()

@@ -1,5 +1,6 @@
 """Features own their commands through `automedbench_register_commands`: the campaign (sweep, codes,
-leaderboard) and the docker images command come in like a third party's, and a clash is a clear problem."""
+leaderboard, view, rejudge, judge-agreement), the docker images command and the test kit's validate-task
+come in like a third party's, and a clash is a clear problem."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from automedbench.hookspecs import hookimpl
 from automedbench.plugins import Registry
 from click.testing import CliRunner
 
-ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "validate-task", "rejudge", "judge-agreement"}
-# Each feature command and the plugin (entry point) that owns it: the campaign is its own distribution.
+ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage"}
+# Each feature command and the plugin (entry point) that owns it: the campaign, docker and the test kit are
+# their own distributions.
 FEATURE_OWNERS = {"sweep": "campaign", "codes": "campaign", "leaderboard": "campaign", "view": "campaign",
-                  "images": "docker"}
+                  "rejudge": "campaign", "judge-agreement": "campaign", "images": "docker",
+                  "validate-task": "testkit"}
 FEATURES = set(FEATURE_OWNERS)
 
 
@@ -123,11 +126,11 @@ def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
 def core_alone(monkeypatch):
     """The command line over a registry of the core's own built-ins only: no built-in distribution installed."""
     import automedbench.builtins
-    from automedbench.toy import plugin as toy
+    from automedbench_testkit.toy import plugin as toy
 
     reg = Registry()
     reg.add_plugin(automedbench.builtins, name="builtins")
-    reg.add_plugin(toy, name="automedbench-toy")
+    reg.add_plugin(toy, name="toy")
     monkeypatch.setattr("automedbench.cli.registry", lambda: reg)
     return reg
 
@@ -136,6 +139,9 @@ def core_alone(monkeypatch):
     (["sweep", "--agents", "reference", "--tasks", "segmentation/demo"], "campaign"),
     (["view", "some-run"], "campaign"),
     (["images", "build"], "docker"),
+    (["rejudge", "some-run", "--judge", "rules"], "campaign"),
+    (["judge-agreement", "some-run", "--judge-a", "rules", "--judge-b", "rules"], "campaign"),
+    (["validate-task", "toy/vowels"], "test"),
 ])
 def test_a_command_of_an_extra_not_installed_names_the_extra(core_alone, argv, extra):
     """Without its distribution, a feature command is one line naming the extra to install, exit 2."""

@@ -148,19 +148,19 @@ def test_the_outcome_is_written_for_the_tests_that_wait_for_it(fakes):
 def test_a_docker_test_waits_for_the_background_build_and_reads_its_outcome(monkeypatch, tmp_path):
     import threading
 
-    from automedbench import testing
+    from automedbench_testkit import dockercheck
 
     status = tmp_path / "docker-status"
     monkeypatch.setenv("AUTOMEDBENCH_DOCKER_STATUS", str(status))
-    monkeypatch.setattr(testing, "_docker_answer", [])
+    monkeypatch.setattr(dockercheck, "_docker_answer", [])
     threading.Timer(1.5, lambda: status.write_text("unavailable: dockerd did not come up\n")).start()
     started = time.monotonic()
-    assert testing.docker_unavailable(wait_s=30) == "dockerd did not come up"
+    assert dockercheck.docker_unavailable(wait_s=30) == "dockerd did not come up"
     assert 1.0 < time.monotonic() - started < 20  # it waited for the file, and no longer
-    assert testing.docker_unavailable(wait_s=0) == "dockerd did not come up"  # asked once per process
-    monkeypatch.setattr(testing, "_docker_answer", [])
+    assert dockercheck.docker_unavailable(wait_s=0) == "dockerd did not come up"  # asked once per process
+    monkeypatch.setattr(dockercheck, "_docker_answer", [])
     status.unlink()
-    assert "not ready after 1 s" in testing.docker_unavailable(wait_s=1)  # bounded: a hung build is a reason
+    assert "not ready after 1 s" in dockercheck.docker_unavailable(wait_s=1)  # bounded: a hung build is a reason
 
 
 @needs_root

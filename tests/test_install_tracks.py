@@ -31,8 +31,9 @@ DEMOS = {
     "synthesis": "synthesis/demo",
 }
 DISTRIBUTION = {track: "automedbench-" + track.replace("_", "-") for track in DEMOS}
-# The built-in distributions beside the core (core/<name>/), each installed by the root extra of its name.
-BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker", "models": "automedbench-models"}
+# The built-in distributions beside the core (core/<name>/), each installed by a root extra (its name; the kit: test).
+BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker", "models": "automedbench-models",
+            "test": "automedbench-testkit"}
 
 
 def _checkout_copy(dest: Path) -> Path:

@@ -6,6 +6,10 @@ face like the core's own: they may import the core's modules by these rules, and
 ``automedbench``) never imports one of them, as it never imports a third party's plugin.
 A track (anything under plugins/<track>/, its tests too) imports the core only through ``automedbench.api``
 and ``automedbench.testing``, and never another track. Every import counts, inside functions too.
+One forwarding is allowed and nothing else: the face module ``automedbench.testing`` imports the test kit's
+package ``automedbench_testkit`` (the package itself, not its modules), so tracks' tests keep importing only
+the core's two public modules while the kit is its own distribution. The kit's toy track is held to a
+track's rule (it imports ``automedbench.api`` only), since it is registered like a third-party track.
 ``python tests/test_layering.py`` prints the graph's broken rules.
 """
 
@@ -41,7 +45,6 @@ LAYERS: dict[str, int] = {
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
-    "automedbench.pricing": CONTRACT,
     "automedbench.refguard": CONTRACT,  # secret per-staging variants of shipped images (demo references)
     "automedbench.replyjson": CONTRACT,  # the one strict reading of a model's JSON reply
     "automedbench.records": CONTRACT,
@@ -65,45 +68,47 @@ LAYERS: dict[str, int] = {
     "automedbench.freeze": ENGINE,
     "automedbench.grading": ENGINE,
     "automedbench.harnessstate": ENGINE,
-    "automedbench.leaksearch": ENGINE,
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
-    "automedbench.rejudge": ENGINE,
     "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,
-    "automedbench.sandbox_checks": ENGINE,
     "automedbench.scoring": ENGINE,
     "automedbench.staging": ENGINE,
     "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
-    "automedbench.validate": ENGINE,
     # built-ins: registered through the same hooks a third party uses
     "automedbench.agents": BUILTIN,
     "automedbench.codes.generic": BUILTIN,
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
-    "automedbench.toy": BUILTIN,
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
     "automedbench_docker": BUILTIN,
     "automedbench_models": BUILTIN,
+    "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
+    "automedbench_campaign.judgecli": FACE,
     "automedbench_campaign.plugin": FACE,  # registers the campaign (its commands too), like automedbench.builtins
     "automedbench_campaign.viewer.cli": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
     "automedbench_models.plugin": FACE,
+    "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
+# The only imports of a built-in distribution the core makes: (core module, the package it forwards to).
+FORWARDS = {("automedbench.testing", "automedbench_testkit")}
+# Packages of the built-in distributions that are tracks: they import the core as a track does.
+BUILTIN_TRACKS = ("automedbench_testkit.toy",)
 
 
 def layer_of(module: str) -> int | None:
@@ -153,6 +158,14 @@ def _core_files() -> list[tuple[Path, Path]]:
     return files
 
 
+def _foreign_to_track(module: str, target: str) -> bool:
+    """A built-in track's module importing the core beyond api/testing, or another part of its distribution."""
+    track = next((t for t in BUILTIN_TRACKS if module == t or module.startswith(t + ".")), None)
+    if track is None or target in TRACK_MAY_IMPORT or target == track or target.startswith(track + "."):
+        return False
+    return target.startswith("automedbench")
+
+
 def broken_rules() -> list[str]:
     broken: list[str] = []
     bases = [CORE, *BUILTIN_DISTS]
@@ -165,10 +178,14 @@ def broken_rules() -> list[str]:
             continue
         for target in sorted(imports_of(path, module, bases)):
             theirs = layer_of(target)
+            if (module, target) in FORWARDS:
+                continue
             if module.split(".")[0] == "automedbench" and target.split(".")[0] in builtin_packages:
                 broken.append(f"{module} (the core) imports {target} (a built-in distribution)")
             elif theirs is not None and theirs > own:
                 broken.append(f"{module} ({LAYER_NAMES[own]}) imports {target} ({LAYER_NAMES[theirs]})")
+            elif _foreign_to_track(module, target):
+                broken.append(f"{module} (a track) imports {target}")
     for plugin in sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()):
         own_packages = {p.name for p in plugin.iterdir() if (p / "__init__.py").is_file()}
         for path in sorted(plugin.rglob("*.py")):
@@ -190,7 +207,9 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
              "automedbench.sandboxes.docker", "automedbench.sandboxes.docker_images",
              "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
-             "automedbench.judges.llm", "automedbench.judges.digest"]
+             "automedbench.judges.llm", "automedbench.judges.digest",
+             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
+             "automedbench.rejudge", "automedbench.pricing"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():
@@ -199,7 +218,9 @@ def test_the_core_holds_and_imports_none_of_the_moved_packages():
     imported = {target for path, base in _core_files() if base == CORE
                 for target in imports_of(path, _module_name(path, CORE), [CORE, *BUILTIN_DISTS])}
     builtin_packages = tuple(BUILTIN_DISTS.values())
-    assert sorted(t for t in imported if t.startswith(builtin_packages) or t in MOVED_OUT) == []
+    forwarded = {target for _, target in FORWARDS}
+    assert sorted(t for t in imported if (t.startswith(builtin_packages) and t not in forwarded)
+                  or t in MOVED_OUT) == []
 
 
 def test_loading_the_core_engine_imports_no_builtin_distribution():
@@ -260,6 +281,36 @@ def test_the_check_sees_the_core_importing_a_builtin_distribution(tmp_path, monk
     broken = broken_rules()
     assert "automedbench.cli (the core) imports automedbench_campaign.sweep (a built-in distribution)" in broken
     assert not any(b.startswith("automedbench_campaign.sweep") for b in broken)  # built-in -> engine is allowed
+
+
+def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeypatch):
+    """automedbench.testing may import the test kit's package; not one of its modules, and no other core
+    module may import the kit at all. The kit's toy track imports only automedbench.api."""
+    core = tmp_path / "core"
+    (core / "automedbench").mkdir(parents=True)
+    (core / "automedbench" / "__init__.py").write_text("")
+    (core / "automedbench" / "runner.py").write_text("")
+    (core / "automedbench" / "testing.py").write_text(
+        "def f():\n    import automedbench_testkit\n    from automedbench_testkit import leaksearch\n")
+    (core / "automedbench" / "cli.py").write_text("def f():\n    import automedbench_testkit\n")
+    kit = core / "testkit"
+    (kit / "automedbench_testkit" / "toy").mkdir(parents=True)
+    (kit / "pyproject.toml").write_text('[project]\nname = "automedbench-testkit"\n')
+    (kit / "automedbench_testkit" / "__init__.py").write_text("")
+    (kit / "automedbench_testkit" / "leaksearch.py").write_text("")
+    (kit / "automedbench_testkit" / "toy" / "__init__.py").write_text("")
+    (kit / "automedbench_testkit" / "toy" / "track.py").write_text(
+        "from automedbench.api import Track\nfrom automedbench import runner\n")
+    (tmp_path / "plugins").mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "CORE", core)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "BUILTIN_DISTS", {kit: "automedbench_testkit"})
+    broken = broken_rules()
+    assert not any(b.startswith("automedbench.testing (the core) imports automedbench_testkit ") for b in broken)
+    assert "automedbench.testing (the core) imports automedbench_testkit.leaksearch (a built-in distribution)" in broken
+    assert "automedbench.cli (the core) imports automedbench_testkit (a built-in distribution)" in broken
+    assert "automedbench_testkit.toy.track (a track) imports automedbench.runner" in broken
+    assert not any("toy.track" in b and "automedbench.api" in b for b in broken)
 
 
 if __name__ == "__main__":

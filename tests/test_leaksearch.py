@@ -8,7 +8,7 @@ import gzip
 
 import numpy as np
 import pytest
-from automedbench.leaksearch import best_correlation, find_reference_leaks, match_template
+from automedbench_testkit.leaksearch import best_correlation, find_reference_leaks, match_template
 from PIL import Image
 
 

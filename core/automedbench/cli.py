@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from . import __version__, errors, staging
 from .fsutil import printable_text
-from .options import RunOptions, click_options, data_root_or_default, from_cli, parse_kv
+from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import install_hint, registry
 from .terminal import SafeConsole, json_terminal_safe
 
@@ -28,14 +28,6 @@ def _console(stderr: bool = False) -> Console:
 
 console = _console()
 err_console = _console(stderr=True)
-
-
-def _track(items, label: str):
-    """Iterate with a transient progress bar on stderr (judging many runs with an LLM takes minutes)."""
-    from rich.progress import track
-
-    return track(items, description=label, console=err_console, transient=True,
-                 disable=len(items) < 2 or not err_console.is_terminal)
 
 
 class Group(click.Group):
@@ -285,109 +277,6 @@ def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bo
     root.mkdir(parents=True, exist_ok=True)
     staged = staging.stage(track, task, root, Path(source) if source else None, force=force)
     console.print(f"staged {len(staged.case_ids)} case(s) of {task_id} under {staged.root}")
-
-
-@main.command("validate-task")
-@click.argument("task_id")
-@click.option("--data-root", type=click.Path(file_okay=False), default=None)
-def validate_task(task_id: str, data_root: str | None) -> None:
-    """Checks for track authors: task file, staging, briefs for every tier, rubric, baselines."""
-    from .validate import validate
-
-    ok = validate(registry(), task_id, data_root_or_default(data_root), console)
-    sys.exit(0 if ok else 1)
-
-
-@main.command()
-@click.argument("runs", nargs=-1, required=True)
-@click.option("--judge", required=True, help="Judge backend to re-grade with (rules, openai, anthropic, ...).")
-@click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE",
-              help="Option for the judge, e.g. model=gpt-4o or config=agents.yaml entry=NAME; repeatable.")
-@click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
-              help="Folder to look in when a RUN is a run id.")
-@click.option("--items", is_flag=True, help="Show every rubric item of each re-graded run.")
-def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, items: bool) -> None:
-    """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
-    atomically; the previous verdict is kept as judge.<old-judge>.<timestamp>.json."""
-    from .rejudge import rejudge as regrade
-    from .report import render
-    from .runfolder import RunFolder
-
-    reg = registry()
-    print_problems(reg)
-    folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
-    for folder in folders:  # every run checked before the first result.json is rewritten
-        folder.check_trajectory()
-    for folder in folders:
-        result = regrade(reg, folder, judge, parse_kv(judge_options))
-        if result.judge is not None and result.judge.error:
-            err_console.print(f"[yellow]{escape(str(folder))}: judge error:[/] {escape(result.judge.error)}")
-        render(result, console, items=items)
-        cost = result.runtime.judge_cost_usd
-        console.print(f"re-graded {folder} with {judge}" + (f" (judge cost ${cost:.4f})" if cost else ""))
-
-
-@main.command("judge-agreement")
-@click.argument("runs", nargs=-1, required=True)
-@click.option("--judge-a", required=True, help="First judge (a stored verdict by it is used when present).")
-@click.option("--judge-b", required=True, help="Second judge.")
-@click.option("--judge-a-option", "a_options", multiple=True, metavar="KEY=VALUE")
-@click.option("--judge-b-option", "b_options", multiple=True, metavar="KEY=VALUE")
-@click.option("--regrade", is_flag=True, help="Grade with both judges now even when stored verdicts exist.")
-@click.option("--stored-only", is_flag=True, help="Use stored verdicts only; skip runs that lack one.")
-@click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the agreement table as JSON.")
-def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, stored_only, runs_dir, as_json) -> None:
-    """Per-item agreement and Cohen's kappa between two judges over a set of runs (nothing is rewritten)."""
-    import json
-
-    from rich.table import Table
-
-    from .rejudge import agreement, grade, stored_verdict
-    from .runfolder import RunFolder
-    from .serialize import to_dict
-
-    if stored_only and regrade:
-        raise errors.UserError("--stored-only and --regrade exclude each other")
-    reg = registry()
-    judges: dict[str, Any] = {}
-    pairs, skipped, reasons = [], [], {}
-    for run_id in _track(runs, "grading"):
-        folder = RunFolder.locate(run_id, Path(runs_dir))
-        result = folder.load_result()
-        pair = []
-        for name, options in ((judge_a, a_options), (judge_b, b_options)):
-            verdict = None if regrade else stored_verdict(folder, name)
-            if verdict is None and not stored_only and not result.isolation.breached:
-                if name not in judges:
-                    judges[name] = reg.create("judge", name, **parse_kv(options))
-                try:
-                    verdict = grade(reg, folder, result, judges[name])
-                except errors.UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
-                    reasons[str(folder)] = str(exc)
-                    verdict = None
-                verdict = None if verdict is None or verdict.error else verdict
-            pair.append(verdict)
-        if None in pair:
-            skipped.append(str(folder))
-        else:
-            pairs.append((pair[0], pair[1]))
-    items, pooled = agreement(pairs)
-    if as_json:
-        click.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
-                               "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
-        return
-    table = Table(show_header=True, header_style="bold")
-    for col in ("Item", "Runs", "Agreement", "Cohen's kappa"):
-        table.add_column(col)
-    for row in [*items, pooled]:
-        table.add_row(row.item, str(row.n), "-" if row.agreement is None else f"{row.agreement:.3f}",
-                      "undefined" if row.kappa is None else f"{row.kappa:.3f}")
-    console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)")
-    console.print(table)
-    for folder in skipped:
-        reason = reasons.get(folder, "no usable verdict from one of the judges")
-        err_console.print(f"[yellow]skipped[/] {escape(folder)}: {escape(reason)}", soft_wrap=True)
 
 
 if __name__ == "__main__":

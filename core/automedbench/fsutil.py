@@ -10,8 +10,6 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .errors import UserError
-
 _CHUNK = 1 << 20
 
 
@@ -91,24 +89,6 @@ def tree_digest(root: Path) -> str:
         digest.update(sha256_file(path).encode())
         digest.update(b"\n")
     return digest.hexdigest()
-
-
-def confine(root: Path, relative: str) -> Path:
-    """Resolve `relative` below `root`; anything that escapes (.., absolute, symlinks out) is refused."""
-    if not relative or "\0" in relative:
-        raise UserError(f"invalid path {relative!r}")
-    candidate = Path(relative)
-    if candidate.is_absolute():
-        raise UserError(f"path {relative!r} must be relative to {root}")
-    base = root.resolve()
-    resolved = (base / candidate).resolve()
-    if resolved != base and base not in resolved.parents:
-        raise UserError(f"path {relative!r} escapes {root}")
-    return resolved
-
-
-def dir_size(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 # ---------------------------------------------------------------- agent-writable trees

@@ -10,6 +10,7 @@ $XDG_STATE_HOME/automedbench); the runner refuses to start a run whose sandbox w
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -51,16 +52,8 @@ def harness_key(folder: Path | None = None) -> bytes:
     folder = folder or state_dir()
     _private_dir(folder)
     path = folder / KEY_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        try:
-            os.write(fd, os.urandom(KEY_BYTES))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    with contextlib.suppress(FileExistsError):
+        _write_new_key(path)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
@@ -81,13 +74,18 @@ def rotate_key(folder: Path | None = None) -> None:
     folder = folder or state_dir()
     _private_dir(folder)
     temp = folder / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    _write_new_key(temp)
+    os.replace(temp, folder / KEY_FILE)
+
+
+def _write_new_key(path: Path) -> None:
+    """A fresh random key in a new 0600 file at `path` (FileExistsError if anything is there), synced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, os.urandom(KEY_BYTES))
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(temp, folder / KEY_FILE)
 
 
 def _canonical(entry: dict[str, Any]) -> bytes:

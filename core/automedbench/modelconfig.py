@@ -32,7 +32,6 @@ import yaml
 from attrs import Factory, define
 
 from .errors import UserError
-from .pricing import PriceTable, price_table
 from .yamlfile import read_yaml
 
 CONFIG_ENV = "AUTOMEDBENCH_MODELS"
@@ -74,9 +73,6 @@ class ModelConfig:
             raise UserError(f"{self.provider} model {self.model!r}: environment variable {self.api_key_env} is not "
                             "set (or name another: api_key_env=VAR; none if keyless)")
         return value
-
-    def price_table(self) -> PriceTable:
-        return price_table([Path(p).expanduser() for p in self.prices], self.pricing)
 
 
 _FIELDS = {f.name: f for f in attrs.fields(ModelConfig)}

@@ -9,11 +9,22 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from attrs import define
+
 from .modelconfig import ModelConfig, resolve
-from .pricing import Usage
 from .replyjson import ReplyError, final_json
 
 __all__ = ["ModelBackend", "ModelConfig", "ReplyError", "Usage", "extract_json", "get_model"]
+
+
+@define(frozen=True)
+class Usage:
+    """One call's tokens. `prompt` counts every prompt token, cached ones included."""
+
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    cache_write: int = 0
 
 
 @runtime_checkable

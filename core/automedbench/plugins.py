@@ -23,12 +23,13 @@ GROUP = "automedbench"
 # Components and commands of this repository's own optional distributions: (root extra, distribution, what it
 # registers by kind). When one is not installed, its names are answered with the install line, not "unknown".
 OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
-    ("campaign", "automedbench-campaign", {"command": ("sweep", "codes", "leaderboard", "view"),
-                                           "evaluator": ("warm",)}),
+    ("campaign", "automedbench-campaign", {"command": ("sweep", "codes", "leaderboard", "view", "rejudge",
+                                                       "judge-agreement"), "evaluator": ("warm",)}),
     ("docker", "automedbench-docker", {"sandbox": ("docker",), "evaluator": ("docker",), "command": ("images",)}),
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
+    ("test", "automedbench-testkit", {"track": ("toy",), "command": ("validate-task",)}),
 ]
 
 

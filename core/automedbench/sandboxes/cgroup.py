@@ -12,6 +12,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
@@ -58,18 +59,7 @@ class V1Group:
 
     def kill_all(self, wait_s: float = 5.0) -> int:
         """SIGKILL every process in the group until it is empty; returns how many were signalled."""
-        killed = 0
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-            time.sleep(0.02)
-        return killed
+        return kill_until_gone(self.pids, wait_s)
 
     def close(self) -> None:
         if self.path is None:
@@ -174,22 +164,14 @@ class ProcessSweep:
         return found
 
     def kill_all(self, roots: set[int] | None = None, wait_s: float = 5.0) -> int:
-        killed = 0
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
+        def alive() -> list[int]:  # the call's live processes, remembered (and the dead reaped) on each pass
             members = self._members(set(roots or ()))
             self.known |= members
-            alive = [pid for pid in members if not _zombie(pid)]
+            living = [pid for pid in members if not _zombie(pid)]
             self._reap()
-            if not alive:
-                break
-            for pid in alive:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-            time.sleep(0.02)
-        return killed
+            return living
 
+        return kill_until_gone(alive, wait_s)
 
     def _reap(self) -> None:
         """Collect the exit of every process of ours that has died (re-parented orphans end up our children)."""
@@ -202,6 +184,23 @@ class ProcessSweep:
                 continue
             if done == pid:
                 self.known.discard(pid)
+
+
+def kill_until_gone(alive: Callable[[], list[int]], wait_s: float) -> int:
+    """SIGKILL every process `alive()` names, asking again every 20 ms, until it names none or `wait_s` has
+    passed; returns how many signals were sent."""
+    killed = 0
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        pids = alive()
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.02)
+    return killed
 
 
 def _zombie(pid: int) -> bool:

@@ -7,12 +7,14 @@ from automedbench.api import hookimpl
 
 @hookimpl
 def automedbench_register_commands(cli) -> None:
-    """sweep, codes, leaderboard and view: the campaign owns its commands."""
+    """sweep, codes, leaderboard, view, rejudge and judge-agreement: the campaign owns its commands."""
     from .cli import register
+    from .judgecli import register as register_judge
     from .viewer.cli import register as register_view
 
     register(cli)
     register_view(cli)
+    register_judge(cli)
 
 
 @hookimpl

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from automedbench.api import Usage
 from automedbench.errors import UserError
-from automedbench.pricing import Usage
 from automedbench.records import ToolCall
 
 from .chat import Backend, ChatAgent, Completion

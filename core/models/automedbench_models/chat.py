@@ -15,10 +15,10 @@ from typing import Any
 
 from attrs import Factory, define
 from automedbench.agent import TOOLS, Agent, AgentContext
+from automedbench.api import Usage
 from automedbench.errors import ContentRefused, UserError
 from automedbench.modelconfig import ModelConfig
 from automedbench.models import get_model
-from automedbench.pricing import Usage
 from automedbench.records import AgentTurn, ToolCall
 
 from .chat_common import (
@@ -31,6 +31,7 @@ from .chat_common import (
     repair_json,
     with_retries,
 )
+from .pricing import config_prices
 from .textcalls import find_text_calls
 
 TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
@@ -56,7 +57,7 @@ class Backend(ABC):
     def __init__(self, cfg: ModelConfig) -> None:
         self.cfg = cfg
         self.api_key = cfg.api_key()  # fail fast, before any run folder exists
-        self.prices = cfg.price_table()
+        self.prices = config_prices(cfg)
         self.retries: list[dict[str, Any]] = []
         self.sleep = time.sleep
         self._client: Any = self.make_client()  # no network yet; a missing SDK fails here, not mid-run

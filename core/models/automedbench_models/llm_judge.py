@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 from automedbench.agenttext import fence_agent_text
+from automedbench.api import Usage
 from automedbench.errors import AgentError, UserError
 from automedbench.judge import Judge, JudgeInput, asked_items, verdict_schema
 from automedbench.judges.planimage import png_for_model, read_plan_png
 from automedbench.models import ReplyError, extract_json, get_model
-from automedbench.pricing import Usage
 from automedbench.records import ItemVerdict, JudgeVerdict, RubricItem
 
 from .chat import add_usage

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from automedbench.api import Usage
 from automedbench.errors import AgentError, UserError
-from automedbench.pricing import Usage
 from automedbench.records import ToolCall
 
 from .chat import Backend, ChatAgent, Completion

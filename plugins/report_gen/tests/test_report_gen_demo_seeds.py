@@ -7,24 +7,14 @@ reference run drew B on some stagings only. Now each sentence kind takes each wo
 
 from __future__ import annotations
 
-import importlib.util
-from importlib import resources
-
 import attrs
 import numpy as np
 import pytest
+from automedbench.testing import load_solution_script
 from automedbench_report_gen.metric import ReportEvaluation
 from automedbench_report_gen.track import ReportTrack
 
 WORDING_SEEDS = [2401702782830836754, 4839348958553516037, 6324746501489442838]
-
-
-def _method():
-    path = resources.files("automedbench_report_gen.solution").joinpath("method.py")
-    spec = importlib.util.spec_from_file_location("report_method_under_test", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("seed", WORDING_SEEDS + [int(s) for s in np.random.default_rng(11).integers(0, 2**62, 2)])
@@ -33,7 +23,7 @@ def test_reference_method_rates_a_on_every_draw(seed, tmp_path):
     demo = next(t for t in track.tasks() if t.id == "report_gen/demo")
     task = attrs.evolve(demo, params={**demo.params, "seed": seed})
     staged = track.stage(task, tmp_path / "data", None)
-    _method().main([str(staged.public), str(tmp_path / "out")])
+    load_solution_script("automedbench_report_gen", "method").main([str(staged.public), str(tmp_path / "out")])
     scoring = ReportEvaluation(task, staged)
     scores = [scoring.score_case(case, tmp_path / "out" / case) for case in staged.case_ids]
     metric = scoring.aggregate(scores, staged.case_ids)

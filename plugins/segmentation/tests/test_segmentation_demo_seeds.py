@@ -6,22 +6,12 @@ and was taken as a kidney: lesion Dice 0, organ Dice ~0.4, so the reference drew
 
 from __future__ import annotations
 
-import importlib.util
-from importlib import resources
-
 import numpy as np
 import pytest
+from automedbench.testing import load_solution_script
 from automedbench_segmentation.data import phantom
 
 RIM_SEEDS = [938271688801978709, 2957604150843690760, 3779861080891881743]
-
-
-def _method():
-    path = resources.files("automedbench_segmentation.solution").joinpath("method.py")
-    spec = importlib.util.spec_from_file_location("seg_method_under_test", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -31,7 +21,7 @@ def _dice(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.mark.parametrize("seed", RIM_SEEDS + [int(s) for s in np.random.default_rng(7).integers(0, 2**62, 3)])
 def test_reference_method_finds_both_kidneys_and_the_tumour_on_every_draw(seed):
-    method = _method()
+    method = load_solution_script("automedbench_segmentation", "method")
     for index in (0, 1, 3, 4):
         ct, organ, lesion = phantom.make_case(index, True, seed)
         got_organ, got_lesion = method.segment(ct)

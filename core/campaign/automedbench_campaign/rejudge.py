@@ -15,13 +15,12 @@ from typing import Any
 
 import attrs
 from attrs import define
-
-from . import errors
-from .plugins import Registry
-from .records import JudgeVerdict, Result
-from .runfolder import RunFolder
-from .scoring import judge_input, run_rubric, score_result
-from .serialize import write_json
+from automedbench import errors
+from automedbench.plugins import Registry
+from automedbench.records import JudgeVerdict, Result
+from automedbench.runfolder import RunFolder
+from automedbench.scoring import judge_input, run_rubric, score_result
+from automedbench.serialize import write_json
 
 
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-
-from .errors import UserError
-from .yamlfile import read_yaml
+from automedbench.api import ModelConfig, Usage, UserError
+from automedbench.yamlfile import read_yaml
 
 PRICES_ENV = "AUTOMEDBENCH_PRICES"
 
@@ -28,16 +27,6 @@ class Price:
     output: float
     cached_input: float | None = None
     cache_write: float | None = None
-
-
-@define(frozen=True)
-class Usage:
-    """One call's tokens. `prompt` counts every prompt token, cached ones included."""
-
-    prompt: int = 0
-    completion: int = 0
-    cached: int = 0
-    cache_write: int = 0
 
 
 @define(frozen=True)
@@ -115,6 +104,11 @@ def parse_price(value: Any, where: str) -> Price:
                      None if value.get("cache_write") is None else float(value["cache_write"]))
     except (TypeError, ValueError):
         raise UserError(f"{where}: prices must be numbers") from None
+
+
+def config_prices(cfg: ModelConfig) -> PriceTable:
+    """The price table a configured model is charged by: its `prices` files, then its inline `pricing`."""
+    return price_table([Path(p).expanduser() for p in cfg.prices], cfg.pricing)
 
 
 def price_table(files: list[Path] | None = None, extra: Mapping[str, Any] | None = None) -> PriceTable:

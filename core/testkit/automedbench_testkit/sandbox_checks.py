@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from attrs import define
-
-from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from automedbench.api import Sandbox, SandboxSession, SandboxSpec
 
 OUTPUT_CAP = 1 << 16
 ENV_SECRET_VAR = "AUTOMEDBENCH_CHECK_SECRET"

@@ -1,8 +1,8 @@
-"""Hooks of the toy track (registered by tests through `automedbench.testing.register_toy_track`)."""
+"""Hooks of the toy track: the test kit's entry point `toy` in the `automedbench` group."""
 
 from __future__ import annotations
 
-from ..api import Register, hookimpl
+from automedbench.api import Register, hookimpl
 
 
 @hookimpl

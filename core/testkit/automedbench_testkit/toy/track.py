@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..api import (
+from automedbench.api import (
     CaseScore,
     CaseVerdict,
     MetricBlock,

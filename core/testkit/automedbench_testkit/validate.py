@@ -1,23 +1,24 @@
-"""`automedbench validate-task`: what a track author runs before publishing a task."""
+"""`automedbench validate-task`: what a track author runs before publishing a task (and `check_track` in tests)."""
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
+import click
+from automedbench import staging
+from automedbench.brief import python_repr, render_brief
+from automedbench.plugins import Registry
+from automedbench.records import TIERS
+from automedbench.rubric import CONDITIONS
+from automedbench.rubric import check as check_rubric
+from automedbench.sandbox import ASSETS_MOUNT
 from rich.console import Console
-
-from . import staging
-from .brief import python_repr, render_brief
-from .plugins import Registry
-from .records import TIERS
-from .rubric import CONDITIONS
-from .rubric import check as check_rubric
-from .sandbox import ASSETS_MOUNT
 
 
 def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
-    from .evaluate_cmd import evaluate_folder
+    from automedbench.evaluate_cmd import evaluate_folder
 
     failures = 0
 
@@ -79,3 +80,15 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
     check(not missing, "track offers perfect, empty, constant and its trivial baselines", ", ".join(missing))
     console.print(f"{'[green]valid[/]' if not failures else f'[red]{failures} problem(s)[/]'}: {task_id}")
     return failures == 0
+
+
+@click.command("validate-task")
+@click.argument("task_id")
+@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+def validate_task(task_id: str, data_root: str | None) -> None:
+    """Checks for track authors: task file, staging, briefs for every tier, rubric, baselines."""
+    from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
+    from automedbench.options import data_root_or_default
+
+    ok = validate(engine.registry(), task_id, data_root_or_default(data_root), engine.console)
+    sys.exit(0 if ok else 1)

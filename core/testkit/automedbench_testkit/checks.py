@@ -1,0 +1,117 @@
+"""What a track's tests check beyond a run: `validate-task`'s checks, the demo's reference-leak search,
+the toy track in the registry, and a track's solution scripts loaded as modules."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import json
+import types
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox_readable_roots
+
+
+def register_toy_track() -> None:
+    """Make sure the pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
+    test kit's entry point registers it already; this adds it where the registry was built without it."""
+    from automedbench.plugins import registry
+
+    from .toy import plugin
+
+    registry().add_plugin(plugin, name="toy", distribution="automedbench-testkit")
+
+
+def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
+    """What `automedbench validate-task` checks (task file, staging, briefs per tier, rubric, baselines).
+
+    Returns (passed, the report it printed) so a plugin's own tests can assert on both."""
+    from automedbench.plugins import registry
+    from rich.console import Console
+
+    from .validate import validate
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, no_color=True, highlight=False)
+    ok = validate(registry(), task_id, data_root, console)
+    return ok, buffer.getvalue()
+
+
+def load_solution_script(package: str, name: str) -> types.ModuleType:
+    """A track's `solution/<name>.py` (package data of `<package>.solution`) loaded as a fresh module, as the
+    scripted agent's sandbox would run it, so a test can call its functions."""
+    path = resources.files(f"{package}.solution").joinpath(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{package}_solution_{name}_under_test", str(path))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no solution script {name}.py in {package}.solution")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.stat().st_size <= 256 << 20 else ""
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a parsed JSON value."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            found.append(item)
+    return found
+
+
+def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None = None,
+                    max_files: int = 400_000) -> list[Any]:
+    """The demo conformance check every track's demo must pass (an empty list): stage the task, then search
+    every file a sandbox can read (the public folder, the sandbox Python's site-packages and package
+    data, the task's read-only assets; or `roots`) for each private reference: the same bytes, the same
+    long text, or an image that correlates with a reference more than the case's own public input does
+    (`leaksearch`)."""
+    from automedbench import staging
+    from automedbench.plugins import registry
+
+    track, task = registry().task(task_id)
+    staged = staging.ensure(track, task, data_root)
+    images, inputs, texts, files = {}, {}, {}, []
+    given_inputs: dict[str, set[str]] = {}
+    for path in sorted(p for p in staged.private.rglob("*") if p.is_file() and not p.is_symlink()):
+        case_public = staged.public / path.relative_to(staged.private).parts[0]
+        if case_public.is_dir() and case_public.name not in given_inputs:
+            given_inputs[case_public.name] = {_digest(q) for q in case_public.rglob("*")
+                                              if q.is_file() and not q.is_symlink()}
+        if _digest(path) in given_inputs.get(case_public.name, set()):
+            continue  # the harness's trusted copy of an input the agent is given (a scoring mask): no secret
+        files.append(path)
+        name = path.relative_to(staged.private).as_posix()
+        image = load_image(path) if path.stat().st_size <= 48 << 20 else None
+        if image is not None:
+            images[name] = image
+            for candidate in sorted(case_public.rglob("*")) if case_public.is_dir() else []:
+                given = load_image(candidate) if candidate.is_file() else None
+                if given is not None:
+                    inputs[name] = given
+                    break
+        elif path.suffix.lower() in TEXT_SUFFIXES and path.stat().st_size <= 1 << 20:
+            text = path.read_text("utf-8", "replace")
+            try:
+                values = json.loads(text)
+            except ValueError:
+                texts[name] = text
+                continue
+            for item in _strings(values):
+                texts[f"{name}:{len(texts)}"] = item
+    if roots is None:
+        track, task = registry().task(task_id)
+        assets = track.assets(task)  # mounted in the sandbox (an editable install keeps them outside sys.prefix)
+        roots = sandbox_readable_roots(staged.public) + ([Path(assets).resolve()] if assets is not None else [])
+    return find_reference_leaks(images, roots, private_files=files, texts=texts, inputs=inputs, max_files=max_files)
