@@ -21,7 +21,7 @@ EXPORTS: dict[str, str] = {
     "load_solution_script": "checks",
     "docker_unavailable": "dockercheck", "needs_docker": "dockercheck",
     "needs": "markers", "sampled": "markers", "full_check": "markers",
-    "validate": "validate",
+    "validate": "validation",
 }
 
 

@@ -32,7 +32,7 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     from automedbench.plugins import registry
     from rich.console import Console
 
-    from .validate import validate
+    from .validation import validate
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=200, no_color=True, highlight=False)

@@ -8,6 +8,6 @@ from automedbench.api import hookimpl
 @hookimpl
 def automedbench_register_commands(cli) -> None:
     """validate-task: the checks a track author runs before publishing a task."""
-    from .validate import validate_task
+    from .validation import validate_task
 
     cli.add_command(validate_task)
