@@ -75,7 +75,13 @@ fi
 flock -u 9
 [ "${AUTOMEDBENCH_DOCKER_IMAGES:-1}" = 0 ] && { outcome=ready; exit 0; }
 started=$(date +%s)
-if .venv/bin/automedbench images build; then
+# Only the agent images the docker tests use (AUTOMEDBENCH_TEST_IMAGE_TRACKS, space-separated; "all" builds
+# every track's): a track without its image runs on the default agent image.
+track_args=()
+if [ "${AUTOMEDBENCH_TEST_IMAGE_TRACKS:-segmentation}" != all ]; then
+  for t in ${AUTOMEDBENCH_TEST_IMAGE_TRACKS:-segmentation}; do track_args+=(--track "$t"); done
+fi
+if .venv/bin/automedbench images build "${track_args[@]}"; then
   say "images ready in $(( $(date +%s) - started )) s"
   outcome=ready
 else

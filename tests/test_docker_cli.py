@@ -56,3 +56,13 @@ def test_images_list_names_each_tracks_recipe_without_an_engine(monkeypatch):
     assert (Path(listed["automedbench/agent:default"]) / "Dockerfile").is_file()
     expected = {f"automedbench/agent:{t.name}": t.agent_image() for t in registry().tracks() if t.agent_image()}
     assert expected and {k: Path(v) for k, v in listed.items() if k in expected} == expected
+
+
+def test_images_build_refuses_an_unknown_track_before_building(monkeypatch):
+    """`images build --track NAME` builds only the named tracks' agent images (a test run builds what its
+    tests use); a name without a recipe is one line naming the tracks that have one, before any engine call."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    result = CliRunner().invoke(main, ["images", "build", "--track", "segmentation", "--track", "no-such-track"])
+    assert result.exit_code == 2, result.output
+    assert "no-such-track" in result.output and "segmentation" in result.output
+    assert "Traceback" not in result.output and "engine" not in result.output

@@ -14,7 +14,10 @@ def images() -> None:
 @click.option("--base-image", default=None,
               help="Use this existing image (with python3) as the base instead of building one with debootstrap.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same recipe exists.")
-def images_build(base_image: str | None, force: bool) -> None:
+@click.option("--track", "tracks", multiple=True, metavar="NAME",
+              help="Build only these tracks' agent images (repeatable; base, default agent and evaluator are "
+                   "always built). Default: every track with a recipe. A track without one uses the default image.")
+def images_build(base_image: str | None, force: bool, tracks: tuple[str, ...]) -> None:
     """Build the base, one agent image per track with a Dockerfile (the track's packaged docker/ folder, or
     agent/<track>/ among the recipes), and the evaluator.
 
@@ -24,7 +27,8 @@ def images_build(base_image: str | None, force: bool) -> None:
 
     from .images import build_all
 
-    for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force):
+    for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force,
+                         only=set(tracks) if tracks else None):
         console.print(f"[green]ok[/] {tag}")
 
 

@@ -330,8 +330,18 @@ def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
             yield track.name, Path(folder)
 
 
-def build_all(say: Say, base_image: str | None = None, force: bool = False) -> list[str]:
-    """Build (or confirm up to date) every image the docker sandbox and evaluator use; returns the tags."""
+def build_all(say: Say, base_image: str | None = None, force: bool = False,
+              only: set[str] | None = None) -> list[str]:
+    """Build (or confirm up to date) every image the docker sandbox and evaluator use; returns the tags.
+
+    `only` names the tracks whose agent images to build (a test run builds what its tests use); an unknown
+    name is refused before anything is built."""
+    if only is not None:
+        offered = {track for track, _ in tracks_with_images()}
+        unknown = sorted(only - offered)
+        if unknown:
+            raise UserError(f"no agent image recipe for track(s) {', '.join(unknown)}; "
+                            f"tracks with one: {', '.join(sorted(offered)) or 'none'}")
     root = dockerfiles_dir()
     if not (root / "agent" / "default" / "Dockerfile").is_file():
         raise UserError(f"no Dockerfiles at {root}: reinstall automedbench-docker or set AUTOMEDBENCH_DOCKERFILES")
@@ -345,6 +355,8 @@ def build_all(say: Say, base_image: str | None = None, force: bool = False) -> l
     built = [base, DEFAULT_AGENT]
     python, missing = missing_requirements(cli, base)
     for track, folder in tracks_with_images():
+        if only is not None and track not in only:
+            continue
         wanted = track_wheels(folder)  # a track's own packages (a model framework); the build stays offline
         layered(cli, agent_image(track), folder, DEFAULT_AGENT, say, force,
                 inputs=python + "\n".join(wanted) if wanted else "", fill=_wheel_filler(cli, python, wanted))
