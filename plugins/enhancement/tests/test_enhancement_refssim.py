@@ -84,14 +84,14 @@ def test_the_evaluation_rescores_a_changed_reference_and_input_on_the_same_paths
     import shutil
 
     from automedbench.api import StagedData
-    from automedbench.plugins import registry
     from automedbench.testing import stage_task
     from automedbench_enhancement import contract
+    from automedbench_enhancement.track import EnhancementTrack
 
     staged = stage_task("enhancement/demo-sr", amb_data_root)
     shutil.copytree(staged.root, tmp_path / "copy")
     copy = StagedData(tmp_path / "copy", tmp_path / "copy" / "public", tmp_path / "copy" / "private", staged.case_ids)
-    _, task = registry().task("enhancement/demo-sr")
+    task = next(t for t in EnhancementTrack().tasks() if t.id == "enhancement/demo-sr")
     case = copy.case_ids[0]
     ref_file, low_file = copy.private / case / contract.REFERENCE, copy.public / case / contract.INPUT
     ref, low = np.load(ref_file), np.load(low_file)
