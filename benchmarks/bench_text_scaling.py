@@ -18,24 +18,18 @@ from collections.abc import Callable
 from typing import Any
 
 from automedbench.judges.codetext import effective, observed_output
-from automedbench.judges.rules import ENTRYPOINT, Evidence
-from automedbench.trace import SETUP, Trace
+from automedbench.judges.rules import ENTRYPOINT
+from automedbench.trace import SETUP
+from bench_post_run import analyse as analyse_events  # benchmarks/ is on the path when run as a script
 
 
 def analyse(text: str) -> None:
-    """Everything the post-run analysis does with one call's agent text (code, stdout, stderr, reply)."""
+    """The post-run analysis of one call's agent text (as code, stdout, stderr and a reply), as bench_post_run
+    runs it over a trajectory."""
     call = {"type": "tool", "name": "execute_code", "turn": 1, "call_id": "c1", "language": "python", "code": text,
             "stdout": text, "stderr": text, "exit_code": 1, "changed_cases": [], "cases_with_outputs": 0}
-    events = [call, {"type": "assistant", "content": text},
-              {**call, "turn": 2, "call_id": "c2", "language": "bash", "exit_code": 0}]
-    trace = Trace(events, ["answer.txt"])
-    trace.setup_failures()
-    trace.runtime_failures()
-    trace.inspections()
-    evidence = Evidence(events)
-    for one in evidence.calls:
-        evidence.text(one)
-    evidence.all_text()
+    analyse_events([call, {"type": "assistant", "content": text},
+                    {**call, "turn": 2, "call_id": "c2", "language": "bash", "exit_code": 0}])
 
 
 def cases() -> dict[str, tuple[Callable[[Any], Any], Callable[[int], Any]]]:
