@@ -3,17 +3,24 @@ service kept between runs, as a sweep uses it), on the same frozen submission, i
 
 Each demo is run once with the scripted reference agent; its submission is then scored `--repeats` times
 cold and `--repeats` times warm (after one warm-up request that starts the service). The evaluations must
-be identical apart from their duration. Run: `.venv/bin/python benchmarks/bench_warm_eval.py [--repeats 3]`.
+be identical apart from their duration. Beside the wall times, the CPU time of the evaluating processes
+(cold: the evaluator child, reaped; warm: every process in the service's session, METEOR's JVM included),
+which a loaded machine inflates far less than wall time.
+Run: `.venv/bin/python benchmarks/bench_warm_eval.py [--repeats 3]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import resource
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from automedbench import staging
@@ -29,15 +36,42 @@ DEMOS = ["segmentation/demo", "vqa/demo", "enhancement/demo-ldct", "enhancement/
          "report_gen/demo"]
 
 
-def timed(task_id: str, staged, outputs: Path, root: Path, backend: str) -> tuple[float, dict]:
+def children_cpu() -> float:
+    """CPU seconds of this process's reaped children (a cold evaluator is reaped when it ends)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def session_cpu(leader: int) -> float:
+    """CPU seconds so far of every live process in the session `leader` leads, with their reaped children."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == leader:  # the session id; then utime, stime, cutime, cstime
+            total += sum(int(f) for f in fields[11:15])
+    return total / ticks
+
+
+def service_cpu(service: evalservice.EvalService) -> float:
+    """CPU seconds of the warm service's current process and what it started (0 before it starts)."""
+    return session_cpu(service.proc.pid) if service.proc is not None else 0.0
+
+
+def timed(task_id: str, staged, outputs: Path, root: Path, backend: str,
+          cpu: Callable[[], float]) -> tuple[float, float, dict]:
     folder = RunFolder(root)
     write_json(folder.manifest, freeze(outputs, folder.submission, submitted=True))
-    t = time.perf_counter()
+    c, t = cpu(), time.perf_counter()
     run_isolated(task_id, staged, folder.submission, folder.manifest, folder.evaluation, backend=backend)
-    elapsed = time.perf_counter() - t
+    elapsed, used = time.perf_counter() - t, cpu() - c
     data = json.loads(folder.evaluation.read_text())
     data.pop("duration_s")
-    return elapsed, data
+    return elapsed, used, data
 
 
 def main() -> None:
@@ -47,13 +81,14 @@ def main() -> None:
     args = parser.parse_args()
     reg = registry()
     known = reg.tasks()
-    print("| demo | cold evaluation (s) | warm evaluation (s) | warm first request (s) | cold / warm | identical |")
-    print("|---|---|---|---|---|---|")
+    print("| demo | cold evaluation (s) | warm evaluation (s) | warm first request (s) | cold / warm | cold CPU (s) "
+          "| warm CPU (s) | identical |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for task_id in args.tasks.split(","):
             if task_id not in known:
-                print(f"| {task_id} | not installed | | | | |")
+                print(f"| {task_id} | not installed | | | | | | |")
                 continue
             track, task = reg.task(task_id)
             staged = staging.ensure(track, task, root / "data")
@@ -66,15 +101,19 @@ def main() -> None:
             evalservice._SERVICE = service
             try:
                 work = root / "eval" / task_id
-                cold = [timed(task_id, staged, outputs, work / f"cold{i}", "process") for i in range(args.repeats)]
-                first = timed(task_id, staged, outputs, work / "warm-first", "warm")
-                warm = [timed(task_id, staged, outputs, work / f"warm{i}", "warm") for i in range(args.repeats)]
+                cold = [timed(task_id, staged, outputs, work / f"cold{i}", "process", children_cpu)
+                        for i in range(args.repeats)]
+                warm_cpu = functools.partial(service_cpu, service)
+                first = timed(task_id, staged, outputs, work / "warm-first", "warm", warm_cpu)
+                warm = [timed(task_id, staged, outputs, work / f"warm{i}", "warm", warm_cpu)
+                        for i in range(args.repeats)]
             finally:
                 service.close()
-            same = all(d == cold[0][1] for _, d in [*cold, first, *warm])
-            c, w = statistics.median(t for t, _ in cold), statistics.median(t for t, _ in warm)
-            print(f"| {task_id} | {c:.2f} | {w:.2f} | {first[0]:.2f} | {c / w:.1f}x | {'yes' if same else 'NO'} |",
-                  flush=True)
+            same = all(d == cold[0][2] for _, _, d in [*cold, first, *warm])
+            c, w = statistics.median(t for t, _, _ in cold), statistics.median(t for t, _, _ in warm)
+            c_cpu, w_cpu = statistics.median(u for _, u, _ in cold), statistics.median(u for _, u, _ in warm)
+            print(f"| {task_id} | {c:.2f} | {w:.2f} | {first[0]:.2f} | {c / w:.1f}x | {c_cpu:.2f} | {w_cpu:.2f} "
+                  f"| {'yes' if same else 'NO'} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@
 # it off), whole files per worker. Arguments are passed to both tiers' pytest.
 # Bounds: AUTOMEDBENCH_FAST_TIMEOUT (s, default 2400) and AUTOMEDBENCH_SLOW_TIMEOUT (default 2700); the
 # docker build gets AUTOMEDBENCH_DOCKER_TIMEOUT (default 2400) and a docker test waits for it that long.
+# After each tier, processes it started and left running (a timed-out tier skips teardown) are stopped by
+# scripts/reap-test-leftovers.sh: only those carrying that tier's AUTOMEDBENCH_TEST_RUN mark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each checkout stages into its own data folder: test runs of two checkouts never share (or delete) data.
@@ -142,8 +144,14 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
   phase_start "$name"
   say "pytest -m \"$expr\" ${xdist[*]} (at most $limit s)"
   tier_rc=0
-  timeout --kill-after=30 "$limit" .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
+  # every process this tier starts inherits the mark; what is still running after it is stopped (below)
+  local mark="${name// /-}-$$-$(date +%s%N)"
+  AUTOMEDBENCH_TEST_RUN=$mark timeout --kill-after=30 "$limit" \
+    .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
   echo  # pytest's progress line may be cut short by the timeout
+  # a tier killed by its timeout skips its teardown (a Ray cluster test's `ray start` nodes); a finished
+  # tier should leave nothing, and anything it did leave is named here too
+  bash scripts/reap-test-leftovers.sh "$mark" "the $name"
   case $tier_rc in
     0) phase_end passed ;;
     5) tier_rc=0; phase_end "no tests selected" ;;

@@ -1,22 +1,26 @@
-"""Agent bytes through every core parser that reads them after a run: crash-free and linear time.
+"""Agent bytes through every core parser that reads them after a run: crash-free and linear work.
 
 Fuzz-style: seeded random adversarial texts (repeats of pattern fragments, lone surrogates, U+2028, NUL,
 ESC sequences, over-long lines, unbalanced quotes and heredocs) go through the trace, the rules judge's
-evidence, the code-text analysis and the terminal/CSV sanitisers. Scaling is asserted by ratio, as in
-benchmarks/: ten times the input may cost at most thirty times the time (a quadratic pattern costs ~100x).
+evidence, the code-text analysis and the terminal/CSV sanitisers. Scaling is asserted without a clock, so
+that a loaded machine cannot fail it: the Python lines executed for ten times the input are counted
+(linear: ~10x; a loop over lines rescanning per line: ~100x), and the regular expressions that were
+quadratic keep the shape that makes them linear. The time itself is measured in
+benchmarks/bench_text_scaling.py.
 """
 
 from __future__ import annotations
 
 import io
 import random
-import time
+import re
+import sys
 
 import pytest
 from automedbench.judges.codetext import effective, observed_output
 from automedbench.judges.rules import ENTRYPOINT, Evidence
 from automedbench.terminal import SafeConsole, csv_cell, json_terminal_safe, terminal_safe
-from automedbench.trace import MAX_CALLS, SETUP, Trace
+from automedbench.trace import MAX_CALLS, SETUP, SETUP_PATTERNS, Trace
 
 FRAGMENTS = ["pip", "weights", "a", " ", "\t", "{", "'", '"', "<<EOF\n", "#", "Error", "python ", "sh x.py ",
              ".py", "-m ", "\\", "\ud800", "\u2028", "\x00", "\x1b[2J", "\x9b31m", "\u202e", "\r", "\n"]
@@ -50,20 +54,28 @@ def analyse(text: str) -> None:
     ev.all_text()
 
 
-def seconds(fn, arg) -> float:
-    best = float("inf")
-    for _ in range(5):  # the best of five: other processes on a shared machine only ever add time
-        t0 = time.perf_counter()
+def python_steps(fn, arg) -> int:
+    """The Python lines executed by fn(arg): a count of the work that no other process can change."""
+    count = 0
+
+    def tracer(frame, event, _):
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
         fn(arg)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    finally:
+        sys.settrace(previous)
+    return count
 
 
-def assert_linear(fn, make, small: int = 10_000, factor: int = 10, ratio: float = 30.0) -> None:
-    t_small, t_big = seconds(fn, make(small)), seconds(fn, make(small * factor))
-    # below 250 ms for the large input the ratio is noise on a shared machine (each quadratic case fixed here
-    # took from seconds to minutes at that size); above it, 10x the input must cost less than 30x the time
-    assert t_big < 0.25 or t_big / max(t_small, 1e-4) < ratio, (t_small, t_big)
+def assert_linear(fn, make, small: int = 2_000, factor: int = 10, ratio: float = 15.0) -> None:
+    """Ten times the input may execute at most fifteen times the Python lines (quadratic work: ~100x)."""
+    s_small, s_big = python_steps(fn, make(small)), python_steps(fn, make(small * factor))
+    assert s_small > 0 and s_big / s_small < ratio, (s_small, s_big)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -73,19 +85,19 @@ def test_fuzzed_agent_text_never_crashes_the_post_run_analysis(seed):
         analyse(adversarial(rng, size))
 
 
-@pytest.mark.slow  # times the analysis on inputs up to megabytes
 @pytest.mark.parametrize("fragment", ["pip", "weights", "a", "pip error", "{", "'", "<<EOF\n", "python x.py "])
 def test_post_run_analysis_scales_linearly_on_repeats(fragment):
     assert_linear(analyse, lambda n: fragment * (n // len(fragment)))
 
 
 def test_the_patterns_that_were_quadratic_are_linear_now():
-    import re
-
-    # "pip.*error" and "[\w./-]+\.py\b" rescanned a line from every occurrence: ~100x for 10x the input
-    assert_linear(SETUP.search, lambda n: "pip" * n)
-    assert_linear(SETUP.search, lambda n: "weights" * n)
-    assert_linear(re.compile(ENTRYPOINT).findall, lambda n: "a" * n)
+    # "pip.*error" and "[\w./-]+\.py\b" rescanned a line from every occurrence: ~100x for 10x the input. Each
+    # unbounded run after a literal now sits in an atomic group that commits to the line's first occurrence
+    # (trace._same_line), and a path is matched only from where its run of path characters starts.
+    unbounded = re.compile(r"\.\*|\.\+|\[\^\\n\]\*")
+    runs = [p for p in SETUP_PATTERNS if unbounded.search(p)]
+    assert len(runs) == 2 and all(p.startswith("(?m:^(?>[^\\n]*?") for p in runs), runs
+    assert ENTRYPOINT.startswith(r"(?<![\w./-])[\w./-]+\.py")
     # a heredoc per line, each once searched the whole call for the script that runs it
     assert_linear(lambda code: effective("bash", code), lambda n: "cat <<A > x.py\nA\n" * (n // 16))
     # echoed literals: a pass per literal line per output line

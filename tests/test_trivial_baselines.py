@@ -13,10 +13,14 @@ from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.plugins import registry
 from automedbench.scoring import positive_cases, rate
 
-# Every demo's every trivial baseline through the cold evaluator (report_gen's METEOR JVM each time): minutes.
+# Every demo's every trivial baseline evaluated (~70 evaluations): a minute or more even on one warm evaluator.
 pytestmark = pytest.mark.slow
 
 REG = registry()
+# One evaluator kept warm for all of them where the campaign built-in offers it (the verdicts are the cold
+# path's, tests/test_warm_evaluator.py): the cold one would start an interpreter, the track and report_gen's
+# METEOR JVM for each evaluation.
+BACKEND = "warm" if "warm" in REG.components["evaluator"] else "process"
 TRACKS = sorted({t.split("/", 1)[0] for t in REG.tasks()} - {"toy"})
 DEMOS = sorted(t for t in REG.tasks() if t.split("/", 1)[1].startswith("demo") and not t.startswith("toy/"))
 
@@ -40,7 +44,7 @@ def results(tmp_path_factory):
     def get(task_id: str, name: str):
         if (task_id, name) not in cache:
             cache[task_id, name] = evaluate_folder(REG, task_id, None, name, root,
-                                                   Path(work) / task_id.replace("/", "_") / name)
+                                                   Path(work) / task_id.replace("/", "_") / name, backend=BACKEND)
         return cache[task_id, name]
 
     return get

@@ -360,3 +360,14 @@ def test_an_agent_in_the_sandbox_cannot_see_feed_or_stop_the_warm_evaluator(tmp_
     _evaluate(TOY, toy, warm, "warm")
     assert _without_duration(warm.evaluation) == _without_duration(cold.evaluation)  # not poisoned
     assert service.proc.pid == pid
+
+
+def test_validate_task_scores_every_baseline_on_one_warm_evaluator(service, toy, tmp_path):
+    """validate-task evaluates each baseline in turn: one warm process serves them all (report_gen's: one METEOR
+    JVM instead of one per baseline), each verdict as the cold path's (the tests above)."""
+    from automedbench.testing import check_track
+
+    ok, text = check_track(TOY, toy.root.parent)
+    assert ok, text
+    assert service.started == 1 and service.served == len(registry().task(TOY)[0].baselines()) >= 3
+    assert "perfect baseline scores 1.0 / A" in text

@@ -21,7 +21,7 @@ from .serialize import dumps, write_json
 
 def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
                     data_root: Path, work: Path, task_score: str | None = None,
-                    eval_options: dict[str, str] | None = None) -> Result:
+                    eval_options: dict[str, str] | None = None, backend: str = "process") -> Result:
     t0 = time.monotonic()
     track, task = reg.task(task_id)
     options = track.check_evaluation_options(eval_options or {})
@@ -40,7 +40,7 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     manifest = freeze(submission, folder.submission, submitted=True)
     write_json(folder.manifest, manifest)
     evaluation = run_isolated(task.id, staged, folder.submission, folder.manifest, folder.evaluation,
-                              options=options)
+                              options=options, backend=backend)
     evaluation = grade_evaluation(track, task, evaluation, options, work, default_cache_path(), reg)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",

@@ -59,10 +59,13 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
           f"{len(rubric.items)} items, " + ", ".join(f"{r.stage} {r.text}" for r in rubric.stages))
     baselines = track.baselines()
     trivial = track.trivial_baselines()
+    # every baseline is evaluated: one evaluator kept warm between them where a plugin offers one (the same
+    # verdicts, without starting the interpreter, the track and its scorers, e.g. METEOR's JVM, each time)
+    backend = "warm" if "warm" in reg.components["evaluator"] else "process"
     with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
         for name in baselines:
             try:
-                result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name)
+                result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name, backend=backend)
                 strict = result.task.strict if result.task else None
                 shown = "null" if strict is None else f"{strict:.3f}"  # not 0.01908752961900258
                 if name == "perfect":

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
-from . import contract
+from . import contract, refssim
 
 SIGMA = 1.5
 K1, K2 = 0.01, 0.03
@@ -104,18 +104,25 @@ class LPIPS:
 
 
 def score_pair(task: TaskSpec, reference: np.ndarray, prediction: np.ndarray,
-               lpips_fn: LPIPS | None = None) -> dict[str, Any]:
-    """Every per-case number: SSIM (the Task value), PSNR, the soft-tissue-window SSIM (CT), LPIPS, composite."""
+               lpips_fn: LPIPS | None = None, key: str | None = None) -> dict[str, Any]:
+    """Every per-case number: SSIM (the Task value), PSNR, the soft-tissue-window SSIM (CT), LPIPS, composite.
+    With `key` (the reference's file) the reference's share of each SSIM is kept for the next evaluation."""
     lo, hi = window(task)
-    values: dict[str, Any] = {"ssim": ssim(reference, prediction, lo, hi), "psnr": psnr(reference, prediction, lo, hi)}
+    values: dict[str, Any] = {"ssim": _against(reference, lo, hi, key)(prediction),
+                              "psnr": psnr(reference, prediction, lo, hi)}
     soft = task.params.get("soft_window")
     if soft:
         # the window mapped to [0, 1] and R = 1: the same SSIM as clipping to the window with R = its width
-        values["ssim_soft_tissue"] = ssim(reference, prediction, float(soft[0]), float(soft[1]))
+        values["ssim_soft_tissue"] = _against(reference, float(soft[0]), float(soft[1]), key)(prediction)
     lp = lpips_fn(reference, prediction) if lpips_fn is not None else None
     values["lpips"] = lp
     values["composite"] = composite(values["psnr"], values["ssim"], lp, task.params["composite"])
     return values
+
+
+def _against(reference: np.ndarray, lo: float, hi: float, key: str | None) -> refssim.ReferenceSSIM:
+    """SSIM against `reference` on [lo, hi]: the same values as `ssim`, cached by `key` when one is given."""
+    return refssim.for_reference(key, reference, lo, hi) if key else refssim.ReferenceSSIM(reference, lo, hi)
 
 
 SAME_AS_INPUT_RMS = 1e-3  # RMS change below this share of the window's range: the input submitted unrepaired
@@ -172,18 +179,19 @@ class EnhancementEvaluation(TaskEvaluation):
         self.lpips = LPIPS()
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
-        reference = np.load(self.staged.private / case_id / contract.REFERENCE, allow_pickle=False)
+        reference_file = self.staged.private / case_id / contract.REFERENCE
+        reference = np.load(reference_file, allow_pickle=False)
         shape = contract.output_shape(self.task)
         prediction, reasons, _ = contract.read_output(submitted.parent, case_id, contract.OUTPUT, shape)
         if prediction is None:
             raise ValueError("; ".join(reasons))
-        values = score_pair(self.task, reference, prediction, self.lpips)
+        values = score_pair(self.task, reference, prediction, self.lpips, key=str(reference_file))
         low = np.load(self.staged.public / case_id / contract.INPUT, allow_pickle=False)
         lo, hi = window(self.task)
         values.update(output_facts(low, prediction, hi - lo))
         # S5's positive evidence: SSIM above the identity baseline's (the input, SR: each pixel repeated 2x2)
         identity = low if low.shape == reference.shape else np.repeat(np.repeat(low, 2, axis=0), 2, axis=1)
-        values["ssim_identity"] = ssim(reference, identity, lo, hi)
+        values["ssim_identity"] = _against(reference, lo, hi, str(reference_file)).of_identity(identity)
         return CaseScore(case_id, values)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import check_track, describe_conditions, item_values, stage_scores, stage_task
+from automedbench.testing import check_track, describe_conditions, item_values, registry, stage_scores, stage_task
 from automedbench_report_gen.codes import ReportDetector
 from automedbench_report_gen.rubric import report_rubric
 
@@ -18,6 +18,14 @@ DEMO = "report_gen/demo"
 @pytest.fixture(scope="module")
 def reference(amb_run):
     return amb_run(DEMO, "reference")
+
+
+@pytest.fixture(scope="module")
+def flawed(amb_run):
+    """A flawed variant's run, scored by one evaluator kept warm for all of them where the campaign built-in
+    offers it: one METEOR JVM for the six runs instead of one each (the verdicts are the cold path's)."""
+    warm = "warm" in registry().components["evaluator"]
+    return lambda agent: amb_run(DEMO, agent, warm_evaluator=warm)
 
 
 def test_demo_stages_studies_with_all_views(amb_data_root):
@@ -45,7 +53,7 @@ def test_reference_reports_from_pixels(reference):
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_lite_run_credits_standard_only_items(reference, amb_run):
+def test_lite_run_credits_standard_only_items(reference, flawed):
     result, _ = reference
     assert result.rubric == describe_conditions(report_rubric())  # the declaration used is stored
     items = {i.id: i for s in result.stages if s.stage in ("S1", "S2", "S3") for i in s.items}
@@ -56,13 +64,13 @@ def test_lite_run_credits_standard_only_items(reference, amb_run):
     s1 = next(s for s in result.stages if s.stage == "S1")
     assert s1.score == 1.0 and s1.rule == "mean of binary items"
     assert sum(i.state == "graded" for i in s1.items) == 8 and len(s1.items) == 11
-    noop, _ = amb_run(DEMO, "noop")  # no plan: nothing to credit, as in every track
+    noop, _ = flawed("noop")  # no plan: nothing to credit, as in every track
     assert stage_scores(noop)["S1"] == 0.0 and noop.aggregate.overall == 0.0
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_skip_validate_loses_s3(amb_run):
-    result, _ = amb_run(DEMO, "skip-validate")
+def test_skip_validate_loses_s3(flawed):
+    result, _ = flawed("skip-validate")
     s = stage_scores(result)
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0
     s3 = next(x for x in result.stages if x.stage == "S3").items
@@ -71,8 +79,8 @@ def test_skip_validate_loses_s3(amb_run):
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_wrong_format_reports_are_invalid(amb_run):
-    result, _ = amb_run(DEMO, "wrong-format")
+def test_wrong_format_reports_are_invalid(flawed):
+    result, _ = flawed("wrong-format")
     assert result.task.strict == 0.0 and result.aggregate.rating == "F"
     bad = [c for c in result.cases if not c.valid]
     assert len(bad) == 12 and all("U+2022" in c.reasons[0] for c in bad)
@@ -80,8 +88,8 @@ def test_wrong_format_reports_are_invalid(amb_run):
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_incomplete_is_strict_zero(amb_run):
-    result, _ = amb_run(DEMO, "incomplete")
+def test_incomplete_is_strict_zero(flawed):
+    result, _ = flawed("incomplete")
     # half the batch, plus the pilot study when the (secretly seeded) demo puts it in the other half
     assert sum(c.present for c in result.cases) in (6, 7)
     assert result.task.strict == 0.0 and 0 < result.task.partial < 1
@@ -89,10 +97,10 @@ def test_incomplete_is_strict_zero(amb_run):
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_no_submit_and_breach(amb_run):
-    result, _ = amb_run(DEMO, "no-submit")  # the paper's S5 has no submit factor: recorded, fires E5
+def test_no_submit_and_breach(flawed):
+    result, _ = flawed("no-submit")  # the paper's S5 has no submit factor: recorded, fires E5
     assert stage_scores(result)["S5"] == 1.0 and "E5" in [c.code for c in result.error_codes]
-    result, _ = amb_run(DEMO, "breach")
+    result, _ = flawed("breach")
     assert result.isolation.breached and result.aggregate.rating == "F" and result.aggregate.overall == 0.0
 
 
@@ -147,7 +155,9 @@ def test_one_template_with_a_word_added_per_study_is_still_one_template(tmp_path
 
     reg = registry()
     for name in ("majority-template", "template-plus-word"):
-        result = evaluate_folder(reg, DEMO, None, name, amb_data_root, tmp_path / name)
+        # one warm evaluator for both where installed (one METEOR JVM, not two); its verdicts are the cold path's
+        backend = "warm" if "warm" in reg.components["evaluator"] else "process"
+        result = evaluate_folder(reg, DEMO, None, name, amb_data_root, tmp_path / name, backend=backend)
         assert result.task.components["template_share"] == 1.0, name
         # E3 (one template); E1 may fire too (a template also misses the findings seen only on a later view)
         assert "E3" in [f.code for f in ReportDetector().detect(CodeContext(result, []))], name
