@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
     "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
+    "automedbench.interrupts": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,
     "automedbench.scoring": ENGINE,

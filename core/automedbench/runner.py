@@ -39,6 +39,7 @@ from .fsutil import (
 )
 from .grading import default_cache_path, grade_evaluation
 from .harnessstate import rotate_key, state_dir
+from .interrupts import held_interrupts
 from .judge import Judge
 from .options import RunOptions, score_record
 from .pilot import PilotTracker
@@ -165,7 +166,8 @@ class Run:
         finally:
             with contextlib.suppress(OSError):
                 self.traj.close()
-        return self._finish(st, t0, reserve)
+        with held_interrupts():  # an interrupt now waits until the record is written and the workspace released
+            return self._finish(st, t0, reserve)
 
     def _open_folder(self) -> Path:
         """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""
