@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "automedbench.freeze": ENGINE,
     "automedbench.grading": ENGINE,
     "automedbench.harnessstate": ENGINE,
+    "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,

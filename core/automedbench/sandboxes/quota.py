@@ -110,12 +110,24 @@ def mount_workspace(workspace: Path, size_mb: int,
                        check=True, capture_output=True, timeout=120)
         subprocess.run(["mount", "-o", MOUNT_OPTIONS, str(image), str(workspace)],
                        check=True, capture_output=True, timeout=60)
+        quota = WorkspaceQuota(image, workspace, size, entry.id, ledger)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = exc.stderr.decode(errors="replace").strip() if getattr(exc, "stderr", None) else str(exc)
         image.unlink(missing_ok=True)
         ledger.release(entry.id)
         return None, f"no disk quota on /workspace (loop mount failed: {detail[:200]})"
-    with contextlib.suppress(OSError):
-        (workspace / "lost+found").rmdir()
-    os.chmod(workspace, 0o700)
-    return WorkspaceQuota(image, workspace, size, entry.id, ledger), ""
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) mid-mount: the caller never gets the quota to release
+        if os.path.ismount(workspace):
+            WorkspaceQuota(image, workspace, size, entry.id, ledger).release()
+        else:
+            image.unlink(missing_ok=True)
+            ledger.release(entry.id)
+        raise
+    try:
+        with contextlib.suppress(OSError):
+            (workspace / "lost+found").rmdir()
+        os.chmod(workspace, 0o700)
+    except BaseException:
+        quota.release()
+        raise
+    return quota, ""

@@ -119,7 +119,11 @@ class LocalExecutor(Executor):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        from automedbench.interrupt import install
+
+        # a worker owns its run's mounts and sandbox: SIGTERM/SIGHUP close the run as cancelled, as Ctrl-C does
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=install)
 
     def submit(self, payload: dict[str, Any], cpus: float, gpus: float) -> Any:
         from concurrent.futures.process import BrokenProcessPool
@@ -151,20 +155,29 @@ class LocalExecutor(Executor):
         if not cancel:
             self.pool.shutdown(wait=True)
             return
+        from automedbench.interrupt import received
+
         workers = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
-        _stop_processes(workers)
+        _stop_processes(workers, forward=received())
 
 
 CANCEL_GRACE_S = 10.0
 
 
-def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None:
-    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then terminate laggards."""
+def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S, forward: int | None = None) -> None:
+    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then kill laggards.
+
+    `forward`: the signal that stopped the sweep (SIGTERM, SIGHUP), passed on to the workers at once: unlike a
+    terminal's Ctrl-C it reached the sweep alone, and whoever sent it may not wait out the grace time."""
     import os
     import signal
 
-    for then in ("interrupt", "terminate", None):
+    if forward is not None:
+        for proc in workers:
+            with contextlib.suppress(ProcessLookupError):  # a worker sent it too unwinds once: repeats are ignored
+                os.kill(proc.pid, forward)
+    for then in ("interrupt", "kill", None):
         deadline = time.monotonic() + grace_s
         for proc in workers:
             proc.join(max(0.0, deadline - time.monotonic()))
@@ -177,8 +190,8 @@ def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None
                     os.kill(proc.pid, signal.SIGINT)
                 except ProcessLookupError:  # it exited between the check and the signal
                     continue
-            else:
-                proc.terminate()
+            else:  # SIGTERM now unwinds like SIGINT (and a worker already unwinding ignores it): a stuck one is killed
+                proc.kill()
 
 
 # Before this release a process that can reach the head (a network-enabled sandbox) could join the

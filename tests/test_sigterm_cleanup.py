@@ -1,0 +1,164 @@
+"""SIGTERM on a real `automedbench run` (and a sweep) mid-agent-phase: the process unwinds as on Ctrl-C, so
+its loop-mounted workspace is unmounted, its loop device detached, its folder removable, and the run is
+recorded as cancelled (never scored, never the agent's failure)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from automedbench.sandboxes.quota import unsupported
+from automedbench.trajectory import read_events
+from automedbench_campaign.sweep import MANIFEST
+
+
+
+# The CLI with one extra agent: a single call that sleeps (a marked duration, to find its process), never submits.
+CLI_WITH_SLEEPER = """
+import sys
+from automedbench import testing
+from automedbench.testing import StepsAgent
+
+MARK = sys.argv.pop()  # the last argument is the sleep's marked duration, not the CLI's
+
+class Sleeper(StepsAgent):
+    name = "sleeper"
+
+    def __init__(self) -> None:
+        super().__init__([["bash", "sleep " + MARK]])
+
+testing.register_agent(Sleeper)
+from automedbench.cli import main
+main()
+"""
+CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
+EXIT_BOUND_S = 60  # the unwind itself takes about a second; generous for a loaded machine
+
+
+def need_loop_mounts() -> None:
+    why = unsupported()
+    if why:
+        pytest.skip(f"no loop-mounted workspace here: {why}")
+
+
+def mount_points() -> set[str]:
+    """Every mount point this process sees (octal escapes of /proc/self/mountinfo decoded)."""
+    points = set()
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        raw = line.split(" ")[4]
+        points.add(raw.encode().decode("unicode_escape"))
+    return points
+
+
+def loop_backing_files() -> list[str]:
+    found = []
+    for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
+        try:
+            found.append(backing.read_text().strip())
+        except OSError:  # detached between the listing and the read
+            continue
+    return found
+
+
+def under(paths, folder: Path) -> list[str]:
+    return [p for p in paths if p == str(folder) or p.startswith(str(folder) + "/")]
+
+
+def wait_until(check, proc: subprocess.Popen, what: str, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        if proc.poll() is not None:
+            raise AssertionError(f"exited ({proc.returncode}) before {what}: {proc.communicate()[0]}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def sandbox_sleepers(mark: str) -> list[int]:
+    """Processes running the sleeper's marked `sleep`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", mark.encode()]:
+                found.append(int(entry.name))
+    return found
+
+
+def test_sigterm_on_a_run_unmounts_its_workspace_and_records_it_cancelled(tmp_path, data_root, staged):
+    need_loop_mounts()
+    out = tmp_path / "runs"
+    mark = f"{600 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"  # a sleep no other test runs
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
+                             "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
+                             "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
+        run_dir = workspace.parent
+        wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
+        t0 = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)  # the CLI process alone, as a service manager or `kill` would
+        output, _ = proc.communicate(timeout=EXIT_BOUND_S)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert took < EXIT_BOUND_S
+    assert under(mount_points(), out) == []  # nothing of the run stays mounted
+    assert under(loop_backing_files(), run_dir) == []  # and its image holds no loop device
+    assert sandbox_sleepers(mark) == []  # the agent's call ended with the run
+    result = json.loads((run_dir / "result.json").read_text())
+    assert (result["state"], result["end_reason"]) == ("cancelled", "cancelled"), result
+    assert "SIGTERM" in result["error"]
+    last = read_events(run_dir / "trajectory.jsonl")[-1]
+    assert (last["type"], last["reason"]) == ("end", "cancelled")
+    shutil.rmtree(out)  # "Device or resource busy" before: the mount outlived the process
+    assert not out.exists()
+
+
+def test_sigterm_on_a_sweep_stops_its_workers_and_unmounts_their_workspaces(tmp_path, data_root, staged):
+    need_loop_mounts()
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--repeats", "2",
+                             "--workers", "1", "--workspace-quota-mb", "64", "--out", str(out), "--data-root",
+                             str(data_root)], start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "AUTOMEDBENCH_DATA": str(data_root)})
+    try:
+        wait_until(lambda: under(mount_points(), out), proc, "a worker's workspace mount")
+        t0 = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)  # the sweep alone: it must pass the signal on to its worker itself
+        output, _ = proc.communicate(timeout=EXIT_BOUND_S)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGTERM, output
+    assert "interrupted: rerun the same command to resume" in output
+    # at once, not after the pool's grace time for a worker that was never told (CANCEL_GRACE_S, 10 s)
+    assert took < 10, took
+    assert under(mount_points(), out) == [] and under(loop_backing_files(), out) == []
+    runs = json.loads((out / MANIFEST).read_text())["runs"]
+    states = {}
+    for run_id, record in runs.items():
+        folder = out / run_id
+        if folder.exists():  # the manifest and the folder agree; the run in flight ended cancelled (or scored)
+            states[run_id] = json.loads((folder / "result.json").read_text())["state"]
+            assert record["state"] == states[run_id], (run_id, record)
+        else:
+            assert (record["state"], record["attempts"]) == ("pending", 0), run_id
+    assert len(states) == 1 and set(states.values()) <= {"cancelled", "scored"}, states
+    shutil.rmtree(out)
