@@ -162,3 +162,35 @@ def test_sigterm_on_a_sweep_stops_its_workers_and_unmounts_their_workspaces(tmp_
             assert (record["state"], record["attempts"]) == ("pending", 0), run_id
     assert len(states) == 1 and set(states.values()) <= {"cancelled", "scored"}, states
     shutil.rmtree(out)
+
+
+def test_a_killed_runs_mount_is_reaped_and_a_live_ones_never(tmp_path, data_root, staged):
+    """SIGKILL cannot be caught: the next run in the same folder unmounts what the dead one left, and only that."""
+    from automedbench.sandboxes.quota import reap_stale_workspaces
+
+    need_loop_mounts()
+    out = tmp_path / "runs"
+    mark = f"{700 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
+                             "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
+                             "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
+        wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
+        assert reap_stale_workspaces(out) == []  # its owner is alive: left alone
+        assert str(workspace) in mount_points()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=EXIT_BOUND_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while sandbox_sleepers(mark) and time.monotonic() < deadline:  # the sandbox dies with its parent
+        time.sleep(0.1)
+    assert str(workspace) in mount_points()  # what SIGKILL leaves behind
+    assert reap_stale_workspaces(out) == [workspace]
+    assert under(mount_points(), out) == [] and under(loop_backing_files(), out) == []
+    assert not (workspace.parent / "workspace.lock").exists()
+    assert reap_stale_workspaces(out) == []  # nothing left: a second pass finds nothing
+    shutil.rmtree(out)
