@@ -18,8 +18,6 @@ from automedbench.sandboxes.quota import unsupported
 from automedbench.trajectory import read_events
 from automedbench_campaign.sweep import MANIFEST
 
-
-
 # The CLI with one extra agent: a single call that sleeps (a marked duration, to find its process), never submits.
 CLI_WITH_SLEEPER = """
 import sys
@@ -130,17 +128,23 @@ def test_sigterm_on_a_run_unmounts_its_workspace_and_records_it_cancelled(tmp_pa
     assert not out.exists()
 
 
-def test_sigterm_on_a_sweep_stops_its_workers_and_unmounts_their_workspaces(tmp_path, data_root, staged):
+@pytest.mark.parametrize("executor", ["local", "inline"])
+def test_sigterm_on_a_sweep_stops_its_runs_and_unmounts_their_workspaces(tmp_path, data_root, staged, executor):
+    """local: the run is in a pool worker the signal never reached; inline: in the sweep's own process, which
+    must start no further run once the interrupted one is recorded."""
     need_loop_mounts()
     out = tmp_path / "sweep"
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data_root)}
     proc = subprocess.Popen([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--repeats", "2",
-                             "--workers", "1", "--workspace-quota-mb", "64", "--out", str(out), "--data-root",
-                             str(data_root)], start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "AUTOMEDBENCH_DATA": str(data_root)})
+                             "--workers", "1", "--executor", executor, "--workspace-quota-mb", "64", "--out", str(out),
+                             "--data-root", str(data_root)], start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
     try:
-        wait_until(lambda: under(mount_points(), out), proc, "a worker's workspace mount")
+        wait_until(lambda: under(mount_points(), out), proc, "a run's workspace mount")
+        wait_until(lambda: [p for p in out.glob("reference.*/trajectory.jsonl") if '"type": "tool"' in p.read_text()],
+                   proc, "the agent phase")
         t0 = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)  # the sweep alone: it must pass the signal on to its worker itself
+        os.kill(proc.pid, signal.SIGTERM)  # the sweep alone: it must pass the signal on to a worker itself
         output, _ = proc.communicate(timeout=EXIT_BOUND_S)
         took = time.monotonic() - t0
     finally:

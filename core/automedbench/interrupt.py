@@ -52,6 +52,20 @@ def reason() -> str:
     return f"cancelled: {signal.Signals(signum).name} received" if signum is not None else "cancelled by the user"
 
 
+def check() -> None:
+    """Raise `Terminated` again if this process is unwinding from a signal: a loop that starts runs one after
+    another (an in-process sweep) calls it before each, so a run that closed as cancelled is its last."""
+    signum = received()
+    if signum is not None:
+        raise Terminated(signum)
+
+
+def rearm() -> None:
+    """Forget the signal once its unwind is over (a pool worker whose run closed as cancelled): the next one
+    unwinds the next run instead of being ignored."""
+    _received.clear()
+
+
 def install() -> None:
     """Install the handler for good (a sweep's worker process); only from the main thread, else nothing."""
     if threading.current_thread() is threading.main_thread():

@@ -75,6 +75,32 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def execute_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
+    """`execute_payload` in a pool worker: a SIGTERM that closed this run as cancelled is forgotten after it,
+    so the worker (which goes on serving the pool) unwinds its next run on the next one."""
+    from automedbench.interrupt import rearm
+
+    try:
+        return execute_payload(payload)
+    except KeyboardInterrupt as exc:  # outside the run's own handling (before its folder, after its record):
+        return _interrupted_summary(payload, str(exc))  # never sent back raw, the sweep would stop on it
+    finally:
+        rearm()
+
+
+def _interrupted_summary(payload: dict[str, Any], why: str) -> dict[str, Any]:
+    """What an interrupted worker reports: the stored result when the run had written one, else cancelled."""
+    from .sweep import run_state
+
+    state, stored = run_state(Path(payload["options"]["out"]) / payload["run_id"])
+    summary = {"run_id": payload["run_id"], "state": state or "cancelled", "overall": None, "cost_usd": 0.0,
+               "wall_s": 0.0, "error": why or "cancelled by the user", "node": this_node()}
+    if stored is not None:
+        summary.update(overall=stored["overall"], wall_s=stored["wall_s"], error=None,
+                       cost_usd=stored["cost_usd"] + stored["judge_cost_usd"])
+    return summary
+
+
 class Executor(ABC):
     name = ""
 
@@ -112,7 +138,7 @@ class LocalExecutor(Executor):
 
     def __init__(self, workers: int, function: Any = None) -> None:
         self.workers = workers
-        self.function = function or execute_payload
+        self.function = function or execute_in_worker
         self.pool = self._new_pool()
 
     def _new_pool(self) -> Any:
