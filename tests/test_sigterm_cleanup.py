@@ -40,6 +40,38 @@ CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
 EXIT_BOUND_S = 60  # the unwind itself takes about a second; generous for a loaded machine
 
 
+def test_the_first_signal_raises_repeats_are_ignored_and_the_handlers_come_back():
+    import threading
+
+    from automedbench import interrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are delivered to the main thread only")
+    before = {s: signal.getsignal(s) for s in interrupt.SIGNALS}
+    with pytest.raises(interrupt.Terminated) as caught, interrupt.terminate_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(10)
+            pytest.fail("SIGTERM did not interrupt")
+        finally:  # the unwind: a second signal (SIGHUP too) must not cut it short
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.05)
+            assert interrupt.received() == signal.SIGTERM and interrupt.exit_status() == 143
+            assert "SIGTERM" in interrupt.reason()
+    assert caught.value.signum == signal.SIGTERM and isinstance(caught.value, KeyboardInterrupt)
+    assert {s: signal.getsignal(s) for s in interrupt.SIGNALS} == before
+    with interrupt.terminate_as_interrupt():  # a new command in the same process starts with no signal seen
+        assert interrupt.received() is None and interrupt.exit_status() == 130
+        assert interrupt.reason() == "cancelled by the user"
+    # outside the main thread nothing is installed (Python could not deliver there anyway)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(
+        (interrupt.terminate_as_interrupt().__enter__(), signal.getsignal(signal.SIGTERM))))
+    worker.start()
+    worker.join()
+    assert seen == [(None, before[signal.SIGTERM])]
+
+
 def need_loop_mounts() -> None:
     why = unsupported()
     if why:
