@@ -78,6 +78,35 @@ def need_loop_mounts() -> None:
         pytest.skip(f"no loop-mounted workspace here: {why}")
 
 
+def start_sleeper(out: Path, data_root: Path) -> tuple[str, subprocess.Popen, Path]:
+    """`automedbench run` of the sleeper with a 64 MB workspace quota, in its own session, once its workspace is
+    mounted and its call sleeps: (the sleep's mark, the process, the workspace)."""
+    mark = f"{600 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"  # a sleep no other test runs
+    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
+                             "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
+                             "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
+        wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    return mark, proc, workspace
+
+
+def terminate(proc: subprocess.Popen) -> tuple[str, float]:
+    """SIGTERM to the process alone; (its output, seconds until it exited). Killed with its group if it hangs."""
+    t0 = time.monotonic()
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        output, _ = proc.communicate(timeout=EXIT_BOUND_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return output, time.monotonic() - t0
+
+
 def mount_points() -> set[str]:
     """Every mount point this process sees (octal escapes of /proc/self/mountinfo decoded)."""
     points = set()
@@ -130,22 +159,9 @@ def sandbox_sleepers(mark: str) -> list[int]:
 def test_sigterm_on_a_run_unmounts_its_workspace_and_records_it_cancelled(tmp_path, data_root, staged):
     need_loop_mounts()
     out = tmp_path / "runs"
-    mark = f"{600 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"  # a sleep no other test runs
-    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
-                             "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
-                             "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    try:
-        workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
-        run_dir = workspace.parent
-        wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
-        t0 = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)  # the CLI process alone, as a service manager or `kill` would
-        output, _ = proc.communicate(timeout=EXIT_BOUND_S)
-        took = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    mark, proc, workspace = start_sleeper(out, data_root)
+    run_dir = workspace.parent
+    output, took = terminate(proc)  # the CLI process alone, as a service manager or `kill` would
     assert proc.returncode == 128 + signal.SIGTERM, output
     assert took < EXIT_BOUND_S
     assert under(mount_points(), out) == []  # nothing of the run stays mounted
@@ -175,13 +191,10 @@ def test_sigterm_on_a_sweep_stops_its_runs_and_unmounts_their_workspaces(tmp_pat
         wait_until(lambda: under(mount_points(), out), proc, "a run's workspace mount")
         wait_until(lambda: [p for p in out.glob("reference.*/trajectory.jsonl") if '"type": "tool"' in p.read_text()],
                    proc, "the agent phase")
-        t0 = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)  # the sweep alone: it must pass the signal on to a worker itself
-        output, _ = proc.communicate(timeout=EXIT_BOUND_S)
-        took = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    output, took = terminate(proc)  # the sweep alone: it must pass the signal on to a worker itself
     assert proc.returncode == 128 + signal.SIGTERM, output
     assert "interrupted: rerun the same command to resume" in output
     # at once, not after the pool's grace time for a worker that was never told (CANCEL_GRACE_S, 10 s)
@@ -206,14 +219,8 @@ def test_a_killed_runs_mount_is_reaped_and_a_live_ones_never(tmp_path, data_root
 
     need_loop_mounts()
     out = tmp_path / "runs"
-    mark = f"{700 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"
-    proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
-                             "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
-                             "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    mark, proc, workspace = start_sleeper(out, data_root)
     try:
-        workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
-        wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
         assert reap_stale_workspaces(out) == []  # its owner is alive: left alone
         assert str(workspace) in mount_points()
         os.killpg(proc.pid, signal.SIGKILL)
