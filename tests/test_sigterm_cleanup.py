@@ -126,6 +126,15 @@ def loop_backing_files() -> list[str]:
     return found
 
 
+def loops_backed_under(folder: Path, settle_s: float = 10.0) -> list[str]:
+    """Loop devices still backed by a file under `folder`, once the kernel has had `settle_s` to detach them (an
+    unmounted loop device is cleared asynchronously)."""
+    deadline = time.monotonic() + settle_s
+    while under(loop_backing_files(), folder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return under(loop_backing_files(), folder)
+
+
 def under(paths, folder: Path) -> list[str]:
     return [p for p in paths if p == str(folder) or p.startswith(str(folder) + "/")]
 
@@ -165,7 +174,7 @@ def test_sigterm_on_a_run_unmounts_its_workspace_and_records_it_cancelled(tmp_pa
     assert proc.returncode == 128 + signal.SIGTERM, output
     assert took < EXIT_BOUND_S
     assert under(mount_points(), out) == []  # nothing of the run stays mounted
-    assert under(loop_backing_files(), run_dir) == []  # and its image holds no loop device
+    assert loops_backed_under(run_dir) == []  # and its image holds no loop device
     assert sandbox_sleepers(mark) == []  # the agent's call ended with the run
     result = json.loads((run_dir / "result.json").read_text())
     assert (result["state"], result["end_reason"]) == ("cancelled", "cancelled"), result
@@ -199,7 +208,7 @@ def test_sigterm_on_a_sweep_stops_its_runs_and_unmounts_their_workspaces(tmp_pat
     assert "interrupted: rerun the same command to resume" in output
     # at once, not after the pool's grace time for a worker that was never told (CANCEL_GRACE_S, 10 s)
     assert took < 10, took
-    assert under(mount_points(), out) == [] and under(loop_backing_files(), out) == []
+    assert under(mount_points(), out) == [] and loops_backed_under(out) == []
     runs = json.loads((out / MANIFEST).read_text())["runs"]
     states = {}
     for run_id, record in runs.items():
@@ -215,7 +224,7 @@ def test_sigterm_on_a_sweep_stops_its_runs_and_unmounts_their_workspaces(tmp_pat
 
 def test_a_killed_runs_mount_is_reaped_and_a_live_ones_never(tmp_path, data_root, staged):
     """SIGKILL cannot be caught: the next run in the same folder unmounts what the dead one left, and only that."""
-    from automedbench.sandboxes.quota import reap_stale_workspaces
+    from automedbench.sandboxes.quota import mount_workspace, reap_stale_workspaces
 
     need_loop_mounts()
     out = tmp_path / "runs"
@@ -232,8 +241,13 @@ def test_a_killed_runs_mount_is_reaped_and_a_live_ones_never(tmp_path, data_root
     while sandbox_sleepers(mark) and time.monotonic() < deadline:  # the sandbox dies with its parent
         time.sleep(0.1)
     assert str(workspace) in mount_points()  # what SIGKILL leaves behind
-    assert reap_stale_workspaces(out) == [workspace]
-    assert under(mount_points(), out) == [] and under(loop_backing_files(), out) == []
+    # the next run's workspace in the same folder: mounting it unmounts the dead run's first
+    (out / "next").mkdir()
+    quota, why = mount_workspace(out / "next" / "workspace", 16)
+    assert quota is not None, why
+    assert str(workspace) not in mount_points() and str(out / "next" / "workspace") in mount_points()
+    quota.release()
+    assert under(mount_points(), out) == [] and loops_backed_under(out) == []
     assert not (workspace.parent / "workspace.lock").exists()
     assert reap_stale_workspaces(out) == []  # nothing left: a second pass finds nothing
     shutil.rmtree(out)
