@@ -19,6 +19,7 @@ registered demo task (`<track>/demo*`), each variant of the scripted agent, ever
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -89,7 +90,10 @@ def combinations(tasks: list[str], variants: list[str] | None) -> list[tuple[str
 
 def run_one(args: tuple[str, str, str, str, str, bool, bool]) -> tuple[str, dict[str, Any]]:
     task_id, tier, variant, data_root, out, whole, warm = args
+    from automedbench import interrupt
     from automedbench.testing import run_task
+
+    interrupt.check()  # a SIGTERM closed an earlier run of this process as cancelled: start no other
 
     result, run_dir = run_task(task_id, variant, out=Path(out), data_root=Path(data_root), tier=tier,
                                warm_evaluator=warm)
@@ -106,12 +110,31 @@ def collect(tasks: list[str], variants: list[str] | None, jobs: int, whole: bool
             stage_task(task_id, Path(data_root))
         work = [(t, tier, v, data_root, str(Path(tmp) / "runs"), whole, warm)
                 for t, tier, v in combinations(tasks, variants)]
-        if jobs > 1:
-            with ProcessPoolExecutor(jobs) as pool:
-                pairs = list(pool.map(run_one, work))
-        else:
-            pairs = [run_one(w) for w in work]
+        pairs = run_pool(work, jobs) if jobs > 1 else [run_one(w) for w in work]
     return dict(sorted(pairs))
+
+
+def run_pool(work: list[tuple], jobs: int) -> list[tuple[str, dict[str, Any]]]:
+    """`run_one` over `work` in `jobs` processes; interrupted, queued runs are dropped and the signal is passed
+    on to the workers, whose runs close as cancelled and release their workspaces before this returns."""
+    import signal
+
+    from automedbench import interrupt
+
+    pool = ProcessPoolExecutor(jobs, initializer=interrupt.install)
+    try:
+        pairs = list(pool.map(run_one, work))
+    except KeyboardInterrupt:
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, interrupt.received() or signal.SIGINT)
+        for proc in workers:
+            proc.join()
+        raise
+    pool.shutdown()
+    return pairs
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -159,8 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.data_root or os.environ.get("AUTOMEDBENCH_DATA")):
         print("note: no --data-root: the demos are staged with fresh seeds, so these scores compare with "
               "no other run", file=sys.stderr)
-    scores = collect(args.tasks or demo_tasks(), args.variants, args.jobs, args.full, args.data_root,
-                     args.warm_evaluator)
+    from automedbench import interrupt
+
+    with interrupt.terminate_as_interrupt():  # SIGTERM/SIGHUP: runs close as cancelled, workspaces unmounted
+        try:
+            scores = collect(args.tasks or demo_tasks(), args.variants, args.jobs, args.full, args.data_root,
+                             args.warm_evaluator)
+        except KeyboardInterrupt as exc:
+            print(f"interrupted ({exc or 'Ctrl-C'}): no golden file written", file=sys.stderr)
+            return interrupt.exit_status()
     text = json.dumps(scores, indent=1, sort_keys=True) + "\n"
     if args.out:
         Path(args.out).write_text(text)

@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "automedbench.freeze": ENGINE,
     "automedbench.grading": ENGINE,
     "automedbench.harnessstate": ENGINE,
+    "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
@@ -75,7 +76,6 @@ LAYERS: dict[str, int] = {
     "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
-    "automedbench.interrupts": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,
     "automedbench.scoring": ENGINE,

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from . import __version__, errors, staging
+from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import install_hint, registry
@@ -52,8 +52,16 @@ class Group(click.Group):
         return found
 
     def invoke(self, ctx: click.Context) -> Any:
+        # SIGTERM/SIGHUP unwind like Ctrl-C: mounts, cgroups, reservations and sandboxes are released
+        with interrupt.terminate_as_interrupt():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except interrupt.Terminated as exc:  # not closed by the command itself (e.g. during staging)
+            err_console.print(f"interrupted: {exc}", soft_wrap=True)
+            sys.exit(interrupt.exit_status())
         except click.exceptions.NoArgsIsHelpError:
             raise
         except click.UsageError as exc:  # a typo in a command or option: one line too, with where to look
@@ -146,7 +154,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":
-        sys.exit(130)
+        sys.exit(interrupt.exit_status())  # 130 on Ctrl-C, 143 on SIGTERM
 
 
 @main.command()

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import errors, plan_artefacts, staging, steptimer
+from . import errors, interrupt, plan_artefacts, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
@@ -39,7 +39,6 @@ from .fsutil import (
 )
 from .grading import default_cache_path, grade_evaluation
 from .harnessstate import rotate_key, state_dir
-from .interrupts import held_interrupts
 from .judge import Judge
 from .options import RunOptions, score_record
 from .pilot import PilotTracker
@@ -117,6 +116,7 @@ class Run:
         self.workspace = self.folder.workspace
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
         self.quota = None
+        self.made_folder = False
         # True once every place the agent can write is on its reserved workspace image (quota + isolation):
         # a full host disk is then never the agent's doing
         self.confined = False
@@ -131,15 +131,19 @@ class Run:
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
-        reserve = self._open_folder()
-        st = self._new_state()
+        try:
+            reserve = self._open_folder()
+            st = self._new_state()
+            self.traj = TrajectoryWriter(self.folder.trajectory)
+        except KeyboardInterrupt:  # before the agent did anything: nothing stays mounted, no half-made folder
+            self._abandon_folder()
+            raise
         steptimer.add(st.runtime, "staging", t_staged - t0)
         steptimer.add(st.runtime, "workspace_quota", time.monotonic() - t_staged)
-        self.traj = TrajectoryWriter(self.folder.trajectory)
         try:
             self._record(st, staged)
-        except KeyboardInterrupt:
-            st.fail("cancelled", errors.END_CANCELLED, "cancelled by the user")
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM/SIGHUP where the command line turned it into one
+            st.fail("cancelled", errors.END_CANCELLED, interrupt.reason())
             if not self.traj.ended:  # interrupted in the agent phase: the trajectory still gets its closing event
                 self.traj.write({"type": "end", "reason": st.end_reason})
         except errors.UserError:
@@ -166,7 +170,16 @@ class Run:
         finally:
             with contextlib.suppress(OSError):
                 self.traj.close()
-        with held_interrupts():  # an interrupt now waits until the record is written and the workspace released
+        try:
+            # an interrupt waits until the record is written and the workspace released (a second acts at once)
+            with interrupt.held():
+                return self._finish(st, t0, reserve)
+        except KeyboardInterrupt:
+            if self.folder.result.exists():  # the record is written: only releasing the workspace was cut short
+                self._release_workspace(keep=self.o.keep_workspace)
+                raise
+            # interrupted twice while scoring: the run is recorded as cancelled all the same, never half-scored
+            st.fail("cancelled", errors.END_CANCELLED, interrupt.reason())
             return self._finish(st, t0, reserve)
 
     def _open_folder(self) -> Path:
@@ -176,6 +189,7 @@ class Run:
         # 0700 while a workspace exists below it: set-id files or device nodes a call left (the agent owns its
         # workspace and may chmod it) are out of reach of every other user on the host
         self.run_dir.mkdir(parents=True, mode=0o700)
+        self.made_folder = True
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
         self.sandbox = self.sandbox_comp.factory()
@@ -186,6 +200,12 @@ class Run:
             raise
         self.progress({"kind": "run_started", "run_id": self.run_id, "run_dir": str(self.run_dir)})
         return reserve
+
+    def _abandon_folder(self) -> None:
+        """Undo `_open_folder` after an interrupt: unmount the workspace, remove the run folder."""
+        if self.made_folder:  # never a folder this run did not make (an existing one is refused, not removed)
+            self._release_workspace(keep=False)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _new_state(self) -> RunState:
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
@@ -268,9 +288,10 @@ class Run:
 
     def _release_workspace(self, keep: bool) -> None:
         """Unmount a quota'd workspace (kept as `workspace.img` when asked), or remove a plain one unless kept."""
-        quota, self.quota = self.quota, None
+        quota = self.quota
         if quota is not None:
             quota.release(keep=keep)
+            self.quota = None  # only once released: a release an interrupt cut short is done again
         elif not keep:
             remove_tree(self.workspace)  # iterative and no-follow: any depth, symlinks never followed
 

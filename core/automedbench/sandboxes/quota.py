@@ -10,6 +10,7 @@ on without one and the gap is recorded.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -25,6 +26,9 @@ from .reservations import Ledger
 FREE_SHARE = 0.9
 MIN_QUOTA_MB = 16
 MOUNT_OPTIONS = "loop,nosuid,nodev,noatime,noinit_itable"
+# Beside the image: held (flock) by the process whose mount it is for as long as it is mounted. The kernel drops
+# the lock when that process dies, even by SIGKILL: a mount whose lock can be taken has no owner left.
+LOCK_NAME = "workspace.lock"
 
 
 @define
@@ -36,6 +40,7 @@ class WorkspaceQuota:
     size_mb: int
     reservation: str = ""
     ledger: Ledger | None = None
+    lock_fd: int = -1
 
     def describe(self) -> str:
         return (f"workspace quota {self.size_mb} MB (a sparse ext4 image loop-mounted nosuid,nodev: "
@@ -43,15 +48,93 @@ class WorkspaceQuota:
 
     def release(self, keep: bool = False) -> None:
         """Unmount (lazily if a stray process still holds it); keep the image only when asked."""
-        if subprocess.run(["umount", str(self.mountpoint)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(self.mountpoint)], capture_output=True)
+        _unmount(self.mountpoint)
         with contextlib.suppress(OSError):
             self.mountpoint.rmdir()
         if not keep:
             self.image.unlink(missing_ok=True)
+        if self.lock_fd >= 0:  # unmounted: nothing left for the lock to guard
+            (self.mountpoint.parent / LOCK_NAME).unlink(missing_ok=True)
+            os.close(self.lock_fd)
+            self.lock_fd = -1
         if self.ledger is not None and self.reservation:  # the promise ends with the run (a kept image is idle)
             self.ledger.release(self.reservation)
             self.reservation = ""
+
+
+def _unmount(mountpoint: Path) -> None:
+    if subprocess.run(["umount", str(mountpoint)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
+
+
+def _decode(field: str) -> str:
+    """A /proc/self/mountinfo path field: octal escapes (space, tab, newline, backslash) decoded."""
+    out, i = bytearray(), 0
+    raw = field.encode()
+    while i < len(raw):
+        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
+            out.append(int(raw[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out.append(raw[i])
+            i += 1
+    return out.decode(errors="surrogateescape")
+
+
+def _loop_mounts() -> list[tuple[Path, str]]:
+    """(mount point, loop device) of every ext4 loop mount this process sees."""
+    found = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text(errors="surrogateescape").splitlines():
+            fields = line.split(" ")
+            tail = fields[fields.index("-") + 1:] if "-" in fields else []
+            if len(fields) > 4 and len(tail) >= 2 and tail[0] == "ext4" and tail[1].startswith("/dev/loop"):
+                found.append((Path(_decode(fields[4])), tail[1]))
+    return found
+
+
+def _backing_file(device: str) -> str:
+    try:
+        return Path(f"/sys/block/{Path(device).name}/loop/backing_file").read_text().rstrip("\n")
+    except OSError:
+        return ""
+
+
+def reap_stale_workspaces(runs: Path) -> list[Path]:
+    """Unmount workspaces under `runs` (any depth: a sweep moves old attempts aside) left by a harness process
+    that died without unwinding (SIGKILL, OOM kill); returns their mount points.
+
+    Only a mount this code made and nobody owns is touched: an ext4 loop mount at `.../workspace` whose loop
+    device is backed by the `workspace.img` beside it, with a `workspace.lock` beside it that can be locked
+    (its owner, which holds that lock while mounted, is gone). Older runs, which made no lock, are left."""
+    if os.geteuid() != 0:
+        return []
+    runs = runs.resolve()
+    reaped = []
+    for mountpoint, device in _loop_mounts():
+        if mountpoint.name != "workspace" or runs not in mountpoint.parents:
+            continue
+        image = mountpoint.parent / f"{mountpoint.name}.img"
+        if _backing_file(device) not in (str(image), f"{image} (deleted)"):
+            continue
+        lock = mountpoint.parent / LOCK_NAME
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: the run that mounted it is alive
+            os.close(fd)
+            continue
+        try:
+            if os.path.ismount(mountpoint):  # not already reaped by another process that held the lock before us
+                _unmount(mountpoint)
+                reaped.append(mountpoint)
+            lock.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return reaped
 
 
 def unsupported() -> str | None:
@@ -64,6 +147,11 @@ def unsupported() -> str | None:
         if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists() and not Path("/sbin", tool).exists():
             return f"{tool} not found"
     return None
+
+
+def _drop_lock(folder: Path, fd: int) -> None:
+    (folder / LOCK_NAME).unlink(missing_ok=True)
+    os.close(fd)
 
 
 def _mkfs() -> str:
@@ -89,6 +177,7 @@ def mount_workspace(workspace: Path, size_mb: int,
         return None, f"no disk quota on /workspace ({why})"
     parent = workspace.parent
     image = parent / f"{workspace.name}.img"
+    reap_stale_workspaces(parent.parent)  # mounts of runs in the same folder whose process was killed
     ledger = ledger or Ledger()
     entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20)
     if entry is None:
@@ -102,6 +191,13 @@ def mount_workspace(workspace: Path, size_mb: int,
         ledger.release(entry.id)
         raise
     try:
+        lock_fd = os.open(parent / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)  # held until release: the mount has a live owner
+    except OSError:
+        workspace.rmdir()
+        ledger.release(entry.id)
+        raise
+    try:
         with open(image, "xb") as fh:  # sparse: only the blocks the agent writes take host disk
             fh.truncate(size << 20)
         uid, gid = os.getuid(), os.getgid()
@@ -110,12 +206,26 @@ def mount_workspace(workspace: Path, size_mb: int,
                        check=True, capture_output=True, timeout=120)
         subprocess.run(["mount", "-o", MOUNT_OPTIONS, str(image), str(workspace)],
                        check=True, capture_output=True, timeout=60)
+        quota = WorkspaceQuota(image, workspace, size, entry.id, ledger, lock_fd)
     except (OSError, subprocess.SubprocessError) as exc:
         detail = exc.stderr.decode(errors="replace").strip() if getattr(exc, "stderr", None) else str(exc)
         image.unlink(missing_ok=True)
         ledger.release(entry.id)
+        _drop_lock(parent, lock_fd)
         return None, f"no disk quota on /workspace (loop mount failed: {detail[:200]})"
-    with contextlib.suppress(OSError):
-        (workspace / "lost+found").rmdir()
-    os.chmod(workspace, 0o700)
-    return WorkspaceQuota(image, workspace, size, entry.id, ledger), ""
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) mid-mount: the caller never gets the quota to release
+        if os.path.ismount(workspace):
+            WorkspaceQuota(image, workspace, size, entry.id, ledger, lock_fd).release()
+        else:
+            image.unlink(missing_ok=True)
+            ledger.release(entry.id)
+            _drop_lock(parent, lock_fd)
+        raise
+    try:
+        with contextlib.suppress(OSError):
+            (workspace / "lost+found").rmdir()
+        os.chmod(workspace, 0o700)
+    except BaseException:
+        quota.release()
+        raise
+    return quota, ""

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
-from automedbench import errors
+from automedbench import errors, interrupt
 from automedbench.cli import console, err_console
 from automedbench.options import click_options, from_cli, parse_kv
 from rich.markup import escape
@@ -126,7 +126,7 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
     except KeyboardInterrupt:
         stop_bar()
         err_console.print("interrupted: rerun the same command to resume")
-        sys.exit(130)
+        sys.exit(interrupt.exit_status())  # 130 on Ctrl-C, 143 on SIGTERM
     finally:
         stop_bar()
     states = ", ".join(f"{n} {s}" for s, n in sorted(report.states.items()))

@@ -75,6 +75,32 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def execute_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
+    """`execute_payload` in a pool worker: a SIGTERM that closed this run as cancelled is forgotten after it,
+    so the worker (which goes on serving the pool) unwinds its next run on the next one."""
+    from automedbench.interrupt import rearm
+
+    try:
+        return execute_payload(payload)
+    except KeyboardInterrupt as exc:  # outside the run's own handling (before its folder, after its record):
+        return _interrupted_summary(payload, str(exc))  # never sent back raw, the sweep would stop on it
+    finally:
+        rearm()
+
+
+def _interrupted_summary(payload: dict[str, Any], why: str) -> dict[str, Any]:
+    """What an interrupted worker reports: the stored result when the run had written one, else cancelled."""
+    from .sweep import run_state
+
+    state, stored = run_state(Path(payload["options"]["out"]) / payload["run_id"])
+    summary = {"run_id": payload["run_id"], "state": state or "cancelled", "overall": None, "cost_usd": 0.0,
+               "wall_s": 0.0, "error": why or "cancelled by the user", "node": this_node()}
+    if stored is not None:
+        summary.update(overall=stored["overall"], wall_s=stored["wall_s"], error=None,
+                       cost_usd=stored["cost_usd"] + stored["judge_cost_usd"])
+    return summary
+
+
 class Executor(ABC):
     name = ""
 
@@ -112,14 +138,18 @@ class LocalExecutor(Executor):
 
     def __init__(self, workers: int, function: Any = None) -> None:
         self.workers = workers
-        self.function = function or execute_payload
+        self.function = function or execute_in_worker
         self.pool = self._new_pool()
 
     def _new_pool(self) -> Any:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        from automedbench.interrupt import install
+
+        # a worker owns its run's mounts and sandbox: SIGTERM/SIGHUP close the run as cancelled, as Ctrl-C does
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=install)
 
     def submit(self, payload: dict[str, Any], cpus: float, gpus: float) -> Any:
         from concurrent.futures.process import BrokenProcessPool
@@ -151,20 +181,30 @@ class LocalExecutor(Executor):
         if not cancel:
             self.pool.shutdown(wait=True)
             return
+        from automedbench.interrupt import received
+
         workers = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
-        _stop_processes(workers)
+        _stop_processes(workers, forward=received())
 
 
-CANCEL_GRACE_S = 10.0
+# how long a run in flight gets to close as cancelled after each step of a sweep's stop (interrupt, kill)
+CANCEL_GRACE_S = float(os.environ.get("AUTOMEDBENCH_CANCEL_GRACE_S", "10"))
 
 
-def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None:
-    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then terminate laggards."""
+def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S, forward: int | None = None) -> None:
+    """Wait for pool workers to exit; interrupt (SIGINT: the run closes as cancelled) then kill laggards.
+
+    `forward`: the signal that stopped the sweep (SIGTERM, SIGHUP), passed on to the workers at once: unlike a
+    terminal's Ctrl-C it reached the sweep alone, and whoever sent it may not wait out the grace time."""
     import os
     import signal
 
-    for then in ("interrupt", "terminate", None):
+    if forward is not None:
+        for proc in workers:
+            with contextlib.suppress(ProcessLookupError):  # a worker sent it too unwinds once: repeats are ignored
+                os.kill(proc.pid, forward)
+    for then in ("interrupt", "kill", None):
         deadline = time.monotonic() + grace_s
         for proc in workers:
             proc.join(max(0.0, deadline - time.monotonic()))
@@ -177,8 +217,8 @@ def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S) -> None
                     os.kill(proc.pid, signal.SIGINT)
                 except ProcessLookupError:  # it exited between the check and the signal
                     continue
-            else:
-                proc.terminate()
+            else:  # SIGTERM now unwinds like SIGINT (and a worker already unwinding ignores it): a stuck one is killed
+                proc.kill()
 
 
 # Before this release a process that can reach the head (a network-enabled sandbox) could join the

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
-from automedbench import staging
+from automedbench import interrupt, staging
 from automedbench.errors import UserError
 from automedbench.fsutil import atomic_write_text
 from automedbench.options import RunOptions
@@ -353,6 +353,7 @@ class Sweep:
         queue = deque(todo)
         try:
             while queue or pending:
+                interrupt.check()  # after a SIGTERM closed a run in this process (inline), start no other
                 while queue and free:
                     spec = queue.popleft()
                     _move_aside(self.out, spec.run_id, run_state(self.out / spec.run_id)[0] or "incomplete")

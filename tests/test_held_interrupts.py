@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
-from automedbench.interrupts import held_interrupts
+from automedbench.interrupt import held
 from automedbench.runner import Run
 from automedbench.testing import run_task
 
@@ -17,22 +18,20 @@ from automedbench.testing import run_task
 def test_a_held_interrupt_is_delivered_when_the_block_ends():
     before = signal.getsignal(signal.SIGINT)
     reached = []
-    with pytest.raises(KeyboardInterrupt):
-        with held_interrupts():
-            os.kill(os.getpid(), signal.SIGINT)
-            reached.append("after the signal")
+    with pytest.raises(KeyboardInterrupt), held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("after the signal")
     assert reached == ["after the signal"]
     assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_a_second_interrupt_acts_at_once():
     reached = []
-    with pytest.raises(KeyboardInterrupt):
-        with held_interrupts():
-            os.kill(os.getpid(), signal.SIGINT)
-            reached.append(1)
-            os.kill(os.getpid(), signal.SIGINT)
-            reached.append(2)
+    with pytest.raises(KeyboardInterrupt), held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append(1)
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append(2)
     assert reached == [1]
 
 
@@ -40,7 +39,7 @@ def test_sigterm_goes_to_the_handler_that_was_there_before():
     got = []
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
     try:
-        with held_interrupts():
+        with held():
             os.kill(os.getpid(), signal.SIGTERM)
             assert got == []
         assert got == [signal.SIGTERM]
@@ -65,4 +64,4 @@ def test_a_run_interrupted_while_finishing_keeps_its_record(tmp_path, monkeypatc
     result = json.loads((run_dir / "result.json").read_text())
     assert result["state"] == "scored"
     assert not (run_dir / "workspace").exists() and not (run_dir / "workspace.img").exists()
-    assert all(str(run_dir) not in line for line in open("/proc/self/mountinfo"))
+    assert str(run_dir) not in Path("/proc/self/mountinfo").read_text()

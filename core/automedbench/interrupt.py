@@ -1,0 +1,133 @@
+"""SIGTERM and SIGHUP on a harness process become an orderly unwind, like Ctrl-C.
+
+Python's default for SIGTERM ends the process at once: no `finally` runs, so a run's loop-mounted workspace,
+its cgroups, its disk reservation and its sandbox's processes outlive it. A process that owns runs (the
+command line, a sweep's worker) installs `terminate_as_interrupt` in its main thread; the first signal then
+raises `Terminated`, a KeyboardInterrupt, so every path that already closes a run as `cancelled` on Ctrl-C
+does the same here. Library code never installs it: a process that embeds the harness keeps its own handlers.
+
+`held` is the other half: while a finished run writes its record, SIGINT, SIGTERM and SIGHUP are recorded
+instead of acted on, then delivered to the handler that was there before, so an interrupt that lands in
+scoring, the run-finished hooks or the result write no longer costs a submitted run its record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+_received: list[int] = []  # the signal that started the unwind in this process (at most one)
+
+
+class Terminated(KeyboardInterrupt):
+    """The process was asked to stop by a signal: unwind as on Ctrl-C (the run ends `cancelled`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _received:  # already unwinding: a repeated signal must not cut the clean-up short (SIGKILL still can)
+        return
+    _received.append(signum)
+    raise Terminated(signum)
+
+
+def received() -> int | None:
+    """The signal this process is unwinding from, or None (no signal, or Ctrl-C)."""
+    return _received[0] if _received else None
+
+
+def exit_status(default: int = 130) -> int:
+    """The exit status for an interrupted command: 128 + the signal's number, or `default` (Ctrl-C's 130)."""
+    signum = received()
+    return 128 + signum if signum is not None else default
+
+
+def reason() -> str:
+    """Why a run was cancelled, for its record."""
+    signum = received()
+    return f"cancelled: {signal.Signals(signum).name} received" if signum is not None else "cancelled by the user"
+
+
+def check() -> None:
+    """Raise `Terminated` again if this process is unwinding from a signal: a loop that starts runs one after
+    another (an in-process sweep) calls it before each, so a run that closed as cancelled is its last."""
+    signum = received()
+    if signum is not None:
+        raise Terminated(signum)
+
+
+def rearm() -> None:
+    """Forget the signal once its unwind is over (a pool worker whose run closed as cancelled): the next one
+    unwinds the next run instead of being ignored."""
+    _received.clear()
+
+
+def install() -> None:
+    """Install the handler for good (a sweep's worker process); only from the main thread, else nothing."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in SIGNALS:
+            signal.signal(signum, _handler)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise `Terminated`; the previous handlers come back on leaving.
+
+    Does nothing outside the main thread (Python delivers signals there only), so a command run from a
+    test's worker thread keeps the host's handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    _received.clear()  # a command run again in the same process (tests) starts with no signal seen
+    for signum in SIGNALS:
+        signal.signal(signum, _handler)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Defer SIGINT/SIGTERM/SIGHUP to the end of the block, then deliver the first to the previous handler; a
+    second signal inside the block acts at once (an operator who presses Ctrl-C twice means it). Main thread
+    only: elsewhere Python code cannot handle signals and the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, object] = {}
+    pending: list[int] = []
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        previous.clear()
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        if pending:  # the second one: stop holding and act now
+            restore()
+            signal.raise_signal(signum)
+            return
+        pending.append(signum)
+
+    for signum in HELD:
+        previous[signum] = signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        restore()
+        if pending:
+            signal.raise_signal(pending[0])
