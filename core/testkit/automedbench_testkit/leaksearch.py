@@ -123,9 +123,16 @@ def load_image(path: Path) -> np.ndarray | None:
     return np.asarray(array, dtype=np.float64)
 
 
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.ravel() - a.mean(), b.ravel() - b.mean()
-    norm = float(np.sqrt((a * a).sum() * (b * b).sum()))
+def _centred(a: np.ndarray) -> tuple[np.ndarray, float]:
+    """One side of a Pearson correlation prepared once (a reference's): its centred values and their sum of
+    squares."""
+    a = a.ravel() - a.mean()
+    return a, (a * a).sum()
+
+
+def _pearson_centred(a: tuple[np.ndarray, float], b: np.ndarray) -> float:
+    (a, squares), b = a, b.ravel() - b.mean()
+    norm = float(np.sqrt(squares * (b * b).sum()))
     return float((a * b).sum() / norm) if norm > 0 else 0.0
 
 
@@ -153,12 +160,6 @@ def match_template(image: np.ndarray, template: np.ndarray) -> np.ndarray:
     return np.where(denominator > 1e-12, numerator / np.where(denominator > 1e-12, denominator, 1.0), 0.0)
 
 
-def _corr(a: np.ndarray, b: np.ndarray, a_ranks: np.ndarray | None = None) -> float:
-    """Pearson, or Spearman when higher: a monotone remap of the shipped values (a window, a clip, the
-    rescale from stored values to HU) does not hide a copy."""
-    return max(_pearson(a, b), _pearson(_ranks(a) if a_ranks is None else a_ranks, _ranks(b)))
-
-
 def _resize(image: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Box-filtered resampling (PIL, in C): what the comparison needs, at a fraction of a Gaussian's cost."""
     from PIL import Image
@@ -177,8 +178,9 @@ def _shrink(image: np.ndarray, long_side: int) -> np.ndarray:
 class _Target:
     """A reference prepared once: its grid-sized and crop-search-sized copies."""
 
-    whole: np.ndarray
-    whole_ranks: np.ndarray
+    whole: tuple[np.ndarray, float]  # centred (`_centred`): the same arithmetic as `_pearson`, done once
+    whole_ranks: tuple[np.ndarray, float]
+    whole_shape: tuple[int, int]
     crop: np.ndarray
     factor: float
     shape: tuple[int, int]
@@ -186,7 +188,8 @@ class _Target:
 
 def _target(reference: np.ndarray) -> _Target:
     crop, whole = _shrink(reference, SCREEN_PX), _shrink(reference, GRID_PX)
-    return _Target(whole, _ranks(whole), crop, crop.shape[0] / reference.shape[0], reference.shape)
+    return _Target(_centred(whole), _centred(_ranks(whole)), whole.shape, crop, crop.shape[0] / reference.shape[0],
+                   reference.shape)
 
 
 def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndarray]) -> float:
@@ -196,13 +199,15 @@ def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndar
         return memo[shape]
 
     best = -1.0
-    whole = resized(target.whole.shape)
+    whole = resized(target.whole_shape)
     ranks_key = ("ranks", *whole.shape)
     if ranks_key not in memo:  # dense ranks depend on the values only: a flip's ranks are the ranks flipped
         memo[ranks_key] = _ranks(whole)
     ranks = memo[ranks_key]
+    # Pearson, or Spearman when higher: a monotone remap of the shipped values (a window, a clip, the rescale
+    # from stored values to HU) does not hide a copy
     for cand, cand_ranks in ((whole, ranks), (whole[:, ::-1], ranks[:, ::-1]), (whole[::-1, :], ranks[::-1, :])):
-        best = max(best, _pearson(target.whole, cand), _pearson(target.whole_ranks, cand_ranks))
+        best = max(best, _pearson_centred(target.whole, cand), _pearson_centred(target.whole_ranks, cand_ranks))
     if candidate.shape[0] > target.shape[0] or candidate.shape[1] > target.shape[1]:
         small = resized(tuple(max(4, round(n * target.factor)) for n in candidate.shape))
         if small.shape[0] >= target.crop.shape[0] and small.shape[1] >= target.crop.shape[1]:
