@@ -76,11 +76,35 @@ def _run_demo(python: Path, task: str, tmp: Path) -> dict:
     return json.loads(result.read_text())
 
 
+def _build_backend_installed() -> bool:
+    """Whether this interpreter already satisfies every distribution's `build-system.requires`: then the
+    wheelhouse is built without pip's isolated build environment per distribution (byte-identical wheel
+    contents, measured; 43 -> 17 CPU-s for the 12 wheels)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        import tomllib
+        from packaging.requirements import Requirement
+    except ImportError:  # Python 3.10, or no packaging: build isolated
+        return False
+    for pyproject in [ROOT / "pyproject.toml", *ROOT.glob("plugins/*/pyproject.toml"),
+                      *ROOT.glob("core/*/pyproject.toml")]:
+        for spec in tomllib.loads(pyproject.read_text()).get("build-system", {}).get("requires", []):
+            requirement = Requirement(spec)
+            try:
+                if not requirement.specifier.contains(version(requirement.name), prereleases=True):
+                    return False
+            except PackageNotFoundError:
+                return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheelhouse")
+    isolation = {"NO_BUILD_ISOLATION": "1"} if _build_backend_installed() else {}
     subprocess.run(["bash", str(ROOT / "scripts" / "build-wheelhouse.sh"), str(out)], check=True,
-                   capture_output=True, env={**os.environ, "PYTHON": sys.executable}, timeout=1800)
+                   capture_output=True, env={**os.environ, "PYTHON": sys.executable, **isolation}, timeout=1800)
     return out
 
 

@@ -61,3 +61,37 @@ def test_a_readable_file_no_closer_than_the_input_is_not_a_leak(tmp_path):
     np.save(tmp_path / "public" / "input.npy", noisy)
     assert find_reference_leaks({"a": reference}, [tmp_path], inputs={"a": noisy}) == []
     assert best_correlation(reference, noisy) > 0.9  # would be a finding without the input's floor
+
+
+def test_text_leaks_are_found_whatever_the_whitespace_encoding_or_invalid_bytes(tmp_path):
+    """The word screen (a file is read as text only when it holds a needle's longest word) misses nothing:
+    Unicode whitespace between the words, non-ASCII words, a needle holding a replacement character that
+    only an invalid byte in the file decodes to; a file with the word but not the text is no finding."""
+    readable = tmp_path / "pkg"
+    readable.mkdir()
+    words = "Consolidation in the right lower lobe, appearance suggestive of pneumonia; no effusion."
+    (readable / "spaced.txt").write_text(words.replace(" ", "\u2003\n\x1c "), encoding="utf-8")
+    accented = "Épanchement pleural droit modéré, cardiomégalie, pas de pneumothorax visible ce jour."
+    (readable / "fr.json").write_text('{"r": "' + accented + '"}', encoding="utf-8")
+    (readable / "bad.md").write_bytes(b"Stable hyperinfl\xffation of the chest compared with the prior study of May.")
+    (readable / "word_only.py").write_text("suggestive = 'pneumonia;' + 'Consolidation'\n")
+    texts = {"spaced": words, "fr": accented, "bad": "Stable hyperinfl\ufffdation of the chest compared with the "
+             "prior study of May.", "lone": "abc\ud800 lone surrogate in a reference that is long enough, yes"}
+    leaks = find_reference_leaks({}, [tmp_path], texts=texts)
+    found = sorted((leak.reference, leak.source.rsplit("/", 1)[-1], leak.how) for leak in leaks)
+    assert found == [("bad", "bad.md", "same text"), ("fr", "fr.json", "same text"),
+                     ("spaced", "spaced.txt", "same text")]
+    assert all(leak.source == str(tmp_path / "pkg" / leak.source.rsplit("/", 1)[-1]) for leak in leaks)
+
+
+def test_mirrored_and_flipped_remapped_copies_are_found_for_every_reference(tmp_path):
+    """Each flip of a monotone-remapped copy is found, for several references of one shape (the rank
+    arrays a candidate shares across references and flips)."""
+    references = {f"r{i}": smooth_image(10 + i, (96, 96)) for i in range(3)}
+    for i, flip in enumerate((np.s_[:, ::-1], np.s_[::-1, :], np.s_[:, :])):
+        reference = references[f"r{i}"]
+        remapped = np.clip((reference - reference.min()) / np.ptp(reference) * 320 - 30, 0, 255)
+        Image.fromarray(remapped[flip].astype(np.uint8)).save(tmp_path / f"copy{i}.png")
+    leaks = find_reference_leaks(references, [tmp_path])
+    assert sorted((leak.reference, leak.source.rsplit("/", 1)[-1]) for leak in leaks) == [
+        ("r0", "copy0.png"), ("r1", "copy1.png"), ("r2", "copy2.png")]

@@ -67,6 +67,10 @@ GAPS: dict[str, dict[str, str]] = {"local": LOCAL_GAPS, "local-plain": PLAIN_GAP
                                               "by their size and counted in the container's memory limit, not "
                                               "in the disk quota"}}
 TALLY: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+# The isolating local backend's attacks are scored by the warm evaluator where the campaign built-in offers it
+# (issue 28: the red-team runs pass against it; one evaluator process for the module instead of one per run);
+# local-plain's stay on the cold path, so both evaluator paths face every attack.
+WARM_BACKENDS = {"local"}
 
 
 # ---------------------------------------------------------------- agents
@@ -115,6 +119,7 @@ class World:
     port: int = 0
     abstract: str = ""
     hits: dict[str, int] = field(factory=lambda: {"tcp": 0, "abstract": 0})
+    warm: bool = False  # attacks scored by the warm evaluator service (see WARM_BACKENDS)
 
     def run_id(self) -> str:
         self.counter[0] += 1
@@ -184,18 +189,24 @@ def world(request, reg, tmp_path_factory) -> World:
     canary = base / "host-canary.txt"
     canary.write_text("host canary: must never change\n")
     out = base / "runs"
-    w = World(backend, reg, out, data_root, staged.private.resolve(), canary, out / "victim")
+    w = World(backend, reg, out, data_root, staged.private.resolve(), canary, out / "victim",
+              warm=backend in WARM_BACKENDS and "warm" in reg.components["evaluator"])
     listeners = Listeners(w)
+    starts = _warm_service().started if w.warm else 0
     # a finished earlier run in the same folder: a sweep's neighbours have predictable ids
     victim = Run(RunOptions(DEMO, "lite", Script.name, sandbox=backend, out=out, data_root=data_root,
                             run_id="victim", agent_options={"turns": [[("bash", "echo honest")]]},
-                            require_isolation=backend != "local-plain"), reg)  # isolating backends pass it
+                            require_isolation=backend != "local-plain", warm_evaluator=w.warm),
+                 reg)  # isolating backends pass it
     victim.execute()
     shadow = Path("/etc/shadow")
     if os.geteuid() == 0 and shadow.exists():
         w.shadow_line = shadow.read_text().splitlines()[0]
     yield w
     listeners.close()
+    if w.warm:  # the attacks really went through the service; then stop it (its next user starts a fresh one)
+        assert _warm_service().started > starts
+        _warm_service().close()
     counts = TALLY[backend]
     line = (f"[redteam-runs] {backend}: attempts {counts['attempts']}, prevented {counts['prevented']}, "
             f"detected {counts['detected']}, gaps {counts['gaps']}, benign flagged {counts['benign_flagged']} "
@@ -205,6 +216,13 @@ def world(request, reg, tmp_path_factory) -> World:
     if summary:
         with open(summary, "a") as fh:
             fh.write(line + "\n")
+
+
+def _warm_service():
+    """This process's warm evaluator service (the campaign built-in's)."""
+    from automedbench_campaign import evalservice
+
+    return evalservice.service()
 
 
 def _tree_hash(root: Path) -> dict[str, str]:
@@ -243,6 +261,7 @@ def attack(w: World, turns, *, text: str = "", keep_workspace: bool = True, netw
     turns = [[(lang, code.format(**subs) if lang != "raw" else code) for lang, code in turn] for turn in turns]
     before = (_tree_hash(w.data_root), _tree_hash(w.victim), w.canary.read_bytes())
     options.setdefault("workspace_quota_mb", 0 if keep_workspace else quota.DEFAULT_QUOTA_MB)
+    options.setdefault("warm_evaluator", w.warm)
     runner = Run(RunOptions(DEMO, "lite", Script.name, sandbox=w.backend, out=w.out, data_root=w.data_root,
                             run_id=run_id, keep_workspace=keep_workspace,
                             agent_options={"turns": turns, "text": text}, **options), w.reg)

@@ -52,8 +52,15 @@ def sandbox_readable_roots(public: Path) -> list[Path]:
 def walk_files(roots: list[Path], max_files: int) -> Iterator[tuple[Path, int]]:
     """(path, size) of every regular file below the roots (links neither followed nor listed), at most
     `max_files`."""
+    for path, size in _walk_paths(roots, max_files):
+        yield Path(path), size
+
+
+def _walk_paths(roots: list[Path], max_files: int) -> Iterator[tuple[str, int]]:
+    """`walk_files` with the paths as strings (a `Path` per file costs more than the walk itself); each is
+    the string `str(Path(...))` of it would be: a normalised root joined with entry names."""
     seen = 0
-    stack = list(reversed(roots))
+    stack = [str(root) for root in reversed(roots)]
     while stack:
         try:
             entries = list(os.scandir(stack.pop()))
@@ -62,12 +69,12 @@ def walk_files(roots: list[Path], max_files: int) -> Iterator[tuple[Path, int]]:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                 elif entry.is_file(follow_symlinks=False):
                     seen += 1
                     if seen > max_files:
                         return
-                    yield Path(entry.path), entry.stat(follow_symlinks=False).st_size
+                    yield entry.path, entry.stat(follow_symlinks=False).st_size
             except OSError:
                 continue
 
@@ -116,9 +123,16 @@ def load_image(path: Path) -> np.ndarray | None:
     return np.asarray(array, dtype=np.float64)
 
 
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a.ravel() - a.mean(), b.ravel() - b.mean()
-    norm = float(np.sqrt((a * a).sum() * (b * b).sum()))
+def _centred(a: np.ndarray) -> tuple[np.ndarray, float]:
+    """One side of a Pearson correlation prepared once (a reference's): its centred values and their sum of
+    squares."""
+    a = a.ravel() - a.mean()
+    return a, (a * a).sum()
+
+
+def _pearson_centred(a: tuple[np.ndarray, float], b: np.ndarray) -> float:
+    (a, squares), b = a, b.ravel() - b.mean()
+    norm = float(np.sqrt(squares * (b * b).sum()))
     return float((a * b).sum() / norm) if norm > 0 else 0.0
 
 
@@ -146,12 +160,6 @@ def match_template(image: np.ndarray, template: np.ndarray) -> np.ndarray:
     return np.where(denominator > 1e-12, numerator / np.where(denominator > 1e-12, denominator, 1.0), 0.0)
 
 
-def _corr(a: np.ndarray, b: np.ndarray, a_ranks: np.ndarray | None = None) -> float:
-    """Pearson, or Spearman when higher: a monotone remap of the shipped values (a window, a clip, the
-    rescale from stored values to HU) does not hide a copy."""
-    return max(_pearson(a, b), _pearson(_ranks(a) if a_ranks is None else a_ranks, _ranks(b)))
-
-
 def _resize(image: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Box-filtered resampling (PIL, in C): what the comparison needs, at a fraction of a Gaussian's cost."""
     from PIL import Image
@@ -170,8 +178,9 @@ def _shrink(image: np.ndarray, long_side: int) -> np.ndarray:
 class _Target:
     """A reference prepared once: its grid-sized and crop-search-sized copies."""
 
-    whole: np.ndarray
-    whole_ranks: np.ndarray
+    whole: tuple[np.ndarray, float]  # centred (`_centred`): the same arithmetic as `_pearson`, done once
+    whole_ranks: tuple[np.ndarray, float]
+    whole_shape: tuple[int, int]
     crop: np.ndarray
     factor: float
     shape: tuple[int, int]
@@ -179,7 +188,8 @@ class _Target:
 
 def _target(reference: np.ndarray) -> _Target:
     crop, whole = _shrink(reference, SCREEN_PX), _shrink(reference, GRID_PX)
-    return _Target(whole, _ranks(whole), crop, crop.shape[0] / reference.shape[0], reference.shape)
+    return _Target(_centred(whole), _centred(_ranks(whole)), whole.shape, crop, crop.shape[0] / reference.shape[0],
+                   reference.shape)
 
 
 def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndarray]) -> float:
@@ -189,9 +199,15 @@ def _correlate(target: _Target, candidate: np.ndarray, memo: dict[tuple, np.ndar
         return memo[shape]
 
     best = -1.0
-    whole = resized(target.whole.shape)
-    for cand in (whole, whole[:, ::-1], whole[::-1, :]):
-        best = max(best, _corr(target.whole, cand, target.whole_ranks))
+    whole = resized(target.whole_shape)
+    ranks_key = ("ranks", *whole.shape)
+    if ranks_key not in memo:  # dense ranks depend on the values only: a flip's ranks are the ranks flipped
+        memo[ranks_key] = _ranks(whole)
+    ranks = memo[ranks_key]
+    # Pearson, or Spearman when higher: a monotone remap of the shipped values (a window, a clip, the rescale
+    # from stored values to HU) does not hide a copy
+    for cand, cand_ranks in ((whole, ranks), (whole[:, ::-1], ranks[:, ::-1]), (whole[::-1, :], ranks[::-1, :])):
+        best = max(best, _pearson_centred(target.whole, cand), _pearson_centred(target.whole_ranks, cand_ranks))
     if candidate.shape[0] > target.shape[0] or candidate.shape[1] > target.shape[1]:
         small = resized(tuple(max(4, round(n * target.factor)) for n in candidate.shape))
         if small.shape[0] >= target.crop.shape[0] and small.shape[1] >= target.crop.shape[1]:
@@ -226,29 +242,65 @@ def find_reference_leaks(images: dict[str, np.ndarray], roots: list[Path], *, pr
               for name, x in (inputs or {}).items() if name in images}
     limits = {name: max(min_corr, floors.get(name, -1.0) + 1e-6) for name in images}
     targets = {name: _target(np.asarray(image, np.float64)) for name, image in images.items()}
-    for path, size in walk_files(roots, max_files):
-        if hashes and any(size == s for s, _ in hashes):
-            found = hashes.get((size, _sha256(path)))
+    sizes = {size for size, _ in hashes}
+    tokens = _needle_tokens(needles)
+    for name_, size in _walk_paths(roots, max_files):
+        if size in sizes:
+            found = hashes.get((size, _sha256(Path(name_))))
             if found:
-                leaks.append(Leak(found, str(path), "same bytes", 1.0))
-        suffix = path.suffix.lower()
+                leaks.append(Leak(found, name_, "same bytes", 1.0))
+        suffix = _suffix(name_)
         if needles and size <= max_text_bytes and (suffix in TEXT_SUFFIXES or suffix == ".gz"):
-            try:
-                raw = path.read_bytes()
-                raw = gzip.decompress(raw)[:max_text_bytes] if suffix == ".gz" else raw
-                text = " ".join(raw.decode("utf-8", "replace").split())
-            except (OSError, EOFError, gzip.BadGzipFile, ValueError):
-                text = ""
-            leaks += [Leak(name, str(path), "same text", 1.0) for name, needle in needles.items() if needle in text]
-        if images and size <= max_image_bytes and (suffix in IMAGE_SUFFIXES or (not suffix and _is_dicom(path))):
+            leaks += [Leak(name, name_, "same text", 1.0) for name in _texts_in(Path(name_), needles, tokens,
+                                                                               max_text_bytes)]
+        if images and size <= max_image_bytes and (suffix in IMAGE_SUFFIXES or (not suffix and _is_dicom(Path(name_)))):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                candidate = load_image(path)
+                candidate = load_image(Path(name_))
             if candidate is None:
                 continue
             memo: dict[tuple, np.ndarray] = {}
             for name, target in targets.items():
                 value = _correlate(target, candidate, memo)
                 if value >= limits[name]:
-                    leaks.append(Leak(name, str(path), f"correlation {value:.3f}", value))
+                    leaks.append(Leak(name, name_, f"correlation {value:.3f}", value))
     return leaks
+
+
+def _suffix(path: str) -> str:
+    """`Path(path).suffix.lower()` without building a Path (a dot-file or a trailing dot has none)."""
+    name = path.rsplit("/", 1)[-1]
+    i = name.rfind(".")
+    return name[i:].lower() if 0 < i < len(name) - 1 else ""
+
+
+def _needle_tokens(needles: dict[str, str]) -> dict[str, bytes | None]:
+    """Each needle's longest word as UTF-8 (None when it cannot screen: a lone surrogate or a replacement
+    character). A file whose whitespace-normalised text holds a needle holds each of its words as is (a word
+    has no whitespace, so it lies inside one of the file's words), hence its bytes: a file without the word's
+    bytes is skipped unread-as-text."""
+    tokens: dict[str, bytes | None] = {}
+    for name, needle in needles.items():
+        word = max(needle.split(), key=len)
+        try:
+            tokens[name] = None if "\ufffd" in word else word.encode("utf-8")
+        except UnicodeEncodeError:
+            tokens[name] = None
+    return tokens
+
+
+def _texts_in(path: Path, needles: dict[str, str], tokens: dict[str, bytes | None], max_text_bytes: int) -> list[str]:
+    """The needles the file's whitespace-normalised text (a .gz decompressed) holds, in `needles`' order."""
+    try:
+        raw = path.read_bytes()
+        raw = gzip.decompress(raw)[:max_text_bytes] if path.suffix.lower() == ".gz" else raw
+    except (OSError, EOFError, gzip.BadGzipFile, ValueError):
+        raw = b""
+    wanted = [name for name, token in tokens.items() if token is None or token in raw]
+    if not wanted:
+        return []
+    try:
+        text = " ".join(raw.decode("utf-8", "replace").split())
+    except ValueError:
+        text = ""
+    return [name for name in wanted if needles[name] in text]
