@@ -209,10 +209,11 @@ def test_a_track_from_an_empty_folder_installs_runs_and_ships_its_image(tmp_path
     source = write_track(tmp_path / "parity-track")
     clone = _checkout_copy(tmp_path / "clone")
     python = _fresh_venv(tmp_path / "venv")
-    # the core (editable from a copy of this checkout) with its docker distribution, then the track as a user
+    # the core (editable from a copy of this checkout) with its docker distribution and the test kit (the
+    # author's `validate-task` comes with it), then the track as a user
     # installs it: built into a wheel from its own folder, so its files live in the venv's site-packages (one
     # pip call for both fails on pip 23.2: it looks for the track's `automedbench` on the index, not the -e)
-    pip_install(python, ["-e", ".[docker]"], cwd=clone, timeout=left())
+    pip_install(python, ["-e", ".[docker,test]"], cwd=clone, timeout=left())
     pip_install(python, [str(source)], cwd=tmp_path, timeout=left())
     purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   check=True, capture_output=True, text=True).stdout.strip())
