@@ -59,7 +59,11 @@ def test_concurrent_promises_never_exceed_the_free_disk(tmp_path, ledger):
     free = shutil.disk_usage(tmp_path).free
     with multiprocessing.get_context("fork").Pool(8) as pool:
         sizes = pool.map(_reserve_in_child, [(str(ledger.folder), str(tmp_path), i) for i in range(8)])
-    assert sum(sizes) <= free, (sizes, free)
+    # each asker is promised 0.9 of what is free and not yet promised, so together they get all but 0.1^8 of
+    # it: other processes on a shared disk (a parallel test worker) free or fill a few MB meanwhile, hence the
+    # 1 % slack; promising one free byte twice would give at least 1.8x what is free
+    free = max(free, shutil.disk_usage(tmp_path).free)
+    assert sum(sizes) <= 1.01 * free, (sizes, free)
     assert sizes.count(0) < 8  # the first asker is promised something
 
 
