@@ -190,6 +190,7 @@ class LocalExecutor(Executor):
 
 # how long a run in flight gets to close as cancelled after each step of a sweep's stop (interrupt, kill)
 CANCEL_GRACE_S = float(os.environ.get("AUTOMEDBENCH_CANCEL_GRACE_S", "10"))
+KILLED_WAIT_S = 5.0  # a SIGKILLed worker is gone within this; one that is not is left to the OS
 
 
 def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S, forward: int | None = None) -> None:
@@ -205,7 +206,8 @@ def _stop_processes(workers: list[Any], grace_s: float = CANCEL_GRACE_S, forward
             with contextlib.suppress(ProcessLookupError):  # a worker sent it too unwinds once: repeats are ignored
                 os.kill(proc.pid, forward)
     for then in ("interrupt", "kill", None):
-        deadline = time.monotonic() + grace_s
+        # killed workers are waited for (briefly): the sweep then reaps the workspaces they left mounted
+        deadline = time.monotonic() + (grace_s if then is not None else max(grace_s, KILLED_WAIT_S))
         for proc in workers:
             proc.join(max(0.0, deadline - time.monotonic()))
         alive = [p for p in workers if p.is_alive()]

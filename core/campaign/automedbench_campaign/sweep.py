@@ -27,6 +27,7 @@ from automedbench.errors import UserError
 from automedbench.fsutil import atomic_write_text
 from automedbench.options import RunOptions
 from automedbench.sandbox import DEFAULT_QUOTA_MB
+from automedbench.sandboxes.quota import reap_stale_workspaces
 
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
@@ -315,6 +316,14 @@ class Sweep:
                 record.cost_usd = summary["cost_usd"] + summary["judge_cost_usd"]
             record.error = record.error or ("cancelled by the user" if record.state == "cancelled" else None)
 
+    def reap_mounts(self) -> None:
+        """Unmount workspaces that killed runs left mounted in this output folder on this host (a lost Ray
+        node's workers, a worker stopped after the grace): nothing else would, since the next run that reaps
+        them may never come. Only mounts whose owner's lock is free are touched."""
+        reaped = reap_stale_workspaces(self.out)
+        if reaped:
+            self.note(f"sweep: unmounted {len(reaped)} workspace(s) left mounted by runs whose process was killed")
+
     # ------------------------------------------------------------ running
 
     def run(self, executor: Executor | None = None) -> SweepReport:
@@ -384,10 +393,12 @@ class Sweep:
         except KeyboardInterrupt:
             executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
             self.settle([spec for _, spec, _ in pending])
+            self.reap_mounts()
             self.write_manifest()
             raise
         if own:
             executor.close()
+        self.reap_mounts()
         self.write_manifest()
         states: dict[str, int] = {}
         for record in self.records.values():
