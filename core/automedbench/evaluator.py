@@ -67,7 +67,7 @@ def _case_deadline(seconds: float):
 
 
 MAX_EXTRA = 200
-MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (grading.py)
+MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (gradestep.py)
 
 
 @define

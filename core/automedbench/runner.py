@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext
+from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
 from .freeze import freeze
@@ -37,7 +37,7 @@ from .fsutil import (
     tree_digest,
     walk_fd,
 )
-from .grading import default_cache_path, grade_evaluation
+from .gradestep import grade_evaluation
 from .harnessstate import rotate_key, state_dir
 from .judge import Judge
 from .options import RunOptions, score_record
@@ -55,7 +55,6 @@ from .records import (
     Runtime,
     ToolCall,
 )
-from .replyhint import diagnose, example_call
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -251,8 +250,8 @@ class Run:
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
                                                      "freeze", path) for path in st.evaluation.tampered[:20]]
         with steptimer.step(st.runtime, "grading"):
-            st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
-                                             default_cache_path(), self.reg)
+            st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
+                                             self.run_dir)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
 
     def _evaluator(self) -> str:
@@ -497,9 +496,11 @@ class Run:
             st.end_reason = errors.END_AGENT_STOPPED
             return False
         runtime.text_replies += 1
-        # what was wrong (a near-miss call, an echo, an XML plan...), told back with one valid call to copy
+        # what was wrong (a near-miss call, an echo, an XML plan: a hint plugin's), told back with one valid call
         prompt = "\n".join(str(m.get("content") or "") for m in loop.messages[:2])
-        hint = diagnose(reply.content, TOOLS, prompt=prompt, data_dir=loop.session.data_dir)
+        data_dir = loop.session.data_dir
+        hint = (self.reg.pm.hook.automedbench_reply_hint(reply=reply.content, tools=TOOLS, prompt=prompt,
+                                                         data_dir=data_dir) or generic_hint(data_dir))
         if runtime.text_replies > loop.continues:
             st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
             self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
@@ -586,7 +587,7 @@ class Run:
             return json.dumps(reply), {**base, "result": reply}, True
         if call.name != "execute_code":
             return (f"ERROR: unknown tool {call.name[:80]!r}; tools are execute_code and submit_results. "
-                    f"A valid call:\n{example_call(TOOLS, session.data_dir)}",
+                    f"A valid call:\n{execute_code_example(session.data_dir)}",
                     {**base, "error": "unknown_tool"}, False)
         language, code = args.get("language"), args.get("code")
         if language not in ("python", "bash") or not isinstance(code, str) or not code.strip():
