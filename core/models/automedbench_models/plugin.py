@@ -1,4 +1,5 @@
-"""Model-backed agents, judges and model backends, registered through the hooks a third party uses."""
+"""Model-backed agents, judges, model backends, the model-graded scoring step and reply hints, registered through
+the hooks a third party uses."""
 
 from __future__ import annotations
 
