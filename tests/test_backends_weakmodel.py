@@ -9,14 +9,14 @@ import json
 import time
 
 import pytest
-from automedbench.agent import TOOLS
+from automedbench.agent import TOOLS, Agent
 from automedbench.cli import main
-from automedbench.records import Result
-from automedbench.replyhint import MAX_SCAN, diagnose, example_call
+from automedbench.records import AgentTurn, Result, ToolCall
 from automedbench.runstate import AgentLoop
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
+from automedbench_models.replyhint import MAX_SCAN, diagnose, example_call
 from automedbench_models.textcalls import find_text_calls
 from click.testing import CliRunner
 from test_backends_fakes import ReferenceModel, Reply, openai_reply, serve_fake_llm
@@ -195,3 +195,41 @@ def test_context_retries_that_end_the_run_are_recorded(fake_llm, monkeypatch, tm
     overflow = [e for e in events if e["type"] == "context_overflow"]
     assert len(overflow) == 3 == result.runtime.context_retries == len(fake_llm.requests)
     assert [e["final"] for e in overflow] == [False, False, True]
+
+
+# ------------------------------------------------------------------ without automedbench-models
+
+
+class TalksFirst(Agent):
+    """Replies with prose once (no tool call), then submits: the runner answers the prose with a hint."""
+
+    name = "talks-first"
+
+    def next_turn(self, messages):
+        if not any(m["role"] == "assistant" for m in messages):
+            return AgentTurn("I will look at the data first.")
+        return AgentTurn(tool_calls=[ToolCall("c1", "submit_results", "{}")])
+
+
+@pytest.mark.parametrize("with_models", [True, False])
+def test_a_reply_without_a_call_is_answered_with_or_without_the_hint_plugin(tmp_path, with_models):
+    """The runner asks `automedbench_reply_hint` on every reply without a tool call; without automedbench-models
+    the core answers with its generic message and one valid call, and the event keeps its fields."""
+    from automedbench.runner import Run, RunOptions
+    from automedbench.testing import fresh_registry, register_agent, register_toy_track
+
+    register_toy_track()
+    reg = fresh_registry()
+    if not with_models:
+        reg.pm.unregister(name="models")
+    assert bool(reg.pm.hook.automedbench_reply_hint.get_hookimpls()) is with_models
+    register_agent(TalksFirst, reg)
+    run = Run(RunOptions("toy/vowels", "lite", "talks-first", out=tmp_path / "runs", data_root=tmp_path / "data",
+                         judge="rules"), reg)
+    result = run.execute()
+    assert result.state == "scored", result.error
+    (event,) = [e for e in read_events(run.run_dir / "trajectory.jsonl") if e["type"] == "no_tool_call"]
+    assert event["action"] == "continue" and event["hint"] == ("no_call" if with_models else "none")
+    assert {"turn", "text_replies", "continues", "detail", "message"} <= set(event)
+    (call,) = find_text_calls(event["message"])
+    assert call.name == "execute_code" and json.loads(call.arguments)["language"] == "python"

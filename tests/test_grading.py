@@ -1,5 +1,6 @@
-"""The model-graded scoring step: grade requests answered outside the evaluator by a registered model backend,
-cached, fenced, size-limited, null (never a crash) when the model cannot answer."""
+"""The model-graded scoring step: grade requests answered outside the evaluator by a registered model backend
+(automedbench-models, through the hook `automedbench_grade_requests`), cached, fenced, size-limited, null
+(never a crash) when the model cannot answer or no plugin answers at all."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import re
 from typing import ClassVar
 
 import pytest
-from automedbench import grading, harnessstate
+from automedbench import gradestep, harnessstate
 from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from automedbench.errors import ContentRefused, UserError
+from automedbench.grades import NO_GRADER, check_grader_options
 from automedbench.hookspecs import hookimpl
 from automedbench.plugins import Registry
 from automedbench.records import Evaluation, GradeRequest, MetricBlock, PromptPart
 from automedbench.serialize import read_json
 from automedbench.track import Track
+from automedbench_models import grading
 
 OPTIONS = {"judge.provider": "scripted", "judge.model": "m1"}
 
@@ -69,9 +72,12 @@ class PlainTrack(Track):
 
 
 def grade(reg, ev, tmp_path, options=OPTIONS, cache="cache.jsonl"):
+    """The engine's step (`gradestep`), answered by automedbench-models' hook with its cache at `cache`."""
     folder = tmp_path / "run"
     folder.mkdir(exist_ok=True)
-    return grading.grade_evaluation(PlainTrack(), None, ev, options, folder, tmp_path / cache, reg), folder
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grading, "default_cache_path", lambda: tmp_path / cache)
+        return gradestep.grade_evaluation(reg, PlainTrack(), None, ev, options, folder), folder
 
 
 def test_requests_round_trip_into_components_and_grades_json(model, tmp_path):
@@ -86,6 +92,7 @@ def test_requests_round_trip_into_components_and_grades_json(model, tmp_path):
     assert log["graders"][0] | {"error": None} == {"grader": "judge", "provider": "scripted", "model": "m1",
                                                     "requests": 2, "answered": 2, "cached": 0, "failed": 0,
                                                     "error": None, "cache_rejected": 0}
+    assert log["components"] == {}  # nothing rejected: the grading step adds no metric component
     assert {g["case_id"]: g["model"] for g in log["grades"]} == {"q1": "scripted:m1", "q2": "scripted:m1"}
     stored = read_json(folder / "evaluation.json", Evaluation)  # what rejudge and the code detectors read
     assert stored.metric.components["judge"] == 0.75 and len(stored.grade_requests) == 2
@@ -236,15 +243,36 @@ def test_parse_grade():
 def test_grader_options_are_checked_before_a_run(monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
     with pytest.raises(UserError, match=r"judge\.model need judge\.provider"):
-        grading.check_grader_options({"judge.model": "m"}, "judge")
+        check_grader_options({"judge.model": "m"}, "judge")
     with pytest.raises(UserError, match="NO_SUCH_KEY_VAR is not set"):
-        grading.check_grader_options({"judge.provider": "openai", "judge.model": "m",
+        check_grader_options({"judge.provider": "openai", "judge.model": "m",
                                       "judge.api_key_env": "NO_SUCH_KEY_VAR"}, "judge")
     with pytest.raises(UserError, match="model grader judge"):
-        grading.check_grader_options({"judge.provider": "no-such-backend", "judge.model": "m"}, "judge")
-    grading.check_grader_options({"judge.provider": "openai", "judge.model": "m", "judge.api_key_env": "none"},
-                                 "judge")
+        check_grader_options({"judge.provider": "no-such-backend", "judge.model": "m"}, "judge")
+    check_grader_options({"judge.provider": "openai", "judge.model": "m", "judge.api_key_env": "none"}, "judge")
     assert os.environ.get("NO_SUCH_KEY_VAR") is None
+
+
+def test_without_a_grading_plugin_every_grade_is_null_and_the_check_names_the_extra(tmp_path):
+    """automedbench-models not installed (a registry without its hook): the grades are null with the one-line
+    reason, the evaluation is still recorded (the run stays scored); naming a grader provider is refused."""
+    class Plugin:
+        @hookimpl
+        def automedbench_register_model_backends(self, register):
+            register("scripted", ScriptedModel, "a scripted test model")
+
+    reg = Registry()  # no entry points: the core alone, plus a model backend
+    reg.add_plugin(Plugin(), name="scripted-model")
+    graded, folder = grade(reg, evaluation(request("q1", "a"), request("q2", "b")), tmp_path)
+    assert graded.metric.components["judge"] is None and graded.metric.components["judge_failed"] == 2
+    assert (graded.metric.strict, graded.metric.partial) == (0.5, 0.5)  # the evaluator's facts stand
+    log = json.loads((folder / "grades.json").read_text())
+    assert [g["error"] for g in log["grades"]] == [NO_GRADER] * 2 and log["graders"][0]["failed"] == 2
+    assert "pip install 'automedbench[models]'" in NO_GRADER and "\n" not in NO_GRADER
+    assert read_json(folder / "evaluation.json", Evaluation).metric.components["judge"] is None
+    with pytest.raises(UserError, match=re.escape("pip install 'automedbench[models]'")):
+        check_grader_options(OPTIONS, "judge", reg)
+    check_grader_options({}, "judge", reg)  # no grader named: nothing to refuse
 
 
 # ------------------------------------------------------------------ trust: signed cache, strict replies

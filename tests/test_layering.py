@@ -66,14 +66,13 @@ LAYERS: dict[str, int] = {
     "automedbench.evaluate_cmd": ENGINE,
     "automedbench.evaluator": ENGINE,
     "automedbench.freeze": ENGINE,
-    "automedbench.grading": ENGINE,
+    "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
-    "automedbench.replyhint": ENGINE,
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
@@ -210,7 +209,7 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
              "automedbench.judges.llm", "automedbench.judges.digest",
              "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
-             "automedbench.rejudge", "automedbench.pricing"]
+             "automedbench.rejudge", "automedbench.pricing", "automedbench.grading", "automedbench.replyhint"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():

@@ -115,7 +115,7 @@ def test_freeze_rejects_paths_too_long_for_the_host(tmp_path, monkeypatch):
 @pytest.mark.parametrize("call_id", ["a/b", "../../escape", "x" * 5000])
 def test_tool_call_id_cannot_steer_the_side_file(tmp_path, call_id):
     """The call id comes from the model; a '/' or a huge id made the side-file write fail (or go elsewhere)."""
-    from automedbench.trajectory import TrajectoryWriter, full_stream
+    from automedbench.trajectory import TrajectoryWriter
 
     writer = TrajectoryWriter(tmp_path / "trajectory.jsonl")
     long = "y" * 20_000
@@ -124,5 +124,5 @@ def test_tool_call_id_cannot_steer_the_side_file(tmp_path, call_id):
     writer.close()
     side = (tmp_path / fields["stdout_file"]).resolve()
     assert side.parent == (tmp_path / "tool_output").resolve()
-    assert full_stream(tmp_path, fields, "stdout") == long
-    assert full_stream(tmp_path, again, "stdout") == long + "2"  # a second call with the same id keeps its own
+    assert side.read_text() == long
+    assert (tmp_path / again["stdout_file"]).read_text() == long + "2"  # a second call with the same id keeps its own

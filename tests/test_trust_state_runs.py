@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from automedbench import grading, staging
+from automedbench import staging
 from automedbench.harnessstate import state_dir
 from automedbench.runner import Run, RunOptions
 from automedbench.testing import StepsAgent, register_agent
+from automedbench_models import grading
 from test_backends_fakes import Reply, openai_reply, serve_fake_llm
 
 DEMO = "vqa/demo"

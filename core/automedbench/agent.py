@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -31,6 +32,37 @@ TOOLS: list[dict[str, Any]] = [
         "parameters": {"type": "object", "properties": {}},
     },
 ]
+
+
+@define
+class ReplyHint:
+    """Why a reply ran nothing: `kind` ("none" from the core; a hint plugin's no_call, invalid_json, ...), a
+    one-line `detail`, and the `message` the model is told (`automedbench_reply_hint`)."""
+
+    kind: str
+    detail: str
+    message: str
+
+
+def execute_code_example(data_dir: str = "") -> str:
+    """One valid `execute_code` call, as a fenced JSON block (the shape text-call recovery accepts)."""
+    where = json.dumps(data_dir) if data_dir else "'.'"
+    call = {"name": "execute_code",
+            "arguments": {"language": "python", "code": f"import os; print(sorted(os.listdir({where}))[:20])"}}
+    return "```json\n" + json.dumps(call) + "\n```"
+
+
+def continue_message(lead: str, tool_names: list[str], example: str) -> str:
+    """What a reply that ran nothing is answered with: what was wrong (`lead`), then one valid call to copy."""
+    return (f"{lead} Nothing was run. Call one of the tools ({', '.join(tool_names)}) through your tool-calling "
+            f"interface; if you cannot, reply with exactly one block like this and nothing else:\n{example}")
+
+
+def generic_hint(data_dir: str = "") -> ReplyHint:
+    """The core's answer to a reply without a tool call when no plugin diagnoses it."""
+    message = continue_message("Your reply had no tool call.", [str(t["name"]) for t in TOOLS],
+                               execute_code_example(data_dir))
+    return ReplyHint("none", "no tool call found", message)
 
 
 @define

@@ -10,7 +10,7 @@ from . import errors, staging
 from .evaluator import run_isolated
 from .freeze import freeze
 from .fsutil import sha256_text
-from .grading import default_cache_path, grade_evaluation
+from .gradestep import grade_evaluation
 from .plugins import Registry
 from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
@@ -41,7 +41,7 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     write_json(folder.manifest, manifest)
     evaluation = run_isolated(task.id, staged, folder.submission, folder.manifest, folder.evaluation,
                               options=options, backend=backend)
-    evaluation = grade_evaluation(track, task, evaluation, options, work, default_cache_path(), reg)
+    evaluation = grade_evaluation(reg, track, task, evaluation, options, work)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),

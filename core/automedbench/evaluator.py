@@ -9,7 +9,6 @@ working directory, .pth file or sitecustomize the agent might have shaped can in
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
@@ -27,7 +26,7 @@ from attrs import Factory, define
 
 from . import __version__
 from .errors import InfrastructureError, SubmissionError
-from .fsutil import open_dir, walk_fd
+from .fsutil import open_dir, sha256_file, walk_fd
 from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, Track
@@ -67,7 +66,7 @@ def _case_deadline(seconds: float):
 
 
 MAX_EXTRA = 200
-MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (grading.py)
+MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (gradestep.py)
 
 
 @define
@@ -112,16 +111,9 @@ def frozen_changes(submission: Path, manifest: SubmissionManifest, limit: int = 
 
 def _digest_at(dir_fd: int, name: str) -> str | None:
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        return sha256_file(name, dir_fd)
     except OSError:
         return None
-    digest = hashlib.sha256()
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
 
 
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,

@@ -68,11 +68,16 @@ def printable(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path | str, dir_fd: int | None = None) -> str:
+    """The sha256 of a file; with `dir_fd`, `path` is a name in that folder, opened without following a link."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NOFOLLOW | os.O_NONBLOCK if dir_fd is not None else 0)
+    fd = os.open(path, flags, dir_fd=dir_fd)
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
+    try:
+        while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
+    finally:
+        os.close(fd)
     return digest.hexdigest()
 
 

@@ -1,6 +1,8 @@
-"""Model grades as a contract: one grade, how a track folds grades into its metric, and the graders' options.
+"""Model grades as a contract: one grade, the record of a grading, how a track folds grades into its metric,
+and the graders' options.
 
-The grading step (`automedbench.grading`, the engine) asks the models; a track declares its graders
+A plugin answering the hook `automedbench_grade_requests` (automedbench-models' grading step) asks the
+models; the engine (`gradestep`) records its `GradeLog`; a track declares its graders
 (`Track.model_graders`) and folds what came back (`Track.apply_grades`, by default `fold_grades`).
 """
 
@@ -10,7 +12,7 @@ from collections import defaultdict
 from typing import Any
 
 import attrs
-from attrs import define
+from attrs import Factory, define
 
 from .errors import UserError
 from .models import get_model
@@ -33,6 +35,37 @@ class Grade:
     agent_fault: str = ""  # why the agent's own text put this case at the lowest level (refused, unusable)
 
 
+# Why every grade is null when no plugin answers grade requests (and the pre-run refusal's remedy)
+NO_GRADER = ("no model-graded scoring step is installed (it comes with automedbench-models): "
+             "pip install 'automedbench[models]'")
+
+
+@define
+class GraderUse:
+    """What one grader did in one evaluation: which model, how many requests answered, cached, failed."""
+
+    grader: str
+    provider: str
+    model: str
+    requests: int = 0
+    answered: int = 0
+    cached: int = 0
+    failed: int = 0
+    error: str | None = None  # the first failure, for the report
+    cache_rejected: int = 0  # cache lines ignored because the harness did not sign them (forged or foreign)
+
+
+@define
+class GradeLog:
+    """`grades.json` in the run folder: which grader model produced which grade. `components` are metric
+    components the grading step adds beside the track's (evidence such as rejected cache lines, never Task)."""
+
+    graders: list[GraderUse] = Factory(list)
+    grades: list[Grade] = Factory(list)
+    duration_s: float = 0.0
+    components: dict[str, float] = Factory(dict)
+
+
 def grader_options(options: dict[str, str], grader: str) -> tuple[str, dict[str, str]]:
     """(provider, model options) from the eval options `<grader>.provider` and `<grader>.<option>`."""
     prefix = grader + "."
@@ -41,21 +74,26 @@ def grader_options(options: dict[str, str], grader: str) -> tuple[str, dict[str,
 
 
 def check_grader_options(options: dict[str, str], grader: str, reg: Any = None) -> None:
-    """Refuse a grader's options now (unknown backend, no model, unset key variable): one clear line
-    before the run starts, not a null grade after it."""
+    """Refuse a grader's options now (no grading step installed, unknown backend, no model, unset key
+    variable): one clear line before the run starts, not a null grade after it."""
+    from .plugins import registry
+
     provider, sub = grader_options(options, grader)
     if not provider:
         if sub:
             raise UserError(f"eval options {', '.join(grader + '.' + k for k in sorted(sub))} need "
                             f"{grader}.provider=NAME (a registered model backend, e.g. openai)")
         return
-    backend = _backend(provider, sub, grader, reg)
+    if not (reg or registry()).pm.hook.automedbench_grade_requests.get_hookimpls():
+        raise UserError(f"model grader {grader} (--eval-option {grader}.provider={provider}): {NO_GRADER}")
+    backend = grader_backend(provider, sub, grader, reg)
     close = getattr(backend, "close", None)
     if callable(close):
         close()
 
 
-def _backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:
+def grader_backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:
+    """The model backend a grader's options name; an unknown one or a missing key is one line naming the grader."""
     try:
         return get_model(provider, dict(sub), role="grader", reg=reg)
     except UserError as exc:

@@ -64,6 +64,19 @@ def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_
     failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
 
 
+@hookspec(firstresult=True)
+def automedbench_grade_requests(requests: list[Any], options: dict[str, str], registry: Any) -> Any:
+    """Answer an evaluation's `GradeRequest`s with models, outside the isolated evaluator (automedbench-models
+    does): a `GradeLog` with one `Grade` per request, in order (score None and the reason when unanswered).
+    The first answer wins; with none, every grade is null and the run stays scored."""
+
+
+@hookspec(firstresult=True)
+def automedbench_reply_hint(reply: str, tools: list[dict[str, Any]], prompt: str, data_dir: str) -> Any:
+    """What was wrong with an agent's reply that made no tool call (a near-miss call, an echo...): a
+    `ReplyHint` whose message the runner sends back; None: the core's generic message with one valid call."""
+
+
 @hookspec
 def automedbench_register_commands(cli: Any) -> None:
     """Add a feature's own command-line commands: `cli` is a click group (`cli.add_command(cmd)` or

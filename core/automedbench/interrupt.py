@@ -18,6 +18,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -70,31 +71,38 @@ def rearm() -> None:
     _received.clear()
 
 
+def _main_thread() -> bool:
+    """Python delivers signals to the main thread only: elsewhere handlers can be neither set nor run."""
+    return threading.current_thread() is threading.main_thread()
+
+
+def _swap(handlers: dict[int, Any]) -> dict[int, Any]:
+    """Install `handlers` by signal (None: the default action); the handlers they replaced, to restore."""
+    return {signum: signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+            for signum, handler in handlers.items()}
+
+
 def install() -> None:
     """Install the handler for good (a sweep's worker process); only from the main thread, else nothing."""
-    if threading.current_thread() is threading.main_thread():
-        for signum in SIGNALS:
-            signal.signal(signum, _handler)
+    if _main_thread():
+        _swap(dict.fromkeys(SIGNALS, _handler))
 
 
 @contextlib.contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM and SIGHUP raise `Terminated`; the previous handlers come back on leaving.
 
-    Does nothing outside the main thread (Python delivers signals there only), so a command run from a
-    test's worker thread keeps the host's handlers."""
-    if threading.current_thread() is not threading.main_thread():
+    Does nothing outside the main thread, so a command run from a test's worker thread keeps the host's
+    handlers."""
+    if not _main_thread():
         yield
         return
-    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
     _received.clear()  # a command run again in the same process (tests) starts with no signal seen
-    for signum in SIGNALS:
-        signal.signal(signum, _handler)
+    previous = _swap(dict.fromkeys(SIGNALS, _handler))
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        _swap(previous)
 
 
 HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -105,15 +113,13 @@ def held() -> Iterator[None]:
     """Defer SIGINT/SIGTERM/SIGHUP to the end of the block, then deliver the first to the previous handler; a
     second signal inside the block acts at once (an operator who presses Ctrl-C twice means it). Main thread
     only: elsewhere Python code cannot handle signals and the block runs unchanged."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _main_thread():
         yield
         return
-    previous: dict[int, object] = {}
     pending: list[int] = []
 
-    def restore() -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    def restore() -> None:  # once: the second signal may have restored them already
+        _swap(previous)
         previous.clear()
 
     def hold(signum: int, frame: FrameType | None) -> None:
@@ -123,8 +129,7 @@ def held() -> Iterator[None]:
             return
         pending.append(signum)
 
-    for signum in HELD:
-        previous[signum] = signal.signal(signum, hold)
+    previous = _swap(dict.fromkeys(HELD, hold))
     try:
         yield
     finally:

@@ -235,7 +235,7 @@ class PromptPart:
 @define
 class GradeRequest:
     """A question for a model, made by a metric inside the isolated evaluator (which has no network and no
-    keys) and answered by the model-graded scoring step afterwards (`automedbench.grading`).
+    keys) and answered by the model-graded scoring step afterwards (`gradestep`).
 
     `grader` names the track's model grader (its eval options `<grader>.provider`, `<grader>.model`, ...);
     the reply must be JSON `{"score": s, "rationale": "..."}` with `min(levels) <= s <= max(levels)`.
@@ -264,7 +264,7 @@ class Evaluation:
     duration_s: float = 0.0
     evaluator_version: str = ""
     error: str | None = None
-    grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (grading.py)
+    grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (gradestep.py)
     # frozen files whose bytes no longer match the manifest (or files added after the freeze)
     tampered: list[str] = Factory(list)
 

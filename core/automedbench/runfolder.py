@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
-from .fsutil import open_dir, read_regular
+from .fsutil import open_path, read_regular
 from .records import Evaluation, JudgeVerdict, Result
 from .serialize import read_json
 from .trajectory import read_events, torn_line
@@ -155,14 +155,8 @@ class RunFolder:
     def read_bytes(self, relative: str, max_bytes: int) -> bytes | None:
         """A regular file below the folder, reached without following any symlink; None when absent,
         not a regular file, or over `max_bytes`."""
-        *parents, name = relative.split("/")
-        fd = open_dir(self.path)
-        for part in parents:
-            if fd is None:
-                return None
-            child = open_dir(part, fd)
-            os.close(fd)
-            fd = child
+        parent, _, name = relative.rpartition("/")
+        fd = open_path(self.path, parent)
         if fd is None:
             return None
         try:

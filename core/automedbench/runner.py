@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext
+from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
 from .freeze import freeze
@@ -37,7 +37,7 @@ from .fsutil import (
     tree_digest,
     walk_fd,
 )
-from .grading import default_cache_path, grade_evaluation
+from .gradestep import grade_evaluation
 from .harnessstate import rotate_key, state_dir
 from .judge import Judge
 from .options import RunOptions, score_record
@@ -55,7 +55,6 @@ from .records import (
     Runtime,
     ToolCall,
 )
-from .replyhint import diagnose, example_call
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -228,7 +227,8 @@ class Run:
         with steptimer.step(st.runtime, "freeze"):
             st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
             write_json(self.folder.manifest, st.manifest)
-            self._copy_plan(st)
+            # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
+            st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
         if getattr(self, "unisolated", False):
             # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
             rotate_key()
@@ -251,8 +251,8 @@ class Run:
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
                                                      "freeze", path) for path in st.evaluation.tampered[:20]]
         with steptimer.step(st.runtime, "grading"):
-            st.evaluation = grade_evaluation(self.track, self.task, st.evaluation, self.eval_options, self.run_dir,
-                                             default_cache_path(), self.reg)
+            st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
+                                             self.run_dir)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
 
     def _evaluator(self) -> str:
@@ -497,9 +497,11 @@ class Run:
             st.end_reason = errors.END_AGENT_STOPPED
             return False
         runtime.text_replies += 1
-        # what was wrong (a near-miss call, an echo, an XML plan...), told back with one valid call to copy
+        # what was wrong (a near-miss call, an echo, an XML plan: a hint plugin's), told back with one valid call
         prompt = "\n".join(str(m.get("content") or "") for m in loop.messages[:2])
-        hint = diagnose(reply.content, TOOLS, prompt=prompt, data_dir=loop.session.data_dir)
+        data_dir = loop.session.data_dir
+        hint = (self.reg.pm.hook.automedbench_reply_hint(reply=reply.content, tools=TOOLS, prompt=prompt,
+                                                         data_dir=data_dir) or generic_hint(data_dir))
         if runtime.text_replies > loop.continues:
             st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
             self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
@@ -564,17 +566,19 @@ class Run:
     def _tool(self, call, session: SandboxSession, staged: StagedData, timeout: float,
               turn: int) -> tuple[str, dict[str, Any], bool]:
         base = {"type": "tool", "turn": turn, "call_id": call.id, "name": call.name}
+
+        def refused(msg: str, error: str) -> tuple[str, dict[str, Any], bool]:
+            return msg, {**base, "error": error, "arguments": call.arguments[:2000]}, False
+
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):
                 raise ValueError("arguments must be a JSON object")
         except RecursionError:  # arguments nested deeper than the parser's stack
-            msg = f"ERROR: the arguments of {call.name} are nested too deeply to parse"
-            return msg, {**base, "error": "malformed_arguments", "arguments": call.arguments[:2000]}, False
+            return refused(f"ERROR: the arguments of {call.name} are nested too deeply to parse", "malformed_arguments")
         except (json.JSONDecodeError, ValueError) as exc:
-            msg = (f"ERROR: the arguments of {call.name} are not a valid JSON object ({exc}). "
-                   'Send {"language": "python"|"bash", "code": "..."}.')
-            return msg, {**base, "error": "malformed_arguments", "arguments": call.arguments[:2000]}, False
+            return refused(f"ERROR: the arguments of {call.name} are not a valid JSON object ({exc}). "
+                           'Send {"language": "python"|"bash", "code": "..."}.', "malformed_arguments")
         if call.name == "submit_results":
             refusal = self._submit_gate(staged)
             if refusal:  # the track's policy: the run goes on, the agent is told why
@@ -586,15 +590,15 @@ class Run:
             return json.dumps(reply), {**base, "result": reply}, True
         if call.name != "execute_code":
             return (f"ERROR: unknown tool {call.name[:80]!r}; tools are execute_code and submit_results. "
-                    f"A valid call:\n{example_call(TOOLS, session.data_dir)}",
+                    f"A valid call:\n{execute_code_example(session.data_dir)}",
                     {**base, "error": "unknown_tool"}, False)
         language, code = args.get("language"), args.get("code")
         if language not in ("python", "bash") or not isinstance(code, str) or not code.strip():
-            msg = "ERROR: execute_code needs language ('python' or 'bash') and non-empty code"
-            return msg, {**base, "error": "bad_arguments", "arguments": call.arguments[:2000]}, False
+            return refused("ERROR: execute_code needs language ('python' or 'bash') and non-empty code",
+                           "bad_arguments")
         if not _is_utf8(code):  # a JSON escape like \ud800 decodes to text no script file can hold
-            msg = "ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8"
-            return msg, {**base, "error": "bad_arguments", "arguments": call.arguments[:2000]}, False
+            return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
+                           "bad_arguments")
         before = _snapshot(self.folder.outputs)
         result = session.execute(language, code, timeout)
         after = _snapshot(self.folder.outputs)
@@ -604,10 +608,8 @@ class Run:
                  "duration_s": result.duration_s, "timed_out": result.timed_out, "capped": result.capped,
                  "stdout_bytes": result.stdout_bytes, "stderr_bytes": result.stderr_bytes,
                  "changed_cases": changed[:200], "cases_with_outputs": len(cases)}
-        traj_fields = {}
-        traj_fields.update(self.traj.stream_field(turn, call.id, "stdout", result.stdout))
-        traj_fields.update(self.traj.stream_field(turn, call.id, "stderr", result.stderr))
-        event.update(traj_fields)
+        for stream in ("stdout", "stderr"):  # long streams go to side files, the event keeps head and tail
+            event.update(self.traj.stream_field(turn, call.id, stream, getattr(result, stream)))
         content = (f"exit_code: {result.exit_code}\nstdout:\n{tail(result.stdout, MODEL_STDOUT_TAIL)}\n"
                    f"stderr:\n{tail(result.stderr, MODEL_STDERR_TAIL)}")
         return content, event, False
@@ -633,10 +635,6 @@ class Run:
         return missing
 
     # ------------------------------------------------------------------ after the agent
-
-    def _copy_plan(self, st: RunState) -> None:
-        """plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/."""
-        st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
 
     def _judge(self, st: RunState) -> None:
         """The judge's verdict on the stored run; an unavailable judge leaves S1–S3 null, never 0."""

@@ -189,13 +189,17 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
+def _fsync(path: Path | str, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _sync_dir(path: Path) -> None:
     with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync(path, os.O_DIRECTORY)
 
 
 def _sync_tree(root: Path) -> None:
@@ -203,13 +207,8 @@ def _sync_tree(root: Path) -> None:
     for folder, _, files in os.walk(root):
         for name in files:
             path = os.path.join(folder, name)
-            if os.path.islink(path):
-                continue
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            if not os.path.islink(path):
+                _fsync(path, os.O_NOFOLLOW)
         _sync_dir(Path(folder))
 
 

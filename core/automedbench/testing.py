@@ -26,7 +26,7 @@ _ENGINE = {
     "Run": "runner", "RunOptions": "runner", "RulesJudge": "judges.rules", "render_brief": "brief",
     "evaluate_folder": "evaluate_cmd", "cli_main": "cli:main",
     "judged_stages": "scoring", "evaluate_in_process": "evaluator:evaluate", "freeze": "freeze",
-    "grade_evaluation": "grading", "render_grade_request": "grading:render", "GRADES_FILE": "grading",
+    "grade_evaluation": "gradestep", "GRADES_FILE": "gradestep",
     "resolve_rubric": "rubric:resolve", "check_rubric": "rubric:check", "describe_conditions": "rubric",
     "asked_items": "judge", "verdict_schema": "judge", "registry": "plugins", "Registry": "plugins",
 }
@@ -34,7 +34,7 @@ _ENGINE = {
 FROM_TESTKIT = frozenset({
     "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_sandbox", "check_track", "docker_unavailable",
     "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker", "reference_leaks",
-    "register_agent", "register_toy_track", "sampled", "validate",
+    "register_agent", "register_toy_track", "render_grade_request", "sampled", "validate",
 })
 INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 

@@ -15,12 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .fsutil import open_dir, read_regular
-
 INLINE_LIMIT = 16_000
 # Side files of one run together: past this, long streams keep only their inline head and tail.
 SIDE_BUDGET_CHARS = 256 << 20
-SIDE_READ_MAX = 64 << 20
 MODEL_STDOUT_TAIL = 3000
 MODEL_STDERR_TAIL = 2000
 
@@ -118,23 +115,3 @@ def torn_line(path: Path) -> int | None:
             except json.JSONDecodeError:
                 return number
     return None
-
-
-def full_stream(run_dir: Path, event: dict[str, Any], name: str) -> str:
-    """The whole stream of a tool event: its side file when the harness wrote one, else the inline text.
-
-    The event may come from a trajectory the agent could edit (the plain backend): only a plain file
-    name inside tool_output/ is opened, without following symlinks, and never more than SIDE_READ_MAX.
-    """
-    side = event.get(f"{name}_file")
-    if isinstance(side, str) and re.fullmatch(r"tool_output/[A-Za-z0-9_][A-Za-z0-9_.-]*\.txt", side):
-        folder = open_dir(run_dir / "tool_output")
-        if folder is not None:
-            try:
-                data = read_regular(folder, side.split("/", 1)[1], SIDE_READ_MAX)
-            finally:
-                os.close(folder)
-            if data is not None:
-                return data.decode("utf-8", "replace")
-    text = event.get(name, "")
-    return text if isinstance(text, str) else ""

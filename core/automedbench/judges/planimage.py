@@ -4,8 +4,8 @@ plan.png is written by the agent. A PNG declaring ~89 million pixels (just under
 cost the harness 0.8 GB to decode, and a corrupt one, sent as-is, made the model API refuse the judge
 call (S1–S3 null, the run off the leaderboard). So: the byte size and the IHDR dimensions are checked
 first against small caps, only then is the image decoded, and a model judge gets a re-encoded,
-downscaled copy, never the agent's bytes. Anything that fails is evidence ("plan.png unreadable: ..."),
-not a judge failure.
+downscaled copy, never the agent's bytes (automedbench-models' `llm_judge.png_for_model`). Anything
+that fails is evidence ("plan.png unreadable: ..."), not a judge failure.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from attrs import define
 MAX_PNG_BYTES = 5 << 20
 MAX_PIXELS = 16_000_000  # 64 MB as RGBA; a 300-dpi page is ~8.4 million
 MAX_SIDE = 8192
-SEND_SIDE = 1024
 SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -70,11 +69,3 @@ def read_plan_png(data: bytes | None) -> PlanImage:
         return PlanImage(None, f"unreadable: {type(exc).__name__}: {str(exc)[:120]}", (width, height))
     return PlanImage(image, f"{width}x{height} PNG", (width, height))
 
-
-def png_for_model(plan: PlanImage) -> bytes:
-    """A fresh PNG of the decoded image, at most SEND_SIDE pixels on its long side."""
-    image = plan.image.copy()  # type: ignore[union-attr]
-    image.thumbnail((SEND_SIDE, SEND_SIDE))
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=True)
-    return buffer.getvalue()

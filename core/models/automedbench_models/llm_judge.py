@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import time
 from typing import Any
@@ -20,7 +21,7 @@ from automedbench.agenttext import fence_agent_text
 from automedbench.api import Usage
 from automedbench.errors import AgentError, UserError
 from automedbench.judge import Judge, JudgeInput, asked_items, verdict_schema
-from automedbench.judges.planimage import png_for_model, read_plan_png
+from automedbench.judges.planimage import PlanImage, read_plan_png
 from automedbench.models import ReplyError, extract_json, get_model
 from automedbench.records import ItemVerdict, JudgeVerdict, RubricItem
 
@@ -55,6 +56,17 @@ PLAN_CHARS = 20_000
 class VerdictError(ReplyError):
     """The judge's reply is not a valid verdict; the message is sent back to the model."""
 
+
+SEND_SIDE = 1024  # plan.png is re-encoded at most this many pixels on its long side: never the agent's bytes
+
+
+def png_for_model(plan: PlanImage) -> bytes:
+    """A fresh PNG of the decoded image, at most SEND_SIDE pixels on its long side."""
+    image = plan.image.copy()  # type: ignore[union-attr]
+    image.thumbnail((SEND_SIDE, SEND_SIDE))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
 
 def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:
     try:

@@ -1,4 +1,5 @@
-"""Model-backed agents, judges and model backends, registered through the hooks a third party uses."""
+"""Model-backed agents, judges, model backends, the model-graded scoring step and reply hints, registered through
+the hooks a third party uses."""
 
 from __future__ import annotations
 
@@ -78,3 +79,17 @@ def automedbench_register_model_backends(register) -> None:
 
     register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
     register("anthropic", anthropic_backend, "Anthropic messages API")
+
+
+@hookimpl
+def automedbench_grade_requests(requests, options, registry):
+    from .grading import grade_requests
+
+    return grade_requests(requests, options, registry)
+
+
+@hookimpl
+def automedbench_reply_hint(reply, tools, prompt, data_dir):
+    from .replyhint import diagnose
+
+    return diagnose(reply, tools, prompt=prompt, data_dir=data_dir)

@@ -34,7 +34,11 @@ class ScriptedGrader:
 
 
 @pytest.fixture
-def grader_reg(monkeypatch):
+def grader_reg(monkeypatch, tmp_path):
+    """A registry with the scripted grader model; the grading step's reply cache (in the harness state
+    folder) starts empty for each test."""
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+
     class Plugin:
         @hookimpl
         def automedbench_register_model_backends(self, register):
@@ -71,7 +75,7 @@ def test_grader_component_beside_an_untouched_task(grader_reg, evaluated, tmp_pa
     track, task, staged, ev = evaluated
     assert len(ev.grade_requests) == len(staged.case_ids) == 12
     assert {r.case_id for r in ev.grade_requests} == set(staged.case_ids)
-    graded = grade_evaluation(track, task, ev, ON, tmp_path, tmp_path / "cache.jsonl", grader_reg)
+    graded = grade_evaluation(grader_reg, track, task, ev, ON, tmp_path)
     assert (graded.metric.name, graded.metric.strict, graded.metric.partial) == (
         ev.metric.name, ev.metric.strict, ev.metric.partial)  # never in Task
     rows = {r["case_id"]: r["report_grader"] for r in graded.metric.per_case}

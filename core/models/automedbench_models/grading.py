@@ -2,9 +2,10 @@
 
 The evaluator has no network and no keys, by design, so a metric that needs a model (the VQA LLM answer
 judge, the report-generation LLM grader) returns `GradeRequest`s with its case scores. After the
-evaluation and before the final score, `grade_evaluation` sends each request to the registered model
-backend that the eval options name for its grader (`<grader>.provider`, `<grader>.model`, ...), caches
-the replies, and hands the grades to `Track.apply_grades`, which folds them into the metric.
+evaluation and before the final score, the engine asks the hook `automedbench_grade_requests`, which this
+module answers (`grade_requests`): each request goes to the registered model backend that the eval options
+name for its grader (`<grader>.provider`, `<grader>.model`, ...), the replies are cached, and the engine
+records the grades and hands them to `Track.apply_grades`, which folds them into the metric.
 
 Rules: every agent-written prompt part is clipped and fenced (`fence_agent_text`, as the LLM judge
 does); prompts and replies have size limits; one request per case and prompt, so one case's text never
@@ -18,7 +19,7 @@ answered (backend unreachable, key gone, prompt too large) gets a null grade wit
 grader's components are null (or fall back as the track documents). What the agent's own text causes
 (the provider refusing it, no usable reply to it in ATTEMPTS tries) grades that case at the lowest level
 with the reason (`agent_fault`), never null. A missing key or an unknown backend is caught before the
-run starts (`check_grader_options`: a user error, exit 2).
+run starts (`automedbench.grades.check_grader_options`: a user error, exit 2).
 """
 
 from __future__ import annotations
@@ -27,24 +28,18 @@ import hashlib
 import json
 import math
 import os
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import attrs
-from attrs import Factory, define
+from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
+from automedbench.errors import ContentRefused
+from automedbench.grades import Grade, GradeLog, GraderUse, grader_backend, grader_options
+from automedbench.harnessstate import SignedJsonl, harness_key, state_dir
+from automedbench.records import GradeRequest
+from automedbench.replyjson import ReplyError, final_json, require_keys
 
-from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
-from .errors import ContentRefused
-from .grades import Grade, _backend, check_grader_options, fold_grades, grader_options  # noqa: F401 (re-exported)
-from .harnessstate import SignedJsonl, harness_key, state_dir
-from .records import Evaluation, GradeRequest, TaskSpec
-from .replyjson import ReplyError, final_json, require_keys
-from .runfolder import RunFolder
-from .serialize import write_json
-
-GRADES_FILE = RunFolder.GRADES
 GRADE_CACHE = "grade_cache.jsonl"
 REJECTED = "grade_cache_rejected"  # the metric component that counts unsigned cache lines seen
 MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
@@ -58,35 +53,8 @@ REPLY_FORMAT = ('Reply with one JSON object only: {{"score": <a number from {lo:
                 '"rationale": "<at most 30 words>"}}.')
 
 
-@define
-class GraderUse:
-    """What one grader did in one evaluation: which model, how many requests answered, cached, failed."""
-
-    grader: str
-    provider: str
-    model: str
-    requests: int = 0
-    answered: int = 0
-    cached: int = 0
-    failed: int = 0
-    error: str | None = None  # the first failure, for the report
-    cache_rejected: int = 0  # cache lines ignored because the harness did not sign them (forged or foreign)
-
-
-@define
-class GradeLog:
-    """`grades.json` in the run folder: which grader model produced which grade."""
-
-    graders: list[GraderUse] = Factory(list)
-    grades: list[Grade] = Factory(list)
-    duration_s: float = 0.0
-
-
 class GradeError(ValueError):
     """A request that cannot be sent or a reply that is unusable: the grade is null with this reason."""
-
-
-# ------------------------------------------------------------------ options
 
 
 # ------------------------------------------------------------------ prompt and reply
@@ -242,7 +210,7 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
             continue
         if not down and backend is None:
             try:
-                backend = _backend(provider, sub, grader, reg)
+                backend = grader_backend(provider, sub, grader, reg)
             except Exception as exc:  # the key vanished, an SDK is missing: recorded, never a crash
                 down = f"backend unavailable: {type(exc).__name__}: {exc}"[:400]
         if down:
@@ -295,25 +263,13 @@ def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[floa
     return attrs.evolve(grade, error=f"{problem} (after {ATTEMPTS} attempts)"), False
 
 
-def grade_evaluation(track: Any, task: TaskSpec, evaluation: Evaluation, options: dict[str, str], folder: Path,
-                     cache_path: Path | None, reg: Any = None) -> Evaluation:
-    """The model-graded scoring step over one evaluation: answer its grade requests, record them in
-    `folder/grades.json`, fold them into the metric through `track.apply_grades`, and store the graded
-    evaluation as `folder/evaluation.json` (what rejudge and the code detectors read). An evaluation
-    without requests comes back unchanged and nothing is written."""
-    if not evaluation.grade_requests:
-        return evaluation
-    t0 = time.monotonic()
-    cache = GradeCache(cache_path)
-    grades, uses = answer(evaluation.grade_requests, options, cache, reg)
+def grade_requests(requests: list[GradeRequest], options: dict[str, str], reg: Any = None,
+                   cache_path: Path | None = None) -> GradeLog:
+    """The hook's answer: one grade per request, which grader model did what, and the count of unsigned
+    cache lines seen (a poisoned cache is evidence: recorded in the result, never trusted)."""
+    cache = GradeCache(cache_path or default_cache_path())
+    grades, uses = answer(requests, options, cache, reg)
     for use in uses:
         use.error = use.error or cache.note or None
         use.cache_rejected = cache.rejected
-    metric = track.apply_grades(task, evaluation.metric, grades)
-    if cache.rejected:  # a poisoned cache is evidence: recorded in the result, never trusted
-        metric = attrs.evolve(metric, components={**metric.components, REJECTED: float(cache.rejected)})
-    graded = attrs.evolve(evaluation, metric=metric)
-    names = RunFolder(folder)
-    write_json(names.grades, GradeLog(uses, grades, round(time.monotonic() - t0, 3)))
-    write_json(names.evaluation, graded)
-    return graded
+    return GradeLog(uses, grades, components={REJECTED: float(cache.rejected)} if cache.rejected else {})

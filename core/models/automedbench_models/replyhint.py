@@ -4,7 +4,8 @@ Small open-weight models often *almost* call a tool: a fenced "call" that is not
 quotes inside), a call named after a stage instead of a tool, an XML plan, or the prompt echoed back. A
 generic "make a tool call" message teaches them nothing; naming the near miss (with the parser's own
 error) and showing one valid call for this task's tools often does. Every scan is bounded: only the first
-`MAX_SCAN` characters of a reply are read, and at most `MAX_BLOCKS` fenced blocks are tried.
+`MAX_SCAN` characters of a reply are read, and at most `MAX_BLOCKS` fenced blocks are tried. The runner
+asks for it through the hook `automedbench_reply_hint` on every reply without a tool call.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from attrs import define
+from automedbench.agent import ReplyHint, continue_message, execute_code_example
 
 MAX_SCAN = 20_000  # characters of the reply examined
 MAX_BLOCKS = 8  # fenced blocks tried per reply
@@ -23,16 +24,6 @@ ECHO_PROBE = 200  # a reply whose first this-many characters appear verbatim in 
 _FENCE = re.compile(r"```([A-Za-z_]*)[ \t]*\n(.*?)```", re.S)
 _XML_TAG = re.compile(r"<(plan|step|stage|thinking|think|action|tool|function|code)\b[^>\n]{0,200}>", re.I)
 _NAME_FIELD = re.compile(r'"(?:name|tool|function)"\s*:\s*"([^"\n]{1,80})"')
-
-
-@define
-class ReplyHint:
-    """Why a reply ran nothing: `kind` (no_call, invalid_json, unknown_tool, bad_arguments, xml_plan, echo)
-    and a one-line `detail`; `message` is what the model is told."""
-
-    kind: str
-    detail: str
-    message: str
 
 
 def _schema_problem(arguments: Any, schema: dict[str, Any]) -> str | None:
@@ -56,25 +47,17 @@ def _schema_problem(arguments: Any, schema: dict[str, Any]) -> str | None:
 
 def example_call(tools: list[dict[str, Any]], data_dir: str = "") -> str:
     """One valid call for these tools, as a fenced JSON block (the shape text-call recovery accepts)."""
-    names = [t.get("name") for t in tools]
-    if "execute_code" in names:
-        where = json.dumps(data_dir) if data_dir else "'.'"
-        call = {"name": "execute_code",
-                "arguments": {"language": "python", "code": f"import os; print(sorted(os.listdir({where}))[:20])"}}
-    else:
-        tool = tools[0] if tools else {"name": "submit_results", "parameters": {}}
-        props = (tool.get("parameters") or {}).get("properties") or {}
-        args = {k: (v.get("enum") or ["..."])[0] for k, v in props.items()
-                if k in ((tool.get("parameters") or {}).get("required") or [])}
-        call = {"name": tool.get("name"), "arguments": args}
-    return "```json\n" + json.dumps(call) + "\n```"
+    if any(t.get("name") == "execute_code" for t in tools):
+        return execute_code_example(data_dir)
+    tool = tools[0] if tools else {"name": "submit_results", "parameters": {}}
+    props = (tool.get("parameters") or {}).get("properties") or {}
+    args = {k: (v.get("enum") or ["..."])[0] for k, v in props.items()
+            if k in ((tool.get("parameters") or {}).get("required") or [])}
+    return "```json\n" + json.dumps({"name": tool.get("name"), "arguments": args}) + "\n```"
 
 
 def _message(lead: str, tools: list[dict[str, Any]], data_dir: str) -> str:
-    names = ", ".join(str(t.get("name")) for t in tools)
-    return (f"{lead} Nothing was run. Call one of the tools ({names}) through your tool-calling interface; "
-            f"if you cannot, reply with exactly one block like this and nothing else:\n"
-            f"{example_call(tools, data_dir)}")
+    return continue_message(lead, [str(t.get("name")) for t in tools], example_call(tools, data_dir))
 
 
 def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir: str = "") -> ReplyHint:
