@@ -14,9 +14,13 @@ from automedbench.testing import (
     evaluate_in_process,
     freeze,
     grade_evaluation,
+    needs,
     registry,
     stage_task,
 )
+
+pytestmark = needs("automedbench_models",
+                    reason="the model-graded step comes with automedbench-models: pip install 'automedbench[models]'")
 
 DEMO = "report_gen/demo"
 ON = {"report_grader.provider": "scripted-grader", "report_grader.model": "m"}

@@ -9,9 +9,11 @@ from typing import ClassVar
 
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import ensure_staged, evaluate_folder
+from automedbench.testing import ensure_staged, evaluate_folder, needs
 
 DEMO = "vqa/demo"
+needs_models = needs("automedbench_models",
+                     reason="the model-graded step comes with automedbench-models: pip install 'automedbench[models]'")
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +212,7 @@ class ContainsJudge:
         pass
 
 
+@needs_models
 def test_a_plugin_adds_an_answer_judge_as_a_model_backend(amb_registry, amb_data_root, vqa_staged, tmp_path):
     """No registry of VQA's own: an answer judge comes from the `automedbench` hooks like every model backend
     (`automedbench_register_model_backends`), is reached through `get_model`, and grades each open answer
