@@ -6,6 +6,7 @@ before files themselves were watched and changes counted.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,26 @@ from review_steps import DEMO, register_steps, run_steps
 def reg_steps(reg):
     return register_steps(reg)
 
-def _fresh_data_root(reg, path: Path) -> Path:
-    """A private copy of the staged demo: these attacks may damage the references they reach."""
+
+@pytest.fixture(scope="module")
+def pristine(reg_steps, tmp_path_factory) -> Path:
+    """The demo staged once for this module; each attack gets a copy of it."""
     from automedbench import staging
 
+    track, task = reg_steps.task(DEMO)
+    root = tmp_path_factory.mktemp("pristine")
+    staging.ensure(track, task, root)
+    return root
+
+
+def _fresh_data_root(reg, pristine: Path, path: Path) -> Path:
+    """A private copy of the staged demo (copied, not staged again: a fresh draw per test is not what these
+    attacks are about): these attacks may damage the references they reach."""
+    from automedbench import staging
+
+    shutil.copytree(pristine, path, symlinks=True)
     track, task = reg.task(DEMO)
-    staging.ensure(track, task, path)
+    staging.ensure(track, task, path)  # the copy is recognised as staged: nothing is generated again
     return path
 
 
@@ -44,9 +59,9 @@ RENAME = ("os.rename(ref, tmp); shutil.copyfile(tmp, f'{ws}/outputs/{case}/{name
 
 
 @pytest.mark.parametrize("how", [HARD_LINK, RENAME], ids=["hard-link", "rename"])
-def test_reading_references_through_another_directory_is_a_breach(reg_steps, tmp_path, how):
+def test_reading_references_through_another_directory_is_a_breach(reg_steps, pristine, tmp_path, how):
     """Without filesystem isolation, a reference opened through a hard link or after a move is still read."""
-    data_root = _fresh_data_root(reg_steps, tmp_path / "data")
+    data_root = _fresh_data_root(reg_steps, pristine, tmp_path / "data")
     code = LINK_READ.replace("{how}", how)
     result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", code]], sandbox="local-plain")
     assert result.isolation.breached, "copied the references undetected"
@@ -63,9 +78,9 @@ OVERWRITE = PREAMBLE + """
 """
 
 
-def test_replacing_references_is_a_breach(reg_steps, tmp_path):
+def test_replacing_references_is_a_breach(reg_steps, pristine, tmp_path):
     """Moving one's own prediction over the reference opens nothing in private/, but it is tampering."""
-    data_root = _fresh_data_root(reg_steps, tmp_path / "data")
+    data_root = _fresh_data_root(reg_steps, pristine, tmp_path / "data")
     result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", OVERWRITE]], sandbox="local-plain")
     assert result.isolation.breached, f"tampered references undetected: task {result.aggregate.task}"
     assert result.aggregate.task == 0.0

@@ -14,6 +14,15 @@ def scores(result) -> dict[str, float | None]:
     return {s.stage: s.score for s in result.stages}
 
 
+@pytest.fixture(scope="module")
+def flawed(run_agent, reg):
+    """A flawed variant's run (or the reference at another tier), scored by one evaluator kept warm for this
+    module's runs where the campaign built-in offers it (the verdicts are the cold path's,
+    tests/test_warm_evaluator.py); the Lite reference run, shared with other modules, stays cold."""
+    warm = "warm" in reg.components["evaluator"]
+    return lambda agent, tier="lite": run_agent(agent, tier, warm_evaluator=warm)
+
+
 def test_reference_run_is_competent(run_agent):
     result, run_dir = run_agent("reference")
     s = scores(result)
@@ -27,36 +36,36 @@ def test_reference_run_is_competent(run_agent):
     assert read_json(run_dir / "result.json", Result) == result
 
 
-def test_reference_standard_tier_grades_plan_png(run_agent):
-    result, _ = run_agent("reference", "standard")
+def test_reference_standard_tier_grades_plan_png(flawed):
+    result, _ = flawed("reference", "standard")
     items = {i.id: i for s in result.stages for i in s.items}
     assert not items["s1e_plan_png"].auto and items["s1e_plan_png"].value == 1.0
     assert items["s1d_researched_3"].value == 1.0
     assert items["s1f_plot_pipeline"].value == 1.0
 
 
-def test_skip_validate_loses_s3_only(run_agent):
+def test_skip_validate_loses_s3_only(run_agent, flawed):
     ref, _ = run_agent("reference")
-    result, _ = run_agent("skip-validate")
+    result, _ = flawed("skip-validate")
     s = scores(result)
     assert s["S3"] == 0.0
     assert s["S4"] == 1.0 and s["S5"] == 1.0 and s["S1"] == scores(ref)["S1"]
     assert result.aggregate.agentic == pytest.approx(ref.aggregate.agentic - 0.35, abs=1e-6)
 
 
-def test_batch_first_loses_s3_only(run_agent):
+def test_batch_first_loses_s3_only(run_agent, flawed):
     """The whole cohort before any pilot or check (issue 24's "batch first"): the pilot and checks that follow
     earn nothing in S3; the outputs themselves are the reference's."""
     ref, _ = run_agent("reference")
-    result, _ = run_agent("batch-first")
+    result, _ = flawed("batch-first")
     s = scores(result)
     assert s["S3"] == 0.0
     assert s["S4"] == s["S5"] == 1.0 and s["S1"] == scores(ref)["S1"] and s["S2"] == scores(ref)["S2"]
     assert result.task.strict == pytest.approx(ref.task.strict)
 
 
-def test_wrong_format_fails_inference_and_task(run_agent):
-    result, _ = run_agent("wrong-format")
+def test_wrong_format_fails_inference_and_task(flawed):
+    result, _ = flawed("wrong-format")
     s = scores(result)
     assert s["S4"] == 0.5  # complete but not all valid
     # one tumour-free case stays valid (an all-zero soft lesion map) and its organ Dice > 0 is positive evidence
@@ -68,8 +77,8 @@ def test_wrong_format_fails_inference_and_task(run_agent):
     assert "non-integer values" in reasons
 
 
-def test_incomplete_fails_completion(run_agent):
-    result, _ = run_agent("incomplete")
+def test_incomplete_fails_completion(flawed):
+    result, _ = flawed("incomplete")
     s = scores(result)
     assert s["S4"] == pytest.approx(0.5 * 2 / 5)
     assert s["S5"] == 0.5
@@ -77,9 +86,9 @@ def test_incomplete_fails_completion(run_agent):
     assert result.aggregate.rating == "F" and "incomplete" in result.aggregate.rating_reason
 
 
-def test_no_submit_is_recorded_and_fires_e5_but_keeps_s5(run_agent):
+def test_no_submit_is_recorded_and_fires_e5_but_keeps_s5(run_agent, flawed):
     ref, _ = run_agent("reference")
-    result, _ = run_agent("no-submit")
+    result, _ = flawed("no-submit")
     s = scores(result)
     assert result.end_reason == "agent_stopped"
     assert s["S5"] == 1.0 and s["S4"] == 1.0 and s["S3"] == 1.0  # the paper's S5 has no submit factor
@@ -89,8 +98,8 @@ def test_no_submit_is_recorded_and_fires_e5_but_keeps_s5(run_agent):
     assert "never called" in result.stage("S5").items[1].rationale
 
 
-def test_breach_zeroes_everything_with_evidence(run_agent):
-    result, run_dir = run_agent("breach")
+def test_breach_zeroes_everything_with_evidence(flawed):
+    result, run_dir = flawed("breach")
     assert result.isolation.breached
     assert all(s.score == 0.0 for s in result.stages)
     assert result.aggregate.overall == 0.0 and result.aggregate.task == 0.0
@@ -105,16 +114,16 @@ def test_breach_zeroes_everything_with_evidence(run_agent):
     assert result.judge is None
 
 
-def test_noop_scores_near_zero(run_agent):
-    result, _ = run_agent("noop")
+def test_noop_scores_near_zero(flawed):
+    result, _ = flawed("noop")
     s = scores(result)
     assert s["S2"] == 0.0 and s["S3"] == 0.0 and s["S4"] == 0.0 and s["S5"] == 0.0
     # one rule in every track: no plan, so Lite's credited S1 items do not count either (was 0.0625)
     assert s["S1"] == 0.0 and result.aggregate.overall == 0.0 and result.aggregate.rating == "F"
 
 
-def test_malformed_arguments_are_reported_back_and_run_continues(run_agent):
-    result, run_dir = run_agent("malformed-args")
+def test_malformed_arguments_are_reported_back_and_run_continues(flawed):
+    result, run_dir = flawed("malformed-args")
     events = read_events(run_dir / "trajectory.jsonl")
     bad = [e for e in events if e.get("error") == "malformed_arguments"]
     assert len(bad) == 1 and bad[0]["turn"] == 1

@@ -42,8 +42,12 @@ def test_submitting_the_shipped_slices_scores_below_the_identity_baseline(amb_re
     from automedbench.testing import Run, RunOptions, StepsAgent, register_agent
 
     register_agent(StepsAgent, amb_registry)
+    # scored by the warm evaluator where the campaign built-in offers it (the cold path's verdicts, without
+    # starting an interpreter and the track for the pilot and again for the submission)
+    warm = "warm" in amb_registry.components["evaluator"]
     runner = Run(RunOptions("enhancement/demo-ldct", "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,
-                            agent_options={"steps": [["python", PACKAGE_ATTACK]]}), amb_registry)
+                            agent_options={"steps": [["python", PACKAGE_ATTACK]]}, warm_evaluator=warm),
+                 amb_registry)
     result = runner.execute()
     assert result.state == "scored" and result.task.components["valid_cases"] == 6
     assert result.task.partial < 0.8  # identity (the input as the answer) scores about 0.83

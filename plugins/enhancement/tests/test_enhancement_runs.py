@@ -8,13 +8,35 @@ import json
 import numpy as np
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import check_track, stage_scores
+from automedbench.testing import check_track, evaluate_folder, registry, stage_scores
 
 LDCT, SR = "enhancement/demo-ldct", "enhancement/demo-sr"
+# One evaluator kept warm for this module's runs and evaluations where the campaign built-in offers it (the
+# verdicts are the cold path's, tests/test_warm_evaluator.py): the cold one starts an interpreter and the track
+# for each of them.
+BACKEND = "warm" if "warm" in registry().components["evaluator"] else "process"
+
+
+@pytest.fixture(scope="module")
+def evaluated(amb_data_root, tmp_path_factory):
+    """`evaluated(task, baseline=None, folder=None)`: the Result, each baseline evaluated once per module (two
+    tests score identity and gaussian on LDCT)."""
+    cache: dict[tuple[str, str], object] = {}
+    work = tmp_path_factory.mktemp("enhancement-eval")
+
+    def get(task_id: str, baseline: str | None = None, folder=None):
+        key = (task_id, baseline or str(folder))
+        if key not in cache:
+            name = f"{task_id.replace('/', '_')}-{baseline or folder.name}"
+            cache[key] = evaluate_folder(registry(), task_id, folder, baseline, amb_data_root, work / name,
+                                         backend=BACKEND)
+        return cache[key]
+
+    return get
 
 
 def test_reference_on_demo_ldct(amb_run):
-    result, run_dir = amb_run(LDCT, "reference")
+    result, run_dir = amb_run(LDCT, "reference", warm_evaluator=BACKEND == "warm")
     assert result.state == "scored" and result.end_reason == "submitted"
     assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
     assert result.task.name == "ssim" and result.task.used == "partial"
@@ -29,7 +51,7 @@ def test_reference_on_demo_ldct(amb_run):
 
 
 def test_reference_on_demo_sr(amb_run):
-    result, _ = amb_run(SR, "reference")
+    result, _ = amb_run(SR, "reference", warm_evaluator=BACKEND == "warm")
     assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
     # zero-filled k-space, as the baseline (each staging's secret variant moves it by about 0.01)
     assert result.task.partial == pytest.approx(0.875, abs=0.015)
@@ -96,15 +118,14 @@ def test_validate_task_passes_and_sr_baselines_order(amb_data_root):
     assert strict["identity"] < strict["bicubic"] < strict["zero-filled"]
 
 
-def test_ldct_baselines_order_identity_gaussian_nlm(amb_data_root, tmp_path):
-    from automedbench.testing import evaluate_folder, registry
-
-    reg = registry()
-    got = {name: evaluate_folder(reg, LDCT, None, name, amb_data_root, tmp_path / name).task.strict
-           for name in ("identity", "gaussian", "nlm")}
+def test_ldct_baselines_order_identity_gaussian_nlm(evaluated):
+    got = {name: evaluated(LDCT, name).task.strict for name in ("identity", "gaussian", "nlm")}
     assert got["identity"] < got["gaussian"] < got["nlm"]
-    # each staging's secret variant of the slices moves these by a few thousandths
-    assert got["identity"] == pytest.approx(0.8267, abs=0.015) and got["nlm"] == pytest.approx(0.9722, abs=8e-3)
+    # each staging's secret variant of the slices (and its noise seed) moves these: measured over 47 fresh
+    # stagings, identity 0.819-0.843 (mean 0.831, sd 0.006; two failing runs on main drew 0.844 and 0.847),
+    # nlm 0.971-0.975 (sd 0.001); the bounds leave 5 sd and more either side; a broken metric or baseline moves
+    # them by far more
+    assert 0.80 < got["identity"] < 0.87 and got["nlm"] == pytest.approx(0.973, abs=8e-3)
 
 
 def _write_all(public, dest, transform):
@@ -114,28 +135,26 @@ def _write_all(public, dest, transform):
     return dest
 
 
-def test_detectors_fire_on_copies_scale_errors_and_undoubled_shapes(amb_data_root, tmp_path):
-    from automedbench.testing import evaluate_folder, registry
+def test_detectors_fire_on_copies_scale_errors_and_undoubled_shapes(amb_data_root, evaluated, tmp_path):
     from automedbench_enhancement.codes import EnhancementOutputDetector
 
-    reg = registry()
     detector = EnhancementOutputDetector()
-    copy = evaluate_folder(reg, LDCT, None, "identity", amb_data_root, tmp_path / "copy")
+    copy = evaluated(LDCT, "identity")
     assert [f.code for f in detector.detect(CodeContext(copy, []))] == ["E3"]
     # a copy with 1 HU of noise added is still a copy: compared by RMS within 0.1% of the window, not exactly
-    noisy = evaluate_folder(reg, LDCT, None, "identity-noise", amb_data_root, tmp_path / "noisy")
+    noisy = evaluated(LDCT, "identity-noise")
     assert [f.code for f in detector.detect(CodeContext(noisy, []))] == ["E3"]
     assert all(0.5 < r["rms_change_from_input"] < 2.0 for r in noisy.task.per_case)
-    clean = evaluate_folder(reg, LDCT, None, "gaussian", amb_data_root, tmp_path / "gauss")
+    clean = evaluated(LDCT, "gaussian")
     assert detector.detect(CodeContext(clean, [])) == []
     # [0, 1]-scaled LDCT outputs: the working scale saved instead of HU
     scaled = _write_all(amb_data_root / LDCT / "public", tmp_path / "scaled",
                         lambda x: ((x + 1024) / 4095).astype(np.float32))
-    result = evaluate_folder(reg, LDCT, scaled, None, amb_data_root, tmp_path / "scaled-eval")
+    result = evaluated(LDCT, folder=scaled)
     fired = detector.detect(CodeContext(result, []))
     assert [f.code for f in fired] == ["E4"] and "not in HU" in fired[0].message
     # SR outputs left on the input grid: invalid (shape), and read as SR treated as denoising
     same = _write_all(amb_data_root / SR / "public", tmp_path / "same", lambda x: x)
-    result = evaluate_folder(reg, SR, same, None, amb_data_root, tmp_path / "same-eval")
+    result = evaluated(SR, folder=same)
     fired = detector.detect(CodeContext(result, []))
     assert [f.code for f in fired] == ["E1"] and "resolution not doubled" in fired[0].message
