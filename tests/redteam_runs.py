@@ -46,6 +46,11 @@ from automedbench.serialize import read_json
 from automedbench.testing import needs_docker
 from review_steps import DEMO, register_agent
 
+# what each backend's test file imports (`from redteam_runs import *`): the tests and their fixture
+__all__ = ["test_attack_specific_outcomes", "test_attack_through_the_real_runner", "test_benign_agent_is_never_zeroed",
+           "test_cleanup_survives_deep_chains", "test_full_disk_still_writes_the_result",
+           "test_quota_keeps_partial_work", "test_require_isolation_refuses_plain", "world"]
+
 MOUNTINFO_GAP = ("/proc/self/mountinfo names the host paths of bind-mounted folders: the data root (public "
                  "inputs) and the run folder (decoys); a workspace under a quota is its own filesystem")
 PLAIN_GAPS = {

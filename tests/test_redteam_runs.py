@@ -10,18 +10,8 @@ import json
 
 import pytest
 from automedbench.runner import Run, RunOptions
-from redteam_runs import (  # noqa: F401 - the shared tests and their fixture, collected in this file
-    Script,
-    _nifti_header,
-    test_attack_specific_outcomes,
-    test_attack_through_the_real_runner,
-    test_benign_agent_is_never_zeroed,
-    test_cleanup_survives_deep_chains,
-    test_full_disk_still_writes_the_result,
-    test_quota_keeps_partial_work,
-    test_require_isolation_refuses_plain,
-    world,
-)
+from redteam_runs import *  # noqa: F403 - the shared tests and their `world` fixture (its __all__), collected here
+from redteam_runs import Script, _nifti_header
 from review_steps import DEMO, register_agent
 
 # A full run per attack: minutes; scripts/test.sh runs it in the slow tier.
