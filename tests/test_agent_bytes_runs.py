@@ -41,8 +41,10 @@ ATTACKS = {
                           + "(ws / 'outputs' / '\\x1b[2Jx').mkdir(exist_ok=True)\n"
                           "for p in (ws / 'outputs').glob('*/answer.txt'):\n"
                           "    p.write_text('\\x1b[31m=cmd|calc\\x1b]8;;http://x\\x07')\n"]],
-    # a megabyte of code full of heredocs and echoed literals (the code-text analysis' worst cases)
-    "heredoc-flood": [["bash", "cat <<A > x.py\nA\n" * 40000 + "echo '" + "lit\n" * 20000 + "'\nexit 3"]],
+    # 0.8 MB of code full of heredocs and echoed literals (the code-text analysis' worst cases). The heredocs
+    # feed the builtin `read`, which the analysis reads exactly as it read `cat` (a command writing x.py), but
+    # bash runs them in seconds instead of forking 40,000 `cat`s (a minute of the agent's own time, to its timeout)
+    "heredoc-flood": [["bash", "read <<A > x.py\nA\n" * 40000 + "echo '" + "lit\n" * 20000 + "'\nexit 3"]],
     # wrongly typed and huge call ids / languages
     "odd-call-shape": [["raw", json.dumps({"language": ["python"], "code": {"a": 1}})],
                        ["raw", "{" * 100000], ["python", SOLVE]],
@@ -67,7 +69,7 @@ def backends() -> list[str]:
 
 
 @pytest.mark.parametrize("backend", backends())
-# the megabyte of heredocs takes a minute of post-run analysis under load: the slow tier
+# the heredoc flood's post-run analysis of 0.8 MB of code: the slow tier
 @pytest.mark.parametrize("attack", [pytest.param(a, marks=pytest.mark.slow) if a == "heredoc-flood" else a
                                     for a in sorted(ATTACKS)])
 def test_hostile_agent_bytes_are_recorded_not_a_crash(tmp_path, attack, backend):

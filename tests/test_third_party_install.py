@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_install_tracks import _checkout_copy, _fresh_venv
+from test_install_tracks import _checkout_copy, _fresh_venv, _pip_argv
 
 pytestmark = pytest.mark.slow  # a fresh venv, two installs, a staged demo, a run: about a minute or more
 
@@ -188,7 +188,8 @@ def write_track(folder: Path) -> Path:
 
 
 def pip_install(python: Path, args: list[str], cwd: Path, timeout: float) -> None:
-    proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+    # the venv is empty (no pip of its own): this interpreter's pip installs into it, without bytecode up front
+    proc = subprocess.run([*_pip_argv(python), "install", "-q", "--no-compile", *args],
                           cwd=cwd, capture_output=True, text=True, timeout=timeout)
     missing = MISSING.search(proc.stderr)
     ours = missing is not None and missing.group(1).lower().startswith(("automedbench", "parity"))

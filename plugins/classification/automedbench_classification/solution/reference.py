@@ -59,8 +59,10 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
         ScriptStep("explore", "bash",
                    f"ls {data_dir} | head; ls {data_dir}/{first}; cat {data_dir}/{first}/meta.json; nproc; "
                    'echo "assets: $ASSETS_DIR"; ls -l "$ASSETS_DIR"; cat "$ASSETS_DIR/preprocessor_config.json"; '
-                   "python3 -c \"import torch, transformers, PIL; print('torch', torch.__version__, "
-                   "'transformers', transformers.__version__, 'pillow', PIL.__version__)\"",
+                   # the versions from the installed metadata: importing torch and transformers only to print
+                   # them cost a few CPU-seconds per run (the setup step imports them anyway)
+                   "python3 -c \"from importlib.metadata import version; print('torch', version('torch'), "
+                   "'transformers', version('transformers'), 'pillow', version('pillow'))\"",
                    say="Exploring the images, the pinned checkpoint's files and the environment."),
         plan_step(plan, PLAN_MD.format(title=task.title), DIAGRAM_TITLE, DIAGRAM_STEPS,
                   say="Candidates: the pinned ViT, a HAM10000 ViT-B/16, EfficientNet/ConvNeXt. "
