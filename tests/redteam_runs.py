@@ -41,10 +41,9 @@ from automedbench.agent import Agent
 from automedbench.records import AgentTurn, Result, ToolCall
 from automedbench.runner import MAX_CALLS_PER_REPLY, Run, RunOptions
 from automedbench.sandboxes import netns, quota
-from automedbench.sandboxes.local import bwrap_path
 from automedbench.serialize import read_json
-from automedbench.testing import needs_docker
 from review_steps import DEMO, register_agent
+from test_redteam import _available  # which backends run here, as for the session-level attempts
 
 # what each backend's test file imports (`from redteam_runs import *`): the tests and their fixture
 __all__ = ["test_attack_specific_outcomes", "test_attack_through_the_real_runner", "test_benign_agent_is_never_zeroed",
@@ -166,14 +165,6 @@ class Listeners:
             thread.join(timeout=2)
         self.tcp.close()
         self.unix.close()
-
-
-def _available(backend: str) -> str | None:
-    if backend == "local" and bwrap_path() is None:
-        return "bubblewrap (bwrap) not usable on this machine"
-    if backend == "docker":
-        needs_docker()  # waits for a background image build; skips (or, where docker is required, fails)
-    return None
 
 
 @pytest.fixture(scope="module")

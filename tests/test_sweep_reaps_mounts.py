@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from automedbench.sandboxes import quota
 
-from tests.test_campaign_interrupt import start_sweep, wait_for_turns
+from test_campaign_interrupt import start_sweep, wait_for_turns
 
 
 def workspace_mounts(under: Path) -> list[str]:
