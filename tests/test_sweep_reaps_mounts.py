@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from automedbench.sandboxes import quota
-
 from test_campaign_interrupt import start_sweep, wait_for_turns
 
 
