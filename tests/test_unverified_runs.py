@@ -97,6 +97,36 @@ def test_a_change_to_the_harness_environment_is_recorded(reg, data_root, tmp_pat
                for r in plain.isolation.unverified), plain.isolation.unverified
 
 
+def test_a_rewritten_cached_module_is_a_change_too(reg, data_root, tmp_path):
+    """Python runs a .pyc whose header matches its source without reading the source: on local-plain an agent
+    rewriting one under __pycache__ rewrites code the evaluator may import, and the run says so. (Here the
+    bytes are the same, only the file is new: no code changes, the snapshot still sees it.)"""
+    import py_compile
+
+    from automedbench import evaluator
+
+    cached = Path(py_compile.compile(evaluator.__file__, doraise=True))  # what an import would write
+    assert cached.parent.name == "__pycache__"
+    plain, _, _ = _run(reg, tmp_path, data_root, "local-plain",
+                       steps=[["bash", f"cp '{cached}' '{cached}.new' && mv '{cached}.new' '{cached}'"]])
+    assert any("Python environment changed" in r and cached.name in r for r in plain.isolation.unverified), (
+        plain.isolation.unverified)
+
+
+def test_added_cached_modules_and_temporary_files_are_not_changes():
+    """The harness compiles modules it imports for the first time: a new .pyc (or a compiler's temporary
+    file) is not a change; a .pyc present before and after with other bytes is."""
+    from automedbench.evaluator import snapshot_changes
+
+    pyc = "/site/pkg/__pycache__/m.cpython-311.pyc"
+    before = {"/site/pkg": (1, 1, 1), "/site/pkg/__pycache__": (1, 1, 2), pyc: (10, 1, 3)}
+    added = {**before, "/site/pkg/__pycache__": (1, 2, 2), "/site/pkg/__pycache__/n.cpython-311.pyc": (5, 2, 4),
+             "/site/pkg/__pycache__/n.cpython-311.pyc.140012": (5, 2, 5)}
+    assert snapshot_changes(before, added) == []
+    assert snapshot_changes(before, {**before, pyc: (10, 2, 6)}) == [pyc]
+    assert snapshot_changes(before, {**before, "/site/pkg/m.py": (3, 2, 7)}) == ["/site/pkg/m.py"]
+
+
 def test_frozen_files_changed_after_the_freeze_are_rejected(staged, tmp_path):
     """The evaluator scores only bytes the manifest vouches for: a changed or added file rejects its case."""
     from automedbench.evaluator import evaluate, frozen_changes

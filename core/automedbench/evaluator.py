@@ -265,9 +265,16 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[s
 
 
 def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> list[str]:
-    """Paths added, removed or changed between two environment snapshots (__pycache__ folders ignored)."""
-    keys = set(before) | set(after)
-    return sorted(k for k in keys if before.get(k) != after.get(k) and "__pycache__" not in k)
+    """Paths added, removed or changed between two environment snapshots.
+
+    In __pycache__ folders only a .pyc present in both and changed counts: the harness itself adds one for each
+    module it imports first (and Python's temporary files come and go), but Python loads a .pyc whose header
+    matches its source without reading the source, so a rewritten one is rewritten code."""
+    def counts(path: str) -> bool:
+        if "__pycache__" not in path:
+            return True
+        return path.endswith(".pyc") and path in before and path in after
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and counts(k))
 
 
 def evaluator_env() -> dict[str, str]:
