@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -61,6 +62,9 @@ VOLATILE = {"run_id", "started_at", "versions", "hashes", "wall_s", "agent_s", "
             "judge_s", "duration_s", "latency_s", "peak_rss_mb", "harness_steps"}
 
 
+QUOTA_SIZE = re.compile(r"(workspace quota )\d+(?= MB)")
+
+
 def full(run_dir: Path, tmp: str) -> Any:
     """The whole stored result.json minus VOLATILE keys, with the temporary folder's path replaced."""
     def strip(value: Any) -> Any:
@@ -69,7 +73,8 @@ def full(run_dir: Path, tmp: str) -> Any:
         if isinstance(value, list):
             return [strip(v) for v in value]
         if isinstance(value, str):
-            return value.replace(run_dir.name, "<run>").replace(tmp, "<tmp>")
+            value = value.replace(run_dir.name, "<run>").replace(tmp, "<tmp>")
+            return QUOTA_SIZE.sub(r"\1<MB>", value)  # sized from the free disk at the time: varies run to run
         return value
 
     return strip(json.loads((run_dir / "result.json").read_text()))
