@@ -10,6 +10,7 @@ import time
 
 import pytest
 from automedbench.agent import TOOLS, Agent
+from automedbench.api import hookimpl
 from automedbench.cli import main
 from automedbench.records import AgentTurn, Result, ToolCall
 from automedbench.runstate import AgentLoop
@@ -211,25 +212,37 @@ class TalksFirst(Agent):
         return AgentTurn(tool_calls=[ToolCall("c1", "submit_results", "{}")])
 
 
-@pytest.mark.parametrize("with_models", [True, False])
+class BrokenHints:
+    """A reply-hint plugin with a bug: it raises on whatever the agent wrote."""
+
+    @hookimpl
+    def automedbench_reply_hint(self, reply, tools, prompt, data_dir):
+        raise ValueError(f"cannot read {reply[:10]!r}")
+
+
+@pytest.mark.parametrize("with_models", [True, False, "broken"])
 def test_a_reply_without_a_call_is_answered_with_or_without_the_hint_plugin(tmp_path, with_models):
     """The runner asks `automedbench_reply_hint` on every reply without a tool call; without automedbench-models
-    the core answers with its generic message and one valid call, and the event keeps its fields."""
+    the core answers with its generic message and one valid call, and the event keeps its fields. A hint
+    plugin that raises on the agent's text gets the same generic answer: the run stays scored."""
     from automedbench.runner import Run, RunOptions
     from automedbench.testing import fresh_registry, register_agent, register_toy_track
 
     register_toy_track()
     reg = fresh_registry()
-    if not with_models:
+    if with_models is not True:
         reg.pm.unregister(name="models")
-    assert bool(reg.pm.hook.automedbench_reply_hint.get_hookimpls()) is with_models
+    if with_models == "broken":
+        reg.pm.register(BrokenHints(), name="broken-hints")
+    assert bool(reg.pm.hook.automedbench_reply_hint.get_hookimpls()) is bool(with_models)
     register_agent(TalksFirst, reg)
     run = Run(RunOptions("toy/vowels", "lite", "talks-first", out=tmp_path / "runs", data_root=tmp_path / "data",
                          judge="rules"), reg)
     result = run.execute()
     assert result.state == "scored", result.error
     (event,) = [e for e in read_events(run.run_dir / "trajectory.jsonl") if e["type"] == "no_tool_call"]
-    assert event["action"] == "continue" and event["hint"] == ("no_call" if with_models else "none")
+    assert event["action"] == "continue" and event["hint"] == ("no_call" if with_models is True else "none")
+    assert ("reply-hint plugin failed: ValueError" in event["detail"]) is (with_models == "broken")
     assert {"turn", "text_replies", "continues", "detail", "message"} <= set(event)
     (call,) = find_text_calls(event["message"])
     assert call.name == "execute_code" and json.loads(call.arguments)["language"] == "python"

@@ -275,6 +275,23 @@ def test_without_a_grading_plugin_every_grade_is_null_and_the_check_names_the_ex
     check_grader_options({}, "judge", reg)  # no grader named: nothing to refuse
 
 
+def test_a_grading_plugin_that_raises_leaves_null_grades_and_a_scored_evaluation(tmp_path):
+    """A grading plugin with a bug (here: it raises on any request) is the harness's problem, not the agent's:
+    every grade is null with the plugin's failure as the reason, and the evaluator's facts stand."""
+    class Broken:
+        @hookimpl
+        def automedbench_grade_requests(self, requests, options, registry):
+            raise RuntimeError("cannot parse the agent's answer")
+
+    reg = Registry()
+    reg.add_plugin(Broken(), name="broken-grader")
+    graded, folder = grade(reg, evaluation(request("q1", "a"), request("q2", "b")), tmp_path)
+    assert graded.metric.components["judge"] is None and graded.metric.components["judge_failed"] == 2
+    assert (graded.metric.strict, graded.metric.partial) == (0.5, 0.5)
+    errors = [g["error"] for g in json.loads((folder / "grades.json").read_text())["grades"]]
+    assert errors == ["the grading plugin failed: RuntimeError: cannot parse the agent's answer"] * 2
+
+
 # ------------------------------------------------------------------ trust: signed cache, strict replies
 
 

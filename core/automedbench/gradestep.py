@@ -3,7 +3,8 @@
 The evaluator has no network and no keys, so a metric that needs a model returns `GradeRequest`s; a plugin
 answers them (`automedbench_grade_requests`: automedbench-models asks the grader models, caches and signs
 the replies). Null rule: with no plugin to answer, every grade is null with the reason and the run stays
-`scored`, as for an unreachable backend (the agent did nothing wrong; the evaluator's facts stand).
+`scored`, as for an unreachable backend (the agent did nothing wrong; the evaluator's facts stand); the same
+when the plugin raises.
 """
 
 from __future__ import annotations
@@ -32,11 +33,15 @@ def grade_evaluation(reg: Any, track: Any, task: TaskSpec, evaluation: Evaluatio
     if not requests:
         return evaluation
     t0 = time.monotonic()
-    log = reg.pm.hook.automedbench_grade_requests(requests=requests, options=options, registry=reg)
+    why = NO_GRADER
+    try:
+        log = reg.pm.hook.automedbench_grade_requests(requests=requests, options=options, registry=reg)
+    except Exception as exc:  # a grading plugin's bug (on agent text, say): null grades, never a harness failure
+        log, why = None, f"the grading plugin failed: {type(exc).__name__}: {str(exc)[:200]}"
     if log is None:
         counts = Counter(r.grader for r in requests)
-        log = GradeLog([GraderUse(g, "", "", requests=n, failed=n, error=NO_GRADER) for g, n in counts.items()],
-                       [Grade(r.case_id, r.grader, r.tag, error=NO_GRADER) for r in requests])
+        log = GradeLog([GraderUse(g, "", "", requests=n, failed=n, error=why) for g, n in counts.items()],
+                       [Grade(r.case_id, r.grader, r.tag, error=why) for r in requests])
     log.duration_s = round(time.monotonic() - t0, 3)
     metric = track.apply_grades(task, evaluation.metric, log.grades)
     if log.components:

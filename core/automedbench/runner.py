@@ -500,8 +500,12 @@ class Run:
         # what was wrong (a near-miss call, an echo, an XML plan: a hint plugin's), told back with one valid call
         prompt = "\n".join(str(m.get("content") or "") for m in loop.messages[:2])
         data_dir = loop.session.data_dir
-        hint = (self.reg.pm.hook.automedbench_reply_hint(reply=reply.content, tools=TOOLS, prompt=prompt,
-                                                         data_dir=data_dir) or generic_hint(data_dir))
+        try:
+            hint = self.reg.pm.hook.automedbench_reply_hint(reply=reply.content, tools=TOOLS, prompt=prompt,
+                                                            data_dir=data_dir) or generic_hint(data_dir)
+        except Exception as exc:  # a hint plugin's bug on the agent's text: the generic message, no harness failure
+            hint = generic_hint(data_dir)
+            hint.detail = f"no tool call found (the reply-hint plugin failed: {type(exc).__name__})"
         if runtime.text_replies > loop.continues:
             st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
             self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
