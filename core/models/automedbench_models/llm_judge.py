@@ -68,6 +68,7 @@ def png_for_model(plan: PlanImage) -> bytes:
     image.save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
 
+
 def parse_verdict(text: str, items: list[RubricItem], max_turn: int) -> list[ItemVerdict]:
     try:
         data = extract_json(text)
