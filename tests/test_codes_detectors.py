@@ -9,11 +9,12 @@ import shutil
 import attrs
 import pytest
 from automedbench.cli import main
-from automedbench.codes import Detector, context_from_run_dir, detect, detectors_for, tag_run
+from automedbench.detectors import Detector
 from automedbench.hookspecs import hookimpl
 from automedbench.records import FiredCode, Result
 from automedbench.serialize import read_json
 from automedbench_campaign.tagger import LLMTagger, ScriptedBackend, parse_reply, render_prompt
+from automedbench_codes.tagging import context_from_run_dir, detect, detectors_for, tag_run
 from click.testing import CliRunner
 
 OUTPUTS = ["organ.nii.gz", "lesion.nii.gz"]
@@ -73,6 +74,31 @@ def test_retagging_never_changes_a_score(run_agent, reg, tmp_path):
     assert {c.code for c in fired} == {"E3", "E5"} and tagged.error_codes == fired
     assert tagged.aggregate == before.aggregate and tagged.stages == before.stages and tagged.task == before.task
 
+
+
+def test_without_a_tagging_step_a_run_says_why_it_has_no_codes(run_agent, reg):
+    """A core-only install (no automedbench-codes): the run records one harness note naming the extra and the
+    summary shows it once; with the tagging step installed there is no note, and re-tagging drops it."""
+    from automedbench import builtins
+    from automedbench.detectors import NO_TAGGER, NOT_TAGGED
+    from automedbench.plugins import Registry
+    from automedbench.report import render
+    from rich.console import Console
+
+    core_only = Registry()
+    core_only.load_entry_points()
+    core_only.pm.unregister(name="codes")
+    result, run_dir = run_agent("reference")
+    untagged = attrs.evolve(result, error_codes=[])
+    builtins.automedbench_run_finished(untagged, run_dir, core_only, OUTPUTS)
+    assert [(c.code, c.message) for c in untagged.error_codes] == [(NOT_TAGGED, NO_TAGGER)]
+    console = Console(record=True, width=300)
+    render(untagged, console)
+    assert console.export_text().count("pip install 'automedbench[codes]'") == 1
+    tagged = attrs.evolve(result, error_codes=[])
+    builtins.automedbench_run_finished(tagged, run_dir, reg, OUTPUTS)
+    assert tagged.error_codes == []  # the reference run fires nothing, and says nothing
+    assert tag_run(run_dir, untagged, reg, OUTPUTS) == [] and untagged.error_codes == []
 
 @pytest.mark.slow  # whole demo runs through the CLI
 def test_codes_command_retags_stored_runs(run_agent, tmp_path, monkeypatch):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 
 import pytest
-from automedbench.codes import CodeContext, detect
-from automedbench.codes.generic import ExecutionDetector, SetupDetector, VerificationDetector
+from automedbench.detectors import CodeContext
 from automedbench.records import CaseVerdict
+from automedbench_codes.generic import ExecutionDetector, SetupDetector, VerificationDetector
+from automedbench_codes.tagging import detect
 
 OUTPUTS = ["organ.nii.gz", "lesion.nii.gz"]
 

@@ -19,7 +19,7 @@ from automedbench.plugins import Registry
 from automedbench.records import Evaluation, GradeRequest, MetricBlock, PromptPart
 from automedbench.serialize import read_json
 from automedbench.track import Track
-from automedbench_models import grading
+from automedbench_models import grading, signedcache
 
 OPTIONS = {"judge.provider": "scripted", "judge.model": "m1"}
 
@@ -303,7 +303,7 @@ def test_a_forged_cache_line_is_ignored_and_counted(model, tmp_path):
     system, prompt = grading.render(req)
     key = grading.cache_key("judge", "scripted:m1", system, prompt)
     forged = {"key": key, "grader": "judge", "model": "scripted:m1", "score": 1.0, "rationale": "forged"}
-    foreign = harnessstate.sign(forged, b"k" * 32)  # signed, but with another key than this harness's
+    foreign = signedcache.sign(forged, b"k" * 32)  # signed, but with another key than this harness's
     (tmp_path / "cache.jsonl").write_text(json.dumps(forged) + "\n" + json.dumps(foreign) + "\n")
     graded, folder = grade(model, evaluation(req), tmp_path)
     assert graded.metric.per_case[0]["judge"] == 0.0 and len(ScriptedModel.calls) == 1

@@ -32,8 +32,10 @@ DEMOS = {
 }
 DISTRIBUTION = {track: "automedbench-" + track.replace("_", "-") for track in DEMOS}
 # The built-in distributions beside the core (core/<name>/), each installed by a root extra (its name; the kit: test).
-BUILTINS = {"campaign": "automedbench-campaign", "docker": "automedbench-docker", "models": "automedbench-models",
-            "test": "automedbench-testkit"}
+BUILTINS = {"campaign": "automedbench-campaign", "codes": "automedbench-codes", "docker": "automedbench-docker",
+            "models": "automedbench-models", "test": "automedbench-testkit"}
+# What an extra installs besides its own distribution (the campaign re-tags runs with the codes' tagging step).
+ALSO = {"campaign": {"automedbench-codes"}}
 
 
 def _checkout_copy(dest: Path) -> Path:
@@ -131,6 +133,9 @@ def test_the_readme_install_runs_the_demo_with_the_core_alone(tmp_path):
     assert _automedbench_distributions(python) == {"automedbench", "automedbench-segmentation"}
     result = _run_demo(python, "segmentation/demo", tmp_path)
     assert result["task"]["strict"] > 0 and result["aggregate"]["rating"] != "F"
+    # no error-code tagging step: no codes, and the one note that says why (and how to get them)
+    assert [c["code"] for c in result["error_codes"]] == ["H-UNTAGGED"]
+    assert "pip install 'automedbench[codes]'" in result["error_codes"][0]["message"]
     proc = subprocess.run([str(python.parent / "automedbench"), "sweep", "--agents", "reference", "--tasks",
                            "segmentation/demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
@@ -143,7 +148,7 @@ def test_a_builtin_extra_installs_its_distribution_and_registers_it(extra, tmp_p
     clone = _checkout_copy(tmp_path / "clone")
     python = _fresh_venv(tmp_path / "venv")
     _pip(python, "-e", f".[{extra}]", cwd=clone)
-    assert _automedbench_distributions(python) == {"automedbench", BUILTINS[extra]}
+    assert _automedbench_distributions(python) == {"automedbench", BUILTINS[extra], *ALSO.get(extra, ())}
     listing = subprocess.run([str(python.parent / "automedbench"), "plugins"], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "COLUMNS": "200"})
     assert listing.returncode == 0 and BUILTINS[extra] in listing.stdout, listing.stdout + listing.stderr

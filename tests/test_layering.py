@@ -35,8 +35,7 @@ LAYERS: dict[str, int] = {
     "automedbench.agent": CONTRACT,
     "automedbench.agenttext": CONTRACT,
     "automedbench.authoring": CONTRACT,
-    "automedbench.codes.taxonomy": CONTRACT,
-    "automedbench.detectors": CONTRACT,
+    "automedbench.detectors": CONTRACT,  # the error-code taxonomy and the detector interface
     "automedbench.errors": CONTRACT,
     "automedbench.fsutil": CONTRACT,
     "automedbench.grades": CONTRACT,
@@ -62,7 +61,6 @@ LAYERS: dict[str, int] = {
     "automedbench.yamlfile": CONTRACT,
     # engine: the run path (stage, run, freeze, evaluate, grade, score, store) and the plugin registry
     "automedbench.brief": ENGINE,
-    "automedbench.codes": ENGINE,  # running the detectors over a stored run
     "automedbench.evaluate_cmd": ENGINE,
     "automedbench.evaluator": ENGINE,
     "automedbench.freeze": ENGINE,
@@ -83,11 +81,11 @@ LAYERS: dict[str, int] = {
     "automedbench.tripwire": ENGINE,
     # built-ins: registered through the same hooks a third party uses
     "automedbench.agents": BUILTIN,
-    "automedbench.codes.generic": BUILTIN,
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
+    "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
     "automedbench_models": BUILTIN,
     "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
@@ -99,6 +97,7 @@ LAYERS: dict[str, int] = {
     "automedbench_campaign.judgecli": FACE,
     "automedbench_campaign.plugin": FACE,  # registers the campaign (its commands too), like automedbench.builtins
     "automedbench_campaign.viewer.cli": FACE,
+    "automedbench_codes.plugin": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
     "automedbench_models.plugin": FACE,
@@ -209,7 +208,8 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
              "automedbench.judges.llm", "automedbench.judges.digest",
              "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
-             "automedbench.rejudge", "automedbench.pricing", "automedbench.grading", "automedbench.replyhint"]
+             "automedbench.rejudge", "automedbench.pricing", "automedbench.grading", "automedbench.replyhint",
+             "automedbench.codes"]
 
 
 def test_the_core_holds_and_imports_none_of_the_moved_packages():

@@ -41,23 +41,20 @@ def automedbench_register_judges(register: Register) -> None:
 
 
 @hookimpl
-def automedbench_register_code_detectors(register: Register) -> None:
-    from .codes.generic import GENERIC_DETECTORS
-
-    for name, cls in GENERIC_DETECTORS.items():
-        register(name, cls, f"error codes, every track: {(cls.__doc__ or '').strip().splitlines()[0]}")
-
-
-@hookimpl
 def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
-    """Post-run error codes E1–E5 from the registered detectors (diagnostic: scores are untouched)."""
-    from .codes import tag_run
+    """Post-run error codes E1–E5 from the tagging step a plugin offers (diagnostic: scores are untouched);
+    without one, a harness note says why the run has none."""
+    from .detectors import NO_TAGGER, NOT_TAGGED
     from .records import FiredCode
 
     try:
-        tag_run(run_dir, result, registry, output_names)
+        tagged = registry.pm.hook.automedbench_tag_codes(result=result, run_dir=run_dir, registry=registry,
+                                                         output_names=output_names)
     except Exception as exc:
         result.error_codes.append(FiredCode("H-DETECTOR", f"tagging failed: {type(exc).__name__}: {exc}"))
+        return
+    if tagged is None:
+        result.error_codes.append(FiredCode(NOT_TAGGED, NO_TAGGER))
 
 
 @hookimpl

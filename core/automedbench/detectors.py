@@ -1,7 +1,9 @@
-"""The error-code detector interface: what a detector sees of one finished run, and what it returns.
+"""The error-code contract: the paper's taxonomy E1–E5, what a detector sees of one finished run, and what
+it returns.
 
-Detectors are plugins (hook `automedbench_register_code_detectors`, exported through automedbench.api);
-the engine (`automedbench.codes`) builds the context from a stored run and runs them.
+Detectors are plugins (hook `automedbench_register_code_detectors`, exported through automedbench.api); the
+tagging step that builds the context from a stored run and runs them is a plugin too (hook
+`automedbench_tag_codes`: automedbench-codes). Codes are diagnostic only: a code never changes a score.
 """
 
 from __future__ import annotations
@@ -15,6 +17,45 @@ from attrs import define, field
 
 from .records import FiredCode, Result
 from .trace import Trace
+
+
+@define(frozen=True)
+class CodeInfo:
+    code: str
+    name: str
+    category: str  # "knowledge" (E1) or "engineering" (E2–E5), as the paper groups them
+    definition: str
+
+
+TAXONOMY: dict[str, CodeInfo] = {
+    "E1": CodeInfo("E1", "understanding", "knowledge",
+                   "solves the wrong problem, or picks an approach incompatible with the objective, modality, "
+                   "metric, constraints or artefact"),
+    "E2": CodeInfo("E2", "data/model setup", "engineering",
+                   "understands the task but cannot access, prepare, load or configure data, models, APIs, "
+                   "dependencies or runtime resources"),
+    "E3": CodeInfo("E3", "verification/recovery", "engineering",
+                   "invalid intermediate or final outputs are visible, but the agent fails to detect, validate, "
+                   "debug or recover"),
+    "E4": CodeInfo("E4", "implementation/execution", "engineering",
+                   "the pipeline is plausible, but code, commands or processing logic fail during execution"),
+    "E5": CodeInfo("E5", "deliverable/submission", "engineering",
+                   "usable outputs exist or could have been produced, but the final artefacts are missing, "
+                   "incomplete, malformed, misnamed, misplaced or schema-incompatible"),
+}
+
+E_CODES: tuple[str, ...] = tuple(TAXONOMY)
+
+# With no tagging step installed a run records this harness note instead of codes, so "none fired" and
+# "never tagged" read differently; re-tagging the run replaces it.
+NOT_TAGGED = "H-UNTAGGED"
+NO_TAGGER = ("no error codes recorded: no error-code tagging step is installed (it comes with automedbench-codes): "
+             "pip install 'automedbench[codes]'")
+
+
+def is_error_code(code: str) -> bool:
+    """E1–E5 only; harness codes (H-BREACH, H-BUDGET, ...) are bookkeeping, not taxonomy codes."""
+    return code in TAXONOMY
 
 
 @define
@@ -69,8 +110,6 @@ class Detector(ABC):
         """Return the codes this rule fires for the run (empty when it is clean)."""
 
     def fire(self, code: str, message: str, turns: list[int] | None = None, stage: str = "") -> FiredCode:
-        from .codes.taxonomy import TAXONOMY  # here: importing automedbench.codes loads the engine's side
-
         if code not in TAXONOMY:
             raise ValueError(f"detector {self.name} fired unknown code {code!r}")
         return FiredCode(code, message, stage, sorted(set(turns or [])), f"detector:{self.name}")

@@ -41,7 +41,7 @@ def automedbench_register_judges(register: Register) -> None:
 
 @hookspec
 def automedbench_register_code_detectors(register: Register) -> None:
-    """Register post-run error-code detectors (factory returns a `codes.Detector`; its `tracks` says where)."""
+    """Register post-run error-code detectors (factory returns a `detectors.Detector`; its `tracks` says where)."""
 
 
 @hookspec
@@ -60,8 +60,14 @@ def automedbench_register_evaluators(register: Register) -> None:
 @hookspec
 def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> None:
     """Called once per run after scoring, before `result.json` is written; may annotate `result`
-    (the built-in error-code tagger subscribes here). Each implementation runs in its own try: a
-    failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
+    (the core's subscriber asks for the error codes: `automedbench_tag_codes`). Each implementation runs in
+    its own try: a failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
+
+
+@hookspec(firstresult=True)
+def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> Any:
+    """Put the run's error codes E1–E5 into `result.error_codes` from the registered detectors and return them
+    (automedbench-codes does). The first answer wins; with none, the run records the `H-UNTAGGED` note."""
 
 
 @hookspec(firstresult=True)

@@ -25,6 +25,8 @@ GROUP = "automedbench"
 OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("campaign", "automedbench-campaign", {"command": ("sweep", "codes", "leaderboard", "view", "rejudge",
                                                        "judge-agreement"), "evaluator": ("warm",)}),
+    ("codes", "automedbench-codes", {"code_detector": ("submission", "verification", "execution", "setup",
+                                                       "understanding")}),
     ("docker", "automedbench-docker", {"sandbox": ("docker",), "evaluator": ("docker",), "command": ("images",)}),
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),

@@ -26,6 +26,16 @@ MAX_PLAN_PNG_BYTES = 32 << 20
 MAX_RESULT_BYTES = 64 << 20
 
 
+class _Below:
+    """A path in the run folder by its name: `folder.result` is `folder.path / RunFolder.RESULT`."""
+
+    def __init__(self, *parts: str) -> None:
+        self.parts = parts
+
+    def __get__(self, folder: RunFolder, owner: type | None = None) -> Path:
+        return folder.path.joinpath(*self.parts)
+
+
 class RunFolder:
     """One run's folder: `runs/<run_id>/`. Names are class attributes so that finders can use them unbound."""
 
@@ -63,74 +73,26 @@ class RunFolder:
 
     # ------------------------------------------------------------------ names
 
-    @property
-    def result(self) -> Path:
-        return self.path / self.RESULT
-
-    @property
-    def trajectory(self) -> Path:
-        return self.path / self.TRAJECTORY
-
-    @property
-    def brief(self) -> Path:
-        return self.path / self.BRIEF
-
-    @property
-    def judge(self) -> Path:
-        return self.path / self.JUDGE
+    result = _Below(RESULT)
+    trajectory = _Below(TRAJECTORY)
+    brief = _Below(BRIEF)
+    judge = _Below(JUDGE)
+    evaluation = _Below(EVALUATION)
+    grades = _Below(GRADES)  # what the model-graded scoring step asked, and who answered (absent: nothing to grade)
+    submission = _Below(SUBMISSION)
+    manifest = _Below(MANIFEST)
+    checks = _Below(CHECKS)
+    artefacts = _Below(ARTEFACTS)
+    pilot = _Below(PILOT)
+    workspace = _Below(WORKSPACE)
+    outputs = _Below(WORKSPACE, "outputs")
+    plan = _Below(WORKSPACE, "plan")
+    reserve = _Below(RESERVE)
+    decoy = _Below(DECOY)
 
     def archived_judge(self, judge: str, stamp: str, n: int = 1) -> Path:
         """Where a replaced verdict is kept: judge.<judge>.<stamp>[-n].json."""
         return self.path / (f"judge.{judge}.{stamp}.json" if n == 1 else f"judge.{judge}.{stamp}-{n}.json")
-
-    @property
-    def evaluation(self) -> Path:
-        return self.path / self.EVALUATION
-
-    @property
-    def grades(self) -> Path:
-        """What the model-graded scoring step asked and which model answered (absent: nothing to grade)."""
-        return self.path / self.GRADES
-
-    @property
-    def submission(self) -> Path:
-        return self.path / self.SUBMISSION
-
-    @property
-    def manifest(self) -> Path:
-        return self.path / self.MANIFEST
-
-    @property
-    def checks(self) -> Path:
-        return self.path / self.CHECKS
-
-    @property
-    def artefacts(self) -> Path:
-        return self.path / self.ARTEFACTS
-
-    @property
-    def pilot(self) -> Path:
-        return self.path / self.PILOT
-
-    @property
-    def workspace(self) -> Path:
-        return self.path / self.WORKSPACE
-
-    @property
-    def outputs(self) -> Path:
-        return self.workspace / "outputs"
-
-    @property
-    def plan(self) -> Path:
-        return self.workspace / "plan"
-
-    @property
-    def reserve(self) -> Path:
-        return self.path / self.RESERVE
-
-    @property
-    def decoy(self) -> Path:
-        return self.path / self.DECOY
 
     # ------------------------------------------------------------------ finding
 

@@ -150,9 +150,9 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
 
     Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
     """
-    from automedbench.codes import tag_run
     from automedbench.runfolder import RunFolder
     from automedbench.serialize import write_json
+    from automedbench_codes.tagging import tag_run
 
     from .store import find_runs
     from .tagger import tagger_from_registry

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from attrs import define, field
-from automedbench.codes.taxonomy import E_CODES, TAXONOMY
+from automedbench.detectors import E_CODES, TAXONOMY
 from automedbench.records import STAGE_NAMES, STAGES
 
 from .stats import bootstrap_means, group_seed

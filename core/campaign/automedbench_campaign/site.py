@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automedbench.codes.taxonomy import E_CODES
+from automedbench.detectors import E_CODES
 from automedbench.fsutil import atomic_write_text
 from automedbench.records import STAGE_NAMES, STAGES
 from automedbench.runfolder import RunFolder

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from attrs import define
-from automedbench.codes.taxonomy import is_error_code
+from automedbench.detectors import is_error_code
 from automedbench.errors import UserError
 from automedbench.records import STAGES
 from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder

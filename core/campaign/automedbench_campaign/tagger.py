@@ -13,8 +13,7 @@ import json
 from typing import Any, Protocol, runtime_checkable
 
 from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
-from automedbench.codes.detect import CodeContext
-from automedbench.codes.taxonomy import TAXONOMY
+from automedbench.detectors import TAXONOMY, CodeContext
 from automedbench.records import FiredCode
 from automedbench.replyjson import ReplyError, final_json
 

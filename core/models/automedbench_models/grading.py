@@ -36,9 +36,11 @@ import attrs
 from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from automedbench.errors import ContentRefused
 from automedbench.grades import Grade, GradeLog, GraderUse, grader_backend, grader_options
-from automedbench.harnessstate import SignedJsonl, harness_key, state_dir
+from automedbench.harnessstate import harness_key, state_dir
 from automedbench.records import GradeRequest
 from automedbench.replyjson import ReplyError, final_json, require_keys
+
+from .signedcache import SignedJsonl
 
 GRADE_CACHE = "grade_cache.jsonl"
 REJECTED = "grade_cache_rejected"  # the metric component that counts unsigned cache lines seen
@@ -120,7 +122,7 @@ def parse_grade(reply: str, levels: list[float]) -> tuple[float, str]:
 
 
 class GradeCache:
-    """Replies keyed by `cache_key`, one signed JSON line each (`harnessstate.SignedJsonl`), in the harness's
+    """Replies keyed by `cache_key`, one signed JSON line each (`signedcache.SignedJsonl`), in the harness's
     state folder that no sandbox mounts. A line without the harness's MAC (forged, foreign, edited) is
     ignored and counted in `rejected`; the file holds gold answers: mode 0600."""
 

@@ -7,8 +7,7 @@ processing inputs, E5 when the remaining failure is packaging or submission.
 
 from __future__ import annotations
 
-from ..records import FiredCode
-from .detect import CodeContext, Detector
+from automedbench.api import CodeContext, Detector, FiredCode
 
 
 def _case_list(cases: list[str], limit: int = 5) -> str:

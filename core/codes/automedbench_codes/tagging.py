@@ -1,4 +1,5 @@
-"""The per-track detector registry and the tagging step that runs them (the interface: automedbench.detectors).
+"""The tagging step: run the detectors that serve a run's track over the stored run (the interface and the
+taxonomy: automedbench.detectors).
 
 Detectors are plugins (hook `automedbench_register_code_detectors`); each says which tracks it serves
 ("*" = every track). They read the stored run only, are deterministic, and return FiredCode records.
@@ -10,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..detectors import CodeContext, Detector
-from ..records import FiredCode, Result
-from ..runfolder import RunFolder
-from .taxonomy import is_error_code
+from automedbench.detectors import NOT_TAGGED, CodeContext, Detector, is_error_code
+from automedbench.records import FiredCode, Result
+from automedbench.runfolder import RunFolder
 
 
 def context_from_run_dir(run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:
@@ -74,8 +74,8 @@ def detect(ctx: CodeContext, detectors: list[Detector]) -> list[FiredCode]:
 
 
 def replace_codes(result: Result, new: list[FiredCode]) -> None:
-    """Swap the run's E-codes (and detector problems) for `new`; harness codes such as H-BREACH stay."""
-    kept = [c for c in result.error_codes if not is_error_code(c.code) and c.code != "H-DETECTOR"]
+    """Swap the run's E-codes (detector problems, the untagged note) for `new`; harness codes such as H-BREACH stay."""
+    kept = [c for c in result.error_codes if not is_error_code(c.code) and c.code not in ("H-DETECTOR", NOT_TAGGED)]
     result.error_codes = kept + new
 
 
