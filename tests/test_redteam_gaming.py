@@ -1,0 +1,57 @@
+"""Red-team round 5: submissions that earn a rating without doing the task, each run through the real runner
+(sandbox, freeze, isolated evaluator, rules judge) as an agent's own code, with the fix's effect asserted."""
+
+from __future__ import annotations
+
+import pytest
+from automedbench.records import Result
+from automedbench.runner import Run, RunOptions
+from automedbench.serialize import read_json
+from review_steps import Steps, register_steps
+
+# An agent that never opens an image: every answer is a function of the question's wording (polar questions
+# "yes", counts "1", sides "left", the first option's text otherwise), the classic question-only VQA baseline.
+BLIND_VQA = r'''
+import json, os, pathlib
+pub, out = pathlib.Path(os.environ["DATA_DIR"]), pathlib.Path(os.environ["WORKSPACE_DIR"]) / "outputs"
+GUESS = {"how many": "1", "which side": "left"}
+for q in sorted(p for p in pub.iterdir() if (p / "question.json").is_file()):
+    doc = json.loads((q / "question.json").read_text())
+    text, label = doc["question"].lower(), ""
+    if doc.get("mode") == "multiple_choice":
+        label = sorted(doc["options"])[0]
+        answer = doc["options"][label]
+    elif text.split()[0] in ("is", "are", "does", "do", "can", "was", "were", "has", "have"):
+        answer = "yes"
+    else:
+        answer = next((v for k, v in GUESS.items() if k in text), q.name)
+    rec = {"question_id": q.name, "predicted_label": label, "predicted_answer": answer,
+           "raw_model_output": "Answer: " + (label or answer), "model_name": "blind", "runtime_s": 0.1}
+    (out / q.name).mkdir(parents=True, exist_ok=True)
+    (out / q.name / "answer.json").write_text(json.dumps(rec))
+print("answered", len(list(out.iterdir())))
+'''
+
+
+def _run(reg, data_root, out, task: str, steps) -> Result:
+    register_steps(reg)
+    runner = Run(RunOptions(task, "lite", Steps.name, out=out, data_root=data_root,
+                            agent_options={"steps": steps}), reg)
+    result = runner.execute()
+    assert read_json(runner.run_dir / "result.json", Result) == result
+    assert result.state == "scored", result.error
+    return result
+
+
+@pytest.mark.slow  # a whole demo run (~6 s on an idle machine)
+def test_question_only_vqa_answers_are_held_below_b(reg, data_root, tmp_path):
+    """Answers chosen from the question's wording alone vary between templates (no per-kind repeat cap fires)
+    yet reached A on the demo (about 0.5 accuracy: the templates' answer priors). Their agreement with the gold
+    is no more than chance gives within each template (kappa <= 0): held at C."""
+    result = _run(reg, data_root, tmp_path, "vqa/demo", [["python", BLIND_VQA]])
+    components = result.task.components
+    assert result.task.partial >= 0.25, "the attack no longer reaches the okay band: test it another way"
+    assert components["answer_repeat_share"] < 0.8  # the per-kind repeat cap alone does not catch it
+    assert components["chance_kappa"] <= 1e-9  # chance within a template explains every right answer
+    assert result.aggregate.rating == "C", result.aggregate.rating_reason
+    assert "no better than the question's wording" in result.aggregate.rating_reason
