@@ -51,8 +51,8 @@ def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | Non
         n += len(members)
         observed += sum(float(r.get("score") or 0.0) >= 1.0 for r in members)
         chance = _chance([(r["answer_key"], r["gold_key"]) for r in members])
-        if kind == "mcq":
-            chance = max(chance, _chance([(r.get("answer_text_key", ""), r.get("gold_text_key", "")) for r in members]))
+        if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
+            chance = max(chance, _chance([(r["answer_text_key"], r["gold_text_key"]) for r in members]))
         expected += chance
     if n == 0:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
