@@ -55,3 +55,35 @@ def test_question_only_vqa_answers_are_held_below_b(reg, data_root, tmp_path):
     assert components["chance_kappa"] <= 1e-9  # chance within a template explains every right answer
     assert result.aggregate.rating == "C", result.aggregate.rating_reason
     assert "no better than the question's wording" in result.aggregate.rating_reason
+
+
+# Contract-valid detections in bulk: 8000 boxes a case (the contract allows 20 000), spread over the image.
+MANY_BOXES = r'''
+import json, os, pathlib, random
+pub, out = pathlib.Path(os.environ["DATA_DIR"]), pathlib.Path(os.environ["WORKSPACE_DIR"]) / "outputs"
+rng = random.Random(7)
+for case in sorted(p for p in pub.iterdir() if (p / "meta.json").is_file()):
+    meta = json.loads((case / "meta.json").read_text())
+    W, H, classes = meta["width"], meta["height"], meta["classes"]
+    boxes = []
+    for i in range(8000):
+        w, h = rng.uniform(4, W / 4), rng.uniform(4, H / 4)
+        x, y = rng.uniform(0, W - w), rng.uniform(0, H - h)
+        boxes.append({"class": classes[i % len(classes)], "score": round(rng.random(), 4),
+                      "x1": round(x, 1), "y1": round(y, 1), "x2": round(x + w, 1), "y2": round(y + h, 1)})
+    (out / case.name).mkdir(parents=True, exist_ok=True)
+    (out / case.name / "prediction.json").write_text(json.dumps({"boxes": boxes}))
+'''
+
+
+@pytest.mark.slow  # a whole demo run whose evaluation handles ~100 000 boxes (~15 s)
+def test_many_valid_boxes_are_scored_within_the_evaluator_memory(reg, data_root, tmp_path, monkeypatch):
+    """The class-hedging diagnostic built the full pairwise IoU matrix of an image's boxes: 8000 boxes need
+    ~0.5 GB per array (20 000, the contract's limit, 3.2 GB), so a valid submission ran the evaluator out of
+    memory and the run lost its Task as an agent failure. Compared in blocks of nearby boxes now: scored."""
+    from automedbench import evaluator
+
+    monkeypatch.setattr(evaluator, "EVAL_MEMORY_MB", 2500)  # the 12 GB default scaled to this test's boxes
+    result = _run(reg, data_root, tmp_path, "detection/demo", [["python", MANY_BOXES]])
+    assert result.task is not None and result.task.components["predicted_boxes"] >= 8000 * 12
+    assert all(c.valid for c in result.cases)
