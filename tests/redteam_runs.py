@@ -594,8 +594,10 @@ ATTACKS = [
            or any(p.stat().st_mode & 0o6000 for p in (o.run_dir / "submission").rglob("*") if p.is_file())),
     Attack("etc-shadow", [[("bash", "cat /etc/shadow /etc/gshadow 2>&1 | head -3")]],
            _stdout_has(lambda w: w.shadow_line), needs=lambda w: None if w.shadow_line else "needs root"),
-    Attack("dev-shm", [[("bash", "echo leak > /dev/shm/amb-redteam-$(id -u)-probe; ls /dev/shm | head")]],
-           lambda w, o: Path(f"/dev/shm/amb-redteam-{os.getuid()}-probe").exists()),
+    # the probe is named per backend and test process: the plain backend's own probe (its declared gap) lands in
+    # the host's /dev/shm while the docker backend runs the same attack on the other xdist worker
+    Attack("dev-shm", [[("bash", "echo leak > /dev/shm/{ABSTRACT}-probe; ls /dev/shm | head")]],
+           lambda w, o: Path(f"/dev/shm/{w.abstract}-probe").exists()),
     # a network-enabled task (every real one) must not reach the host's loopback services or abstract sockets
     Attack("net-host-loopback", [[("python", NET_TCP)]], lambda w, o: w.hits["tcp"] > 0, network=True),
     Attack("net-abstract-socket", [[("python", NET_ABSTRACT)]], lambda w, o: w.hits["abstract"] > 0, network=True),
@@ -635,7 +637,7 @@ def test_attack_through_the_real_runner(world: World, a: Attack):
     if why:
         pytest.skip(why)
     if a.id == "dev-shm":
-        Path(f"/dev/shm/amb-redteam-{os.getuid()}-probe").unlink(missing_ok=True)
+        Path(f"/dev/shm/{world.abstract}-probe").unlink(missing_ok=True)
     world.hits.update(tcp=0, abstract=0)
     outcome = attack(world, a.turns, text=a.text, keep_workspace=a.keep_workspace, network=a.network, **a.options)
     counts = TALLY[world.backend]
@@ -643,7 +645,7 @@ def test_attack_through_the_real_runner(world: World, a: Attack):
     breached = outcome.result.isolation.breached
     reached = a.reached(world, outcome)
     if a.id == "dev-shm":
-        Path(f"/dev/shm/amb-redteam-{os.getuid()}-probe").unlink(missing_ok=True)
+        Path(f"/dev/shm/{world.abstract}-probe").unlink(missing_ok=True)
     if a.detect:
         # the agent opened references: prevented where they are not mounted, else it must be detected
         leaked = any(str(world.private) in p for ev in outcome.result.isolation.evidence for p in [ev.path])

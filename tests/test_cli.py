@@ -47,6 +47,17 @@ def test_missing_data_root(cli, tmp_path):
     assert "Rating A" in result.output
 
 
+def test_evaluator_past_its_limit_is_one_clear_line(cli, monkeypatch):
+    """`evaluate` of a submission that runs the evaluator out of memory printed a traceback."""
+    from automedbench import evaluator
+
+    monkeypatch.setattr(evaluator, "EVAL_MEMORY_MB", 64)  # too little for any submission
+    result = cli("evaluate", "--task", "segmentation/demo", "--baseline", "empty")
+    assert result.exit_code == 1, result.output
+    assert "submission error: the evaluator ran out of memory (64 MB)" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_real_task_not_staged_names_the_fix(cli, reg, tmp_path, monkeypatch):
     from automedbench import staging
     from automedbench.errors import UserError

@@ -77,6 +77,9 @@ class Group(click.Group):
         except errors.InfrastructureError as exc:
             err_console.print(f"[red]infrastructure error:[/] {escape(str(exc))}", soft_wrap=True)
             sys.exit(3)
+        except errors.SubmissionError as exc:  # `evaluate` of a submission past the evaluator's limits: no traceback
+            err_console.print(f"[red]submission error:[/] {escape(str(exc))}", soft_wrap=True)
+            sys.exit(1)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -26,6 +26,35 @@ def test_cross_class_duplicates_count_the_lower_scored_repeats_only():
     assert cross_class_duplicates(boxes([])) == 0
 
 
+def _all_pairs(det: Boxes, iou: float) -> int:
+    """The count from the whole pairwise matrix of each image (what the blocked version must equal)."""
+    from automedbench_detection.hedging import _iou
+
+    count = 0
+    for image in np.unique(det.image):
+        idx = np.flatnonzero(det.image == image)
+        order = idx[np.lexsort((idx, -det.score[idx]))]
+        close = _iou(det.box[order], det.box[order]) >= iou
+        other = det.cls[order][:, None] != det.cls[order][None, :]
+        count += int(np.sum(np.any(close & other & np.tri(len(order), k=-1, dtype=bool), axis=1)))
+    return count
+
+
+def test_blocked_duplicate_count_equals_the_whole_matrix():
+    """Near-copies, exact copies and tied scores over several images and block boundaries, at two IoUs."""
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        n = int(rng.integers(1, 700))
+        corner = rng.uniform(0, 100, (n, 2))
+        box = np.hstack([corner, corner + rng.uniform(1, 60, (n, 2))])
+        box = np.vstack([box, box[: n // 2] + rng.uniform(-1.2, 1.2, (n // 2, 4)), box[: n // 4]])
+        box[:, 2:] = np.maximum(box[:, 2:], box[:, :2] + 0.5)
+        m = len(box)
+        det = Boxes(rng.integers(0, 3, m), rng.integers(0, 3, m), box, rng.choice([0.2, 0.5, 0.9], m))
+        for iou in (0.9, 0.5):
+            assert cross_class_duplicates(det, iou) == _all_pairs(det, iou)
+
+
 def test_cap_per_image_keeps_the_highest_scored_boxes_of_each_image():
     det = boxes([(0, 0, s, 0, 0, 1, 1) for s in (0.1, 0.9, 0.5)] + [(1, 0, 0.2, 0, 0, 1, 1)])
     capped = cap_per_image(det, limit=2)

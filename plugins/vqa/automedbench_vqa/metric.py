@@ -28,7 +28,8 @@ from .answer_judge import (
     make_answer_judge,
     model_grade_requests,
 )
-from .answers import is_closed, mcq_score, text_scores
+from .answers import is_closed, mcq_score, question_form, text_scores
+from .chance import agreement_beyond_chance
 from .data.records import FACTS, read_private, read_question
 
 MAX_GROUPS = 40
@@ -50,10 +51,14 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
                    state: EvaluationState) -> tuple[dict[str, Any], list[GradeRequest]]:
     """The question's metric values, and the grade requests the model answer judge leaves for later."""
     facts = {k: gold.get(k, "") for k in FACTS}
+    # the question's wording (public) groups it with its template's other questions for the chance check
+    facts |= {"question_key": _key(question.get("question"))[:80], "form": question_form(question.get("question"))}
     label = str(gold.get("answer_label") or "")
     if label:
         return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq",
-                "answer_key": _key(record.get("predicted_label")), "gold_key": _key(label), **facts}, []
+                "answer_key": _key(record.get("predicted_label")), "gold_key": _key(label),
+                "answer_text_key": _key(record.get("predicted_answer")), "gold_text_key": _key(gold.get("answer_text")),
+                **facts}, []
     prediction = str(record.get("predicted_answer") or "")
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
@@ -127,6 +132,7 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
     comps |= by_kind
     comps |= {"answer_repeat_share": repeat_share(rows, "answer_key"),
               "gold_repeat_share": repeat_share(rows, "gold_key")}
+    comps |= agreement_beyond_chance(rows)
     if state.judge is not None:
         comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
     comps |= by_group
@@ -166,7 +172,7 @@ def apply_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
     rows = [dict(r) for r in metric.per_case]
     fold_answer_grades(rows, grades)
     accuracy, by_kind, by_group = summarize(rows)
-    comps = {**metric.components, "accuracy": accuracy, **by_kind, **by_group,
+    comps = {**metric.components, "accuracy": accuracy, **by_kind, **by_group, **agreement_beyond_chance(rows),
              "judge_fallback_count": float(sum(bool(r.get("judge_fallback")) for r in rows))}
     complete = not any(r.get("valid") is False for r in rows)
     return attrs.evolve(metric, strict=accuracy if complete else 0.0, partial=accuracy, components=comps,

@@ -82,11 +82,16 @@ class VQATrack(PackagedTrack):
         return vqa_rubric()
 
     def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        from .chance import blind_answers
         from .metric import repeated_answers
 
         if repeated_answers(metric.components):
             return (f"one answer per question kind for {metric.components['answer_repeat_share']:.0%} of the "
                     f"questions (the gold answers repeat {metric.components['gold_repeat_share']:.0%})")
+        if blind_answers(metric.components):
+            return (f"answers agree with the gold no better than the question's wording explains (kappa "
+                    f"{metric.components['chance_kappa']:.2f}: {metric.components['chance_observed']:.0%} right, "
+                    f"{metric.components['chance_expected']:.0%} by chance)")
         return None
 
     def positive_evidence(self, task: TaskSpec) -> str:

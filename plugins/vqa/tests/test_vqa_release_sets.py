@@ -55,10 +55,17 @@ KVASIR_QUESTIONS = [  # (question, answer, expected type)
 ]
 
 
+# every other round of the questions takes these answers: as in the real set, one wording has several answers
+# (a copy where the wording fixes the answer is answerable blind: the question-prior baseline would be perfect)
+KVASIR_OTHER_ANSWERS = ["2", "White", "Upper-right", "Yes", "No", "Gastroscopy", "Snare", "<5mm"]
+
+
 def write_kvasir(src, n):
+    k = len(KVASIR_QUESTIONS)
     rows = [{"image": {"bytes": png(i), "path": f"cl{i}.jpg"}, "source": "hyper-kvasir",
-             "question": KVASIR_QUESTIONS[i % len(KVASIR_QUESTIONS)][0],
-             "answer": KVASIR_QUESTIONS[i % len(KVASIR_QUESTIONS)][1], "img_id": f"cl{i}"} for i in range(n)]
+             "question": KVASIR_QUESTIONS[i % k][0],
+             "answer": KVASIR_QUESTIONS[i % k][1] if (i // k) % 2 == 0 else KVASIR_OTHER_ANSWERS[i % k],
+             "img_id": f"cl{i}"} for i in range(n)]
     write_parquet(src / "data" / "raw-00000-of-00001.parquet", rows)
 
 
@@ -253,7 +260,8 @@ SUBJECTS = ["Basic_Medical_Science", "Clinical_Medicine", "Diagnostics_and_Labor
 
 
 def mmmu_row(subject, i):
-    row = {"id": f"validation_{subject}_{i + 1}", "question": f"<image 1> Which finding ({i})?",
+    # one wording per question (as in MMMU): a wording shared across subjects with one answer is answerable blind
+    row = {"id": f"validation_{subject}_{i + 1}", "question": f"<image 1> Which finding ({subject}, {i})?",
            "options": str([f"option {k}" for k in range(4)]), "explanation": "", "answer": "ABCD"[i % 4],
            "img_type": "['Body Scans: MRI, CT scans, and X-rays']", "topic_difficulty": "Medium",
            "question_type": "multiple-choice", "subfield": "Radiology"}

@@ -17,7 +17,8 @@ from .records import finish, write_question
 
 SIZE = 128
 LESION = 225
-# (lesion count, side, shape, body system) per scan; the answers are facts about these pixels.
+# (lesion count, side, shape, body system): the cohort's scans. Which slot holds which (count, side, shape) is
+# dealt by the staging's secret seed (`dealt_scans`): this table is readable wherever the package is installed.
 SCANS: list[tuple[int, str, str, str]] = [
     (1, "left", "circle", "chest"), (0, "", "", "chest"), (2, "right", "square", "chest"),
     (1, "right", "triangle", "abdomen"), (3, "left", "circle", "abdomen"), (2, "left", "square", "abdomen"),
@@ -79,10 +80,28 @@ def _options(rng: np.random.Generator, correct: str, pool: list[str]) -> tuple[d
     return options, next(k for k, v in options.items() if v == correct)
 
 
+def dealt_scans(seed: int) -> list[tuple[int, str, str, str]]:
+    """SCANS' lesion facts (count, side, shape) dealt to the scan slots by the seed; body systems stay per slot.
+
+    With the facts in a fixed order, the answers to every presence, count, side and shape question were
+    constants of this module: an agent reading the installed package (the sandbox runs the harness's own
+    Python) scored A without opening an image. Dealt, the cohort keeps its answer mix (one scan without
+    lesions, the same counts, sides and shapes) and the source answers nothing."""
+    rng = np.random.default_rng([seed, 3000])
+    counts = [SCANS[k][0] for k in rng.permutation(len(SCANS))]
+    sides = list(rng.permutation([side for _, side, _, _ in SCANS if side]))  # dealt apart from the counts
+    shapes = list(rng.permutation([shape for _, _, shape, _ in SCANS if shape]))
+    dealt = []
+    for count, (_, _, _, system) in zip(counts, SCANS, strict=True):
+        side, shape = (str(sides.pop()), str(shapes.pop())) if count else ("", "")
+        dealt.append((count, side, shape, system))
+    return dealt
+
+
 def demo_questions(seed: int) -> list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, str]]]:
     """(public question fields, images, gold) for every demo question, in a fixed order."""
     items = []
-    for index, (count, side, shape, system) in enumerate(SCANS):
+    for index, (count, side, shape, system) in enumerate(dealt_scans(seed)):
         scan = [("image", make_scan(index, count, side, shape, seed))]
         common = {"dataset": "vqa-demo", "split": "test", "body_system": system, "modality": "synthetic CT"}
         items.append(({**common, "question": "Is there a bright lesion in this image?", "mode": "open_ended",

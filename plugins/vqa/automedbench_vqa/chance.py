@@ -1,0 +1,67 @@
+"""Agreement beyond chance: whether the answers know more than the question's wording does.
+
+A blind agent (no image opened) that answers from the question alone — "yes" to every "Is there ...?",
+"1" to every "How many ...?", the commonest option text to every "What shape ...?" — varies its answers
+between templates, so the per-kind repeat share misses it, yet on templated or yes-heavy sets its
+accuracy passes the okay band. Cohen's kappa catches it whatever the mix: within each group of
+questions that look alike to a blind agent, chance agreement is what the answer distribution and the
+gold distribution give when independent; a blind agent's observed agreement is that and no more
+(κ ≈ 0), a model that reads the image agrees more.
+
+Groups: MCQ or text, then the question's wording when at least TEMPLATE_MIN answered questions share
+it, else its form (polar "Is/Does ...?" or open). Agreement is a correct answer (score 1: letter,
+yes/no, exact or judge-equivalent); chance uses the answer keys, and for MCQ the larger of the letter
+and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
+one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa
+when fewer than QUESTIONS_MIN questions remain.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+TEMPLATE_MIN = 3  # answered questions sharing one wording: a template with its own answer prior
+KAPPA_MIN = 0.1  # kappa below this over at least QUESTIONS_MIN answered questions: held at C
+QUESTIONS_MIN = 20
+
+
+def _chance(pairs: list[tuple[str, str]]) -> float:
+    """Expected matches when answers and gold are drawn independently from their own distributions."""
+    answers, golds = Counter(a for a, _ in pairs), Counter(g for _, g in pairs)
+    return sum(answers[k] * golds[k] for k in answers) / len(pairs)
+
+
+def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """`chance_kappa` (None below QUESTIONS_MIN informative answers), `chance_observed` and `chance_expected` shares."""
+    answered = [r for r in rows if "answer_key" in r and "gold_key" in r]
+    if not answered:
+        return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
+    bucket = lambda r: "mcq" if r.get("kind") == "mcq" else "text"  # noqa: E731 - a one-line key
+    wording = Counter((bucket(r), r.get("question_key", "")) for r in answered)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in answered:
+        key = (bucket(row), row.get("question_key", ""))
+        groups[key if wording[key] >= TEMPLATE_MIN else (bucket(row), f"form:{row.get('form', '')}")].append(row)
+    observed = expected = 0.0
+    n = 0
+    for (kind, _), members in groups.items():
+        if len({r["gold_key"] for r in members}) < 2:  # one gold answer: right answers prove nothing either way
+            continue
+        n += len(members)
+        observed += sum(float(r.get("score") or 0.0) >= 1.0 for r in members)
+        chance = _chance([(r["answer_key"], r["gold_key"]) for r in members])
+        if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
+            chance = max(chance, _chance([(r["answer_text_key"], r["gold_text_key"]) for r in members]))
+        expected += chance
+    if n == 0:
+        return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
+    kappa = (observed - expected) / (n - expected) if n - expected > 1e-9 else None
+    return {"chance_kappa": round(kappa, 4) if kappa is not None and n >= QUESTIONS_MIN else None,
+            "chance_observed": round(observed / n, 4), "chance_expected": round(expected / n, 4)}
+
+
+def blind_answers(components: dict[str, Any]) -> bool:
+    """The answers agree with the gold no better than the question's wording explains: the rating cap's fact."""
+    kappa = components.get("chance_kappa")
+    return kappa is not None and kappa < KAPPA_MIN
