@@ -7,10 +7,12 @@ crash anywhere leaves the old data with the old stamp or the new data with the n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import shutil
+import sys
 from pathlib import Path
 
 import attrs
@@ -52,7 +54,9 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
     if dest.is_dir():
         recover(dest)  # a swap a crash interrupted: its stamp and data come back together before we look
     if stamp.exists() and not force and source is None:
-        return load(task, data_root)
+        if not (task.demo and stale_demo(stamp, track)):
+            return load(task, data_root)
+        force = True  # staged by other generator code (checked under the lock: one process re-stages)
     aside = None
     if force and dest.exists():
         # the track may skip an unchanged download; moving the old staging aside makes it rebuild,
@@ -65,11 +69,13 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         # (readable in the sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
         task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(63)})
     written: list[dict] = []
+    generator = generator_digest(track) if task.demo and source is None else ""
 
     def seal(area: StagingArea, case_ids: list[str]) -> tuple[str, ...]:
         """The stamp of the complete new copy, written beside it so the swap moves both at once."""
         share_public(area.public)
-        written.append(_write_stamp(area.root / STAMP, task, case_ids, area.public, area.private, source))
+        written.append(_write_stamp(area.root / STAMP, task, case_ids, area.public, area.private, source,
+                                    generator))
         return (STAMP,)
 
     try:
@@ -87,12 +93,12 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
     if not written or written[-1]["case_ids"] != list(staged.case_ids):
         # a track that wrote `dest` without the staging area: its stamp can only follow the data
         share_public(staged.public)
-        _write_stamp(stamp, task, staged.case_ids, staged.public, staged.private, source)
+        _write_stamp(stamp, task, staged.case_ids, staged.public, staged.private, source, generator)
     return staged
 
 
 def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, private: Path,
-                 source: Path | None) -> dict:
+                 source: Path | None, generator: str) -> dict:
     info = {
         "task": task.id,
         "case_ids": list(case_ids),
@@ -101,6 +107,8 @@ def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, 
         # never the download's path: it holds the answers, and the stamp is readable where isolation is weak
         "source": "local folder" if source else "generated",
     }
+    if generator:
+        info["generator"] = generator
     atomic_write_text(path, json.dumps(info, indent=2) + "\n")
     return info
 
@@ -122,10 +130,36 @@ def load(task: TaskSpec, data_root: Path) -> StagedData:
     return staged
 
 
+def generator_digest(track: Track) -> str:
+    """One hash of the track's Python source. A demo's answers may lie in its generator's code (readable in
+    the sandbox), so a fix there must reach demos staged before it: a stamp naming other code is staged anew."""
+    name = type(track).__module__
+    top = sys.modules.get(name.split(".")[0])
+    file = getattr(top, "__file__", None) or getattr(sys.modules.get(name), "__file__", None)
+    if not file:
+        return ""
+    root = Path(file)
+    files = sorted(root.parent.rglob("*.py")) if root.name == "__init__.py" else [root]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes() + b"\n")
+    return digest.hexdigest()
+
+
+def stale_demo(stamp: Path, track: Track) -> bool:
+    """True when the demo was staged by generator code other than the installed track's."""
+    try:
+        recorded = json.loads(stamp.read_text()).get("generator", "")
+    except (OSError, ValueError):
+        return True
+    return recorded != generator_digest(track)
+
+
 def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
-    """Demo tasks stage themselves on first use; real tasks must have been staged by the user."""
+    """Demo tasks stage themselves on first use (and again after their generator's code changed); real tasks
+    must have been staged by the user."""
     stamp = task_dir(data_root, task) / STAMP
-    if task.demo and not stamp.exists():
+    if task.demo and (not stamp.exists() or stale_demo(stamp, track)):
         data_root.mkdir(parents=True, exist_ok=True)
         return stage(track, task, data_root)
     return load(task, data_root)
