@@ -29,7 +29,7 @@ from .errors import InfrastructureError, SubmissionError
 from .fsutil import open_dir, sha256_file, walk_fd
 from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
-from .track import CaseScore, StagedData, Track
+from .track import CaseScore, StagedData, TaskEvaluation, Track
 
 # Limits of the evaluator process: it reads agent-made files, so a crafted file must end as a rejected case
 # or an agent failure, never exhaust the host. Address space leaves room for the track's imports (torch,
@@ -168,8 +168,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
     if len(extra) > MAX_EXTRA:  # the record stays small whatever the agent left in outputs/
         extra = [*extra[:MAX_EXTRA], f"... and {len(extra) - MAX_EXTRA} more"]
-    metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else scoring.aggregate(
-        scores, staged.case_ids)
+    metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else _aggregate(
+        scoring, scores, staged.case_ids)
     # a case's requests are stamped with that case's id: one case can never ask for another's grade
     requests = [attrs.evolve(r, case_id=s.case_id) for s in scores if s is not None
                 for r in s.requests[:MAX_GRADE_REQUESTS_PER_CASE]]
@@ -287,6 +287,16 @@ def request_exclude(request: EvalRequest) -> list[Path]:
     """Folders the evaluator's import path must not reach into for this request: run folder and data."""
     return [Path(request.out).resolve().parent, Path(request.submission).resolve().parent,
             Path(request.public).resolve().parent]
+
+
+def _aggregate(scoring: TaskEvaluation, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
+    """The track's aggregate over the case scores. Its inputs come from the submission, so a crash there ends
+    like a case whose scoring failed (a zero metric naming the error, the run scored), never as a harness
+    failure a retry would repeat."""
+    try:
+        return scoring.aggregate(scores, case_ids)
+    except Exception as exc:  # MemoryError under the address-space limit lands here too
+        return MetricBlock(f"aggregate error: {type(exc).__name__}: {exc}"[:500], 0.0, 0.0)
 
 
 def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
