@@ -146,8 +146,12 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
   tier_rc=0
   # every process this tier starts inherits the mark; what is still running after it is stopped (below)
   local mark="${name// /-}-$$-$(date +%s%N)"
+  # pytest's temporary files in a folder of this run's own (removed with $work at exit): with the default
+  # numbered folders under /tmp/pytest-of-$USER, shared by every checkout on the host, a tier would delete the
+  # oldest of them on start and exit (other test runs' staged demos and red-team runs, ~500k entries each),
+  # inside its own time
   AUTOMEDBENCH_TEST_RUN=$mark timeout --kill-after=30 "$limit" \
-    .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
+    .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" --basetemp "$work/${name// /-}" "$@" || tier_rc=$?
   echo  # pytest's progress line may be cut short by the timeout
   # a tier killed by its timeout skips its teardown (a Ray cluster test's `ray start` nodes); a finished
   # tier should leave nothing, and anything it did leave is named here too
