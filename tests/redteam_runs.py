@@ -136,6 +136,7 @@ class World:
     warm: bool = False  # attacks scored by the warm evaluator service (see WARM_BACKENDS)
     cold: frozenset = frozenset()  # ids of the attacks that keep the cold evaluator all the same (COLD_ON_PLAIN)
     outcomes: dict = field(factory=dict)  # attack id -> its run's Outcome, for the checks that look closer
+    warm_runs: int = 0  # runs this module scored on the warm evaluator
 
     def warm_for(self, attack_id: str) -> bool:
         return self.warm and attack_id not in self.cold
@@ -217,8 +218,8 @@ def world(request, reg, tmp_path_factory) -> World:
         w.shadow_line = shadow.read_text().splitlines()[0]
     yield w
     listeners.close()
-    if w.warm:  # the attacks really went through the service; then stop it (its next user starts a fresh one)
-        assert _warm_service().started > starts
+    if w.warm:  # the warm-scored runs really went through the service; then stop it (a next user starts afresh)
+        assert _warm_service().started > starts or not w.warm_runs
         _warm_service().close()
     counts = TALLY[backend]
     line = (f"[redteam-runs] {backend}: attempts {counts['attempts']}, prevented {counts['prevented']}, "
@@ -275,6 +276,7 @@ def attack(w: World, turns, *, text: str = "", keep_workspace: bool = True, netw
     before = (_tree_hash(w.data_root), _tree_hash(w.victim), w.canary.read_bytes())
     options.setdefault("workspace_quota_mb", 0 if keep_workspace else quota.DEFAULT_QUOTA_MB)
     options.setdefault("warm_evaluator", w.warm)
+    w.warm_runs += bool(options["warm_evaluator"])
     runner = Run(RunOptions(DEMO, "lite", Script.name, sandbox=w.backend, out=w.out, data_root=w.data_root,
                             run_id=run_id, keep_workspace=keep_workspace,
                             agent_options={"turns": turns, "text": text}, **options), w.reg)
