@@ -206,6 +206,8 @@ def world(request, reg, tmp_path_factory) -> World:
               warm=backend in WARM_BACKENDS and "warm" in reg.components["evaluator"],
               cold=COLD_ON_PLAIN if backend == "local-plain" else frozenset())
     listeners = Listeners(w)
+    if w.warm:  # a service an earlier module of this worker left running would serve these runs without a start
+        _warm_service().close()
     starts = _warm_service().started if w.warm else 0
     # a finished earlier run in the same folder: a sweep's neighbours have predictable ids
     victim = Run(RunOptions(DEMO, "lite", Script.name, sandbox=backend, out=out, data_root=data_root,
