@@ -13,7 +13,8 @@
 # The two -m expressions are complements: every collected test runs in exactly one tier. Both tiers run
 # (a failing fast tier does not hide the slow tier's result) and the script fails if either fails.
 # Tiers run on pytest-xdist workers (one per core, at most 4; AUTOMEDBENCH_TEST_WORKERS=N sets it, 0 turns
-# it off), whole files per worker. Arguments are passed to both tiers' pytest.
+# it off; AUTOMEDBENCH_SLOW_WORKERS=N sets the slow tier's alone), whole files per worker. Arguments are passed
+# to both tiers' pytest.
 # Bounds: AUTOMEDBENCH_FAST_TIMEOUT (s, default 2400) and AUTOMEDBENCH_SLOW_TIMEOUT (default 2700); the
 # docker build gets AUTOMEDBENCH_DOCKER_TIMEOUT (default 2400) and a docker test waits for it that long.
 # After each tier, processes it started and left running (a timed-out tier skips teardown) are stopped by
@@ -136,8 +137,11 @@ test_dirs=(tests)
 for dir in plugins/*/tests; do [ -d "$dir" ] && test_dirs+=("$dir"); done
 workers=${AUTOMEDBENCH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}
 [ "$workers" -gt 4 ] && workers=4
-xdist=()
-if [ "$workers" -gt 1 ]; then xdist=(-n "$workers" --dist loadfile); fi
+xdist_for() {  # xdist_for N : pytest-xdist's arguments for N workers in $xdist (none for 0 or 1)
+  xdist=()
+  # whole files in collection order (tests/conftest.py puts the longest first), not xdist's default by test count
+  if [ "$1" -gt 1 ]; then xdist=(-n "$1" --dist loadfile --no-loadscope-reorder); fi
+}
 tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytest run; its outcome in $tier_rc
   local name=$1 limit=$2 expr=$3
   shift 3
@@ -146,8 +150,12 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
   tier_rc=0
   # every process this tier starts inherits the mark; what is still running after it is stopped (below)
   local mark="${name// /-}-$$-$(date +%s%N)"
+  # pytest's temporary files in a folder of this run's own (removed with $work at exit): with the default
+  # numbered folders under /tmp/pytest-of-$USER, shared by every checkout on the host, a tier would delete the
+  # oldest of them on start and exit (other test runs' staged demos and red-team runs, ~500k entries each),
+  # inside its own time
   AUTOMEDBENCH_TEST_RUN=$mark timeout --kill-after=30 "$limit" \
-    .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" "$@" || tier_rc=$?
+    .venv/bin/python -m pytest -m "$expr" "${xdist[@]}" --basetemp "$work/${name// /-}" "$@" || tier_rc=$?
   echo  # pytest's progress line may be cut short by the timeout
   # a tier killed by its timeout skips its teardown (a Ray cluster test's `ray start` nodes); a finished
   # tier should leave nothing, and anything it did leave is named here too
@@ -159,11 +167,13 @@ tier() {  # tier NAME TIMEOUT MARK-EXPRESSION PYTEST-ARGS... : one bounded pytes
     *) phase_end "FAILED (pytest exit $tier_rc)" ;;
   esac
 }
+xdist_for "$workers"
 tier "fast tier" "${AUTOMEDBENCH_FAST_TIMEOUT:-2400}" "not slow and not docker" -q "${test_dirs[@]}" "$@"
 fast_rc=$tier_rc
 # The slow tier: clusters, fresh-venv installs, full-size layouts, long sandbox runs, and the docker tests
 # (which wait for the background build; report it first if it is done).
 if ! kill -0 "$docker_pid" 2>/dev/null; then docker_done; fi
+xdist_for "${AUTOMEDBENCH_SLOW_WORKERS:-$workers}"
 tier "slow tier" "${AUTOMEDBENCH_SLOW_TIMEOUT:-2700}" "slow or docker" -q -rs --durations=15 "${test_dirs[@]}" "$@"
 slow_rc=$tier_rc
 docker_done

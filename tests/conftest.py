@@ -12,13 +12,30 @@ from automedbench.testing import amb_docker, pytest_configure  # noqa: F401 - th
 DEMO = "segmentation/demo"
 
 
+# Files whose few tests take minutes (measured: the tiers' --durations=0), queued first: scripts/test.sh runs
+# pytest-xdist with --dist loadfile --no-loadscope-reorder, which hands out whole files in collection order (its
+# default queues them by test count, so a one-test file of two minutes, the Ray cluster, started last and ran
+# alone). Order only: a file missing here, or gone, changes nothing else. The docker files stay in place (their
+# tests wait for the image build, which runs while the fast tier does).
+LONG_FILES_FIRST = (
+    "tests/test_campaign_ray_cluster.py", "tests/test_redteam_runs_plain.py", "tests/test_install_tracks.py",
+    "tests/test_warm_evaluator.py", "tests/test_campaign_interrupt.py", "tests/test_scripted_runs.py",
+    "plugins/synthesis/tests/test_synthesis_runs.py", "plugins/classification/tests/test_classification_runs.py",
+    "plugins/enhancement/tests/test_enhancement_runs.py",
+    "plugins/enhancement/tests/test_enhancement_reference_reach.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """A test that needs the docker engine (it uses the `amb_docker` fixture) is marked `docker`, so that
-    scripts/test.sh runs it in the slow tier, after the images it builds in the background."""
+    scripts/test.sh runs it in the slow tier, after the images it builds in the background. The files of
+    LONG_FILES_FIRST go to the front, in that order (the rest keep theirs)."""
     for item in items:
         if "amb_docker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
+    rank = {name: k for k, name in enumerate(LONG_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 @pytest.fixture(scope="session")

@@ -45,10 +45,12 @@ from automedbench.serialize import read_json
 from review_steps import DEMO, register_agent
 from test_redteam import _available  # which backends run here, as for the session-level attempts
 
-# what each backend's test file imports (`from redteam_runs import *`): the tests and their fixture
-__all__ = ["test_attack_specific_outcomes", "test_attack_through_the_real_runner", "test_benign_agent_is_never_zeroed",
-           "test_cleanup_survives_deep_chains", "test_full_disk_still_writes_the_result",
-           "test_quota_keeps_partial_work", "test_require_isolation_refuses_plain", "world"]
+# what each backend's test file imports (`from redteam_runs import *`): the tests and their fixture. pytest runs
+# them in this order: the attacks first, so the closer checks after them read the attacks' runs (outcome_of).
+__all__ = ["test_attack_through_the_real_runner", "test_attack_specific_outcomes",  # noqa: RUF022 - run order
+           "test_cleanup_survives_deep_chains", "test_benign_agent_is_never_zeroed",
+           "test_full_disk_still_writes_the_result", "test_quota_keeps_partial_work",
+           "test_require_isolation_refuses_plain", "world"]
 
 MOUNTINFO_GAP = ("/proc/self/mountinfo names the host paths of bind-mounted folders: the data root (public "
                  "inputs) and the run folder (decoys); a workspace under a quota is its own filesystem")
@@ -69,10 +71,20 @@ GAPS: dict[str, dict[str, str]] = {"local": LOCAL_GAPS, "local-plain": PLAIN_GAP
                                               "by their size and counted in the container's memory limit, not "
                                               "in the disk quota"}}
 TALLY: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-# The isolating local backend's attacks are scored by the warm evaluator where the campaign built-in offers it
-# (issue 28: the red-team runs pass against it; one evaluator process for the module instead of one per run);
-# local-plain's stay on the cold path, so both evaluator paths face every attack.
-WARM_BACKENDS = {"local"}
+# Attacks are scored by the warm evaluator where the campaign built-in offers it (issue 28: the red-team runs
+# pass against it; one evaluator process for the module instead of one per run). On local-plain, where the agent
+# runs as the harness's user, the attacks on the evaluator's environment or on the evaluation itself (what it
+# reads and parses) keep the cold path, and so does the honest victim run as a control; docker keeps its
+# evaluator container.
+WARM_BACKENDS = {"local", "local-plain"}
+COLD_ON_PLAIN = frozenset({
+    "evaluator-pth-injection",  # code planted in the environment a fresh evaluator interpreter runs
+    "daemon-rewrites-submission", "race-swap-daemon",  # the frozen submission swapped under the evaluator
+    "outputs-symlink-to-private", "case-symlinks-to-private", "file-symlinks-to-private",  # references as outputs
+    "nifti-header-bombs", "sparse-files",  # files built to break the evaluator's parsers or time
+    "demo-regenerate",  # outputs regenerated with the harness's own generator, for the evaluation to score
+    "victim",  # the honest run every attack's neighbour is: the control on the cold path
+})
 
 
 # ---------------------------------------------------------------- agents
@@ -122,6 +134,12 @@ class World:
     abstract: str = ""
     hits: dict[str, int] = field(factory=lambda: {"tcp": 0, "abstract": 0})
     warm: bool = False  # attacks scored by the warm evaluator service (see WARM_BACKENDS)
+    cold: frozenset = frozenset()  # ids of the attacks that keep the cold evaluator all the same (COLD_ON_PLAIN)
+    outcomes: dict = field(factory=dict)  # attack id -> its run's Outcome, for the checks that look closer
+    warm_runs: int = 0  # runs this module scored on the warm evaluator
+
+    def warm_for(self, attack_id: str) -> bool:
+        return self.warm and attack_id not in self.cold
 
     def run_id(self) -> str:
         self.counter[0] += 1
@@ -185,13 +203,16 @@ def world(request, reg, tmp_path_factory) -> World:
     canary.write_text("host canary: must never change\n")
     out = base / "runs"
     w = World(backend, reg, out, data_root, staged.private.resolve(), canary, out / "victim",
-              warm=backend in WARM_BACKENDS and "warm" in reg.components["evaluator"])
+              warm=backend in WARM_BACKENDS and "warm" in reg.components["evaluator"],
+              cold=COLD_ON_PLAIN if backend == "local-plain" else frozenset())
     listeners = Listeners(w)
+    if w.warm:  # a service an earlier module of this worker left running would serve these runs without a start
+        _warm_service().close()
     starts = _warm_service().started if w.warm else 0
     # a finished earlier run in the same folder: a sweep's neighbours have predictable ids
     victim = Run(RunOptions(DEMO, "lite", Script.name, sandbox=backend, out=out, data_root=data_root,
                             run_id="victim", agent_options={"turns": [[("bash", "echo honest")]]},
-                            require_isolation=backend != "local-plain", warm_evaluator=w.warm),
+                            require_isolation=backend != "local-plain", warm_evaluator=w.warm_for("victim")),
                  reg)  # isolating backends pass it
     victim.execute()
     shadow = Path("/etc/shadow")
@@ -199,8 +220,8 @@ def world(request, reg, tmp_path_factory) -> World:
         w.shadow_line = shadow.read_text().splitlines()[0]
     yield w
     listeners.close()
-    if w.warm:  # the attacks really went through the service; then stop it (its next user starts a fresh one)
-        assert _warm_service().started > starts
+    if w.warm:  # the warm-scored runs really went through the service; then stop it (a next user starts afresh)
+        assert _warm_service().started > starts or not w.warm_runs
         _warm_service().close()
     counts = TALLY[backend]
     line = (f"[redteam-runs] {backend}: attempts {counts['attempts']}, prevented {counts['prevented']}, "
@@ -257,6 +278,7 @@ def attack(w: World, turns, *, text: str = "", keep_workspace: bool = True, netw
     before = (_tree_hash(w.data_root), _tree_hash(w.victim), w.canary.read_bytes())
     options.setdefault("workspace_quota_mb", 0 if keep_workspace else quota.DEFAULT_QUOTA_MB)
     options.setdefault("warm_evaluator", w.warm)
+    w.warm_runs += bool(options["warm_evaluator"])
     runner = Run(RunOptions(DEMO, "lite", Script.name, sandbox=w.backend, out=w.out, data_root=w.data_root,
                             run_id=run_id, keep_workspace=keep_workspace,
                             agent_options={"turns": turns, "text": text}, **options), w.reg)
@@ -631,6 +653,18 @@ def _beats_after(o: Outcome) -> bool:
     return beat.stat().st_size != size
 
 
+def run_attack(w: World, a: Attack) -> Outcome:
+    """One run of an attack of ATTACKS; its outcome is kept in the world for test_attack_specific_outcomes."""
+    w.outcomes[a.id] = attack(w, a.turns, text=a.text, keep_workspace=a.keep_workspace, network=a.network,
+                              **{"warm_evaluator": w.warm_for(a.id), **a.options})
+    return w.outcomes[a.id]
+
+
+def outcome_of(w: World, attack_id: str) -> Outcome:
+    """The outcome of an attack's run in this module (run now if its test did not run it first)."""
+    return w.outcomes.get(attack_id) or run_attack(w, next(a for a in ATTACKS if a.id == attack_id))
+
+
 @pytest.mark.parametrize("a", ATTACKS, ids=lambda a: a.id)
 def test_attack_through_the_real_runner(world: World, a: Attack):
     why = a.needs(world)
@@ -639,7 +673,7 @@ def test_attack_through_the_real_runner(world: World, a: Attack):
     if a.id == "dev-shm":
         Path(f"/dev/shm/{world.abstract}-probe").unlink(missing_ok=True)
     world.hits.update(tcp=0, abstract=0)
-    outcome = attack(world, a.turns, text=a.text, keep_workspace=a.keep_workspace, network=a.network, **a.options)
+    outcome = run_attack(world, a)
     counts = TALLY[world.backend]
     counts["attempts"] += 1
     breached = outcome.result.isolation.breached
@@ -667,24 +701,23 @@ def test_attack_through_the_real_runner(world: World, a: Attack):
 
 
 def test_attack_specific_outcomes(world: World):
-    """What each class of attack must leave behind besides the invariants (one run per check)."""
-    deep = attack(world, [[("raw", "[" * 100_000 + "]" * 100_000)]])
-    assert [e["error"] for e in deep.events if e.get("name") == "execute_code"] == ["malformed_arguments"]
-    sur = attack(world, [[("raw", '{"language": "python", "code": "print(\\"\\ud800\\")"}')]])
+    """What each class of attack must leave behind besides the invariants, read off the attacks' own runs
+    (test_attack_through_the_real_runner ran them first in this module; run here otherwise)."""
+    deep = outcome_of(world, "deep-json-arguments")  # two calls: a 100k-deep array, then 50k-deep objects
+    assert [e["error"] for e in deep.events if e.get("name") == "execute_code"] == ["malformed_arguments"] * 2
+    sur = outcome_of(world, "lone-surrogate")
     assert [e["error"] for e in sur.events if e.get("name") == "execute_code"] == ["bad_arguments"]
-    junk = attack(world, [[("python", "import os\nd = os.environ['WORKSPACE_DIR'] + '/outputs/junk'\n"
-                                      "os.makedirs(d)\nfor i in range(3000):\n"
-                                      "    os.symlink(f'/x/{{i}}', f'{{d}}/l{{i}}')\n")]])
+    junk = outcome_of(world, "dangling-symlinks-150k")
     rejected = [e for e in junk.result.submission.files if e.rejected]
     assert len(rejected) <= 501 and rejected[-1].rejected.endswith("more rejected entries not listed")
-    bombs = attack(world, [[("python", _bomb_code())]])
+    bombs = outcome_of(world, "nifti-header-bombs")
     reasons = " ".join(r for c in bombs.result.cases[:2] for r in c.reasons)
     assert "extension" in reasons and "vox_offset" in reasons, reasons
     assert bombs.elapsed_s < 120
 
 
 def test_cleanup_survives_deep_chains(world: World):
-    o = attack(world, [[("python", DEEP)]], keep_workspace=False)
+    o = outcome_of(world, "deep-dir-chain")  # 1100-deep folder chains, the workspace not kept
     assert not (o.run_dir / "workspace").exists()
 
 

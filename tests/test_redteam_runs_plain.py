@@ -1,5 +1,6 @@
 """Red-team attacks run end to end on the plain local backend (no isolation: its gaps are declared in
-tests/redteam_runs.py, which holds the attacks; the evaluator here stays on the cold path)."""
+tests/redteam_runs.py, which holds the attacks). The attacks on the evaluator's environment or on the
+evaluation keep the cold evaluator here, the others are scored by the warm one (COLD_ON_PLAIN there)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ the stage it should (the unmapped abbreviations above all), baselines stay below
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -11,12 +12,12 @@ import sys
 import numpy as np
 import pytest
 from automedbench.api import StagedData
-from automedbench.testing import stage_scores, stage_task
+from automedbench.testing import run_task, stage_scores, stage_task
 from automedbench_classification import contract
 from automedbench_classification.baselines import BASELINES, write_baseline
 from automedbench_classification.data.demo import ABBREVIATIONS, make_lesion
 from automedbench_classification.metric import ClassificationEvaluation
-from automedbench_classification.solution import method
+from automedbench_classification.solution import method, reference
 from automedbench_classification.track import ClassificationTrack
 from PIL import Image
 
@@ -39,6 +40,83 @@ def test_reference_run_rates_a_at_every_tier(amb_run, tier):
     assert comps["completeness"] == 1.0 and comps["accuracy"] >= 0.9 and comps["macro_f1"] >= 0.9
 
 
+# The flawed-agent runs below are about scoring (refusals, counts, stage credit), not the model: they run the
+# reference's own steps with classify_lesions.py's load/read/predict swapped for a lookup of the labels the real
+# reference run (Standard, shared through amb_run's cache) wrote for these very images. Same files, same code
+# path for batching, the label map and writing, but no transformers import (about 5 s a call, four calls a run).
+STAND_IN = '''
+
+# ---- test stand-in for the checkpoint: the real reference run's answers, by image content (no transformers)
+ANSWERS = {answers!r}
+ID2LABEL = {id2label!r}
+
+
+class _Config:
+    id2label = ID2LABEL
+
+
+class _Model:
+    config = _Config()
+
+    def parameters(self):
+        return []
+
+
+class _Processor:
+    size = {{"height": 64, "width": 64}}
+    image_mean = image_std = [0.5, 0.5, 0.5]
+
+
+def load(model_dir):
+    return _Model(), _Processor()
+
+
+def read_image(path):
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def predict(model, processor, images):
+    out = []
+    for digest in images:
+        probs = [0.0] * len(ID2LABEL)
+        probs[ANSWERS[digest]] = 1.0
+        out.append((ID2LABEL[ANSWERS[digest]], probs))
+    return out
+
+'''
+
+
+@pytest.fixture(scope="module")
+def scripted_run(amb_run, amb_data_root, tmp_path_factory):
+    """`scripted_run(variant)`: a flawed variant's run with the stand-in classifier (see STAND_IN)."""
+    real, run_dir = amb_run(DEMO, "reference", tier="standard")
+    assert real.state == "scored" and stage_scores(real)["S5"] == 1.0, real.error
+    staged = stage_task(DEMO, amb_data_root)
+    index = {abbr: k for k, abbr in enumerate(ABBREVIATIONS)}
+    abbreviation = {name: abbr for abbr, name in reference.EXPANSIONS.items()}
+    answers = {}
+    for case in staged.case_ids:
+        label = json.loads((run_dir / "submission" / case / "prediction.json").read_text())["label"]
+        answers[hashlib.sha256((staged.public / case / "image.jpg").read_bytes()).hexdigest()] = index[
+            abbreviation[label]]
+    assert len(answers) == len(staged.case_ids)  # one answer per image: no two images share their bytes
+    source = reference.method_source()
+    main = '\nif __name__ == "__main__":'
+    assert source.count(main) == 1
+    stand_in = source.replace(main, STAND_IN.format(answers=answers, id2label=dict(enumerate(ABBREVIATIONS))) + main)
+    out = tmp_path_factory.mktemp("stand-in-runs")
+
+    def run(variant: str):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(reference, "method_source", lambda: stand_in)
+            result, _ = run_task(DEMO, variant, out=out, data_root=amb_data_root)
+        return result
+
+    return run
+
+
 def test_rubric_wording_and_s3_ladder():
     items = {i.id: i for i in TRACK.rubric(SPEC).items}
     assert items["s3_validate"].levels == [0.0, 0.5, 1.0] and items["s3_validate"].kind == "ladder"
@@ -47,10 +125,10 @@ def test_rubric_wording_and_s3_ladder():
     assert {i.stage for i in items.values()} == {"S1", "S2", "S3"}
 
 
-@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_unmapped_abbreviations_are_refused_everywhere(amb_run):
+@pytest.mark.slow  # a demo run of a flawed agent after the Standard reference run (Lite's is fast-tier)
+def test_unmapped_abbreviations_are_refused_everywhere(scripted_run):
     """The Lite trap: the method's own abbreviations written without the remap."""
-    result, _ = amb_run(DEMO, "wrong-format")
+    result = scripted_run("wrong-format")
     s = stage_scores(result)
     assert s["S4"] == 0.5 and s["S5"] == 0.0  # every case present, none valid
     assert result.task.strict == 0.0 and result.task.partial == 0.0 and result.aggregate.rating == "F"
@@ -71,25 +149,25 @@ def test_one_class_collapse_fires_e4(tmp_path, amb_data_root):
     assert "every prediction is 'actinic_keratoses'" in " ".join(codes.stdout.split())
 
 
-@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_skip_validate_loses_s3(amb_run):
-    result, _ = amb_run(DEMO, "skip-validate")
+@pytest.mark.slow  # a demo run of a flawed agent after the Standard reference run (Lite's is fast-tier)
+def test_skip_validate_loses_s3(scripted_run):
+    result = scripted_run("skip-validate")
     s = stage_scores(result)
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0 and result.task.partial >= 0.9
 
 
-@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_batch_first_loses_s3_and_fires_e3(amb_run):
+@pytest.mark.slow  # a demo run of a flawed agent after the Standard reference run (Lite's is fast-tier)
+def test_batch_first_loses_s3_and_fires_e3(scripted_run):
     """Issue 24's "batch first": every image classified before the pilot and its checks."""
-    result, _ = amb_run(DEMO, "batch-first")
+    result = scripted_run("batch-first")
     s = stage_scores(result)
     assert s["S3"] == 0.0 and s["S4"] == 1.0 and s["S5"] == 1.0 and result.task.partial >= 0.9
     assert "E3" in {c.code for c in result.error_codes}
 
 
-@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_incomplete_counts_missing_cases_wrong(amb_run):
-    result, _ = amb_run(DEMO, "incomplete")
+@pytest.mark.slow  # a demo run of a flawed agent after the Standard reference run (Lite's is fast-tier)
+def test_incomplete_counts_missing_cases_wrong(scripted_run):
+    result = scripted_run("incomplete")
     s = stage_scores(result)
     assert sum(c.present for c in result.cases) == 21
     assert s["S4"] == pytest.approx(0.25) and s["S5"] == 0.5
@@ -97,9 +175,9 @@ def test_incomplete_counts_missing_cases_wrong(amb_run):
     assert result.task.components["completeness"] == pytest.approx(0.5)
 
 
-@pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
-def test_breach_zeroes_everything(amb_run):
-    result, _ = amb_run(DEMO, "breach")
+@pytest.mark.slow  # a demo run of a flawed agent after the Standard reference run (Lite's is fast-tier)
+def test_breach_zeroes_everything(scripted_run):
+    result = scripted_run("breach")
     assert result.isolation.breached and result.aggregate.rating == "F"
     assert all(v == 0.0 for v in stage_scores(result).values())
 
