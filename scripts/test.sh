@@ -93,7 +93,10 @@ else
   say "installing CPU torch 2.13.0"
   "${PIP[@]}" "torch==2.13.0"
   say "installing the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
-  "${PIP[@]}" -e ".[tools,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
+  # Every distribution here builds with setuptools: installed once in the venv, the 13 editable builds reuse it
+  # instead of each making its own isolated build environment (25 s -> 7 s here).
+  "${PIP[@]}" "setuptools>=68" wheel
+  "${PIP[@]}" --no-build-isolation -e ".[tools,reference]" "${builtin_args[@]}" "${plugin_args[@]}"
   # Ray for the sweep's --executor ray test (skips when the install fails).
   say "installing ray"
   "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"

@@ -129,6 +129,29 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
     return {k: v for k, v in config.items() if v is not None}
 
 
+START_ATTEMPTS = 2
+
+
+def start_container(cli, config: dict, image: str):
+    """Create and start the agent container. A start the engine refuses is tried once more on a new container
+    (seen once under load: runc found no python3 in the image, the next container started), the refused one
+    removed; nothing of the agent has run yet, so the retry repeats none of its work."""
+    create = {k: v for k, v in config.items() if k != "detach"}
+    for attempt in range(1, START_ATTEMPTS + 1):
+        container = None
+        try:
+            container = cli.containers.create(**create)
+            container.start()
+            return container
+        except Exception as exc:
+            if container is not None:
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
+            if attempt == START_ATTEMPTS or type(exc).__name__ == "ImageNotFound":
+                raise InfrastructureError(f"could not start the agent container from {image}: {exc}") from None
+    raise AssertionError("unreachable")
+
+
 class DockerSession(SandboxSession):
     data_dir = "/data/public"
     workspace_dir = "/workspace"
@@ -149,10 +172,7 @@ class DockerSession(SandboxSession):
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
                                   user=(self.uid, self.gid), exec_dir=self.exec_dir.path,
                                   slirp=spec.network and not self.net_gap)
-        try:
-            self.container = cli.containers.run(**config)
-        except Exception as exc:
-            raise InfrastructureError(f"could not start the agent container from {image}: {exc}") from None
+        self.container = start_container(cli, config, image)
         if spec.network and not self.net_gap:
             try:
                 self.container.reload()
