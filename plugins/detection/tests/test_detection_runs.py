@@ -62,7 +62,12 @@ def test_incomplete_gates_the_strict_task(amb_run):
     s = stage_scores(result)
     assert sum(c.present for c in result.cases) == 6
     assert s["S4"] == pytest.approx(0.25) and s["S5"] == 0.5
-    assert result.task.strict == 0.0 and 0.3 < result.task.partial < 0.6  # missing cases' boxes are misses
+    # missing cases' boxes are misses: every ground-truth box of the six missing cases counts against recall
+    missing = [r for r in result.task.per_case if r.get("predicted_boxes") is None]
+    assert len(missing) == 6
+    assert all(r["tp_at_threshold"] == 0 and r["fn_at_threshold"] == r["gt_boxes"] > 0 for r in missing)
+    # the value follows the staging's secret draw (which cases hold how many boxes): up to 0.64 seen
+    assert result.task.strict == 0.0 and 0.25 < result.task.partial < 0.8
     assert result.aggregate.rating == "F"
 
 
