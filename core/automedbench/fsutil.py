@@ -85,10 +85,10 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def tree_digest(root: Path) -> str:
-    """One hash over the relative paths and contents of every regular file below `root`."""
+def tree_digest(root: Path, pattern: str = "*") -> str:
+    """One hash over the relative paths and contents of every regular file below `root` (matching `pattern`)."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+    for path in sorted(p for p in root.rglob(pattern) if p.is_file() and not p.is_symlink()):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(sha256_file(path).encode())

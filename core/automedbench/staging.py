@@ -7,7 +7,6 @@ crash anywhere leaves the old data with the old stamp or the new data with the n
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -18,7 +17,7 @@ from pathlib import Path
 import attrs
 
 from .errors import UserError
-from .fsutil import atomic_write_text, tree_digest
+from .fsutil import atomic_write_text, sha256_file, tree_digest
 from .records import TaskSpec
 from .stagearea import StagingArea, recover, recover_locked, sealed, staging_lock
 from .track import StagedData, Track
@@ -139,11 +138,7 @@ def generator_digest(track: Track) -> str:
     if not file:
         return ""
     root = Path(file)
-    files = sorted(root.parent.rglob("*.py")) if root.name == "__init__.py" else [root]
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(root.parent).as_posix().encode() + b"\0" + path.read_bytes() + b"\n")
-    return digest.hexdigest()
+    return tree_digest(root.parent, "*.py") if root.name == "__init__.py" else sha256_file(root)
 
 
 def stale_demo(stamp: Path, track: Track) -> bool:
