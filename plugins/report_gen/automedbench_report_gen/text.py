@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:" ...
-HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z ,/&-]{1,40}):", re.M)
+# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:",
+# "IMPRESSION (PA):" ... — the original's characters (letters, space, / ( ) , -), in any case (our departure)
+HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z /(),-]{1,40}):", re.M)
 SCORED_SECTION = "FINDINGS"
 # Headers the original scorer also reads as the findings section (its aliases, exactly: no bare "CHEST").
 # Matched case-insensitively here (a departure, named in the README: a title-case "Findings:" is still the

@@ -60,6 +60,9 @@ def test_findings_aliases_are_the_originals():
     # a bare CHEST is no alias of the original's: such a report is scored whole
     assert scored_text("CHEST: PA view.\nIMPRESSION: Clear.") == "CHEST: PA view.\nIMPRESSION: Clear."
     assert scored_text("HISTORY: cough.\nIMPRESSION: Clear.") == "HISTORY: cough.\nIMPRESSION: Clear."
+    # header characters as the original's: brackets end the findings section, an ampersand makes no header
+    assert scored_text("FINDINGS: No effusion.\nIMPRESSION (PA): Clear.") == "No effusion."
+    assert scored_text("FINDINGS: No effusion.\nHEART & LUNGS: Clear.") == "No effusion.\nHEART & LUNGS: Clear."
 
 
 def test_each_task_states_its_own_minimum():
