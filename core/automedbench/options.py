@@ -7,6 +7,7 @@ field reaches every command that exposes it, and the hash covers every score-cha
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,9 @@ from .errors import UserError
 from .sandbox import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
+# =1: runs that do not say warm or cold score on the warm evaluator where it is installed (a script or a test
+# session making many runs in one process); unset, they keep the cold path
+WARM_EVALUATOR_ENV = "AUTOMEDBENCH_WARM_EVALUATOR"
 
 
 def parse_kv(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -123,12 +127,21 @@ class RunOptions:
     require_isolation: bool = field(default=False, metadata=meta(
         ("--require-isolation/--no-require-isolation",), "Refuse to run when the sandbox cannot isolate the "
         "filesystem (local without bubblewrap).", show_default=True))
-    # how the evaluator process is kept, never what it computes: not hashed
-    warm_evaluator: bool = field(default=False, metadata=meta(
+    # how the evaluator process is kept, never what it computes: not hashed. None: cold, unless
+    # AUTOMEDBENCH_WARM_EVALUATOR=1 asks for warm and the warm evaluator is installed (see `warm_wanted`)
+    warm_evaluator: bool | None = field(default=None, metadata=meta(
         ("--warm-evaluator/--cold-evaluator",), "Score with an evaluator process kept warm between runs (same "
-        "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run.",
-        show_default=True))
+        "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run "
+        f"[default: cold; warm when {WARM_EVALUATOR_ENV}=1 and the campaign built-in is installed]."))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
+
+
+def warm_wanted(options: RunOptions, installed: bool) -> bool:
+    """Whether the run scores on the warm evaluator: as it says, else as AUTOMEDBENCH_WARM_EVALUATOR=1 asks
+    when the warm evaluator is installed (the variable never makes a run fail for want of it)."""
+    if options.warm_evaluator is not None:
+        return options.warm_evaluator
+    return installed and os.environ.get(WARM_EVALUATOR_ENV, "") == "1"
 
 
 def flag_of(name: str) -> Flag:
@@ -159,7 +172,7 @@ def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callabl
                 kw.update(is_flag=True)
             elif f.default is attrs.NOTHING:
                 kw.update(required=True)
-            if not flag.multiple and isinstance(f.default, (str, int, float, bool, Path)):
+            if not flag.multiple and (f.default is None or isinstance(f.default, (str, int, float, bool, Path))):
                 kw["default"] = str(f.default) if isinstance(f.default, Path) else f.default
             if flag.type is not None:
                 kw["type"] = flag.type

@@ -40,7 +40,7 @@ from .fsutil import (
 from .gradestep import grade_evaluation
 from .harnessstate import rotate_key, state_dir
 from .judge import Judge
-from .options import RunOptions, score_record
+from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
 from .provenance import versions
@@ -102,6 +102,7 @@ class Run:
         self.judge_comp = registry.get("judge", options.judge)
         if options.warm_evaluator:  # the warm evaluator is a plugin's (the campaign's): missing, say so now
             registry.get("evaluator", "warm")
+        self.warm = warm_wanted(options, "warm" in registry.components["evaluator"])
         # Built here so that a bad option or a missing API key fails before any run folder exists.
         self.agent: Agent = self.agent_comp.factory(**options.agent_options)
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)
@@ -257,7 +258,7 @@ class Run:
 
     def _evaluator(self) -> str:
         """The sandbox's evaluator backend, or the warm service in place of a fresh process when asked."""
-        warm = self.o.warm_evaluator and self.evaluator_backend == "process"  # docker keeps its container
+        warm = self.warm and self.evaluator_backend == "process"  # docker keeps its container
         return "warm" if warm else self.evaluator_backend
 
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:

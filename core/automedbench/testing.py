@@ -122,7 +122,12 @@ def pytest_configure(config: Any) -> None:
     test runs of other checkouts on the same disk never share caches or refuse each other's runs.
 
     Under pytest-xdist each worker takes a subfolder of both (`.data/gw0`, ...): staging writes in place
-    and a run without isolation rotates the harness key, so two workers must not share them."""
+    and a run without isolation rotates the harness key, so two workers must not share them.
+
+    Runs that do not choose their evaluator score on the warm one where it is installed (the sweeps' path:
+    same isolation and scores, tests/test_warm_evaluator.py), which halves the time of a run-heavy test file;
+    a test of the cold path says `warm_evaluator=False` (an explicit AUTOMEDBENCH_WARM_EVALUATOR=0 turns it off)."""
+    os.environ.setdefault("AUTOMEDBENCH_WARM_EVALUATOR", "1")  # options.WARM_EVALUATOR_ENV (not imported: light)
     os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
     os.environ.setdefault("AUTOMEDBENCH_STATE", str(Path(config.rootpath) / ".state"))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")

@@ -14,6 +14,7 @@ import fcntl
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from attrs import define
@@ -100,17 +101,30 @@ def _backing_file(device: str) -> str:
         return ""
 
 
-def reap_stale_workspaces(runs: Path) -> list[Path]:
+def reap_stale_workspaces(runs: Path, wait_s: float = 0.0) -> list[Path]:
     """Unmount workspaces under `runs` (any depth: a sweep moves old attempts aside) left by a harness process
     that died without unwinding (SIGKILL, OOM kill); returns their mount points.
 
     Only a mount this code made and nobody owns is touched: an ext4 loop mount at `.../workspace` whose loop
     device is backed by the `workspace.img` beside it, with a `workspace.lock` beside it that can be locked
-    (its owner, which holds that lock while mounted, is gone). Older runs, which made no lock, are left."""
+    (its owner, which holds that lock while mounted, is gone). Older runs, which made no lock, are left.
+    `wait_s`: keep trying that long while some are still held — a process just SIGKILLed drops its lock only
+    once the kernel lets it die, which on a loaded machine (its last I/O on the workspace) can take seconds."""
     if os.geteuid() != 0:
         return []
     runs = runs.resolve()
-    reaped = []
+    deadline = time.monotonic() + wait_s
+    reaped, held = _reap_once(runs)
+    while held and time.monotonic() < deadline:
+        time.sleep(0.2)
+        more, held = _reap_once(runs)
+        reaped += more
+    return reaped
+
+
+def _reap_once(runs: Path) -> tuple[list[Path], int]:
+    """One pass of `reap_stale_workspaces`: the mounts it unmounted, and how many are still held."""
+    reaped, held = [], 0
     for mountpoint, device in _loop_mounts():
         if mountpoint.name != "workspace" or runs not in mountpoint.parents:
             continue
@@ -126,6 +140,7 @@ def reap_stale_workspaces(runs: Path) -> list[Path]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # held: the run that mounted it is alive
             os.close(fd)
+            held += 1
             continue
         try:
             if os.path.ismount(mountpoint):  # not already reaped by another process that held the lock before us
@@ -134,7 +149,7 @@ def reap_stale_workspaces(runs: Path) -> list[Path]:
             lock.unlink(missing_ok=True)
         finally:
             os.close(fd)
-    return reaped
+    return reaped, held
 
 
 def unsupported() -> str | None:

@@ -33,6 +33,9 @@ from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
+# how long the sweep's end waits for a killed worker's workspace lock to drop (seen > 5 s on a loaded 2-core host)
+REAP_WAIT_S = 20.0
+
 MANIFEST = "sweep.json"
 LOCK = OUT_MARKER
 RAY_LOG = "ray.log"
@@ -319,8 +322,9 @@ class Sweep:
     def reap_mounts(self) -> None:
         """Unmount workspaces that killed runs left mounted in this output folder on this host (a lost Ray
         node's workers, a worker stopped after the grace): nothing else would, since the next run that reaps
-        them may never come. Only mounts whose owner's lock is free are touched."""
-        reaped = reap_stale_workspaces(self.out)
+        them may never come. Only mounts whose owner's lock is free are touched; one still held is waited for
+        a little (a worker killed moments ago may be dying slowly), since no other run uses this folder."""
+        reaped = reap_stale_workspaces(self.out, wait_s=REAP_WAIT_S)
         if reaped:
             self.note(f"sweep: unmounted {len(reaped)} workspace(s) left mounted by runs whose process was killed")
 
