@@ -53,14 +53,22 @@ def test_evaluate_command_grades_open_answers_through_the_step(fake_llm, vqa_sta
     assert done.exit_code == 0, done.output
     result = json.loads((out / "result.json").read_text())
     assert all(c["valid"] for c in result["cases"]) and result["state"] == "scored"
-    rows = [r for r in result["task"]["per_case"] if r["kind"] == "open"]
+    rows = [r for r in result["task"]["per_case"] if r["kind"] in ("open", "closed")]
     graded = [r for r in rows if r.get("judge") == "llm@3:openai:fake-grader"]
     log = json.loads((out / "grades.json").read_text())
-    assert len(log["grades"]) == len(graded) == 11  # one request per open answer, nothing else
+    # one request per text answer no shortcut decides: every open one, and (as the original) each yes/no one
+    # whose strict reading is wrong; nothing else
+    assert len(log["grades"]) == len(graded)
+    assert sum(r["kind"] == "open" for r in graded) == 11
+    closed = [r for r in rows if r["kind"] == "closed"]
+    assert [r for r in closed if r.get("judge")] == [r for r in closed if r["exact_match"] < 1.0]
     # the demo repeats some (question, gold) pairs: the same prompt is sent once
     assert len(fake_llm.requests) == len({g["key"] for g in log["grades"]}) < len(graded)
     assert all(r["score"] == r["judge_score"] == 1.0 and not r["judge_fallback"] for r in graded)
     assert result["task"]["components"]["open_accuracy"] == 1.0  # 'yes' graded as right by the scripted model
+    # the judge's grades count in the accuracy; yes_no_accuracy stays the strict reading (the original's)
+    strict_yes_no = sum(r["exact_match"] for r in closed) / len(closed)
+    assert strict_yes_no < 1.0 and result["task"]["components"]["yes_no_accuracy"] == pytest.approx(strict_yes_no)
     assert result["task"]["components"]["judge_fallback_count"] == 0
     assert log["graders"][0]["model"] == "fake-grader" and log["graders"][0]["answered"] == len(graded)
     offline = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "offline",

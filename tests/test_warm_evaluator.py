@@ -109,7 +109,7 @@ def _same_warm_and_cold(tmp_path, task_id, staged, outputs: Path) -> None:
 
 
 def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, service, run_agent, staged):
-    _, run_dir = run_agent("reference")
+    _, run_dir = run_agent("reference", warm_evaluator=False)  # the outputs of a cold run, the service untouched
     outputs = tmp_path / "outputs"
     shutil.copytree(run_dir / "submission", outputs, ignore=shutil.ignore_patterns("MANIFEST.json"))
     _same_warm_and_cold(tmp_path, "segmentation/demo", staged, outputs)
