@@ -1,0 +1,54 @@
+"""Red-team round 6: the outputs people read (the campaign site, leaderboard files) over stored run folders.
+
+Each test states what the attack or mix-up produced before the fix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from automedbench.cli import main
+from automedbench_campaign.synthetic import template
+from click.testing import CliRunner
+
+
+def write_run(root: Path, run_id: str, agent: str, overall: float, rating: str) -> Path:
+    data = template(cases=2)
+    data["header"].update(run_id=run_id, agent=agent, task="seg/a", track="seg", tier="lite")
+    data["aggregate"].update(overall=overall, agentic=overall, task=overall, rating=rating)
+    folder = root / run_id
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps(data))
+    return folder
+
+
+def run_links(site: Path) -> dict[str, list[str]]:
+    """Overall shown in each runs.html row -> the Overall its linked page shows."""
+    page = (site / "runs.html").read_text()
+    out: dict[str, list[str]] = {}
+    for href, overall in re.findall(r'<a href="(runs/[^"]+)">.*?<td class="n">([0-9.]+)</td>', page):
+        linked = (site / href).read_text()
+        out.setdefault(overall, []).append(re.search(r"Overall <b>([0-9.]+)</b>", linked).group(1))
+    return out
+
+
+def test_every_site_row_links_to_its_own_run_page(tmp_path):
+    """Two sweeps of the same grid (sweep run ids are the same tuple's hash, so they repeat across sweep
+    folders), and run ids whose first 120 characters agree: before, the page names collided, the later run's
+    page overwrote the earlier's and both rows of runs.html linked to it (a C run's row opened an A run's page).
+    Now every row links to a page showing that row's run."""
+    same = "agent.seg-a.lite.r000-abc123"
+    long = "x" * 130
+    write_run(tmp_path / "monday", same, "agent", 0.2, "C")
+    write_run(tmp_path / "tuesday", same, "agent", 0.9, "A")
+    write_run(tmp_path / "monday", long + "1", "other", 0.3, "C")
+    write_run(tmp_path / "tuesday", long + "2", "other", 0.8, "A")
+    site = tmp_path / "site"
+    result = CliRunner().invoke(main, ["leaderboard", str(tmp_path / "monday"), str(tmp_path / "tuesday"),
+                                       "--site", str(site), "--quiet", "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    links = run_links(site)
+    assert len(links) == 4, links
+    for overall, shown in links.items():
+        assert shown == [overall], (overall, shown)
