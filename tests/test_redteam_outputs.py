@@ -52,3 +52,19 @@ def test_every_site_row_links_to_its_own_run_page(tmp_path):
     assert len(links) == 4, links
     for overall, shown in links.items():
         assert shown == [overall], (overall, shown)
+
+
+def test_a_run_named_by_two_overlapping_roots_counts_once(tmp_path):
+    """`leaderboard runs runs/<id>` (or one folder spelled twice): before, the run was loaded once per root and
+    weighed double in its cell (here 5 runs were loaded for 2 and the mean moved from 0.5 to 0.58). Now each
+    run counts once."""
+    runs = tmp_path / "runs"
+    write_run(runs, "r1", "agent", 0.9, "A")
+    write_run(runs, "r2", "agent", 0.1, "F")
+    out = tmp_path / "board.json"
+    result = CliRunner().invoke(main, ["leaderboard", str(runs), str(runs / "r1"), str(tmp_path / "." / "runs"),
+                                       "--by", "agent", "--json", str(out), "--quiet", "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    board = json.loads(out.read_text())
+    assert board["runs_total"] == 2
+    assert board["rows"][0]["n"] == 2 and abs(board["rows"][0]["overall"] - 0.5) < 1e-9
