@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from automedbench.cli import main
 from automedbench_campaign.synthetic import template
 from click.testing import CliRunner
@@ -68,3 +69,29 @@ def test_a_run_named_by_two_overlapping_roots_counts_once(tmp_path):
     board = json.loads(out.read_text())
     assert board["runs_total"] == 2
     assert board["rows"][0]["n"] == 2 and abs(board["rows"][0]["overall"] - 0.5) < 1e-9
+
+
+BIDI = "\u202e\u2066\u200f\u061c"
+
+
+@pytest.mark.slow  # one toy run through the real runner (a few seconds under load)
+def test_bidi_controls_in_agent_text_do_not_reorder_the_run_page(tmp_path):
+    """An agent's file names and output carrying bidi controls (U+202E RIGHT-TO-LEFT OVERRIDE, isolates, marks):
+    before, they reached the run page raw, so what followed a file name on its line (its size, the rejection
+    reason) displayed reordered. The terminal already showed them as escapes; the page now does too."""
+    from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
+
+    register_toy_track()
+    register_agent(StepsAgent)
+    code = ("import os, pathlib\nws = pathlib.Path(os.environ['WORKSPACE_DIR']) / 'outputs'\n"
+            "for case in sorted(os.listdir(os.environ['DATA_DIR'])):\n"
+            "    (ws / case).mkdir(parents=True, exist_ok=True)\n"
+            f"    (ws / case / {('gpj.' + BIDI + 'x')!r}).write_text('1')\n"
+            f"print({('done ' + BIDI + ' reversed') !r})\n")
+    _, run_dir = run_task("toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=tmp_path / "data",
+                          agent_options={"steps": [["python", code]]})
+    result = CliRunner().invoke(main, ["view", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    page = (run_dir / "view.html").read_text()
+    assert "gpj." in page and "reversed" in page  # the file name and the output are on the page
+    assert not any(char in page for char in BIDI), [hex(ord(c)) for c in BIDI if c in page]
