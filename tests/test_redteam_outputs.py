@@ -55,6 +55,24 @@ def test_every_site_row_links_to_its_own_run_page(tmp_path):
         assert shown == [overall], (overall, shown)
 
 
+def test_each_agent_link_of_the_ranking_lands_on_its_own_rows(tmp_path):
+    """Agents whose names differ only in characters an anchor cannot hold ("lab.v2" and "lab_v2"): before, both
+    ranking rows linked `runs.html#agent-lab_v2`, the first agent's rows. Now each link names its own agent's
+    first row."""
+    write_run(tmp_path / "runs", "r1", "lab.v2", 0.2, "C")
+    write_run(tmp_path / "runs", "r2", "lab_v2", 0.9, "A")
+    site = tmp_path / "site"
+    result = CliRunner().invoke(main, ["leaderboard", str(tmp_path / "runs"), "--site", str(site), "--quiet",
+                                       "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    ranking = (site / "index.html").read_text()
+    runs = (site / "runs.html").read_text()
+    for agent in ("lab.v2", "lab_v2"):
+        anchor = re.search(rf'href="runs.html#([^"]+)">{re.escape(agent)}</a>', ranking).group(1)
+        row = re.search(rf'<tr id="{re.escape(anchor)}">.*?</tr>', runs).group(0)
+        assert f"<td>{agent}</td>" in row, (agent, row)
+
+
 def test_a_run_named_by_two_overlapping_roots_counts_once(tmp_path):
     """`leaderboard runs runs/<id>` (or one folder spelled twice): before, the run was loaded once per root and
     weighed double in its cell (here 5 runs were loaded for 2 and the mean moved from 0.5 to 0.58). Now each

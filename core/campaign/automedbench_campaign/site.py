@@ -84,7 +84,9 @@ def _table(board: Leaderboard, keys: tuple[str, ...], link_agent: bool = False) 
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", text)[:80]
+    """An anchor for `text`: readable, and unique per text (a hash of it: "a.b" and "a_b" read the same)."""
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)[:80] + "-" + digest
 
 
 def _legend(items: list[tuple[str, str]]) -> str:
