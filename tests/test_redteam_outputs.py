@@ -113,3 +113,74 @@ def test_bidi_controls_in_agent_text_do_not_reorder_the_run_page(tmp_path):
     page = (run_dir / "view.html").read_text()
     assert "gpj." in page and "reversed" in page  # the file name and the output are on the page
     assert not any(char in page for char in BIDI), [hex(ord(c)) for c in BIDI if c in page]
+
+
+# A scorer bug one answer triggers (the evaluator process dies on it), as tests/test_warm_evaluator.py stands in
+# for one: a trusted plugin the evaluator imports by module name.
+FAULTY_SCORER = '''
+import os, signal
+from automedbench_testkit.toy import track
+
+_score = track.VowelEvaluation.score_case
+
+def score_case(self, case_id, submitted):
+    if (submitted / "answer.txt").read_text().strip() == "99":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return _score(self, case_id, submitted)
+
+track.VowelEvaluation.score_case = score_case
+'''
+
+
+@pytest.fixture
+def faulty_scorer(tmp_path, monkeypatch):
+    import sys
+
+    from automedbench.plugins import registry
+    from automedbench.testing import register_toy_track
+    from automedbench_testkit.toy import track
+
+    register_toy_track()
+    (tmp_path / "amb_redteam6_faulty.py").write_text(FAULTY_SCORER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    original = track.VowelEvaluation.score_case
+    import amb_redteam6_faulty
+
+    reg = registry()
+    reg.add_plugin(amb_redteam6_faulty, name="amb-redteam6-faulty")
+    yield reg
+    reg.pm.unregister(name="amb-redteam6-faulty")
+    reg.added_modules.pop("amb-redteam6-faulty", None)
+    reg._origin.pop("amb-redteam6-faulty", None)
+    track.VowelEvaluation.score_case = original
+    sys.modules.pop("amb_redteam6_faulty", None)
+
+
+@pytest.mark.slow  # a toy run through the real runner and its evaluator process
+def test_a_submission_that_breaks_the_evaluator_scores_zero_and_counts(faulty_scorer, tmp_path):
+    """A weak run whose submission makes the evaluator fail (here a scorer crash on one answer; in the field the
+    evaluator's time or memory limit): before, the run was `agent_failure` with no Task, no judge verdict and so
+    no Overall, and the leaderboard's means leave nulls out, so the weak run vanished from its agent's Task and
+    Overall (here the agent's cell had no Task and no Overall at all). Now it is still `agent_failure` (H-EVAL),
+    with Task 0, the judge's stages and an Overall, and it counts."""
+    from automedbench.testing import StepsAgent, register_agent, run_task
+
+    register_agent(StepsAgent, faulty_scorer)
+    write = ("import os, pathlib\nws = pathlib.Path(os.environ['WORKSPACE_DIR']) / 'outputs'\n"
+             "for case in sorted(os.listdir(os.environ['DATA_DIR'])):\n"
+             "    (ws / case).mkdir(parents=True, exist_ok=True)\n"
+             "    (ws / case / 'answer.txt').write_text({answer!r})\n")
+    runs = tmp_path / "runs"
+    broken, broken_dir = run_task("toy/vowels", StepsAgent.name, out=runs, data_root=tmp_path / "data",
+                                  agent_options={"steps": [["python", write.format(answer="99")]]})
+    assert (broken.state, broken.end_reason) == ("agent_failure", "agent_error"), broken.error
+    assert "H-EVAL" in {c.code for c in broken.error_codes}
+    assert broken.task is not None and broken.task.strict == 0.0 and broken.aggregate.task == 0.0
+    assert broken.aggregate.overall is not None and broken.aggregate.rating == "F"
+    assert (broken_dir / "evaluation.json").is_file()  # what rejudge and the run page read
+    out = tmp_path / "board.json"
+    result = CliRunner().invoke(main, ["leaderboard", str(runs), "--by", "agent", "--json", str(out), "--quiet",
+                                       "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["n"] == 1 and row["task"] == 0.0 and row["overall"] == broken.aggregate.overall

@@ -24,7 +24,7 @@ from typing import Any
 from . import errors, interrupt, plan_artefacts, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, turn_problem
 from .brief import KICKOFF, render_brief
-from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
+from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
 from .freeze import freeze
 from .fsutil import (
     atomic_write_text,
@@ -232,7 +232,12 @@ class Run:
         if getattr(self, "unisolated", False):
             # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
             rotate_key()
-        self._evaluate(st, staged)
+        try:
+            self._evaluate(st, staged)
+        except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
+            st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-EVAL")
+            st.evaluation = failed_evaluation(self.task.id, staged, st.manifest, str(exc))
+            write_json(self.folder.evaluation, st.evaluation)
         if not st.isolation.breached:
             with steptimer.step(st.runtime, "pilot_checks"):
                 write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
