@@ -4,6 +4,8 @@ Each test states what the attack or mix-up produced before the fix."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 from pathlib import Path
@@ -184,3 +186,23 @@ def test_a_submission_that_breaks_the_evaluator_scores_zero_and_counts(faulty_sc
     assert result.exit_code == 0, result.output
     row = json.loads(out.read_text())["rows"][0]
     assert row["n"] == 1 and row["task"] == 0.0 and row["overall"] == broken.aggregate.overall
+
+
+def test_runs_without_an_overall_are_counted_and_said(tmp_path):
+    """A run whose judge gave no verdict (an LLM judge that never answered validly, which agent text may try to
+    cause) has no Overall, and the means leave it out: before, the cell still said n=2 and nothing told the
+    reader its Overall (0.9 here) came from one run of the two. Now the CSV/JSON give each metric's count
+    (`overall_n`) and the terminal says how many runs have no Overall."""
+    runs = tmp_path / "runs"
+    write_run(runs, "good", "agent", 0.9, "A")
+    folder = write_run(runs, "unjudged", "agent", 0.0, "F")
+    data = json.loads((folder / "result.json").read_text())
+    data["aggregate"].update(overall=None, agentic=None, task=0.1)
+    (folder / "result.json").write_text(json.dumps(data))
+    out = tmp_path / "board.csv"
+    result = CliRunner().invoke(main, ["leaderboard", str(runs), "--by", "agent", "--csv", str(out),
+                                       "--resamples", "100"])
+    assert result.exit_code == 0, result.output
+    row = next(csv.DictReader(io.StringIO(out.read_text())))
+    assert (row["n"], row["overall_n"], row["task_n"]) == ("2", "1", "2")
+    assert "1 counted run(s) have no Overall" in " ".join(result.output.split())
