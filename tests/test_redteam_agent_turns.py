@@ -4,14 +4,15 @@ An agent is a plugin (or a replayed trajectory file): before, a tool call whose 
 a token count given as text, a tool_calls that was not a list, bytes as content or a drained event that was not
 an object raised inside the runner and the run ended `infrastructure_failure` (a sweep retries those and the
 leaderboard never counts them: a free re-roll); a NaN cost raised out of `execute()` with no result written.
-Now each ends `agent_failure` with the reason, and odd but harmless values (no content, an integer id) still
-score."""
+Now each ends `agent_failure` with the reason, and odd but harmless values (no content, an integer id, a tuple of
+calls, numpy counts) still score, the counts recorded as plain numbers."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
 from automedbench.agent import Agent
 from automedbench.records import AgentTurn, ToolCall
@@ -27,8 +28,10 @@ MALFORMED = {
     "calls-null": (lambda: AgentTurn("x", None), "tool_calls is NoneType"),
     "content-bytes": (lambda: AgentTurn(b"x", []), "content is bytes"),
 }
-HARMLESS = {"content-null": lambda: AgentTurn(None, []), "id-int": lambda: AgentTurn("x", [ToolCall(5, "execute_code",
-                                                                                                      CODE)])}
+HARMLESS = {"content-null": lambda: AgentTurn(None, []),
+            "id-int": lambda: AgentTurn("x", [ToolCall(5, "execute_code", CODE)]),
+            "calls-tuple": lambda: AgentTurn("x", (ToolCall("c1", "execute_code", CODE),)),
+            "numpy-counts": lambda: AgentTurn("x", [], tokens_in=np.int64(12), cost_usd=np.float32(0.5))}
 
 
 def one_turn_agent(name: str, make, drained=None) -> str:
@@ -74,6 +77,7 @@ def test_odd_but_harmless_turns_still_score(tmp_path, name):
     result, _ = run_task("toy/vowels", one_turn_agent(name, HARMLESS[name]), out=tmp_path / "runs",
                          data_root=tmp_path / "data")
     assert result.state == "scored", result.error
+    assert type(result.runtime.tokens_in) is int and type(result.runtime.cost_usd) is float
 
 
 @pytest.mark.slow  # a toy run through the real runner

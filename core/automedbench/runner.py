@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, turn_problem
+from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
 from .freeze import freeze
@@ -475,6 +475,7 @@ class Run:
         problem = turn_problem(reply)
         if problem:
             raise errors.AgentError(f"agent {self.o.agent} returned a malformed turn: {problem}")
+        reply = normalise_turn(reply)
         runtime, turn = st.runtime, loop.turn
         waited = time.monotonic() - t_agent
         runtime.agent_s += waited
