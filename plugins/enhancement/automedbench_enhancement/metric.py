@@ -68,6 +68,19 @@ def lpips_weights_on_disk() -> Path | None:
     return path if path.is_file() else None
 
 
+FLAT_SPAN = 1e-9  # the original: an image whose max - min is below this is flat
+
+
+def lpips_input(image: np.ndarray) -> np.ndarray:
+    """One image as LPIPS reads it, as the original prepared it: float32, min-max scaled to [-1, 1] on its own;
+    a flat image (an empty or constant output) becomes all zeros, mid-grey, not -1."""
+    x = np.asarray(image, dtype=np.float32)
+    lo, hi = float(x.min()), float(x.max())
+    if hi - lo < FLAT_SPAN:
+        return np.zeros_like(x)
+    return ((x - lo) / (hi - lo) * 2.0 - 1.0).astype(np.float32)
+
+
 class LPIPS:
     """LPIPS (AlexNet, v0.1 heads) as upstream computed it, or unavailable: weights absent, lpips or torchvision
     not installed. Each image is min-max normalised to [-1, 1] on its own and repeated to 3 channels."""
@@ -94,10 +107,7 @@ class LPIPS:
             self.model = lpips.LPIPS(net="alex", verbose=False)
 
         def tensor(image: np.ndarray) -> Any:
-            x = np.asarray(image, dtype=np.float32)
-            span = float(x.max() - x.min()) or 1.0
-            x = (x - x.min()) / span * 2 - 1
-            return torch.from_numpy(x)[None, None].repeat(1, 3, 1, 1)
+            return torch.from_numpy(lpips_input(image))[None, None].repeat(1, 3, 1, 1)
 
         with torch.no_grad():
             return float(self.model(tensor(reference), tensor(prediction)).item())

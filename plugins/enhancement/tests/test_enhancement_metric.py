@@ -117,6 +117,16 @@ def test_composite_and_lpips_unavailable(monkeypatch, tmp_path):
         (2 / 3 + 0.9 + 0.8) / 3)
 
 
+
+def test_lpips_input_scales_each_image_and_a_flat_one_is_zero_as_the_original():
+    """Each image min-max scaled to [-1, 1] on its own (float32); an empty or constant output (max - min
+    below 1e-9) is all zeros as in the original, not -1 (as ours was before)."""
+    x = metric.lpips_input(np.array([[2.0, 4.0], [6.0, 10.0]]))
+    assert x.dtype == np.float32 and x.tolist() == [[-1.0, -0.5], [0.0, 1.0]]
+    for flat in (np.zeros((4, 4)), np.full((4, 4), -1000.0), np.full((4, 4), 3.0) + 1e-12):
+        assert metric.lpips_input(flat).tolist() == np.zeros((4, 4)).tolist()
+    assert metric.lpips_input(np.array([[0.0, 1e-6]])).tolist() == [[-1.0, 1.0]]  # a tiny span still scales
+
 def test_fold_counts_missing_cases_as_zero():
     from automedbench.api import CaseScore, RatingThresholds, TaskSpec, TierInfo
 

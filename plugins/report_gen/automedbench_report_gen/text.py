@@ -6,28 +6,33 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:" ...
-HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z ,/&-]{1,40}):", re.M)
+# A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:",
+# "IMPRESSION (PA):" ... — the original's characters (letters, space, / ( ) , -), in any case (our departure)
+HEADER = re.compile(r"^[ \t]*([A-Za-z][A-Za-z /(),-]{1,40}):", re.M)
 SCORED_SECTION = "FINDINGS"
-# Headers the original scorer also reads as the findings section (its aliases). Matched case-insensitively
-# here (a departure, named in the README: a title-case "Findings:" is still the findings section).
-FINDINGS_ALIASES = ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS", "CHEST")
+# Headers the original scorer also reads as the findings section (its aliases, exactly: no bare "CHEST").
+# Matched case-insensitively here (a departure, named in the README: a title-case "Findings:" is still the
+# findings section).
+FINDINGS_ALIASES = ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS")
 
 
 def sections(text: str) -> dict[str, str]:
-    """Upper-cased header -> body for every `HEADER:` section (text before the first header is dropped)."""
+    """Upper-cased header -> its first non-empty body, in the order the report has them (text before the first
+    header is dropped; an empty section is skipped, as the original skips it)."""
     found = list(HEADER.finditer(text))
     out: dict[str, str] = {}
     for i, match in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(text)
-        name = match.group(1).strip().upper()
-        out.setdefault(name, text[match.end():end].strip())
+        body = text[match.end():end].strip()
+        if body:
+            out.setdefault(match.group(1).strip().upper(), body)
     return out
 
 
 def findings_section(found: dict[str, str]) -> str | None:
-    """The findings body under the first alias (in the original's order) that the report has."""
-    return next((found[name] for name in FINDINGS_ALIASES if found.get(name)), None)
+    """The body of the report's first non-empty section under any findings alias (the original's rule: the
+    first in the report's order, whichever alias it is)."""
+    return next((body for name, body in found.items() if name in FINDINGS_ALIASES), None)
 
 
 def scored_text(text: str) -> str:

@@ -50,13 +50,19 @@ def test_mlrg_preprocessing_detaches_full_stops_and_keeps_case():
 
 
 def test_findings_aliases_are_the_originals():
-    for header in ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS", "CHEST", "Findings", "finding"):
+    for header in ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS", "Findings", "finding"):
         report = f"{header}: Heart size normal. Lungs clear.\nIMPRESSION: Normal chest."
         assert scored_text(report) == "Heart size normal. Lungs clear.", header
         assert not has_impression_only(report), header
-    # FINDINGS wins over an alias that comes first in the report
-    assert scored_text("CHEST: two views.\nFINDINGS: No effusion.") == "No effusion."
+    # the original's rule: the first non-empty findings-alias section in the report's order, whichever alias
+    assert scored_text("CHEST, TWO VIEWS: PA and lateral.\nFINDINGS: No effusion.") == "PA and lateral."
+    assert scored_text("FINDINGS:\nFINDING: No effusion.\nFINDINGS: Clear.") == "No effusion."  # empty skipped
+    # a bare CHEST is no alias of the original's: such a report is scored whole
+    assert scored_text("CHEST: PA view.\nIMPRESSION: Clear.") == "CHEST: PA view.\nIMPRESSION: Clear."
     assert scored_text("HISTORY: cough.\nIMPRESSION: Clear.") == "HISTORY: cough.\nIMPRESSION: Clear."
+    # header characters as the original's: brackets end the findings section, an ampersand makes no header
+    assert scored_text("FINDINGS: No effusion.\nIMPRESSION (PA): Clear.") == "No effusion."
+    assert scored_text("FINDINGS: No effusion.\nHEART & LUNGS: Clear.") == "No effusion.\nHEART & LUNGS: Clear."
 
 
 def test_each_task_states_its_own_minimum():

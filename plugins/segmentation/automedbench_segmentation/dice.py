@@ -60,14 +60,31 @@ def label_counts(pred: np.ndarray, ref: np.ndarray, labels: Sequence[int],
     return n_pred, n_ref, n_both
 
 
+FOREGROUND_ABOVE = 0.5  # the original binarises both masks at > 0.5
+
+
+def _nonzero_is_foreground(array: np.ndarray) -> bool:
+    """Bool and unsigned volumes: nonzero is exactly > 0.5, so the fast count needs no comparison."""
+    return array.dtype.kind in "bu"
+
+
 def binary_counts(pred: np.ndarray, ref: np.ndarray, chunk: int = CHUNK) -> tuple[int, int, int]:
-    """Nonzero voxels in the prediction, the reference, and both (any nonzero value is foreground)."""
+    """Foreground voxels (> 0.5, the original's binarisation: a negative, a 0.3 or a NaN is background) in
+    the prediction, the reference, and both."""
     p, g = _flat_pair(pred, ref)
-    both = np.empty(min(chunk, p.size), dtype=bool)
+    size = min(chunk, p.size)
+    both = np.empty(size, dtype=bool)
+    # a float or signed volume is compared with 0.5 into a scratch mask, chunk by chunk
+    p_mask = None if _nonzero_is_foreground(p) else np.empty(size, dtype=bool)
+    g_mask = None if _nonzero_is_foreground(g) else np.empty(size, dtype=bool)
     n_pred = n_ref = n_both = 0
     count = np.count_nonzero
     for start in range(0, p.size, chunk):
         ps, gs = p[start:start + chunk], g[start:start + chunk]
+        if p_mask is not None:
+            ps = np.greater(ps, FOREGROUND_ABOVE, out=p_mask[:ps.size])
+        if g_mask is not None:
+            gs = np.greater(gs, FOREGROUND_ABOVE, out=g_mask[:gs.size])
         cp, cg = count(ps), count(gs)
         n_pred += cp
         n_ref += cg
@@ -94,9 +111,17 @@ def dice(pred: np.ndarray, ref: np.ndarray, labels: Sequence[int] = (1,)) -> dic
     return dice_and_present(pred, ref, labels)[0]
 
 
+def integer_labels(array: np.ndarray) -> np.ndarray:
+    """A float label map rounded to the nearest integer, as the original reads label maps (`np.rint`);
+    integer maps unchanged, without a copy. NaN stays NaN (it equals no label)."""
+    return np.rint(array) if array.dtype.kind == "f" else array
+
+
 def dice_and_present(pred: np.ndarray, ref: np.ndarray,
                      labels: Sequence[int] = (1,)) -> tuple[dict[int, float], list[int]]:
-    """`dice` and, from the same pass, the labels the reference contains."""
+    """`dice` and, from the same pass, the labels the reference contains. A float reference is read as
+    rounded labels (the original's rule); a prediction needs no rounding: the contract admits integral values only."""
+    ref = integer_labels(ref)
     n_pred, n_ref, n_both = label_counts(pred, ref, labels)
     present = [int(k) for k, n in zip(labels, n_ref, strict=True) if n > 0]
     if has_nan(ref):
@@ -106,7 +131,7 @@ def dice_and_present(pred: np.ndarray, ref: np.ndarray,
 
 
 def binary_dice(pred: np.ndarray, ref: np.ndarray) -> float:
-    """Dice of the nonzero regions (0 when the reference holds a NaN)."""
+    """Dice of the > 0.5 regions (0 when the reference holds a NaN)."""
     return 0.0 if has_nan(ref) else dice_from_counts(*binary_counts(pred, ref))
 
 

@@ -128,3 +128,31 @@ def test_background_label_and_negative_values_are_counted():
     n_pred, n_ref, n_both = label_counts(pred, ref, (0, 1, 2), chunk=2)
     assert n_pred.tolist() == [4, 0, 1] and n_ref.tolist() == [3, 1, 1] and n_both.tolist() == [3, 0, 1]
     assert dice(pred, ref, (1, 2)) == {1: 0.0, 2: 1.0}
+
+
+@pytest.mark.parametrize("chunk", [2, 3, 1 << 17])
+def test_binary_masks_are_read_at_above_one_half_as_the_original(chunk):
+    """The original binarises both masks at > 0.5: in a float or signed reference a 0.3, a -1 or a 0.5
+    is background, a 0.6 foreground (before: every nonzero voxel was foreground)."""
+    ref = np.array([0.0, 0.3, 0.5, 0.6, 1.0, -1.0, 2.0, 0.0], dtype=np.float32)
+    pred = np.array([0, 1, 1, 1, 1, 1, 0, 0], dtype=np.uint8)
+    # foreground: reference {3, 4, 6}, prediction {1, 2, 3, 4, 5}, both {3, 4}: Dice 2*2 / (5 + 3)
+    assert binary_counts(pred, ref, chunk=chunk) == (5, 3, 2)
+    assert binary_dice(pred, ref) == pytest.approx(4 / 8)
+    signed = np.array([0, -1, -1, 1, 1, -3, 1, 0], dtype=np.int16)  # negatives are background
+    assert binary_counts(pred, signed, chunk=chunk) == (5, 3, 2)
+    assert binary_counts(signed, pred, chunk=chunk) == (3, 5, 2)
+    rng = np.random.default_rng(chunk)
+    a, b = rng.normal(0.5, 0.6, size=(9, 8, 7)), rng.normal(0.5, 0.6, size=(9, 8, 7)).astype(np.float32)
+    fa, fb = a > 0.5, b > 0.5
+    assert binary_counts(a, b, chunk=chunk) == (int(fa.sum()), int(fb.sum()), int((fa & fb).sum()))
+
+
+def test_float_label_maps_are_rounded_as_the_original():
+    """The original reads label maps as `np.rint(...)`: a float reference holding 1.4 is label 1, 1.6 label 2."""
+    ref = np.array([0.0, 1.4, 1.6, 2.0, 0.4, 2.6], dtype=np.float32)
+    pred = np.array([0, 1, 2, 2, 0, 3], dtype=np.uint8)
+    # rounded reference [0, 1, 2, 2, 0, 3]: every label matches
+    assert dice(pred, ref, (1, 2, 3)) == {1: 1.0, 2: 1.0, 3: 1.0}
+    assert dice(pred, np.array([0, 1, 1, 2, 1, 3], dtype=np.float64), (1, 2, 3)) == {
+        1: pytest.approx(2 * 1 / (1 + 3)), 2: pytest.approx(2 * 1 / (2 + 1)), 3: 1.0}

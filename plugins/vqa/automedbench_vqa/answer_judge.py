@@ -126,7 +126,7 @@ MODEL_JUDGE_VERSION = "3"  # 3: a grade request answered outside the evaluator (
 
 
 def model_grade_requests(request: JudgeRequest) -> list[GradeRequest]:
-    """What the model judge is asked about one open answer (none when a shortcut decides it): the
+    """What the model judge is asked about one text answer (none when a shortcut decides it): the
     answer, and with `raw_fallback` the longer, different raw output too (the better grade is kept)."""
     if shortcut(request) is not None:
         return []

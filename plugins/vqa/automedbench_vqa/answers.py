@@ -37,7 +37,9 @@ ABBREVIATIONS = {
 
 _PUNCT = str.maketrans("", "", string.punctuation)
 _SPACE = re.compile(r"\s+")
-_STANDALONE_LETTER = re.compile(r"(?<![A-Za-z])([A-Ea-e])(?![A-Za-z])")
+# The original's rule: the upper-cased label's first A-E standing alone between word boundaries, so a digit,
+# an underscore or any letter (accented too) next to it joins it into a word: `1A`, `A_1`, `éB` name no option.
+_STANDALONE_LETTER = re.compile(r"\b([A-E])\b")
 
 
 def normalize(text: Any) -> str:
@@ -103,17 +105,18 @@ def open_score(prediction: Any, gold: Any) -> float:
 
 
 def normalize_label(label: Any) -> str:
-    """An MCQ letter A–E: the exact letter, else the first standalone letter A–E; '' if none.
+    """An MCQ letter A–E: the exact letter, else the first letter A–E standing alone as a word in the
+    upper-cased label (a regex word boundary either side); '' if none.
 
     As the original: `b`, `(B)`, `B.` and `answer: b` all read B; the contract applies this before its
     check, so such labels are valid and credited, and a label naming no option stays invalid."""
     if label is None:
         return ""
-    text = str(label).strip()
-    if text.upper() in LETTERS:
-        return text.upper()
+    text = str(label).strip().upper()
+    if text in LETTERS:
+        return text
     found = _STANDALONE_LETTER.search(text)
-    return found.group(1).upper() if found else ""
+    return found.group(1) if found else ""
 
 
 def mcq_score(label: Any, gold_label: Any) -> float:

@@ -1,7 +1,8 @@
 """Per-question scores and the task metric: accuracy over ALL expected questions (missing = 0).
 
 MCQ questions score their letter; text questions score closed (yes/no, strict) or open (0.5·EM +
-0.5·token F1, or the answer judge's 0/0.5/1 when one is configured). Breakdowns by question type,
+0.5·token F1). With an answer judge configured, every text answer (yes/no ones too, as the original) scores
+the judge's 0/0.5/1, and `yes_no_accuracy` stays the strict yes/no value. Breakdowns by question type,
 body system and modality use the private facts, so unanswered questions count in their group.
 """
 
@@ -64,8 +65,10 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
                               "exact_match": scores["exact_match"], "token_f1": scores["token_f1"],
                               "answer_key": _key(prediction), "gold_key": _key(gold.get("answer_text")), **facts}
+    if scores["closed"]:
+        values["yes_no_strict"] = float(scores["score"])  # yes_no_accuracy stays strict under a judge (the original's)
     requests: list[GradeRequest] = []
-    if state.judge is not None and not scores["closed"]:
+    if state.judge is not None:  # the original grades every answered text question, yes/no ones included
         request = JudgeRequest(str(gold.get("question_id", "")), str(question.get("question", "")),
                                str(gold.get("answer_text", "")), prediction, str(record.get("raw_model_output", "")),
                                raw_fallback=state.raw_fallback)
@@ -144,8 +147,11 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[float, dict[str, float | None
     the model-graded answer judge changes when its grades replace the offline stand-ins."""
     groups, by_kind = defaultdict(list), defaultdict(list)
     em, f1 = [], []
+    yes_no: list[float] = []
     for values in rows:
         by_kind[values["kind"]].append(values["score"])
+        if values["kind"] == "closed":
+            yes_no.append(float(values.get("yes_no_strict", values["score"])))
         if values["kind"] != "mcq":
             em.append(float(values.get("exact_match", 0.0)))
             f1.append(float(values.get("token_f1", 0.0)))
@@ -155,9 +161,9 @@ def summarize(rows: list[dict[str, Any]]) -> tuple[float, dict[str, float | None
     comps: dict[str, float | None] = {}
     if by_kind["mcq"]:
         comps["mcq_accuracy"] = _mean(by_kind["mcq"])
-    if by_kind["closed"]:
-        comps["yes_no_accuracy"] = _mean(by_kind["closed"])
-        comps["yes_no_count"] = float(len(by_kind["closed"]))
+    if yes_no:
+        comps["yes_no_accuracy"] = _mean(yes_no)
+        comps["yes_no_count"] = float(len(yes_no))
     if by_kind["open"]:
         comps["open_accuracy"] = _mean(by_kind["open"])
         comps["open_count"] = float(len(by_kind["open"]))

@@ -73,6 +73,9 @@ LABELS = [
     ("B", "B"), ("b", "B"), ("(B)", "B"), ("B.", "B"), ("answer: b", "B"), ("Answer: (C) because", "C"),
     (" e ", "E"), ("The answer is D", "D"), ("Option b", "B"), ("A or B", "A"),
     ("F", ""), ("Option F", ""), ("none", ""), ("2", ""), ("", ""), (None, ""), ("ABC", ""),
+    # the original's word boundaries (`\b([A-E])\b` on the upper-cased label): a digit, an underscore or any
+    # letter, accented too, next to the letter makes it part of a word; a hyphen or a bracket does not
+    ("1B", ""), ("B2", ""), ("_B", ""), ("option_b", ""), ("\u00e9B", ""), ("B-cell", "B"), ("[b]", "B"),
 ]
 TEXTS = [
     ("single", "1"), ("a single lesion", "a 1 lesion"), ("one", "1"), ("None", "0"),

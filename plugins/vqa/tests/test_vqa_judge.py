@@ -86,3 +86,36 @@ def test_unknown_judge_is_a_user_error():
     assert make_answer_judge("offline", {}).name == "offline"
     with pytest.raises(UserError, match=r"unknown answer judge 'gpt'.*answer_judge=llm answer_judge.provider=NAME"):
         make_answer_judge("gpt", {})
+
+
+class AgreeingJudge(OfflineAnswerJudge):
+    """Grades every answer 1: shows which questions reach the judge."""
+
+    name = "agreeing"
+
+    def grade(self, question, gold, prediction):
+        return 1.0, "agrees", False
+
+
+def test_the_judge_grades_yes_no_answers_too_and_yes_no_accuracy_stays_strict():
+    """The original sends every answered text question to the answer judge, yes/no ones included, and its
+    accuracy is the mean judge score; its yes_no_accuracy stays the strict yes/no value."""
+    from automedbench_vqa.metric import EvaluationState, score_question, summarize
+
+    state = EvaluationState(judge=AgreeingJudge())
+    rows = []
+    for qid, gold, answer in [("q1", "yes", "yes, a mass is present"), ("q2", "no", "No."),
+                              ("q3", "left lobe", "the lobe on the left")]:
+        values, _ = score_question({"predicted_answer": answer}, {"question_id": qid, "answer_text": gold},
+                                   {"question": "Is there a mass?"}, state)
+        rows.append({"case_id": qid, **values})
+    assert [r["kind"] for r in rows] == ["closed", "closed", "open"]
+    assert [r["score"] for r in rows] == [1.0, 1.0, 1.0]  # the judge's verdicts
+    assert [r.get("yes_no_strict") for r in rows] == [0.0, 1.0, None]
+    accuracy, by_kind, _ = summarize(rows)
+    assert accuracy == 1.0 and by_kind["yes_no_accuracy"] == 0.5 and by_kind["yes_no_count"] == 2.0
+    # without a judge the yes/no question is strict: "yes, a mass is present" is not "yes"
+    plain, _ = score_question({"predicted_answer": "yes, a mass is present"},
+                              {"question_id": "q1", "answer_text": "yes"}, {"question": "Is there a mass?"},
+                              EvaluationState())
+    assert plain["score"] == 0.0 and "judge_score" not in plain

@@ -239,8 +239,10 @@ def test_a_plugin_adds_an_answer_judge_as_a_model_backend(amb_registry, amb_data
     options = {"answer_judge": "llm", "answer_judge.provider": "contains-judge", "answer_judge.model": model}
     judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
     graded = [r for r in judged.task.per_case if r.get("judge") == f"llm@3:contains-judge:{model}"]
-    assert graded and len({p for _, p in ContainsJudge.asked}) == 1  # asked about the open answers only
-    assert len(graded) == sum(r["kind"] == "open" for r in judged.task.per_case)
+    assert graded and len({p for _, p in ContainsJudge.asked}) == 1  # one prediction text throughout
+    # every text answer is graded, yes/no ones too (the original's rule); MCQ letters never
+    assert len(graded) == sum(r["kind"] in ("open", "closed") for r in judged.task.per_case)
+    assert any(r["kind"] == "closed" for r in graded)
     side = [r for r in graded if r["question_type"] == "side"]
     assert side and all(r["judge_score"] == (1.0 if r["token_f1"] else 0.0) for r in side)  # "left" in it
     assert judged.task.components["judge_fallback_count"] == 0
