@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from abc import ABC, abstractmethod
 from typing import Any
 
 from attrs import Factory, define
 
-from .records import AgentTurn, TaskSpec
+from .records import AgentTurn, TaskSpec, ToolCall
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -102,3 +104,42 @@ class Agent(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and processes."""
+
+
+def turn_problem(reply: Any) -> str | None:
+    """Why an agent's turn cannot be recorded or acted on (the runner ends the run as the agent's failure), or
+    None. An agent is a plugin: a turn with a tool name that is not text, a token count that is text or a NaN
+    cost would otherwise break the runner and pass for the harness's failure (retried, never counted). Numbers
+    of other numeric types (numpy's) pass: `normalise_turn` makes them plain."""
+    if not isinstance(reply, AgentTurn):
+        return f"next_turn returned {type(reply).__name__}, not an AgentTurn"
+    for name in ("content", "reasoning", "finish_reason"):
+        if not isinstance(getattr(reply, name), str | None):
+            return f"{name} is {type(getattr(reply, name)).__name__}, not text"
+    for name in ("tokens_in", "tokens_out", "tokens_cached"):
+        value = getattr(reply, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            return f"{name} is {value!r:.40}, not a count"
+    cost = reply.cost_usd
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not math.isfinite(cost) or cost < 0:
+        return f"cost_usd is {cost!r:.40}, not a finite amount"
+    if not isinstance(reply.tool_calls, list | tuple):
+        return f"tool_calls is {type(reply.tool_calls).__name__}, not a list"
+    for call in reply.tool_calls:
+        if not isinstance(call, ToolCall):
+            return f"a tool call is {type(call).__name__}, not a ToolCall"
+        if not isinstance(call.name, str) or not isinstance(call.arguments, str):
+            return (f"tool call {str(call.id)[:40]!r}: name and arguments must be text (got "
+                    f"{type(call.name).__name__} and {type(call.arguments).__name__})")
+        if isinstance(call.id, bool) or not isinstance(call.id, str | int | None) or \
+                not isinstance(call.source, str | None):
+            return f"tool call {str(call.id)[:40]!r}: its id and source must be text"
+    return None
+
+
+def normalise_turn(reply: AgentTurn) -> AgentTurn:
+    """A turn `turn_problem` passed, with plain types the trajectory and the result can hold."""
+    reply.tool_calls = list(reply.tool_calls)
+    reply.tokens_in, reply.tokens_out = int(reply.tokens_in), int(reply.tokens_out)
+    reply.tokens_cached, reply.cost_usd = int(reply.tokens_cached), float(reply.cost_usd)
+    return reply

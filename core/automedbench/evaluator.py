@@ -299,6 +299,17 @@ def _aggregate(scoring: TaskEvaluation, scores: list[CaseScore | None], case_ids
         return MetricBlock(f"aggregate error: {type(exc).__name__}: {exc}"[:500], 0.0, 0.0)
 
 
+def failed_evaluation(task_id: str, staged: StagedData, manifest: SubmissionManifest, reason: str) -> Evaluation:
+    """The record of a submission the evaluator could not finish (it hit a limit on it): every case invalid and a
+    zero Task naming why. The agent's failure scores 0 like an aggregate that crashed; a missing Task would be a
+    null that leaderboards leave out of the means, so failing the evaluator would hide a weak run."""
+    submitted = {f.path.split("/", 1)[0] for f in manifest.files}
+    note = f"not scored: {reason}"[:500]
+    cases = [CaseVerdict(c, c in submitted, False, [note]) for c in staged.case_ids]
+    return Evaluation(task_id, len(cases), sum(v.present for v in cases), 0, cases,
+                      MetricBlock(f"evaluator failed on the submission: {reason}"[:500], 0.0, 0.0), error=reason)
+
+
 def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:
     """The built-in evaluator backend: a `python -I -S` subprocess with a scrubbed environment and a set path."""
     out = Path(request.out)

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint
+from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
-from .evaluator import environment_snapshot, evaluator_path, run_isolated, snapshot_changes
+from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
 from .freeze import freeze
 from .fsutil import (
     atomic_write_text,
@@ -233,7 +233,12 @@ class Run:
         if getattr(self, "unisolated", False):
             # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
             rotate_key()
-        self._evaluate(st, staged)
+        try:
+            self._evaluate(st, staged)
+        except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
+            st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-EVAL")
+            st.evaluation = failed_evaluation(self.task.id, staged, st.manifest, str(exc))
+            write_json(self.folder.evaluation, st.evaluation)
         if not st.isolation.breached:
             with steptimer.step(st.runtime, "pilot_checks"):
                 write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
@@ -468,6 +473,10 @@ class Run:
             raise
         except Exception as exc:
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
+        problem = turn_problem(reply)
+        if problem:
+            raise errors.AgentError(f"agent {self.o.agent} returned a malformed turn: {problem}")
+        reply = normalise_turn(reply)
         runtime, turn = st.runtime, loop.turn
         waited = time.monotonic() - t_agent
         runtime.agent_s += waited
@@ -669,10 +678,24 @@ class Run:
 
 
 def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime) -> None:
-    """Write the events only the agent saw (retries, context trimming) after its turn; count overflows."""
-    for extra in agent.drain_events():
+    """Write the events only the agent saw (retries, context trimming) after its turn; count overflows. An event
+    that is not a JSON object the trajectory can hold is the agent's failure, never the harness's."""
+    who = agent.name or type(agent).__name__
+    try:
+        events = list(agent.drain_events())
+    except Exception as exc:
+        raise errors.AgentError(f"agent {who} raised {type(exc).__name__} in drain_events: {str(exc)[:200]}") from exc
+    for extra in events:
+        try:
+            if not isinstance(extra, dict):
+                raise TypeError(f"an event is {type(extra).__name__}, not a JSON object")
+            record = {**extra, "turn": turn, "imported": True}
+            json.dumps(record, ensure_ascii=False)  # refused before a byte of it is written
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise errors.AgentError(f"agent {who} drained an event the trajectory cannot hold "
+                                    f"({type(exc).__name__}: {str(exc)[:200]})") from None
         runtime.context_retries += extra.get("type") == "context_overflow"
-        traj.write({**extra, "turn": turn, "imported": True})
+        traj.write(record)
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

@@ -192,6 +192,7 @@ def flat_rows(board: Leaderboard) -> list[dict[str, Any]]:
             row[metric] = v["mean"]
             row[f"{metric}_lo"] = v["lo"]
             row[f"{metric}_hi"] = v["hi"]
+            row[f"{metric}_n"] = v["n"]  # runs with a value: a null (no verdict, no Task) is left out of the mean
         for rating in RATINGS:
             row[f"rating_{rating}"] = cell.ratings.get(rating, 0)
         row.update({"turns": round(cell.turns, 2), "wall_s": round(cell.wall_s, 2), "tokens": round(cell.tokens),
@@ -199,6 +200,11 @@ def flat_rows(board: Leaderboard) -> list[dict[str, Any]]:
                     "with_code_share": round(cell.with_code_share, 4)})
         rows.append(row)
     return rows
+
+
+def null_overall_runs(board: Leaderboard) -> int:
+    """Counted runs without an Overall (a stage or the Task null): left out of every Overall mean and CI."""
+    return sum(cell.n - cell.scores["overall"]["n"] for cell in board.cells)
 
 
 def to_json(board: Leaderboard) -> dict[str, Any]:

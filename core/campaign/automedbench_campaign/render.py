@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .leaderboard import RATINGS, Leaderboard, flat_rows
+from .leaderboard import RATINGS, Leaderboard, flat_rows, null_overall_runs
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier"}
 
@@ -79,6 +79,11 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
                       f"(n={cliff['2+']['n']})" + (f"; one code costs {100 * drop:.0f} %" if drop is not None else ""))
     if a["turns_per_run"] is not None:
         console.print(f"Turns per run: {a['turns_per_run']:.1f}")
+    nulls = null_overall_runs(board)
+    if nulls:
+        console.print(f"[yellow]{nulls} counted run(s) have no Overall[/] (no judge verdict, or no Task): their "
+                      "cells' Overall and Agentic are means over the other runs (`<metric>_n` in the CSV/JSON says "
+                      "how many); `automedbench rejudge` fills a missing verdict")
     if board.excluded:
         console.print("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items())
                       + (" (--include-unverified counts unverified runs)" if "unverified" in board.excluded else ""))

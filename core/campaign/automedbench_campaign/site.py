@@ -9,6 +9,7 @@ series (code shares), always with a legend. No script, no external asset.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,16 @@ PAGES = [("index.html", "Ranking"), ("tracks.html", "Tracks"), ("tasks.html", "T
 MAX_RUN_PAGES = 5000  # run pages written; beyond it runs are listed without a page (the note says so)
 
 
-def run_page_name(run_id: str) -> str:
-    return "runs/" + (re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:120].lstrip(".") or "run") + ".html"
+def run_page_name(run_id: str, taken: set[str] | frozenset[str] = frozenset(), path: str = "") -> str:
+    """`runs/<run id, made safe>.html`; a name already `taken` (the same id in another sweep folder, or ids
+    that agree in their first 120 characters; compared without case, as a case-blind disk would) gets a hash of
+    the run's folder, so no page overwrites another."""
+    stem = "runs/" + (re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)[:120].lstrip(".") or "run")
+    name, n = stem + ".html", 0
+    while name.lower() in taken:
+        n += 1
+        name = f"{stem}-{hashlib.sha256(f'{path}{chr(0)}{n}'.encode()).hexdigest()[:10]}.html"
+    return name
 
 
 def _nav(current: str) -> str:
@@ -75,7 +84,9 @@ def _table(board: Leaderboard, keys: tuple[str, ...], link_agent: bool = False) 
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", text)[:80]
+    """An anchor for `text`: readable, and unique per text (a hash of it: "a.b" and "a_b" read the same)."""
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)[:80] + "-" + digest
 
 
 def _legend(items: list[tuple[str, str]]) -> str:
@@ -198,7 +209,7 @@ def _codes(board: Leaderboard) -> str:
               f"</tr>{cliff_rows}</table></div>")
 
 
-def _runs(table: RunTable, pages: dict[str, str]) -> str:
+def _runs(table: RunTable, pages: dict[int, str]) -> str:
     order = sorted(range(len(table)), key=lambda i: (table["agent"][i], table["task_id"][i], table["tier"][i],
                                                      table["run_id"][i]))
     rows, seen = [], set()
@@ -209,7 +220,7 @@ def _runs(table: RunTable, pages: dict[str, str]) -> str:
             seen.add(agent)
             anchor = f' id="agent-{_slug(agent)}"'
         run_id = table["run_id"][i]
-        link = (f'<a href="{pages[run_id]}">{esc(run_id, 120)}</a>' if run_id in pages else esc(run_id, 120))
+        link = (f'<a href="{pages[i]}">{esc(run_id, 120)}</a>' if i in pages else esc(run_id, 120))
         overall = table["overall"][i]
         rows.append(f"<tr{anchor}><td>{link}</td><td>{esc(agent, 200)}</td><td>{esc(table['task_id'][i], 200)}</td>"
                     f"<td>{esc(table['tier'][i])}</td><td>{esc(table['state'][i])}</td>"
@@ -229,18 +240,20 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     the caller has already left unverified runs out unless asked (`leaderboard --include-unverified`)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
-    pages: dict[str, str] = {}
+    pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
+    taken: set[str] = set()
     written = []
     for i in range(min(len(table), MAX_RUN_PAGES)):
         run_id, path = table["run_id"][i], table["path"][i]
-        name = run_page_name(run_id)
+        name = run_page_name(run_id, taken, path)
         try:
             text = render_run(RunFolder(path), back="../runs.html")
         except (OSError, ValueError):
             continue
         # a run page sits one folder down: its own links are in-page anchors only
         atomic_write_text(out / name, text, shared=True)
-        pages[run_id] = name
+        pages[i] = name
+        taken.add(name.lower())
         written.append(out / name)
     board = build(table, by=("agent", "task_id", "tier"), resamples=resamples, seed=seed, include_unverified=True)
     content = {

@@ -42,7 +42,8 @@ def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
     """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
     `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
     (`.attempts`, `.sweep-slots`) are not searched, nor is a run still in progress: its workspace is the
-    agent's, and a result.json planted there must never count. Symlinked folders are not followed."""
+    agent's, and a result.json planted there must never count. Symlinked folders are not followed. A run
+    reached from two roots is listed once."""
     found: list[Path] = []
 
     def walk(folder: str, level: int) -> None:
@@ -63,7 +64,12 @@ def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
             found.append(root)
         else:
             walk(str(root), 1)
-    return sorted(found)
+    # roots that overlap (`runs` and `runs/x`, a path spelled twice) name one run once: a run counted twice
+    # would weigh double in its cell's mean and CI
+    once: dict[str, Path] = {}
+    for path in found:
+        once.setdefault(os.path.realpath(path), path)
+    return sorted(once.values())
 
 
 def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:

@@ -6,7 +6,9 @@ labels of the per-label mean Dice, or, with `primary_label: K` (PANTHER: the tum
 label K alone, the other labels and the macro mean staying as components. A label absent from both
 prediction and reference scores 1. A missing or invalid case counts 0 in the partial value and makes
 the strict value 0. HD95 / surface Dice (MONAI) are extra components, averaged over the cases where
-they are defined.
+they are defined. `present_dice` (multi-label) is the same fold over only the (case, label) pairs whose
+reference contains the label: the Dice earned on structures that are there, which an output cannot collect
+from labels absent from a scan's field of view (the track holds a Task it is below the okay band of at C).
 """
 
 from __future__ import annotations
@@ -71,6 +73,17 @@ def primary_label(task: TaskSpec) -> int | None:
     return int(value)
 
 
+def present_dice(scores: list[CaseScore | None], labels: list[int]) -> float | None:
+    """Macro mean over `labels` of each label's mean Dice over the scored cases whose reference contains it
+    (labels no reference contains are left out); None when no reference contains any of them."""
+    per_label = []
+    for k in labels:
+        values = [s.values[f"dice_{k}"] for s in scores if s is not None and k in s.values.get("reference_labels", [])]
+        if values:
+            per_label.append(float(np.mean(values)))
+    return float(np.mean(per_label)) if per_label else None
+
+
 def _mean_defined(scores: list[CaseScore | None], key: str) -> float | None:
     vals = [s.values[key] for s in scores if s is not None and s.values.get(key) is not None]
     return float(np.mean(vals)) if vals else None
@@ -94,7 +107,8 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         macro = float(np.mean(list(per_label.values()))) if per_label else 0.0
         primary = primary_label(task)
         partial = per_label.get(f"dice_{primary}_{names[primary]}", 0.0) if primary is not None else macro
-        comps: dict[str, float | None] = {"macro_dice": macro, **per_label}
+        comps: dict[str, float | None] = {"macro_dice": macro, **per_label, "present_dice": present_dice(
+            scores, [primary] if primary is not None else sorted(names))}
         comps.update(_surface_components(task, scores, [f"label_{k}" for k in sorted(names)]))
     else:
         facts = io.read_case_facts(private)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import CaseVerdict, PackagedTrack, Rubric, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, StagedData, TaskEvaluation, TaskSpec
 
 HERE = Path(__file__).parent
 
@@ -44,6 +44,15 @@ class SegmentationTrack(PackagedTrack):
 
         # the contract check's case cache, so scoring reuses the volumes it loaded
         return SegmentationEvaluation(task, staged, options, cache=self._cache)
+
+    def rating_cap(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """A label map whose Task comes from labels absent from both sides (scored 1) rates no better than C:
+        on the structures the references contain, its Dice must reach the okay band too."""
+        present = metric.components.get("present_dice")
+        if task.params.get("kind") != "multilabel" or present is None or present >= task.rating.okay:
+            return None
+        return (f"Dice {present:.3f} on the structures the references contain (below the okay band "
+                f"{task.rating.okay}); the rest of the Task is labels absent from both sides, scored 1")
 
     def rubric(self, task: TaskSpec) -> Rubric:
         from .rubric import segmentation_rubric

@@ -2,7 +2,8 @@
 
 Pages are single self-contained HTML files: no script, no external stylesheet, font or image, so they
 open offline and render the same in a browser or a headless screenshot. Agent text is hostile input: it is
-cut to a bound, stripped of control characters (terminal escapes included) and HTML-escaped everywhere.
+cut to a bound, stripped of control characters (terminal escapes included), bidi controls shown as escapes,
+and HTML-escaped everywhere.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from typing import Any
 
 MAX_FIELD_CHARS = 20_000  # one text field shown in full up to this; longer ones are cut with a note
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# bidi marks, embeddings, overrides and isolates: raw, they would reorder what follows them on the page (a file
+# name ending in U+202E shows its size and rejection reason backwards); shown as visible escapes instead
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 CSS = """
 :root{--fg:#1d2430;--muted:#5b6472;--line:#d5dae2;--head:#eef2f8;--ok:#1a7f37;--bad:#b42318;--warn:#9a6700}
@@ -40,7 +44,7 @@ def clean(value: Any, limit: int = MAX_FIELD_CHARS) -> tuple[str, int]:
     """Text safe to show: control characters replaced, cut at `limit`; returns it and how much was cut."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
     cut = max(0, len(text) - limit)
-    return _CONTROL.sub("\ufffd", text[:limit]), cut
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", _CONTROL.sub("\ufffd", text[:limit])), cut
 
 
 def esc(value: Any, limit: int = MAX_FIELD_CHARS) -> str:
