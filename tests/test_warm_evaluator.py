@@ -280,6 +280,30 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
     assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
 
 
+def test_the_environment_default_is_warm_only_where_installed_and_never_over_an_explicit_choice(monkeypatch):
+    """AUTOMEDBENCH_WARM_EVALUATOR=1 (the test suite sets it) warms runs that do not choose; an explicit
+    choice wins either way; without the warm evaluator installed the variable is ignored, the flag is not."""
+    from click.testing import CliRunner
+
+    from automedbench.cli import main
+    from automedbench.options import WARM_EVALUATOR_ENV, warm_wanted
+
+    unset, cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=False), RunOptions(TOY, warm_evaluator=True)
+    monkeypatch.setenv(WARM_EVALUATOR_ENV, "1")
+    assert [warm_wanted(o, installed=True) for o in (unset, cold, warm)] == [True, False, True]
+    assert [warm_wanted(o, installed=False) for o in (unset, cold, warm)] == [False, False, True]
+    monkeypatch.setenv(WARM_EVALUATOR_ENV, "0")
+    assert [warm_wanted(o, installed=True) for o in (unset, cold, warm)] == [False, False, True]
+    monkeypatch.delenv(WARM_EVALUATOR_ENV)
+    assert warm_wanted(unset, installed=True) is False
+    # the command line: no flag leaves the choice open (None), each flag makes it
+    seen = []
+    monkeypatch.setattr("automedbench.runner.Run", lambda options, *rest: seen.append(options.warm_evaluator) or 1 / 0)
+    for args in ([], ["--warm-evaluator"], ["--cold-evaluator"]):
+        CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", "reference", *args])
+    assert seen == [None, True, False]
+
+
 def test_a_warm_run_scores_its_pilot_and_its_submission_in_one_process_and_accounts_its_steps(tmp_path, service, toy):
     runner = Run(RunOptions(TOY, "lite", "reference", out=tmp_path / "runs", data_root=toy.root.parent,
                             warm_evaluator=True), registry())
