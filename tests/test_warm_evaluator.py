@@ -283,10 +283,9 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
 def test_the_environment_default_is_warm_only_where_installed_and_never_over_an_explicit_choice(monkeypatch):
     """AUTOMEDBENCH_WARM_EVALUATOR=1 (the test suite sets it) warms runs that do not choose; an explicit
     choice wins either way; without the warm evaluator installed the variable is ignored, the flag is not."""
-    from click.testing import CliRunner
-
     from automedbench.cli import main
     from automedbench.options import WARM_EVALUATOR_ENV, warm_wanted
+    from click.testing import CliRunner
 
     unset, cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=False), RunOptions(TOY, warm_evaluator=True)
     monkeypatch.setenv(WARM_EVALUATOR_ENV, "1")
