@@ -93,8 +93,8 @@ else
   # CPU torch pinned (MONAI is the reference Dice in the tests): a bare `torch` would pull a CUDA build.
   everything=("torch==2.13.0" -e ".[tools,reference]" "${builtin_args[@]}" "${plugin_args[@]}")
   say "installing CPU torch 2.13.0, the core, ${#builtin_args[@]} built-in and ${#plugin_args[@]} plugin arguments: ${builtin_args[*]} ${plugin_args[*]}"
-  # uv first: the same requirements in one resolve, installed in parallel from its cache (~30 s against pip's
-  # ~100 s here). It reads no pip configuration, so scripts/uv-from-pip-config.py passes the machine's on
+  # uv first: the same requirements in one resolve, installed in parallel from its cache (13 s against pip's
+  # ~100 s here, caches warm). It reads no pip configuration, so scripts/uv-from-pip-config.py passes the machine's on
   # (index, extra indexes, find-links, constraints). pip is the fallback: same set, one step at a time.
   installed=0
   if "${PIP[@]}" uv >/dev/null 2>&1 && .venv/bin/python scripts/uv-from-pip-config.py >.venv/.uv-args; then
