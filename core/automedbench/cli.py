@@ -105,7 +105,7 @@ def print_problems(reg, problems: list | None = None) -> None:
                "workspace_quota_mb", "gpus", agent={"required": True})
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
-@click_options("eval_options", "require_isolation", "warm_evaluator")
+@click_options("eval_options", "require_isolation", "warm_evaluator", "pictures")
 def run(items: bool, quiet: bool, **fields: Any) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render

@@ -133,6 +133,11 @@ class RunOptions:
         ("--warm-evaluator/--cold-evaluator",), "Score with an evaluator process kept warm between runs (same "
         "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run "
         f"[default: cold; warm when {WARM_EVALUATOR_ENV}=1 and the campaign built-in is installed]."))
+    # what the run page shows, never what is scored: not hashed
+    pictures: bool = field(default=True, metadata=meta(
+        ("--pictures/--no-pictures",), "Draw a small picture of each case (input, output, reference) into the run "
+        "folder for the run page, after the run, in the evaluator; --no-pictures leaves them out (e.g. before "
+        "publishing pages of a licensed dataset).", show_default=True))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
 
 

@@ -164,6 +164,10 @@ class ItemVerdict:
     auto: bool = False
     # graded by a judge, or settled by the rubric: auto-pass, excluded at the tier, not applicable
     state: ItemState = "graded"
+    # the files it was decided from, as workspace paths ("plan/plan.md", "plan/plan.png", a script the agent
+    # ran), present or missing; and the cases (S3's pilot, S4/S5's missing, invalid or positive ones)
+    evidence_files: list[str] = Factory(list)
+    evidence_cases: list[str] = Factory(list)
 
 
 @define

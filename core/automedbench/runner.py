@@ -230,6 +230,8 @@ class Run:
             write_json(self.folder.manifest, st.manifest)
             # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
             st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
+            # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
+            plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
         if getattr(self, "unisolated", False):
             # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
             rotate_key()
@@ -251,7 +253,7 @@ class Run:
         with steptimer.step(st.runtime, "evaluation"):
             st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                          self.folder.evaluation, options=self.eval_options,
-                                         backend=self._evaluator())
+                                         backend=self._evaluator(), pictures=self.o.pictures)
         if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "

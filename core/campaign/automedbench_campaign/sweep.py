@@ -89,6 +89,7 @@ class SweepConfig:
     eval_options: dict[str, str] = Factory(dict)
     workspace_quota_mb: int = DEFAULT_QUOTA_MB  # each run's workspace size limit (root: a loop-mounted image)
     warm_evaluator: bool = True  # one evaluator process per worker, kept warm between its runs
+    pictures: bool = True  # each case's picture in the run folder, for the run page (never scored)
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
 
 from . import dice, io, surface
 from .contract import task_labels
@@ -147,6 +147,13 @@ class SegmentationEvaluation(TaskEvaluation):
         if self.task.params.get("kind") == "multilabel":
             return score_multilabel(self.task, case_id, submitted, private, self.cache)
         return score_organ_lesion(self.task, case_id, submitted, private, self.cache)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        self.cache.begin(case_id)  # the volumes the check and the scoring just loaded stay cached
+        return case_picture(self.task, self.staged.public / case_id, submitted, self.staged.private / case_id,
+                            self.cache)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         self.cache.begin("")  # the last case's volumes are no longer needed

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract
 
@@ -122,6 +122,7 @@ class SynthesisEvaluation(TaskEvaluation):
         from .data.store import read_facts
 
         self.facts = read_facts(staged.private)
+        self.last: tuple[Any, ...] | None = None  # the case just scored (its volumes), for its picture
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         from .data.store import load_private
@@ -137,7 +138,20 @@ class SynthesisEvaluation(TaskEvaluation):
             values["same_as_input"] = bool(np.array_equal(np.asarray(prediction, dtype=np.float32),
                                                           load_public_input(self.staged.public, case_id)))
         values["out_min"], values["out_max"] = float(prediction.min()), float(prediction.max())
+        self.last = (case_id, prediction, target, mask, affine)
         return CaseScore(case_id, values)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .data.store import load_private, load_public_input
+        from .picture import case_picture
+
+        last, self.last = self.last, None
+        if last is not None and last[0] == case_id and submitted is not None:
+            predicted, target, mask, affine = last[1:]
+        else:
+            predicted, (target, mask, affine) = None, load_private(self.staged.private, case_id)
+        source = load_public_input(self.staged.public, case_id, self.task.input_files[0])
+        return case_picture(self.task, source, predicted, target, mask, affine)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         identity = {c: f["ssim_identity"] for c, f in self.facts.items() if f.get("ssim_identity") is not None}
