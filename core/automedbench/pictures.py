@@ -340,7 +340,9 @@ def _overlay(picture: Any, mask: Any, size: tuple[int, int]) -> Any:
 
 
 def render(picture: CasePicture, side: int = THUMB) -> bytes | None:
-    """The picture's image panels side by side under their titles, as a palette PNG (None: no image panel)."""
+    """The picture's image panels side by side under their titles, as a palette PNG, or a grey one when nothing
+    in it has colour (None: no image panel)."""
+    import numpy as np
     from PIL import Image, ImageDraw
 
     cells = []
@@ -361,11 +363,16 @@ def render(picture: CasePicture, side: int = THUMB) -> bytes | None:
     draw = ImageDraw.Draw(canvas)
     x = 0
     for title, image in cells:
-        draw.text((x + 1, 1), _fit(title, image.width), fill=(40, 48, 60), font=_font())
+        draw.text((x + 1, 1), _fit(title, image.width), fill=(45, 45, 45), font=_font())
         canvas.paste(image, (x, title_h))
         x += image.width + gap
     buffer = io.BytesIO()
-    canvas.quantize(colors=PALETTE, method=Image.Quantize.FASTOCTREE).save(buffer, format="PNG")
+    pixels = np.asarray(canvas)
+    if (pixels[..., 0] == pixels[..., 1]).all() and (pixels[..., 1] == pixels[..., 2]).all():
+        # all grey (CT, MR, X-ray without overlays): 64 grey levels keep every gradient smooth and compress well
+        canvas.convert("L").point(lambda v: v & 0xFC).save(buffer, format="PNG")
+    else:
+        canvas.quantize(colors=PALETTE, method=Image.Quantize.FASTOCTREE).save(buffer, format="PNG")
     return buffer.getvalue()
 
 

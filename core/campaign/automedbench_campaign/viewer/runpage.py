@@ -282,8 +282,8 @@ def _trajectory(events: list[dict[str, Any]]) -> tuple[str, set[int]]:
 
 def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: str = "", pictures: bool = True) -> str:
     """The page for the run in `folder` (`result`: the record as plain JSON, if not yet on disk; `back`: a
-    link to the page listing it, for a campaign site; `pictures=False` leaves out every image drawn from the
-    data, e.g. for a site published where the dataset's licence does not allow its images)."""
+    link to the page listing it, for a campaign site; `pictures=False` leaves out the case pictures, drawn from
+    the data, e.g. for a site published where the dataset's licence does not allow its images)."""
     data = result if result is not None else folder.json_data(RunFolder.RESULT)
     if data is None:
         raise ValueError(f"{folder}: no readable {RunFolder.RESULT}")
