@@ -135,6 +135,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     def draw(case_id: str, valid: bool, note: str) -> None:
         if writer is None or scoring is None:
             return
+        started_cpu = time.process_time()
         try:
             with _case_deadline(min(PICTURE_TIMEOUT_S, case_timeout_s) if case_timeout_s else 0):
                 picture = scoring.case_picture(case_id, submission / case_id if valid else None)
@@ -143,6 +144,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
             writer.add(case_id, picture)
         except Exception as exc:  # a picture is never worth a verdict: the index says why it is missing
             writer.add(case_id, None, f"no picture: {type(exc).__name__}: {exc}"[:300])
+        writer.cpu_s += time.process_time() - started_cpu
 
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
     tampered = frozen_changes(submission, manifest)

@@ -422,6 +422,7 @@ class PictureWriter:
         self.folder = folder
         self.max_bytes, self.max_pictures = max_bytes, max_pictures
         self.spent = 0
+        self.cpu_s = 0.0  # what drawing cost the evaluator (its caller adds it up), recorded in the index
         self.entries: list[dict[str, Any]] = []
 
     def room(self) -> bool:
@@ -450,4 +451,5 @@ class PictureWriter:
 
     def close(self) -> None:
         atomic_write_text(self.folder / INDEX, json.dumps({"version": 1, "bytes": self.spent,
-                                                          "cases": self.entries}), shared=True)
+                                                          "cpu_s": round(self.cpu_s, 3), "cases": self.entries}),
+                          shared=True)

@@ -55,7 +55,6 @@ class RunFolder:
     PILOT = "pilot"
     WORKSPACE = "workspace"
     VIEW = "view.html"  # the run page, written by the campaign built-in when it is installed
-    PICTURES = "pictures"  # each case's picture (the evaluator draws them; the run page shows them)
     RESERVE = ".result-reserve"
     DECOY = ".decoy"
     # What marks a run folder even before its result exists (the campaign then never searches below it).

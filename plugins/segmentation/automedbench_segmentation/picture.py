@@ -3,17 +3,19 @@
 The slice is the one where the reference shows most foreground (the lesion's, for organ + lesion tasks), so
 a missed tumour shows as an empty output over a coloured reference. Thin trees (the airway task, `picture:
 projection` in its params) are shown as the masks' maximum projection over a coronal slice instead. Every
-volume is read through the contract check's cache (`io.CaseCache`: header-checked, size-limited, no agent code).
+mask is read through the contract check's cache (`io.CaseCache`: header-checked, size-limited, what the scoring
+just loaded); of the image only the one slice shown is read (a CT of KiTS size is never held whole for it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import nibabel as nib
 import numpy as np
 from automedbench.api import CasePicture, Panel, TaskSpec, focus_index, max_projection, volume_slice
 
-from .io import CaseCache
+from .io import CaseCache, precheck
 
 AXIAL, CORONAL = 2, 1
 
@@ -31,16 +33,27 @@ def label_map(task: TaskSpec, folder: Path, cache: CaseCache) -> np.ndarray:
     return labels
 
 
+def image_slice(path: Path, index: int, axis: int) -> np.ndarray:
+    """One slice of the input image, turned for display, read through nibabel's proxy (only that slice is kept;
+    a multi-channel input, prostate's T2 + ADC, shows its first channel)."""
+    precheck(path)
+    proxy = nib.load(str(path)).dataobj
+    where: list = [slice(None)] * len(proxy.shape)
+    where[axis] = index
+    if len(proxy.shape) == 4:
+        where[3] = 0
+    return np.rot90(np.asarray(proxy[tuple(where)]))
+
+
 def case_picture(task: TaskSpec, inputs: Path, outputs: Path | None, reference: Path,
                  cache: CaseCache) -> CasePicture:
-    image = np.asarray(cache.load(inputs / task.input_files[0])[1])
-    if image.ndim == 4:  # a multi-channel input (prostate T2/ADC): its first channel
-        image = image[..., 0]
     truth = label_map(task, reference, cache)
     predicted = label_map(task, outputs, cache) if outputs is not None else None
+    shape = truth.shape
+    source = inputs / task.input_files[0]
     if task.params.get("picture") == "projection":
-        index = image.shape[CORONAL] // 2
-        view = volume_slice(image, index, CORONAL)
+        index = shape[CORONAL] // 2
+        view = image_slice(source, index, CORONAL)
 
         def overlay(labels: np.ndarray) -> np.ndarray:
             return max_projection(labels, CORONAL)
@@ -48,12 +61,12 @@ def case_picture(task: TaskSpec, inputs: Path, outputs: Path | None, reference: 
     else:
         # the lesion (highest label) first: the structure most often missed is the one worth seeing
         top = truth == truth.max() if truth.max() > 0 else None
-        index = focus_index(image.shape, top, truth, axis=AXIAL)
-        view = volume_slice(image, index, AXIAL)
+        index = focus_index(shape, top, truth, axis=AXIAL)
+        view = image_slice(source, index, AXIAL)
 
         def overlay(labels: np.ndarray) -> np.ndarray:
             return volume_slice(labels, index, AXIAL)
-        where = f"axial slice {index} of {image.shape[AXIAL]}"
+        where = f"axial slice {index} of {shape[AXIAL]}"
     panels = [Panel("input", image=view, role="input"),
               Panel("output", image=view, mask=overlay(predicted), role="output") if predicted is not None
               else Panel("output", note="no valid output", role="output"),

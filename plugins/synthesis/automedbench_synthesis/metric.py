@@ -142,7 +142,7 @@ class SynthesisEvaluation(TaskEvaluation):
         return CaseScore(case_id, values)
 
     def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
-        from .data.store import load_private, load_public_input
+        from .data.store import load_private
         from .picture import case_picture
 
         last, self.last = self.last, None
@@ -150,8 +150,8 @@ class SynthesisEvaluation(TaskEvaluation):
             predicted, target, mask, affine = last[1:]
         else:
             predicted, (target, mask, affine) = None, load_private(self.staged.private, case_id)
-        source = load_public_input(self.staged.public, case_id, self.task.input_files[0])
-        return case_picture(self.task, source, predicted, target, mask, affine)
+        return case_picture(self.task, self.staged.public / case_id / self.task.input_files[0], predicted, target,
+                            mask, affine)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         identity = {c: f["ssim_identity"] for c, f in self.facts.items() if f.get("ssim_identity") is not None}
