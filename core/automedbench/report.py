@@ -47,9 +47,12 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         if items:
             for item in stage.items:
                 turns = ",".join(map(str, item.evidence_turns))
+                files = ", ".join(item.evidence_files[:5])
+                cases = ", ".join(item.evidence_cases[:5]) + (" …" if len(item.evidence_cases) > 5 else "")
+                named = (("turns", turns), ("files", files), ("cases", cases))
+                evidence = "".join(f" [{k} {v}]" for k, v in named if v)
                 shown = "n/a" if item.state in ("not-applicable", "excluded") else fmt(item.value)
-                table.add_row("", f"  {item.id}", "", shown,
-                              escape(item.rationale + (f" [turns {turns}]" if turns else "")))
+                table.add_row("", f"  {item.id}", "", shown, escape(item.rationale + evidence))
     if result.stages:  # a cancelled or failed-before-scoring run has none: no empty table
         console.print(table)
     if result.task is not None:
