@@ -234,11 +234,11 @@ def plugins() -> None:
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
 # width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
-TASK_COLUMNS = [("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
-TASK_COLUMN_ORDER = ["Task", "Title", "Tiers", "Cases", "Metric", "Data"]
+TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Metric", "Data"]
 
 
-def tasks_table(specs: list, width: int):
+def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
     """The task listing for a terminal `width` wide: the full id always, then as many columns as fit."""
     from rich.table import Table
 
@@ -258,7 +258,9 @@ def tasks_table(specs: list, width: int):
         else:
             table.add_column(col, min_width=needs[col])
     for spec in sorted(specs, key=lambda s: s.id):
-        cells = {"Task": spec.id, "Title": spec.title, "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
+        ok = (ready or {}).get(spec.id, True)
+        cells = {"Task": spec.id, "Ready": "yes" if ok else "[yellow]no[/]", "Title": spec.title,
+                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
                  "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
         table.add_row(*(cells[c] for c in columns))
     return table
@@ -266,9 +268,22 @@ def tasks_table(specs: list, width: int):
 
 @main.command()
 def tasks() -> None:
-    """List every task with its tiers and case count (narrow terminals drop the last columns, never the id)."""
+    """List every task with its tiers and case count, and whether this machine's local sandbox has what its
+    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed."""
+    from .needs import ready_here
+
     reg = registry()
-    console.print(tasks_table([spec for _, spec in reg.tasks().values()], console.width))
+    found = reg.tasks()
+    checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
+    console.print(tasks_table([spec for _, spec in found.values()], console.width,
+                              {task_id: ok for task_id, (ok, _) in checked.items()}))
+    for task_id, (ok, why) in sorted(checked.items()):
+        if not ok:
+            console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
+    for name, info in sorted(reg.missing_release_tracks().items()):
+        ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
+        console.print(f"not installed: {escape(ids)}: pip install 'automedbench[{escape(info['extra'])}]'",
+                      soft_wrap=True)
     print_problems(reg)
 
 
