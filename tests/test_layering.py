@@ -93,6 +93,7 @@ LAYERS: dict[str, int] = {
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.progress": FACE,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.judgecli": FACE,

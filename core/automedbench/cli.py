@@ -16,6 +16,8 @@ from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import install_hint, registry
+from .progress import StagingProgress
+from .stagearea import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
 
 
@@ -294,14 +296,19 @@ def tasks() -> None:
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Re-stage even if staged already.")
 def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bool) -> None:
-    """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders."""
+    """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders.
+
+    A staging that takes more than two seconds shows its progress on stderr (files, bytes and case folders
+    written): one live line on a terminal, a line every 10 s otherwise (AUTOMEDBENCH_PROGRESS_S sets it)."""
     reg = registry()
     track, task = reg.task(task_id)
     if not task.demo and source is None:
         raise errors.UserError(f"{task_id} needs --from PATH (the dataset's download folder)")
     root = data_root_or_default(data_root)
     root.mkdir(parents=True, exist_ok=True)
-    staged = staging.stage(track, task, root, Path(source) if source else None, force=force)
+    incoming = staging.task_dir(root, task) / INCOMING  # where the stager writes until its copy is complete
+    with StagingProgress(task_id, incoming, task.case_count, err_console):  # on stderr, after 2 s
+        staged = staging.stage(track, task, root, Path(source) if source else None, force=force)
     console.print(f"staged {len(staged.case_ids)} case(s) of {task_id} under {staged.root}")
 
 

@@ -381,6 +381,7 @@ class Sweep:
                     cpus, gpus = self.resources(spec)
                     slot = free.pop(0)
                     pending.append((executor.submit(self.payload(spec, roots[slot]), cpus, gpus), spec, slot))
+                    self.progress({"kind": "started", "run_id": spec.run_id})
                 for handle, summary in executor.wait([h for h, _, _ in pending]):
                     index = next(i for i, (h, _, _) in enumerate(pending) if h is handle)
                     _, spec, slot = pending.pop(index)
@@ -398,7 +399,8 @@ class Sweep:
                         queue.append(spec)
                     self.write_manifest(force=False)
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
-                                   "retry": retry, "cost_usd": cost, "error": record.error})
+                                   "overall": record.overall, "rating": summary.get("rating") or "",
+                                   "wall_s": record.wall_s, "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
             executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
             self.settle([spec for _, spec, _ in pending])
