@@ -34,7 +34,7 @@ def test_a_piped_sweep_prints_each_finished_run_while_the_next_one_runs(tmp_path
         while first and not first.startswith("[1/2]"):
             first = proc.stderr.readline()
         still_running = proc.poll() is None  # the second run has not finished: the line came as the first did
-        rest, _ = proc.communicate(timeout=600)
+        proc.communicate(timeout=600)
     finally:
         proc.kill()
     assert still_running, "the first run's line arrived only when the sweep ended"
