@@ -36,6 +36,7 @@ PAGE_FACTS = """(() => {
           wide: wide.slice(0, 8), wideCount: wide.length,
           links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
           ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+          images: [...document.images].map(i => [i.getAttribute('src') || '', i.complete && i.naturalWidth > 0]),
           svgs: document.querySelectorAll('svg').length, text: document.body.innerText.length};
 })()"""
 

@@ -101,6 +101,10 @@ def test_a_task_file_names_modules_by_import_name(tmp_path):
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(UserError, match="import names, not scikit-learn"):
         load_task_file(tmp_path / "t.yaml")
+    data["needs"] = {"modules": ["sklearn"], "install": "x'; rm -rf ~ #"}  # printed to users to copy: a plain line
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(UserError, match=r"needs\.install is a pip requirement line"):
+        load_task_file(tmp_path / "t.yaml")
 
 
 def test_a_task_of_a_released_track_that_is_not_installed_names_its_extra(monkeypatch):
@@ -159,3 +163,12 @@ def test_a_method_with_nothing_to_download_earns_model_obtained_only_once_it_run
     assert item_values(result)["s2a_model_obtained"] == 0.0
     item = next(i for s in result.stages for i in s.items if i.id == "s2a_model_obtained")
     assert "needs no weights" in item.rationale and "needs no weights or download" in item.description
+
+
+def test_the_docker_sandbox_asks_the_image_its_runs_use(amb_docker):
+    from automedbench_docker.sandbox import DockerSandbox
+
+    found = DockerSandbox().missing_modules(["json", "numpy", MISSING], "toy")  # no toy image: the default one
+    assert found is not None
+    missing, where = found
+    assert missing == [MISSING] and "docker image automedbench/agent:" in where

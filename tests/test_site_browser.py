@@ -101,6 +101,8 @@ def _crawl(browser: Browser, starts: list[Path], allowed: Path) -> dict[str, dic
         seen[url] = facts
         assert not facts["errors"], f"{url}: {facts['errors']}"
         assert facts["title"] and facts["text"] > 0, f"{url}: empty page"
+        broken = [src[:80] for src, shown in facts["images"] if not shown]
+        assert not broken, f"{url}: pictures that did not load: {broken}"
         for href in facts["links"]:
             parts = urlsplit(href)
             assert not parts.scheme and not parts.netloc, f"{url}: external link {href}"

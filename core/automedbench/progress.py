@@ -64,6 +64,8 @@ class StagingProgress:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="staging-progress", daemon=True)
         self.lines = 0
+        self._written = False  # files appeared in the scratch copy: a later empty one means it was swapped in
+        self._started = time.monotonic()
 
     def __enter__(self) -> StagingProgress:
         self._thread.start()
@@ -73,24 +75,37 @@ class StagingProgress:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def describe(self) -> str:
-        files, size, _ = tree_size(self.incoming)
+    def describe(self) -> str | None:
+        """The progress line; None once the new copy was swapped in (its scratch folder emptied or gone)."""
+        files, size, _ = tree_size(self.incoming) if self.incoming.is_dir() else (0, 0, 0)
+        if files == 0:
+            if self._written:
+                return None
+            return f"staging {self.task_id}: reading the download, nothing written yet ({self._elapsed():.0f} s)"
+        self._written = True
         cases = tree_size(self.incoming / "public")[2]
         return (f"staging {self.task_id}: {files:,} file(s), {human_bytes(size)} written, "
                 f"{cases} of {self.cases} case folder(s)")
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self._started
 
     def _loop(self) -> None:
         if self._stop.wait(FIRST_AFTER_S):
             return
         if self.console.is_terminal:
-            with self.console.status(escape(self.describe())) as status:
+            with self.console.status(f"staging {escape(self.task_id)}") as status:
                 while not self._stop.wait(0.5):
-                    status.update(escape(self.describe()))
+                    line = self.describe()
+                    if line is not None:
+                        status.update(escape(line))
             return
         interval = plain_interval()
         while True:
-            self.console.print(escape(self.describe()), soft_wrap=True)
-            self.lines += 1
+            line = self.describe()
+            if line is not None:  # between the swap and the end of the command there is nothing to count
+                self.console.print(escape(line), soft_wrap=True)
+                self.lines += 1
             if self._stop.wait(interval):
                 return
 

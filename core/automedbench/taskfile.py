@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
     bad_modules = [m for m in spec.needs.modules if not all(part.isidentifier() for part in m.split("."))]
     if bad_modules:
         raise UserError(f"task file {origin}: needs.modules holds import names, not {', '.join(bad_modules)}")
+    if not re.fullmatch(r"[A-Za-z0-9_.,\[\]<>=!~ -]*", spec.needs.install):
+        raise UserError(f"task file {origin}: needs.install is a pip requirement line, not {spec.needs.install!r}")
     if spec.rating.floor is not None and not 0 <= spec.rating.floor <= spec.rating.okay:
         raise UserError(f"task file {origin}: rating floor needs 0 <= floor <= okay")
     return spec
