@@ -284,8 +284,7 @@ def tasks() -> None:
             console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
     for name, info in sorted(reg.missing_release_tracks().items()):
         ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
-        console.print(f"not installed: {escape(ids)}: pip install 'automedbench[{escape(info['extra'])}]'",
-                      soft_wrap=True)
+        console.print(escape(f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
     print_problems(reg)
 
 
