@@ -307,17 +307,20 @@ def _task_page(task_id: str) -> str:
     return f"task/{_slug(task_id)}.html"
 
 
-def _rows_where(table: RunTable, key: str, value: str) -> list[int]:
-    return [i for i in range(len(table)) if table[key][i] == value]
+def _subset(table: RunTable, key: str, value: str, resamples: int,
+            seed: int) -> tuple[list[int], RunTable, Leaderboard]:
+    """The rows whose `key` is `value` (indices into `table`, for the run links), them as a table, and their
+    cells per agent and tier."""
+    rows = [i for i in range(len(table)) if table[key][i] == value]
+    mask = np.zeros(len(table), dtype=bool)
+    mask[rows] = True
+    sub = table.select(mask)
+    return rows, sub, build(sub, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
 
 
 def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, seed: int) -> str:
     """One track: its agents per tier, its tasks (each linked to its page), its stage chart and its runs."""
-    rows = _rows_where(table, "track", track)
-    mask = np.zeros(len(table), dtype=bool)
-    mask[rows] = True
-    sub = table.select(mask)
-    board = build(sub, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+    rows, sub, board = _subset(table, "track", track, resamples, seed)
     tasks = build(sub, by=("task_id",), resamples=resamples, seed=seed, include_unverified=True)
     colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
     by_agent = board.analyses["stages"]["by_agent"]
@@ -334,11 +337,7 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
 
 def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:
     """One task: its agents per tier, Overall per agent and tier as a chart, and its runs."""
-    rows = _rows_where(table, "task_id", task_id)
-    mask = np.zeros(len(table), dtype=bool)
-    mask[rows] = True
-    sub = table.select(mask)
-    board = build(sub, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+    rows, sub, board = _subset(table, "task_id", task_id, resamples, seed)
     track = sub["track"][0] if len(sub) else ""
     tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
     agents = sorted({c.key["agent"] for c in board.cells})
