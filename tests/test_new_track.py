@@ -64,6 +64,8 @@ def test_the_new_track_validates_runs_its_demo_at_a_and_passes_its_tests_with_no
                            capture_output=True, text=True, env=env, timeout=600)
     assert check.returncode == 0 and "valid: scaffolded/demo" in check.stdout, check.stdout + check.stderr
     assert "empty baseline rates F" in check.stdout
+    # its constant answer is wrong everywhere: no case agrees with a reference (the core's default evidence): F
+    assert "trivial baseline constant rates C or F — rating F: no case shows positive metric evidence" in check.stdout
     run = subprocess.run([str(python), "-m", "automedbench.cli", "run", "--task", "scaffolded/demo", "--agent",
                           "reference", "--out", str(tmp_path / "runs"), "--quiet"], capture_output=True, text=True,
                          env=env, timeout=600)
@@ -75,3 +77,21 @@ def test_the_new_track_validates_runs_its_demo_at_a_and_passes_its_tests_with_no
     tests = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=package,
                            capture_output=True, text=True, env=env, timeout=900)
     assert tests.returncode == 0 and "3 passed" in tests.stdout, tests.stdout[-3000:] + tests.stderr[-2000:]
+
+
+def test_validate_task_fails_a_constant_that_rates_above_c_even_when_the_track_calls_nothing_trivial(tmp_path):
+    from automedbench.plugins import registry
+    from automedbench_testkit.newtrack import write_track
+
+    dest = write_track("leaky", tmp_path)
+    baselines = dest / "automedbench_leaky" / "baselines.py"
+    text = baselines.read_text().replace('answer = "9" if name == "constant" else', 'answer =')  # the truth
+    baselines.write_text(text + '\nTRIVIAL = {"empty": "no outputs"}  # the constant left out on purpose\n')
+    sys.path.insert(0, str(dest))
+    import automedbench_leaky.plugin as plugin
+
+    registry().add_plugin(plugin, name="leaky", distribution="automedbench-leaky")
+    cli = CliRunner().invoke(main, ["validate-task", "leaky/demo", "--data-root", str(tmp_path / "data")])
+    assert cli.exit_code == 1, cli.output
+    assert "FAIL trivial baseline constant rates C or F — rating A" in cli.output
+    assert "ok   empty baseline rates F" in cli.output and "1 problem(s): leaky/demo" in cli.output
