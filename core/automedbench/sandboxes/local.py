@@ -67,15 +67,32 @@ def _session_keyring_joiner():
 
 
 def bwrap_path() -> str | None:
+    """The bubblewrap binary where it works here, else None; probed once per process and binary.
+
+    Probed once so that one run never sees two answers (a brief naming the plain sandbox's paths and a session
+    opened under bubblewrap); a probe that only timed out (a loaded machine) is not an answer: it is asked again
+    with more time instead of silently dropping a run to the unisolated fallback."""
     found = shutil.which("bwrap")
-    if not found:
-        return None
-    try:
-        probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                               capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return found if probe.returncode == 0 else None
+    return found if found and _bwrap_works(found) else None
+
+
+@functools.lru_cache(maxsize=4)
+def _bwrap_works(found: str) -> bool:
+    for timeout in BWRAP_PROBE_TIMEOUTS:
+        try:
+            probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                                   capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            continue
+        except OSError:
+            return False
+        return probe.returncode == 0
+    raise RuntimeError(f"bubblewrap at {found} did not start within {sum(BWRAP_PROBE_TIMEOUTS)} s "
+                       "(machine overloaded?): not falling back to the unisolated sandbox")
+
+
+# Seconds for each try of the bubblewrap probe (a start takes ~10 ms on an idle machine).
+BWRAP_PROBE_TIMEOUTS = (10, 60)
 
 
 @functools.lru_cache(maxsize=1)
