@@ -44,6 +44,9 @@ class SandboxSpec:
     gpus: list[str] = Factory(list)
     # The track's read-only assets folder on the host (`Track.assets`), mounted read-only at ASSETS_MOUNT; None: none.
     assets: Path | None = None
+    # Host folders an installed agent's program lives in (`Agent.sandbox_binds`), mounted read-only at the same
+    # path (so their absolute links and interpreters resolve); never data, references or the harness's state.
+    tools: list[Path] = Factory(list)
 
 
 class SandboxSession(ABC):

@@ -231,6 +231,8 @@ class LocalSession(SandboxSession):
                  "--ro-bind", str(self.exec_dir.path), EXEC_MOUNT]
         if self.spec.assets is not None:
             args += ["--ro-bind", str(self.spec.assets), ASSETS_MOUNT]
+        for tool in self.spec.tools:  # an installed agent's program, read-only at its own path
+            args += ["--ro-bind", str(tool), str(tool)]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
         # bubblewrap's own root and /dev are tmpfs: read-only, so the workspace's disk is the only place to write
@@ -246,7 +248,8 @@ class LocalSession(SandboxSession):
             return [Path("/")]
         roots = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", sys.base_prefix, sys.prefix]
         assets = [self.spec.assets.resolve()] if self.spec.assets is not None else []
-        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve(), *assets]
+        tools = [Path(t).resolve() for t in self.spec.tools]
+        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve(), *assets, *tools]
 
     # ---------------------------------------------------------------- execution
 
@@ -343,6 +346,8 @@ class LocalSession(SandboxSession):
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
                 *([f"the track's assets read-only at {ASSETS_MOUNT}"] if self.spec.assets is not None else []),
+                *([f"the installed agent's program read-only ({', '.join(map(str, self.spec.tools))})"]
+                  if self.spec.tools else []),
                 "files under /etc that other users cannot read are hidden (root reads any mode)",
                 "writable only /workspace and a per-call /tmp and /dev/shm on the workspace's disk (its quota); "
                 "bubblewrap's root and /dev read-only",
