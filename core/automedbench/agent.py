@@ -97,6 +97,9 @@ class Agent(ABC):
     # True: each call may run for the rest of the time limit (an installed agent's whole session is one call),
     # not only the per-call timeout.
     long_calls: bool = False
+    # The address space (MB) the agent's program needs at least: a runtime may reserve far more than it uses (Node
+    # reserves ~10 GB per WebAssembly memory). The memory limit itself (cgroup) stays the run's. 0: no need.
+    address_space_mb: int = 0
 
     def sandbox_binds(self) -> list[Path]:
         """Host folders the agent's own program lives in (an installed CLI, its runtime), mounted read-only at the

@@ -366,8 +366,10 @@ class Run:
         sandbox = self.sandbox
         self._check_assets(staged)
         tools = self._agent_binds(staged)
+        # an agent's runtime may reserve far more address space than it uses (Node: ~10 GB per WebAssembly memory)
+        space = max(self.o.memory_mb, self.agent.address_space_mb) if self.o.memory_mb > 0 else 0
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
-                           decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
+                           address_space_mb=space, decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
                            track=self.task.track, assets=self.assets, tools=tools)
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)

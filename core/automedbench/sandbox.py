@@ -34,6 +34,8 @@ class SandboxSpec:
     public: Path
     network: bool = False
     memory_mb: int = 8192
+    # The per-process address-space limit where it differs from memory_mb (an agent runtime's reservations); 0: same.
+    address_space_mb: int = 0
     output_cap_bytes: int = 8 << 20
     # Host directories mounted read-only at the given in-sandbox paths as tripwires (never real data).
     decoys: dict[str, Path] = Factory(dict)

@@ -275,7 +275,7 @@ class LocalSession(SandboxSession):
                 argv = self.net.prefix() + argv
         else:
             argv, popen_env, cwd = [*pid_namespace_prefix(), *runner], env, self.spec.workspace
-        limit = self.spec.memory_mb * 1024 * 1024
+        limit = (self.spec.address_space_mb or self.spec.memory_mb) * 1024 * 1024
         pids, memory, keyring = self.pids, self.memory, self._keyring
 
         def _limits() -> None:
@@ -321,8 +321,9 @@ class LocalSession(SandboxSession):
         self.sweep.kill_all({proc.pid})
 
     def protections(self) -> tuple[list[str], list[str]]:
+        space = self.spec.address_space_mb or self.spec.memory_mb
         common = ["fresh process per call", "scrubbed environment (no host secrets)",
-                  "HOME and caches inside the workspace", f"address-space limit {self.spec.memory_mb} MB",
+                  "HOME and caches inside the workspace", f"address-space limit {space} MB",
                   "process-group kill on timeout", "output capped per call",
                   "inotify tripwire on private and decoy files"]
         if self.memory.available:

@@ -38,6 +38,9 @@ from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
 
 AGENTS_HOME_ENV = "AUTOMEDBENCH_AGENTS"
 DUMMY_KEY = "automedbench-gateway"  # what the sandbox holds in place of the key
+# Node reserves ~10 GB of address space per WebAssembly memory: under the sandbox's default 8 GB limit its HTTP
+# client cannot start (measured), and Qwen Code holds several. Address space only: the memory limit stays the run's.
+NODE_ADDRESS_SPACE_MB = 1 << 20
 GATEWAY_MARGIN_S = 5.0  # model calls stop this long before the time limit, so the session can end cleanly
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc")  # mounted by the local sandbox already
 CLI_NOTE = ("\n\n---\nYou work through this command-line session: there is no `submit_results` tool here. When your "
@@ -66,6 +69,7 @@ class AgentSystem:
     transcript: str  # file name in the session folder
     parser: str  # key of transcripts.PARSERS
     start: Callable[[dict[str, str]], str]  # bash that starts it; sees {bin} {model} {turns} {wire_api} ...
+    address_space_mb: int = 0  # Node reserves ~10 GB of address space per WebAssembly memory (Agent.address_space_mb)
 
     def private_binary(self) -> Path:
         folder = agents_home() / self.name
@@ -110,7 +114,8 @@ def _gemini(v: dict[str, str]) -> str:
 
 
 def _qwen(v: dict[str, str]) -> str:
-    return (f'export OPENAI_API_KEY="$AMB_KEY" OPENAI_BASE_URL="$AMB_URL" OPENAI_MODEL={v["model"]}\n'
+    return (f'export OPENAI_API_KEY="$AMB_KEY" OPENAI_BASE_URL="$AMB_URL" OPENAI_MODEL={v["model"]} '
+            'QWEN_CODE_NO_RELAUNCH=true\n'
             f'{v["bin"]} -p "$(cat "$AMB_DIR/prompt.md")" --output-format stream-json --yolo --auth-type openai '
             f'-m {v["model"]} --max-session-turns {v["turns"]} {v["args"]} < /dev/null')
 
@@ -141,10 +146,11 @@ SYSTEMS: dict[str, AgentSystem] = {s.name: s for s in (
                 "codex-json", _codex),
     AgentSystem("gemini-cli", "Gemini CLI", "gemini", "npm install -g @google/gemini-cli", "npm",
                 "@google/gemini-cli", "gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY",
-                "gemini-2.5-pro", "transcript.jsonl", "gemini-stream-json", _gemini),
+                "gemini-2.5-pro", "transcript.jsonl", "gemini-stream-json", _gemini, NODE_ADDRESS_SPACE_MB),
     AgentSystem("qwen-code", "Qwen Code", "qwen", "npm install -g @qwen-code/qwen-code", "npm",
                 "@qwen-code/qwen-code", "openai", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-                "DASHSCOPE_API_KEY", "qwen3-coder-plus", "transcript.jsonl", "qwen-stream-json", _qwen),
+                "DASHSCOPE_API_KEY", "qwen3-coder-plus", "transcript.jsonl", "qwen-stream-json", _qwen,
+                NODE_ADDRESS_SPACE_MB),
     AgentSystem("openhands", "OpenHands (headless)", "openhands",
                 "uv tool install openhands --python 3.12", "pypi", "openhands", "provider",
                 "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "transcript.jsonl", "openhands-json",
@@ -241,6 +247,7 @@ class InstalledAgent(CliAgent):
         if wire_api not in ("responses", "chat"):
             raise UserError(f"{system.name}: wire_api must be responses or chat, not {wire_api!r}")
         self.system = system
+        self.address_space_mb = system.address_space_mb
         self.binary = find_binary(system, bin)
         self.model = model or system.model
         self.wire = provider if system.wire == "provider" else system.wire
