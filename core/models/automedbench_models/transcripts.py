@@ -159,11 +159,12 @@ class Builder:
         self.order: list[dict[str, Any]] = []  # calls without an id, answered in order
         self.skipped = [0]
         self.read_any = False
+        self.dropping = False
 
     def new_reply(self) -> dict[str, Any] | None:
-        if self.out.turns >= MAX_TURNS:
+        if self.out.turns >= MAX_TURNS:  # counted once per reply; its parts are dropped with it
             self.out.dropped_turns += 1
-            self.reply = None
+            self.reply, self.dropping = None, True
             return None
         self.out.turns += 1
         self.reply = {"type": "assistant", "turn": self.out.turns, "content": "", "reasoning": "",
@@ -172,6 +173,8 @@ class Builder:
         return self.reply
 
     def current(self) -> dict[str, Any] | None:
+        if self.reply is None and self.dropping:
+            return None
         return self.reply if self.reply is not None else self.new_reply()
 
     def text(self, text: Any, reasoning: bool = False) -> None:
@@ -567,8 +570,8 @@ def _observation(body: str) -> tuple[int | None, str]:
         data = None
     if isinstance(data, dict):
         code = data.get("returncode")
-        output = _str(data.get("output")) or (_str(data.get("output_head")) + "\n[...]\n"
-                                              + _str(data.get("output_tail")))
+        output = _str(data.get("output")) if "output" in data else (
+            _str(data.get("output_head")) + "\n[...]\n" + _str(data.get("output_tail")))
         return (code if isinstance(code, int) else None), output
     match = re.search(r"<returncode>\s*(-?\d+)\s*</returncode>", body[:2000])
     output = re.search(r"<output>\n?(.*?)</output>", body, re.S)
