@@ -29,7 +29,7 @@ from automedbench_models.gateway import RELAY, SOCKET_NAME, ModelGateway, read_u
 from automedbench_models.installed import SYSTEMS, agents_home, find_binary
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scripted_model_server import ScriptedModelServer, Step, steps_script  # noqa: E402
+from scripted_model_server import ScriptedModelServer, Step, steps_script
 
 TOY = "toy/vowels"
 INSTALL_TIMEOUT_S = 600
@@ -250,7 +250,9 @@ def test_installed_system_runs_the_toy_demo_against_the_scripted_model(name, reg
     calls = [e for e in events if e["type"] == "tool" and e.get("imported")]
     # every scripted step is a turn of its own, with the command it ran and its exit code; then the final reply
     assert len(replies) == steps + 1 and [r["turn"] for r in replies] == list(range(1, steps + 2))
-    assert len(calls) == steps and all(c["exit_code"] == 0 for c in calls), [c["stdout"] for c in calls]
+    finishing = 1 if final.command else 0  # mini-swe-agent ends with its own command
+    assert len(calls) == steps + finishing
+    assert all(c["exit_code"] == 0 for c in calls[:steps]), [(c["code"][-60:], c["exit_code"]) for c in calls]
     assert result.runtime.turns == steps + 2  # the submit is the harness's turn after the program's
     gateway = next(e for e in events if e["type"] == "model_gateway")
     assert gateway["calls"] == len(server.requests) >= steps + 1
@@ -264,16 +266,16 @@ def test_installed_system_runs_the_toy_demo_against_the_scripted_model(name, reg
     page = runner.run_dir / "view.html"
     if page.exists():  # written by the campaign built-in: the program's steps shown as turns
         html = page.read_text()
-        assert f'id="turn-{steps}"' in html and "COMPLETE_TASK" not in html or name == "mini-swe-agent"
+        assert f'id="turn-{steps}"' in html and "cases; ascii True" in html  # a step's own output, shown
 
 
 @pytest.mark.slow
 def test_turn_budget_is_enforced_at_the_gateway(reg, data_root, tmp_path):
-    binary = _install("claude-code")
+    binary = _install("codex")  # it has no turn limit of its own: the gateway's refusal is what stops it
     script, _ = toy_script(reg, Step("Done."))
     with ScriptedModelServer(script) as server:
-        options = {"bin": str(binary), "base_url": server.url, "api_key_env": "none", "model": "scripted"}
-        runner = Run(RunOptions(TOY, "lite", "claude-code", out=tmp_path / "runs", data_root=data_root,
+        options = {"bin": str(binary), "base_url": server.url + "/v1", "api_key_env": "none", "model": "scripted"}
+        runner = Run(RunOptions(TOY, "lite", "codex", out=tmp_path / "runs", data_root=data_root,
                                 agent_options=options, max_turns=4), reg)
         result = runner.execute()
     events = read_events(runner.run_dir / "trajectory.jsonl")

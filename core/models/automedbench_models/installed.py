@@ -101,7 +101,8 @@ def _codex(v: dict[str, str]) -> str:
                 f'wire_api="{v["wire_api"]}"}}')
     return ('export AMB_MODEL_KEY="$AMB_KEY" CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"\n'
             f'{v["bin"]} exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox '
-            f"-m {v['model']} -c model_provider=amb -c '{provider}' {v['args']} - < \"$AMB_DIR/prompt.md\"")
+            f"-m {v['model']} -c model_provider=amb -c allow_login_shell=false -c '{provider}' {v['args']} "
+            '- < "$AMB_DIR/prompt.md"')
 
 
 def _gemini(v: dict[str, str]) -> str:
@@ -401,7 +402,7 @@ class InstalledAgent(CliAgent):
                                 "tokens_out": self.transcript.tokens_out, "cost_usd": self.transcript.cost_usd,
                                 "errors": self.transcript.errors[:20],
                                 "unreadable_lines": self.transcript.skipped_lines},
-                   "calls": calls[:500]}
+                   "records": calls[:500]}
         return [summary, *events]
 
     def _read_transcript(self) -> str:

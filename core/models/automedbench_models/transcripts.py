@@ -23,6 +23,7 @@ MAX_TRANSCRIPT_BYTES = 32 << 20  # read at most this much of a transcript
 MAX_LINE_BYTES = 4 << 20  # a longer JSONL line is skipped (counted)
 MAX_TURNS = 5000  # replies kept; later ones are counted, not recorded
 TEXT_CAP = 8000  # characters kept of one text, code or output (head and tail)
+SUBMIT_COMMAND = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's way of ending its session
 EXIT_LINE = re.compile(r"(?:^|\n)\s*\[?exit[ _]code:?\s*(-?\d+)", re.I)
 
 
@@ -550,6 +551,9 @@ def parse_mini_trajectory(text: str) -> Transcript:
             b.result(event["call_id"], _str(extra.get("raw_output")) or output, _code(extra.get("returncode"), code))
         elif role == "exit":
             status = _str(extra.get("exit_status")) or body
+            for event in b.order:  # the finishing command is answered by the exit itself, not by a tool message
+                if event["exit_code"] is None and SUBMIT_COMMAND in event["code"]:
+                    b.result(event["call_id"], _str(extra.get("submission")), 0)
             if status and status not in ("Submitted", "submitted"):
                 b.error(f"mini-swe-agent exited: {cap(status, 200)}")
     status = _str(info.get("exit_status"))
