@@ -31,7 +31,7 @@ from automedbench.errors import AgentError, UserError
 from automedbench.fsutil import open_path, read_regular, walk_fd
 from automedbench.records import AgentTurn, ToolCall
 
-from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec
+from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
 from .gateway import RELAY, SOCKET_NAME, ModelGateway
 from .pricing import price_table
 from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
@@ -359,10 +359,7 @@ class InstalledAgent(CliAgent):
             args = json.dumps({"language": "bash", "code": self.script()})
             return AgentTurn(f"Running {self.system.title} inside the sandbox with the brief (model {self.model}).",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
-        last = next((m for m in reversed(messages) if m.get("role") == "tool"), {})
-        content = last.get("content") or ""
-        code = int(content.split("\n", 1)[0].removeprefix("exit_code: ")) if content.startswith("exit_code: ") else None
-        self.exit_code = code
+        code = self.exit_code = session_exit_code(messages)
         totals = self.gateway.totals() if self.gateway is not None else {}
         usage = {"tokens_in": totals.get("tokens_in", 0), "tokens_out": totals.get("tokens_out", 0),
                  "tokens_cached": totals.get("tokens_cached", 0), "cost_usd": totals.get("cost_usd", 0.0)}
