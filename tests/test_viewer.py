@@ -168,6 +168,17 @@ def test_picture_index_entries_are_text_and_name_only_the_runs_own_pictures(toy_
     assert 'id="picture-0"' not in bare and "#picture-0" not in bare
 
 
+def test_a_site_published_without_pictures_has_none_on_its_run_pages(toy_runs, tmp_path):
+    out, runs = toy_runs
+    site = tmp_path / "site"
+    cli = CliRunner().invoke(main, ["leaderboard", str(out), "--site", str(site), "--no-pictures", "--quiet",
+                                    "--resamples", "100", "--include-unverified"])
+    assert cli.exit_code == 0, cli.output
+    result, _ = runs["reference"]
+    page = (site / "runs" / f"{result.header.run_id}.html").read_text()
+    assert 'id="picture-' not in page and 'id="stages"' in page
+
+
 @pytest.mark.slow  # whole demo runs
 def test_every_run_folder_gets_a_view_page_whose_links_resolve(toy_runs):
     _, runs = toy_runs
