@@ -31,12 +31,11 @@ class Anchors:
             names.setdefault(path.rsplit("/", 1)[-1], []).append(path)
         # a file named by its base name alone ("segment.py") links when that name is unambiguous
         self.by_name = {name: self.files[paths[0]] for name, paths in names.items() if len(paths) == 1}
+        self.by_name.update({path.rsplit("/", 1)[-1]: anchor for path, anchor in PLAN_ANCHORS.items()})
         self.cases = {case: f"case-{i}" for i, case in enumerate(cases)}
 
     def file(self, path: str) -> str | None:
-        clean = path.strip().lstrip("./")
-        if clean.startswith("/workspace/"):
-            clean = clean[len("/workspace/"):]
+        clean = path.strip().removeprefix("/workspace/").removeprefix("./")
         return self.files.get(clean) or self.by_name.get(clean.rsplit("/", 1)[-1])
 
 
