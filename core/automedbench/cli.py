@@ -105,8 +105,8 @@ def say_left_out(run_dir: Path, result: Any) -> None:
         return
     left = ["the run page (view.html)"] + (["error codes E1–E5"] if any(c.code == NOT_TAGGED
                                                                         for c in result.error_codes) else [])
-    console.print(f"[yellow]left out by the core alone: {' and '.join(left)}; "
-                  "pip install 'automedbench[campaign]' adds them[/]", soft_wrap=True)
+    console.print("[yellow]" + escape(f"left out by the core alone: {' and '.join(left)}; "
+                                      "pip install 'automedbench[campaign]' adds them") + "[/]", soft_wrap=True)
 
 
 def print_problems(reg, problems: list | None = None) -> None:
