@@ -71,6 +71,7 @@ LAYERS: dict[str, int] = {
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
+    "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
