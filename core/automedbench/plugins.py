@@ -32,6 +32,7 @@ OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
     ("test", "automedbench-testkit", {"track": ("toy",), "command": ("validate-task",)}),
+    ("inspect", "automedbench-inspect", {"agent": ("inspect",)}),
 ]
 
 

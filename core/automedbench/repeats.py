@@ -50,9 +50,13 @@ class RepeatWatch:
         return self.streak
 
 
+# How the notice begins under a tool's answer (an agent bridged to another loop finds it there).
+NOTICE_MARK = "\n\nNOTE from the harness: this is the same call"
+
+
 def notice(streak: int, limit: int) -> str:
     """What the agent is told under the answer of a repeated call."""
     stop = (f" The run stops at {limit} identical calls in a row." if limit else "")
-    return (f"\n\nNOTE from the harness: this is the same call with the same outcome {streak} times in a row; "
+    return (f"{NOTICE_MARK} with the same outcome {streak} times in a row; "
             f"repeating it changes nothing. Do the next step of the task instead (write code that makes "
             f"progress, or call submit_results when the outputs are done).{stop}")
