@@ -5,6 +5,7 @@ inspect agent; the bridge's agent cannot be started outside inspect. The sandbox
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -12,16 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("inspect_ai", reason="inspect_ai is not installed: pip install 'automedbench[inspect]'")
-
 from automedbench.cli import main
 from automedbench.records import Result
 from automedbench.serialize import read_json
 from automedbench.testing import register_toy_track
 from automedbench.trajectory import read_events
-from automedbench_inspect import commands
+from automedbench_inspect import commands  # imports no inspect_ai
 from click.testing import CliRunner
+
+if importlib.util.find_spec("inspect_ai") is None:  # found, not imported: collection stays fast
+    pytest.skip("inspect_ai is not installed: pip install 'automedbench[inspect]'", allow_module_level=True)
 
 INSPECT = Path(sys.executable).with_name("inspect")
 STAGES = ("S1", "S2", "S3", "S4", "S5")
@@ -160,3 +161,26 @@ def test_inspects_own_tools_keep_their_code_in_the_trajectory():
     # the python tool with options is not taken for plain code
     assert commands.exec_call(["bash", "-c", "python3 -"], True, "print(1)", "/tmp", None, None, "x").language == "bash"
     assert not commands.valid_env_name("A=B") and not commands.valid_env_name("1A") and commands.valid_env_name("_A1")
+
+
+@pytest.mark.slow  # one inspect eval per variant (the toy task: seconds each, inspect's own start-up aside)
+@pytest.mark.parametrize("variant", ["skip-validate"])
+def test_a_flawed_scripted_variant_replayed_through_inspect_scores_as_the_run(tmp_path, variant):
+    from automedbench.testing import run_task
+    from automedbench_inspect.tasks import automedbench_task, replay
+    from inspect_ai import eval as inspect_eval
+
+    register_toy_track()
+    data = tmp_path / "data"
+    ref, ref_dir = run_task("toy/vowels", variant, out=tmp_path / "ref", data_root=data)
+    task = automedbench_task("toy/vowels", out=str(tmp_path / "runs"), data_root=str(data), solver=replay(variant))
+    (log,) = inspect_eval(task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none")
+    score = log.samples[0].scores["automedbench_scorer"]
+    run_dir = Path(score.metadata["run_dir"])
+    result = read_json(run_dir / "result.json", Result)
+    assert tool_codes(run_dir) == tool_codes(ref_dir)
+    assert [s.score for s in result.stages] == [s.score for s in ref.stages]
+    assert (result.task.strict, result.aggregate.overall, result.aggregate.rating) == (
+        ref.task.strict, ref.aggregate.overall, ref.aggregate.rating)
+    assert result.submission.submitted is ref.submission.submitted is (variant != "no-submit")
+    assert sorted(c.code for c in result.error_codes) == sorted(c.code for c in ref.error_codes)

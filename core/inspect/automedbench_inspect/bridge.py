@@ -87,7 +87,6 @@ class Channel:
         self.error: BaseException | None = None
         self.pending: Request | None = None
         self.last_exec: ExecResult | None = None
-        self.events: list[dict[str, Any]] = []  # inspect-side notes, written to the trajectory after a turn
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.thread = threading.Thread(target=self._execute, name=f"automedbench-{options.task}", daemon=True)
@@ -192,10 +191,6 @@ class Channel:
                 self._send(Request("cancel"))
         self.thread.join(FINISH_TIMEOUT_S)
 
-    def note(self, event: dict[str, Any]) -> None:
-        with self.lock:
-            self.events.append(event)
-
 
 def current_channel() -> Channel | None:
     return getattr(_current, "channel", None)
@@ -255,11 +250,6 @@ class BridgeAgent(Agent):
         if NOTICE_MARK in told:
             result = attrs.evolve(result, stderr=result.stderr + told[told.index(NOTICE_MARK):])
         request.future.set_result(result)
-
-    def drain_events(self) -> list[dict[str, Any]]:
-        with self.channel.lock:
-            events, self.channel.events = self.channel.events, []
-        return events
 
 
 class TapSession(SandboxSession):

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import secrets
+import threading
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -95,7 +96,11 @@ class AutoMedBenchSandbox(SandboxEnvironment):
         if not isinstance(config, BridgeConfig):
             raise ValueError("the automedbench sandbox is configured by its task (automedbench_inspect/<task>)")
         channel = start_run(config.run_options(model=_model_name()))
-        await anyio.to_thread.run_sync(channel.wait_ready, abandon_on_cancel=True)
+        try:
+            await anyio.to_thread.run_sync(channel.wait_ready, abandon_on_cancel=True)
+        except BaseException:  # refused, failed or cancelled: no cleanup will come for it, so end the run here
+            threading.Thread(target=channel.cancel, daemon=True).start()
+            raise
         return {"default": cls(channel)}
 
     @classmethod
@@ -132,6 +137,8 @@ class AutoMedBenchSandbox(SandboxEnvironment):
             raise SandboxUserUnsupportedError(f"the AutoMedBench sandbox runs every call as its one user, not {user!r}")
         if not cmd:
             raise ValueError("exec needs a command")
+        if any("\x00" in word for word in [*cmd, *(env or {}).values(), cwd or ""]):
+            raise ValueError("embedded null byte")  # as a subprocess would say (inspect tells the model)
         bad = [k for k in (env or {}) if not commands.valid_env_name(k)]
         if bad:
             raise ValueError(f"not a variable name: {bad[0]!r}")
