@@ -247,8 +247,8 @@ class BridgeAgent(Agent):
         result = channel.last_exec
         if result is None:  # refused before it ran (never for calls the bridge writes): the runner's words
             result = ExecResult(1, "", told, 0.0)
-        if NOTICE_MARK in told:
-            result = attrs.evolve(result, stderr=result.stderr + told[told.index(NOTICE_MARK):])
+        if NOTICE_MARK in told:  # the last one is the runner's (the agent's own output may print the words)
+            result = attrs.evolve(result, stderr=result.stderr + told[told.rindex(NOTICE_MARK):])
         request.future.set_result(result)
 
 
