@@ -81,9 +81,10 @@ def test_inspect_eval_of_the_reference_transcript_scores_as_automedbench_run(run
 # ---------------------------------------------------------------- the run's own rules, through inspect
 
 
-def toy_eval(tmp_path, calls, **options):
-    """Evaluate the toy task with a react agent whose mockllm model makes `calls` (tool name, arguments)."""
-    from automedbench_inspect.tasks import automedbench_task, automedbench_tools
+def toy_eval(tmp_path, calls, own_tools=False, **options):
+    """Evaluate the toy task with a react agent whose mockllm model makes `calls` (tool name, arguments), with
+    inspect's bash and python tools or (`own_tools`) the run's execute_code."""
+    from automedbench_inspect.tasks import automedbench_task, automedbench_tools, inspect_tools
     from inspect_ai import eval as inspect_eval
     from inspect_ai.agent import as_solver, react
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -102,7 +103,8 @@ def toy_eval(tmp_path, calls, **options):
                 return output
 
             model = get_model("mockllm/model", custom_outputs=next_output)
-            return await as_solver(react(tools=automedbench_tools(), model=model, submit=False))(state, generate)
+            tools = automedbench_tools() if own_tools else inspect_tools()
+            return await as_solver(react(tools=tools, model=model, submit=False))(state, generate)
 
         return solve
 
@@ -132,6 +134,17 @@ def test_a_repeating_inspect_agent_is_told_and_stopped_and_a_breach_is_caught(tm
     assert result.isolation.breached and score.metadata["breached"] and score.answer == "F"
     assert score.value["Overall"] == 0.0 and score.value["Task"] == 0.0
     assert [m.error.type for m in sample.messages if m.role == "tool" and m.error] == ["sandbox_unavailable"]
+
+    # the run's own tools, as the brief names them: execute_code (a refused language is told) and submit_results
+    calls = [("execute_code", {"language": "python", "code": "print(6 * 7)"}),
+             ("execute_code", {"language": "rust", "code": "fn main() {}"}), ("submit_results", {})]
+    sample, score, result, events = toy_eval(tmp_path / "own", calls, own_tools=True)
+    told = [m.text for m in sample.messages if m.role == "tool"]
+    assert told[0].startswith("exit_code: 0\nstdout:\n42")
+    assert told[1].startswith("exit_code: 1") and "language ('python' or 'bash')" in told[1]
+    assert '"accepted": true' in told[2] and result.end_reason == "submitted" and result.submission.submitted
+    assert [(e.get("language"), e.get("error")) for e in events if e["type"] == "tool"] == [
+        ("python", None), (None, "bad_arguments"), (None, None)]
 
 
 def test_the_inspect_agent_outside_inspect_is_one_line_and_exit_2(tmp_path, data_root):

@@ -9,6 +9,7 @@ from .tasks import (
     automedbench_agent,
     automedbench_brief,
     automedbench_scorer,
+    execute_code,
     register_all,
     replay,
     scored_mean,
@@ -18,4 +19,4 @@ from .tasks import (
 register_all()
 
 __all__ = ["AutoMedBenchSandbox", "automedbench", "automedbench_agent", "automedbench_brief", "automedbench_scorer",
-           "replay", "scored_mean", "submit_results"]
+           "execute_code", "replay", "scored_mean", "submit_results"]

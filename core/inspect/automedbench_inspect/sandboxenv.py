@@ -130,6 +130,11 @@ class AutoMedBenchSandbox(SandboxEnvironment):
         except RunEnded as exc:  # a tool error the model reads (inspect: sandbox_unavailable); the sample goes on
             raise SandboxUnavailableError(f"{exc}: no further calls run; stop and let the run be scored") from None
 
+    async def run_code(self, language: str, code: str) -> Any:
+        """One `execute_code(language, code)` call of the run, as the brief names it; its result (a call the runner
+        refused, e.g. an unknown language, has exit code 1 and the runner's reason on stderr)."""
+        return await self._call(language, code)
+
     async def exec(self, cmd: list[str], input: str | bytes | None = None, cwd: str | None = None,
                    env: dict[str, str] | None = None, user: str | None = None, timeout: int | None = None,
                    timeout_retry: bool = True, concurrency: bool = True) -> ExecResult[str]:

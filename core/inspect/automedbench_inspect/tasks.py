@@ -78,8 +78,32 @@ def submit_results() -> Tool:
     return execute
 
 
+@tool
+def execute_code() -> Tool:
+    async def execute(language: str, code: str) -> str:
+        """Run code in a fresh process inside the sandbox (cwd = the workspace). State does not persist between
+        calls; write files to keep it.
+
+        Args:
+          language: "python" or "bash".
+          code: The code to run.
+
+        Returns:
+          The exit code, stdout and stderr.
+        """
+        result = await _run_sandbox().run_code(language, code)
+        return f"exit_code: {result.exit_code}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+
+    return execute
+
+
 def automedbench_tools() -> list[Tool]:
-    """The run's tools as inspect tools: bash and python in the sandbox, and submit_results."""
+    """The run's own tools, as the brief names them: execute_code and submit_results."""
+    return [execute_code(), submit_results()]
+
+
+def inspect_tools() -> list[Tool]:
+    """inspect's standard bash and python tools (their calls keep their code in the trajectory), and submit_results."""
     return [bash(), python(), submit_results()]
 
 
@@ -121,8 +145,8 @@ def scripted_outputs(agent_name: str, context: Any, model: str = "mockllm/model"
 @solver
 def replay(agent: str = "reference") -> Solver:
     """inspect's mockllm model scripted with an AutoMedBench scripted agent's steps (`reference` or a flawed
-    variant), driven by the same react agent and tools as a real model: the same transcript scores the same
-    through `automedbench run --agent NAME` and `inspect eval`."""
+    variant), driven by inspect's react agent with its standard bash and python tools: the same transcript scores
+    the same through `automedbench run --agent NAME` and `inspect eval`."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         context = _run_sandbox().channel.context
@@ -137,7 +161,7 @@ def replay(agent: str = "reference") -> Solver:
             return output
 
         model = get_model("mockllm/model", custom_outputs=next_output)
-        return await as_solver(react(tools=automedbench_tools(), model=model, submit=False))(state, generate)
+        return await as_solver(react(tools=inspect_tools(), model=model, submit=False))(state, generate)
 
     return solve
 
