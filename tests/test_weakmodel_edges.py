@@ -119,13 +119,13 @@ def test_a_failed_model_call_is_the_agents_time_not_the_harnesss(toy_reg, tmp_pa
 def test_a_timed_out_chat_call_is_model_time(toy_reg, tmp_path, fake_llm, monkeypatch):
     """The chat agent through the real SDK: the server answers after the client's timeout, twice (one retry)."""
     monkeypatch.setenv(KEY_ENV, "sk-fake")
-    late = Reply(200, openai_reply("late").body, delay_s=2.5)
+    late = Reply(200, openai_reply("late").body, delay_s=1.5)
     fake_llm.fallback = lambda request: late
-    options = {"model": "m", "base_url": f"{fake_llm.url}/v1", "api_key_env": KEY_ENV, "timeout_s": "1",
+    options = {"model": "m", "base_url": f"{fake_llm.url}/v1", "api_key_env": KEY_ENV, "timeout_s": "0.5",
                "max_retries": "1", "backoff_s": "0.1", "max_backoff_s": "0.1"}
     result, events = toy_run(toy_reg, tmp_path, "openai", agent_options=options)
     assert result.state == "agent_failure", result.error
-    assert result.runtime.agent_s >= 2.0, result.runtime  # two attempts of one second each
+    assert result.runtime.agent_s >= 1.0, result.runtime  # two attempts of half a second each
     assert len([e for e in events if e["type"] == "api_retry"]) == 1
 
 
