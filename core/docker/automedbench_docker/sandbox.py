@@ -110,6 +110,8 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
     if spec.assets is not None:  # the track's read-only files (a model's weights), outside the workspace
         mounts.append(Mount(ASSETS_MOUNT, str(spec.assets.resolve()), type="bind", read_only=True))
         extra["ASSETS_DIR"] = ASSETS_MOUNT
+    for tool in spec.tools:  # an installed agent's program (the same Debian base as the host's), read-only
+        mounts.append(Mount(str(tool), str(Path(tool).resolve()), type="bind", read_only=True))
     env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", extra)
     config = {
         "image": image, "command": ["python3", "-c", REAPER], "detach": True, "user": f"{user[0]}:{user[1]}",
@@ -264,7 +266,8 @@ class DockerSession(SandboxSession):
     def bound_sources(self) -> list[Path]:
         return [self.spec.public.resolve(), self.spec.workspace.resolve(),
                 *(Path(p).resolve() for p in self.spec.decoys.values()),
-                *([self.spec.assets.resolve()] if self.spec.assets is not None else [])]
+                *([self.spec.assets.resolve()] if self.spec.assets is not None else []),
+                *(Path(t).resolve() for t in self.spec.tools)]
 
     def close(self) -> None:
         net, self.net = getattr(self, "net", None), None
