@@ -115,6 +115,23 @@ def test_a_failed_model_call_is_the_agents_time_not_the_harnesss(toy_reg, tmp_pa
     assert result.runtime.agent_s >= 0.6  # was 0: the wait was booked as the harness's
 
 
+class Interrupted(Agent):
+    """Waits on its model, then the run is interrupted (Ctrl-C, SIGTERM), as a real 0.5 B run was after 625 s."""
+
+    name = "interrupted"
+
+    def next_turn(self, messages):
+        time.sleep(0.6)
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_model_call_is_the_agents_time(toy_reg, tmp_path):
+    register_agent(Interrupted, toy_reg)
+    result, _ = toy_run(toy_reg, tmp_path, "interrupted")
+    assert result.state == "cancelled"
+    assert result.runtime.agent_s >= 0.6  # was 0: the whole wait showed as harness_s
+
+
 @needs("openai")
 def test_a_timed_out_chat_call_is_model_time(toy_reg, tmp_path, fake_llm, monkeypatch):
     """The chat agent through the real SDK: the server answers after the client's timeout, twice (one retry)."""

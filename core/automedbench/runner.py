@@ -498,18 +498,17 @@ class Run:
         try:
             reply: AgentTurn = self.agent.next_turn(loop.messages)
         except errors.AgentError:
-            _charge_model_time(st, loop, t_agent)  # a failed or timed-out model call is model time, not the harness's
             _drain(self.agent, self.traj, loop.turn, st.runtime)  # the retries that led here are recorded too
             raise
         except Exception as exc:
-            _charge_model_time(st, loop, t_agent)
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
+        finally:  # a reply, a failed or timed-out model call, an interrupt: the wait is the agent's, not the harness's
+            _charge_model_time(st, loop, t_agent)
         problem = turn_problem(reply)
         if problem:
             raise errors.AgentError(f"agent {self.o.agent} returned a malformed turn: {problem}")
         reply = normalise_turn(reply)
         runtime, turn = st.runtime, loop.turn
-        _charge_model_time(st, loop, t_agent)
         runtime.turns = turn
         runtime.tokens_in += reply.tokens_in
         runtime.tokens_out += reply.tokens_out
