@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from automedbench.errors import SubmissionError
-from automedbench.evaluator import EvalRequest, run_isolated
+from automedbench.evaluator import MALLOC_TUNABLES, EvalRequest, run_isolated
 from automedbench.freeze import freeze
 from automedbench.plugins import registry
 from automedbench.runfolder import RunFolder
@@ -261,7 +261,8 @@ def test_the_service_process_is_isolated_like_the_cold_evaluator(tmp_path, servi
     assert cmdline[1:3] == [b"-I", b"-S"]
     environ = dict(e.split(b"=", 1) for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in e)
     assert set(environ) <= {b"PATH", b"LANG", b"OPENBLAS_CORETYPE", b"OPENBLAS_L2_SIZE", b"HOME", b"TZ",
-                            b"AUTOMEDBENCH_EVAL_MEMORY_MB"}
+                            b"AUTOMEDBENCH_EVAL_MEMORY_MB", b"GLIBC_TUNABLES"}
+    assert environ[b"GLIBC_TUNABLES"] == MALLOC_TUNABLES.encode()  # the allocator's settings, not the harness's
     limits = Path(f"/proc/{pid}/limits").read_text()
     assert "Max cpu time" in limits and str(resource.RLIM_INFINITY) not in limits.split("Max file size")[1][:40]
     sockets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
