@@ -17,6 +17,8 @@ import click
 from attrs import define, field
 
 from .errors import UserError
+from .repeats import DEFAULT_LIMIT as DEFAULT_REPEAT_LIMIT
+from .repeats import NOTICE_AT as REPEAT_NOTICE_AT
 from .sandbox import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
@@ -139,6 +141,10 @@ class RunOptions:
         "restarted after 50 evaluations or any failure), or with a fresh process per evaluation "
         f"[default: warm where the campaign built-in is installed, unless {WARM_EVALUATOR_ENV}=0; else cold]."))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
+    repeat_limit: int = field(default=DEFAULT_REPEAT_LIMIT, metadata=meta(
+        ("--repeat-limit",), "Stop the run when the agent makes the same tool call with the same outcome this many "
+        f"times in a row (it is told from the {REPEAT_NOTICE_AT}rd on; 0 = never stop).", type=click.IntRange(0),
+        show_default=True, scores=True))
 
 
 def warm_wanted(options: RunOptions, installed: bool) -> bool:

@@ -63,6 +63,21 @@ class RatingThresholds:
 
 
 @define(frozen=True)
+class SandboxNeeds:
+    """What a task's reference method needs inside the sandbox, checked before a run starts (`run` refuses with
+    the install line, `validate-task` reports it, `automedbench tasks` shows whether this machine is ready).
+
+    `modules` are top-level Python import names the method imports in the sandbox; `install` is what brings
+    them (a pip requirement such as `automedbench-classification[model]`); `weights` says whether the method
+    needs model weights obtained (downloaded, or loaded from the task's assets): a method that needs none
+    earns S2's model-obtained item once it runs."""
+
+    modules: list[str] = Factory(list)
+    install: str = ""
+    weights: bool = True
+
+
+@define(frozen=True)
 class TaskSpec:
     """One task as its data file declares it. Missing fields are errors, never silent defaults."""
 
@@ -93,6 +108,8 @@ class TaskSpec:
     # What the time limit counts: `wall` (the paper's rule: every second from the first turn) or
     # `tools` (model replies excluded: for slow local model servers, where one reply can take minutes).
     time_limit_counts: Literal["wall", "tools"] = "wall"
+    # What the reference method needs inside the sandbox (modules, the install line, weights or none).
+    needs: SandboxNeeds = Factory(SandboxNeeds)
     # Disk the agent's workspace may need (model weights, caches, outputs), in MB: the size of the run's workspace
     # quota unless --workspace-quota-mb says otherwise, reserved whole before the run starts. A real task's model
     # weights take gigabytes (the default); a generated demo needs little and says so.
