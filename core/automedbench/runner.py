@@ -119,6 +119,9 @@ class Run:
         self.folder = RunFolder(options.out.expanduser().resolve() / self.run_id)
         self.run_dir = self.folder.path
         self.workspace = self.folder.workspace
+        # the workspace quota: as the run says, else the task's declared need
+        self.workspace_mb = (options.workspace_quota_mb if options.workspace_quota_mb is not None
+                             else self.task.workspace_mb)
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
         self.quota = None
         self.made_folder = False
@@ -133,6 +136,7 @@ class Run:
 
     def execute(self) -> Result:
         t0 = time.monotonic()
+        self.cpu = steptimer.CpuLedger()  # the harness's own CPU (start-up included for a process's first run)
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
@@ -198,7 +202,7 @@ class Run:
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
         try:
-            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
+            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.workspace_mb)
         except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
@@ -247,14 +251,16 @@ class Run:
             write_json(self.folder.evaluation, st.evaluation)
         if not st.isolation.breached:
             with steptimer.step(st.runtime, "pilot_checks"):
-                write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
+                with self.cpu.exclude("evaluation"):
+                    checks = self.pilots.check(self.task.id, staged, self._evaluator())
+                write_json(self.folder.checks, checks)
             with steptimer.step(st.runtime, "judge"):
                 self._judge(st)
 
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
         t_eval = time.monotonic()
         self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-        with steptimer.step(st.runtime, "evaluation"):
+        with steptimer.step(st.runtime, "evaluation"), self.cpu.exclude("evaluation"):
             st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                          self.folder.evaluation, options=self.eval_options,
                                          backend=self._evaluator(), pictures=self.o.pictures)
@@ -289,6 +295,7 @@ class Run:
         runtime = result.runtime
         runtime.wall_s = round(time.monotonic() - t0, 3)
         runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        runtime.startup_s, runtime.harness_cpu_s = self.cpu.startup_s, self.cpu.harness()
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         steptimer.close(runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
@@ -660,7 +667,8 @@ class Run:
             return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
                            "bad_arguments")
         before = _snapshot(self.folder.outputs)
-        result = session.execute(language, code, timeout)
+        with self.cpu.exclude("exec"):
+            result = session.execute(language, code, timeout)
         after = _snapshot(self.folder.outputs)
         changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
         cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)

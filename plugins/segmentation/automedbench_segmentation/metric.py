@@ -20,7 +20,7 @@ import numpy as np
 from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
 
 from . import dice, io, surface
-from .contract import task_labels
+from .labels import task_labels
 
 SURFACE_KEYS = ("hd95_mm", "surface_dice")
 
@@ -121,14 +121,6 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive))}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
-
-
-def positive_case(task: TaskSpec, row: dict[str, Any]) -> bool:
-    """S5's positive evidence: a Dice above 0 for a structure the reference contains (an empty mask
-    scored 1.0 against an empty reference is no evidence)."""
-    if task.params.get("kind") == "multilabel":
-        return any(row.get(f"dice_{k}", 0.0) > 0 for k in row.get("reference_labels", []))
-    return any(row.get(f"{part}_positive") and row.get(f"{part}_dice", 0.0) > 0 for part in ("organ", "lesion"))
 
 
 class SegmentationEvaluation(TaskEvaluation):
