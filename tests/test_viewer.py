@@ -306,3 +306,15 @@ def test_pages_render_in_headless_chromium_at_desktop_and_phone_width(toy_runs, 
         assert dom.returncode == 0 and "<script" not in dom.stdout.lower()
         if page.name == "view.html":
             assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout  # hostile text stayed text in the DOM
+
+
+def test_the_page_written_at_the_end_of_a_run_shows_its_times_not_zeros(toy_runs):
+    """view.html is written by a run-finished subscriber, before result.json: it gets the times so far (it showed
+    'wall 0.0 s' and 'harness 0.0 s' on every run)."""
+    import re
+
+    result, run_dir = toy_runs[1]["reference"]
+    text = (run_dir / "view.html").read_text()
+    wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
+    harness = float(re.search(r"harness ([0-9.]+) s", text).group(1))
+    assert 0 < wall <= result.runtime.wall_s and 0 < harness <= result.runtime.harness_s

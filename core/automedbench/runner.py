@@ -288,22 +288,27 @@ class Run:
                                                                    self.folder.events()))
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
+        # the subscribers (the run page among them) see the times so far, not zeros
+        self._seal_times(result.runtime, t0)
         with steptimer.step(runtime, "run_finished_hooks"):  # the error codes (E1-E5) and other subscribers
             self._run_finished(result)
         # measured after the rubric and the post-run analysis (error-code detectors): their time is the
         # harness's; sealed here: writing result.json and releasing the workspace come after and are not in it
-        runtime = result.runtime
-        runtime.wall_s = round(time.monotonic() - t0, 3)
-        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
-        runtime.startup_s, runtime.harness_cpu_s = self.cpu.startup_s, self.cpu.harness()
-        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        steptimer.close(runtime)
+        self._seal_times(result.runtime, t0)
+        steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.folder.result, result)
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
+
+    def _seal_times(self, runtime: Runtime, t0: float) -> None:
+        """The run's wall, harness and CPU times up to now."""
+        runtime.wall_s = round(time.monotonic() - t0, 3)
+        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        runtime.startup_s, runtime.harness_cpu_s = self.cpu.startup_s, self.cpu.harness()
+        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     def _release_workspace(self, keep: bool) -> None:
         """Unmount a quota'd workspace (kept as `workspace.img` when asked), or remove a plain one unless kept."""
