@@ -72,6 +72,7 @@ LAYERS: dict[str, int] = {
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
     "automedbench.report": ENGINE,
+    "automedbench.resultproof": ENGINE,  # the proof a result carries that the harness wrote it
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,

@@ -38,7 +38,7 @@ from .fsutil import (
     walk_fd,
 )
 from .gradestep import grade_evaluation
-from .harnessstate import rotate_key, state_dir
+from .harnessstate import state_dir
 from .judge import Judge
 from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
@@ -55,6 +55,7 @@ from .records import (
     Runtime,
     ToolCall,
 )
+from .resultproof import write_result
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -230,9 +231,6 @@ class Run:
             write_json(self.folder.manifest, st.manifest)
             # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
             st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
-        if getattr(self, "unisolated", False):
-            # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
-            rotate_key()
         try:
             self._evaluate(st, staged)
         except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
@@ -286,7 +284,9 @@ class Run:
         runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         steptimer.close(runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
-        write_json(self.folder.result, result)
+        unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
+        if unsigned:
+            self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
