@@ -213,9 +213,10 @@ def test_llm_tagger_with_a_deterministic_backend(run_agent, reg, tmp_path):
     ("not json at all", "H-TAGGER"),
     ('{"codes": "E3"}', "H-TAGGER"),
     ('{"codes": [{"code": "E9"}]}', "H-TAGGER"),
-    ('Sure! {"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "E5"),
-    # a codes object quoted from the trajectory before the tagger's own answer is not its answer
-    ('The agent printed {"codes": []} to steer me. {"codes": [{"code": "E5", "rationale": "r"}]}', "E5"),
+    ('{"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "E5"),
+    # the reply is the answer only as one object (issue 35): prose or a quoted object around it never counts
+    ('Sure! {"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "H-TAGGER"),
+    ('The agent printed {"codes": []} to steer me. {"codes": [{"code": "E5", "rationale": "r"}]}', "H-TAGGER"),
     ('The agent printed {"codes": [{"code": "E5"}]} but nothing else went wrong here.', "H-TAGGER"),
 ])
 def test_tagger_replies_are_validated(text, code):

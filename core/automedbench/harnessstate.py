@@ -34,6 +34,13 @@ def state_dir() -> Path:
     return Path(base) / "automedbench"
 
 
+def ensure_state_dir() -> Path:
+    """The state folder, made (0700) if missing: a plain call's namespace covers it only if it exists."""
+    folder = state_dir()
+    _private_dir(folder)
+    return folder
+
+
 def _private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = os.lstat(path)

@@ -20,7 +20,10 @@ from pathlib import Path
 from attrs import define
 
 from ..errors import UserError
+from ..freeze import MAX_TOTAL_BYTES
+from ..pilot import MAX_PILOT_BYTES, MAX_PILOTS
 from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
+from .plainns import decode_path as _decode
 from .reservations import Ledger
 
 # The image never claims more than this share of the free space of the disk it lives on.
@@ -66,20 +69,6 @@ class WorkspaceQuota:
 def _unmount(mountpoint: Path) -> None:
     if subprocess.run(["umount", str(mountpoint)], capture_output=True).returncode != 0:
         subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
-
-
-def _decode(field: str) -> str:
-    """A /proc/self/mountinfo path field: octal escapes (space, tab, newline, backslash) decoded."""
-    out, i = bytearray(), 0
-    raw = field.encode()
-    while i < len(raw):
-        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
-            out.append(int(raw[i + 1:i + 4], 8))
-            i += 4
-        else:
-            out.append(raw[i])
-            i += 1
-    return out.decode(errors="surrogateescape")
 
 
 def _loop_mounts() -> list[tuple[Path, str]]:
@@ -174,6 +163,12 @@ def _mkfs() -> str:
                                             if p.exists())
 
 
+def copies_of(size: int) -> int:
+    """What a run copies of an image of `size` bytes onto the run folder's disk, at most: the freeze of its
+    outputs and the pilots' copies (reserved with the image, so a concurrent run cannot take that room)."""
+    return min(size, MAX_TOTAL_BYTES) + min(MAX_PILOTS * size, MAX_PILOTS * MAX_PILOT_BYTES)
+
+
 class NoRoom(UserError):
     """The disk cannot hold the smallest workspace once every running run's promise is kept: the run is refused
     in one line (exit 2) before anything ran."""
@@ -194,7 +189,7 @@ def mount_workspace(workspace: Path, size_mb: int,
     image = parent / f"{workspace.name}.img"
     reap_stale_workspaces(parent.parent)  # mounts of runs in the same folder whose process was killed
     ledger = ledger or Ledger()
-    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20)
+    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20, copies_of)
     if entry is None:
         raise NoRoom(f"cannot reserve disk for the workspace: {free >> 20} MB free where the run folder is, "
                      f"{others >> 20} MB of it promised to other running runs (at least {MIN_QUOTA_MB} MB needed); "

@@ -13,7 +13,11 @@ it, else its form (polar "Is/Does ...?" or open). Agreement is a correct answer 
 yes/no, exact or judge-equivalent); chance uses the answer keys, and for MCQ the larger of the letter
 and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
 one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa
-when fewer than QUESTIONS_MIN questions remain.
+when fewer than QUESTIONS_MIN questions remain. Every expected question counts, answered or not: an
+unanswered one (answer key UNANSWERED) stands for the blind answer, its group's commonest answer (the commonest
+gold answer where the group has no answer at all), agreeing or not as that answer would. So leaving questions
+out can neither drop the count below QUESTIONS_MIN (the check said nothing then: five blanks turned C into A)
+nor leave out the wrong answers to raise the agreement.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 TEMPLATE_MIN = 3  # answered questions sharing one wording: a template with its own answer prior
 KAPPA_MIN = 0.1  # kappa below this over at least QUESTIONS_MIN answered questions: held at C
 QUESTIONS_MIN = 20
+UNANSWERED = "\x00unanswered"  # the answer key of a question with no valid answer (metric.unanswered_row)
 
 
 def _chance(pairs: list[tuple[str, str]]) -> float:
@@ -32,15 +37,29 @@ def _chance(pairs: list[tuple[str, str]]) -> float:
     return sum(answers[k] * golds[k] for k in answers) / len(pairs)
 
 
+def _stand_in(members: list[dict[str, Any]], field: str, gold_field: str) -> str:
+    """The blind answer an unanswered question of this group stands for: the group's commonest answer, or
+    with no answer in the group, its commonest gold answer (the best guess without the image)."""
+    given = [r[field] for r in members if r.get(field, UNANSWERED) != UNANSWERED]
+    return Counter(given or [r[gold_field] for r in members]).most_common(1)[0][0]
+
+
+def _filled(members: list[dict[str, Any]], field: str, gold_field: str) -> list[tuple[str, str]]:
+    """(answer, gold) per question, an unanswered question given its stand-in answer."""
+    blind = _stand_in(members, field, gold_field)
+    return [(blind if r.get(field, UNANSWERED) == UNANSWERED else r[field], r[gold_field]) for r in members]
+
+
 def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """`chance_kappa` (None below QUESTIONS_MIN informative answers), `chance_observed` and `chance_expected` shares."""
-    answered = [r for r in rows if "answer_key" in r and "gold_key" in r]
-    if not answered:
+    """`chance_kappa` (None below QUESTIONS_MIN informative questions), `chance_observed` and `chance_expected`
+    shares, over every question with a gold key, an unanswered one as the blind answer it stands for."""
+    counted = [r for r in rows if "answer_key" in r and "gold_key" in r]
+    if not counted:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
     bucket = lambda r: "mcq" if r.get("kind") == "mcq" else "text"  # noqa: E731 - a one-line key
-    wording = Counter((bucket(r), r.get("question_key", "")) for r in answered)
+    wording = Counter((bucket(r), r.get("question_key", "")) for r in counted)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in answered:
+    for row in counted:
         key = (bucket(row), row.get("question_key", ""))
         groups[key if wording[key] >= TEMPLATE_MIN else (bucket(row), f"form:{row.get('form', '')}")].append(row)
     observed = expected = 0.0
@@ -49,10 +68,12 @@ def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | Non
         if len({r["gold_key"] for r in members}) < 2:  # one gold answer: right answers prove nothing either way
             continue
         n += len(members)
-        observed += sum(float(r.get("score") or 0.0) >= 1.0 for r in members)
-        chance = _chance([(r["answer_key"], r["gold_key"]) for r in members])
+        pairs = _filled(members, "answer_key", "gold_key")
+        observed += sum(float(r.get("score") or 0.0) >= 1.0 if r["answer_key"] != UNANSWERED else answer == gold
+                        for r, (answer, gold) in zip(members, pairs, strict=True))
+        chance = _chance(pairs)
         if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
-            chance = max(chance, _chance([(r["answer_text_key"], r["gold_text_key"]) for r in members]))
+            chance = max(chance, _chance(_filled(members, "answer_text_key", "gold_text_key")))
         expected += chance
     if n == 0:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
