@@ -81,21 +81,44 @@ def decode_path(field: str) -> str:
     return os.fsdecode(bytes(out))
 
 
-def mounts() -> list[tuple[str, int]]:
-    """(mount point, flags to keep: nosuid/nodev/noexec and the atime mode) of every mount, in order."""
+def mountinfo() -> list[tuple[str, str, str, int]]:
+    """(device, root within its filesystem, mount point, flags to keep: nosuid/nodev/noexec and the atime
+    mode) of every mount, in order."""
     found = []
     with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
         for line in handle:
             fields = line.split(" ")
             if len(fields) < 6:
                 continue
-            options = fields[5].split(",")
             flags = 0
-            for name in options:
+            for name in fields[5].split(","):
                 flags |= FLAG_OPTIONS.get(name, 0)
             if not flags & (MS_NOATIME | MS_RELATIME):
                 flags |= MS_STRICTATIME
-            found.append((decode_path(fields[4]), flags))
+            found.append((fields[2], decode_path(fields[3]), decode_path(fields[4]), flags))
+    return found
+
+
+def mounts() -> list[tuple[str, int]]:
+    """(mount point, flags to keep) of every mount, in order."""
+    return [(point, flags) for _, _, point, flags in mountinfo()]
+
+
+def aliases(path: str) -> list[str]:
+    """Every path at which the folder `path` is visible: itself, and the same place of its filesystem under
+    any other mount of that filesystem (a bind mount of a parent folder shows it a second time)."""
+    table = mountinfo()
+    home = max((m for m in table if _under(path, [m[2]])), key=lambda m: len(m[2]), default=None)
+    if home is None:
+        return [path]
+    device, root, point = home[0], home[1], home[2]
+    inside = os.path.join(root, os.path.relpath(path, point)) if path != point else root
+    found = [path]
+    for dev, other_root, other_point, _ in table:
+        if dev == device and _under(inside, [other_root]):
+            alias = os.path.normpath(os.path.join(other_point, os.path.relpath(inside, other_root)))
+            if alias not in found and os.path.lexists(alias):
+                found.append(alias)
     return found
 
 
@@ -215,7 +238,8 @@ def enter(spec: dict) -> None:
     shm = "/dev/shm"
     if os.path.isdir(shm) and not os.path.islink(shm):
         _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(spec.get('shm_mb', 64))}m,mode=1777")
-    hidden = [os.path.realpath(p) for p in spec.get("hide", [])] + [p for p in HIDDEN_DIRS if os.path.isdir(p)]
+    hidden = [a for p in spec.get("hide", []) for a in aliases(os.path.realpath(p))]
+    hidden += [p for p in HIDDEN_DIRS if os.path.isdir(p)]
     for path in hidden:
         if not _under(workspace, [path]):
             _hide(path)

@@ -85,3 +85,26 @@ def test_leaving_questions_unanswered_never_turns_a_cap_off(amb_registry, amb_da
     assert fewer.task.components["chance_kappa"] is not None
     assert fewer.aggregate.rating not in ("A", "B"), (fewer.task.partial, fewer.aggregate.rating_reason)
     assert "kappa" in fewer.aggregate.rating_reason or "one answer per question kind" in fewer.aggregate.rating_reason
+
+
+def test_nonsense_in_place_of_the_wrong_answers_is_no_way_out(amb_registry, amb_data_root, blind):
+    """The same blind answerer writes a made-up string (a different one each time) wherever its wording-based
+    guess was wrong: before, such answers lowered the chance the check expects (no made-up string agrees by
+    chance) while the right ones stayed, so kappa rose from 0.00 to 0.23 and the rating from C to A. Now a
+    wrong answer that is no gold answer of its group stands for the blind answer, as a blank does."""
+    import json
+
+    from automedbench.testing import evaluate_folder
+
+    work, full = blind
+    sub = work / "nonsense"
+    for n, row in enumerate(full.task.per_case):
+        answer = json.loads((work / "all" / "baseline" / row["case_id"] / "answer.json").read_text())
+        if row["score"] == 0.0 and row["kind"] != "mcq":
+            answer["predicted_answer"] = answer["raw_model_output"] = f"zq{n}x"
+        (sub / row["case_id"]).mkdir(parents=True)
+        (sub / row["case_id"] / "answer.json").write_text(json.dumps(answer))
+    made_up = evaluate_folder(amb_registry, "vqa/demo", sub, None, amb_data_root, work / "eval-nonsense")
+    assert made_up.task.partial == full.task.partial  # the Task is the same: only the cap's evidence differs
+    assert made_up.task.components["chance_kappa"] is not None and made_up.task.components["chance_kappa"] < 0.1
+    assert made_up.aggregate.rating not in ("A", "B"), made_up.aggregate.rating_reason
