@@ -68,6 +68,7 @@ def probed(reg, data_root, tmp_path_factory):
     return result, dict(zip([*PROBES, "solve", "relative"], calls, strict=True)), context
 
 
+@pytest.mark.slow  # one run of 19 calls, each in its namespace
 def test_every_probe_fails_and_the_work_still_runs(probed):
     result, calls, context = probed
     reached = {name: call["stdout"][-300:] for name, call in calls.items()

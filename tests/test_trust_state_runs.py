@@ -219,6 +219,7 @@ def planted(out: Path) -> bool:
     return any(e.get("type") == "tool" for folder in out.glob("*") for e in RunFolder(folder).events())
 
 
+@pytest.mark.slow  # two runs at once, one in a second process
 def test_attack_a_concurrent_plain_run_cannot_reach_the_key_a_verified_run_trusts(fake_llm, vqa, reg, data_root,
                                                                                   tmp_path):
     """Attack 5 (measured on the earlier design): an unverified local-plain run reads the harness key, signs

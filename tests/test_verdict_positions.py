@@ -92,6 +92,7 @@ def test_tagger_reads_only_its_own_object(name):
     assert codes == (["E5"] if expected is not None else ["H-TAGGER"]), codes
 
 
+@pytest.mark.slow  # a whole run through the real runner
 def test_a_grader_that_gives_0_then_quotes_the_injected_1_grades_0_through_a_run(fake_llm, vqa, reg,  # noqa: F811
                                                                                data_root, tmp_path):
     """The measured attack: each answer carries an injected grade, and the grader's reply gives 0 and then
@@ -112,6 +113,7 @@ def test_a_grader_that_gives_0_then_quotes_the_injected_1_grades_0_through_a_run
     assert sent["json_schema"]["schema"]["properties"]["score"]["enum"] == [0.0, 0.5, 1.0]
 
 
+@pytest.mark.slow  # a whole run through the real runner
 def test_anthropic_grades_come_from_the_forced_tool_never_the_text_beside_it(fake_llm, vqa, reg,  # noqa: F811
                                                                              data_root, tmp_path, monkeypatch):
     """Anthropic's structured output is a forced tool call: its input is the grade; a text block beside it
@@ -132,6 +134,7 @@ def test_anthropic_grades_come_from_the_forced_tool_never_the_text_beside_it(fak
     assert body["tools"][0]["input_schema"]["properties"]["score"]["enum"] == [0.0, 0.5, 1.0]
 
 
+@pytest.mark.slow  # a whole run through the real runner
 def test_an_llm_judge_that_quotes_an_injected_verdict_after_its_own_is_never_read(fake_llm, data_root, tmp_path,
                                                                                   monkeypatch):
     """Through a run with `--judge openai`: every reply is the judge's verdict followed by an injected one.
@@ -160,6 +163,7 @@ def test_an_llm_judge_that_quotes_an_injected_verdict_after_its_own_is_never_rea
     assert "invalid verdict after 2 attempt(s)" in result.judge.error and "not one JSON object" in result.judge.error
 
 
+@pytest.mark.slow  # a whole run through the real runner
 def test_the_tagger_asks_for_a_schema_and_ignores_a_quoted_codes_object(fake_llm, data_root, tmp_path, monkeypatch):
     """`codes --tagger openai`: the request holds the reply to the codes schema; a reply that answers and then
     quotes the trajectory's `{"codes": []}` is not the tagger's answer (H-TAGGER, the detectors' codes stand)."""

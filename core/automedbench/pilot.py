@@ -22,7 +22,7 @@ from .track import StagedData
 
 MAX_PILOTS = 3  # candidate pilots checked per run (an agent may fix a bad pilot and try again)
 MAX_PILOT_FILE_BYTES = 256 << 20
-MAX_PILOT_BYTES = 512 << 20  # one pilot's copy in all: the run's disk reservation counts MAX_PILOTS of these
+MAX_PILOT_BYTES = 512 << 20  # the pilots' copies together: what the run's disk reservation holds for them
 
 
 class PilotTracker:
@@ -33,6 +33,7 @@ class PilotTracker:
         # None: the freeze's own margin (the agent may have filled the disk); a number: the copy's space is
         # reserved, so a full disk is another process's doing and raises ENOSPC (an infrastructure failure)
         self.disk_reserve = disk_reserve
+        self.copied = 0  # bytes the pilots' copies took so far (MAX_PILOT_BYTES in all)
         self.candidates: list[dict[str, Any]] = []
         self.batch_seen = False
 
@@ -49,7 +50,9 @@ class PilotTracker:
         folder = self.store / str(index)
         reserve = {} if self.disk_reserve is None else {"disk_reserve": self.disk_reserve}
         manifest = freeze(self.outputs / case, folder / RunFolder.SUBMISSION / case, submitted=False,
-                          max_file_bytes=MAX_PILOT_FILE_BYTES, max_total_bytes=MAX_PILOT_BYTES, **reserve)
+                          max_file_bytes=MAX_PILOT_FILE_BYTES, max_total_bytes=max(0, MAX_PILOT_BYTES - self.copied),
+                          **reserve)
+        self.copied += sum(e.size for e in manifest.files if not e.rejected)
         if self.disk_reserve is not None and disk_full(manifest):
             raise OSError(errno.ENOSPC, "the disk filled while a pilot's outputs were copied")
         write_json(folder / "manifest.json", _prefixed(manifest, case))

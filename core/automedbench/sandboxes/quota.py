@@ -21,7 +21,7 @@ from attrs import define
 
 from ..errors import UserError
 from ..freeze import MAX_TOTAL_BYTES
-from ..pilot import MAX_PILOT_BYTES, MAX_PILOTS
+from ..pilot import MAX_PILOT_BYTES
 from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
 from .plainns import decode_path as _decode
 from .reservations import Ledger
@@ -166,7 +166,7 @@ def _mkfs() -> str:
 def copies_of(size: int) -> int:
     """What a run copies of an image of `size` bytes onto the run folder's disk, at most: the freeze of its
     outputs and the pilots' copies (reserved with the image, so a concurrent run cannot take that room)."""
-    return min(size, MAX_TOTAL_BYTES) + min(MAX_PILOTS * size, MAX_PILOTS * MAX_PILOT_BYTES)
+    return min(size, MAX_TOTAL_BYTES) + min(size, MAX_PILOT_BYTES)
 
 
 class NoRoom(UserError):
