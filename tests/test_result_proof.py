@@ -89,6 +89,7 @@ def test_the_harness_own_results_verify_and_every_alteration_is_named(runs, tmp_
     honest = runs["honest"]
     code, text = verify(str(honest), str(runs["planter"]))
     assert code == 0 and text.count(": genuine") == 2, text
+    assert text.count("an unverified run, counted only with --include-unverified") == 1  # the local-plain one
     root = tmp_path / "forgeries"
     root.mkdir()
     # a genuine result copied to another folder

@@ -263,7 +263,11 @@ def verify(runs: tuple[str, ...], runs_dir: str, keys: tuple[str, ...], show_key
     for path in folders:
         found = check_folder(path, extra_keys=trusted)
         if found.genuine:
-            console.print(f"{escape(str(path))}: genuine (signed by {found.key[:16]}...)", soft_wrap=True)
+            iso = (RunFolder(path).json_data(RunFolder.RESULT) or {}).get("isolation") or {}
+            why = (iso.get("unverified") or ["see isolation.unverified"])[0] if iso.get("verified") is False else ""
+            note = f"; an unverified run, counted only with --include-unverified: {why}" if why else ""
+            console.print(f"{escape(str(path))}: genuine (signed by {found.key[:16]}...){escape(str(note)[:300])}",
+                          soft_wrap=True)
         else:
             bad += 1
             console.print(f"{escape(str(path))}: [red]NOT GENUINE[/]: {escape(found.reason)}", soft_wrap=True)
