@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "automedbench.judge": CONTRACT,
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
+    "automedbench.pictures": CONTRACT,  # per-case pictures: what a track draws, the helpers, the renderer
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
     "automedbench.refguard": CONTRACT,  # secret per-staging variants of shipped images (demo references)
     "automedbench.replyjson": CONTRACT,  # the one strict reading of a model's JSON reply
@@ -72,6 +73,7 @@ LAYERS: dict[str, int] = {
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
+    "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
     "automedbench.resultproof": ENGINE,  # the proof a result carries that the harness wrote it
     "automedbench.runfolder": ENGINE,
@@ -89,6 +91,7 @@ LAYERS: dict[str, int] = {
     "automedbench_campaign": BUILTIN,
     "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
+    "automedbench_inspect": BUILTIN,
     "automedbench_models": BUILTIN,
     "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
     # face: the command line (the built-ins' commands included) and the test kit
@@ -103,6 +106,8 @@ LAYERS: dict[str, int] = {
     "automedbench_codes.plugin": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
+    "automedbench_inspect._registry": FACE,  # inspect_ai's entry point: registers the tasks with inspect
+    "automedbench_inspect.plugin": FACE,
     "automedbench_models.plugin": FACE,
     "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }

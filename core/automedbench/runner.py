@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import errors, interrupt, plan_artefacts, staging, steptimer
+from . import errors, interrupt, plan_artefacts, repeats, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
@@ -120,6 +120,9 @@ class Run:
         self.folder = RunFolder(options.out.expanduser().resolve() / self.run_id)
         self.run_dir = self.folder.path
         self.workspace = self.folder.workspace
+        # the workspace quota: as the run says, else the task's declared need
+        self.workspace_mb = (options.workspace_quota_mb if options.workspace_quota_mb is not None
+                             else self.task.workspace_mb)
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
         self.quota = None
         self.made_folder = False
@@ -134,6 +137,7 @@ class Run:
 
     def execute(self) -> Result:
         t0 = time.monotonic()
+        self.cpu = steptimer.CpuLedger()  # the harness's own CPU (start-up included for a process's first run)
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
@@ -199,7 +203,7 @@ class Run:
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
         try:
-            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
+            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.workspace_mb)
         except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
@@ -240,6 +244,8 @@ class Run:
             write_json(self.folder.manifest, st.manifest)
             # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
             st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
+            # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
+            plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
         try:
             self._evaluate(st, staged)
         except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
@@ -248,17 +254,19 @@ class Run:
             write_json(self.folder.evaluation, st.evaluation)
         if not st.isolation.breached:
             with steptimer.step(st.runtime, "pilot_checks"):
-                write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
+                with self.cpu.exclude("evaluation"):
+                    checks = self.pilots.check(self.task.id, staged, self._evaluator())
+                write_json(self.folder.checks, checks)
             with steptimer.step(st.runtime, "judge"):
                 self._judge(st)
 
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
         t_eval = time.monotonic()
         self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-        with steptimer.step(st.runtime, "evaluation"):
+        with steptimer.step(st.runtime, "evaluation"), self.cpu.exclude("evaluation"):
             st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                          self.folder.evaluation, options=self.eval_options,
-                                         backend=self._evaluator())
+                                         backend=self._evaluator(), pictures=self.o.pictures)
         if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
@@ -283,15 +291,14 @@ class Run:
                                                                    self.folder.events()))
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
+        # the subscribers (the run page among them) see the times so far, not zeros
+        self._seal_times(result.runtime, t0)
         with steptimer.step(runtime, "run_finished_hooks"):  # the error codes (E1-E5) and other subscribers
             self._run_finished(result)
         # measured after the rubric and the post-run analysis (error-code detectors): their time is the
         # harness's; sealed here: writing result.json and releasing the workspace come after and are not in it
-        runtime = result.runtime
-        runtime.wall_s = round(time.monotonic() - t0, 3)
-        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
-        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        steptimer.close(runtime)
+        self._seal_times(result.runtime, t0)
+        steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
         if unsigned:
@@ -300,6 +307,13 @@ class Run:
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
         return result
+
+    def _seal_times(self, runtime: Runtime, t0: float) -> None:
+        """The run's wall, harness and CPU times up to now."""
+        runtime.wall_s = round(time.monotonic() - t0, 3)
+        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        runtime.startup_s, runtime.harness_cpu_s = self.cpu.startup_s, self.cpu.harness()
+        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     def _release_workspace(self, keep: bool) -> None:
         """Unmount a quota'd workspace (kept as `workspace.img` when asked), or remove a plain one unless kept."""
@@ -332,7 +346,7 @@ class Run:
                          self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
                          self.o.exec_timeout_s or self.task.exec_timeout_s,
                          agent.continues if agent.continues is not None else self.task.text_reply_continues,
-                         count_model_time=self.task.time_limit_counts == "wall")
+                         count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
         st.runtime.time_limit_counts = self.task.time_limit_counts
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
@@ -511,14 +525,13 @@ class Run:
             raise
         except Exception as exc:
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
+        finally:  # a reply, a failed or timed-out model call, an interrupt: the wait is the agent's, not the harness's
+            _charge_model_time(st, loop, t_agent)
         problem = turn_problem(reply)
         if problem:
             raise errors.AgentError(f"agent {self.o.agent} returned a malformed turn: {problem}")
         reply = normalise_turn(reply)
         runtime, turn = st.runtime, loop.turn
-        waited = time.monotonic() - t_agent
-        runtime.agent_s += waited
-        loop.model_s += waited
         runtime.turns = turn
         runtime.tokens_in += reply.tokens_in
         runtime.tokens_out += reply.tokens_out
@@ -588,6 +601,7 @@ class Run:
                 st.runtime.exec_s += event["duration_s"]
             self._check_breach(st, loop, call, event)
             self.traj.write(event)
+            content, repeated = self._repeated(loop, call, event, content)
             self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
             loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
@@ -598,7 +612,22 @@ class Run:
             if is_submit:
                 st.submitted, st.end_reason = True, errors.END_SUBMITTED
                 return True
+            if repeated:
+                st.end_reason = errors.END_REPEATED_CALLS
+                return True
         return stop
+
+    def _repeated(self, loop: AgentLoop, call: ToolCall, event: dict[str, Any], content: str) -> tuple[str, bool]:
+        """Count the call into the streak of identical calls with the same outcome; from the notice on, tell the
+        agent under the answer and record a `repeated_call` event. (answer, True when the run stops here)."""
+        outcome = f"{event.get('exit_code')}/{event.get('timed_out')}/{event.get('error')}/{event.get('refused')}"
+        streak = loop.repeats.see(call.name, call.arguments, outcome)
+        if streak < repeats.NOTICE_AT:
+            return content, False
+        stop = bool(loop.repeat_limit) and streak >= loop.repeat_limit
+        self.traj.write({"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
+                         "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"})
+        return content + repeats.notice(streak, loop.repeat_limit), stop
 
     def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> None:
         """Record every private or decoy path the call opened as breach evidence (the run then stops)."""
@@ -652,7 +681,8 @@ class Run:
             return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
                            "bad_arguments")
         before = _snapshot(self.folder.outputs)
-        result = session.execute(language, code, timeout)
+        with self.cpu.exclude("exec"):
+            result = session.execute(language, code, timeout)
         after = _snapshot(self.folder.outputs)
         changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
         cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)
@@ -741,6 +771,13 @@ def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime, ma
         runtime.context_retries += extra.get("type") == "context_overflow"
         traj.write(record)
     return last
+
+
+def _charge_model_time(st: RunState, loop: AgentLoop, since: float) -> None:
+    """The wait for the agent's reply since `since` is the agent's (model) time, whether the reply came or not."""
+    waited = time.monotonic() - since
+    st.runtime.agent_s += waited
+    loop.model_s += waited
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

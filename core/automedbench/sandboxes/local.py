@@ -25,6 +25,7 @@ import time
 import weakref
 from pathlib import Path
 
+from .. import sandboxcall
 from ..errors import UserError
 from ..fsutil import open_dir, remove_tree
 from ..harnessstate import ensure_state_dir, state_dir
@@ -35,6 +36,7 @@ from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_r
 from . import netns, plainns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
 from .quota import WorkspaceQuota, mount_workspace
+from .reservations import ledger_dir
 
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
 PIDS_LIMIT = 1024
@@ -121,7 +123,8 @@ def pid_namespace_prefix() -> tuple[str, ...]:
 
 def plain_spec(workspace: Path, real_root: bool) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
-    return json.dumps({"workspace": str(workspace), "hide": [str(state_dir())], "real_root": real_root})
+    return json.dumps({"workspace": str(workspace), "hide": [str(state_dir()), str(ledger_dir())],
+                       "real_root": real_root})
 
 
 def plain_prefix(workspace: Path) -> tuple[str, ...]:
@@ -178,8 +181,9 @@ def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[
 
 class LocalSession(SandboxSession):
     def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
-        if not bwrap:  # the state folder exists before any call, so that the call's namespace covers it
+        if not bwrap:  # the state and ledger folders exist before any call, so that its namespace covers them
             ensure_state_dir()
+            ledger_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
             why = plain_namespace_unsupported(str(state_dir()))
             if why:
                 raise UserError("local-plain refused: a call could reach the harness's key and signed state "
@@ -358,7 +362,7 @@ class LocalSession(SandboxSession):
         err = OutputCapture(proc.stderr, self.spec.output_cap_bytes)
         timed_out = False
         try:
-            proc.wait(timeout=timeout_s)
+            sandboxcall.wait_for(proc, timeout_s)  # sleeps on the call's pidfd: no polling
         except subprocess.TimeoutExpired:
             timed_out = True
             self._kill(proc)

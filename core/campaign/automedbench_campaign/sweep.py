@@ -27,7 +27,6 @@ from automedbench.errors import UserError
 from automedbench.fsutil import atomic_write_text
 from automedbench.needs import sandbox_gap
 from automedbench.options import RunOptions
-from automedbench.sandbox import DEFAULT_QUOTA_MB
 from automedbench.sandboxes.quota import reap_stale_workspaces
 
 from .executors import OUT_MARKER, Executor, make_executor
@@ -88,8 +87,10 @@ class SweepConfig:
     exec_timeout_s: float | None = None
     gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
     eval_options: dict[str, str] = Factory(dict)
-    workspace_quota_mb: int = DEFAULT_QUOTA_MB  # each run's workspace size limit (root: a loop-mounted image)
+    # each run's workspace size limit (root: a loop-mounted image); None: each task's declared need
+    workspace_quota_mb: int | None = None
     warm_evaluator: bool = True  # one evaluator process per worker, kept warm between its runs
+    pictures: bool = True  # each case's picture in the run folder, for the run page (never scored)
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -378,7 +379,8 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
         shutil.copyfile(request.manifest, work / "request" / "manifest.json")
         inside = {**{k: getattr(request, k) for k in ("task_id", "case_ids")},
                   "submission": "/submission", "public": "/data/public", "private": "/data/private",
-                  "manifest": "/request/manifest.json", "out": "/out/evaluation.json"}
+                  "manifest": "/request/manifest.json", "out": "/out/evaluation.json",
+                  "pictures": bool(getattr(request, "pictures", False))}
         (work / "request" / "request.json").write_text(json.dumps(inside))
         os.chmod(work, 0o755)
         grant(work / "out", uid, gid)
@@ -418,5 +420,25 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
         if code != 0 or not result.is_file():
             raise InfrastructureError("evaluator container failed: " + " | ".join(tail))
         evaluation = read_json(result, Evaluation)
+        copy_pictures(work / "out" / "pictures", out.parent / "pictures")
     write_json(out, evaluation)
     return evaluation
+
+
+def copy_pictures(source: Path, dest: Path) -> None:
+    """The case pictures the evaluator container drew, into the run folder: regular files with the names the
+    picture writer gives, each within the writer's own bounds (nothing else the container left is taken)."""
+    from automedbench.fsutil import atomic_write_bytes, open_dir, read_regular
+    from automedbench.pictures import INDEX, MAX_CASE_BYTES, MAX_PICTURES
+
+    fd = open_dir(source)
+    if fd is None:
+        return
+    try:
+        names = sorted(n for n in os.listdir(fd) if n == INDEX or re.fullmatch(r"case-\d{4}\.png", n))
+        for name in names[:MAX_PICTURES + 1]:
+            data = read_regular(fd, name, 4 << 20 if name == INDEX else MAX_CASE_BYTES)
+            if data is not None:
+                atomic_write_bytes(dest / name, data, shared=True)
+    finally:
+        os.close(fd)
