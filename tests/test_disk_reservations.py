@@ -52,8 +52,9 @@ def small_disk(tmp_path):
 
 @pytest.fixture
 def demo_disk(tmp_path):
-    """A 2 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace."""
-    disk = _tmpfs(tmp_path, "2g")
+    """A 3 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace and
+    the copies promised with it (the freeze, up to 1 GB, and the pilots', 512 MB: `quota.copies_of`)."""
+    disk = _tmpfs(tmp_path, "3g")
     yield disk
     subprocess.run(["umount", "-l", str(disk)])
 
