@@ -754,12 +754,15 @@ def test_full_disk_still_writes_the_result(world: World, tmp_path):
     try:
         original = world.out
         world.out = small
+        # no quota: the demo's declared 1 GB workspace (and its copies) cannot be promised on a 96 MB disk, and
+        # the point is the agent filling the run folder's own disk
         o = attack(world, [[("bash", "dd if=/dev/urandom of=$WORKSPACE_DIR/fill bs=1M count=200 2>&1 | tail -1; "
-                                     "echo full")], [("bash", "echo " + "x" * 3000)]], keep_workspace=False)
+                                     "echo full")], [("bash", "echo " + "x" * 3000)]], keep_workspace=False,
+                   workspace_quota_mb=0)
         assert (o.run_dir / "result.json").stat().st_size > 0
         assert not (o.run_dir / "workspace").exists()
         # and the next run in that folder is unaffected
-        attack(world, [[("bash", "echo next")]], keep_workspace=False)
+        attack(world, [[("bash", "echo next")]], keep_workspace=False, workspace_quota_mb=0)
     finally:
         world.out = original
         subprocess.run(["umount", "-l", str(small)])
