@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from automedbench.cli import main
 from automedbench.records import Result
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench.serialize import from_dict
 from automedbench_campaign.htmlreport import render_html
 from automedbench_campaign.leaderboard import build, to_json
@@ -36,7 +38,7 @@ def write(root: Path, name: str, agent: str, overall: float, stages: list[float]
     data["error_codes"] = [{"code": c, "message": "", "stage": "", "evidence_turns": [], "source": "t"} for c in codes]
     data["isolation"]["breached"] = breached
     (root / name).mkdir(parents=True)
-    (root / name / "result.json").write_text(json.dumps(data))
+    write_result(RunFolder(root / name), data)  # signed, as the harness writes its results
 
 
 @pytest.fixture()

@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
     "automedbench.provenance": ENGINE,
     "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
+    "automedbench.resultproof": ENGINE,  # the proof a result carries that the harness wrote it
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,

@@ -14,6 +14,7 @@ from .gradestep import grade_evaluation
 from .plugins import Registry
 from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
+from .resultproof import write_result
 from .runfolder import RunFolder
 from .scoring import score_result
 from .serialize import dumps, write_json
@@ -51,5 +52,5 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,
                           runtime, Isolation("-"), evaluation, None, manifest, [],
                           task_score, "-", judged=False)
-    write_json(folder.result, result)
+    write_result(folder, result)
     return result

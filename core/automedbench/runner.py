@@ -25,7 +25,7 @@ from . import errors, interrupt, plan_artefacts, repeats, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
-from .freeze import freeze
+from .freeze import disk_full, freeze
 from .fsutil import (
     atomic_write_text,
     current_umask,
@@ -38,7 +38,7 @@ from .fsutil import (
     walk_fd,
 )
 from .gradestep import grade_evaluation
-from .harnessstate import rotate_key, state_dir
+from .harnessstate import state_dir
 from .judge import Judge
 from .needs import sandbox_gap
 from .options import RunOptions, score_record, warm_wanted
@@ -56,6 +56,7 @@ from .records import (
     Runtime,
     ToolCall,
 )
+from .resultproof import write_result
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -68,8 +69,8 @@ from .tripwire import Tripwire, plant_decoys
 # Tool calls one reply may make; the rest are answered with an error, never run (limits hold per call).
 MAX_CALLS_PER_REPLY = 32
 # Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
-UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references, the block "
-                    "device or the harness's own files and code; the score is not verified")
+UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references and the host's "
+                    "files; the score is not verified")
 # Disk space set aside at the start of a run so its result.json can be written even if the agent fills the disk.
 RESULT_RESERVE_BYTES = 8 << 20
 
@@ -234,15 +235,17 @@ class Run:
             st.submitted = False
         self.traj.write({"type": "end", "reason": st.end_reason})
         with steptimer.step(st.runtime, "freeze"):
-            st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
+            reserve = {"disk_reserve": 0} if self.confined else {}  # the copy's space is in the run's reservation
+            st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted, **reserve)
+            left = disk_full(st.manifest)
+            if self.confined and left:  # never the agent's missing outputs: it could fill nothing but its image
+                raise OSError(errno.ENOSPC, f"the disk filled while the outputs were frozen ({len(left)} file(s) "
+                                            "not copied)")
             write_json(self.folder.manifest, st.manifest)
             # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
             st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
             # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
             plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
-        if getattr(self, "unisolated", False):
-            # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
-            rotate_key()
         try:
             self._evaluate(st, staged)
         except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
@@ -270,7 +273,7 @@ class Run:
                                                      "freeze", path) for path in st.evaluation.tampered[:20]]
         with steptimer.step(st.runtime, "grading"):
             st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
-                                             self.run_dir)
+                                             self.run_dir, trusted=st.isolation.verified)
         st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
 
     def _evaluator(self) -> str:
@@ -297,7 +300,9 @@ class Run:
         self._seal_times(result.runtime, t0)
         steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
-        write_json(self.folder.result, result)
+        unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
+        if unsigned:
+            self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
@@ -411,7 +416,11 @@ class Run:
         isolation.protections, isolation.gaps = session.protections()
         if self.quota is not None:
             isolation.protections.append(self.quota.describe())
-            self.confined = session.isolates_filesystem
+            # every backend keeps the agent's writes on its image now (local-plain calls: everything else is
+            # read-only in their namespace), and the image's copies are reserved with it: a full disk is
+            # another process's doing, never the agent's
+            self.confined = True
+            self.pilots.disk_reserve = 0
         else:
             isolation.gaps.append(self.quota_gap + "; the result is still written: space is reserved for it")
         bound = session.bound_sources()

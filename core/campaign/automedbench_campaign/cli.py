@@ -162,10 +162,12 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
 def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
     """(Re)tag stored runs with error codes E1–E5; RUNS are run folders or folders of runs.
 
-    Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
+    Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept. A run the
+    harness did not write, or whose evidence changed since it was signed, is left out with the reason
+    (`automedbench verify`); a re-tagged result is signed again.
     """
+    from automedbench.resultproof import check_or_reason, write_result
     from automedbench.runfolder import RunFolder
-    from automedbench.serialize import write_json
     from automedbench_codes.tagging import tag_run
 
     from .store import find_runs
@@ -178,6 +180,11 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
         raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
+        why = check_or_reason(run_dir)
+        if why is not None:
+            console.print(f"{escape(run_dir.name)}: [red]left out (not verified as the harness's: {escape(why)})[/]",
+                          soft_wrap=True)
+            continue
         result = RunFolder(run_dir).load_result()
         if not result.isolation.verified and not include_unverified:
             console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
@@ -189,7 +196,9 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
                 outputs[result.header.task] = []
         fired = tag_run(run_dir, result, reg, outputs[result.header.task], llm)
         if not dry_run:
-            write_json(RunFolder(run_dir).result, result)
+            unsigned = write_result(RunFolder(run_dir), result)
+            if unsigned:
+                console.print(f"{escape(run_dir.name)}: [red]{escape(unsigned)}[/]", soft_wrap=True)
         label = ", ".join(f"{c.code}" for c in fired) or "none"
         console.print(f"{run_dir.name}: {label}")
         for c in fired:
@@ -234,7 +243,7 @@ def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, s
     if bad or not keys:
         raise errors.UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
     table = load_table(Path(r) for r in runs)
-    if not len(table):
+    if not len(table) and not table.rejected:
         raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
     board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
     if not include_unverified:  # the HTML report's per-run plots show the same runs as the board

@@ -18,6 +18,7 @@ from attrs import define
 from automedbench import errors
 from automedbench.plugins import Registry
 from automedbench.records import JudgeVerdict, Result
+from automedbench.resultproof import check_or_reason, write_result
 from automedbench.runfolder import RunFolder
 from automedbench.scoring import judge_input, run_rubric, score_result
 from automedbench.serialize import write_json
@@ -35,6 +36,14 @@ def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> Judge
     if not verdict.duration_s:
         verdict.duration_s = round(time.monotonic() - t0, 3)
     return verdict
+
+
+def check_genuine(folder: RunFolder) -> None:
+    """Refuse a run the harness did not write, or whose evidence changed since (`resultproof`): rejudge
+    re-signs what it rewrites, so it re-signs only what it verified."""
+    why = check_or_reason(folder)
+    if why is not None:
+        raise errors.UserError(f"{folder.path}: not re-graded: {why}")
 
 
 def _gradable(folder: RunFolder, result: Result) -> None:
@@ -59,6 +68,7 @@ def _archive_verdict(folder: RunFolder) -> None:
 
 
 def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: dict[str, Any]) -> Result:
+    check_genuine(folder)
     result = folder.load_result()
     _gradable(folder, result)
     track, task = reg.task(result.header.task)
@@ -75,7 +85,9 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
                        result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
                        resolved=run_rubric(track, task, header.tier, folder.events()))
     new.summary_plots = result.summary_plots
-    write_json(folder.result, new)
+    unsigned = write_result(folder, new)
+    if unsigned:
+        raise errors.InfrastructureError(f"{folder.path}: re-graded, but {unsigned}")
     return new
 
 

@@ -4,7 +4,6 @@ known scores and codes, shaped like real ones (full rubric items, per-case rows)
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from automedbench.records import (
     StageScore,
     SubmissionManifest,
 )
+from automedbench.resultproof import write_result
 from automedbench.rubric import default_rubric
 from automedbench.runfolder import RunFolder
 from automedbench.serialize import to_dict
@@ -90,6 +90,6 @@ def write_runs(root: Path, n: int, *, seed: int = 0, agents: list[str] | None = 
         data = make_run(base, rng, agent, task, tier, i // len(cells))
         folder = root / data["header"]["run_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        RunFolder(folder).result.write_text(json.dumps(data, indent=2))
+        write_result(RunFolder(folder), data)  # signed as the harness signs its own (they count)
         paths.append(folder)
     return paths
