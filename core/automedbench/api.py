@@ -49,6 +49,7 @@ from .rubric import (
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
+from .stagesecret import StagingSecret
 from .trace import Trace
 from .track import (
     PHASES,
@@ -62,9 +63,12 @@ from .track import (
     Track,
 )
 from .untrusted import (
+    check_download_file,
     check_image,
     check_pixels,
+    finite_numbers,
     gunzip,
+    inflate,
     inside,
     loads_json,
     open_zip,
@@ -121,6 +125,7 @@ __all__ = [
     "StageRule",
     "StagedData",
     "StagingArea",
+    "StagingSecret",
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
@@ -132,16 +137,19 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "call_result",
+    "check_download_file",
     "check_image",
     "check_pixels",
     "default_rubric",
     "did_you_mean",
     "extract_json",
     "fence_agent_text",
+    "finite_numbers",
     "fold_grades",
     "get_model",
     "gunzip",
     "hookimpl",
+    "inflate",
     "inside",
     "ladder_stage",
     "loads_json",

@@ -234,8 +234,17 @@ def plugins() -> None:
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
 # width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
-TASK_COLUMNS = [("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
-TASK_COLUMN_ORDER = ["Task", "Title", "Tiers", "Cases", "Metric", "Data"]
+TASK_COLUMNS = [("Cases", 5), ("Title", 18), ("Tiers", 17), ("Public labels", 13), ("Metric", 18), ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Title", "Tiers", "Cases", "Public labels", "Metric", "Data"]
+
+
+def public_labels(spec) -> str:
+    """Whether an agent on this task could fetch the labelled source itself (TaskSpec.public_source)."""
+    if spec.demo:
+        return "-"
+    if not spec.public_source:
+        return "no"
+    return "yes, online" if spec.network else "yes (no network)"
 
 
 def tasks_table(specs: list, width: int):
@@ -259,14 +268,18 @@ def tasks_table(specs: list, width: int):
             table.add_column(col, min_width=needs[col])
     for spec in sorted(specs, key=lambda s: s.id):
         cells = {"Task": spec.id, "Title": spec.title, "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
-                 "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
+                 "Public labels": public_labels(spec), "Metric": spec.metric,
+                 "Data": "generated" if spec.demo else spec.dataset}
         table.add_row(*(cells[c] for c in columns))
     return table
 
 
 @main.command()
 def tasks() -> None:
-    """List every task with its tiers and case count (narrow terminals drop the last columns, never the id)."""
+    """List every task with its tiers and case count (narrow terminals drop the last columns, never the id).
+
+    "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
+    network access: an agent could look the answers up (leaderboards can set such runs apart)."""
     reg = registry()
     console.print(tasks_table([spec for _, spec in reg.tasks().values()], console.width))
     print_problems(reg)

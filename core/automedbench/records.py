@@ -85,6 +85,10 @@ class TaskSpec:
     # What the time limit counts: `wall` (the paper's rule: every second from the first turn) or
     # `tools` (model replies excluded: for slow local model servers, where one reply can take minutes).
     time_limit_counts: Literal["wall", "tools"] = "wall"
+    # Where the task's labelled source can be fetched by anyone (a URL), when it can: with network access an
+    # agent could fetch the answers themselves, so results on such a task are declared and can be set apart
+    # (`automedbench tasks`, result.json's header, `leaderboard --public-sources`). "" = not public.
+    public_source: str = ""
 
 
 # ---------------------------------------------------------------- rubric and judging
@@ -386,6 +390,9 @@ class Header:
     versions: dict[str, str] = Factory(dict)
     hashes: dict[str, str] = Factory(dict)
     schema_version: int = SCHEMA_VERSION
+    # The task's declared public labelled source when the run had network access (TaskSpec.public_source):
+    # the agent could have fetched the answers; leaderboards can set such runs apart. "" otherwise.
+    public_source: str = ""
 
 
 @define
