@@ -73,7 +73,9 @@ from .untrusted import (
     loads_json,
     open_zip,
     parse_xml,
+    png_bytes,
     read_zip_member,
+    reencode_image,
     tar_member_ok,
 )
 from .untrusted import read_bytes as read_download_bytes
@@ -158,9 +160,11 @@ __all__ = [
     "parse_xml",
     "pipeline_diagram_code",
     "plan_step",
+    "png_bytes",
     "read_download_bytes",
     "read_download_text",
     "read_zip_member",
+    "reencode_image",
     "reword",
     "sandbox_env",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)

@@ -381,6 +381,48 @@ def check_pixels(dims: list[int], itemsize: int, origin: str, max_pixels: int = 
                         "not published")
 
 
+# ---------------------------------------------------------------- images written again, never the source's bytes
+
+PNG_MODES = frozenset({"1", "L", "LA", "I;16", "RGB", "RGBA", "P"})  # PNG holds these as they are
+
+
+def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
+    """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF),
+    never byte for byte `avoid` (the source file: a PNG PIL wrote at one compression level is written at
+    another), so no file a sandbox gets matches the download's by hash. The pixels are unchanged."""
+    from PIL import Image
+
+    if not isinstance(image, Image.Image):
+        import numpy as np
+
+        image = Image.fromarray(np.ascontiguousarray(image))
+    frame = image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
+    for level in (9, 1):
+        buffer = io.BytesIO()
+        frame.save(buffer, format="PNG", compress_level=level)
+        if buffer.getvalue() != avoid:
+            break
+    return buffer.getvalue()
+
+
+def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS) -> bytes:
+    """Downloaded image bytes (PNG, JPEG, TIFF, BMP, GIF, WebP) decoded, after their header was checked against
+    `max_pixels` and memory, and written again as PNG (`png_bytes`): the decoded pixels, none of the source's
+    bytes or metadata; a multi-frame file keeps its first frame. A file PIL cannot decode is one line."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            check_pixels([image.width, image.height, len(image.getbands())], 1, origin, max_pixels)
+            image.seek(0)
+            image.load()
+            return png_bytes(image, avoid=data)
+    except UserError:
+        raise
+    except Exception as exc:  # PIL raises many types on a damaged or crafted file
+        raise UserError(f"{origin}: not a readable image ({type(exc).__name__})") from None
+
+
 # ---------------------------------------------------------------- decompression bounded before decoding
 
 

@@ -16,10 +16,13 @@ reason, as the sandbox suite does. What it holds a stager to:
   either decided by a public order ("case i is the i-th item in any public order"), both stagings would share
   it and the replay would score as the reference does; for array inputs it also adds its own staging's
   residual (reference - input) to the target's input by position and by id ("the degradation is the one the
-  public seed gives": LDCT noise recomputed and subtracted). Each must score no better than halfway from
-  chance to perfect, chance being the mean of random assignments of the attacker's answers.
-- **degradation** (`random_degradation=True`): an item staged twice gets unrelated inputs (the same reference,
-  different public arrays whose residuals do not correlate).
+  public seed gives": LDCT noise recomputed and subtracted). A replayed answer must score no better than
+  halfway from chance (the mean of random assignments of the attacker's answers) to perfect, a replayed
+  residual no better than halfway from what a random item's residual gives (the degradation's statistics,
+  a bias for instance, which anyone may know) to perfect.
+- **degradation** (`random_degradation=True`): no case's residual (input - reference) correlates with any
+  residual of another staging of the download (the same item's included): the noise is the secret's, not one
+  of a set of fields anyone can regenerate from a public seed and try against each input.
 - **hostile-links**: for each kind of file in the download (by extension), every file of that kind replaced
   by a hard link (then by a symlink) to a copy outside the download: staging refuses in one line, or did not
   need those files (it also stages with them deleted).
@@ -56,7 +59,7 @@ STAGER_CHECKS: dict[str, str] = {
     "perfect": "the perfect baseline scores exactly 1.0, strict and partial",
     "public-knowledge": "replaying another staging of the download by case id or sorted position (answers "
                         "and degradations) stays at chance",
-    "degradation": "an item staged twice gets unrelated random degradations",
+    "degradation": "no random degradation of one staging correlates with any of another staging",
     "hostile-links": "hard links and symlinks in the download are refused in one line or not needed",
     "hostile-fifo": "a FIFO in the download is refused in one line, never a hang",
     "damaged": "a damaged file is refused in one line, or skipped with the perfect baseline still 1.0",
@@ -228,14 +231,21 @@ def _public_knowledge(p: StagerProbe) -> str:
         if partial > bar:
             problems.append(f"replaying another staging's answers by {name} scores {partial:.3f} "
                             f"(chance {chance:.3f}, perfect 1.0)")
+    shuffled = list(b.case_ids)
+    np.random.default_rng(1).shuffle(shuffled)
+    base = None
     for name, mapping in _mappings(a, b).items():
         submission = _residual_replay(p, a, b, answers, mapping, p.work / f"residual-{name[:8]}")
         if submission is None:
             break  # no array input of the output's shape: no degradation to replay
+        if base is None:  # another item's residual: what knowing the degradation's statistics alone gives
+            other = _residual_replay(p, a, b, answers, dict(zip(a.case_ids, shuffled, strict=False)),
+                                     p.work / "residual-random")
+            base = p.score(root, other)[1] if other is not None else 0.0
         _, partial = p.score(root, submission)
-        if partial > bar:
+        if partial > base + 0.5 * (1.0 - base):
             problems.append(f"adding another staging's residual (reference - input) by {name} scores "
-                            f"{partial:.3f} (chance {chance:.3f}): the degradation is not secret")
+                            f"{partial:.3f} (a random item's residual {base:.3f}): the degradation is not secret")
     return "; ".join(problems)
 
 
@@ -296,41 +306,43 @@ def _residual_replay(p: StagerProbe, a: StagedData, b: StagedData, answers: Path
     return dest if made else None
 
 
+def _residuals(staged: StagedData) -> dict[str, np.ndarray]:
+    """Case -> its input minus its reference (flattened), for cases whose first input array has the shape of
+    their first reference array."""
+    found = {}
+    for case in staged.case_ids:
+        refs, inputs = _array_files(staged.private / case), _array_files(staged.public / case)
+        if not refs or not inputs:
+            continue
+        ref, given = _load_array(refs[0]), _load_array(inputs[0])
+        if ref is None or given is None or given[0].shape != ref[0].shape:
+            continue
+        found[case] = (given[0].astype(np.float64) - ref[0].astype(np.float64)).ravel()
+    return found
+
+
 def _degradation(p: StagerProbe) -> str:
-    """Items staged in both stagings (the same reference bytes) must get inputs with unrelated residuals."""
+    """Every case's random degradation is its own: no residual (input - reference) of one staging correlates
+    with any residual of another staging, the same item's included. Noise drawn from a public set of seeds
+    (the task file's seed plus an index) and dealt out secretly would repeat a field across stagings."""
     (_, a), (_, b) = p.pair()
-
-    def by_reference(staged: StagedData) -> dict[bytes, str]:
-        found = {}
-        for case in staged.case_ids:
-            arrays = _array_files(staged.private / case)
-            if arrays:
-                found[arrays[0].read_bytes()] = case
-        return found
-
-    ref_a, ref_b = by_reference(a), by_reference(b)
-    shared = [(ref_a[k], ref_b[k], k) for k in ref_a.keys() & ref_b.keys()]
-    if not shared:
-        return "no item was staged twice (the fixture must hold no more items than the task samples)"
-    correlations = []
-    for case_a, case_b, _ in shared:
-        ref_arrays = _array_files(a.private / case_a)
-        inputs_a, inputs_b = _array_files(a.public / case_a), _array_files(b.public / case_b)
-        if not inputs_a or not inputs_b:
-            continue
-        ref = _load_array(ref_arrays[0])
-        xa, xb = _load_array(inputs_a[0]), _load_array(inputs_b[0])
-        if ref is None or xa is None or xb is None or xa[0].shape != ref[0].shape:
-            continue
-        ra = (xa[0].astype(np.float64) - ref[0]).ravel()
-        rb = (xb[0].astype(np.float64) - ref[0]).ravel()
-        if ra.std() == 0 or rb.std() == 0:
-            return f"{case_a}: no degradation at all"
-        correlations.append(abs(float(np.corrcoef(ra, rb)[0, 1])))
-    if not correlations:
+    ra, rb = _residuals(a), _residuals(b)
+    if not ra or not rb:
         return "no staged input has its reference's shape: nothing to compare"
-    worst = max(correlations)
-    return f"the same item's degradations correlate {worst:.2f} across stagings" if worst > 0.3 else ""
+    flat = [case for case, r in ra.items() if r.std() == 0]
+    if flat:
+        return f"{flat[0]}: no degradation at all (input equals reference)"
+    worst, pair = 0.0, ("", "")
+    for case_a, x in ra.items():
+        x = (x - x.mean()) / x.std()
+        for case_b, y in rb.items():
+            if y.std() == 0:
+                continue
+            corr = abs(float(np.dot(x, (y - y.mean()) / y.std())) / x.size)
+            if corr > worst:
+                worst, pair = corr, (case_a, case_b)
+    return (f"{pair[0]} and {pair[1]} of two stagings carry degradations that correlate {worst:.2f}: the noise "
+            "comes from a set anyone can regenerate") if worst > 0.3 else ""
 
 
 # ---------------------------------------------------------------- hostile downloads

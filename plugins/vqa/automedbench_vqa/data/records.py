@@ -22,12 +22,12 @@ from automedbench.api import (
     atomic_write_bytes,
     atomic_write_text,
     check_pixels,
+    reencode_image,
 )
 from PIL import Image
 
 from ..contract import ANSWER_FILE, QUESTION_FILE, read_json_object
 
-PNG_MODES = frozenset({"1", "L", "LA", "I;16", "RGB", "RGBA", "P"})  # written to PNG as they are
 SMOKE_FILE = "smoke_ids.txt"
 CALIBRATION_FILE = "calibration_ids.txt"
 FACTS = ("question_type", "body_system", "modality")
@@ -80,22 +80,9 @@ def subsample(count: int, limit: int | None, secret: StagingSecret) -> list[int]
 
 
 def reencoded(images: list[tuple[str, bytes]], qid: str) -> list[tuple[str, bytes]]:
-    """Each image decoded (its header checked first) and written again as PNG: the same pixels (a JPEG's as
-    decoded), none of the source's bytes or metadata (EXIF, comments, text chunks), so no file the agent
-    gets matches the source's by hash. A multi-frame file keeps its first frame."""
-    out = []
-    for stem, data in images:
-        image_extension(data, f"{qid}/{stem}")  # decodable, and no pixel bomb
-        with Image.open(io.BytesIO(data)) as image:
-            image.seek(0)
-            frame = image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
-            for level in (9, 1):  # a source PIL wrote at one level is written again at the other: never its bytes
-                buffer = io.BytesIO()
-                frame.save(buffer, format="PNG", compress_level=level)  # no info=: no text chunk, ICC or EXIF
-                if buffer.getvalue() != data:
-                    break
-        out.append((stem, buffer.getvalue()))
-    return out
+    """Each image decoded and written again as PNG (`automedbench.api.reencode_image`): the same pixels (a
+    JPEG's as decoded), none of the source's bytes or metadata, so no file matches the source's by hash."""
+    return [(stem, reencode_image(data, f"{qid}/{stem}")) for stem, data in images]
 
 
 def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
