@@ -426,15 +426,18 @@ def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS)
 # ---------------------------------------------------------------- decompression bounded before decoding
 
 
-def inflate(data: bytes, origin: str, max_bytes: int, kind: str = "zlib") -> bytes:
+def inflate(data: bytes, origin: str, max_bytes: int, kind: str = "zlib", head: bool = False) -> bytes:
     """zlib (`kind` "zlib") or gzip data decompressed to at most `max_bytes` (a size the caller derived from a
-    header and checked against memory before calling); a damaged stream or more output is one line."""
+    header and checked against memory before calling); a damaged stream or more output is one line.
+    `head=True`: only the first `max_bytes` (a header to read the sizes from), whatever follows."""
     wbits = {"zlib": zlib.MAX_WBITS, "gzip": 16 + zlib.MAX_WBITS}[kind]
     stream = zlib.decompressobj(wbits)
     try:
-        out = stream.decompress(data, max_bytes + 1)
+        out = stream.decompress(data, max_bytes if head else max_bytes + 1)
     except zlib.error as exc:
         raise UserError(f"{origin}: compressed data unreadable ({exc}); a damaged or crafted file?") from None
+    if head:
+        return out
     if len(out) > max_bytes:
         raise UserError(f"{origin}: decompresses past the {max_bytes} bytes its header declares; refused")
     return out
