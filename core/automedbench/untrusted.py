@@ -80,7 +80,7 @@ def read_bytes(path: Path, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
             raise UserError(f"{path}: {problem}; refused")
         if info.st_size > max_bytes:
             raise UserError(f"{path}: {info.st_size} bytes, larger than {max_bytes} (not a file of this dataset?)")
-        data = fh.read(max_bytes + 1)
+        data = fh.read(min(info.st_size, max_bytes) + 1)  # a buffer the file's size, not the limit's
     if len(data) > max_bytes:
         raise UserError(f"{path}: grew past {max_bytes} bytes while being read")
     return data
@@ -239,12 +239,22 @@ MAX_IMAGE_PIXELS = 1 << 30  # voxels of one image: no dataset of these tracks co
 
 
 def max_image_bytes() -> int:
-    """Decoded bytes one image may take: a quarter of the memory available now (and never more than 8 GiB)."""
+    """Decoded bytes one image may take: a quarter of the memory available now, never more than 8 GiB, and
+    while the engine stages a download never more than a quarter of the free disk where it writes (a
+    decoded image is written out again: memory as well as disk bounds it)."""
     try:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         available = 8 << 30
-    return max(64 << 20, min(8 << 30, available // 4))
+    limit = min(8 << 30, available // 4)
+    for _, own in list(_guarded.values()):
+        if own:
+            try:
+                info = os.statvfs(os.path.dirname(own) or ".")
+                limit = min(limit, info.f_bavail * info.f_frsize // 4)
+            except OSError:
+                pass
+    return max(64 << 20, limit)
 
 
 MHA_SIZES = {"MET_UCHAR": 1, "MET_CHAR": 1, "MET_USHORT": 2, "MET_SHORT": 2, "MET_UINT": 4, "MET_INT": 4,
