@@ -68,10 +68,12 @@ LAYERS: dict[str, int] = {
     "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
+    "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
+    "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
@@ -88,11 +90,13 @@ LAYERS: dict[str, int] = {
     "automedbench_campaign": BUILTIN,
     "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
+    "automedbench_inspect": BUILTIN,
     "automedbench_models": BUILTIN,
     "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.progress": FACE,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.judgecli": FACE,
@@ -101,6 +105,8 @@ LAYERS: dict[str, int] = {
     "automedbench_codes.plugin": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
+    "automedbench_inspect._registry": FACE,  # inspect_ai's entry point: registers the tasks with inspect
+    "automedbench_inspect.plugin": FACE,
     "automedbench_models.plugin": FACE,
     "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }

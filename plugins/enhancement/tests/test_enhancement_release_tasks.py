@@ -23,6 +23,7 @@ pytest.importorskip("pydicom")
 pytest.importorskip("skimage")
 
 RELEASE = sorted(layouts.WRITERS)
+BAND_TOLERANCE = 0.005  # SSIM: a staging's classical baselines move within this of another's (noise, order)
 
 
 def small(task_id: str, n: int):
@@ -190,7 +191,10 @@ def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
     table = measure(task, staged, CLASSICAL)
     expected = bands(table)
     rating = task.rating
-    assert (rating.good, rating.okay, rating.floor) == (expected["good"], expected["okay"], expected["floor"])
+    # each staging draws its own slices order and noise: the bands in the task file hold within the measured
+    # spread of the best classical baseline over stagings (benchmarks/bench_staging_spread.py, README)
+    for edge in ("good", "okay", "floor"):
+        assert abs(getattr(rating, edge) - expected[edge]) <= BAND_TOLERANCE, (rating, expected)
     trivial = ("identity", "gaussian") if task.params["kind"] == "ldct" else ("identity",)
     for name in trivial:
         assert table[name]["ssim"] < rating.okay, (name, table[name], rating)  # identity / trivial stay below B
@@ -198,7 +202,7 @@ def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
     for name in CLASSICAL:  # the measured values are written beside the bands
         if name in text:
             shown = re.search(rf"{name}(?: \(\w+\))? (\d\.\d{{4}})", text)
-            assert shown is None or abs(float(shown[1]) - table[name]["ssim"]) < 5e-4, (name, table[name])
+            assert shown is None or abs(float(shown[1]) - table[name]["ssim"]) <= BAND_TOLERANCE, (name, table[name])
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report
     assert f"{task.case_count} staged, {task.case_count} declared" in report
