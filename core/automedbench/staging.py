@@ -114,7 +114,11 @@ def _run_stager(track: Track, task: TaskSpec, dest: Path, source: Path | None) -
         return track.stage(task, dest, source)
     try:
         return track.stage(task, dest, source)
-    except (UserError, KeyboardInterrupt, SystemExit, GeneratorExit):
+    except UserError as exc:
+        if "\n" not in str(exc):
+            raise
+        raise UserError(" ".join(str(exc).split())) from exc  # a parser's message quoted with its line breaks
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except Exception as exc:
         frames = traceback.extract_tb(exc.__traceback__)

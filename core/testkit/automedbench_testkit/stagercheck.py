@@ -27,8 +27,8 @@ reason, as the sandbox suite does. What it holds a stager to:
   by a hard link (then by a symlink) to a copy outside the download: staging refuses in one line, or did not
   need those files (it also stages with them deleted).
 - **hostile-fifo**: a FIFO in place of one file of each kind: refused in one line, never a hang.
-- **damaged**: one file of each kind cut to half its size: staging refuses in one line, or stages without it
-  and the perfect baseline still scores 1.0 (a case no submission could score is never staged).
+- **damaged**: every file of one kind cut to half its size: staging refuses in one line, or stages without
+  them and the perfect baseline still scores 1.0 (a case no submission could score is never staged).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ STAGER_CHECKS: dict[str, str] = {
     "degradation": "no random degradation of one staging correlates with any of another staging",
     "hostile-links": "hard links and symlinks in the download are refused in one line or not needed",
     "hostile-fifo": "a FIFO in the download is refused in one line, never a hang",
-    "damaged": "a damaged file is refused in one line, or skipped with the perfect baseline still 1.0",
+    "damaged": "damaged files are refused in one line, or skipped with the perfect baseline still 1.0",
 }
 DEFAULT_CHECKS = tuple(c for c in STAGER_CHECKS if c != "degradation")
 PERMUTATIONS = 3
@@ -428,15 +428,13 @@ def _hostile_fifo(p: StagerProbe) -> str:
 
 
 def _damaged(p: StagerProbe) -> str:
-    def cut(path: Path, _moved: Path) -> None:
-        if not getattr(cut, "done", False) and path.stat().st_size > 1:
+    def cut(path: Path, _moved: Path) -> None:  # every file of the kind: the staging cannot avoid reading one
+        if path.stat().st_size > 1:
             data = path.read_bytes()
             path.write_bytes(data[:len(data) // 2])
-            cut.done = True  # type: ignore[attr-defined]
 
     problems = []
     for kind in _groups(p.download):
-        cut.done = False  # type: ignore[attr-defined]
         outcome, detail = _try_stage(p, _mutated(p, "damaged", kind, cut))
         if outcome == "crashed":
             problems.append(f"a {kind} file cut in half: {detail}")
