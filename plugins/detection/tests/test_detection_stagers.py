@@ -110,9 +110,13 @@ def test_grazpedwri_yolo(tmp_path):
 def test_dentex_coco(tmp_path):
     source = layouts.coco(tmp_path / "src")
     staged = TRACK.stage(task("detection/dentex", case_count=5), tmp_path / "dest", source)
-    record = next(truth(staged, c) for c in staged.case_ids if truth(staged, c)["source"]["id"] == "train_2.png")
+    case = next(c for c in staged.case_ids if truth(staged, c)["source"]["id"] == "train_2.png")
+    record = truth(staged, case)
     assert [(b["class"], b["x1"], b["y2"]) for b in record["boxes"]] == [
         ("Periapical Lesion", 10.0, 35.0), ("Caries", 50.5, 18.0)]
+    published, original = staged.public / case / "image.png", source / "xrays" / "train_2.png"
+    assert published.read_bytes() != original.read_bytes()  # written again: never the source's bytes ...
+    assert np.array_equal(np.asarray(Image.open(published)), np.asarray(Image.open(original)))  # ... same pixels
 
 
 def test_restaging_draws_anew_and_replaces_atomically(tmp_path):

@@ -120,7 +120,7 @@ def _write_all(area: StagingArea, task: TaskSpec, chosen: list[tuple[str, Path, 
         if outside and len(outside) == len(boxes):
             raise UserError(f"{path.name}: every box lies beyond the image ({width}x{height}); use images at the "
                             "original resolution, not resized conversions")
-        write_case(area.root, case_id, png_bytes(pixels), width, height, classes, kept,
+        write_case(area.root, case_id, png_bytes(pixels, path), width, height, classes, kept,
                    {"id": source_id, "file": path.name, "dropped_boxes": len(boxes) - len(kept)})
     return area.commit(case_ids)
 
