@@ -212,3 +212,15 @@ def test_a_run_on_a_task_with_a_public_source_records_it(tmp_path):
     record = json.loads((tmp_path / "ev" / "result.json").read_text())
     assert record["header"]["public_source"] == task.public_source.strip() != ""
     assert record["task"]["strict"] == 1.0
+
+
+def test_every_release_task_is_in_a_stager_conformance_test():
+    """Every real task of every track here runs `check_stager` on a fixture download (its track's
+    tests/test_<track>_stager_conformance.py; a sample by default, all with AUTOMEDBENCH_ALL_LAYOUT_CHECKS=1)."""
+    named = set()
+    for path in (ROOT / "plugins").glob("*/tests/test_*_stager_conformance.py"):
+        text = path.read_text()
+        assert "assert_stager_conforms" in text, path
+        named |= set(re.findall(r'"([a-z_]+/[a-z0-9-]+)"', text))
+    real = {spec.id for _, spec in registry().tasks().values() if not spec.demo and spec.track != "toy"}
+    assert real and real <= named, sorted(real - named)

@@ -27,8 +27,8 @@ def simnict(src: Path) -> Path:
 
 def fastmri(src: Path) -> Path:
     src.mkdir(parents=True)
-    for i in range(6):
-        write_fastmri(src / f"file_brain_{i}.h5", shape=(330, 324))
+    for i in range(6):  # names of different lengths: write_fastmri seeds each volume by its name's length
+        write_fastmri(src / f"file_brain_{i:0{i + 1}d}.h5", shape=(330, 324))
     return src
 
 

@@ -24,6 +24,7 @@ FIXTURES = [
     ("report_gen/iu-xray", _written(make_iu_r2gen, 12), {"sample": None}),
     ("report_gen/chexpert-plus", _written(make_chexpert_plus, 12), {"sample": None}),
     ("report_gen/iu-xray", _written(make_iu_openi, 12), {"sample": None}),
+    ("report_gen/pathcap-500", _written(make_pathcap, 12), {"sample": 9}),
 ]
 
 
