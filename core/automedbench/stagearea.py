@@ -30,6 +30,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import UserError
 from .fsutil import atomic_write_text
@@ -114,15 +115,20 @@ def staging_area(dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = Tru
 
 
 @contextlib.contextmanager
-def secret_for(dest: Path, secret: StagingSecret) -> Iterator[None]:
-    """Every staging area opened on `dest` inside this block draws from `secret` (the engine's, one per
-    staging). Call with the staging lock held."""
+def _registered(table: dict[str, Any], dest: Path, value: Any) -> Iterator[None]:
+    """`value` is `table`'s entry for `dest` inside the block (one staging's seal or secret)."""
     key = os.path.abspath(dest)
-    _secrets[key] = secret
+    table[key] = value
     try:
         yield
     finally:
-        _secrets.pop(key, None)
+        table.pop(key, None)
+
+
+def secret_for(dest: Path, secret: StagingSecret) -> contextlib.AbstractContextManager[None]:
+    """Every staging area opened on `dest` inside this block draws from `secret` (the engine's, one per
+    staging). Call with the staging lock held."""
+    return _registered(_secrets, dest, secret)
 
 
 MAX_PUBLISHED_ENTRIES = 10_000_000
@@ -154,17 +160,11 @@ def check_published(public: Path) -> None:
                                     "one file: it may be a file from outside the download); refused")
 
 
-@contextlib.contextmanager
-def sealed(dest: Path, seal: Seal) -> Iterator[None]:
+def sealed(dest: Path, seal: Seal) -> contextlib.AbstractContextManager[None]:
     """Every commit to `dest` inside this block swaps in what `seal` writes too (see the module's docstring).
 
     Call with the staging lock held: the seal is the lock holder's, for that one staging."""
-    key = os.path.abspath(dest)
-    _seals[key] = seal
-    try:
-        yield
-    finally:
-        _seals.pop(key, None)
+    return _registered(_seals, dest, seal)
 
 
 def swap_in(work: Path, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:

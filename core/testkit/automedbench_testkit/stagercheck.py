@@ -34,7 +34,6 @@ reason, as the sandbox suite does. What it holds a stager to:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -152,15 +151,13 @@ def _secret(p: StagerProbe) -> str:
 
 
 def _published(p: StagerProbe) -> str:
+    from automedbench.stagearea import check_published
+
     (_, a), _ = p.pair()
-    for folder, dirs, files in os.walk(a.public):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            if os.path.islink(path):
-                return f"{path} is a symlink"
-            if name in files and (not os.path.isfile(path) or info.st_nlink != 1):
-                return f"{path} is not a regular file with one name (links {info.st_nlink})"
+    try:
+        check_published(a.public)  # what the engine refuses before a swap, checked again on the result
+    except UserError as exc:
+        return str(exc)
     return ""
 
 
@@ -504,7 +501,3 @@ def stager_report(results: list[CheckResult]) -> str:
     lines = [f"{'ok  ' if r.passed else 'FAIL'} {r.id}: {r.reason or r.description}"
              for r in sorted(results, key=lambda r: r.passed)]
     return "\n".join(lines)
-
-
-def to_json(results: list[CheckResult]) -> str:
-    return json.dumps([{"id": r.id, "passed": r.passed, "reason": r.reason} for r in results], indent=1)
