@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "automedbench.sandboxcall": CONTRACT,  # what one sandboxed call is made of, shared by every sandbox backend
     "automedbench.serialize": CONTRACT,
     "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
+    "automedbench.stagesecret": CONTRACT,  # the per-staging secret every hidden choice of a staging is drawn from
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,

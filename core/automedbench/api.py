@@ -62,6 +62,7 @@ from .rubric import (
 from .sandbox import Sandbox, SandboxSession, SandboxSpec
 from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
+from .stagesecret import StagingSecret
 from .trace import Trace
 from .track import (
     PHASES,
@@ -75,14 +76,19 @@ from .track import (
     Track,
 )
 from .untrusted import (
+    check_download_file,
     check_image,
     check_pixels,
+    finite_numbers,
     gunzip,
+    inflate,
     inside,
     loads_json,
     open_zip,
     parse_xml,
+    png_bytes,
     read_zip_member,
+    reencode_image,
     tar_member_ok,
 )
 from .untrusted import read_bytes as read_download_bytes
@@ -138,6 +144,7 @@ __all__ = [
     "StageRule",
     "StagedData",
     "StagingArea",
+    "StagingSecret",
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
@@ -149,6 +156,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "call_result",
+    "check_download_file",
     "check_image",
     "check_pixels",
     "default_case_picture",
@@ -157,11 +165,13 @@ __all__ = [
     "extract_json",
     "fence_agent_text",
     "file_panel",
+    "finite_numbers",
     "focus_index",
     "fold_grades",
     "get_model",
     "gunzip",
     "hookimpl",
+    "inflate",
     "inside",
     "ladder_stage",
     "loads_json",
@@ -171,11 +181,13 @@ __all__ = [
     "parse_xml",
     "pipeline_diagram_code",
     "plan_step",
+    "png_bytes",
     "read_download_bytes",
     "read_download_text",
     "read_image",
     "read_text_head",
     "read_zip_member",
+    "reencode_image",
     "reword",
     "sandbox_env",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)

@@ -331,8 +331,18 @@ def plugins() -> None:
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
 # width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
-TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
-TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Metric", "Data"]
+TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Public labels", 13), ("Metric", 18),
+                ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Public labels", "Metric", "Data"]
+
+
+def public_labels(spec) -> str:
+    """Whether an agent on this task could fetch the labelled source itself (TaskSpec.public_source)."""
+    if spec.demo:
+        return "-"
+    if not spec.public_source:
+        return "no"
+    return "yes, online" if spec.network else "yes (no network)"
 
 
 def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
@@ -357,7 +367,7 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
     for spec in sorted(specs, key=lambda s: s.id):
         ok = (ready or {}).get(spec.id, True)
         cells = {"Task": spec.id, "Ready": "yes" if ok else "[yellow]no[/]", "Title": spec.title,
-                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
+                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count), "Public labels": public_labels(spec),
                  "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
         table.add_row(*(cells[c] for c in columns))
     return table
@@ -366,7 +376,10 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 @main.command()
 def tasks() -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
-    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed."""
+    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed.
+
+    "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
+    network access: an agent could look the answers up (leaderboards can set such runs apart)."""
     from .needs import ready_here
 
     reg = registry()

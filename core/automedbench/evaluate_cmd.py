@@ -46,7 +46,8 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),
-                    {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)})
+                    {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)},
+                    public_source=task.public_source if task.network else "")
     wall = round(time.monotonic() - t0, 3)  # no agent: all of it is the harness's (baseline, freeze, evaluator)
     runtime = Runtime(wall_s=wall, harness_s=wall, eval_s=evaluation.duration_s)
     result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,

@@ -221,7 +221,8 @@ class Run:
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
                                                              "options": sha256_text(dumps(score_record(self.o))),
-                                                             **staging.digests(self.task, self.data_root)})
+                                                             **staging.digests(self.task, self.data_root)},
+                        public_source=self.task.public_source if self.task.network else "")
         if self.assets is not None:  # a changed weight file shows in the record, as changed data does
             header.hashes["assets"] = tree_digest(self.assets)
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))

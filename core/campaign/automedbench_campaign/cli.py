@@ -226,8 +226,13 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
 @click.option("--pictures/--no-pictures", default=True, show_default=True,
               help="With --site: each run page shows its cases' pictures (drawn from the data); --no-pictures "
                    "leaves them out, for a site published where the datasets' licences allow no images.")
+@click.option("--public-sources", type=click.Choice(["include", "exclude", "only"]), default="include",
+              show_default=True,
+              help="Runs of tasks whose labelled source is public and that had network access (the agent could "
+                   "fetch the answers; `automedbench tasks`, column Public labels): count them, leave them out, "
+                   "or count only them.")
 def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
-                include_unverified, pictures) -> None:
+                include_unverified, pictures, public_sources) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
@@ -243,8 +248,11 @@ def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, s
     if bad or not keys:
         raise errors.UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
     table = load_table(Path(r) for r in runs)
+    if public_sources != "include":
+        table = table.select(table["public_source"] == (public_sources == "only"))
     if not len(table) and not table.rejected:
-        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
+        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs)
+                               + ("" if public_sources == "include" else f" (--public-sources {public_sources})"))
     board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
     if not include_unverified:  # the HTML report's per-run plots show the same runs as the board
         table = table.select(table["verified"])

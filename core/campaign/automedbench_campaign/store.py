@@ -54,6 +54,7 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "codes": codes, "breached": bool((data.get("isolation") or {}).get("breached")),
         "verified": (data.get("isolation") or {}).get("verified", True) is not False,
         "submitted": bool((data.get("submission") or {}).get("submitted")),
+        "public_source": bool(header.get("public_source")),  # the agent could fetch the labelled source
     }
 
 
@@ -105,6 +106,7 @@ class RunTable:
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
         cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
+        cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
         cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
         return cls(cols, list(skipped or []), list(rejected or []))
 

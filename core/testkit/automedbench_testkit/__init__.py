@@ -23,6 +23,8 @@ EXPORTS: dict[str, str] = {
     "needs": "markers", "sampled": "markers", "full_check": "markers",
     "validate": "validation",
     "render_grade_request": "grading",
+    "check_stager": "stagercheck", "stager_report": "stagercheck",
+    "assert_stager_conforms": "stagercheck", "STAGER_CHECKS": "stagercheck",
 }
 
 
