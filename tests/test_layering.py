@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
+    "automedbench.observed": ENGINE,  # steps inside an agent program's session, recorded as the runner's own
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,

@@ -17,7 +17,6 @@ import json
 import os
 import shlex
 import shutil
-import stat
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -28,11 +27,12 @@ from typing import Any
 from attrs import define
 from automedbench.agent import AgentContext
 from automedbench.errors import AgentError, UserError
-from automedbench.fsutil import open_path, read_regular, walk_fd
+from automedbench.fsutil import open_path, read_regular
 from automedbench.records import AgentTurn, ToolCall
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
 from .gateway import RELAY, SOCKET_NAME, ModelGateway
+from .gatewaysteps import StepLedger
 from .pricing import price_table
 from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
 
@@ -267,6 +267,9 @@ class InstalledAgent(CliAgent):
                 raise UserError(f"{system.name}: the key variable {key_env} is not set (set it, or pass "
                                 "--agent-option api_key_env=none for a server without a key)")
         self.prices = price_table([Path(prices).expanduser()] if prices else None)
+        self.text_mode = system.name == "mini-swe-agent" and config == "textbased"
+        self.ledger_wire = wire_api if self.wire == "openai" and system.name == "codex" else \
+            "chat" if self.wire == "openai" else self.wire
         self.values = {"bin": shlex.quote(str(self.binary)), "model": shlex.quote(self.model),
                        "litellm_model": shlex.quote(f"{self.wire if self.wire == 'anthropic' else 'openai'}/"
                                                     f"{self.model}"),
@@ -274,6 +277,7 @@ class InstalledAgent(CliAgent):
                        "args": " ".join(shlex.quote(a) for a in shlex.split(args))}
         super().__init__(CliAgentSpec(system.name, command="", log="{dir}/" + system.transcript, log_format="none"))
         self.gateway: ModelGateway | None = None
+        self.ledger: StepLedger | None = None
         self.transcript: Transcript | None = None
         self.dir_fd: int | None = None
 
@@ -295,8 +299,10 @@ class InstalledAgent(CliAgent):
             raise AgentError(f"{self.name}: cannot open the session folder {CLI_DIR} in the workspace")
         turns = max(1, (context.max_turns or 100) - 1)  # the last turn is the harness's submit
         deadline = time.monotonic() + max(1.0, (context.time_limit_s or 3600) - GATEWAY_MARGIN_S)
+        # every step the model asks for and the program answers is handed to the run's recorder as it happens
+        self.ledger = StepLedger(self.system.name, self.ledger_wire, context.steps, text_mode=self.text_mode)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
-                                    max_calls=turns, deadline=deadline, price=self._price, observe=self._observe)
+                                    max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 
@@ -304,22 +310,6 @@ class InstalledAgent(CliAgent):
         from automedbench.api import Usage
 
         return self.prices.cost(model or self.model, Usage(tokens_in, tokens_out, cached)).usd
-
-    def _observe(self) -> dict[str, Any]:
-        """The outputs as the harness sees them when a model call arrives (after the steps before it ran)."""
-        assert self.context is not None
-        fd = open_path(Path(self.context.host_workspace), "outputs")
-        if fd is None:
-            return {"cases_with_outputs": 0, "files": 0}
-        cases, files = set(), 0
-        try:
-            for rel, dir_fd, _name, info in walk_fd(fd, max_entries=20_000):
-                if dir_fd >= 0 and info is not None and "/" in rel and stat.S_ISREG(info.st_mode):
-                    cases.add(rel.split("/", 1)[0])
-                    files += 1
-        finally:
-            os.close(fd)
-        return {"cases_with_outputs": len(cases), "files": files}
 
     def script(self) -> str:
         assert self.context is not None
@@ -373,34 +363,57 @@ class InstalledAgent(CliAgent):
                          **(usage if self.turn == 2 else {}))
 
     def drain_events(self) -> list[dict[str, Any]]:
+        """After the session: the gateway's counts, and the program's transcript read and compared with what the
+        gateway saw. The steps themselves were recorded as they happened (`AgentContext.steps`); a transcript (a
+        file in the workspace, which the agent can rewrite) adds none, and where it disagrees that is noted."""
         if self.turn != 1:
             return []
         if self.gateway is not None:
             self.gateway.close()  # the session is over: nothing in the sandbox may use the model any more
-        raw = self._read_transcript()
-        self.transcript = PARSERS[self.system.parser](raw)
-        events = list(self.transcript.events)
-        calls = self.gateway.records() if self.gateway is not None else []
-        answered = [c for c in calls if not c["refused"] and c["status"] < 400]
-        replies = [e for e in events if e["type"] == "assistant"]
-        if answered and len(answered) == len(replies):  # one transcript reply per model call: the harness's counts
-            for reply, call in zip(replies, answered, strict=True):
-                reply.update(tokens_in=call["tokens_in"], tokens_out=call["tokens_out"],
-                             tokens_cached=call["tokens_cached"], cost_usd=call["cost_usd"],
-                             latency_s=call["latency_s"])
-        for index, reply in enumerate(replies):  # what the outputs were when the next model call came
-            after = answered[index + 1]["observed"] if index + 1 < len(answered) else self._observe()
-            for event in events:
-                if event["type"] == "tool" and event["turn"] == reply["turn"] and isinstance(after, dict):
-                    event["observed_outputs"] = after
-        summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model,
-                   **(self.gateway.totals() if self.gateway is not None else {}),
+        self.transcript = PARSERS[self.system.parser](self._read_transcript())
+        check = self._compare_transcript(self.transcript)
+        gateway = self.gateway.totals() if self.gateway is not None else {}
+        summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model, **gateway,
+                   "observed": self.ledger.summary() if self.ledger is not None else {},
+                   "watch_errors": self.gateway.watch_errors if self.gateway is not None else [],
                    "reported": {"turns": self.transcript.turns, "tokens_in": self.transcript.tokens_in,
                                 "tokens_out": self.transcript.tokens_out, "cost_usd": self.transcript.cost_usd,
                                 "errors": self.transcript.errors[:20],
-                                "unreadable_lines": self.transcript.skipped_lines},
-                   "records": calls[:500]}
-        return [summary, *events]
+                                "unreadable_lines": self.transcript.skipped_lines, **check},
+                   "records": self.gateway.records()[:500] if self.gateway is not None else []}
+        events: list[dict[str, Any]] = [summary]
+        events += [e for e in self.transcript.events if e["type"] == "cli_error"][:50]
+        if check["unseen_steps"]:
+            events.append({"type": "note", "turn": 1, "note": (
+                f"the program's transcript reports {check['unseen_steps']} step(s) the model gateway never saw "
+                "asked for and answered; they are not recorded as steps")})
+        if check["exit_disagreements"]:
+            events.append({"type": "note", "turn": 1, "note": (
+                f"the program's transcript gives {len(check['exit_disagreements'])} step(s) another exit code than "
+                "its answer to the model did; the answer's is recorded")})
+        return events
+
+    def _compare_transcript(self, transcript: Transcript) -> dict[str, Any]:
+        """The transcript's steps against the gateway's: those the model never asked for (the gateway never saw
+        them), those it asked for but whose answer never came back, and exit codes that differ."""
+        seen: dict[str, list[tuple[int | None, bool]]] = {}
+        for code, exit_code, answered in self.ledger.asked() if self.ledger is not None else []:
+            seen.setdefault(code.strip(), []).append((exit_code, answered))
+        unseen, unanswered, differ = [], 0, []
+        for event in transcript.events:
+            if event["type"] != "tool":
+                continue
+            codes = seen.get(str(event.get("code", "")).strip())
+            if not codes:
+                unseen.append(str(event.get("code", ""))[:200])
+                continue
+            observed, answered = codes.pop(0)
+            unanswered += not answered
+            reported = event.get("exit_code")
+            if type(reported) is int and type(observed) is int and reported != observed:
+                differ.append({"turn": event.get("turn"), "reported": reported, "observed": observed})
+        return {"steps": sum(e["type"] == "tool" for e in transcript.events), "unseen_steps": len(unseen),
+                "unseen": unseen[:10], "unanswered_steps": unanswered, "exit_disagreements": differ[:20]}
 
     def _read_transcript(self) -> str:
         if self.dir_fd is None:
