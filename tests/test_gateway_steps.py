@@ -273,3 +273,30 @@ def test_the_recorder_looks_at_the_outputs_itself_and_copies_a_one_case_pilot(tm
     assert [e["kind"] for e in seen] == ["turn", "tool", "tool", "tool"]
     many = recorder.steps(3, [{"call_id": f"x{i}", "code": "true", "exit_code": 0} for i in range(40)])
     assert len(many) == MAX_STEPS_PER_REPLY and "8 steps" in recorder.drain()[-1]["note"]
+
+
+def test_a_command_that_outlives_the_programs_wait_is_one_step_recorded_when_a_poll_shows_it_ended():
+    recorder = FakeRecorder()
+    ledger = StepLedger("codex", "responses", recorder)
+    tools = [{"type": "function", "name": "exec_command"}, {"type": "function", "name": "write_stdin"}]
+    items: list[dict] = [{"type": "message", "role": "user", "content": "brief"}]
+
+    def turn(n: int, name: str, args: dict, answer: str) -> None:
+        request = json.dumps({"input": items, "tools": tools}).encode()
+        ledger.reply(request, 200, responses_reply({}, "", (name, args), n), {})
+        call_id = f"call_{n:04d}"
+        items.extend([{"type": "function_call", "name": name, "arguments": json.dumps(args), "call_id": call_id},
+                      {"type": "function_call_output", "call_id": call_id, "output": answer}])
+        ledger.request(json.dumps({"input": items, "tools": tools}).encode())
+
+    turn(1, "exec_command", {"cmd": "python3 infer.py"}, "Chunk ID: a\nWall time: 10.0 seconds\n"
+         "Process running with session ID 7\nOriginal token count: 2\nOutput:\ncase 1 of 6\n")
+    assert recorder.steps_seen == [] and ledger.summary()["still_running"] == 1
+    turn(2, "write_stdin", {"session_id": 7, "chars": ""}, "Chunk ID: b\nWall time: 5.0 seconds\n"
+         "Process running with session ID 7\nOutput:\ncase 3 of 6\n")
+    assert recorder.steps_seen == []  # still running: a poll is no step
+    turn(3, "write_stdin", {"session_id": 7, "chars": ""}, "Chunk ID: c\nWall time: 2.0 seconds\n"
+         "Process exited with code 0\nOutput:\ncase 6 of 6\n")
+    [(at, [step])] = recorder.steps_seen
+    assert (at, step["call_id"], step["code"], step["exit_code"]) == (3, "call_0001", "python3 infer.py", 0)
+    assert ledger.summary()["still_running"] == 0

@@ -21,7 +21,16 @@ from typing import Any
 from attrs import Factory, define
 
 from .transcripts import shell_text, tool_code
-from .wiremessages import MAX_PARSED_BYTES, WireAnswer, WireCall, WireReply, offers_tools, read_reply, read_tail
+from .wiremessages import (
+    MAX_PARSED_BYTES,
+    MAX_TEXT,
+    WireAnswer,
+    WireCall,
+    WireReply,
+    offers_tools,
+    read_reply,
+    read_tail,
+)
 
 MAX_REPLIES = 10_000  # replies kept for pairing (far above any turn budget)
 MATCH_WINDOW = 64  # how many recent replies a request's last turn is compared with
@@ -184,6 +193,26 @@ def read_answer(system: str, tool: str, code: str, answer: WireAnswer) -> tuple[
     return (1 if answer.is_error else 0), text
 
 
+def still_running(system: str, text: str) -> str:
+    """The key of a command the program reports as still running (its exit code comes with a later poll), or ''."""
+    if system == "codex":
+        match = re.search(r"^Process running with session ID (\d+)$", "\n".join(text.split("\n", 12)[:12]), re.M)
+        return f"codex:{match.group(1)}" if match else ""
+    if system == "openhands" and "\n[The command has no new output after " in text[-2000:]:
+        return "openhands"
+    return ""
+
+
+def continues(system: str, call: WireCall) -> str:
+    """The key of the running command a call polls (Codex's write_stdin, OpenHands' empty or input command), or ''."""
+    if system == "codex" and call.name == "write_stdin" and type(call.args.get("session_id")) is int:
+        return f"codex:{call.args['session_id']}"
+    if system == "openhands" and call.name in SHELL_TOOLS and (call.args.get("command") == "" or
+                                                               call.args.get("is_input") is True):
+        return "openhands"
+    return ""
+
+
 def call_code(call: WireCall) -> tuple[str, str]:
     """(language, code) of what a call did: the shell command, or a file write or edit as the shell that does it."""
     if call.kind == "custom" and call.name == "apply_patch":
@@ -208,6 +237,7 @@ class StepLedger:
         self.system, self.wire, self.recorder, self.text_mode = system, wire, recorder, text_mode
         self.lock = threading.Lock()
         self.kept: list[Kept] = []
+        self.running: dict[str, dict[str, Any]] = {}  # commands still running, by key: recorded when they end
         self.turns = 0
         self.counts = {"replies": 0, "steps": 0, "unpaired_requests": 0, "unreadable": 0, "disputed": 0,
                        "too_large": 0, "side_replies": 0}
@@ -241,14 +271,30 @@ class StepLedger:
             for index, (call, answer) in enumerate(paired):
                 if answer is None:
                     continue
-                language, code = call_code(call)
-                exit_code, output = read_answer(self.system, call.name, code, answer)
                 kept.answers[index] = answer.text
-                steps.append({"call_id": call.id or f"gw_{kept.turn}_{index + 1}", "tool": call.name,
-                              "language": language, "code": code, "exit_code": exit_code, "stdout": output})
+                step = self._step(kept.turn, index, call, answer)
+                if step is not None:
+                    steps.append(step)
             self.counts["steps"] += len(steps)
             if self.recorder is not None and steps:
                 kept.events = self.recorder.steps(kept.turn, steps)
+
+    def _step(self, turn: int, index: int, call: WireCall, answer: WireAnswer) -> dict[str, Any] | None:
+        """The step an answered call makes; None while its command runs on (a command that outlives the program's
+        wait is one step, recorded when a later poll shows it ended, with all its output: as a chat agent's call)."""
+        language, code = call_code(call)
+        exit_code, output = read_answer(self.system, call.name, code, answer)
+        step = {"call_id": call.id or f"gw_{turn}_{index + 1}", "tool": call.name, "language": language,
+                "code": code, "exit_code": exit_code, "stdout": output}
+        key = continues(self.system, call)
+        if key and key in self.running:  # a poll of a running command: its output joins the command's
+            step = {**self.running.pop(key), "exit_code": exit_code}
+            step["stdout"] = (step["stdout"] + "\n" + output)[-MAX_TEXT:]
+        running = still_running(self.system, answer.text) if exit_code is None else ""
+        if running:
+            self.running[running] = step
+            return None
+        return step
 
     def reply(self, request_body: bytes, status: int, received: bytes, usage: dict[str, Any]) -> None:
         """The model's reply to a request was forwarded: keep it (a turn when the request offered tools). A failed
@@ -325,8 +371,8 @@ class StepLedger:
         """(code, exit code, answered) of every call the model made in a turn, in order."""
         with self.lock:
             out = []
+            recorded = {e.get("call_id"): e for kept in self.kept for e in kept.events}
             for kept in self.kept:
-                recorded = {e.get("call_id"): e for e in kept.events}
                 for index, call in enumerate(kept.reply.calls):
                     event = recorded.get(call.id or f"gw_{kept.turn}_{index + 1}")
                     code = event.get("code", "") if event is not None else call_code(call)[1]
@@ -336,7 +382,7 @@ class StepLedger:
     def summary(self) -> dict[str, Any]:
         with self.lock:
             pending = sum(len(k.reply.calls) for k in self.kept if not k.completed)
-            return {**self.counts, "unanswered_calls": pending}
+            return {**self.counts, "unanswered_calls": pending, "still_running": len(self.running)}
 
 
 def _same_ids(kept: WireReply, turn: WireReply) -> bool:
