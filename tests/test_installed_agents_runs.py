@@ -227,6 +227,25 @@ def test_a_missing_program_is_one_line_naming_its_install(tmp_path, reg, monkeyp
                 factory.factory(api_key_env="none")
 
 
+def test_a_python_program_without_bytecode_is_named_with_the_command_that_compiles_it(tmp_path):
+    from automedbench_models.installed import missing_bytecode
+
+    venv = tmp_path / "mini-swe-agent"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    package = venv / "lib/python3.11/site-packages/litellm"
+    package.mkdir(parents=True)
+    (package / "main.py").write_text("x = 1\n")
+    program = venv / "bin" / "mini"
+    program.write_text(f"#!{venv}/bin/python\n")
+    program.chmod(0o755)
+    assert missing_bytecode(program) == f"{venv}/bin/python -m compileall -q {package.parent}"
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "main.cpython-311.pyc").write_bytes(b"")
+    assert missing_bytecode(program) == ""
+    assert missing_bytecode(Path("/bin/sh")) == ""  # not a virtualenv's program
+
+
 # ------------------------------------------------------------------ each system, end to end
 
 
@@ -253,6 +272,7 @@ def _install(name: str) -> Path:
         if not uv.exists():
             pytest.skip("uv is not installed beside the test interpreter")
         command = ["bash", "-c", f"'{uv}' venv -q --python '{python}' '{folder}' && '{uv}' pip install -q "
+                                 "--compile-bytecode "
                                  f"--python '{folder}/bin/python' $('{sys.executable}' scripts/uv-from-pip-config.py "
                                  f"| tr '\\n' ' ') {system.package}"]
     try:
