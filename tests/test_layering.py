@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
+    "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
     "automedbench.observed": ENGINE,  # steps inside an agent program's session, recorded as the runner's own
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
@@ -93,6 +94,7 @@ LAYERS: dict[str, int] = {
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.progress": FACE,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.judgecli": FACE,

@@ -38,6 +38,7 @@ from .fsutil import (
 from .gradestep import grade_evaluation
 from .harnessstate import rotate_key, state_dir
 from .judge import Judge
+from .needs import sandbox_gap
 from .observed import ObservedSteps, outputs_change, outputs_snapshot
 from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
@@ -99,6 +100,10 @@ class Run:
         self.agent_comp = registry.get("agent", options.agent)
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
+        self.sandbox = self.sandbox_comp.factory()
+        gap = sandbox_gap(self.track, self.task, self.sandbox)  # before any folder: one line naming the install
+        if gap is not None:
+            raise errors.UserError(gap)
         if options.warm_evaluator:  # the warm evaluator is a plugin's (the campaign's): missing, say so now
             registry.get("evaluator", "warm")
         self.warm = warm_wanted(options, "warm" in registry.components["evaluator"])
@@ -191,7 +196,6 @@ class Run:
         self.made_folder = True
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
-        self.sandbox = self.sandbox_comp.factory()
         try:
             self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
         except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder

@@ -100,6 +100,12 @@ class Sandbox(ABC):
     def open(self, spec: SandboxSpec) -> SandboxSession:
         ...
 
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str] | None:
+        """(the `modules` the Python of this backend's sandbox for `track` cannot import, where that Python
+        is), for the check before a run (`TaskSpec.needs`); None when the backend cannot tell (then the run
+        is not refused). Decided without importing the modules."""
+        return None
+
     def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceLimit | None, str]:
         """Limit the not yet existing `workspace` folder to `size_mb` before the run: (limit, "") or
         (None, the gap for the result's isolation block). Default: no limit."""

@@ -24,6 +24,7 @@ import weakref
 from pathlib import Path
 
 from ..fsutil import open_dir, remove_tree
+from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
@@ -428,6 +429,10 @@ class LocalSandbox(Sandbox):
 
     def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
         return mount_workspace(workspace, size_mb)
+
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str]:
+        """The sandbox runs the harness's own interpreter (`sys.executable`, first on its PATH)."""
+        return missing_here(modules), f"the {self.name} sandbox's Python ({sys.executable})"
 
     def available(self) -> tuple[bool, str]:
         if self.isolation == "none":

@@ -42,7 +42,7 @@ from automedbench.sandboxes import netns
 from automedbench.sandboxes.quota import WorkspaceQuota, mount_workspace
 from automedbench.serialize import read_json, write_json
 
-from .images import EVALUATOR_IMAGE, agent_image, client, stage_harness
+from .images import EVALUATOR_IMAGE, agent_image, client, run_in_image, stage_harness
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -334,6 +334,27 @@ class DockerSandbox(Sandbox):
             return False, f"engine reachable but no image {image}: run `automedbench images build`"
         return True, f"docker engine {cli.version().get('Version', '?')}"
 
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str] | None:
+        """Asked of the image the track's runs use, in a network-less throwaway container (cached per image
+        id); None when there is no engine or image yet (the run then says that itself)."""
+        try:
+            cli = client(timeout=10)
+            image = self.image or agent_image(track)
+            if not _has_image(cli, image):
+                image = agent_image("default")
+            ident = cli.images.get(image).id
+        except Exception:
+            return None
+        key = (ident, tuple(modules))
+        if key not in _MISSING_CACHE:
+            probe = ("import importlib.util as u, json, sys\n"
+                     "print(json.dumps([m for m in sys.argv[1:] if u.find_spec(m) is None]))")
+            try:
+                _MISSING_CACHE[key] = json.loads(run_in_image(cli, image, ["python3", "-c", probe, *modules]))
+            except Exception:
+                return None
+        return list(_MISSING_CACHE[key]), f"the docker image {image}"
+
     def open(self, spec: SandboxSpec) -> DockerSession:
         if not spec.gpus and os.environ.get("AUTOMEDBENCH_GPUS", "").strip():
             # GPUs are never passed through implicitly: the ids are named in the spec or this variable.
@@ -349,6 +370,10 @@ class DockerSandbox(Sandbox):
         # tmpfs pages count against the memory limit: a full /tmp must not leave the container nothing.
         tmp_mb = self.tmp_mb or (max(64, min(1024, spec.memory_mb // 2)) if spec.memory_mb > 0 else 1024)
         return DockerSession(spec, cli, image, cpus=self.cpus, pids_limit=self.pids_limit, tmp_mb=tmp_mb)
+
+
+# (image id, modules) -> the modules that image's Python lacks: one container per image and question
+_MISSING_CACHE: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
 
 def _has_image(cli, name: str) -> bool:
