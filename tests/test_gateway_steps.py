@@ -202,7 +202,7 @@ def _answer(call_id, code, output):
 def test_the_ledger_records_a_step_once_it_is_answered_and_a_second_different_answer_disputes_it():
     recorder = FakeRecorder()
     ledger = StepLedger("mini-swe-agent", "chat", recorder)
-    usage = {"latency_s": 0.5}
+    usage = {"latency_s": 0.5, "tokens_in": 10, "tokens_out": 2, "cost_usd": 0.01}
     history = [{"role": "user", "content": "brief"}]
     ledger.request(_chat_request(history))  # the first request answers nothing
     ledger.reply(_chat_request(history), 200, chat_reply({}, "", ("bash", {"command": "python3 p.py"}), 1), usage)
@@ -224,6 +224,8 @@ def test_the_ledger_records_a_step_once_it_is_answered_and_a_second_different_an
     ledger.reply(json.dumps({"messages": []}).encode(), 200, chat_reply({}, "A title", None, 2), usage)
     ledger.reply(_chat_request(history), 500, b"{}", usage)
     assert len(recorder.replies) == 1 and recorder.model_s == 1.0 and ledger.summary()["side_replies"] == 1
+    # the recorded reply's tokens are counted with its turn; the side call's are left for the gateway's total
+    assert ledger.usage == {"tokens_in": 10, "tokens_out": 2, "tokens_cached": 0, "cost_usd": 0.01}
 
 
 def test_the_ledger_pairs_answers_without_ids_by_the_calls_and_in_order():

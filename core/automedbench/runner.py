@@ -604,6 +604,10 @@ class Run:
             own = event.get("turn")
             turn = own if type(own) is int and loop.turn <= own <= max(loop.turn, loop.max_turns) else last
             last = max(last, turn)
+            if event.get("type") == "assistant":  # a reply's tokens and cost, counted as a chat agent's turn
+                st.runtime.tokens_in += event.get("tokens_in", 0)
+                st.runtime.tokens_out += event.get("tokens_out", 0)
+                st.runtime.cost_usd += event.get("cost_usd", 0.0)
             if event.get("type") == "tool":
                 st.runtime.tool_calls += 1
                 for stream in ("stdout", "stderr"):

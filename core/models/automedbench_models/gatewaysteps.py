@@ -239,6 +239,7 @@ class StepLedger:
         self.kept: list[Kept] = []
         self.running: dict[str, dict[str, Any]] = {}  # commands still running, by key: recorded when they end
         self.turns = 0
+        self.usage = {"tokens_in": 0, "tokens_out": 0, "tokens_cached": 0, "cost_usd": 0.0}  # of recorded replies
         self.counts = {"replies": 0, "steps": 0, "unpaired_requests": 0, "unreadable": 0, "disputed": 0,
                        "too_large": 0, "side_replies": 0}
 
@@ -327,6 +328,8 @@ class StepLedger:
                     calls.append({"id": call.id or f"gw_{kept.turn}_{index + 1}", "tool": call.name,
                                   "arguments": json.dumps({"language": language, "code": code})})
                 self.recorder.reply(kept.turn, reply.content, reply.reasoning, calls, **usage)
+                for name in self.usage:
+                    self.usage[name] += usage.get(name, 0)
 
     # ---------------------------------------------------------------- pairing
 

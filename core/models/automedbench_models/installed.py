@@ -393,9 +393,13 @@ class InstalledAgent(CliAgent):
             return AgentTurn(f"Running {self.system.title} inside the sandbox with the brief (model {self.model}).",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
         code = self.exit_code = session_exit_code(messages)
+        # what the recorded replies carried the runner has counted already (their turns); the rest (side calls,
+        # replies that were not turns) comes with this turn
         totals = self.gateway.totals() if self.gateway is not None else {}
-        usage = {"tokens_in": totals.get("tokens_in", 0), "tokens_out": totals.get("tokens_out", 0),
-                 "tokens_cached": totals.get("tokens_cached", 0), "cost_usd": totals.get("cost_usd", 0.0)}
+        counted = self.ledger.usage if self.ledger is not None else {}
+        usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
+                 for name in ("tokens_in", "tokens_out", "tokens_cached")}
+        usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
         problem = self.transcript.problem if self.transcript is not None else "no transcript was read"
         if problem:
             said = _last_error_line(messages)  # e.g. `/usr/bin/env: 'node': No such file or directory`
