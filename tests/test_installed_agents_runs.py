@@ -9,6 +9,7 @@ checked. The gateway, the relay and the refusals are tested without any program 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -188,6 +189,38 @@ def test_a_flood_from_the_sandbox_is_answered_429_and_an_idle_connection_dropped
     # threads stayed bounded: the test's 40 clients, at most MAX_ACTIVE gateway handlers and as many upstream ones
     # (a thread per flooding connection would have added up to 40 more)
     assert peak[0] - threads_before <= 40 + 2 * gateway_module.MAX_ACTIVE + 4
+
+
+def test_closing_the_gateway_drops_the_replies_still_being_made(gateway_dir):
+    """The session is over: a request still waiting for the model is cut (a local server stops generating for a
+    client that is gone; before, a killed session's retries kept llama.cpp busy for the next run's requests)."""
+    import threading
+
+    folder, fd = gateway_dir
+
+    def slow(_request):
+        time.sleep(8)
+        return Step("too late")
+
+    with ScriptedModelServer(slow) as upstream:
+        gw = ModelGateway(upstream.url + "/v1", "openai", None, max_calls=10, deadline=time.monotonic() + 60)
+        gw.start(fd)
+        done: list[float] = []
+
+        def ask() -> None:
+            with contextlib.suppress(OSError):
+                _post(str(folder / SOCKET_NAME), "/v1/chat/completions", {"model": "m", "messages": []}, {})
+            done.append(time.monotonic())
+
+        client = threading.Thread(target=ask)
+        client.start()
+        while not upstream.requests:
+            time.sleep(0.05)
+        closed = time.monotonic()
+        gw.close()
+        client.join(timeout=20)
+    assert done and done[0] - closed < 4  # not the model's 8 s
+    assert gw.records()[0]["status"] == 502 and not gw.upstream
 
 
 def test_usage_is_read_from_every_wire_format():

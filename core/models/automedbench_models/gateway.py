@@ -224,6 +224,7 @@ class ModelGateway:
         self.server: _Server | None = None
         self.thread: threading.Thread | None = None
         self.overloaded_final = 0
+        self.upstream: set[http.client.HTTPConnection] = set()  # requests being forwarded now
 
     # ---------------------------------------------------------------- life cycle
 
@@ -263,6 +264,11 @@ class ModelGateway:
             self.overloaded_final = server.overloaded
             server.shutdown()
             server.server_close()
+        with self.lock:  # the session is over: a reply still being made is dropped (a local server stops on it)
+            pending, self.upstream = list(self.upstream), set()
+        for conn in pending:
+            with contextlib.suppress(OSError, AttributeError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
         if self.thread is not None:
             self.thread.join(timeout=5)
 
@@ -367,6 +373,10 @@ class ModelGateway:
         timeout = max(5.0, self.deadline - time.monotonic())
         conn_class = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         conn = conn_class(self.host, self.port, timeout=timeout)
+        with self.lock:
+            if self.server is None:
+                raise OSError("the gateway is closed")
+            self.upstream.add(conn)
         try:
             conn.request(handler.command, target, body=body, headers=headers)
             response = conn.getresponse()
@@ -389,6 +399,8 @@ class ModelGateway:
             handler.close_connection = True
             return response.status, bytes(kept)
         finally:
+            with self.lock:
+                self.upstream.discard(conn)
             conn.close()
 
     @staticmethod
