@@ -38,7 +38,7 @@ class PilotTracker:
         self.batch_seen = False
 
     def note(self, event: dict[str, Any]) -> None:
-        if self.batch_seen or event.get("name") != "execute_code":
+        if self.batch_seen or event.get("name") != "execute_code" or event.get("session"):
             return
         if is_batch(event):
             self.batch_seen = True

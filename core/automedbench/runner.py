@@ -29,18 +29,17 @@ from .freeze import disk_full, freeze
 from .fsutil import (
     atomic_write_text,
     current_umask,
-    open_dir,
     open_path,
     printable,
     remove_tree,
     sha256_text,
     tree_digest,
-    walk_fd,
 )
 from .gradestep import grade_evaluation
 from .harnessstate import state_dir
 from .judge import Judge
 from .needs import sandbox_gap
+from .observed import ObservedSteps, outputs_change, outputs_snapshot
 from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
@@ -349,9 +348,10 @@ class Run:
                          agent.continues if agent.continues is not None else self.task.text_reply_continues,
                          count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
         st.runtime.time_limit_counts = self.task.time_limit_counts
+        self.observed = ObservedSteps(self.folder.outputs, staged.case_ids, self.pilots, self.progress)
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
-                               max_turns=loop.max_turns, time_limit_s=loop.time_limit)
+                               max_turns=loop.max_turns, time_limit_s=loop.time_limit, steps=self.observed)
         try:
             agent.start(context)
             while self._turn(st, loop):
@@ -604,6 +604,8 @@ class Run:
             self.traj.write(event)
             content, repeated = self._repeated(loop, call, event, content)
             self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
+            if event.get("session"):
+                self._observed_steps(st, loop, event)
             loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
                                                                 ("name", "exit_code", "duration_s")}})
@@ -629,6 +631,34 @@ class Run:
         self.traj.write({"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
                          "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"})
         return content + repeats.notice(streak, loop.repeat_limit), stop
+
+    def _observed_steps(self, st: RunState, loop: AgentLoop, session: dict[str, Any]) -> None:
+        """Write the steps the harness observed inside an agent program's session (`observed.ObservedSteps`) as
+        its own turns, numbered as the model made them (up to the turn budget); the session call itself is no
+        step, and the model time inside it is the agent's, not the tools'."""
+        observed = self.observed
+        st.runtime.tool_calls -= 1
+        last = loop.turn
+        for event in observed.drain():
+            own = event.get("turn")
+            turn = own if type(own) is int and loop.turn <= own <= max(loop.turn, loop.max_turns) else last
+            last = max(last, turn)
+            if event.get("type") == "assistant":  # a reply's tokens and cost, counted as a chat agent's turn
+                st.runtime.tokens_in += event.get("tokens_in", 0)
+                st.runtime.tokens_out += event.get("tokens_out", 0)
+                st.runtime.cost_usd += event.get("cost_usd", 0.0)
+            if event.get("type") == "tool":
+                st.runtime.tool_calls += 1
+                for stream in ("stdout", "stderr"):
+                    event.update(self.traj.stream_field(turn, event.get("call_id") or "step", stream,
+                                                        event.pop(stream, "")))
+            self.traj.write({**event, "turn": turn})
+        moved = min(observed.model_s, session.get("duration_s") or 0.0)
+        observed.model_s -= moved
+        st.runtime.exec_s -= moved
+        st.runtime.agent_s += moved
+        loop.model_s += moved
+        loop.turn = st.runtime.turns = last
 
     def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> None:
         """Record every private or decoy path the call opened as breach evidence (the run then stops)."""
@@ -681,16 +711,16 @@ class Run:
         if not _is_utf8(code):  # a JSON escape like \ud800 decodes to text no script file can hold
             return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
                            "bad_arguments")
-        before = _snapshot(self.folder.outputs)
+        before = outputs_snapshot(self.folder.outputs)
         with self.cpu.exclude("exec"):
             result = session.execute(language, code, timeout)
-        after = _snapshot(self.folder.outputs)
-        changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
-        cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)
+        changed, cases = outputs_change(before, outputs_snapshot(self.folder.outputs), set(staged.case_ids))
         event = {**base, "language": language, "code": code, "exit_code": result.exit_code,
                  "duration_s": result.duration_s, "timed_out": result.timed_out, "capped": result.capped,
                  "stdout_bytes": result.stdout_bytes, "stderr_bytes": result.stderr_bytes,
-                 "changed_cases": changed[:200], "cases_with_outputs": len(cases)}
+                 "changed_cases": changed, "cases_with_outputs": cases}
+        if self.agent.session_calls:  # the agent's program ran here: its steps are the observed events after it
+            event["session"] = True
         for stream in ("stdout", "stderr"):  # long streams go to side files, the event keeps head and tail
             event.update(self.traj.stream_field(turn, call.id, stream, getattr(result, stream)))
         content = (f"exit_code: {result.exit_code}\nstdout:\n{tail(result.stdout, MODEL_STDOUT_TAIL)}\n"
@@ -795,26 +825,6 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _snapshot(root: Path, max_entries: int = 50_000) -> dict[str, tuple[int, int]]:
-    """Size and mtime of every file under outputs/, keyed by a printable relative path.
-
-    Walked through no-follow descriptors (a symlinked outputs/ or sub-folder is never followed), bounded in
-    depth and entries, and names that are not UTF-8 are shown with backslash escapes.
-    """
-    fd = open_dir(root)
-    if fd is None:
-        return {}
-    snap = {}
-    try:
-        for rel, dir_fd, _name, info in walk_fd(fd, max_entries=max_entries):
-            if dir_fd < 0 or info is None:
-                continue
-            snap[printable(rel)] = (info.st_size, info.st_mtime_ns)
-    finally:
-        os.close(fd)
-    return snap
 
 
 def _regular_at(dir_fd: int, name: str) -> bool:
