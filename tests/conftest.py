@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import file_order
 import pytest
 from automedbench.plugins import registry
 from automedbench.runner import Run, RunOptions
@@ -12,32 +14,40 @@ from automedbench.testing import amb_docker, pytest_configure  # noqa: F401 - th
 DEMO = "segmentation/demo"
 
 
-# Files whose few tests take minutes (measured: the tiers' --durations=0), queued first: scripts/test.sh runs
-# pytest-xdist with --dist loadfile --no-loadscope-reorder, which hands out whole files in collection order (its
-# default queues them by test count, so a one-test file of two minutes, the Ray cluster, started last and ran
-# alone). Order only: a file missing here, or gone, changes nothing else. The docker files stay in place (their
-# tests wait for the image build, which runs while the fast tier does).
-LONG_FILES_FIRST = (
-    "tests/test_campaign_ray_cluster.py", "tests/test_installed_agents_runs.py", "tests/test_redteam_runs_plain.py",
-    "tests/test_install_tracks.py", "tests/test_inspect_bridge.py", "tests/test_inspect_sandbox.py",
-    "tests/test_warm_evaluator.py", "tests/test_campaign_interrupt.py", "tests/test_scripted_runs.py",
-    "tests/test_runpage_demos.py",
-    "plugins/synthesis/tests/test_synthesis_runs.py", "plugins/classification/tests/test_classification_runs.py",
-    "plugins/enhancement/tests/test_enhancement_runs.py",
-    "plugins/enhancement/tests/test_enhancement_reference_reach.py",
-)
-
-
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(items):
-    """A test that needs the docker engine (it uses the `amb_docker` fixture) is marked `docker`, so that
-    scripts/test.sh runs it in the slow tier, after the images it builds in the background. The files of
-    LONG_FILES_FIRST go to the front, in that order (the rest keep theirs)."""
+    """Before the other implementations (so before `-m` deselects): a test that needs the docker engine (it uses
+    the `amb_docker` fixture) is marked `docker`, so that scripts/test.sh runs it in the slow tier, after the
+    images it builds in the background. After them: the selected tests file by file, longest file first
+    (tests/file_order.py: the seconds of tests/file_times.json); a file's tests keep their order."""
     for item in items:
         if "amb_docker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
-    rank = {name: k for k, name in enumerate(LONG_FILES_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+    outcome = yield
+    tiers: dict[str, set[str]] = {}
+    for item in items:
+        tiers.setdefault(file_order.file_of(item.nodeid), set()).add(file_order.tier_of(item.keywords))
+    rank = {name: k for k, name in enumerate(file_order.order(tiers, file_order.load()))}
+    items.sort(key=lambda item: rank[file_order.file_of(item.nodeid)])
+    return outcome
+
+
+_SPENT: dict[str, dict[str, float]] = {}
+
+
+def pytest_runtest_logreport(report):
+    """With AUTOMEDBENCH_FILE_TIMES=update, each test's setup, call and teardown seconds, summed per file and
+    tier (in the process the reports reach: the xdist controller, or pytest alone)..."""
+    if os.environ.get(file_order.FILE_TIMES_ENV) == "update":
+        spent = _SPENT.setdefault(file_order.file_of(report.nodeid), {})
+        tier = file_order.tier_of(report.keywords)
+        spent[tier] = spent.get(tier, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """... go into tests/file_times.json at the end: the files this session ran, the tiers it ran them in."""
+    if _SPENT and not hasattr(session.config, "workerinput"):
+        file_order.merge(_SPENT)
 
 
 @pytest.fixture(scope="session")

@@ -122,6 +122,9 @@ def test_added_cached_modules_and_temporary_files_are_not_changes():
     assert snapshot_changes(before, added) == []
     assert snapshot_changes(before, {**before, pyc: (10, 2, 6)}) == [pyc]
     assert snapshot_changes(before, {**before, "/site/pkg/m.py": (3, 2, 7)}) == ["/site/pkg/m.py"]
+    # equal snapshots (the fast path) and a removed file (which counts)
+    assert snapshot_changes(before, dict(before)) == []
+    assert snapshot_changes({**before, "/site/pkg/m.py": (3, 1, 7)}, before) == ["/site/pkg/m.py"]
 
 
 def test_frozen_files_changed_after_the_freeze_are_rejected(staged, tmp_path):

@@ -298,6 +298,9 @@ def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, t
     In __pycache__ folders only a .pyc present in both and changed counts: the harness itself adds one for each
     module it imports first (and Python's temporary files come and go), but Python loads a .pyc whose header
     matches its source without reading the source, so a rewritten one is rewritten code."""
+    if before == after:  # the usual case, compared in C: 0.05 s for a 115 000-entry environment, not 0.2 s
+        return []
+
     def counts(path: str) -> bool:
         if "__pycache__" not in path:
             return True

@@ -1,0 +1,72 @@
+"""The order pytest-xdist hands out the test files in: longest first, by the seconds each file took per tier.
+
+scripts/test.sh runs each tier with `--dist loadfile --no-loadscope-reorder`: whole files per worker, in
+collection order. Longest first, the workers end within about one short file of each other; in the old order
+(a hand-kept list of long files first, then the rest as collected) a long file started late held one worker
+while the other had finished. tests/conftest.py sorts the collection with `order` and, with
+AUTOMEDBENCH_FILE_TIMES=update, writes the seconds a session measured into the table with `merge`.
+The table only orders: a file missing from it goes first (a new file may be long), a stale entry is harmless.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+FILE_TIMES = Path(__file__).with_name("file_times.json")
+FILE_TIMES_ENV = "AUTOMEDBENCH_FILE_TIMES"
+TIERS = ("fast", "slow")
+MAX_TABLE_BYTES = 1 << 20  # the table is a few KB: anything larger is not ours, and ordering falls back
+
+
+def tier_of(keywords: Iterable[str]) -> str:
+    """The scripts/test.sh tier a test with these keywords runs in (`slow or docker`, and the rest)."""
+    names = set(keywords)
+    return "slow" if "slow" in names or "docker" in names else "fast"
+
+
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def load(path: Path = FILE_TIMES) -> dict[str, dict[str, float]]:
+    """file -> {tier: seconds}; only well-formed entries (an unreadable or odd table orders nothing)."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TABLE_BYTES + 1)
+        raw = json.loads(data) if len(data) <= MAX_TABLE_BYTES else None
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    table: dict[str, dict[str, float]] = {}
+    for name, tiers in raw.items():
+        if isinstance(name, str) and isinstance(tiers, dict):
+            table[name] = {t: float(s) for t, s in tiers.items()
+                           if t in TIERS and isinstance(s, (int, float)) and not isinstance(s, bool) and s >= 0}
+    return table
+
+
+def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The files, longest first: a file's length is its seconds in the tiers its selected tests are in; files
+    the table does not name come first, in their given order (the sort is stable)."""
+    def seconds(name: str) -> float:
+        known = table.get(name)
+        return float("inf") if known is None else sum(known.get(tier, 0.0) for tier in tiers_by_file[name])
+
+    return sorted(tiers_by_file, key=seconds, reverse=True)
+
+
+def merge(spent: Mapping[str, Mapping[str, float]], path: Path = FILE_TIMES) -> None:
+    """Write the seconds a session measured (file -> {tier: seconds}) into the table: those files' entries for
+    those tiers are replaced, everything else kept; one file a line, sorted, replaced atomically."""
+    table = load(path)
+    for name, tiers in spent.items():
+        table[name] = {**table.get(name, {}), **{tier: round(s, 1) for tier, s in tiers.items()}}
+    lines = ",\n".join(f"  {json.dumps(name)}: {json.dumps(dict(sorted(table[name].items())))}"
+                       for name in sorted(table))
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    temp.write_text("{\n" + lines + "\n}\n")
+    temp.replace(path)

@@ -1,0 +1,70 @@
+"""The test files go to the xdist workers longest first (tests/file_order.py, tests/file_times.json): the order
+of this very session, the order function, the table's reading limits and its update."""
+
+from __future__ import annotations
+
+import json
+
+import file_order
+import pytest
+
+
+def test_this_session_runs_its_files_longest_first(request):
+    """The collection this test is part of is sorted by the repository's table (whichever `-m` selected it)."""
+    table = file_order.load()
+    files: list[str] = []
+    tiers: dict[str, set[str]] = {}
+    for item in request.session.items:
+        name = file_order.file_of(item.nodeid)
+        if not files or files[-1] != name:
+            assert name not in files, f"{name}: its tests are not together"
+            files.append(name)
+        tiers.setdefault(name, set()).add(file_order.tier_of(item.keywords))
+    assert files == file_order.order(tiers, table)
+    assert "tests/test_file_order.py" in files
+
+
+def test_longest_first_by_the_tiers_selected_and_unknown_files_before_all():
+    table = {"a.py": {"fast": 5.0, "slow": 100.0}, "b.py": {"fast": 20.0}, "c.py": {"slow": 50.0},
+             "d.py": {"fast": 1.0}}
+    # the fast tier: a's 100 slow seconds do not count there
+    assert file_order.order({"a.py": {"fast"}, "b.py": {"fast"}, "d.py": {"fast"}}, table) == ["b.py", "a.py", "d.py"]
+    # the slow tier; a file the table does not name goes first, two such keep their given order
+    slow = {"c.py": {"slow"}, "new2.py": {"slow"}, "a.py": {"slow"}, "new1.py": {"fast"}}
+    assert file_order.order(slow, table) == ["new2.py", "new1.py", "a.py", "c.py"]
+    # both tiers at once (a plain `pytest` run): each file's sum
+    both = {"a.py": {"fast", "slow"}, "b.py": {"fast"}, "c.py": {"slow"}}
+    assert file_order.order(both, table) == ["a.py", "c.py", "b.py"]
+
+
+@pytest.mark.parametrize("text", ["", "[1, 2]", "{not json", '{"a.py": [1]}', '{"a.py": {"fast": "x"}}',
+                                  '{"a.py": {"fast": -3, "slow": true, "other": 4}}'])
+def test_an_odd_table_orders_nothing_and_fails_nothing(tmp_path, text):
+    path = tmp_path / "file_times.json"
+    path.write_text(text)
+    table = file_order.load(path)
+    assert all(entry == {} for entry in table.values())
+    assert file_order.order({"x.py": {"fast"}, "a.py": {"fast"}}, table) == ["x.py", "a.py"]
+
+
+def test_an_outsized_table_is_not_read(tmp_path):
+    path = tmp_path / "file_times.json"
+    path.write_text(json.dumps({"a.py": {"fast": 1.0}, "pad": "x" * file_order.MAX_TABLE_BYTES}))
+    assert file_order.load(path) == {}
+    assert file_order.load(tmp_path / "missing.json") == {}
+
+
+def test_an_update_replaces_only_what_the_session_ran(tmp_path):
+    path = tmp_path / "file_times.json"
+    path.write_text(json.dumps({"a.py": {"fast": 5.0, "slow": 100.0}, "gone.py": {"fast": 2.0}}))
+    file_order.merge({"a.py": {"slow": 61.25}, "b.py": {"fast": 0.04}}, path)
+    assert json.loads(path.read_text()) == {"a.py": {"fast": 5.0, "slow": 61.2}, "b.py": {"fast": 0.0},
+                                            "gone.py": {"fast": 2.0}}
+    assert path.read_text().count("\n") == 5  # one file a line, between the braces
+    assert [p.name for p in tmp_path.iterdir()] == ["file_times.json"]  # no temporary file left
+
+
+def test_the_repositorys_table_is_well_formed():
+    raw = json.loads(file_order.FILE_TIMES.read_text())
+    assert raw and raw == file_order.load()
+    assert all(name.endswith(".py") and "/test_" in name for name in raw)
