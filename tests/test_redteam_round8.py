@@ -150,3 +150,27 @@ def test_codes_with_a_tagger_replying_nan_ends_in_no_traceback(fake_llm, data_ro
     assert cli.exit_code == 0, cli.output
     assert cli.exception is None or isinstance(cli.exception, SystemExit)
     assert "H-TAGGER" in cli.output
+
+
+# ------------------------------------------------------------------ evidence swapped under a genuine result (class 3)
+
+
+def test_a_genuine_result_beside_a_rewritten_trajectory_is_not_counted(data_root, tmp_path):
+    """A submitter rewrote a genuine run's trajectory (its site page then showed other work): `verify` refused
+    it but `leaderboard` counted it (n 1, rating A), and a board with every result refused ended in a
+    traceback. Now it is listed as not counted with the reason, and the board prints."""
+    out = tmp_path / "runs"
+    cli = CliRunner().invoke(main, ["run", "--task", "toy/vowels", "--agent", "reference", "--out", str(out),
+                                    "--data-root", str(data_root), "--quiet", "--workspace-quota-mb", "0"])
+    assert cli.exit_code == 0, cli.output
+    (run_dir,) = out.iterdir()
+    board = CliRunner().invoke(main, ["leaderboard", str(out), "--json", str(tmp_path / "before.json")])
+    assert board.exit_code == 0 and json.loads((tmp_path / "before.json").read_text())["runs_used"] == 1
+    trajectory = run_dir / "trajectory.jsonl"
+    trajectory.write_bytes(trajectory.read_bytes().replace(b"Exploring the data", b"Training a 3-D U-Net"))
+    board = CliRunner().invoke(main, ["leaderboard", str(out)])
+    assert board.exit_code == 0 and board.exception is None, board.output
+    text = " ".join(board.output.split())
+    assert "trajectory.jsonl changed since the harness signed the result" in text
+    board = CliRunner().invoke(main, ["leaderboard", str(out), "--json", str(tmp_path / "after.json")])
+    assert board.exit_code == 0 and json.loads((tmp_path / "after.json").read_text())["runs_used"] == 0
