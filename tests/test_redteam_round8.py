@@ -174,3 +174,39 @@ def test_a_genuine_result_beside_a_rewritten_trajectory_is_not_counted(data_root
     assert "trajectory.jsonl changed since the harness signed the result" in text
     board = CliRunner().invoke(main, ["leaderboard", str(out), "--json", str(tmp_path / "after.json")])
     assert board.exit_code == 0 and json.loads((tmp_path / "after.json").read_text())["runs_used"] == 0
+
+
+# ------------------------------------------------------------------ case ids that hold their draw order (class 1)
+
+
+def _untemper(value: int) -> int:
+    """The Mersenne Twister state word behind one 32-bit output."""
+    value ^= value >> 18
+    value ^= (value << 15) & 0xEFC60000
+    result = value
+    for _ in range(5):
+        result = value ^ ((result << 7) & 0x9D2C5680)
+    value = result & 0xFFFFFFFF
+    result = value
+    for _ in range(3):
+        result = value ^ (result >> 11)
+    return result & 0xFFFFFFFF
+
+
+def _twister_links(words: list[int]) -> int:
+    """How many words from the 625th on follow from three earlier ones by the twister's recurrence."""
+    links = 0
+    for i in range(len(words) - 624):
+        y = (words[i] & 0x80000000) | (words[i + 1] & 0x7FFFFFFF)
+        links += words[i + 624] == words[i + 397] ^ (y >> 1) ^ (0x9908B0DF if y & 1 else 0)
+    return links
+
+
+def test_case_ids_hold_no_relation_that_gives_their_draw_order():
+    """Ids drawn from one twister stream satisfied its recurrence in draw order (all 376 of 1000 here), so the
+    published set carried the order the stager assigned them in (one class after another); HMAC ids do not."""
+    from automedbench.stagesecret import StagingSecret
+
+    ids = StagingSecret().case_ids(1000, "case")
+    words = [_untemper(int(case.split("_")[1], 16)) for case in ids]
+    assert _twister_links(words) == 0
