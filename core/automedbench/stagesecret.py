@@ -80,8 +80,8 @@ class StagingSecret:
 
         Each id is its own HMAC of the purpose and its index under the secret: ids drawn from one Mersenne
         Twister stream were linear in each other (from the 625th on, each a fixed function of three earlier
-        ones: the twister's recurrence), so the published set held the order they were drawn in, which is the order the stager assigned them to its
-        items (one class after another in a balanced draw)."""
+        ones: the twister's recurrence), so the published set held the order they were drawn in, which is
+        the order the stager assigned them to its items (one class after another in a balanced draw)."""
         seen: set[str] = set()
         for index in itertools.count():
             token = self._digest(f"{purpose}\0{index}")[:ID_DIGITS // 2].hex()
