@@ -31,6 +31,8 @@ def cli(data_root, staged, monkeypatch):
 
 
 def _copy_run(run_dir: Path, dest: Path) -> Path:
+    """A copy under its own folder name (a result is signed for its run folder's name: a renamed copy is refused)."""
+    dest = dest / run_dir.name
     shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("workspace"))
     return dest
 

@@ -16,7 +16,7 @@ from attrs import Factory, define
 from automedbench.detectors import is_error_code
 from automedbench.errors import UserError
 from automedbench.records import STAGES
-from automedbench.resultproof import check_bytes
+from automedbench.resultproof import check_bytes, check_evidence
 from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder, find_runs
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
@@ -72,6 +72,8 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
     proof = check_bytes(data, folder.path.name)
+    if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
+        proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body}
 
 
