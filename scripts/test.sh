@@ -25,8 +25,8 @@ cd "$(dirname "$0")/.."
 export AUTOMEDBENCH_DATA=${AUTOMEDBENCH_DATA:-$PWD/.data}
 # Bytecode caches are written (__pycache__, ignored by git) even where the caller's environment says
 # PYTHONDONTWRITEBYTECODE: uv installs no .pyc, and without them every process compiles what it imports from
-# source, every time (torch 5.2 -> 2.1 CPU-s, inspect_ai 2.9 -> 1.7, ray 0.8 -> 0.5 per process), and each
-# slow-tier worker re-does pytest's assertion rewriting of ~300 test modules (9.4 -> 2.8 CPU-s of collection).
+# source, every time (torch 5.2 -> 2.1 CPU-s, inspect_ai 3.1 -> 1.8, ray 0.8 -> 0.5 per process), and each
+# slow-tier worker re-does pytest's assertion rewriting of ~300 test modules (9.7 -> 3.1 CPU-s of collection).
 # BENCHMARKS.md, "A fresh clone's first test run".
 unset PYTHONDONTWRITEBYTECODE
 say() { printf '[test.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
