@@ -1,9 +1,10 @@
 """The layering, held by an import-graph check over core/ and every plugins/*/ (tests included).
 
 contract <- engine <- built-ins <- face: a module may import its own layer or a lower one, never a higher.
-The built-in distributions under core/<name>/ (import package ``automedbench_<name>``) are built-ins and
-face like the core's own: they may import the core's modules by these rules, and the core (package
-``automedbench``) never imports one of them, as it never imports a third party's plugin.
+The built-in distributions under core/<name>/ (import package ``automedbench_<name>``) are written as a third
+party would write them: they import the core only through ``automedbench.api`` and ``automedbench.engine`` (the
+engine's curated surface), never another built-in distribution, and their own modules by these layers; the
+core (package ``automedbench``) never imports one of them, as it never imports a third party's plugin.
 A track (anything under plugins/<track>/, its tests too) imports the core only through ``automedbench.api``
 and ``automedbench.testing``, and never another track. Every import counts, inside functions too.
 One forwarding is allowed and nothing else: the face module ``automedbench.testing`` imports the test kit's
@@ -52,6 +53,7 @@ LAYERS: dict[str, int] = {
     "automedbench.sandboxcall": CONTRACT,  # what one sandboxed call is made of, shared by every sandbox backend
     "automedbench.serialize": CONTRACT,
     "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
+    "automedbench.staging": CONTRACT,  # where staged data lives, staged once under a lock (api.stage_task)
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,
@@ -76,10 +78,10 @@ LAYERS: dict[str, int] = {
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,
     "automedbench.scoring": ENGINE,
-    "automedbench.staging": ENGINE,
     "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
     # built-ins: registered through the same hooks a third party uses
+    "automedbench.engine": BUILTIN,  # the engine's surface for built-in distributions and third parties
     "automedbench.agents": BUILTIN,
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
@@ -104,6 +106,8 @@ LAYERS: dict[str, int] = {
     "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
+# What a built-in distribution (core/<name>/) may import of the core: what a third party's could.
+BUILTIN_MAY_IMPORT = {"automedbench.api", "automedbench.engine"}
 # The only imports of a built-in distribution the core makes: (core module, the package it forwards to).
 FORWARDS = {("automedbench.testing", "automedbench_testkit")}
 # Packages of the built-in distributions that are tracks: they import the core as a track does.
@@ -179,12 +183,18 @@ def broken_rules() -> list[str]:
             theirs = layer_of(target)
             if (module, target) in FORWARDS:
                 continue
-            if module.split(".")[0] == "automedbench" and target.split(".")[0] in builtin_packages:
+            top, their_top = module.split(".")[0], target.split(".")[0]
+            if _foreign_to_track(module, target):
+                broken.append(f"{module} (a track) imports {target}")
+            elif top == "automedbench" and their_top in builtin_packages:
                 broken.append(f"{module} (the core) imports {target} (a built-in distribution)")
+            elif top != "automedbench" and their_top == "automedbench" and target not in BUILTIN_MAY_IMPORT:
+                broken.append(f"{module} (a built-in distribution) imports {target}: only "
+                              f"{' and '.join(sorted(BUILTIN_MAY_IMPORT))}")
+            elif top != "automedbench" and their_top not in (top, "automedbench"):
+                broken.append(f"{module} (a built-in distribution) imports {target} (another distribution)")
             elif theirs is not None and theirs > own:
                 broken.append(f"{module} ({LAYER_NAMES[own]}) imports {target} ({LAYER_NAMES[theirs]})")
-            elif _foreign_to_track(module, target):
-                broken.append(f"{module} (a track) imports {target}")
     for plugin in sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()):
         own_packages = {p.name for p in plugin.iterdir() if (p / "__init__.py").is_file()}
         for path in sorted(plugin.rglob("*.py")):
@@ -227,15 +237,12 @@ def test_loading_the_core_engine_imports_no_builtin_distribution():
     """The run path and the command line, imported in a fresh interpreter, pull in no automedbench_* package."""
     import subprocess
 
-    code = ("import sys, automedbench.cli, automedbench.runner, automedbench.api, automedbench.testing\n"
+    code = ("import sys, automedbench.cli, automedbench.runner, automedbench.api, automedbench.engine\n"
+            "import automedbench.testing\n"
             "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('automedbench_')}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-# Known breaks still to mend (none now); a new break fails, a mended one must be taken off this list.
-KNOWN: set[str] = set()
 
 
 def test_every_core_module_has_a_layer():
@@ -244,9 +251,7 @@ def test_every_core_module_has_a_layer():
 
 
 def test_no_broken_layering_rules():
-    broken = set(broken_rules())
-    assert sorted(broken - KNOWN) == [], "new broken rules"
-    assert sorted(KNOWN - broken) == [], "mended: take these off KNOWN"
+    assert broken_rules() == []
 
 
 def test_the_check_sees_a_break(tmp_path):
@@ -269,18 +274,27 @@ def test_the_check_sees_the_core_importing_a_builtin_distribution(tmp_path, monk
     (core / "automedbench").mkdir(parents=True)
     (core / "automedbench" / "__init__.py").write_text("")
     (core / "automedbench" / "cli.py").write_text("def f():\n    from automedbench_campaign import sweep\n")
+    (core / "automedbench" / "engine.py").write_text("")
+    (core / "automedbench" / "runner.py").write_text("")
     dist = core / "campaign"
     (dist / "automedbench_campaign").mkdir(parents=True)
     (dist / "pyproject.toml").write_text('[project]\nname = "automedbench-campaign"\n')
     (dist / "automedbench_campaign" / "__init__.py").write_text("")
-    (dist / "automedbench_campaign" / "sweep.py").write_text("from automedbench import runner\n")
+    (dist / "automedbench_campaign" / "sweep.py").write_text("from automedbench import engine, runner\n")
+    (dist / "automedbench_campaign" / "cli.py").write_text("from automedbench.api import UserError\n"
+                                                           "from automedbench.engine import Run\n"
+                                                           "from automedbench_codes import tagging\n")
     (tmp_path / "plugins").mkdir()
     monkeypatch.setattr(sys.modules[__name__], "CORE", core)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "BUILTIN_DISTS", {dist: "automedbench_campaign"})
     broken = broken_rules()
     assert "automedbench.cli (the core) imports automedbench_campaign.sweep (a built-in distribution)" in broken
-    assert not any(b.startswith("automedbench_campaign.sweep") for b in broken)  # built-in -> engine is allowed
+    # a built-in distribution reaches the core through api and engine only, and no other distribution
+    assert [b for b in broken if b.startswith("automedbench_campaign.")] == [
+        "automedbench_campaign.cli (a built-in distribution) imports automedbench_codes (another distribution)",
+        "automedbench_campaign.sweep (a built-in distribution) imports automedbench.runner: only automedbench.api and "
+        "automedbench.engine"]
 
 
 def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ from rich.markup import escape
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
-from .plugins import install_hint, registry
+from .plugins import CommandContext, install_hint, registry
 from .terminal import SafeConsole, json_terminal_safe
 
 
@@ -37,7 +37,7 @@ class Group(click.Group):
     def feature_commands(self) -> dict[str, click.Command]:
         reg = registry()
         seen = len(reg.problems)
-        found = reg.commands(reserved=self.commands)
+        found = reg.commands(reserved=self.commands, context=command_context())
         print_problems(reg, reg.problems[seen:])  # a clash or a failing hook, said once when first met
         return {name: comp.factory for name, comp in found.items()}
 
@@ -57,6 +57,8 @@ class Group(click.Group):
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
+        if ctx.obj is None:  # what a plugin's command gets of the command line (`@click.pass_obj`)
+            ctx.obj = command_context()
         try:
             return super().invoke(ctx)
         except interrupt.Terminated as exc:  # not closed by the command itself (e.g. during staging)
@@ -97,6 +99,11 @@ def print_problems(reg, problems: list | None = None) -> None:
     for problem in reg.problems if problems is None else problems:
         err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): "
                           + escape(str(problem.error)))
+
+
+def command_context() -> CommandContext:
+    """The command line as a plugin's commands see it; the registry is looked up when a command asks."""
+    return CommandContext(console, err_console, lambda: registry(), print_problems)
 
 
 @main.command()

@@ -53,6 +53,14 @@ NO_TAGGER = ("no error codes recorded: no error-code tagging step is installed (
              "pip install 'automedbench[codes]'")
 
 
+def tag_codes(result: Result, run_dir: Path, registry: Any, output_names: list[str],
+              tagger: Any = None) -> list[FiredCode] | None:
+    """The run's codes from the tagging step a plugin offers (`automedbench_tag_codes`), put into `result`;
+    None when no plugin tags (then nothing is changed)."""
+    return registry.pm.hook.automedbench_tag_codes(result=result, run_dir=run_dir, registry=registry,
+                                                   output_names=output_names, tagger=tagger)
+
+
 def is_error_code(code: str) -> bool:
     """E1–E5 only; harness codes (H-BREACH, H-BUDGET, ...) are bookkeeping, not taxonomy codes."""
     return code in TAXONOMY

@@ -65,9 +65,11 @@ def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_
 
 
 @hookspec(firstresult=True)
-def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> Any:
+def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str], tagger: Any) -> Any:
     """Put the run's error codes E1–E5 into `result.error_codes` from the registered detectors and return them
-    (automedbench-codes does). The first answer wins; with none, the run records the `H-UNTAGGED` note."""
+    (automedbench-codes does). The first answer wins; with none, the run records the `H-UNTAGGED` note.
+    `tagger` (None after a run) also asks a model (`automedbench codes --tagger`): an object with
+    `tag(CodeContext) -> list[FiredCode]`."""
 
 
 @hookspec(firstresult=True)
@@ -84,10 +86,13 @@ def automedbench_reply_hint(reply: str, tools: list[dict[str, Any]], prompt: str
 
 
 @hookspec
-def automedbench_register_commands(cli: Any) -> None:
+def automedbench_register_commands(cli: Any, context: Any) -> None:
     """Add a feature's own command-line commands: `cli` is a click group (`cli.add_command(cmd)` or
     `@cli.command()`). Read only by the command line, on first use. A name the engine or an earlier plugin
-    already uses is reported as a plugin problem (on stderr and by `automedbench plugins`), and dropped."""
+    already uses is reported as a plugin problem (on stderr and by `automedbench plugins`), and dropped.
+    `context` (a `CommandContext`: the consoles to print on and the registry the command line uses) is what a
+    command needs of the command line; a command gets the same object as its click context's `obj`
+    (`@click.pass_obj`), so it never imports the command line. An implementation may leave `context` out."""
 
 
 KINDS: dict[str, str] = {

@@ -55,6 +55,17 @@ class Component:
     version: str
 
 
+@define(frozen=True)
+class CommandContext:
+    """What a plugin's command needs of the command line, handed to `automedbench_register_commands` and set
+    as each command's click `obj`: where to print, and the registry the command line uses (read at call time)."""
+
+    console: Any
+    err_console: Any
+    registry: Callable[[], Registry]
+    print_problems: Callable[[Registry], None]  # each plugin problem of that registry, one line on err_console
+
+
 @define
 class PluginProblem:
     plugin: str
@@ -135,10 +146,11 @@ class Registry:
 
         return register
 
-    def commands(self, reserved: Collection[str] = ()) -> dict[str, Component]:
+    def commands(self, reserved: Collection[str] = (), context: CommandContext | None = None) -> dict[str, Component]:
         """Command-line commands the plugins register (`automedbench_register_commands`), by name; collected
         on first call and again for plugins added since. A name in `reserved` (the engine's own commands)
-        or taken by an earlier plugin is a plugin problem and is dropped: the first owner keeps it."""
+        or taken by an earlier plugin is a plugin problem and is dropped: the first owner keeps it. `context`
+        is handed to the hooks that take it."""
         import click
 
         found = self._commands if self._commands is not None else {}
@@ -151,7 +163,7 @@ class Registry:
             distribution, version = self._origin.get(plugin, ("?", "?"))
             group = click.Group(plugin)
             try:
-                impl.function(cli=group)
+                impl.function(**({"cli": group, "context": context} if "context" in impl.argnames else {"cli": group}))
             except Exception as exc:
                 self.problems.append(PluginProblem(plugin, distribution, f"automedbench_register_commands: "
                                                    f"{type(exc).__name__}: {exc}", traceback.format_exc()))

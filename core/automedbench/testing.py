@@ -34,7 +34,7 @@ _ENGINE = {
 FROM_TESTKIT = frozenset({
     "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_sandbox", "check_track", "docker_unavailable",
     "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker", "reference_leaks",
-    "register_agent", "register_toy_track", "render_grade_request", "sampled", "validate",
+    "register_agent", "register_toy_track", "sampled", "validate",
 })
 INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 

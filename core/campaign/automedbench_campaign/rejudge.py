@@ -15,12 +15,8 @@ from typing import Any
 
 import attrs
 from attrs import define
-from automedbench import errors
-from automedbench.plugins import Registry
-from automedbench.records import JudgeVerdict, Result
-from automedbench.runfolder import RunFolder
-from automedbench.scoring import judge_input, run_rubric, score_result
-from automedbench.serialize import write_json
+from automedbench.api import END_NO_AGENT, JudgeVerdict, Result, UserError, write_json
+from automedbench.engine import Registry, RunFolder, judge_input, run_rubric, score_result
 
 
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
@@ -38,12 +34,12 @@ def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> Judge
 
 
 def _gradable(folder: RunFolder, result: Result) -> None:
-    if result.end_reason == errors.END_NO_AGENT:
-        raise errors.UserError(f"{folder.path}: an `evaluate` result has no agent run to judge")
+    if result.end_reason == END_NO_AGENT:
+        raise UserError(f"{folder.path}: an `evaluate` result has no agent run to judge")
     if result.state not in ("scored", "agent_failure"):
-        raise errors.UserError(f"{folder.path}: state {result.state}: nothing was scored, nothing to re-grade")
+        raise UserError(f"{folder.path}: state {result.state}: nothing was scored, nothing to re-grade")
     if result.isolation.breached:
-        raise errors.UserError(f"{folder.path}: isolation breach: the run is zeroed and never judged")
+        raise UserError(f"{folder.path}: isolation breach: the run is zeroed and never judged")
 
 
 def _archive_verdict(folder: RunFolder) -> None:

@@ -15,10 +15,8 @@ from typing import Any
 
 import numpy as np
 from attrs import define
-from automedbench.detectors import is_error_code
-from automedbench.errors import UserError
-from automedbench.records import STAGES
-from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder
+from automedbench.api import STAGES, UserError, is_error_code
+from automedbench.engine import MAX_RESULT_BYTES, RunFolder
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson

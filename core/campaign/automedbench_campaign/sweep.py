@@ -22,12 +22,16 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
-from automedbench import interrupt, staging
-from automedbench.errors import UserError
-from automedbench.fsutil import atomic_write_text
-from automedbench.options import RunOptions
-from automedbench.sandbox import DEFAULT_QUOTA_MB
-from automedbench.sandboxes.quota import reap_stale_workspaces
+from automedbench.api import DEFAULT_QUOTA_MB, UserError, atomic_write_text
+from automedbench.engine import (
+    STAMP,
+    RunOptions,
+    check_interrupt,
+    default_data_root,
+    ensure_staged,
+    reap_stale_workspaces,
+    task_dir,
+)
 
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
@@ -338,11 +342,11 @@ class Sweep:
 
     def _run(self, executor: Executor | None) -> SweepReport:
         t0 = time.monotonic()
-        base = (self.c.data_root or staging.default_data_root()).expanduser().resolve()
+        base = (self.c.data_root or default_data_root()).expanduser().resolve()
         specs_by_task = []
         for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
             track, task = self.reg.task(task_id)
-            staging.ensure(track, task, base)
+            ensure_staged(track, task, base)
             specs_by_task.append(task)
         in_flight = max(self.c.workers, 1)
         roots = [base] if in_flight == 1 else [slot_root(base, k, specs_by_task) for k in range(in_flight)]
@@ -358,7 +362,7 @@ class Sweep:
         probe = getattr(executor, "probe", None)
         if probe is not None:  # a cluster: every node must see the shared folders before anything runs
             probe({"output folder": (str(self.out), LOCK),
-                   "data root": (str(staging.task_dir(base, specs_by_task[0])), staging.STAMP)})
+                   "data root": (str(task_dir(base, specs_by_task[0])), STAMP)})
         pending: list[tuple[Any, RunSpec, int]] = []
         tries: dict[str, int] = {}
         retried = 0
@@ -366,7 +370,7 @@ class Sweep:
         queue = deque(todo)
         try:
             while queue or pending:
-                interrupt.check()  # after a SIGTERM closed a run in this process (inline), start no other
+                check_interrupt()  # after a SIGTERM closed a run in this process (inline), start no other
                 while queue and free:
                     spec = queue.popleft()
                     _move_aside(self.out, spec.run_id, run_state(self.out / spec.run_id)[0] or "incomplete")

@@ -22,7 +22,6 @@ EXPORTS: dict[str, str] = {
     "docker_unavailable": "dockercheck", "needs_docker": "dockercheck",
     "needs": "markers", "sampled": "markers", "full_check": "markers",
     "validate": "validation",
-    "render_grade_request": "grading",
 }
 
 

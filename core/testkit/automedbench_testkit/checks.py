@@ -18,7 +18,7 @@ from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox
 def register_toy_track() -> None:
     """Make sure the pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
     test kit's entry point registers it already; this adds it where the registry was built without it."""
-    from automedbench.plugins import registry
+    from automedbench.engine import registry
 
     from .toy import plugin
 
@@ -29,7 +29,7 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     """What `automedbench validate-task` checks (task file, staging, briefs per tier, rubric, baselines).
 
     Returns (passed, the report it printed) so a plugin's own tests can assert on both."""
-    from automedbench.plugins import registry
+    from automedbench.engine import registry
     from rich.console import Console
 
     from .validation import validate
@@ -77,11 +77,10 @@ def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None =
     data, the task's read-only assets; or `roots`) for each private reference: the same bytes, the same
     long text, or an image that correlates with a reference more than the case's own public input does
     (`leaksearch`)."""
-    from automedbench import staging
-    from automedbench.plugins import registry
+    from automedbench.engine import ensure_staged, registry
 
     track, task = registry().task(task_id)
-    staged = staging.ensure(track, task, data_root)
+    staged = ensure_staged(track, task, data_root)
     images, inputs, texts, files = {}, {}, {}, []
     given_inputs: dict[str, set[str]] = {}
     for path in sorted(p for p in staged.private.rglob("*") if p.is_file() and not p.is_symlink()):

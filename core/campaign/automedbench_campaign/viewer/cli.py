@@ -13,8 +13,8 @@ VIEW_FILE = "view.html"
 
 def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None) -> Path:
     """Render the run in `run_dir` to `out` (default: `view.html` in the run folder), atomically, readable."""
-    from automedbench.fsutil import atomic_write_text
-    from automedbench.runfolder import RunFolder
+    from automedbench.api import atomic_write_text
+    from automedbench.engine import RunFolder
 
     from .runpage import render_run
 
@@ -36,7 +36,7 @@ def view(run: str, runs: str, out: str | None) -> None:
     stage with each rubric item's verdict and rationale linked to its evidence turns, the Task per case with
     each invalid case's reason and its submitted files, error codes, breach evidence and the trajectory turn
     by turn (long outputs folded). No script and no network: open it in any browser."""
-    from automedbench.runfolder import RunFolder
+    from automedbench.engine import RunFolder
 
     folder = RunFolder.locate(run, Path(runs))
     click.echo(str(write_view(folder.path, out=Path(out) if out else None)))
@@ -48,6 +48,6 @@ def register(cli: click.Group) -> None:
 
 def result_json(result: Any) -> dict[str, Any]:
     """A Result record as the plain JSON `result.json` will hold."""
-    from automedbench.serialize import dumps
+    from automedbench.api import dumps
 
     return json.loads(dumps(result))

@@ -10,7 +10,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.runfolder import RunFolder
+from automedbench.engine import RunFolder
 
 from .page import document, esc, num, pre
 

@@ -1,0 +1,157 @@
+"""The engine's surface: what a built-in or a third-party distribution drives runs with, beside `automedbench.api`.
+
+`automedbench.api` is what a component is written against (a track, agent, sandbox, judge, detector, model
+backend). This module is what a feature that *drives or reads runs* needs of the engine: a sweep, a rejudge, a
+warm evaluator service, a sandbox backend's evaluator container, a leaderboard, a test kit. The built-in
+distributions (core/campaign, codes, docker, models, testkit) import the core through these two modules and
+nothing else (tests/test_layering.py holds them to it), so a third party can write any of them as a plugin
+and the core can reorganise everything not named in `__all__`.
+
+What it holds, by step of a run:
+- the run and its options: `Run`, `RunOptions` and the click helpers that declare run options on a command;
+- the registry: `registry()` (the process-wide one), `Registry`, and `CommandContext` (what a plugin's
+  command gets from the command line: consoles and the registry);
+- staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`;
+- freezing and the evaluator: `freeze`, `evaluate` (one evaluation in this process), the request-based
+  backend protocol (`EvalRequest`, `evaluate_in_process`, `serve_request`, the evaluator's environment,
+  import path and limits), `evaluate_folder` (score a folder without an agent, as `automedbench evaluate`);
+- grading and scoring: `grade_evaluation`, `GRADES_FILE`, `score_result`,
+  `run_rubric`, `judge_input`, `check_rubric`, `tag_codes`;
+- the run folder and its rendering: `RunFolder`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
+  `csv_cell`;
+- what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
+  `reap_stale_workspaces`), slirp networking (`SlirpNet`, `network_gaps`, `network_unsupported`,
+  `SLIRP_DNS`), the harness's private state (`harness_key`, `state_dir`), the plan image reader;
+- orderly interruption: `install_interrupt_handlers`, `interrupt_received`, `check_interrupt`,
+  `rearm_interrupt`, `interrupt_exit_status`.
+
+Names that pull in heavy packages (the runner's Jinja2 and click, rich) are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .detectors import tag_codes
+from .evaluator import (
+    EVAL_CPU_S,
+    EVAL_FILE_BYTES,
+    EVAL_MEMORY_MB,
+    EvalRequest,
+    evaluate,
+    evaluate_in_process,
+    evaluator_env,
+    evaluator_limits,
+    evaluator_path,
+    request_exclude,
+    serve_request,
+    submission_failure,
+)
+from .freeze import freeze
+from .gradestep import GRADES_FILE, grade_evaluation
+from .harnessstate import harness_key, state_dir
+from .interrupt import check as check_interrupt
+from .interrupt import exit_status as interrupt_exit_status
+from .interrupt import install as install_interrupt_handlers
+from .interrupt import rearm as rearm_interrupt
+from .interrupt import received as interrupt_received
+from .judges.planimage import PlanImage, read_plan_png
+from .plugins import CommandContext, Registry, registry
+from .rubric import check as check_rubric
+from .runfolder import MAX_RESULT_BYTES, RunFolder
+from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
+from .sandboxes.netns import unsupported as network_unsupported
+from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
+from .scoring import judge_input, run_rubric, score_result
+from .staging import STAMP, default_data_root, stage, task_dir
+from .staging import ensure as ensure_staged
+
+__all__ = [
+    "EVAL_CPU_S",
+    "EVAL_FILE_BYTES",
+    "EVAL_MEMORY_MB",
+    "GRADES_FILE",
+    "MAX_RESULT_BYTES",
+    "SLIRP_DNS",
+    "STAMP",
+    "CommandContext",
+    "EvalRequest",
+    "PlanImage",
+    "Registry",
+    "Run",  # noqa: F822 (defined on first use by __getattr__ below)
+    "RunFolder",
+    "RunOptions",  # noqa: F822
+    "SlirpNet",
+    "WorkspaceQuota",
+    "check_interrupt",
+    "check_rubric",
+    "click_options",  # noqa: F822
+    "csv_cell",  # noqa: F822
+    "data_root_or_default",  # noqa: F822
+    "default_data_root",
+    "ensure_staged",
+    "evaluate",
+    "evaluate_folder",  # noqa: F822
+    "evaluate_in_process",
+    "evaluator_env",
+    "evaluator_limits",
+    "evaluator_path",
+    "freeze",
+    "from_cli",  # noqa: F822
+    "grade_evaluation",
+    "harness_key",
+    "install_interrupt_handlers",
+    "interrupt_exit_status",
+    "interrupt_received",
+    "judge_input",
+    "mount_workspace",
+    "network_gaps",
+    "network_unsupported",
+    "parse_kv",  # noqa: F822
+    "python_repr",  # noqa: F822
+    "read_plan_png",
+    "reap_stale_workspaces",
+    "rearm_interrupt",
+    "registry",
+    "render_brief",  # noqa: F822
+    "render_result",  # noqa: F822
+    "request_exclude",
+    "run_rubric",
+    "score_result",
+    "serve_request",
+    "stage",
+    "state_dir",
+    "submission_failure",
+    "tag_codes",
+    "task_dir",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The names whose modules pull in click, Jinja2 or rich, loaded when first asked for: the warm evaluator
+    service and a sandbox backend import this module and need none of them."""
+    if name == "Run":
+        from .runner import Run
+
+        return Run
+    if name in ("RunOptions", "click_options", "data_root_or_default", "from_cli", "parse_kv"):
+        from . import options
+
+        return getattr(options, name)
+    if name in ("render_brief", "python_repr"):
+        from . import brief
+
+        return getattr(brief, name)
+    if name == "render_result":
+        from .report import render
+
+        return render
+    if name == "csv_cell":
+        from .terminal import csv_cell
+
+        return csv_cell
+    if name == "evaluate_folder":
+        from .evaluate_cmd import evaluate_folder
+
+        return evaluate_folder
+    raise AttributeError(f"module automedbench.engine has no attribute {name!r}")
