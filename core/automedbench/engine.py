@@ -15,8 +15,9 @@ What it holds, by step of a run:
 - freezing and the evaluator: `freeze`, `evaluate` (one evaluation in this process), the request-based
   backend protocol (`EvalRequest`, `evaluate_in_process`, `serve_request`, the evaluator's environment,
   import path and limits), `evaluate_folder` (score a folder without an agent, as `automedbench evaluate`);
-- grading and scoring: `grade_evaluation`, `GRADES_FILE`, `score_result`,
-  `run_rubric`, `judge_input`, `check_rubric`, `tag_codes`;
+- grading and scoring: `grade_evaluation`, `GRADES_FILE`, `score_result`, `run_rubric`, `judge_input`,
+  `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
+  `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
   `csv_cell`;
 - what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
@@ -58,11 +59,12 @@ from .interrupt import received as interrupt_received
 from .judges.planimage import PlanImage, read_plan_png
 from .plugins import CommandContext, Registry, registry
 from .rubric import check as check_rubric
+from .rubric import resolve as resolve_rubric
 from .runfolder import MAX_RESULT_BYTES, RunFolder
 from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
 from .sandboxes.netns import unsupported as network_unsupported
 from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
-from .scoring import judge_input, run_rubric, score_result
+from .scoring import judge_input, judged_stages, run_rubric, score_result
 from .staging import STAMP, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
 
@@ -104,6 +106,7 @@ __all__ = [
     "interrupt_exit_status",
     "interrupt_received",
     "judge_input",
+    "judged_stages",
     "mount_workspace",
     "network_gaps",
     "network_unsupported",
@@ -116,6 +119,7 @@ __all__ = [
     "render_brief",  # noqa: F822
     "render_result",  # noqa: F822
     "request_exclude",
+    "resolve_rubric",
     "run_rubric",
     "score_result",
     "serve_request",

@@ -17,7 +17,7 @@ EXPORTS: dict[str, str] = {
     "SANDBOX_CHECKS": "sandbox_checks:CHECKS", "CheckResult": "sandbox_checks", "check_sandbox": "sandbox_checks",
     "find_reference_leaks": "leaksearch",
     "StepsAgent": "agents", "register_agent": "agents",
-    "check_track": "checks", "reference_leaks": "checks", "register_toy_track": "checks",
+    "check_track": "checks", "check_download": "checks", "reference_leaks": "checks", "register_toy_track": "checks",
     "load_solution_script": "checks",
     "docker_unavailable": "dockercheck", "needs_docker": "dockercheck",
     "needs": "markers", "sampled": "markers", "full_check": "markers",

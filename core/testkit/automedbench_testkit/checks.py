@@ -40,6 +40,23 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     return ok, buffer.getvalue()
 
 
+def check_download(task_id: str, source: Path, data_root: Path) -> str:
+    """Stage `task_id` from a download copy `source` with the command line a user runs (`automedbench stage T
+    --from SOURCE`, in a fresh process), then check it as `validate-task` does: AssertionError (with the report)
+    unless staging succeeds, every check passes and the perfect baseline scores 1.0 / A. The report, for more
+    assertions (the trivial baselines' values)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "automedbench.cli", "stage", task_id, "--from", str(source),
+                           "--data-root", str(data_root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ok, report = check_track(task_id, data_root)
+    assert ok, report
+    assert "perfect baseline scores 1.0 / A" in report and "FAIL" not in report, report
+    return report
+
+
 def load_solution_script(package: str, name: str) -> types.ModuleType:
     """A track's `solution/<name>.py` (package data of `<package>.solution`) loaded as a fresh module, as the
     scripted agent's sandbox would run it, so a test can call its functions."""
