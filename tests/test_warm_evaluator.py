@@ -275,7 +275,7 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
     from automedbench.options import score_record
     from automedbench_campaign.sweep import SweepConfig
 
-    assert SweepConfig(["reference"], [TOY], ["lite"]).warm_evaluator is True
+    assert SweepConfig(["reference"], [TOY], ["lite"]).run.warm_evaluator is True
     cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=True)
     assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
 

@@ -180,7 +180,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
 @click_options("eval_options")
 def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, items: bool, **fields: Any) -> None:
     """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
-    from .evaluate_cmd import evaluate_folder
+    from .evaluate_cmd import EvaluateOptions, evaluate_folder
     from .report import render
 
     if (submission is None) == (baseline is None):
@@ -191,8 +191,9 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
         raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
     work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
     try:
-        result = evaluate_folder(reg, o["task"], Path(submission) if submission else None, baseline,
-                                 o["data_root"], work, o["task_score"], o["eval_options"])
+        result = evaluate_folder(reg, EvaluateOptions(
+            task=o["task"], data_root=o["data_root"], work=work, submission=Path(submission) if submission else None,
+            baseline=baseline, task_score=o["task_score"], eval_options=o["eval_options"]))
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)

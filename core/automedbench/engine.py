@@ -14,8 +14,10 @@ What it holds, by step of a run:
 - staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`;
 - freezing and the evaluator: `freeze`, `evaluate` (one evaluation in this process), the request-based
   backend protocol (`EvalRequest`, `evaluate_in_process`, `serve_request`, the evaluator's environment,
-  import path and limits), `evaluate_folder` (score a folder without an agent, as `automedbench evaluate`);
-- grading and scoring: `grade_evaluation`, `GRADES_FILE`, `score_result`, `run_rubric`, `judge_input`,
+  import path and limits), `evaluate_folder` with its `EvaluateOptions` (score a folder without an agent,
+  as `automedbench evaluate`);
+- grading and scoring: `grade_evaluation`, `GRADES_FILE`, `score_result` (one `ScoreInputs` record: the
+  run's facts and how to read them), `run_rubric`, `judge_input`,
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
@@ -64,7 +66,7 @@ from .runfolder import MAX_RESULT_BYTES, RunFolder
 from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
 from .sandboxes.netns import unsupported as network_unsupported
 from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
-from .scoring import judge_input, judged_stages, run_rubric, score_result
+from .scoring import ScoreInputs, judge_input, judged_stages, run_rubric, score_result
 from .staging import STAMP, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
 
@@ -78,11 +80,13 @@ __all__ = [
     "STAMP",
     "CommandContext",
     "EvalRequest",
+    "EvaluateOptions",  # noqa: F822
     "PlanImage",
     "Registry",
     "Run",  # noqa: F822 (defined on first use by __getattr__ below)
     "RunFolder",
     "RunOptions",  # noqa: F822
+    "ScoreInputs",
     "SlirpNet",
     "WorkspaceQuota",
     "check_interrupt",
@@ -154,8 +158,8 @@ def __getattr__(name: str) -> Any:
         from .terminal import csv_cell
 
         return csv_cell
-    if name == "evaluate_folder":
-        from .evaluate_cmd import evaluate_folder
+    if name in ("evaluate_folder", "EvaluateOptions"):
+        from . import evaluate_cmd
 
-        return evaluate_folder
+        return getattr(evaluate_cmd, name)
     raise AttributeError(f"module automedbench.engine has no attribute {name!r}")

@@ -58,7 +58,7 @@ from .records import (
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
-from .scoring import judge_input, run_rubric, score_result
+from .scoring import ScoreInputs, judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, tail
@@ -270,10 +270,11 @@ class Run:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
         runtime = st.runtime
         with steptimer.step(runtime, "scoring"):
-            result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
-                                  st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
-                                  self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
-                                                                   self.folder.events()))
+            result = score_result(ScoreInputs(
+                track=self.track, task=self.task, header=st.header, state=st.state, end_reason=st.end_reason,
+                runtime=runtime, isolation=st.isolation, manifest=st.manifest, evaluation=st.evaluation,
+                verdict=st.verdict, error=st.error, codes=st.codes, task_score=self.o.task_score,
+                resolved=run_rubric(self.track, self.task, self.o.tier, self.folder.events())))
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
         with steptimer.step(runtime, "run_finished_hooks"):  # the error codes (E1-E5) and other subscribers

@@ -139,11 +139,12 @@ def evaluate_outputs(task_id: str, *, data_root: Path, work: Path, submission: P
                      registry: Any = None) -> Result:
     """Score a folder of outputs (`submission`) or a track's baseline by name, as `automedbench evaluate` does:
     frozen, scored in the isolated evaluator (`backend`), graded, rated; the Result (also `work/result.json`)."""
-    from .engine import evaluate_folder
+    from .engine import EvaluateOptions, evaluate_folder
     from .engine import registry as default_registry
 
-    return evaluate_folder(registry if registry is not None else default_registry(), task_id, submission, baseline,
-                           data_root, work, task_score, eval_options, backend=backend)
+    return evaluate_folder(registry if registry is not None else default_registry(), EvaluateOptions(
+        task=task_id, data_root=data_root, work=work, submission=submission, baseline=baseline,
+        task_score=task_score, eval_options=dict(eval_options or {}), backend=backend))
 
 
 def evaluate_frozen(task_id: str, outputs: Path, *, data_root: Path, work: Path,

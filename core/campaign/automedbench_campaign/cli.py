@@ -82,9 +82,9 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
     console, err_console = context.console, context.err_console
     reg = context.registry()
     context.print_problems(reg)
-    config = SweepConfig(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
-                         executor=executor, retries=retries, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
-                         ray_address=ray_address, **from_cli(fields))
+    config = SweepConfig.of(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
+                            executor=executor, retries=retries, cpus_per_run=cpus_per_run,
+                            gpus_per_run=gpus_per_run, ray_address=ray_address, **from_cli(fields))
     if dry_run:
         validate(config, reg)
         done, todo = Sweep(config, reg).plan()

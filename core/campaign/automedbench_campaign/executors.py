@@ -48,6 +48,8 @@ def unseen_paths(checks: dict[str, tuple[str, str]]) -> str | None:
 
 def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Run one matrix entry; never raises (a crash is an infrastructure failure of this attempt)."""
+    import attrs
+    from automedbench.api import from_dict
     from automedbench.engine import Run, RunOptions, registry
 
     t0 = time.monotonic()
@@ -55,17 +57,15 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = {"run_id": payload["run_id"], "state": "infrastructure_failure", "overall": None,
                                "cost_usd": 0.0, "wall_s": 0.0, "error": None, "node": node}
     try:
-        opts = dict(payload["options"])
-        checks = {"output folder": (opts["out"], OUT_MARKER)}
-        if opts.get("data_root"):
-            checks["data root"] = (str(Path(opts["data_root"]) / opts["task"]), STAMP)
+        options = attrs.evolve(from_dict(payload["options"], RunOptions), node=node)
+        checks = {"output folder": (str(options.out), OUT_MARKER)}
+        if options.data_root:
+            checks["data root"] = (str(options.data_root / options.task), STAMP)
         unseen = unseen_paths(checks)
         if unseen:
             summary["error"] = unseen
             return summary
-        opts["out"] = Path(opts["out"])
-        opts["data_root"] = Path(opts["data_root"]) if opts.get("data_root") else None
-        result = Run(RunOptions(**opts, node=node), registry()).execute()
+        result = Run(options, registry()).execute()
         summary.update(state=result.state, overall=result.aggregate.overall,
                        cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd, error=result.error)
     except Exception as exc:  # the runner writes its own result.json; this covers failures before that

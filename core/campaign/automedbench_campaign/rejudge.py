@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 from attrs import define
 from automedbench.api import END_NO_AGENT, JudgeVerdict, Result, UserError, write_json
-from automedbench.engine import Registry, RunFolder, judge_input, run_rubric, score_result
+from automedbench.engine import Registry, RunFolder, ScoreInputs, judge_input, run_rubric, score_result
 
 
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
@@ -67,9 +67,11 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
     runtime = attrs.evolve(result.runtime, judge_s=verdict.duration_s, judge_cost_usd=verdict.cost_usd)
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again
     task_score = result.task.used if result.task is not None else "strict"
-    new = score_result(track, task, header, result.state, result.end_reason, result.error, runtime,
-                       result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
-                       resolved=run_rubric(track, task, header.tier, folder.events()))
+    new = score_result(ScoreInputs(track=track, task=task, header=header, state=result.state,
+                                   end_reason=result.end_reason, runtime=runtime, isolation=result.isolation,
+                                   manifest=result.submission, evaluation=evaluation, verdict=verdict,
+                                   error=result.error, codes=codes, task_score=task_score,
+                                   resolved=run_rubric(track, task, header.tier, folder.events())))
     new.summary_plots = result.summary_plots
     write_json(folder.result, new)
     return new

@@ -13,7 +13,7 @@ from rich.console import Console
 
 
 def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
-    from automedbench.engine import evaluate_folder
+    from automedbench.engine import EvaluateOptions, evaluate_folder
 
     failures = 0
 
@@ -60,7 +60,8 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
     with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
         for name in baselines:
             try:
-                result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name, backend=backend)
+                result = evaluate_folder(reg, EvaluateOptions(task=task_id, baseline=name, data_root=data_root,
+                                                              work=Path(tmp) / name, backend=backend))
                 strict = result.task.strict if result.task else None
                 shown = "null" if strict is None else f"{strict:.3f}"  # not 0.01908752961900258
                 if name == "perfect":
