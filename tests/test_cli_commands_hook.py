@@ -158,7 +158,7 @@ def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
 def core_alone(monkeypatch):
     """The command line over a registry of the core's own built-ins only: no built-in distribution installed."""
     import automedbench.builtins
-    from automedbench_testkit.toy import plugin as toy
+    from automedbench.toy import plugin as toy
 
     reg = Registry()
     reg.add_plugin(automedbench.builtins, name="builtins")

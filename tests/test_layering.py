@@ -9,8 +9,9 @@ A track (anything under plugins/<track>/, its tests too) imports the core only t
 and ``automedbench.testing``, and never another track. Every import counts, inside functions too.
 One forwarding is allowed and nothing else: the face module ``automedbench.testing`` imports the test kit's
 package ``automedbench_testkit`` (the package itself, not its modules), so tracks' tests keep importing only
-the core's two public modules while the kit is its own distribution. The kit's toy track is held to a
-track's rule (it imports ``automedbench.api`` only), since it is registered like a third-party track.
+the core's two public modules while the kit is its own distribution. The core's toy track (``automedbench.toy``)
+is held to a track's rule (it imports ``automedbench.api`` only, and nothing else of the core imports it), since
+it is registered through the entry-point group like a third-party track.
 ``python tests/test_layering.py`` prints the graph's broken rules.
 """
 
@@ -85,12 +86,12 @@ LAYERS: dict[str, int] = {
     "automedbench.agents": BUILTIN,
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
+    "automedbench.toy": BUILTIN,  # the core's toy track, registered through the entry-point group
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
     "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
     "automedbench_models": BUILTIN,
-    "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
@@ -111,7 +112,7 @@ BUILTIN_MAY_IMPORT = {"automedbench.api", "automedbench.engine"}
 # The only imports of a built-in distribution the core makes: (core module, the package it forwards to).
 FORWARDS = {("automedbench.testing", "automedbench_testkit")}
 # Packages of the built-in distributions that are tracks: they import the core as a track does.
-BUILTIN_TRACKS = ("automedbench_testkit.toy",)
+BUILTIN_TRACKS = ("automedbench.toy",)
 
 
 def layer_of(module: str) -> int | None:
@@ -161,6 +162,11 @@ def _core_files() -> list[tuple[Path, Path]]:
     return files
 
 
+def _track_of(module: str) -> str | None:
+    """The built-in track a module belongs to, if any."""
+    return next((t for t in BUILTIN_TRACKS if module == t or module.startswith(t + ".")), None)
+
+
 def _foreign_to_track(module: str, target: str) -> bool:
     """A built-in track's module importing the core beyond api/testing, or another part of its distribution."""
     track = next((t for t in BUILTIN_TRACKS if module == t or module.startswith(t + ".")), None)
@@ -186,6 +192,8 @@ def broken_rules() -> list[str]:
             top, their_top = module.split(".")[0], target.split(".")[0]
             if _foreign_to_track(module, target):
                 broken.append(f"{module} (a track) imports {target}")
+            elif _track_of(target) is not None and _track_of(target) != _track_of(module):
+                broken.append(f"{module} imports {target} (a track: the core never names one)")
             elif top == "automedbench" and their_top in builtin_packages:
                 broken.append(f"{module} (the core) imports {target} (a built-in distribution)")
             elif top != "automedbench" and their_top == "automedbench" and target not in BUILTIN_MAY_IMPORT:
@@ -217,7 +225,7 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
              "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
              "automedbench.judges.llm", "automedbench.judges.digest",
-             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
+             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.validate",
              "automedbench.rejudge", "automedbench.pricing", "automedbench.grading", "automedbench.replyhint",
              "automedbench.codes"]
 
@@ -299,22 +307,27 @@ def test_the_check_sees_the_core_importing_a_builtin_distribution(tmp_path, monk
 
 def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeypatch):
     """automedbench.testing may import the test kit's package; not one of its modules, and no other core
-    module may import the kit at all. The kit's toy track imports only automedbench.api."""
+    module may import the kit at all. The core's toy track imports only automedbench.api, and no other core
+    module imports it."""
     core = tmp_path / "core"
     (core / "automedbench").mkdir(parents=True)
     (core / "automedbench" / "__init__.py").write_text("")
     (core / "automedbench" / "runner.py").write_text("")
     (core / "automedbench" / "testing.py").write_text(
         "def f():\n    import automedbench_testkit\n    from automedbench_testkit import leaksearch\n")
-    (core / "automedbench" / "cli.py").write_text("def f():\n    import automedbench_testkit\n")
+    (core / "automedbench" / "cli.py").write_text("def f():\n    import automedbench_testkit\n"
+                                                  "    from automedbench.toy import track\n")
+    (core / "automedbench" / "toy").mkdir()
+    (core / "automedbench" / "toy" / "__init__.py").write_text("")
+    (core / "automedbench" / "toy" / "plugin.py").write_text("from automedbench.api import hookimpl\n"
+                                                             "from . import track\n")
+    (core / "automedbench" / "toy" / "track.py").write_text(
+        "from automedbench.api import Track\nfrom automedbench import runner\n")
     kit = core / "testkit"
-    (kit / "automedbench_testkit" / "toy").mkdir(parents=True)
+    (kit / "automedbench_testkit").mkdir(parents=True)
     (kit / "pyproject.toml").write_text('[project]\nname = "automedbench-testkit"\n')
     (kit / "automedbench_testkit" / "__init__.py").write_text("")
     (kit / "automedbench_testkit" / "leaksearch.py").write_text("")
-    (kit / "automedbench_testkit" / "toy" / "__init__.py").write_text("")
-    (kit / "automedbench_testkit" / "toy" / "track.py").write_text(
-        "from automedbench.api import Track\nfrom automedbench import runner\n")
     (tmp_path / "plugins").mkdir()
     monkeypatch.setattr(sys.modules[__name__], "CORE", core)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
@@ -323,8 +336,9 @@ def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeyp
     assert not any(b.startswith("automedbench.testing (the core) imports automedbench_testkit ") for b in broken)
     assert "automedbench.testing (the core) imports automedbench_testkit.leaksearch (a built-in distribution)" in broken
     assert "automedbench.cli (the core) imports automedbench_testkit (a built-in distribution)" in broken
-    assert "automedbench_testkit.toy.track (a track) imports automedbench.runner" in broken
-    assert not any("toy.track" in b and "automedbench.api" in b for b in broken)
+    assert "automedbench.toy.track (a track) imports automedbench.runner" in broken
+    assert "automedbench.cli imports automedbench.toy.track (a track: the core never names one)" in broken
+    assert not any(b.startswith("automedbench.toy.plugin") for b in broken)  # its own module and the api
 
 
 if __name__ == "__main__":

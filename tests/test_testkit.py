@@ -1,5 +1,5 @@
 """automedbench.testing is a face over the test kit (automedbench-testkit): what it forwards, what it says
-when the kit is missing, the kit's toy track registered through the entry-point group, and the loader of a
+when the kit is missing, the core's toy track registered through the entry-point group, and the loader of a
 track's solution scripts."""
 
 from __future__ import annotations
@@ -55,9 +55,10 @@ def test_without_the_kit_a_helper_is_one_line_naming_the_extra():
 
 
 def test_the_toy_track_comes_in_through_the_entry_point_group():
+    """The core's own track, registered through the core's entry point as a third party's is."""
     reg = fresh_registry()
     toy = reg.components["track"]["toy"]
-    assert toy.distribution == "automedbench-testkit" and toy.plugin == "toy"
+    assert toy.distribution == "automedbench" and toy.plugin == "toy"
     assert "toy/vowels" in reg.tasks()
 
 

@@ -89,8 +89,9 @@ class Group(click.Group):
 def main() -> None:
     """Run autonomous agents through medical-AI research tasks and score every stage of their work.
 
-    Start with `automedbench run --task segmentation/demo --agent reference`: it needs no network,
-    no API key and no GPU. `automedbench plugins` lists what is installed.
+    Start with `automedbench run --task toy/vowels --agent reference`: the core's own toy track, with no
+    network, no API key and no GPU. `automedbench tasks` lists every installed task (a track's demo, e.g.
+    segmentation/demo, runs the same way); `automedbench plugins` lists what is installed.
     """
 
 

@@ -48,7 +48,10 @@ def automedbench_register_code_detectors(register: Register) -> None:
 def automedbench_register_model_backends(register: Register) -> None:
     """Register model providers: factory(cfg: ModelConfig) returns a `ModelBackend` (chat with tools,
     plain completion, images, retries, pricing). Every model consumer (chat agents, LLM judge,
-    error-code tagger, answer judges, graders) reaches a provider through this kind, by name."""
+    error-code tagger, answer judges, graders) reaches a provider through this kind, by name.
+    A provider declares what the core cannot know of it as keywords of `register`: `key_env="VAR"`, the
+    environment variable its key is read from unless `api_key_env=` names another (none declared: keyless unless
+    named), and `defaults={field: value}`, its own ModelConfig defaults (options and config entries win)."""
 
 
 @hookspec

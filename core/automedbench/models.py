@@ -48,7 +48,7 @@ def get_model(provider: str, options: dict[str, Any], role: str = "agent", reg: 
     from .plugins import registry
 
     component = (reg or registry()).get("model", provider)
-    return component.factory(resolve(provider, options, role))
+    return component.factory(resolve(provider, options, role, component.declared))
 
 
 # A verdict is read only from the reply's declared final structure: the whole reply, or the JSON object that

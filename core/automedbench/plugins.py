@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 import pluggy
-from attrs import define
+from attrs import Factory, define
 
 from . import hookspecs
 from .errors import UserError, did_you_mean
@@ -31,7 +31,7 @@ OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
-    ("test", "automedbench-testkit", {"track": ("toy",), "command": ("validate-task",)}),
+    ("test", "automedbench-testkit", {"command": ("validate-task",)}),
 ]
 
 
@@ -53,6 +53,9 @@ class Component:
     plugin: str
     distribution: str
     version: str
+    # what the plugin declares with it besides the factory: `register(name, factory, description, **declared)`
+    # (a model backend: `key_env`, the variable its key is read from; `defaults`, its ModelConfig defaults)
+    declared: dict[str, Any] = Factory(dict)
 
 
 @define(frozen=True)
@@ -131,7 +134,7 @@ class Registry:
     def _registrar(self, kind: str, plugin: str) -> Callable[..., None]:
         distribution, version = self._origin[plugin]
 
-        def register(name: str, factory: Callable[..., Any], description: str = "") -> None:
+        def register(name: str, factory: Callable[..., Any], description: str = "", **declared: Any) -> None:
             existing = self.components[kind].get(name)
             if existing is not None:
                 self.problems.append(
@@ -142,7 +145,7 @@ class Registry:
                 )
                 return
             self.components[kind][name] = Component(kind, name, factory, description, plugin,
-                                                    distribution, version)
+                                                    distribution, version, dict(declared))
 
         return register
 

@@ -6,7 +6,7 @@ A plugin's `tests/conftest.py` can say `pytest_plugins = ["automedbench.testing"
 This module is the face tracks' tests import (with automedbench.api, nothing else of the core): its helpers are
 built on `automedbench.engine` and hand back records of `automedbench.api`, so a test never holds the engine's
 classes. The test kit's helpers (`check_sandbox`, the conformance suite a sandbox backend runs against itself;
-`StepsAgent`, `register_agent`, `reference_leaks`, `check_track`, `check_download`, the toy track, ...) are
+`StepsAgent`, `register_agent`, `reference_leaks`, `check_track`, `check_download`, ...) are
 forwarded from the automedbench-testkit distribution, installed by `pip install 'automedbench[test]'`.
 """
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 FROM_TESTKIT = frozenset({
     "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_download", "check_sandbox", "check_track",
     "docker_unavailable", "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker",
-    "reference_leaks", "register_agent", "register_toy_track", "sampled", "validate",
+    "reference_leaks", "register_agent", "sampled", "validate",
 })
 INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 
@@ -62,6 +62,17 @@ def fresh_registry() -> Any:
     fresh = Registry()
     fresh.load_entry_points()
     return fresh
+
+
+def register_toy_track() -> None:
+    """Make sure the core's pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
+    core's entry point `toy` registers it already; this adds it where the registry was built without it."""
+    from importlib.metadata import entry_points
+
+    from .engine import registry
+
+    (point,) = entry_points(group="automedbench", name="toy")
+    registry().add_plugin(point.load(), name="toy", distribution="automedbench")
 
 
 def load_task(task_id: str) -> tuple[Track, TaskSpec]:
@@ -250,8 +261,9 @@ def item_values(result: Result) -> dict[str, float | None]:
 
 __all__ = sorted({*FROM_TESTKIT, "RulesGrading", "ensure_staged", "evaluate_frozen", "evaluate_outputs",
                   "fresh_registry", "grade_by_rules", "grade_requests", "item_values", "load_task",
-                  "pytest_configure", "render_task_brief", "rubric_problems", "run_cli", "run_steps", "run_task",
-                  "stage_from_folder", "stage_scores", "stage_task", "warm_evaluator_installed"})
+                  "pytest_configure", "register_toy_track", "render_task_brief", "rubric_problems", "run_cli",
+                  "run_steps", "run_task", "stage_from_folder", "stage_scores", "stage_task",
+                  "warm_evaluator_installed"})
 
 
 def pytest_configure(config: Any) -> None:

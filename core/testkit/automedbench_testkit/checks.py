@@ -1,5 +1,5 @@
 """What a track's tests check beyond a run: `validate-task`'s checks, the demo's reference-leak search,
-the toy track in the registry, and a track's solution scripts loaded as modules."""
+and a track's solution scripts loaded as modules."""
 
 from __future__ import annotations
 
@@ -13,16 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox_readable_roots
-
-
-def register_toy_track() -> None:
-    """Make sure the pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
-    test kit's entry point registers it already; this adds it where the registry was built without it."""
-    from automedbench.engine import registry
-
-    from .toy import plugin
-
-    registry().add_plugin(plugin, name="toy", distribution="automedbench-testkit")
 
 
 def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:

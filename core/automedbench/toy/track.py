@@ -21,7 +21,6 @@ from automedbench.api import (
     reword,
     staging_area,
 )
-
 HERE = Path(__file__).parent
 # What the rules judge looks for in this track's executed code: the toy's own checks, not array shapes.
 HINTS = {
