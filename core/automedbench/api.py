@@ -11,7 +11,14 @@ from typing import Any
 
 from .agent import TOOLS, Agent, AgentContext, ReplyHint, continue_message, execute_code_example
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
-from .authoring import pipeline_diagram_code, plan_step
+from .authoring import (
+    flawed_batches,
+    pipeline_diagram_code,
+    plan_step,
+    solution_source,
+    verify_and_submit,
+    verify_each_case,
+)
 from .detectors import E_CODES, NOT_TAGGED, TAXONOMY, CodeContext, Detector, is_error_code
 from .errors import (
     END_NO_AGENT,
@@ -94,6 +101,7 @@ from .track import (
     StagedData,
     TaskEvaluation,
     Track,
+    valid_output_gate,
 )
 from .trajectory import read_events, torn_line
 from .untrusted import (
@@ -210,6 +218,7 @@ __all__ = [
     "extract_json",
     "fence_agent_text",
     "final_json",
+    "flawed_batches",
     "fold_grades",
     "from_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "get_model",
@@ -241,13 +250,17 @@ __all__ = [
     "sandbox_env",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
+    "solution_source",
     "stage_task",
     "staging_area",
     "tar_member_ok",
     "to_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "torn_line",
     "unsupported_language",
+    "valid_output_gate",
     "verdict_schema",
+    "verify_and_submit",
+    "verify_each_case",
     "with_items",
     "with_ladder",
     "write_json",  # noqa: F822 (defined on first use by __getattr__ below)

@@ -98,6 +98,21 @@ class CodeContext:
     def missing(self) -> list[str]:
         return [c.case_id for c in self.result.cases if not c.present]
 
+    def flagged(self, key: str) -> list[str]:
+        """The valid cases whose metric row says `key` (a fact the evaluator recorded, e.g. `same_as_input`)."""
+        return [r["case_id"] for r in self.valid_rows if r.get(key)]
+
+    @property
+    def valid_rows(self) -> list[dict[str, Any]]:
+        """The metric's per-case rows of the valid cases: the evaluator's facts a track's detector reads."""
+        metric = self.result.task
+        return [r for r in (metric.per_case if metric else []) if r.get("valid")]
+
+    @property
+    def last_write_turns(self) -> list[int]:
+        """The turn of the agent's last write to its outputs, as a detector's evidence (empty: it wrote none)."""
+        return [self.trace.last_write["turn"]] if self.trace.last_write else []
+
     def item(self, item_id: str) -> float | None:
         for stage in self.result.stages:
             for item in stage.items:
@@ -116,6 +131,11 @@ class Detector(ABC):
     @abstractmethod
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
         """Return the codes this rule fires for the run (empty when it is clean)."""
+
+    def fire_cases(self, code: str, cases: list[str], what: str, turns: list[int] | None = None,
+                   stage: str = "") -> list[FiredCode]:
+        """`code` for the `cases` a rule found (none: nothing fires), said as "N <what>: the first five"."""
+        return [self.fire(code, f"{len(cases)} {what}: {', '.join(cases[:5])}", turns, stage)] if cases else []
 
     def fire(self, code: str, message: str, turns: list[int] | None = None, stage: str = "") -> FiredCode:
         if code not in TAXONOMY:

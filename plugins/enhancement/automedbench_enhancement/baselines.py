@@ -172,12 +172,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .track import EnhancementTrack
 
-    track = EnhancementTrack()
-    task = next((t for t in track.tasks() if t.id == args.task), None)
-    if task is None:
-        print(f"error: no enhancement task {args.task!r}", file=sys.stderr)
-        return 2
     try:
+        task = EnhancementTrack().task(args.task)
         staged = stage_task(task.id, args.data_root)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -107,11 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .track import SynthesisTrack
 
-    task = next((t for t in SynthesisTrack().tasks() if t.id == args.task), None)
-    if task is None:
-        print(f"error: no synthesis task {args.task!r}", file=sys.stderr)
-        return 2
     try:
+        task = SynthesisTrack().task(args.task)
         staged = stage_task(task.id, args.data_root)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
