@@ -29,8 +29,9 @@ def report(tmp_path_factory):
 
 
 def test_score_cells_show_a_ci_only_from_two_runs():
-    assert htmlreport._score_cell({"mean": 0.956, "lo": 0.956, "hi": 0.956, "n": 1}) == "95.6"
-    assert htmlreport._score_cell({"mean": 0.5, "lo": 0.4, "hi": 0.61, "n": 2}) == "50.0<small>40.0–61.0</small>"
+    # scores 0-1 cut to three places, the unit of `run`, the terminal leaderboard and the site
+    assert htmlreport._score_cell({"mean": 0.9569, "lo": 0.9569, "hi": 0.9569, "n": 1}) == "0.956"
+    assert htmlreport._score_cell({"mean": 0.5, "lo": 0.4, "hi": 0.61, "n": 2}) == "0.500<small>0.400–0.610</small>"
     assert htmlreport._score_cell({"mean": None, "lo": None, "hi": None, "n": 0}) == "–"
 
 
@@ -68,8 +69,8 @@ def test_histograms_have_a_count_axis_and_readable_ticks(report):
     _, _, table, _ = report
     svg = distribution_plot(table)
     texts = [t for _, _, t in _texts(svg)]
-    assert texts.count("Overall ×100") == 4 and texts.count("runs") == 4
-    for tick in ("0", "20", "40", "60", "80", "100"):
+    assert texts.count("Overall") == 4 and texts.count("runs") == 4  # scores 0-1, as in `run` and the site
+    for tick in ("0.0", "0.2", "0.4", "0.6", "0.8", "1.0"):
         assert texts.count(tick) >= 4
     counts = np.histogram(table["overall"][np.array([a == "gpt" for a in table["agent"]])], np.linspace(0, 1, 11))[0]
     gpt = svg[svg.index("gpt (n="):svg.index("opus (n=")]

@@ -22,7 +22,7 @@ ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage"}
 # their own distributions.
 FEATURE_OWNERS = {"sweep": "campaign", "codes": "campaign", "leaderboard": "campaign", "view": "campaign",
                   "rejudge": "campaign", "judge-agreement": "campaign", "images": "docker",
-                  "validate-task": "testkit"}
+                  "validate-task": "testkit", "new-track": "testkit"}
 FEATURES = set(FEATURE_OWNERS)
 
 

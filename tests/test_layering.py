@@ -70,6 +70,7 @@ LAYERS: dict[str, int] = {
     "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
+    "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
@@ -95,6 +96,7 @@ LAYERS: dict[str, int] = {
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.progress": BUILTIN,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.judgecli": FACE,

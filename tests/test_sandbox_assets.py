@@ -113,6 +113,7 @@ def test_assets_inside_the_data_root_are_refused(tmp_path, monkeypatch):
     track, _ = registry().task("toy/vowels")
     folder = tmp_path / "data" / "assets"
     folder.mkdir(parents=True)
+    (folder / "weights.bin").write_bytes(b"\0" * 16)  # an empty assets folder is refused first (test_sandbox_needs)
     monkeypatch.setattr(type(track), "assets", lambda self, task: folder)
     with pytest.raises(UserError, match="overlap the data root"):
         run_task("toy/vowels", "reference", out=tmp_path / "runs", data_root=tmp_path / "data")

@@ -127,3 +127,37 @@ def test_plain_fallback_says_what_it_does_not_protect(layout):
     assert any("no filesystem isolation" in g for g in gaps)
     assert s.workspace_dir == str(layout / "ws")
     assert os.path.isdir(s.workspace_dir)
+
+
+def test_a_bwrap_probe_that_times_out_is_asked_again_not_taken_as_no_bwrap(monkeypatch):
+    """Under load the probe's first try may time out; that is no answer, and a run must not silently drop to
+    the unisolated sandbox (seen: a brief rendered for the plain sandbox beside a bubblewrap session)."""
+    import subprocess
+
+    from automedbench.sandboxes import local
+
+    calls = []
+
+    def slow_then_fine(cmd, **kwargs):
+        calls.append(kwargs["timeout"])
+        if len(calls) == 1:
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+        return subprocess.CompletedProcess(cmd, 0, b"", b"")
+
+    monkeypatch.setattr(local.shutil, "which", lambda name: "/usr/bin/bwrap-under-test")
+    monkeypatch.setattr(local.subprocess, "run", slow_then_fine)
+    local._bwrap_works.cache_clear()
+    try:
+        assert local.bwrap_path() == "/usr/bin/bwrap-under-test"
+        assert local.bwrap_path() == "/usr/bin/bwrap-under-test"  # probed once: the second answer is the first
+        assert calls == list(local.BWRAP_PROBE_TIMEOUTS)
+
+        def always_slow(cmd, **kwargs):
+            raise subprocess.TimeoutExpired(cmd, kwargs["timeout"])
+
+        monkeypatch.setattr(local.shutil, "which", lambda name: "/usr/bin/other-bwrap")
+        monkeypatch.setattr(local.subprocess, "run", always_slow)
+        with pytest.raises(RuntimeError, match="not falling back"):
+            local.bwrap_path()
+    finally:
+        local._bwrap_works.cache_clear()

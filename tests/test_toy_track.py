@@ -15,6 +15,8 @@ def test_toy_reference_run_scores_every_stage(tmp_path):
     scores = stage_scores(result)
     assert scores["S4"] == 1.0 and scores["S5"] == 1.0 and scores["S3"] == 1.0, scores
     assert item_values(result)["s1a_plan_md"] == 1.0
+    # the toy declares a method with nothing to download (needs.weights: false): running it obtains it
+    assert item_values(result)["s2a_model_obtained"] == 1.0 and scores["S2"] == 1.0, scores
     assert (run_dir / "result.json").is_file()
 
 

@@ -6,6 +6,7 @@ import json
 import math
 import numbers
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
@@ -82,6 +83,9 @@ class AgentContext:
     options: dict[str, Any] = Factory(dict)
     # The workspace as the host sees it (agents that read files the sandbox wrote, e.g. a CLI's log).
     host_workspace: str = ""
+    # The run's budgets (an installed agent enforces them on its model calls from outside the sandbox).
+    max_turns: int = 0
+    time_limit_s: float = 0.0
 
 
 class Agent(ABC):
@@ -90,6 +94,17 @@ class Agent(ABC):
     name: str = ""
     # Continue messages after a reply with no tool call; None: the task's `text_reply_continues`.
     continues: int | None = None
+    # True: each call may run for the rest of the time limit (an installed agent's whole session is one call),
+    # not only the per-call timeout.
+    long_calls: bool = False
+    # The address space (MB) the agent's program needs at least: a runtime may reserve far more than it uses (Node
+    # reserves ~10 GB per WebAssembly memory). The memory limit itself (cgroup) stays the run's. 0: no need.
+    address_space_mb: int = 0
+
+    def sandbox_binds(self) -> list[Path]:
+        """Host folders the agent's own program lives in (an installed CLI, its runtime), mounted read-only at the
+        same path inside the sandbox. Asked before the sandbox opens; default none."""
+        return []
 
     def start(self, context: AgentContext) -> None:  # noqa: B027 - optional hook
         """Called once before the first turn."""

@@ -29,7 +29,16 @@ from .errors import (
     UserError,
     did_you_mean,
 )
-from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, open_below, read_regular, sha256_file
+from .fsutil import (
+    append_line_locked,
+    atomic_write_bytes,
+    atomic_write_text,
+    open_below,
+    open_path,
+    read_regular,
+    sha256_file,
+    walk_fd,
+)
 from .grades import (
     Grade,
     GradeError,
@@ -67,6 +76,7 @@ from .records import (
     Rubric,
     RubricItem,
     Runtime,
+    SandboxNeeds,
     StageRule,
     StageScore,
     SubmissionManifest,
@@ -185,6 +195,7 @@ __all__ = [
     "RubricItem",
     "Runtime",
     "Sandbox",
+    "SandboxNeeds",
     "SandboxSession",
     "SandboxSpec",
     "ScriptStep",
@@ -232,6 +243,7 @@ __all__ = [
     "loads_json",
     "mean_stage",
     "open_below",
+    "open_path",
     "open_zip",
     "parse_xml",
     "pipeline_diagram_code",
@@ -261,6 +273,7 @@ __all__ = [
     "verdict_schema",
     "verify_and_submit",
     "verify_each_case",
+    "walk_fd",
     "with_items",
     "with_ladder",
     "write_json",  # noqa: F822 (defined on first use by __getattr__ below)

@@ -16,6 +16,8 @@ from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import CommandContext, install_hint, registry
+from .progress import StagingProgress
+from .stagearea import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
 
 
@@ -243,11 +245,11 @@ def plugins() -> None:
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
 # width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
-TASK_COLUMNS = [("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
-TASK_COLUMN_ORDER = ["Task", "Title", "Tiers", "Cases", "Metric", "Data"]
+TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Metric", "Data"]
 
 
-def tasks_table(specs: list, width: int):
+def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
     """The task listing for a terminal `width` wide: the full id always, then as many columns as fit."""
     from rich.table import Table
 
@@ -267,7 +269,9 @@ def tasks_table(specs: list, width: int):
         else:
             table.add_column(col, min_width=needs[col])
     for spec in sorted(specs, key=lambda s: s.id):
-        cells = {"Task": spec.id, "Title": spec.title, "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
+        ok = (ready or {}).get(spec.id, True)
+        cells = {"Task": spec.id, "Ready": "yes" if ok else "[yellow]no[/]", "Title": spec.title,
+                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
                  "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
         table.add_row(*(cells[c] for c in columns))
     return table
@@ -275,9 +279,21 @@ def tasks_table(specs: list, width: int):
 
 @main.command()
 def tasks() -> None:
-    """List every task with its tiers and case count (narrow terminals drop the last columns, never the id)."""
+    """List every task with its tiers and case count, and whether this machine's local sandbox has what its
+    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed."""
+    from .needs import ready_here
+
     reg = registry()
-    console.print(tasks_table([spec for _, spec in reg.tasks().values()], console.width))
+    found = reg.tasks()
+    checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
+    console.print(tasks_table([spec for _, spec in found.values()], console.width,
+                              {task_id: ok for task_id, (ok, _) in checked.items()}))
+    for task_id, (ok, why) in sorted(checked.items()):
+        if not ok:
+            console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
+    for name, info in sorted(reg.missing_release_tracks().items()):
+        ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
+        console.print(escape(f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
     print_problems(reg)
 
 
@@ -288,14 +304,19 @@ def tasks() -> None:
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Re-stage even if staged already.")
 def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bool) -> None:
-    """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders."""
+    """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders.
+
+    A staging that takes more than two seconds shows its progress on stderr (files, bytes and case folders
+    written): one live line on a terminal, a line every 10 s otherwise (AUTOMEDBENCH_PROGRESS_S sets it)."""
     reg = registry()
     track, task = reg.task(task_id)
     if not task.demo and source is None:
         raise errors.UserError(f"{task_id} needs --from PATH (the dataset's download folder)")
     root = data_root_or_default(data_root)
     root.mkdir(parents=True, exist_ok=True)
-    staged = staging.stage(track, task, root, Path(source) if source else None, force=force)
+    incoming = staging.task_dir(root, task) / INCOMING  # where the stager writes until its copy is complete
+    with StagingProgress(task_id, incoming, task.case_count, err_console):  # on stderr, after 2 s
+        staged = staging.stage(track, task, root, Path(source) if source else None, force=force)
     console.print(f"staged {len(staged.case_ids)} case(s) of {task_id} under {staged.root}")
 
 

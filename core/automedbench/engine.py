@@ -11,7 +11,8 @@ What it holds, by step of a run:
 - the run and its options: `Run`, `RunOptions` and the click helpers that declare run options on a command;
 - the registry: `registry()` (the process-wide one), `Registry`, and `CommandContext` (what a plugin's
   command gets from the command line: consoles and the registry);
-- staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`;
+- staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`; what a task's sandbox needs
+  (`sandbox_gap`: the one line refusing a sandbox without it; `ready_here`: whether this machine has it);
 - freezing and the evaluator: `freeze`, `evaluate` (one evaluation in this process), the request-based
   backend protocol (`EvalRequest`, `evaluate_in_process`, `serve_request`, the evaluator's environment,
   import path and limits), `evaluate_folder` with its `EvaluateOptions` (score a folder without an agent,
@@ -25,6 +26,7 @@ What it holds, by step of a run:
 - what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
   `reap_stale_workspaces`), slirp networking (`SlirpNet`, `network_gaps`, `network_unsupported`,
   `SLIRP_DNS`), the harness's private state (`harness_key`, `state_dir`), the plan image reader;
+- a sweep's progress on a terminal and off one (`SweepProgress`);
 - orderly interruption: `install_interrupt_handlers`, `interrupt_received`, `check_interrupt`,
   `rearm_interrupt`, `interrupt_exit_status`.
 
@@ -59,6 +61,7 @@ from .interrupt import install as install_interrupt_handlers
 from .interrupt import rearm as rearm_interrupt
 from .interrupt import received as interrupt_received
 from .judges.planimage import PlanImage, read_plan_png
+from .needs import ready_here, sandbox_gap
 from .plugins import CommandContext, Registry, registry
 from .rubric import check as check_rubric
 from .rubric import resolve as resolve_rubric
@@ -88,6 +91,7 @@ __all__ = [
     "RunOptions",  # noqa: F822
     "ScoreInputs",
     "SlirpNet",
+    "SweepProgress",  # noqa: F822
     "WorkspaceQuota",
     "check_interrupt",
     "check_rubric",
@@ -117,6 +121,7 @@ __all__ = [
     "parse_kv",  # noqa: F822
     "python_repr",  # noqa: F822
     "read_plan_png",
+    "ready_here",
     "reap_stale_workspaces",
     "rearm_interrupt",
     "registry",
@@ -125,6 +130,7 @@ __all__ = [
     "request_exclude",
     "resolve_rubric",
     "run_rubric",
+    "sandbox_gap",
     "score_result",
     "serve_request",
     "stage",
@@ -154,6 +160,10 @@ def __getattr__(name: str) -> Any:
         from .report import render
 
         return render
+    if name == "SweepProgress":
+        from .progress import SweepProgress
+
+        return SweepProgress
     if name == "csv_cell":
         from .terminal import csv_cell
 

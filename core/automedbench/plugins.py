@@ -6,10 +6,12 @@ and the rest still load. The core's built-ins come in through the same entry-poi
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata as md
 import traceback
 import types
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -17,6 +19,7 @@ from attrs import Factory, define
 
 from . import hookspecs
 from .errors import UserError, did_you_mean
+from .yamlfile import read_yaml
 
 GROUP = "automedbench"
 
@@ -31,12 +34,30 @@ OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
-    ("test", "automedbench-testkit", {"command": ("validate-task",)}),
+    ("test", "automedbench-testkit", {"command": ("validate-task", "new-track")}),
 ]
+
+
+@functools.lru_cache(maxsize=1)
+def release_tracks() -> dict[str, dict[str, Any]]:
+    """The tracks this project releases, by name: their root extra, distribution and task ids (a data file,
+    `release_tracks.yaml`: the core knows them by name only, so a missing one is named with its extra)."""
+    data = read_yaml(Path(__file__).with_name("release_tracks.yaml"), "release track table")
+    return {str(name): dict(info) for name, info in (data or {}).items()}
+
+
+def track_install_line(track: str) -> str | None:
+    """How to install a released track by name (`pip install 'automedbench[EXTRA]'`), else None."""
+    info = release_tracks().get(track)
+    if info is None:
+        return None
+    return f"the {track} track comes with {info['distribution']}: pip install 'automedbench[{info['extra']}]'"
 
 
 def install_hint(kind: str, name: str) -> str | None:
     """`kind name` comes with an extra that is not installed: the one line saying which, else None."""
+    if kind == "track" and track_install_line(name):
+        return f"track {name!r} is not installed; {track_install_line(name)}"
     for extra, distribution, parts in OPTIONAL_PARTS:
         if name in parts.get(kind, ()):
             return (f"{kind} {name!r} comes with {distribution}, which is not installed: "
@@ -220,8 +241,18 @@ class Registry:
     def task(self, task_id: str) -> tuple[Any, Any]:
         tasks = self.tasks()
         if task_id not in tasks:
+            track = task_id.split("/", 1)[0]
+            if track not in self.components["track"] and track_install_line(track):
+                known = task_id.partition("/")[2] in release_tracks()[track].get("tasks", [])
+                what = "is a task of" if known else "names"
+                raise UserError(f"{task_id!r} {what} the {track} track, which is not installed: "
+                                f"{track_install_line(track).split(': ', 1)[1]}")
             raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
         return tasks[task_id]
+
+    def missing_release_tracks(self) -> dict[str, dict[str, Any]]:
+        """The released tracks not installed here (name -> extra, distribution, task ids)."""
+        return {name: info for name, info in release_tracks().items() if name not in self.components["track"]}
 
 
 _REGISTRY: Registry | None = None

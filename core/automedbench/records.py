@@ -55,6 +55,21 @@ class RatingThresholds:
 
 
 @define(frozen=True)
+class SandboxNeeds:
+    """What a task's reference method needs inside the sandbox, checked before a run starts (`run` refuses with
+    the install line, `validate-task` reports it, `automedbench tasks` shows whether this machine is ready).
+
+    `modules` are top-level Python import names the method imports in the sandbox; `install` is what brings
+    them (a pip requirement such as `automedbench-classification[model]`); `weights` says whether the method
+    needs model weights obtained (downloaded, or loaded from the task's assets): a method that needs none
+    earns S2's model-obtained item once it runs."""
+
+    modules: list[str] = Factory(list)
+    install: str = ""
+    weights: bool = True
+
+
+@define(frozen=True)
 class TaskSpec:
     """One task as its data file declares it. Missing fields are errors, never silent defaults."""
 
@@ -85,6 +100,8 @@ class TaskSpec:
     # What the time limit counts: `wall` (the paper's rule: every second from the first turn) or
     # `tools` (model replies excluded: for slow local model servers, where one reply can take minutes).
     time_limit_counts: Literal["wall", "tools"] = "wall"
+    # What the reference method needs inside the sandbox (modules, the install line, weights or none).
+    needs: SandboxNeeds = Factory(SandboxNeeds)
 
 
 # ---------------------------------------------------------------- rubric and judging

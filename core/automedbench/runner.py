@@ -40,6 +40,7 @@ from .fsutil import (
 from .gradestep import grade_evaluation
 from .harnessstate import rotate_key, state_dir
 from .judge import Judge
+from .needs import sandbox_gap
 from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
@@ -100,6 +101,10 @@ class Run:
         self.agent_comp = registry.get("agent", options.agent)
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
+        self.sandbox = self.sandbox_comp.factory()
+        gap = sandbox_gap(self.track, self.task, self.sandbox)  # before any folder: one line naming the install
+        if gap is not None:
+            raise errors.UserError(gap)
         if options.warm_evaluator:  # the warm evaluator is a plugin's (the campaign's): missing, say so now
             registry.get("evaluator", "warm")
         self.warm = warm_wanted(options, "warm" in registry.components["evaluator"])
@@ -192,7 +197,6 @@ class Run:
         self.made_folder = True
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
-        self.sandbox = self.sandbox_comp.factory()
         try:
             self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
         except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder
@@ -327,7 +331,8 @@ class Run:
                          count_model_time=self.task.time_limit_counts == "wall")
         st.runtime.time_limit_counts = self.task.time_limit_counts
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
-                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace))
+                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
+                               max_turns=loop.max_turns, time_limit_s=loop.time_limit)
         try:
             agent.start(context)
             while self._turn(st, loop):
@@ -365,9 +370,12 @@ class Run:
         """A session of the chosen backend; refused (UserError) when it cannot keep the references out."""
         sandbox = self.sandbox
         self._check_assets(staged)
+        tools = self._agent_binds(staged)
+        # an agent's runtime may reserve far more address space than it uses (Node: ~10 GB per WebAssembly memory)
+        space = max(self.o.memory_mb, self.agent.address_space_mb) if self.o.memory_mb > 0 else 0
         spec = SandboxSpec(self.workspace, staged.public, network=self.task.network, memory_mb=self.o.memory_mb,
-                           decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
-                           track=self.task.track, assets=self.assets)
+                           address_space_mb=space, decoys=decoys, gpus=[g for g in self.o.gpus.split(",") if g.strip()],
+                           track=self.task.track, assets=self.assets, tools=tools)
         self.evaluator_backend = sandbox.evaluator
         session: SandboxSession = sandbox.open(spec)
         isolation = st.isolation
@@ -405,6 +413,25 @@ class Run:
             raise errors.UserError(f"the harness state folder {state} lies under a directory the sandbox mounts; "
                                    "set AUTOMEDBENCH_STATE to a folder elsewhere")
         return session
+
+    def _agent_binds(self, staged: StagedData) -> list[Path]:
+        """The installed agent's program folders, refused when they share a tree with data, references, the run
+        folder or the harness state (everything under them becomes readable to the agent)."""
+        try:
+            binds = [Path(p).resolve() for p in self.agent.sandbox_binds()]
+        except Exception as exc:
+            raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__} in sandbox_binds: "
+                                    f"{str(exc)[:200]}") from exc
+        for bind in binds:
+            if not bind.is_dir() or bind == Path("/"):
+                raise errors.UserError(f"the agent's program folder {bind} is not a folder that can be mounted")
+            for name, other in (("staged task", staged.root), ("data root", self.data_root),
+                                ("run folder", self.run_dir), ("harness state", state_dir())):
+                other = Path(other).resolve()
+                if other == bind or other in bind.parents or bind in other.parents:
+                    raise errors.UserError(f"the agent's program folder {bind} overlaps the {name} {other}: "
+                                           "install the agent elsewhere")
+        return binds
 
     def _check_assets(self, staged: StagedData) -> None:
         """Refuse assets that share a tree with the staged task (its private references), the data root, the run
@@ -461,7 +488,9 @@ class Run:
             _drain(self.agent, self.traj, loop.turn, st.runtime)
             return self._text_reply(st, loop, reply)
         stop = self._tool_calls(st, loop, reply.tool_calls)
-        _drain(self.agent, self.traj, loop.turn, st.runtime)
+        # an installed agent's own replies are numbered from this turn on: the next turn comes after them
+        loop.turn = st.runtime.turns = max(loop.turn, _drain(self.agent, self.traj, loop.turn, st.runtime,
+                                                             loop.max_turns))
         return not stop
 
     def _reply(self, st: RunState, loop: AgentLoop) -> AgentTurn:
@@ -545,8 +574,8 @@ class Run:
                 continue
             st.runtime.tool_calls += 1
             remaining = max(1.0, loop.time_limit - loop.elapsed())
-            content, event, is_submit = self._tool(call, loop.session, loop.staged,
-                                                   min(loop.exec_timeout, remaining), loop.turn)
+            timeout = remaining if self.agent.long_calls else min(loop.exec_timeout, remaining)
+            content, event, is_submit = self._tool(call, loop.session, loop.staged, timeout, loop.turn)
             if event.get("duration_s"):
                 st.runtime.exec_s += event["duration_s"]
             self._check_breach(st, loop, call, event)
@@ -678,25 +707,32 @@ class Run:
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
 
 
-def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime) -> None:
-    """Write the events only the agent saw (retries, context trimming) after its turn; count overflows. An event
-    that is not a JSON object the trajectory can hold is the agent's failure, never the harness's."""
+def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime, max_turns: int = 0) -> int:
+    """Write the events only the agent saw (retries, context trimming, an installed agent's own steps) after its
+    turn; count overflows; return the last turn they name. An event may name a turn from this one up to the turn
+    budget (an installed agent's replies, numbered as the model made them); any other is recorded at this turn.
+    An event that is not a JSON object the trajectory can hold is the agent's failure, never the harness's."""
     who = agent.name or type(agent).__name__
     try:
         events = list(agent.drain_events())
     except Exception as exc:
         raise errors.AgentError(f"agent {who} raised {type(exc).__name__} in drain_events: {str(exc)[:200]}") from exc
+    last = turn
     for extra in events:
         try:
             if not isinstance(extra, dict):
                 raise TypeError(f"an event is {type(extra).__name__}, not a JSON object")
-            record = {**extra, "turn": turn, "imported": True}
+            own = extra.get("turn")
+            at = own if type(own) is int and turn <= own <= max(turn, max_turns) else turn
+            last = max(last, at)
+            record = {**extra, "turn": at, "imported": True}
             json.dumps(record, ensure_ascii=False)  # refused before a byte of it is written
         except (TypeError, ValueError, RecursionError) as exc:
             raise errors.AgentError(f"agent {who} drained an event the trajectory cannot hold "
                                     f"({type(exc).__name__}: {str(exc)[:200]})") from None
         runtime.context_retries += extra.get("type") == "context_overflow"
         traj.write(record)
+    return last
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

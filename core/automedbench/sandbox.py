@@ -34,6 +34,8 @@ class SandboxSpec:
     public: Path
     network: bool = False
     memory_mb: int = 8192
+    # The per-process address-space limit where it differs from memory_mb (an agent runtime's reservations); 0: same.
+    address_space_mb: int = 0
     output_cap_bytes: int = 8 << 20
     # Host directories mounted read-only at the given in-sandbox paths as tripwires (never real data).
     decoys: dict[str, Path] = Factory(dict)
@@ -44,6 +46,9 @@ class SandboxSpec:
     gpus: list[str] = Factory(list)
     # The track's read-only assets folder on the host (`Track.assets`), mounted read-only at ASSETS_MOUNT; None: none.
     assets: Path | None = None
+    # Host folders an installed agent's program lives in (`Agent.sandbox_binds`), mounted read-only at the same
+    # path (so their absolute links and interpreters resolve); never data, references or the harness's state.
+    tools: list[Path] = Factory(list)
 
 
 class SandboxSession(ABC):
@@ -94,6 +99,12 @@ class Sandbox(ABC):
     @abstractmethod
     def open(self, spec: SandboxSpec) -> SandboxSession:
         ...
+
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str] | None:
+        """(the `modules` the Python of this backend's sandbox for `track` cannot import, where that Python
+        is), for the check before a run (`TaskSpec.needs`); None when the backend cannot tell (then the run
+        is not refused). Decided without importing the modules."""
+        return None
 
     def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceLimit | None, str]:
         """Limit the not yet existing `workspace` folder to `size_mb` before the run: (limit, "") or

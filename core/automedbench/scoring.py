@@ -15,6 +15,7 @@ from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from attrs import Factory, define
 
 from .judge import JudgeInput
@@ -45,6 +46,8 @@ from .runfolder import RunFolder
 if TYPE_CHECKING:
     from .track import Track
 
+# S2's model-obtained item where the task declares a method with no weights (`needs.weights: false`)
+NO_WEIGHTS = " (this task's method needs no weights or download: met once the method runs and writes outputs)"
 DEFAULT_RULES = {rule.stage: rule.text for rule in default_rubric().stages}
 
 RULE = (
@@ -205,8 +208,14 @@ def zero_for_breach(stages: list[StageScore], metric: MetricBlock | None) -> tup
 
 
 def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, Any]]) -> Resolved:
-    """The track's rubric settled for one run (tier rules, conditions on the trajectory)."""
-    return resolve_rubric(track.rubric(task), tier, events, track.rubric_conditions(task))
+    """The track's rubric settled for one run (tier rules, conditions on the trajectory). A task whose method
+    needs no weights says so in S2's model-obtained item, so every judge grades the same thing."""
+    rubric = track.rubric(task)
+    if not task.needs.weights:
+        rubric = attrs.evolve(rubric, items=[
+            attrs.evolve(i, description=i.description + NO_WEIGHTS) if i.id == "s2a_model_obtained" else i
+            for i in rubric.items])
+    return resolve_rubric(rubric, tier, events, track.rubric_conditions(task))
 
 
 def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,11 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
         raise UserError(f"task file {origin}: id {spec.id!r} must start with the track name {spec.track!r}/")
     if not 0 <= spec.rating.okay <= spec.rating.good <= 1:
         raise UserError(f"task file {origin}: rating thresholds need 0 <= okay <= good <= 1")
+    bad_modules = [m for m in spec.needs.modules if not all(part.isidentifier() for part in m.split("."))]
+    if bad_modules:
+        raise UserError(f"task file {origin}: needs.modules holds import names, not {', '.join(bad_modules)}")
+    if not re.fullmatch(r"[A-Za-z0-9_.,\[\]<>=!~ -]*", spec.needs.install):
+        raise UserError(f"task file {origin}: needs.install is a pip requirement line, not {spec.needs.install!r}")
     if spec.rating.floor is not None and not 0 <= spec.rating.floor <= spec.rating.okay:
         raise UserError(f"task file {origin}: rating floor needs 0 <= floor <= okay")
     return spec

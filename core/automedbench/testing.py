@@ -227,10 +227,11 @@ def grade_by_rules(task_id: str, tier: str, events: list[dict[str, Any]], *, pla
     rules judge, as a run does: the track's rubric (or `rubric`) settled for the tier and the events, the
     graded items judged from plan.md (`plan`), plan.png and the events (`extra`: e.g. `pilot_checks`)."""
     from .api import JudgeInput
-    from .engine import judged_stages, registry, resolve_rubric
+    from .engine import judged_stages, registry, resolve_rubric, run_rubric
 
     track, task = load_task(task_id)
-    resolved = resolve_rubric(rubric or track.rubric(task), tier, events, track.rubric_conditions(task))
+    resolved = (run_rubric(track, task, tier, events) if rubric is None
+                else resolve_rubric(rubric, tier, events, track.rubric_conditions(task)))
     verdict = registry().create("judge", "rules").grade(JudgeInput(task, tier, resolved.graded, plan, plan_png,
                                                                    events, extra=dict(extra or {}),
                                                                    resolved=resolved))

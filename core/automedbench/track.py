@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 
 from attrs import Factory, define, field
 
-from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, TaskSpec
+from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, SandboxNeeds, TaskSpec
 
 
 @define
@@ -88,6 +88,13 @@ class TaskEvaluation(ABC):
         """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial."""
 
 
+def _agrees(value: Any) -> bool:
+    """A per-case metric value that shows agreement with the reference: True, or a number above 0."""
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, (int, float)) and value == value and value > 0
+
+
 class Track(ABC):
     """Subclass this in a plugin and register an instance through `automedbench_register_tracks`."""
 
@@ -149,13 +156,15 @@ class Track(ABC):
 
     def positive_evidence(self, task: TaskSpec) -> str:
         """What counts as positive metric evidence in one scored case, in words (S5's first half)."""
-        return "a valid, scored case"
+        return "a case whose metric shows agreement with the reference (a per-case value above 0)"
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         """Whether one valid case's metric row (`MetricBlock.per_case`) shows positive evidence: a Dice
-        above 0 against a non-empty reference, a correct answer, a true positive... The default counts
-        every valid case; a track overrides it so that an all-empty submission earns nothing here."""
-        return True
+        above 0 against a non-empty reference, a correct answer, a true positive... The default asks for
+        agreement with the reference: a per-case metric value above 0 (a number, or True), so an all-wrong
+        or empty submission earns nothing here. A track whose values are above 0 without agreeing (SSIM of any
+        image, a count of boxes) overrides it."""
+        return any(_agrees(value) for key, value in row.items() if key != "case_id")
 
     def rubric_conditions(self, task: TaskSpec) -> dict[str, Callable[[list[dict[str, Any]]], bool]]:
         """Conditions (name -> test on the trajectory events) that this track's items name in
@@ -188,6 +197,12 @@ class Track(ABC):
         The sandbox mounts it read-only at a fixed path that the brief names (also `$ASSETS_DIR`), outside the
         workspace; the run records its digest. It must never hold references: the agent reads all of it."""
         return None
+
+    def sandbox_needs(self, task: TaskSpec) -> SandboxNeeds:
+        """What the task's reference method needs inside the sandbox (modules, their install line, whether it
+        needs weights): the task file's `needs` by default; a track may declare it for all its tasks. `run`
+        refuses a sandbox without it in one line, `validate-task` checks it, `automedbench tasks` shows it."""
+        return task.needs
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")

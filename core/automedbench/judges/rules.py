@@ -199,6 +199,12 @@ class RulesJudge(Judge):
         hits = self._matching(ev, patterns)
         if hits:
             return 1.0, f"turn {hits[0]['turn']} obtained the model/method and succeeded", [h["turn"] for h in hits[:3]]
+        if not inp.task.needs.weights:  # the task declares a method with nothing to download: running it is it
+            ran = [c for c in ev.ok() if c.get("cases_with_outputs", 0) > 0]
+            if ran:
+                return 1.0, (f"the task's method needs no weights (declared by the task); it ran and wrote outputs "
+                             f"at turn {ran[0]['turn']}"), [ran[0]["turn"]]
+            return 0.0, "the task's method needs no weights, but no successful command ran it", []
         return 0.0, "no successful command obtained weights or the method", []
 
     def _s2b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):

@@ -24,6 +24,7 @@ import weakref
 from pathlib import Path
 
 from ..fsutil import open_dir, remove_tree
+from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
@@ -67,15 +68,32 @@ def _session_keyring_joiner():
 
 
 def bwrap_path() -> str | None:
+    """The bubblewrap binary where it works here, else None; probed once per process and binary.
+
+    Probed once so that one run never sees two answers (a brief naming the plain sandbox's paths and a session
+    opened under bubblewrap); a probe that only timed out (a loaded machine) is not an answer: it is asked again
+    with more time instead of silently dropping a run to the unisolated fallback."""
     found = shutil.which("bwrap")
-    if not found:
-        return None
-    try:
-        probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                               capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return found if probe.returncode == 0 else None
+    return found if found and _bwrap_works(found) else None
+
+
+@functools.lru_cache(maxsize=4)
+def _bwrap_works(found: str) -> bool:
+    for timeout in BWRAP_PROBE_TIMEOUTS:
+        try:
+            probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+                                   capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            continue
+        except OSError:
+            return False
+        return probe.returncode == 0
+    raise RuntimeError(f"bubblewrap at {found} did not start within {sum(BWRAP_PROBE_TIMEOUTS)} s "
+                       "(machine overloaded?): not falling back to the unisolated sandbox")
+
+
+# Seconds for each try of the bubblewrap probe (a start takes ~10 ms on an idle machine).
+BWRAP_PROBE_TIMEOUTS = (10, 60)
 
 
 @functools.lru_cache(maxsize=1)
@@ -231,6 +249,8 @@ class LocalSession(SandboxSession):
                  "--ro-bind", str(self.exec_dir.path), EXEC_MOUNT]
         if self.spec.assets is not None:
             args += ["--ro-bind", str(self.spec.assets), ASSETS_MOUNT]
+        for tool in self.spec.tools:  # an installed agent's program, read-only at its own path
+            args += ["--ro-bind", str(tool), str(tool)]
         for inside, host in sorted(self.spec.decoys.items()):
             args += ["--ro-bind", str(host), inside]
         # bubblewrap's own root and /dev are tmpfs: read-only, so the workspace's disk is the only place to write
@@ -246,7 +266,8 @@ class LocalSession(SandboxSession):
             return [Path("/")]
         roots = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc", sys.base_prefix, sys.prefix]
         assets = [self.spec.assets.resolve()] if self.spec.assets is not None else []
-        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve(), *assets]
+        tools = [Path(t).resolve() for t in self.spec.tools]
+        return [Path(p).resolve() for p in roots if Path(p).exists()] + [self.spec.public.resolve(), *assets, *tools]
 
     # ---------------------------------------------------------------- execution
 
@@ -272,7 +293,7 @@ class LocalSession(SandboxSession):
                 argv = self.net.prefix() + argv
         else:
             argv, popen_env, cwd = [*pid_namespace_prefix(), *runner], env, self.spec.workspace
-        limit = self.spec.memory_mb * 1024 * 1024
+        limit = (self.spec.address_space_mb or self.spec.memory_mb) * 1024 * 1024
         pids, memory, keyring = self.pids, self.memory, self._keyring
 
         def _limits() -> None:
@@ -318,8 +339,9 @@ class LocalSession(SandboxSession):
         self.sweep.kill_all({proc.pid})
 
     def protections(self) -> tuple[list[str], list[str]]:
+        space = self.spec.address_space_mb or self.spec.memory_mb
         common = ["fresh process per call", "scrubbed environment (no host secrets)",
-                  "HOME and caches inside the workspace", f"address-space limit {self.spec.memory_mb} MB",
+                  "HOME and caches inside the workspace", f"address-space limit {space} MB",
                   "process-group kill on timeout", "output capped per call",
                   "inotify tripwire on private and decoy files"]
         if self.memory.available:
@@ -343,6 +365,8 @@ class LocalSession(SandboxSession):
                 "bubblewrap: private references and host files not mounted",
                 "read-only /data/public and system directories",
                 *([f"the track's assets read-only at {ASSETS_MOUNT}"] if self.spec.assets is not None else []),
+                *([f"the installed agent's program read-only ({', '.join(map(str, self.spec.tools))})"]
+                  if self.spec.tools else []),
                 "files under /etc that other users cannot read are hidden (root reads any mode)",
                 "writable only /workspace and a per-call /tmp and /dev/shm on the workspace's disk (its quota); "
                 "bubblewrap's root and /dev read-only",
@@ -405,6 +429,10 @@ class LocalSandbox(Sandbox):
 
     def limit_workspace(self, workspace: Path, size_mb: int) -> tuple[WorkspaceQuota | None, str]:
         return mount_workspace(workspace, size_mb)
+
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str]:
+        """The sandbox runs the harness's own interpreter (`sys.executable`, first on its PATH)."""
+        return missing_here(modules), f"the {self.name} sandbox's Python ({sys.executable})"
 
     def available(self) -> tuple[bool, str]:
         if self.isolation == "none":

@@ -4,6 +4,7 @@ like a third party's; the engine's command line never imports them."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,16 +69,11 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
     Run ids are deterministic, so rerunning the same command continues where it stopped. Runs that end in
     infrastructure_failure are retried up to --retries times; agent failures count as results.
     """
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+    from automedbench.engine import SweepProgress
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .sweep import Sweep, SweepConfig, validate
+    from .viewer.page import num
 
     console, err_console = context.console, context.err_console
     reg = context.registry()
@@ -92,34 +88,52 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
         for spec in todo[:50]:
             console.print(f"  {spec.run_id}")
         return
-    bar = Progress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
-                   console=err_console, transient=False)
-    state: dict[str, Any] = {"task": None, "failed": 0, "retries": 0}
+    live = err_console.is_terminal  # a terminal: the bar and the runs in flight; else one line per finished run
+    bar = SweepProgress(TextColumn("[bold]sweep[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+                        console=err_console, transient=False)
+    state: dict[str, Any] = {"task": None, "failed": 0, "retries": 0, "done": 0, "todo": 0}
 
     def stop_bar() -> None:  # rich prints a newline on stop even if the bar never started
         if bar.live.is_started:
             bar.stop()
 
+    def say(line: str) -> None:
+        (bar.console if live else err_console).print(line, soft_wrap=True, highlight=False)
+
     def progress(event: dict[str, Any]) -> None:
         if event["kind"] == "start":  # the bar starts only now: a bad name or unstaged task stays one line
             err_console.print(f"{event['total']} run(s): {event['skipped']} already finished, {event['todo']} to run")
-            bar.start()
-            state["task"] = bar.add_task("sweep", total=event["todo"], status=f"cost ${event['cost_usd']:.2f}")
+            state["todo"] = event["todo"]
+            if live:
+                bar.start()
+                state["task"] = bar.add_task("sweep", total=event["todo"], status=f"cost ${event['cost_usd']:.2f}")
             return
         if event["kind"] == "note":
-            bar.console.print(escape(event["message"]))
+            say(escape(event["message"]))
             return
+        if event["kind"] == "started":
+            bar.in_flight[event["run_id"]] = time.monotonic()
+            return
+        bar.in_flight.pop(event["run_id"], None)
         if event.get("retry"):
             state["retries"] += 1
-            bar.update(state["task"], total=bar.tasks[0].total + 1)
+            state["todo"] += 1
+            if live:
+                bar.update(state["task"], total=bar.tasks[0].total + 1)
         elif event["state"] not in ("scored", "agent_failure"):
             state["failed"] += 1
+        state["done"] += 1
         status = f"cost ${event['cost_usd']:.2f} · retried {state['retries']} · failed {state['failed']}"
-        bar.update(state["task"], advance=1, status=status)
+        if live:
+            bar.update(state["task"], advance=1, status=status)
+        else:  # CI, nohup, a pipe: each finished run as it finishes (the unit of `run` and the leaderboard: 0-1)
+            score = "–" if event.get("overall") is None else num(event["overall"])
+            say(f"[{state['done']}/{state['todo']}] {escape(event['run_id'])}  {event['state']}  Overall {score}"
+                f"{'  ' + escape(event['rating']) if event.get('rating') else ''}  {event.get('wall_s') or 0:.1f}s"
+                f"{'  (retrying)' if event.get('retry') else ''}  · {status}")
         if event["state"] == "infrastructure_failure":
-            bar.console.print(f"[yellow]{event['run_id']}[/]: infrastructure failure: "
-                              + escape(str(event.get("error"))))
+            say(f"[yellow]{escape(event['run_id'])}[/]: infrastructure failure: " + escape(str(event.get("error"))))
 
     try:
         report = Sweep(config, reg, progress).run()

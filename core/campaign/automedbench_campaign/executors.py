@@ -66,7 +66,7 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
             summary["error"] = unseen
             return summary
         result = Run(options, registry()).execute()
-        summary.update(state=result.state, overall=result.aggregate.overall,
+        summary.update(state=result.state, overall=result.aggregate.overall, rating=result.aggregate.rating,
                        cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd, error=result.error)
     except Exception as exc:  # the runner writes its own result.json; this covers failures before that
         summary["error"] = f"{type(exc).__name__}: {exc}"
@@ -95,7 +95,7 @@ def _interrupted_summary(payload: dict[str, Any], why: str) -> dict[str, Any]:
     summary = {"run_id": payload["run_id"], "state": state or "cancelled", "overall": None, "cost_usd": 0.0,
                "wall_s": 0.0, "error": why or "cancelled by the user", "node": this_node()}
     if stored is not None:
-        summary.update(overall=stored["overall"], wall_s=stored["wall_s"], error=None,
+        summary.update(overall=stored["overall"], rating=stored["rating"], wall_s=stored["wall_s"], error=None,
                        cost_usd=stored["cost_usd"] + stored["judge_cost_usd"])
     return summary
 

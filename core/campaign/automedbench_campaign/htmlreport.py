@@ -58,7 +58,7 @@ def stage_plot(board: Leaderboard) -> str:
     series = by_agent or {"all": board.analyses["stages"]["all"]}
     w, h, x0, y0 = 560, 300, 44, 250
     plot_w, plot_h = w - x0 - 16, 200
-    body = _axis(x0, y0, plot_w, plot_h, 100)
+    body = _axis(x0, y0, plot_w, plot_h, 1.0, fmt=lambda v: f"{v:.1f}")
     group = plot_w / len(STAGES)
     bar = max(3.0, (group - 12) / len(agents))
     for si, stage in enumerate(STAGES):
@@ -124,7 +124,7 @@ def _nice_step(peak: int, ticks: int = 4) -> int:
 
 
 def distribution_plot(table: RunTable) -> str:
-    """Per agent: a histogram of Overall (10 bins, x = Overall x100) with a run-count axis."""
+    """Per agent: a histogram of Overall (10 bins, x = Overall 0–1) with a run-count axis."""
     agents = sorted(set(table["agent"]))
     bins = np.linspace(0, 1, 11)
     cols = 3
@@ -151,12 +151,12 @@ def distribution_plot(table: RunTable) -> str:
             bh = ph * count / top
             body.append(f'<rect x="{x0 + bi * pw / 10:.1f}" y="{y0 - bh:.1f}" width="{pw / 10 - 1:.1f}" '
                         f'height="{bh:.1f}" fill="{PALETTE[ai % len(PALETTE)]}"><title>{_e(agent)}: {count} '
-                        f'run(s) with Overall {10 * bi}–{10 * bi + 10}</title></rect>')
-        for tick in range(0, 101, 20):
-            x = x0 + pw * tick / 100
+                        f'run(s) with Overall {bi / 10:.1f}–{(bi + 1) / 10:.1f}</title></rect>')
+        for tick in range(0, 11, 2):
+            x = x0 + pw * tick / 10
             body.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + 4}" stroke="#333"/>'
-                        f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">{tick}</text>')
-        body.append(f'<text x="{x0 + pw / 2:.1f}" y="{y0 + 30}" text-anchor="middle" fill="#555">Overall ×100</text>')
+                        f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">{tick / 10:.1f}</text>')
+        body.append(f'<text x="{x0 + pw / 2:.1f}" y="{y0 + 30}" text-anchor="middle" fill="#555">Overall</text>')
         body.append(f'<text x="{ox + 12}" y="{y0 - ph / 2:.1f}" text-anchor="middle" fill="#555" '
                     f'transform="rotate(-90 {ox + 12} {y0 - ph / 2:.1f})">runs</text>')
     return _svg(cols * cw, rows * ch, body, "Overall score distribution per agent")
@@ -166,7 +166,7 @@ def cliff_plot(board: Leaderboard) -> str:
     cliff = board.analyses["cliff"]
     w, h, x0, y0 = 300, 240, 44, 200
     plot_h = 170
-    body = _axis(x0, y0, 240, plot_h, 100)
+    body = _axis(x0, y0, 240, plot_h, 1.0, fmt=lambda v: f"{v:.1f}")
     for i, name in enumerate(("0", "1", "2+")):
         v = cliff[name]
         x = x0 + 20 + i * 75
@@ -197,7 +197,7 @@ def _table(board: Leaderboard) -> str:
 
 
 def _score_cell(score: dict[str, Any]) -> str:
-    """Mean ×100, and under it the 95 % CI only where there are two or more runs to resample (a single
+    """Mean (0–1, cut to 3 places), and under it the 95 % CI only where there are two or more runs to resample (a single
     run's "CI" is the value itself)."""
     if score["mean"] is None:
         return "–"
@@ -231,8 +231,8 @@ def render_html(board: Leaderboard, table: RunTable, title: str = "AutoMedBench 
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style></head>
 <body>
 <h1>{_e(title)}</h1>
-<p class="note">{board.runs_used} finished run(s) of {board.runs_total}; scores ×100 with 95 % percentile bootstrap
-CIs ({board.resamples} resamples, seed {board.seed}). Generated {stamp}.</p>
+<p class="note">{board.runs_used} finished run(s) of {board.runs_total}; scores 0–1 (cut to 3 places) with 95 %
+percentile bootstrap CIs ({board.resamples} resamples, seed {board.seed}). Generated {stamp}.</p>
 <ul id="findings">{"".join(f"<li>{_e(f)}</li>" for f in findings)}</ul>
 <h2>Leaderboard</h2>
 {_table(board)}

@@ -13,12 +13,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from .leaderboard import RATINGS, Leaderboard, flat_rows, null_overall_runs
+from .viewer.page import num
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier"}
 
 
 def pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
+    """A score as everywhere else (`run`, `show`, result.json, the site): 0–1, cut to 3 places."""
+    return num(value)
 
 
 def with_ci(score: dict[str, Any]) -> str:
@@ -45,7 +47,7 @@ def _keyed_table(board: Leaderboard, title: str) -> Table:
 
 def render_terminal(board: Leaderboard, console: Console) -> None:
     cells = sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1))
-    scores = _keyed_table(board, f"Leaderboard: {board.runs_used} finished run(s), scores ×100, "
+    scores = _keyed_table(board, f"Leaderboard: {board.runs_used} finished run(s), scores 0–1, "
                                  "mean over its 95 % bootstrap CI")
     effort = _keyed_table(board, "Ratings (run counts) and effort (means per run)")
     for name in ("Overall", "Agentic", "Task", *STAGES):

@@ -1,19 +1,24 @@
 """`automedbench leaderboard RUNS --site DIR`: a folder of linked offline pages answering the paper's questions.
 
 Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost,
-turns), per track and per task, Lite versus Standard per agent (the paper's tier analysis), the stage profile
-per agent, error-code shares, and every run with a link to its own page (`runs/<id>.html`, the run viewer).
-In each chart a colour means one thing only: an agent (stage profile), a tier (Lite vs Standard) or a single
-series (code shares), always with a legend. No script, no external asset.
+turns) with the Overall, stage and score-against-cost charts; per track and per task, each with a page of
+its own (`track/<name>.html`, `task/<name>.html`: its table, chart and runs); Lite versus Standard per agent
+(the paper's tier analysis), the stage profile per agent, error-code shares, and every run with a link to its
+own page (`runs/<id>.html`, the run viewer). Every table row links to its runs. Scores are 0–1 cut to three
+places, as `run`, `show` and the terminal leaderboard print them. In each chart a colour means one thing only:
+an agent, a tier or a single series, always with a legend. No script, no external asset; the tables fit a
+laptop's 1280–1440 px (a CI sits under its mean), and scroll in their own box below that.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder
 
@@ -44,8 +49,15 @@ def run_page_name(run_id: str, taken: set[str] | frozenset[str] = frozenset(), p
     return name
 
 
-def _nav(current: str) -> str:
-    links = " ".join(f'<a href="{href}"{" aria-current=page" if href == current else ""}>{esc(label)}</a>'
+# The site's own rules beside the viewer's stylesheet: a CI under its mean keeps score columns narrow, charts sit
+# side by side where there is room, and a key cell's long name wraps instead of widening the table.
+SITE_CSS = ("<style>.ci{display:block;font-size:11px;white-space:nowrap}.charts{display:flex;flex-wrap:wrap;gap:16px}"
+            ".charts figure{flex:1 1 380px;max-width:640px;margin:0}figcaption{font-size:12px;color:#5b6472}"
+            "td.key{word-break:break-word;min-width:8em}</style>")
+
+
+def _nav(current: str, up: str = "") -> str:
+    links = " ".join(f'<a href="{up}{href}"{" aria-current=page" if href == current else ""}>{esc(label)}</a>'
                      for href, label in PAGES)
     return f"<nav>{links}</nav>"
 
@@ -55,25 +67,29 @@ def _ci(score: dict[str, Any]) -> str:
         return "–"
     if (score.get("n") or 0) < 2 or score.get("lo") is None:  # one run: nothing to resample
         return num(score["mean"])
-    return f'{num(score["mean"])} <small class="muted">[{num(score["lo"])}–{num(score["hi"])}]</small>'
+    return f'{num(score["mean"])}<small class="ci muted">[{num(score["lo"])}–{num(score["hi"])}]</small>'
 
 
 def _ratings(ratings: dict[str, int]) -> str:
     return " ".join(f'<span class="badge {r}">{r} {ratings.get(r, 0)}</span>' for r in RATINGS if ratings.get(r))
 
 
-def _table(board: Leaderboard, keys: tuple[str, ...], link_agent: bool = False) -> str:
+Links = dict[str, Callable[[dict[str, str]], str]]
+
+
+def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None) -> str:
+    """One row per cell, best Overall first; `links` maps a key column to the href of its cell (the runs)."""
     head = "".join(f"<th>{esc(k)}</th>" for k in keys)
     head += "".join(f'<th class="n">{esc(m)}</th>' for m in ("n", "Overall", "Agentic", "Task", *STAGES))
     head += '<th>ratings</th><th class="n">turns</th><th class="n">cost $</th><th class="n">with codes</th>'
     cells = sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1))
     rows = []
     for cell in cells:
-        keyed = "".join(f"<td>{esc(cell.key[k], 200)}</td>" for k in keys)
-        if link_agent and "agent" in keys:
-            keyed = keyed.replace(f"<td>{esc(cell.key['agent'], 200)}</td>",
-                                  f'<td><a href="runs.html#agent-{_slug(cell.key["agent"])}">'
-                                  f"{esc(cell.key['agent'], 200)}</a></td>", 1)
+        keyed = ""
+        for k in keys:
+            text = esc(cell.key[k], 200)
+            href = links[k](cell.key) if links and k in links else ""
+            keyed += f'<td class="key">{f"<a href={chr(34)}{esc(href)}{chr(34)}>{text}</a>" if href else text}</td>'
         scores = "".join(f'<td class="n">{_ci(cell.scores[m])}</td>' for m in ("overall", "agentic", "task", *STAGES))
         rows.append(f'<tr>{keyed}<td class="n">{cell.n}</td>{scores}<td>{_ratings(cell.ratings)}</td>'
                     f'<td class="n">{cell.turns:.1f}</td><td class="n">{cell.cost_usd:.4f}</td>'
@@ -121,6 +137,36 @@ def _bars(groups: list[tuple[str, list[tuple[str, float | None]]]], colours: dic
             f"<figcaption>{esc(title, 300)}</figcaption></figure>")
 
 
+def _scatter(table: RunTable, colours: dict[str, str], title: str) -> str:
+    """Overall (y, 0–1) against cost in dollars (x, from 0 to the dearest run) per finished run, one colour per
+    agent (the legend beside the chart says which); runs without an Overall are left out and counted."""
+    width, height, x0, y0, plot_w, plot_h = 640, 280, 48, 230, 570, 200
+    overall, cost = table["overall"], table["cost_usd"] + table["judge_cost_usd"]
+    shown = [i for i in range(len(table)) if overall[i] == overall[i] and table["agent"][i] in colours]
+    top = max([float(cost[i]) for i in shown] + [0.0])
+    top = top * 1.05 if top > 0 else 1.0
+    body = [f'<line x1="{x0}" y1="{y0}" x2="{x0 + plot_w}" y2="{y0}" stroke="#333"/>'
+            f'<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y0 - plot_h}" stroke="#333"/>']
+    for k in range(6):
+        y, x = y0 - plot_h * k / 5, x0 + plot_w * k / 5
+        body.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x0 + plot_w}" y2="{y:.1f}" stroke="#eee"/>'
+                    f'<text x="{x0 - 4}" y="{y + 4:.1f}" text-anchor="end">{k / 5:.1f}</text>'
+                    f'<text x="{x:.1f}" y="{y0 + 16}" text-anchor="middle">{top * k / 5:.3g}</text>')
+    body.append(f'<text x="{x0 + plot_w / 2}" y="{y0 + 34}" text-anchor="middle" fill="#555">cost per run ($)</text>'
+                f'<text x="12" y="{y0 - plot_h / 2}" text-anchor="middle" fill="#555" '
+                f'transform="rotate(-90 12 {y0 - plot_h / 2})">Overall</text>')
+    for i in shown:
+        x, y = x0 + plot_w * float(cost[i]) / top, y0 - plot_h * float(overall[i])
+        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colours[table["agent"][i]]}" fill-opacity="0.75">'
+                    f'<title>{esc(table["run_id"][i], 120)}: Overall {num(float(overall[i]))}, '
+                    f'${float(cost[i]):.4f}</title></circle>')
+    left_out = len(table) - len(shown)
+    note = f" ({left_out} run(s) without an Overall left out)" if left_out else ""
+    return (f'<figure><svg viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" role="img" '
+            f'aria-label="{esc(title, 200)}" font-size="11" font-family="sans-serif">{"".join(body)}</svg>'
+            f"<figcaption>{esc(title + note, 400)}</figcaption></figure>")
+
+
 def _agent_colours(agents: list[str]) -> dict[str, str]:
     return {a: AGENT_COLOURS[i % len(AGENT_COLOURS)] for i, a in enumerate(agents)}
 
@@ -133,7 +179,19 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
             + (f" ({excluded} left out: the harness's failures, not the agent's)" if excluded else "")
             + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
               f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
-    return "<h1>Ranking per agent</h1>" + note + _table(board, ("agent",), link_agent=True)
+    colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
+    charts = [
+        _bars([("Overall", [(c.key["agent"], c.scores["overall"]["mean"]) for c in board.cells])], colours,
+              "Mean Overall per agent"),
+        _bars([(stage, [(a, v["stages"].get(stage, {}).get("mean")) for a, v in
+                        sorted(board.analyses["stages"]["by_agent"].items())]) for stage in STAGES], colours,
+              "Mean stage score per agent"),
+        _scatter(table, colours, "Overall against cost per run (one point per run; cost of the agent's model "
+                                 "calls and the judge's)"),
+    ]
+    return ("<h1>Ranking per agent</h1>" + note
+            + _table(board, ("agent",), {"agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"})
+            + _legend(list(colours.items())) + f'<div class="charts">{"".join(charts)}</div>')
 
 
 def _tiers(table: RunTable, resamples: int, seed: int) -> str:
@@ -159,7 +217,8 @@ def _tiers(table: RunTable, resamples: int, seed: int) -> str:
             f'<div class="scroll"><table><tr><th>agent</th>{head}<th class="n">Lite − Standard</th></tr>'
             f'{"".join(rows)}</table></div>'
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + chart
-            + "<h2>Per agent and tier</h2>" + _table(board, ("agent", "tier")))
+            + "<h2>Per agent and tier</h2>" + _table(board, ("agent", "tier"), {
+                "agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"}))
 
 
 def _stages(board: Leaderboard) -> str:
@@ -207,10 +266,13 @@ def _codes(board: Leaderboard) -> str:
               f"</tr>{cliff_rows}</table></div>")
 
 
-def _runs(table: RunTable, pages: dict[int, str]) -> str:
-    order = sorted(range(len(table)), key=lambda i: (table["agent"][i], table["task_id"][i], table["tier"][i],
-                                                     table["run_id"][i]))
-    rows, seen = [], set()
+def _runs(table: RunTable, pages: dict[int, str], rows: list[int] | None = None, up: str = "",
+          title: str = "All runs", heading: str = "h1") -> str:
+    """The runs (`rows` of the table, default all), each linked to its page; the first run of each agent carries
+    the anchor `agent-<slug>` that table rows link to. `up` leads from a page in a subfolder back to the root."""
+    chosen = range(len(table)) if rows is None else rows
+    order = sorted(chosen, key=lambda i: (table["agent"][i], table["task_id"][i], table["tier"][i], table["run_id"][i]))
+    lines, seen = [], set()
     for i in order:
         agent = table["agent"][i]
         anchor = ""
@@ -218,19 +280,73 @@ def _runs(table: RunTable, pages: dict[int, str]) -> str:
             seen.add(agent)
             anchor = f' id="agent-{_slug(agent)}"'
         run_id = table["run_id"][i]
-        link = (f'<a href="{pages[i]}">{esc(run_id, 120)}</a>' if i in pages else esc(run_id, 120))
+        link = (f'<a href="{up}{pages[i]}">{esc(run_id, 120)}</a>' if i in pages else esc(run_id, 120))
         overall = table["overall"][i]
-        rows.append(f"<tr{anchor}><td>{link}</td><td>{esc(agent, 200)}</td><td>{esc(table['task_id'][i], 200)}</td>"
-                    f"<td>{esc(table['tier'][i])}</td><td>{esc(table['state'][i])}</td>"
-                    f'<td class="n">{num(None if overall != overall else float(overall))}</td>'
-                    f'<td><span class="badge {esc(table["rating"][i], 2)}">{esc(table["rating"][i], 2)}</span></td>'
-                    f'<td class="n">{int(table["turns"][i]) if table["turns"][i] == table["turns"][i] else "–"}</td>'
-                    f"<td>{esc(', '.join(table['codes'][i]))}</td></tr>")
-    missing = len(table) - len(pages)
+        task_id = table["task_id"][i]
+        lines.append(f'<tr{anchor}><td class="key">{link}</td><td>{esc(agent, 200)}</td>'
+                     f'<td><a href="{up}{_task_page(task_id)}">{esc(task_id, 200)}</a></td>'
+                     f"<td>{esc(table['tier'][i])}</td><td>{esc(table['state'][i])}</td>"
+                     f'<td class="n">{num(None if overall != overall else float(overall))}</td>'
+                     f'<td><span class="badge {esc(table["rating"][i], 2)}">{esc(table["rating"][i], 2)}</span></td>'
+                     f'<td class="n">{int(table["turns"][i]) if table["turns"][i] == table["turns"][i] else "–"}</td>'
+                     f"<td>{esc(', '.join(table['codes'][i]))}</td></tr>")
+    missing = sum(1 for i in chosen if i not in pages)
     note = f'<p class="note">{missing} runs have no page here (over {MAX_RUN_PAGES}).</p>' if missing > 0 else ""
-    return ("<h1>All runs</h1>" + note + '<div class="scroll"><table><tr><th>run</th><th>agent</th><th>task</th>'
-            '<th>tier</th><th>state</th><th class="n">Overall</th><th>rating</th><th class="n">turns</th>'
-            f"<th>codes</th></tr>{''.join(rows)}</table></div>")
+    return (f"<{heading}>{esc(title)}</{heading}>" + note + '<div class="scroll"><table><tr><th>run</th><th>agent</th>'
+            '<th>task</th><th>tier</th><th>state</th><th class="n">Overall</th><th>rating</th><th class="n">turns</th>'
+            f"<th>codes</th></tr>{''.join(lines)}</table></div>")
+
+
+def _track_page(track: str) -> str:
+    return f"track/{_slug(track)}.html"
+
+
+def _task_page(task_id: str) -> str:
+    return f"task/{_slug(task_id)}.html"
+
+
+def _subset(table: RunTable, key: str, value: str, resamples: int,
+            seed: int) -> tuple[list[int], RunTable, Leaderboard]:
+    """The rows whose `key` is `value` (indices into `table`, for the run links), them as a table, and their
+    cells per agent and tier."""
+    rows = [i for i in range(len(table)) if table[key][i] == value]
+    mask = np.zeros(len(table), dtype=bool)
+    mask[rows] = True
+    sub = table.select(mask)
+    return rows, sub, build(sub, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+
+
+def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, seed: int) -> str:
+    """One track: its agents per tier, its tasks (each linked to its page), its stage chart and its runs."""
+    rows, sub, board = _subset(table, "track", track, resamples, seed)
+    tasks = build(sub, by=("task_id",), resamples=resamples, seed=seed, include_unverified=True)
+    colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
+    by_agent = board.analyses["stages"]["by_agent"]
+    chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours if a in by_agent])
+                   for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
+    return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
+            + "<h2>Per agent and tier</h2>"
+            + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
+            + "<h2>Tasks</h2>"
+            + _table(tasks, ("task_id",), {"task_id": lambda key: "../" + _task_page(key["task_id"])})
+            + _legend(list(colours.items())) + f'<div class="charts">{chart}</div>'
+            + _runs(table, pages, rows, up="../", title=f"Runs on {track}", heading="h2"))
+
+
+def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:
+    """One task: its agents per tier, Overall per agent and tier as a chart, and its runs."""
+    rows, sub, board = _subset(table, "task_id", task_id, resamples, seed)
+    track = sub["track"][0] if len(sub) else ""
+    tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
+    agents = sorted({c.key["agent"] for c in board.cells})
+    by = {(c.key["agent"], c.key["tier"]): c for c in board.cells}
+    chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
+                  {t: TIER_COLOURS[t] for t in tiers}, f"Overall per agent on {task_id}, one bar per tier")
+    return (f'<h1>Task {esc(task_id, 200)}</h1><p>Track <a href="../{_track_page(track)}">{esc(track, 200)}</a>; '
+            f"{len(rows)} run(s).</p>"
+            + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
+            + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
+            + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
 def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int = 0) -> list[Path]:
@@ -254,11 +370,15 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         taken.add(name.lower())
         written.append(out / name)
     board = build(table, by=("agent", "task_id", "tier"), resamples=resamples, seed=seed, include_unverified=True)
+    tracks = build(table, by=("track", "agent"), resamples=resamples, seed=seed, include_unverified=True)
     content = {
         "index.html": _ranking(table, resamples, seed),
-        "tracks.html": "<h1>Per track</h1>" + _table(build(table, by=("track", "agent"), resamples=resamples,
-                                                           seed=seed, include_unverified=True), ("track", "agent")),
-        "tasks.html": "<h1>Per task</h1>" + _table(board, ("task_id", "tier", "agent")),
+        "tracks.html": "<h1>Per track</h1>" + _table(tracks, ("track", "agent"), {
+            "track": lambda key: _track_page(key["track"]),
+            "agent": lambda key: f"{_track_page(key['track'])}#agent-{_slug(key['agent'])}"}),
+        "tasks.html": "<h1>Per task</h1>" + _table(board, ("task_id", "tier", "agent"), {
+            "task_id": lambda key: _task_page(key["task_id"]),
+            "agent": lambda key: f"{_task_page(key['task_id'])}#agent-{_slug(key['agent'])}"}),
         "tiers.html": _tiers(table, resamples, seed),
         "stages.html": _stages(board),
         "codes.html": _codes(board),
@@ -266,6 +386,15 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     }
     for name, body in content.items():
         title = dict(PAGES)[name]
-        atomic_write_text(out / name, document(f"AutoMedBench · {title}", body, _nav(name)), shared=True)
+        atomic_write_text(out / name, document(f"AutoMedBench · {title}", SITE_CSS + body, _nav(name)), shared=True)
         written.append(out / name)
+    for folder, names, render in (("track", sorted(set(table["track"])), _track),
+                                  ("task", sorted(set(table["task_id"])), _task)):
+        (out / folder).mkdir(exist_ok=True)
+        for name in names:
+            path = out / (_track_page(name) if folder == "track" else _task_page(name))
+            body = render(table, name, pages, resamples, seed)
+            atomic_write_text(path, document(f"AutoMedBench · {folder} {name}", SITE_CSS + body, _nav("", "../")),
+                              shared=True)
+            written.append(path)
     return written

@@ -29,6 +29,7 @@ from automedbench.engine import (
     default_data_root,
     ensure_staged,
     reap_stale_workspaces,
+    sandbox_gap,
     task_dir,
 )
 
@@ -151,13 +152,17 @@ def validate(config: SweepConfig, registry: Any) -> None:
         registry.get("agent", agent)
     sandbox = registry.get("sandbox", config.run.sandbox)
     registry.get("judge", config.run.judge)
-    if config.run.require_isolation and not getattr(sandbox.factory(), "isolates", lambda: True)():
+    backend = sandbox.factory()
+    if config.run.require_isolation and not getattr(backend, "isolates", lambda: True)():
         raise UserError(f"sandbox {config.run.sandbox} gives no filesystem isolation here (bubblewrap missing or "
                         "unusable); a sweep requires it: install bubblewrap, use --sandbox docker, or pass "
                         "--no-require-isolation")
     for task_id in config.tasks:
         track, task = registry.task(task_id)
         track.check_evaluation_options(config.run.eval_options)  # one line now, not a failure in every run
+        gap = sandbox_gap(track, task, backend)  # the sandbox lacks what the task's method needs: say so once
+        if gap is not None:
+            raise UserError(gap)
         for tier in config.tiers:
             if tier not in task.tiers:
                 raise UserError(f"task {task_id} has no {tier} tier; it offers {', '.join(task.tiers)}")
@@ -389,6 +394,7 @@ class Sweep:
                     cpus, gpus = self.resources(spec)
                     slot = free.pop(0)
                     pending.append((executor.submit(self.payload(spec, roots[slot]), cpus, gpus), spec, slot))
+                    self.progress({"kind": "started", "run_id": spec.run_id})
                 for handle, summary in executor.wait([h for h, _, _ in pending]):
                     index = next(i for i, (h, _, _) in enumerate(pending) if h is handle)
                     _, spec, slot = pending.pop(index)
@@ -406,7 +412,8 @@ class Sweep:
                         queue.append(spec)
                     self.write_manifest(force=False)
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
-                                   "retry": retry, "cost_usd": cost, "error": record.error})
+                                   "overall": record.overall, "rating": summary.get("rating") or "",
+                                   "wall_s": record.wall_s, "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
             executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
             self.settle([spec for _, spec, _ in pending])

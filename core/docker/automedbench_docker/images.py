@@ -158,7 +158,7 @@ print(json.dumps([sys.version_info[0], sys.version_info[1], missing]))
 """
 
 
-def _run_in_image(cli, image: str, argv: list[str]) -> str:
+def run_in_image(cli, image: str, argv: list[str]) -> str:
     out = cli.containers.run(image, argv, network_mode="none", remove=True, stdout=True, stderr=True)
     return out.decode()
 
@@ -168,7 +168,7 @@ def missing_requirements(cli, base: str) -> tuple[str, list[str]]:
     own = {d.name.lower() for d in harness_dists()}
     reqs = sorted({r for d in harness_dists() for r in d.requires
                    if re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower() not in own})
-    major, minor, missing = json.loads(_run_in_image(cli, base, ["python3", "-c", PROBE, *reqs]).strip())
+    major, minor, missing = json.loads(run_in_image(cli, base, ["python3", "-c", PROBE, *reqs]).strip())
     return f"{major}.{minor}", missing
 
 
@@ -202,7 +202,7 @@ def drop_shadowing(cli, base: str, target: Path, requirements: list[str]) -> lis
     extra = sorted(name for name in infos if name not in asked and name in SHARED_ABI)
     if not extra:
         return []
-    present = json.loads(_run_in_image(cli, base, ["python3", "-c", PRESENT, *extra]).strip())
+    present = json.loads(run_in_image(cli, base, ["python3", "-c", PRESENT, *extra]).strip())
     for name in present:
         info = infos[name]
         record = (info / "RECORD").read_text().splitlines() if (info / "RECORD").is_file() else []

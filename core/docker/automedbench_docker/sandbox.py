@@ -46,7 +46,7 @@ from automedbench.api import (
 )
 from automedbench.engine import SLIRP_DNS, SlirpNet, WorkspaceQuota, mount_workspace, network_gaps, network_unsupported
 
-from .images import EVALUATOR_IMAGE, agent_image, client, stage_harness
+from .images import EVALUATOR_IMAGE, agent_image, client, run_in_image, stage_harness
 
 SANDBOX_UID = 10001
 # PID 1 of the agent container: reaps orphans so zombies never fill the pids limit.
@@ -116,6 +116,8 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
     if spec.assets is not None:  # the track's read-only files (a model's weights), outside the workspace
         mounts.append(Mount(ASSETS_MOUNT, str(spec.assets.resolve()), type="bind", read_only=True))
         extra["ASSETS_DIR"] = ASSETS_MOUNT
+    for tool in spec.tools:  # an installed agent's program (the same Debian base as the host's), read-only
+        mounts.append(Mount(str(tool), str(Path(tool).resolve()), type="bind", read_only=True))
     env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", extra)
     config = {
         "image": image, "command": ["python3", "-c", REAPER], "detach": True, "user": f"{user[0]}:{user[1]}",
@@ -270,7 +272,8 @@ class DockerSession(SandboxSession):
     def bound_sources(self) -> list[Path]:
         return [self.spec.public.resolve(), self.spec.workspace.resolve(),
                 *(Path(p).resolve() for p in self.spec.decoys.values()),
-                *([self.spec.assets.resolve()] if self.spec.assets is not None else [])]
+                *([self.spec.assets.resolve()] if self.spec.assets is not None else []),
+                *(Path(t).resolve() for t in self.spec.tools)]
 
     def close(self) -> None:
         net, self.net = getattr(self, "net", None), None
@@ -310,6 +313,27 @@ class DockerSandbox(Sandbox):
             return False, f"engine reachable but no image {image}: run `automedbench images build`"
         return True, f"docker engine {cli.version().get('Version', '?')}"
 
+    def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str] | None:
+        """Asked of the image the track's runs use, in a network-less throwaway container (cached per image
+        id); None when there is no engine or image yet (the run then says that itself)."""
+        try:
+            cli = client(timeout=10)
+            image = self.image or agent_image(track)
+            if not _has_image(cli, image):
+                image = agent_image("default")
+            ident = cli.images.get(image).id
+        except Exception:
+            return None
+        key = (ident, tuple(modules))
+        if key not in _MISSING_CACHE:
+            probe = ("import importlib.util as u, json, sys\n"
+                     "print(json.dumps([m for m in sys.argv[1:] if u.find_spec(m) is None]))")
+            try:
+                _MISSING_CACHE[key] = json.loads(run_in_image(cli, image, ["python3", "-c", probe, *modules]))
+            except Exception:
+                return None
+        return list(_MISSING_CACHE[key]), f"the docker image {image}"
+
     def open(self, spec: SandboxSpec) -> DockerSession:
         if not spec.gpus and os.environ.get("AUTOMEDBENCH_GPUS", "").strip():
             # GPUs are never passed through implicitly: the ids are named in the spec or this variable.
@@ -325,6 +349,10 @@ class DockerSandbox(Sandbox):
         # tmpfs pages count against the memory limit: a full /tmp must not leave the container nothing.
         tmp_mb = self.tmp_mb or (max(64, min(1024, spec.memory_mb // 2)) if spec.memory_mb > 0 else 1024)
         return DockerSession(spec, cli, image, cpus=self.cpus, pids_limit=self.pids_limit, tmp_mb=tmp_mb)
+
+
+# (image id, modules) -> the modules that image's Python lacks: one container per image and question
+_MISSING_CACHE: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
 
 def _has_image(cli, name: str) -> bool:

@@ -135,6 +135,14 @@ def load_spec(path: Path) -> CliAgentSpec:
 # ------------------------------------------------------------------ the agent
 
 
+def session_exit_code(messages: list[dict[str, Any]]) -> int | None:
+    """The exit code of the session call, from the runner's answer to it (`exit_code: N` on its first line)."""
+    last = next((m for m in reversed(messages) if m.get("role") == "tool"), {})
+    content = last.get("content") or ""
+    head = content.split("\n", 1)[0].removeprefix("exit_code: ")
+    return int(head) if content.startswith("exit_code: ") and head.lstrip("-").isdigit() else None
+
+
 class CliAgent(Agent):
     def __init__(self, spec: CliAgentSpec | str | None = None, **options: Any) -> None:
         if spec is None:
@@ -208,10 +216,7 @@ class CliAgent(Agent):
             args = json.dumps({"language": "bash", "code": self.script()})
             return AgentTurn(f"Running the {self.spec.name} CLI inside the sandbox with the brief.",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
-        last = next((m for m in reversed(messages) if m.get("role") == "tool"), {})
-        content = last.get("content") or ""
-        code = int(content.split("\n", 1)[0].removeprefix("exit_code: ")) if content.startswith("exit_code: ") else None
-        self.exit_code = code
+        code = self.exit_code = session_exit_code(messages)
         if self.turn == 2 and code == 0 and self.spec.submit:
             submit = ToolCall("cli_submit", "submit_results", "{}")
             return AgentTurn(f"{self.spec.name} finished; submitting.", [submit], finish_reason="cli")

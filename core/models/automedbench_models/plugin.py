@@ -40,6 +40,11 @@ def automedbench_register_agents(register) -> None:
     register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl")
     register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml")
 
+    from .installed import factories  # light: the systems' declarations, no program is looked up until a run
+
+    for name, (factory, description) in factories().items():
+        register(name, factory, description)
+
 
 @hookimpl
 def automedbench_register_judges(register) -> None:

@@ -49,6 +49,13 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-3-7-sonnet": Price(3.00, 15.00, 0.30, 3.75),
     "claude-3-5-sonnet": Price(3.00, 15.00, 0.30, 3.75),
     "claude-3-5-haiku": Price(0.80, 4.00, 0.08, 1.00),
+    "claude-haiku-4-5": Price(1.00, 5.00, 0.10, 1.25),
+    "gpt-5": Price(1.25, 10.00, 0.125),
+    "gpt-5-mini": Price(0.25, 2.00, 0.025),
+    "gpt-5-nano": Price(0.05, 0.40, 0.005),
+    "gemini-2.5-pro": Price(1.25, 10.00, 0.31),
+    "gemini-2.5-flash": Price(0.30, 2.50, 0.075),
+    "gemini-2.5-flash-lite": Price(0.10, 0.40, 0.025),
     "deepseek-chat": Price(0.27, 1.10, 0.07),
     "deepseek-reasoner": Price(0.55, 2.19, 0.14),
 }

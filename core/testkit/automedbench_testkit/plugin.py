@@ -7,7 +7,9 @@ from automedbench.api import hookimpl
 
 @hookimpl
 def automedbench_register_commands(cli) -> None:
-    """validate-task: the checks a track author runs before publishing a task."""
+    """validate-task: the checks a track author runs before publishing a task; new-track: a package to start from."""
+    from .newtrack import new_track
     from .validation import validate_task
 
     cli.add_command(validate_task)
+    cli.add_command(new_track)

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import click
 from automedbench.api import ASSETS_MOUNT, CONDITIONS, TIERS
-from automedbench.engine import CommandContext, Registry, check_rubric, ensure_staged, python_repr, render_brief
+from automedbench.engine import (
+    CommandContext,
+    Registry,
+    check_rubric,
+    ensure_staged,
+    python_repr,
+    ready_here,
+    render_brief,
+)
 from rich.console import Console
 
 
@@ -48,6 +56,11 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
             check(not leaked, f"brief at {tier} holds no Python repr", leaked or "clean")
         except Exception as exc:
             check(False, f"brief renders at {tier}", str(exc))
+    ready, why = ready_here(track, task)
+    needs = track.sandbox_needs(task)
+    check(ready, "the local sandbox's Python has what the task's method needs",
+          why or (", ".join(needs.modules) or "no modules declared")
+          + ("; no weights to obtain" if not needs.weights else ""))
     rubric = track.rubric(task)
     problems = check_rubric(rubric, list(task.tiers), [*CONDITIONS, *track.rubric_conditions(task)])
     check(not problems, "rubric declaration is sound", "; ".join(problems) or
@@ -69,9 +82,11 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
                           f"strict {shown}, rating {result.aggregate.rating}")
                 else:
                     check(result.task is not None, f"baseline {name} evaluates", f"strict {shown}")
-                if name in trivial:
-                    letter = result.aggregate.rating
-                    check(letter not in ("A", "B"), f"trivial baseline {name} rates below B",
+                letter = result.aggregate.rating
+                if name == "empty":  # an empty output rates F in every track: no case agrees with a reference
+                    check(letter == "F", "empty baseline rates F", f"rating {letter}: {result.aggregate.rating_reason}")
+                elif name in trivial or name == "constant":  # a track cannot excuse its constant from the check
+                    check(letter not in ("A", "B"), f"trivial baseline {name} rates C or F",
                           f"rating {letter}: {result.aggregate.rating_reason}")
             except Exception as exc:
                 check(False, f"baseline {name}", str(exc))

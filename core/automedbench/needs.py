@@ -1,0 +1,85 @@
+"""What a task's sandbox needs (`TaskSpec.needs`, `Track.sandbox_needs`), checked before a run and by
+`validate-task` and `automedbench tasks`: the modules its reference method imports inside the sandbox, and
+the read-only assets it loads. A gap is one line naming what to install, never a run that scores F because
+the sandbox could not import the model's library."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from .records import TaskSpec
+
+# The first bytes of a Git LFS pointer: an asset checked out without `git lfs pull` is a text stub
+LFS_POINTER = b"version https://git-lfs"
+
+
+def missing_here(modules: list[str]) -> list[str]:
+    """The top-level `modules` this interpreter cannot import (found without importing them)."""
+    missing = []
+    for name in modules:
+        top = name.split(".")[0]
+        try:
+            found = importlib.util.find_spec(top) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(top)
+    return missing
+
+
+def assets_problem(track: Any, task: TaskSpec) -> str | None:
+    """Why the task's declared assets cannot be mounted (missing folder, empty, an LFS stub), else None."""
+    try:
+        folder = track.assets(task)
+    except ValueError as exc:
+        return str(exc)
+    if folder is None:
+        return None
+    files = [p for p in Path(folder).rglob("*") if p.is_file()]
+    if not files:
+        return f"the assets folder {folder} is empty"
+    for path in files:
+        with path.open("rb") as handle:
+            if handle.read(len(LFS_POINTER)) == LFS_POINTER:
+                return f"the asset {path} is a Git LFS pointer, not the file (run `git lfs pull`)"
+    return None
+
+
+def install_line(task: TaskSpec, needs: Any) -> str:
+    """The install hint of a refusal: the task's own line, else the modules themselves."""
+    what = needs.install or " ".join(needs.modules)
+    return f"pip install '{what}'" if what and " " not in what else f"pip install {what}"
+
+
+def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any) -> str | None:
+    """The one line refusing a run of `task` in `sandbox` (modules its Python lacks, assets not there), or None
+    when the sandbox has what the task's reference method needs (or the backend cannot tell)."""
+    needs = track.sandbox_needs(task)
+    problem = assets_problem(track, task)
+    if problem is not None:
+        return f"{task.id} cannot run: {problem}"
+    if not needs.modules:
+        return None
+    found = sandbox.missing_modules(list(needs.modules), track.name)
+    if found is None:
+        return None
+    missing, where = found
+    if not missing:
+        return None
+    return (f"{task.id} needs {', '.join(missing)} inside the sandbox, which {where} cannot import: "
+            f"{install_line(task, needs)}")
+
+
+def ready_here(track: Any, task: TaskSpec) -> tuple[bool, str]:
+    """Whether this machine's local sandbox (the harness's Python) has what the task needs, and if not what to
+    install: the `Ready` column of `automedbench tasks`."""
+    problem = assets_problem(track, task)
+    if problem is not None:
+        return False, problem
+    needs = track.sandbox_needs(task)
+    missing = missing_here(list(needs.modules))
+    if missing:
+        return False, f"{install_line(task, needs)} (needs {', '.join(missing)})"
+    return True, ""

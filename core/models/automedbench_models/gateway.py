@@ -1,0 +1,351 @@
+"""The model gateway: how an installed agent inside the sandbox reaches its model, and how the harness counts it.
+
+The sandbox has no network (or one without the host's loopback), so a CLI cannot reach a model server itself.
+The harness listens on a unix socket it binds in a folder of the workspace before any agent process exists (the
+workspace is mounted into every sandbox); a small relay inside the sandbox (`RELAY`, started by the run script)
+turns a TCP port on the sandbox's own loopback into connections to that socket, so a CLI that only takes a URL
+works. Nothing else becomes reachable: the relay only ever connects to the socket, and the gateway only ever
+forwards to the one provider the run was configured with.
+
+Every request is forwarded with the real key put in by the harness (the sandbox only holds a dummy one), and the
+gateway counts what the run's budgets need from outside: model calls (the agent's turns), tokens, cost and the
+time spent waiting for the model. A call past the turn budget or the time limit is refused with an error every
+client treats as final. Each exchange is kept as a `ModelCall` (no prompt or reply text: those are in the CLI's
+own transcript).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import socketserver
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from attrs import asdict, define
+
+SOCKET_NAME = "model.sock"
+MAX_REQUEST_BYTES = 64 << 20  # a long conversation with images stays well below this
+MAX_USAGE_SCAN_BYTES = 16 << 20  # how much of a reply is kept to read its token counts
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+              "host", "content-length", "accept-encoding"}
+KEY_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "api-key"}
+# Which header carries the key for each wire format (the dummy key inside the sandbox is replaced, never passed on).
+KEY_HEADER = {"anthropic": ("x-api-key", "{}"), "gemini": ("x-goog-api-key", "{}"),
+              "openai": ("authorization", "Bearer {}")}
+
+# The relay run inside the sandbox: 127.0.0.1:<free port> -> the gateway's unix socket. It writes the port to a
+# file, then copies bytes both ways per connection. Only the Python standard library (any sandbox has Python).
+RELAY = r'''
+import os, socket, sys, threading
+sock_path, port_file = sys.argv[1], sys.argv[2]
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", 0)); srv.listen(64)
+tmp = port_file + ".tmp"
+with open(tmp, "w") as f: f.write(str(srv.getsockname()[1]))
+os.replace(tmp, port_file)
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data: break
+            b.sendall(data)
+    except OSError: pass
+    finally:
+        for s in (a, b):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+def serve(client):
+    upstream = socket.socket(socket.AF_UNIX)
+    try: upstream.connect(sock_path)
+    except OSError: client.close(); return
+    threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+    pipe(client, upstream)
+while True:
+    conn, _ = srv.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+'''
+
+
+@define
+class ModelCall:
+    """One request the gateway saw: when, how long, what it cost, and what the outputs looked like at that moment."""
+
+    n: int
+    path: str
+    model: str
+    status: int
+    started_s: float
+    latency_s: float
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cached: int = 0
+    cost_usd: float = 0.0
+    refused: str = ""
+    error: str = ""
+    observed: dict[str, Any] | None = None
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def read_usage(body: bytes) -> tuple[int, int, int]:
+    """(input, output, cached) tokens from a reply in any of the four wire formats, streamed (SSE) or whole.
+
+    Streams repeat or accumulate their counts (Anthropic's message_delta, Gemini's chunks), so the largest value of
+    each field wins. Unreadable parts count nothing."""
+    tokens_in = tokens_out = cached = 0
+    pieces = [body]
+    if b"data:" in body[:2048] or body.lstrip().startswith(b"event:"):
+        pieces = [line[5:].strip() for line in body.splitlines() if line.startswith(b"data:")]
+    for piece in pieces:
+        try:
+            data = json.loads(piece)
+        except (ValueError, RecursionError):
+            continue
+        stack, seen = [data], 0
+        while stack and seen < 10_000:
+            node = stack.pop()
+            seen += 1
+            if isinstance(node, list):
+                stack.extend(node[:1000])
+                continue
+            if not isinstance(node, dict):
+                continue
+            usage = node.get("usage") if isinstance(node.get("usage"), dict) else None
+            meta = node.get("usageMetadata") if isinstance(node.get("usageMetadata"), dict) else None
+            if usage is not None:
+                details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details") or {}
+                fresh = _int(usage.get("input_tokens"))
+                if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+                    # Anthropic counts cached and cache-written prompt tokens apart from input_tokens
+                    fresh += _int(usage.get("cache_read_input_tokens")) + _int(usage.get("cache_creation_input_tokens"))
+                tokens_in = max(tokens_in, _int(usage.get("prompt_tokens")), fresh)
+                tokens_out = max(tokens_out, _int(usage.get("completion_tokens")), _int(usage.get("output_tokens")))
+                cached = max(cached, _int(usage.get("cache_read_input_tokens")),
+                             _int(details.get("cached_tokens")) if isinstance(details, dict) else 0)
+            if meta is not None:
+                tokens_in = max(tokens_in, _int(meta.get("promptTokenCount")))
+                tokens_out = max(tokens_out, _int(meta.get("candidatesTokenCount")) +
+                                 _int(meta.get("thoughtsTokenCount")))
+                cached = max(cached, _int(meta.get("cachedContentTokenCount")))
+            stack.extend(v for v in node.values() if isinstance(v, dict | list))
+    return tokens_in, tokens_out, cached
+
+
+def _model_of(path: str, body: bytes) -> str:
+    """The model a request names: its JSON `model`, or Gemini's `/models/NAME:method` path."""
+    if "/models/" in path:
+        return path.split("/models/", 1)[1].split(":", 1)[0].split("?", 1)[0][:200]
+    try:
+        model = json.loads(body).get("model")
+    except (ValueError, AttributeError, RecursionError):
+        return ""
+    return model[:200] if isinstance(model, str) else ""
+
+
+def refusal_body(message: str) -> bytes:
+    """An error every client reads as final (not retried): the shapes of all three providers in one object."""
+    return json.dumps({"type": "error", "error": {"type": "invalid_request_error", "code": 400,
+                                                  "status": "INVALID_ARGUMENT", "message": message}}).encode()
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    allow_reuse_address = False
+
+
+class ModelGateway:
+    """Forward the sandbox's model requests to `upstream` (scheme://host[:port][/prefix]) with the real key.
+
+    `max_calls` and `deadline` (a `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
+    tokens_out, cached)` is the cost of one call; `observe()` is called as each request arrives (the harness's
+    look at the outputs between the agent's steps) and its answer kept on the call."""
+
+    def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
+                 price: Callable[[str, int, int, int], float] | None = None,
+                 observe: Callable[[], dict[str, Any] | None] | None = None) -> None:
+        parsed = urllib.parse.urlsplit(upstream)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"the model base URL {upstream!r} is not an http(s) URL")
+        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
+        self.wire, self.api_key = wire, api_key
+        self.max_calls, self.deadline = max_calls, deadline
+        self.price, self.observe = price, observe
+        self.calls: list[ModelCall] = []
+        self.lock = threading.Lock()
+        self.started = time.monotonic()
+        self.server: _Server | None = None
+        self.thread: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- life cycle
+
+    def start(self, dir_fd: int) -> None:
+        """Listen on `SOCKET_NAME` in the folder `dir_fd` (opened by the caller, no-follow); serve in a thread."""
+        path = f"/proc/self/fd/{dir_fd}/{SOCKET_NAME}"  # short, and never through a path the agent could redirect
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                gateway._handle(self)
+
+            do_GET = do_POST
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = _Server(path, Handler, bind_and_activate=False)
+        try:
+            server.server_bind()
+            server.server_activate()
+        except OSError:
+            server.server_close()
+            raise
+        os.chmod(path, 0o666)  # the sandbox may run the CLI as another uid (docker's user)
+        self.server = server
+        self.thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+
+    # ---------------------------------------------------------------- totals
+
+    def totals(self) -> dict[str, Any]:
+        with self.lock:
+            calls = list(self.calls)
+        answered = [c for c in calls if not c.refused]
+        return {"calls": len(answered), "refused": len(calls) - len(answered),
+                "tokens_in": sum(c.tokens_in for c in calls), "tokens_out": sum(c.tokens_out for c in calls),
+                "tokens_cached": sum(c.tokens_cached for c in calls),
+                "cost_usd": round(sum(c.cost_usd for c in calls), 6),
+                "model_s": round(sum(c.latency_s for c in calls), 3)}
+
+    def records(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [asdict(c) for c in self.calls]
+
+    # ---------------------------------------------------------------- one request
+
+    def _refusal(self) -> str:
+        answered = sum(1 for c in self.calls if not c.refused)
+        if answered >= self.max_calls:
+            return f"automedbench: the run's turn budget ({self.max_calls} model calls) is spent; stop now"
+        if time.monotonic() >= self.deadline:
+            return "automedbench: the run's time limit is reached; stop now"
+        return ""
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        t0 = time.monotonic()
+        length = handler.headers.get("content-length")
+        try:
+            size = int(length) if length else 0
+        except ValueError:
+            size = -1
+        if size < 0 or size > MAX_REQUEST_BYTES:
+            self._reply(handler, 413, refusal_body("automedbench: request too large"))
+            return
+        body = handler.rfile.read(size) if size else b""
+        observed = None
+        if self.observe is not None:
+            try:
+                observed = self.observe()
+            except Exception as exc:  # the outputs are the agent's: a look that fails is noted, never a crash
+                observed = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        with self.lock:
+            refused = self._refusal()
+            call = ModelCall(len(self.calls) + 1, handler.path[:300], _model_of(handler.path, body), 0,
+                             round(t0 - self.started, 3), 0.0, refused=refused, observed=observed)
+            self.calls.append(call)
+        if refused:
+            call.status = 400
+            self._reply(handler, 400, refusal_body(refused))
+            return
+        try:
+            status, received = self._forward(handler, body)
+        except (OSError, http.client.HTTPException) as exc:
+            call.status, call.error = 502, f"{type(exc).__name__}: {str(exc)[:300]}"
+            call.latency_s = round(time.monotonic() - t0, 3)
+            with contextlib.suppress(OSError):
+                self._reply(handler, 502, refusal_body(f"automedbench gateway: the model is unreachable "
+                                                       f"({call.error})"))
+            return
+        call.status = status
+        call.latency_s = round(time.monotonic() - t0, 3)
+        call.tokens_in, call.tokens_out, call.tokens_cached = read_usage(received)
+        if self.price is not None and status < 400:
+            call.cost_usd = self.price(call.model, call.tokens_in, call.tokens_out, call.tokens_cached)
+
+    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+        """Send the request upstream with the real key; stream the reply back; return its status and body."""
+        path = handler.path if handler.path.startswith("/") else "/" + handler.path
+        parts = urllib.parse.urlsplit(path)
+        query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if k != "key"]
+        target = parts.path + ("?" + urllib.parse.urlencode(query) if query else "")
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP | KEY_HEADERS}
+        if self.api_key:
+            name, template = KEY_HEADER.get(self.wire, KEY_HEADER["openai"])
+            headers[name] = template.format(self.api_key)
+        headers["accept-encoding"] = "identity"  # the token counts are read from the reply
+        timeout = max(5.0, self.deadline - time.monotonic())
+        conn_class = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        conn = conn_class(self.host, self.port, timeout=timeout)
+        try:
+            conn.request(handler.command, target, body=body, headers=headers)
+            response = conn.getresponse()
+            handler.send_response(response.status, response.reason)
+            out_headers = [(k, v) for k, v in response.getheaders() if k.lower() not in HOP_BY_HOP]
+            for key, value in out_headers:
+                handler.send_header(key, value)
+            handler.send_header("connection", "close")  # the body ends when the connection does
+            handler.end_headers()
+            kept = bytearray()
+            while True:
+                chunk = response.read1(65536)
+                if not chunk:
+                    break
+                if len(kept) < MAX_USAGE_SCAN_BYTES:
+                    kept += chunk[:MAX_USAGE_SCAN_BYTES - len(kept)]
+                with contextlib.suppress(OSError):  # a client that went away still gets its call counted
+                    handler.wfile.write(chunk)
+                    handler.wfile.flush()
+            handler.close_connection = True
+            return response.status, bytes(kept)
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _reply(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(data)))
+        handler.send_header("connection", "close")
+        handler.end_headers()
+        handler.wfile.write(data)
+        handler.close_connection = True
+
+
+def socket_reachable(path: str, timeout: float = 2.0) -> bool:
+    """Whether something listens on the unix socket `path` (a test helper and a sanity check)."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
