@@ -44,7 +44,11 @@ class TrajectoryWriter:
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: dict[str, Any], streams: dict[str, str] | None = None) -> None:
+        """Append one event as a line (fsynced); `streams` (a tool call's stdout and stderr) go in as fields,
+        the long ones spilled to side files (`stream_field`)."""
+        for name, text in (streams or {}).items():
+            event = {**event, **self.stream_field(event["turn"], event["call_id"], name, text)}
         event = {"t": self.elapsed(), **event}
         # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
         data = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
