@@ -72,7 +72,7 @@ done
 # the tracks, with the extras that bring their SDKs. Not through the root's extras of the same names (nor
 # `dev`, which holds the test kit: the root comes with `tools`): pip refuses an editable and a folder
 # reference to one distribution in one command.
-declare -A builtin_extras=([docker]="[sdk]" [models]="[openai,anthropic]")
+declare -A builtin_extras=([docker]="[sdk]" [models]="[openai,anthropic]" [inspect]="[inspect]")
 builtin_args=()
 for dir in core/*/; do
   dir=${dir%/}

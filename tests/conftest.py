@@ -19,7 +19,7 @@ DEMO = "segmentation/demo"
 # tests wait for the image build, which runs while the fast tier does).
 LONG_FILES_FIRST = (
     "tests/test_campaign_ray_cluster.py", "tests/test_installed_agents_runs.py", "tests/test_redteam_runs_plain.py",
-    "tests/test_install_tracks.py",
+    "tests/test_install_tracks.py", "tests/test_inspect_bridge.py", "tests/test_inspect_sandbox.py",
     "tests/test_warm_evaluator.py", "tests/test_campaign_interrupt.py", "tests/test_scripted_runs.py",
     "plugins/synthesis/tests/test_synthesis_runs.py", "plugins/classification/tests/test_classification_runs.py",
     "plugins/enhancement/tests/test_enhancement_runs.py",

@@ -64,7 +64,7 @@ def test_every_score_changing_field_changes_the_header_hash_and_no_other_does():
     # the score-changing set, written out: eval_options (it changes VQA scores) is in it; placement is not
     assert scoring == {"tier", "agent", "sandbox", "judge", "agent_options", "judge_options", "max_turns",
                        "time_limit_s", "exec_timeout_s", "memory_mb", "task_score", "eval_options",
-                       "workspace_quota_mb"}
+                       "workspace_quota_mb", "repeat_limit"}
     assert {"out", "data_root", "gpus", "keep_workspace", "run_id", "node", "task", "warm_evaluator"} <= unchanged
 
 

@@ -35,7 +35,7 @@ DEMOS = {
 DISTRIBUTION = {track: "automedbench-" + track.replace("_", "-") for track in DEMOS}
 # The built-in distributions beside the core (core/<name>/), each installed by a root extra (its name; the kit: test).
 BUILTINS = {"campaign": "automedbench-campaign", "codes": "automedbench-codes", "docker": "automedbench-docker",
-            "models": "automedbench-models", "test": "automedbench-testkit"}
+            "inspect": "automedbench-inspect", "models": "automedbench-models", "test": "automedbench-testkit"}
 # What an extra installs besides its own distribution (the campaign re-tags runs with the codes' tagging step).
 ALSO = {"campaign": {"automedbench-codes"}}
 

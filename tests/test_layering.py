@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
+    "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
@@ -92,6 +93,7 @@ LAYERS: dict[str, int] = {
     "automedbench_campaign": BUILTIN,
     "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
+    "automedbench_inspect": BUILTIN,
     "automedbench_models": BUILTIN,
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
@@ -105,6 +107,8 @@ LAYERS: dict[str, int] = {
     "automedbench_codes.plugin": FACE,
     "automedbench_docker.cli": FACE,
     "automedbench_docker.plugin": FACE,
+    "automedbench_inspect._registry": FACE,  # inspect_ai's entry point: registers the tasks with inspect
+    "automedbench_inspect.plugin": FACE,
     "automedbench_models.plugin": FACE,
     "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }

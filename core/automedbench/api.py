@@ -21,6 +21,7 @@ from .authoring import (
 )
 from .detectors import E_CODES, NOT_TAGGED, TAXONOMY, CodeContext, Detector, is_error_code
 from .errors import (
+    END_AGENT_STOPPED,
     END_NO_AGENT,
     AgentError,
     ContentRefused,
@@ -138,6 +139,7 @@ __all__ = [
     "ASSETS_MOUNT",
     "CONDITIONS",
     "DEFAULT_QUOTA_MB",
+    "END_AGENT_STOPPED",
     "END_NO_AGENT",
     "EXEC_MOUNT",
     "E_CODES",

@@ -112,7 +112,7 @@ def command_context() -> CommandContext:
 @main.command()
 @click_options("task", "tier", "agent", "agent_options", "sandbox", "judge", "judge_options", "out", "data_root",
                "max_turns", "time_limit_s", "exec_timeout_s", "memory_mb", "task_score", "keep_workspace",
-               "workspace_quota_mb", "gpus", agent={"required": True})
+               "workspace_quota_mb", "gpus", "repeat_limit", agent={"required": True})
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
 @click_options("eval_options", "require_isolation", "warm_evaluator")

@@ -26,7 +26,8 @@ What it holds, by step of a run:
 - what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
   `reap_stale_workspaces`), slirp networking (`SlirpNet`, `network_gaps`, `network_unsupported`,
   `SLIRP_DNS`), the harness's private state (`harness_key`, `state_dir`), the plan image reader;
-- a sweep's progress on a terminal and off one (`SweepProgress`);
+- a sweep's progress on a terminal and off one (`SweepProgress`); the mark that opens the runner's notice
+  under an answer repeated call after call (`REPEAT_NOTICE_MARK`);
 - orderly interruption: `install_interrupt_handlers`, `interrupt_received`, `check_interrupt`,
   `rearm_interrupt`, `interrupt_exit_status`.
 
@@ -63,6 +64,7 @@ from .interrupt import received as interrupt_received
 from .judges.planimage import PlanImage, read_plan_png
 from .needs import ready_here, sandbox_gap
 from .plugins import CommandContext, Registry, registry
+from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
 from .rubric import check as check_rubric
 from .rubric import resolve as resolve_rubric
 from .runfolder import MAX_RESULT_BYTES, RunFolder
@@ -79,6 +81,7 @@ __all__ = [
     "EVAL_MEMORY_MB",
     "GRADES_FILE",
     "MAX_RESULT_BYTES",
+    "REPEAT_NOTICE_MARK",
     "SLIRP_DNS",
     "STAMP",
     "CommandContext",

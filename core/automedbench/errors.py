@@ -41,6 +41,7 @@ def did_you_mean(name: str, choices: list[str]) -> str:
 END_SUBMITTED = "submitted"
 END_AGENT_STOPPED = "agent_stopped"
 END_NO_TOOL_CALL = "no_tool_call"  # text-only replies after every allowed continue message
+END_REPEATED_CALLS = "repeated_calls"  # the same call with the same answer, repeat_limit times in a row
 END_TURN_LIMIT = "turn_limit"
 END_TIME_LIMIT = "time_limit"
 END_BREACH = "isolation_breach"

@@ -17,6 +17,8 @@ import click
 from attrs import define, field
 
 from .errors import UserError
+from .repeats import DEFAULT_LIMIT as DEFAULT_REPEAT_LIMIT
+from .repeats import NOTICE_AT as REPEAT_NOTICE_AT
 from .sandbox import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
@@ -134,6 +136,10 @@ class RunOptions:
         "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run "
         f"[default: cold; warm when {WARM_EVALUATOR_ENV}=1 and the campaign built-in is installed]."))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
+    repeat_limit: int = field(default=DEFAULT_REPEAT_LIMIT, metadata=meta(
+        ("--repeat-limit",), "Stop the run when the agent makes the same tool call with the same outcome this many "
+        f"times in a row (it is told from the {REPEAT_NOTICE_AT}rd on; 0 = never stop).", type=click.IntRange(0),
+        show_default=True, scores=True))
 
 
 def warm_wanted(options: RunOptions, installed: bool) -> bool:

@@ -29,12 +29,13 @@ OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("campaign", "automedbench-campaign", {"command": ("sweep", "codes", "leaderboard", "view", "rejudge",
                                                        "judge-agreement"), "evaluator": ("warm",)}),
     ("codes", "automedbench-codes", {"code_detector": ("submission", "verification", "execution", "setup",
-                                                       "understanding")}),
+                                                       "understanding", "repetition")}),
     ("docker", "automedbench-docker", {"sandbox": ("docker",), "evaluator": ("docker",), "command": ("images",)}),
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
     ("test", "automedbench-testkit", {"command": ("validate-task", "new-track")}),
+    ("inspect", "automedbench-inspect", {"agent": ("inspect",)}),
 ]
 
 

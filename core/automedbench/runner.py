@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import errors, interrupt, plan_artefacts, staging, steptimer
+from . import errors, interrupt, plan_artefacts, repeats, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
@@ -346,7 +346,7 @@ class Run:
                          self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
                          self.o.exec_timeout_s or self.task.exec_timeout_s,
                          agent.continues if agent.continues is not None else self.task.text_reply_continues,
-                         count_model_time=self.task.time_limit_counts == "wall")
+                         count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
         st.runtime.time_limit_counts = self.task.time_limit_counts
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
@@ -538,14 +538,13 @@ class Run:
             raise
         except Exception as exc:
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
+        finally:  # a reply, a failed or timed-out model call, an interrupt: the wait is the agent's, not the harness's
+            _charge_model_time(st, loop, t_agent)
         problem = turn_problem(reply)
         if problem:
             raise errors.AgentError(f"agent {self.o.agent} returned a malformed turn: {problem}")
         reply = normalise_turn(reply)
         runtime, turn = st.runtime, loop.turn
-        waited = time.monotonic() - t_agent
-        runtime.agent_s += waited
-        loop.model_s += waited
         runtime.turns = turn
         runtime.tokens_in += reply.tokens_in
         runtime.tokens_out += reply.tokens_out
@@ -616,6 +615,7 @@ class Run:
             if touched:
                 yield {"type": "breach", "turn": loop.turn, "paths": touched}, {}
             yield event, streams  # long streams go to side files, the event keeps head and tail
+            content, repeated = yield from self._repeated(loop, call, event, content)
             self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
             loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
@@ -626,7 +626,23 @@ class Run:
             if is_submit:
                 st.submitted, st.end_reason = True, errors.END_SUBMITTED
                 return True
+            if repeated:
+                st.end_reason = errors.END_REPEATED_CALLS
+                return True
         return stop
+
+    def _repeated(self, loop: AgentLoop, call: ToolCall, event: dict[str, Any],
+                  content: str) -> Generator[Event, None, tuple[str, bool]]:
+        """Count the call into the streak of identical calls with the same outcome; from the notice on, tell the
+        agent under the answer and record a `repeated_call` event. (answer, True when the run stops here)."""
+        outcome = f"{event.get('exit_code')}/{event.get('timed_out')}/{event.get('error')}/{event.get('refused')}"
+        streak = loop.repeats.see(call.name, call.arguments, outcome)
+        if streak < repeats.NOTICE_AT:
+            return content, False
+        stop = bool(loop.repeat_limit) and streak >= loop.repeat_limit
+        yield {"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
+               "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"}, {}
+        return content + repeats.notice(streak, loop.repeat_limit), stop
 
     def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> list[str]:
         """Record every private or decoy path the call opened as breach evidence (the run then stops); the paths."""
@@ -771,6 +787,13 @@ def _drained(agent: Agent, turn: int, runtime: Runtime, max_turns: int = 0) -> G
         runtime.context_retries += extra.get("type") == "context_overflow"
         yield record, {}
     return last
+
+
+def _charge_model_time(st: RunState, loop: AgentLoop, since: float) -> None:
+    """The wait for the agent's reply since `since` is the agent's (model) time, whether the reply came or not."""
+    waited = time.monotonic() - since
+    st.runtime.agent_s += waited
+    loop.model_s += waited
 
 
 def _assistant_message(reply: AgentTurn) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from attrs import Factory, define
 
 from . import errors
 from .records import Evaluation, FiredCode, Header, Isolation, JudgeVerdict, Runtime, SubmissionManifest
+from .repeats import RepeatWatch
 from .sandbox import SandboxSession
 from .track import StagedData
 from .tripwire import Tripwire
@@ -60,6 +61,8 @@ class AgentLoop:
     turn: int = 0
     count_model_time: bool = True  # False: the task's limit counts tool time only (model replies excluded)
     model_s: float = 0.0
+    repeat_limit: int = 0  # identical calls with identical answers in a row that stop the run (0: never)
+    repeats: RepeatWatch = Factory(RepeatWatch)
 
     def elapsed(self) -> float:
         """Time charged to the budget: wall time, less the model's replies where the task says so."""

@@ -43,7 +43,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click_options(
     "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
     "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
-    "warm_evaluator",
+    "warm_evaluator", "repeat_limit",
     out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
     sandbox={"help": "Sandbox backend for every run."},
     agent_options={"help": "Option passed to every agent factory; repeatable."},

@@ -124,7 +124,27 @@ class UnderstandingDetector(Detector):
         return []
 
 
+class RepetitionDetector(Detector):
+    """E3: the agent repeated one call with the same outcome and did not change course (a stuck loop)."""
+
+    name = "repetition"
+
+    def detect(self, ctx: CodeContext) -> list[FiredCode]:
+        # the runner writes a `repeated_call` event from the third identical call in a row with the same answer
+        seen = [e for e in ctx.trace.events if e.get("type") == "repeated_call"
+                and isinstance(e.get("streak"), int) and isinstance(e.get("turn"), int)]
+        if not seen:
+            return []
+        longest = max(e["streak"] for e in seen)
+        stopped = any(e.get("action") == "stop" for e in seen)
+        turns = sorted({e["turn"] for e in seen})
+        return [self.fire("E3", f"stuck: the same call with the same outcome {longest} times in a row"
+                                + ("; the run was stopped at its repeat limit" if stopped else
+                                   " (the agent was told and did not change course)" if longest > 3 else
+                                   " (the agent was told)"), turns[:20])]
+
+
 GENERIC_DETECTORS: dict[str, type[Detector]] = {
     cls.name: cls for cls in (SubmissionDetector, VerificationDetector, ExecutionDetector, SetupDetector,
-                              UnderstandingDetector)
+                              UnderstandingDetector, RepetitionDetector)
 }

@@ -19,11 +19,44 @@ from automedbench.api import ReplyHint, continue_message, execute_code_example
 MAX_SCAN = 20_000  # characters of the reply examined
 MAX_BLOCKS = 8  # fenced blocks tried per reply
 ECHO_PROBE = 200  # a reply whose first this-many characters appear verbatim in the prompt is an echo
+ECHO_SHARE = 0.7  # ... or whose words lie this much in sentences (or runs of ECHO_RUN words) of the prompt
+ECHO_MIN_WORDS = 8  # a shorter reply is never called an echo (a phrase quoted back is not an echo)
+ECHO_RUN = 4  # words in a row that count as copied from the prompt
+MAX_PROMPT_SCAN = 200_000  # characters of the prompt read for the echo test
 
 # A fenced block: ``` or ~~~ with an optional info word; lazy body; linear (no nested quantifiers).
 _FENCE = re.compile(r"```([A-Za-z_]*)[ \t]*\n(.*?)```", re.S)
 _XML_TAG = re.compile(r"<(plan|step|stage|thinking|think|action|tool|function|code)\b[^>\n]{0,200}>", re.I)
 _NAME_FIELD = re.compile(r'"(?:name|tool|function)"\s*:\s*"([^"\n]{1,80})"')
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE_END = re.compile(r"[.!?;:]+(?:\s|$)|\n+")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def _echo_share(reply: str, prompt: str) -> float:
+    """How much of the reply is the prompt's own wording, in any order: the share of the reply's words that lie
+    in a run of `ECHO_RUN` words found in the prompt as they are (a sentence of 2-3 words: the whole sentence).
+    Sentences may be reordered, cut or joined; markdown, case and punctuation do not count. Linear in both."""
+    words = _words(reply)
+    if len(words) < ECHO_MIN_WORDS:
+        return 0.0
+    source = _words(prompt[:MAX_PROMPT_SCAN])
+    runs = {tuple(source[i:i + n]) for n in range(2, ECHO_RUN + 1) for i in range(len(source) - n + 1)}
+    copied = 0
+    for sentence in _SENTENCE_END.split(reply):
+        part = _words(sentence)
+        if len(part) < ECHO_RUN:
+            copied += len(part) if len(part) >= 2 and tuple(part) in runs else 0
+            continue
+        marked = [False] * len(part)
+        for i in range(len(part) - ECHO_RUN + 1):
+            if tuple(part[i:i + ECHO_RUN]) in runs:
+                marked[i:i + ECHO_RUN] = [True] * ECHO_RUN
+        copied += sum(marked)
+    return copied / len(words)
 
 
 def _schema_problem(arguments: Any, schema: dict[str, Any]) -> str | None:
@@ -105,7 +138,7 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
             detail = f"the call to {name} has bad arguments: {problem}"
             return ReplyHint("bad_arguments", detail, _message(f"In your reply {detail}.", tools, data_dir))
     probe = text.strip()[:ECHO_PROBE]
-    if prompt and len(probe) >= 40 and probe in prompt:
+    if prompt and ((len(probe) >= 40 and probe in prompt) or _echo_share(text, prompt) >= ECHO_SHARE):
         detail = "the reply repeats the task's instructions"
         return ReplyHint("echo", detail, _message("Your reply repeated the instructions instead of acting.",
                                                   tools, data_dir))
