@@ -9,6 +9,15 @@ baseline as the submission, then alternates per repeat:
 - skimage: `nibabel.load` of both files and `skimage.metrics.structural_similarity` per axial plane on the
   clipped volumes, nothing else.
 Prints medians and the ratio pair by pair; both sides must give the same mean SSIM.
+
+Then the error metrics side by side in the same process (`--errors-only`: just these), on the same in-memory
+volumes (the target as the evaluator caches it, the output as the checker decodes it: float32, Fortran order):
+- ours: `metric.errors` (MAE, RMSE, PSNR from one float64 difference image);
+- libraries: scikit-learn's `mean_absolute_error` and `root_mean_squared_error` and scikit-image's
+  `peak_signal_noise_ratio` on the clipped volumes, given float64 copies made beforehand (the conversion not
+  timed) and, in a second column, with the conversion timed.
+CPU time (`time.process_time`) per pass over every case, alternating, medians and the ratio pair by pair; the
+values are printed to 12 significant digits and must be equal.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--errors-only", action="store_true", help="only the error-metric comparison")
     args = parser.parse_args()
     import attrs
     import nibabel as nib
@@ -43,6 +53,9 @@ def main() -> None:
         root = Path(tmp)
         staged = stage_demo(task, root / "task")
         write_baseline(task, "cubic", staged, root / "sub")
+        if args.errors_only:
+            compare_errors(staged, root / "sub", max(args.repeats, 5))
+            return
 
         def harness() -> float:
             evaluation = SynthesisEvaluation(task, staged)
@@ -74,6 +87,55 @@ def main() -> None:
         print(f"ratio harness/skimage median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, "
               f"max {max(ratios):.2f})")
         assert abs(results["harness"] - results["skimage"]) < 1e-9
+        compare_errors(staged, root / "sub", max(args.repeats, 5))
+
+
+def compare_errors(staged, sub: Path, repeats: int) -> None:
+    """MAE/RMSE/PSNR: ours against scikit-learn + scikit-image on the same volumes, CPU time, same process."""
+    from automedbench_synthesis import contract, refcache
+    from automedbench_synthesis.metric import HU_HI, HU_LO, errors
+    from skimage.metrics import peak_signal_noise_ratio
+    from sklearn.metrics import mean_absolute_error, root_mean_squared_error
+
+    pairs = []
+    for case in staged.case_ids:
+        ref = refcache.reference(staged.private, case, HU_LO, HU_HI, cache=False)
+        pred, _ = contract.read_volume(sub, case, contract.OUTPUT, ref.target.shape, ref.affine)
+        pairs.append((ref, pred))
+    as64 = [(np.asarray(r.target, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel())
+            for r, p in pairs]
+
+    def ours() -> list[tuple[float, ...]]:
+        out = [errors(r.target, p, r.mask, (r.target_min, r.target_max)) for r, p in pairs]
+        return [(e["mae_hu"], e["rmse_hu"], e["psnr"]) for e in out]
+
+    def libraries(flat: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, ...]]:
+        return [(mean_absolute_error(t, p), root_mean_squared_error(t, p),
+                 peak_signal_noise_ratio(np.clip(t, HU_LO, HU_HI), np.clip(p, HU_LO, HU_HI), data_range=HU_HI - HU_LO))
+                for t, p in flat]
+
+    def converting() -> list[tuple[float, ...]]:
+        return libraries([(np.asarray(r.target, dtype=np.float64).ravel(), np.asarray(p, dtype=np.float64).ravel())
+                          for r, p in pairs])
+
+    runs = {"ours": ours, "libraries": lambda: libraries(as64), "libraries + conversion": converting}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    values = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            started = time.process_time()
+            values[name] = fn()
+            times[name].append(time.process_time() - started)
+    print(f"error metrics, {len(pairs)} cases of {pairs[0][1].shape}, CPU s per pass (median of {repeats}):")
+    for name, spent in times.items():
+        ratios = [o / t for o, t in zip(times["ours"], spent, strict=True)]
+        print(f"  {name:24s} {statistics.median(spent):.4f} s  (ours / this, pair by pair: median "
+              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f})")
+    print("  case | MAE (HU) ours / libraries | RMSE (HU) ours / libraries | PSNR (dB) ours / libraries")
+    for case, a, b in zip(staged.case_ids, values["ours"], values["libraries"], strict=True):
+        shown = [(f"{x:.12g}", f"{float(y):.12g}") for x, y in zip(a, b, strict=True)]
+        print(f"  {case} | " + " | ".join(f"{x} / {y}" for x, y in shown))
+        assert all(x == y for x, y in shown), (case, shown)
 
 
 if __name__ == "__main__":

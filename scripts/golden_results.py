@@ -59,7 +59,7 @@ def normalise(result: Any) -> dict[str, Any]:
 # What may differ between two runs of the same agent on the same task: when, on what, under which
 # random run id and temporary folder, and how long each phase took. Everything else in result.json is kept.
 VOLATILE = {"run_id", "started_at", "versions", "hashes", "wall_s", "agent_s", "exec_s", "harness_s", "eval_s",
-            "judge_s", "duration_s", "latency_s", "peak_rss_mb", "harness_steps"}
+            "judge_s", "duration_s", "latency_s", "peak_rss_mb", "harness_steps", "startup_s", "harness_cpu_s"}
 
 
 QUOTA_SIZE = re.compile(r"(workspace quota )\d+(?= MB)")

@@ -21,6 +21,7 @@ LONG_FILES_FIRST = (
     "tests/test_campaign_ray_cluster.py", "tests/test_installed_agents_runs.py", "tests/test_redteam_runs_plain.py",
     "tests/test_install_tracks.py", "tests/test_inspect_bridge.py", "tests/test_inspect_sandbox.py",
     "tests/test_warm_evaluator.py", "tests/test_campaign_interrupt.py", "tests/test_scripted_runs.py",
+    "tests/test_runpage_demos.py",
     "plugins/synthesis/tests/test_synthesis_runs.py", "plugins/classification/tests/test_classification_runs.py",
     "plugins/enhancement/tests/test_enhancement_runs.py",
     "plugins/enhancement/tests/test_enhancement_reference_reach.py",

@@ -276,7 +276,7 @@ def attack(w: World, turns, *, text: str = "", keep_workspace: bool = True, netw
             "CANARY": str(w.canary), "VICTIM": str(w.victim), "PORT": str(w.port), "ABSTRACT": w.abstract}
     turns = [[(lang, code.format(**subs) if lang != "raw" else code) for lang, code in turn] for turn in turns]
     before = (_tree_hash(w.data_root), _tree_hash(w.victim), w.canary.read_bytes())
-    options.setdefault("workspace_quota_mb", 0 if keep_workspace else quota.DEFAULT_QUOTA_MB)
+    options.setdefault("workspace_quota_mb", 0 if keep_workspace else None)  # None: the task's declared need
     options.setdefault("warm_evaluator", w.warm)
     w.warm_runs += bool(options["warm_evaluator"])
     runner = Run(RunOptions(DEMO, "lite", Script.name, sandbox=w.backend, out=w.out, data_root=w.data_root,

@@ -61,6 +61,24 @@ def test_parse_verdict_is_strict():
     assert parsed[0].value == 0.0
 
 
+def test_verdict_files_are_workspace_paths_and_asked_for():
+    """The judge names the files an item was decided from (schema: required); a path outside the workspace is
+    dropped, a reply without the field (the older schema) names none, a wrong type is sent back."""
+    items = [i for i in default_rubric().items if i.id in ("s1a_plan_md", "s3_validate")]
+    schema = verdict_schema(items)["properties"]["items"]["properties"]["s1a_plan_md"]
+    assert "evidence_files" in schema["required"] and schema["properties"]["evidence_files"]["type"] == "array"
+    reply = {"items": {"s1a_plan_md": {"value": 1, "rationale": "ok", "evidence_turns": [1],
+                                       "evidence_files": ["plan/plan.md", "/workspace/run.py", "/etc/passwd",
+                                                          "../outside.py", "plan/plan.md"]},
+                       "s3_validate": {"value": 0.5, "rationale": "pilot", "evidence_turns": [2]}}}
+    parsed = {v.id: v for v in parse_verdict(json.dumps(reply), items, max_turn=3)}
+    assert parsed["s1a_plan_md"].evidence_files == ["plan/plan.md", "run.py"]
+    assert parsed["s3_validate"].evidence_files == []
+    reply["items"]["s3_validate"]["evidence_files"] = "run.py"
+    with pytest.raises(VerdictError, match="evidence_files must be a list of strings"):
+        parse_verdict(json.dumps(reply), items, 3)
+
+
 def test_lite_does_not_ask_auto_pass_items_and_the_schema_is_strict():
     from automedbench.judge import JudgeInput
 

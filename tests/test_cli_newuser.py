@@ -268,3 +268,26 @@ def test_docker_without_engine_names_no_run_folder(cli, tmp_path, monkeypatch):
     assert result.exit_code == 2 and "no docker engine reachable" in result.stderr
     assert "->" not in result.stdout and str(tmp_path / "runs") not in result.stdout
     assert not any((tmp_path / "runs").glob("*"))
+
+
+def test_run_names_its_page_or_in_one_line_what_the_core_alone_left_out(tmp_path, monkeypatch):
+    """After a run: the page's path when the campaign wrote it, else one line naming what is missing and the
+    extra (kept whole: "[campaign]" is not rich markup)."""
+    import io
+    from types import SimpleNamespace
+
+    from automedbench import cli as cli_module
+    from automedbench.records import FiredCode
+
+    out = io.StringIO()
+    monkeypatch.setattr(cli_module, "console", Console(file=out, width=300))
+    untagged = SimpleNamespace(error_codes=[FiredCode("H-UNTAGGED", "no tagging step")])
+    cli_module.say_left_out(tmp_path, untagged)
+    (line,) = out.getvalue().strip().splitlines()
+    assert line == ("left out by the core alone: the run page (view.html) and error codes E1–E5; "
+                    "pip install 'automedbench[campaign]' adds them")
+    (tmp_path / "view.html").write_text("<!DOCTYPE html>")
+    out.truncate(0)
+    out.seek(0)
+    cli_module.say_left_out(tmp_path, SimpleNamespace(error_codes=[]))
+    assert out.getvalue().startswith(f"page: {tmp_path / 'view.html'} ")

@@ -21,32 +21,46 @@ from automedbench.records import AgentTurn, ToolCall
 from automedbench.runner import Run, RunOptions
 from automedbench.sandboxes import quota
 from automedbench.sandboxes.local import bwrap_path
-from automedbench.sandboxes.reservations import Ledger, Reservation, _start_time
+from automedbench.sandboxes.reservations import LEDGER_ENV, Ledger, Reservation, _start_time, ledger_dir
 from review_steps import DEMO, register_agent
 
 
 @pytest.fixture
 def ledger(tmp_path, monkeypatch) -> Ledger:
-    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    """A private ledger (the machine's would hold this test's promises against every other run on the host)."""
+    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "ledger"))
     return Ledger()
+
+
+def _tmpfs(tmp_path, size: str):
+    if os.geteuid() != 0 or quota.unsupported():
+        pytest.skip(f"needs root and loop devices ({quota.unsupported()})")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    return disk
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     """A 128 MB tmpfs: the disk the run folders live on."""
-    if os.geteuid() != 0 or quota.unsupported():
-        pytest.skip(f"needs root and loop devices ({quota.unsupported()})")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128m", "tmpfs", str(disk)]).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
+    disk = _tmpfs(tmp_path, "128m")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)])
+
+
+@pytest.fixture
+def demo_disk(tmp_path):
+    """A 2 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace."""
+    disk = _tmpfs(tmp_path, "2g")
     yield disk
     subprocess.run(["umount", "-l", str(disk)])
 
 
 def _reserve_in_child(args) -> int:
     state, folder, index = args
-    os.environ["AUTOMEDBENCH_STATE"] = state
+    os.environ[LEDGER_ENV] = state
     entry, _, _ = Ledger().reserve(Path(folder), Path(folder) / f"img{index}", 1 << 40, 0.9, 1 << 20)
     # the child exits holding its promise: the parent reads the ledger while the children are alive
     return entry.size_bytes if entry else 0
@@ -94,6 +108,7 @@ def test_a_run_that_cannot_be_reserved_is_refused_with_one_line(reg, data_root, 
         runner.execute()
     message = str(refused.value)
     assert "cannot reserve disk for the workspace" in message and "promised to other running runs" in message
+    assert "1024 MB asked" in message and "--workspace-quota-mb" in message and "MB free" in message
     assert "\n" not in message
     assert not runner.run_dir.exists()
     ledger.release(held.id)
@@ -135,3 +150,97 @@ def test_a_neighbour_filling_the_disk_is_not_the_agents_failure(reg, data_root, 
     assert "another process on the host filled the disk" in (result.error or "")
     assert "H-DISK" not in [c.code for c in result.error_codes]
     assert ledger.entries() == []  # the run's promise ended with it
+
+
+def test_a_refusal_names_the_free_space_what_was_asked_and_the_option_through_the_command_line(
+        reg, data_root, small_disk, ledger, monkeypatch):
+    """`automedbench run` asking more than the disk can promise: exit 2, one line on stderr with the free space,
+    the size asked, the most that can be promised now and the option that changes it; no run folder. Then the
+    size it names is granted: the option is the way out the message says."""
+    import re
+    import shutil
+
+    from automedbench.cli import main
+    from click.testing import CliRunner
+
+    free_mb = shutil.disk_usage(small_disk).free >> 20
+    base = ["run", "--task", DEMO, "--agent", "noop", "--quiet", "--data-root", str(data_root), "--out",
+            str(small_disk)]
+    refused = CliRunner().invoke(main, [*base, "--workspace-quota-mb", str(4 * free_mb)])
+    assert refused.exit_code == 2
+    line = refused.output.strip()
+    assert "\n" not in line and f"{4 * free_mb} MB asked" in line and "--workspace-quota-mb" in line
+    said_free = int(re.search(r"(\d+) MB free where the runs folder is", line)[1])
+    assert free_mb - 16 <= said_free <= free_mb  # the run's own result reserve (8 MB) was taken first
+    possible = int(re.search(r"at most (\d+) MB can be promised now; pass --workspace-quota-mb (\d+)", line)[1])
+    assert 16 <= possible <= said_free and list(small_disk.iterdir()) == []
+    granted = CliRunner().invoke(main, [*base, "--workspace-quota-mb", str(possible)])
+    assert granted.exit_code == 0, granted.output
+    result = json.loads(next(small_disk.glob("*/result.json")).read_text())
+    assert f"workspace quota {possible} MB" in " ".join(result["isolation"]["protections"])
+    assert ledger.entries() == []
+
+
+def test_a_run_reserves_its_tasks_declared_need_unless_told_otherwise(reg, data_root, demo_disk, ledger):
+    """The default quota is the task's `workspace_mb` (the demos declare 1 GB, not the 32 GB a real task's weights
+    take), reserved whole; `--workspace-quota-mb` replaces it."""
+    from automedbench.plugins import registry
+
+    task = registry().task(DEMO)[1]
+    assert 16 <= task.workspace_mb <= 2048
+    for asked, expected in ((None, task.workspace_mb), (40, 40)):
+        runner = Run(RunOptions(DEMO, "lite", "noop", out=demo_disk, data_root=data_root,
+                                workspace_quota_mb=asked), reg)
+        result = runner.execute()
+        assert result.state == "scored", result.error
+        assert f"workspace quota {expected} MB" in " ".join(result.isolation.protections)
+
+
+def test_promises_are_all_or_nothing(tmp_path, ledger):
+    """A workspace smaller than asked is never promised instead (the agent would run out of the disk its task
+    said it needs halfway): the ledger grants the whole request or nothing."""
+    import shutil
+
+    free = shutil.disk_usage(tmp_path).free
+    assert ledger.reserve(tmp_path, tmp_path / "a", 2 * free, 0.9, 2 * free)[0] is None
+    entry, _, _ = ledger.reserve(tmp_path, tmp_path / "b", 1 << 20, 0.9, 1 << 20)
+    assert entry is not None and entry.size_bytes == 1 << 20
+    ledger.release(entry.id)
+
+
+def test_the_ledger_is_the_machines_not_the_state_folders(tmp_path, monkeypatch):
+    """Runs with different state folders (two checkouts, two harness installs) on one machine see each other's
+    promises: the ledger does not follow AUTOMEDBENCH_STATE."""
+    monkeypatch.delenv(LEDGER_ENV, raising=False)
+    folders = set()
+    for state in ("a", "b"):
+        monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / state))
+        folders.add(ledger_dir())
+    assert len(folders) == 1
+    if os.geteuid() == 0:
+        assert folders == {Path("/run/automedbench")}
+    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "mine"))
+    assert Ledger().folder == tmp_path / "mine"
+
+
+@pytest.mark.parametrize("value, ok", [(1024, True), (16, True), (15, False), (0, False), (1 << 25, False),
+                                       ("big", False)])
+def test_a_task_files_workspace_need_is_validated(value, ok):
+    from automedbench.taskfile import parse_task
+    from automedbench.testing import register_toy_track
+    from automedbench.yamlfile import read_yaml
+
+    register_toy_track()
+    from automedbench.plugins import registry
+
+    track = registry().track("toy")
+    data = read_yaml(track.root / "tasks" / "vowels.yaml", "task file")
+    data["workspace_mb"] = value
+    if ok:
+        assert parse_task(data, "t.yaml").workspace_mb == value
+    else:
+        with pytest.raises(UserError) as bad:
+            parse_task(data, "t.yaml")
+        assert "workspace_mb" in str(bad.value) and "\n" not in str(bad.value)
+    data.pop("workspace_mb")
+    assert parse_task(data, "t.yaml").workspace_mb == 32768  # a task that declares none: room for weights

@@ -123,6 +123,11 @@ def test_reference_agent_scores_like_local_in_docker(reg, data_root, run_agent):
     assert any("docker container" in p for p in result.isolation.protections)
     saved = json.loads((run_dir / "evaluation.json").read_text())
     assert saved["valid_cases"] == saved["expected_cases"] == 5
+    # the evaluator container drew each case's picture; only the writer's own files came back into the run folder
+    index = json.loads((run_dir / "pictures" / "index.json").read_text())
+    assert [c["file"] for c in index["cases"]] == [f"case-{i:04d}.png" for i in range(5)]
+    assert sorted(p.name for p in (run_dir / "pictures").iterdir()) == sorted(
+        ["index.json", *(f"case-{i:04d}.png" for i in range(5))])
 
 
 @needs_engine

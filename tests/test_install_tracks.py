@@ -80,13 +80,19 @@ def _automedbench_distributions(python: Path) -> set[str]:
 
 
 def _run_demo(python: Path, task: str, tmp: Path) -> dict:
-    env = {**os.environ, "AUTOMEDBENCH_DATA": str(tmp / "data")}
+    return _run_demo_out(python, task, tmp, tmp / "data")[0]
+
+
+def _run_demo_out(python: Path, task: str, tmp: Path, data: Path) -> tuple[dict, str]:
+    """The demo run's result and what the command printed (runs in `tmp/runs`, staged data in `data`)."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data), "COLUMNS": "400"}
     cli = python.parent / "automedbench"
     proc = subprocess.run([str(cli), "run", "--task", task, "--agent", "reference", "--out", str(tmp / "runs")],
                           env=env, cwd=tmp, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (result,) = (tmp / "runs").glob("*/result.json")
-    return json.loads(result.read_text())
+    return json.loads(result.read_text()), proc.stdout
 
 
 def _build_backend_installed() -> bool:
@@ -126,22 +132,35 @@ def test_wheelhouse_holds_every_distribution(wheelhouse):
     assert names >= {"automedbench", *(d.replace("-", "_") for d in [*DISTRIBUTION.values(), *BUILTINS.values()])}
 
 
-def test_the_readme_install_runs_the_demo_with_the_core_alone(tmp_path):
-    """The README's first command: `pip install -e . -e plugins/segmentation` (no extras) holds no built-in
-    distribution, runs the demo, and a command of a part not installed is one line naming its extra (exit 2)."""
+def test_the_readme_install_runs_the_demo_whole_and_the_core_alone_says_what_it_leaves_out(tmp_path):
+    """The core alone (`pip install -e . -e plugins/segmentation`) holds no built-in distribution, runs the demo
+    and says in one line what it left out (the run page, the error codes) and the extra that adds them; a command
+    of a part not installed is one line naming its extra (exit 2). The README's first command adds the campaign
+    extra (`-e '.[campaign]' -e plugins/segmentation`): the same demo then has its codes and its view.html, with
+    every case's picture. One venv, installed in those two steps."""
     clone = _checkout_copy(tmp_path / "clone")
     python = _fresh_venv(tmp_path / "venv")
     _pip(python, "-e", ".", "-e", "plugins/segmentation", cwd=clone)
     assert _automedbench_distributions(python) == {"automedbench", "automedbench-segmentation"}
-    result = _run_demo(python, "segmentation/demo", tmp_path)
+    result, out = _run_demo_out(python, "segmentation/demo", tmp_path / "core", tmp_path / "data")
     assert result["task"]["strict"] > 0 and result["aggregate"]["rating"] != "F"
     # no error-code tagging step: no codes, and the one note that says why (and how to get them)
     assert [c["code"] for c in result["error_codes"]] == ["H-UNTAGGED"]
     assert "pip install 'automedbench[codes]'" in result["error_codes"][0]["message"]
+    (line,) = [x for x in out.splitlines() if "left out by the core alone" in x]
+    assert "view.html" in line and "error codes" in line and "pip install 'automedbench[campaign]'" in line
     proc = subprocess.run([str(python.parent / "automedbench"), "sweep", "--agents", "reference", "--tasks",
                            "segmentation/demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "pip install 'automedbench[campaign]'" in proc.stderr
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -e '.[campaign]' -e plugins/segmentation &&" in readme  # the command this checks
+    _pip(python, "-e", ".[campaign]", "-e", "plugins/segmentation", cwd=clone)
+    result, out = _run_demo_out(python, "segmentation/demo", tmp_path / "whole", tmp_path / "data")
+    assert "H-UNTAGGED" not in [c["code"] for c in result["error_codes"]]
+    (page,) = (tmp_path / "whole" / "runs").glob("*/view.html")
+    assert f"page: {page}" in out.replace("\n", "")
+    assert page.read_text().count('id="picture-') == len(result["cases"]) > 0
 
 
 def test_the_core_alone_runs_the_helps_first_example_to_a_rating(tmp_path):

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "automedbench.judge": CONTRACT,
     "automedbench.modelconfig": CONTRACT,
     "automedbench.models": CONTRACT,
+    "automedbench.pictures": CONTRACT,  # per-case pictures: what a track draws, the helpers, the renderer
     "automedbench.plugins": CONTRACT,  # the registry of the contract's components (no run path in it)
     "automedbench.refguard": CONTRACT,  # secret per-staging variants of shipped images (demo references)
     "automedbench.replyjson": CONTRACT,  # the one strict reading of a model's JSON reply

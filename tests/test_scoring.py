@@ -187,3 +187,18 @@ def test_score_result_reads_one_inputs_record():
                                                codes=[], task_score="partial"))
     assert zeroed.aggregate.overall == 0.0 and zeroed.aggregate.rating == "F" and zeroed.task.used == "partial"
     assert [c.code for c in zeroed.error_codes] == ["H-BREACH"] and zeroed.error_codes[0].evidence_turns == [3]
+
+
+def test_s4_s5_items_name_the_cases_they_were_decided_from():
+    """Where an item falls short it names the missing, invalid or non-positive cases (the run page links their
+    rows); S5's evidence names the positive cases; an item every case earned names none (the whole table)."""
+    s4, s5 = scoring.deterministic_stages(evaluation(2, 1), positive_cases=1, positive_ids=["c0"])
+    completion, valid = s4.items
+    assert completion.evidence_cases == ["c2", "c3"] and valid.evidence_cases == ["c1", "c2", "c3"]
+    positive, all_valid = s5.items
+    assert positive.evidence_cases == ["c0"] and all_valid.evidence_cases == ["c1", "c2", "c3"]
+    s4, s5 = scoring.deterministic_stages(evaluation(4, 4), positive_cases=0, positive_ids=[])
+    assert s4.items[0].evidence_cases == [] and s5.items[1].evidence_cases == []  # earned by every case
+    assert s5.items[0].value == 0 and s5.items[0].evidence_cases == ["c0", "c1", "c2", "c3"]  # none positive
+    many = evaluation(0, 0, expected=500)
+    assert len(scoring.deterministic_stages(many, 0)[0].items[0].evidence_cases) == scoring.MAX_EVIDENCE_CASES

@@ -13,6 +13,7 @@ import json
 import os
 import tarfile
 import zipfile
+import zlib
 
 import pytest
 from automedbench import untrusted
@@ -89,6 +90,22 @@ def test_gzip_bomb_is_refused_before_it_is_in_memory(tmp_path):
     path.write_bytes(gzip.compress(b"a,b\n1,2\n"))
     assert untrusted.read_text(path) == "a,b\n1,2\n"
 
+
+
+@pytest.mark.parametrize("decoder", ["installed", "stdlib"])
+def test_damaged_gzip_is_one_line_whatever_the_decoder(monkeypatch, decoder):
+    """Truncated, corrupt-deflate, bad-CRC and garbage-tailed data end as a UserError with either decoder (the
+    standard library's let a corrupt deflate stream escape as zlib.error before); good data decodes the same."""
+    if decoder == "stdlib":
+        monkeypatch.setattr(untrusted, "_gzip_module", lambda: (gzip, (OSError, EOFError, zlib.error)))
+    good = gzip.compress(bytes(range(256)) * 4000)
+    assert untrusted.gunzip(good + gzip.compress(b"tail"), "x.gz") == bytes(range(256)) * 4000 + b"tail"
+    damaged = [good[:-10], good[:-8] + b"\0\0\0\0" + good[-4:], good[:20] + b"\xff" * 40 + good[60:],
+               good + b"garbage!", b"\x1f\x8b" + b"x" * 30]
+    for data in damaged:
+        with pytest.raises(UserError) as exc:
+            untrusted.gunzip(data, "x.gz")
+        assert "not readable gzip data" in _one_line(exc)
 
 def _zip(tmp_path, members) -> object:
     path = tmp_path / "imgs.zip"

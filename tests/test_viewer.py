@@ -22,6 +22,7 @@ from automedbench_campaign.site import PAGES, write_site
 from automedbench_campaign.store import load_table
 from automedbench_campaign.viewer.runpage import MAX_TURNS, render_run
 from click.testing import CliRunner
+from runpage_checks import check_run_page, parse_page
 
 TOY = "toy/vowels"
 HOSTILE = ('<script>alert(1)</script> "><img src=x onerror=alert(2)> \x1b[31mred\x1b[0m \u2028 '
@@ -43,7 +44,11 @@ class Links(html.parser.HTMLParser):
             self.ids.add(attrs["id"])
         if "href" in attrs:
             self.hrefs.append(attrs["href"])
-        if tag in ("script", "iframe", "img", "object", "embed", "link") or any(k.startswith("on") for k in attrs):
+        if tag in ("script", "iframe", "object", "embed", "link") or any(k.startswith("on") for k in attrs):
+            self.active.append(tag)
+        # images only as embedded PNG data (plan.png re-encoded, case pictures): never fetched from anywhere
+        if tag == "img" and (not str(attrs.get("src", "")).startswith("data:image/png;base64,") or
+                             set(attrs) - {"src", "alt"}):
             self.active.append(tag)
 
 
@@ -95,7 +100,83 @@ def toy_runs(tmp_path_factory):
     runs = {name: run_task(TOY, agent, out=out, data_root=data)
             for name, agent in (("reference", "reference"), ("talker", "viewer-talker"),
                                 ("breach", "breach"), ("incomplete", "incomplete"))}
+    runs["skip-validate"] = run_task(TOY, "skip-validate", out=out, data_root=data, pictures=False)
     return out, runs
+
+
+@pytest.mark.parametrize("name", ["reference", "talker", "breach", "incomplete", "skip-validate"])
+def test_every_stage_item_links_evidence_on_the_page_and_every_case_has_its_picture(toy_runs, name):
+    _, runs = toy_runs
+    result, run_dir = runs[name]
+    if name == "skip-validate":  # --no-pictures: nothing drawn, the page says so, every grade still links
+        assert not (run_dir / "pictures").exists()
+        page = parse_page(run_dir / "view.html")
+        assert not page.figures and "--no-pictures" in (run_dir / "view.html").read_text()
+        for item, links in page.item_links.items():
+            assert any(h[1:] in page.ids for h in links if h.startswith("#")), item
+        return
+    page = check_run_page(run_dir, images=False)  # the toy's cases are words: their texts, no image
+    text = (run_dir / "view.html").read_text()
+    if name == "incomplete":  # S4/S5 fall short: they link the missing cases' rows
+        missing = [c.case_id for c in result.cases if not c.present]
+        completion = next(i for s in result.stages for i in s.items if i.id == "s4_completion")
+        assert missing and completion.evidence_cases == missing
+        cases = [c.case_id for c in result.cases]
+        assert all(f"#case-{cases.index(c)}" in page.item_links["s4_completion"] for c in missing)
+    if name == "reference":  # the plan items link to plan.md and plan.png, shown on the page
+        assert 'id="plan-md"' in text and "#plan-md" in page.item_links["s1a_plan_md"]
+        assert "#plan-png" in page.item_links["s1e_plan_png"] or result.header.tier == "lite"
+
+
+def test_a_stored_result_without_evidence_fields_links_the_turns_its_rationale_names(toy_runs, tmp_path):
+    """Results stored before verdicts carried files and cases (or turns) still link: "turn N" in the rationale."""
+    _, runs = toy_runs
+    _, run_dir = runs["reference"]
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old, ignore=shutil.ignore_patterns("workspace"))
+    data = json.loads((old / "result.json").read_text())
+    for stage in data["stages"]:
+        for item in stage["items"]:
+            item.pop("evidence_files", None)
+            item.pop("evidence_cases", None)
+            item["evidence_turns"] = []
+            if item["id"] == "s3_validate":
+                item["rationale"] = "rules: no pilot check: turn 5 ran the batch, see turns 3 and 4"
+    (old / "result.json").write_text(json.dumps(data))
+    (old / "view.html").write_text(render_run(RunFolder(old)))
+    page = parse_page(old / "view.html")
+    assert page.item_links["s3_validate"][:3] == ["#turn-5", "#turn-3", "#turn-4"]
+    for item, links in page.item_links.items():
+        assert any(h.startswith("#") and h[1:] in page.ids for h in links), item
+
+
+def test_picture_index_entries_are_text_and_name_only_the_runs_own_pictures(toy_runs, tmp_path):
+    """The index is the evaluator's, but the page trusts nothing in it: a file name outside `case-NNNN.png` is not
+    read, texts are escaped, and `render_run(pictures=False)` leaves every picture out (a site of licensed data)."""
+    _, runs = toy_runs
+    _, run_dir = runs["reference"]
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("workspace"))
+    index = json.loads((copy / "pictures" / "index.json").read_text())
+    index["cases"][0].update(file="../result.json", texts=[{"title": HOSTILE, "text": HOSTILE, "role": "<b>"}],
+                             caption=HOSTILE)
+    (copy / "pictures" / "index.json").write_text(json.dumps(index))
+    page = render_run(RunFolder(copy))
+    assert "<script" not in page.lower() and "&lt;script&gt;alert(1)" in page
+    assert page.count("data:image/png") == 1  # plan.png only: the toy draws no image, and ../result.json is not read
+    bare = render_run(RunFolder(copy), pictures=False)
+    assert 'id="picture-0"' not in bare and "#picture-0" not in bare
+
+
+def test_a_site_published_without_pictures_has_none_on_its_run_pages(toy_runs, tmp_path):
+    out, runs = toy_runs
+    site = tmp_path / "site"
+    cli = CliRunner().invoke(main, ["leaderboard", str(out), "--site", str(site), "--no-pictures", "--quiet",
+                                    "--resamples", "100", "--include-unverified"])
+    assert cli.exit_code == 0, cli.output
+    result, _ = runs["reference"]
+    page = (site / "runs" / f"{result.header.run_id}.html").read_text()
+    assert 'id="picture-' not in page and 'id="stages"' in page
 
 
 @pytest.mark.slow  # whole demo runs
@@ -139,7 +220,8 @@ def test_breach_and_incomplete_submission_render_their_cause(toy_runs):
     result, run_dir = runs["incomplete"]
     text = (run_dir / "view.html").read_text()
     missing = [c for c in json.loads((run_dir / "evaluation.json").read_text())["cases"] if not c["present"]]
-    assert missing and text.count('<span class="bad">missing</span>') == len(missing)
+    table = text.split('id="cases"')[1].split("</table>")[0]  # the case table (the pictures repeat each status)
+    assert missing and table.count('<span class="bad">missing</span>') == len(missing)
     assert missing[0]["reasons"][0].split(" ")[0] in text
 
 
@@ -224,3 +306,15 @@ def test_pages_render_in_headless_chromium_at_desktop_and_phone_width(toy_runs, 
         assert dom.returncode == 0 and "<script" not in dom.stdout.lower()
         if page.name == "view.html":
             assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout  # hostile text stayed text in the DOM
+
+
+def test_the_page_written_at_the_end_of_a_run_shows_its_times_not_zeros(toy_runs):
+    """view.html is written by a run-finished subscriber, before result.json: it gets the times so far (it showed
+    'wall 0.0 s' and 'harness 0.0 s' on every run)."""
+    import re
+
+    result, run_dir = toy_runs[1]["reference"]
+    text = (run_dir / "view.html").read_text()
+    wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
+    harness = float(re.search(r"harness ([0-9.]+) s", text).group(1))
+    assert 0 < wall <= result.runtime.wall_s and 0 < harness <= result.runtime.harness_s

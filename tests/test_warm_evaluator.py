@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from automedbench.errors import SubmissionError
-from automedbench.evaluator import EvalRequest, run_isolated
+from automedbench.evaluator import MALLOC_TUNABLES, EvalRequest, run_isolated
 from automedbench.freeze import freeze
 from automedbench.plugins import registry
 from automedbench.runfolder import RunFolder
@@ -259,9 +259,13 @@ def test_the_service_process_is_isolated_like_the_cold_evaluator(tmp_path, servi
     pid = service.proc.pid
     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert cmdline[1:3] == [b"-I", b"-S"]
-    environ = dict(e.split(b"=", 1) for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in e)
+    # glibc splits GLIBC_TUNABLES in place as it reads it: its later settings show up as entries of their own
+    entries = [e for e in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if not e.startswith(b"glibc.")]
+    environ = dict(e.split(b"=", 1) for e in entries if b"=" in e)
     assert set(environ) <= {b"PATH", b"LANG", b"OPENBLAS_CORETYPE", b"OPENBLAS_L2_SIZE", b"HOME", b"TZ",
-                            b"AUTOMEDBENCH_EVAL_MEMORY_MB"}
+                            b"AUTOMEDBENCH_EVAL_MEMORY_MB", b"GLIBC_TUNABLES"}
+    # the allocator's settings, not the harness's
+    assert MALLOC_TUNABLES.encode().startswith(environ[b"GLIBC_TUNABLES"])
     limits = Path(f"/proc/{pid}/limits").read_text()
     assert "Max cpu time" in limits and str(resource.RLIM_INFINITY) not in limits.split("Max file size")[1][:40]
     sockets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
@@ -280,9 +284,10 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
     assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
 
 
-def test_the_environment_default_is_warm_only_where_installed_and_never_over_an_explicit_choice(monkeypatch):
-    """AUTOMEDBENCH_WARM_EVALUATOR=1 (the test suite sets it) warms runs that do not choose; an explicit
-    choice wins either way; without the warm evaluator installed the variable is ignored, the flag is not."""
+def test_the_default_is_warm_only_where_installed_and_never_over_an_explicit_choice(monkeypatch):
+    """Runs that do not choose score warm where the warm evaluator is installed (AUTOMEDBENCH_WARM_EVALUATOR=0
+    makes them cold); an explicit choice wins either way; without the warm evaluator installed the default is
+    cold, the flag still asks for it."""
     from automedbench.cli import main
     from automedbench.options import WARM_EVALUATOR_ENV, warm_wanted
     from click.testing import CliRunner
@@ -294,7 +299,8 @@ def test_the_environment_default_is_warm_only_where_installed_and_never_over_an_
     monkeypatch.setenv(WARM_EVALUATOR_ENV, "0")
     assert [warm_wanted(o, installed=True) for o in (unset, cold, warm)] == [False, False, True]
     monkeypatch.delenv(WARM_EVALUATOR_ENV)
-    assert warm_wanted(unset, installed=True) is False
+    assert [warm_wanted(o, installed=True) for o in (unset, cold, warm)] == [True, False, True]
+    assert warm_wanted(unset, installed=False) is False
     # the command line: no flag leaves the choice open (None), each flag makes it
     seen = []
     monkeypatch.setattr("automedbench.runner.Run", lambda options, *rest: seen.append(options.warm_evaluator) or 1 / 0)
@@ -394,3 +400,30 @@ def test_validate_task_scores_every_baseline_on_one_warm_evaluator(service, toy,
     assert ok, text
     assert service.started == 1 and service.served == len(registry().task(TOY)[0].baselines()) >= 3
     assert "perfect baseline scores 1.0 / A" in text
+
+
+def test_a_one_off_run_scores_its_pilot_and_its_submission_on_one_evaluator_by_default(tmp_path, service, toy,
+                                                                                        monkeypatch):
+    """`automedbench run` with no evaluator flag: one warm evaluator process serves the pilot's contract check and
+    the evaluation (it used to start two cold ones); `--cold-evaluator` starts none of it; without the warm
+    evaluator installed (a core-only install) the default run is scored cold all the same."""
+    from automedbench.cli import main
+    from automedbench.options import WARM_EVALUATOR_ENV
+    from click.testing import CliRunner
+
+    monkeypatch.delenv(WARM_EVALUATOR_ENV, raising=False)
+    base = ["run", "--task", TOY, "--agent", "reference", "--quiet", "--data-root", str(toy.root.parent)]
+
+    def run(*flags: str) -> dict:
+        out = tmp_path / f"runs{len(list(tmp_path.iterdir()))}"
+        result = CliRunner().invoke(main, [*base, "--out", str(out), *flags])
+        assert result.exit_code == 0, result.output
+        return json.loads(next(out.glob("*/result.json")).read_text())
+
+    assert run()["state"] == "scored"
+    assert service.started == 1 and service.served == 2  # the pilot check, then the submission: one process
+    assert run("--cold-evaluator")["state"] == "scored" and service.served == 2
+    evaluators = registry().components["evaluator"]
+    monkeypatch.setitem(evaluators, "warm", None)
+    monkeypatch.delitem(evaluators, "warm")  # a core-only install: no warm backend registered
+    assert run()["task"]["strict"] == 1.0 and service.served == 2

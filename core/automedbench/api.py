@@ -53,6 +53,18 @@ from .grades import (
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput, asked_items, verdict_schema
 from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
+from .pictures import (
+    Box,
+    CasePicture,
+    Panel,
+    default_case_picture,
+    file_panel,
+    focus_index,
+    max_projection,
+    read_image,
+    read_text_head,
+    volume_slice,
+)
 from .records import (
     STAGE_NAMES,
     STAGE_WEIGHTS,
@@ -101,7 +113,7 @@ from .sandbox import ASSETS_MOUNT, DEFAULT_QUOTA_MB, Sandbox, SandboxSession, Sa
 from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
 from .staging import stage_task
-from .trace import Trace
+from .trace import Trace, workspace_path
 from .track import (
     PHASES,
     CaseScore,
@@ -158,9 +170,11 @@ __all__ = [
     "AgentError",
     "AgentTurn",
     "Aggregate",
+    "Box",
     "BreachEvidence",
     "CallEnd",
     "CallFolder",
+    "CasePicture",
     "CaseScore",
     "CaseVerdict",
     "CodeContext",
@@ -186,6 +200,7 @@ __all__ = [
     "ModelConfig",
     "OutputCapture",
     "PackagedTrack",
+    "Panel",
     "Phase",
     "PromptPart",
     "RatingThresholds",
@@ -224,14 +239,17 @@ __all__ = [
     "check_image",
     "check_pixels",
     "continue_message",
+    "default_case_picture",
     "default_rubric",
     "did_you_mean",
     "dumps",  # noqa: F822 (defined on first use by __getattr__ below)
     "execute_code_example",
     "extract_json",
     "fence_agent_text",
+    "file_panel",
     "final_json",
     "flawed_batches",
+    "focus_index",
     "fold_grades",
     "from_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "get_model",
@@ -243,6 +261,7 @@ __all__ = [
     "is_error_code",
     "ladder_stage",
     "loads_json",
+    "max_projection",
     "mean_stage",
     "open_below",
     "open_path",
@@ -254,8 +273,10 @@ __all__ = [
     "read_download_bytes",
     "read_download_text",
     "read_events",
+    "read_image",
     "read_json",  # noqa: F822 (defined on first use by __getattr__ below)
     "read_regular",
+    "read_text_head",
     "read_yaml",
     "read_zip_member",
     "render_grade_request",
@@ -275,9 +296,11 @@ __all__ = [
     "verdict_schema",
     "verify_and_submit",
     "verify_each_case",
+    "volume_slice",
     "walk_fd",
     "with_items",
     "with_ladder",
+    "workspace_path",
     "write_json",  # noqa: F822 (defined on first use by __getattr__ below)
 ]
 

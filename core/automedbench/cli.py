@@ -97,6 +97,21 @@ def main() -> None:
     """
 
 
+def say_left_out(run_dir: Path, result: Any) -> None:
+    """Where the run page is, or one line naming what the core alone left out of the run and the extra to add."""
+    from .detectors import NOT_TAGGED
+    from .runfolder import RunFolder
+
+    page = run_dir / RunFolder.VIEW
+    if page.is_file():
+        console.print(f"page: {page} (every grade with its evidence, each case's picture)", soft_wrap=True)
+        return
+    left = ["the run page (view.html)"] + (["error codes E1–E5"] if any(c.code == NOT_TAGGED
+                                                                        for c in result.error_codes) else [])
+    console.print("[yellow]" + escape(f"left out by the core alone: {' and '.join(left)}; "
+                                      "pip install 'automedbench[campaign]' adds them") + "[/]", soft_wrap=True)
+
+
 def print_problems(reg, problems: list | None = None) -> None:
     """Each plugin problem (one that failed to load, a name clash) on one line of stderr."""
     for problem in reg.problems if problems is None else problems:
@@ -115,7 +130,7 @@ def command_context() -> CommandContext:
                "workspace_quota_mb", "gpus", "repeat_limit", agent={"required": True})
 @click.option("--items", is_flag=True, help="Show every rubric item in the summary.")
 @click.option("--quiet", is_flag=True, help="No per-turn progress lines.")
-@click_options("eval_options", "require_isolation", "warm_evaluator")
+@click_options("eval_options", "require_isolation", "warm_evaluator", "pictures")
 def run(items: bool, quiet: bool, **fields: Any) -> None:
     """Run one agent on one task at one tier, then score it (result in OUT/<run-id>/result.json)."""
     from .report import render
@@ -164,6 +179,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
     for line in warnings:
         console.print(f"[bold yellow]{escape(line)}[/]")
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
+    say_left_out(runner.run_dir, result)
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":

@@ -22,7 +22,8 @@ What it holds, by step of a run:
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
-  `csv_cell`;
+  `csv_cell`; the case pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
+  `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
 - what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
   `reap_stale_workspaces`), slirp networking (`SlirpNet`, `network_gaps`, `network_unsupported`,
   `SLIRP_DNS`), the harness's private state (`harness_key`, `state_dir`), the plan image reader;
@@ -63,6 +64,11 @@ from .interrupt import rearm as rearm_interrupt
 from .interrupt import received as interrupt_received
 from .judges.planimage import PlanImage, read_plan_png
 from .needs import ready_here, sandbox_gap
+from .pictures import INDEX as PICTURE_INDEX
+from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
+from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
+from .pictures import PICTURES_DIR, copy_pictures
+from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, registry
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
 from .rubric import check as check_rubric
@@ -80,8 +86,14 @@ __all__ = [
     "EVAL_FILE_BYTES",
     "EVAL_MEMORY_MB",
     "GRADES_FILE",
+    "MAX_PICTURE_BYTES",
+    "MAX_PICTURE_TEXT_CHARS",
     "MAX_RESULT_BYTES",
+    "MAX_SCRIPT_BYTES",
+    "PICTURES_DIR",
+    "PICTURE_INDEX",
     "REPEAT_NOTICE_MARK",
+    "SCRIPTS_DIR",
     "SLIRP_DNS",
     "STAMP",
     "CommandContext",
@@ -99,6 +111,7 @@ __all__ = [
     "check_interrupt",
     "check_rubric",
     "click_options",  # noqa: F822
+    "copy_pictures",
     "csv_cell",  # noqa: F822
     "data_root_or_default",  # noqa: F822
     "default_data_root",

@@ -27,6 +27,7 @@ from attrs import Factory, define
 from . import __version__
 from .errors import InfrastructureError, SubmissionError
 from .fsutil import open_dir, sha256_file, walk_fd
+from .pictures import PICTURES_DIR, PictureWriter
 from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, TaskEvaluation, Track
@@ -38,6 +39,7 @@ EVAL_MEMORY_MB = int(os.environ.get("AUTOMEDBENCH_EVAL_MEMORY_MB", "12288"))
 EVAL_CPU_S = 3 * 3600
 EVAL_FILE_BYTES = 256 << 20  # evaluation.json and nothing else is written
 CASE_TIMEOUT_S = 300.0
+PICTURE_TIMEOUT_S = 60.0  # one case's picture
 LIMIT_SIGNALS = {signal.SIGKILL: "memory", signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
                  signal.SIGSEGV: "memory"}
 
@@ -82,6 +84,8 @@ class EvalRequest:
     # plugin name -> module import name, for plugins the harness added in code (see Registry.added_modules)
     plugins: dict[str, str] = Factory(dict)
     check_only: bool = False  # the contract check alone (a pilot's output), no scoring against private/
+    # draw each case's picture into `pictures/` beside `out` (the run page shows them; never for a pilot check)
+    pictures: bool = False
 
 
 def frozen_changes(submission: Path, manifest: SubmissionManifest, limit: int = 200) -> list[str]:
@@ -118,12 +122,30 @@ def _digest_at(dir_fd: int, name: str) -> str | None:
 
 def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest: SubmissionManifest,
              options: dict[str, str] | None = None, check_only: bool = False,
-             case_timeout_s: float = 0.0) -> Evaluation:
+             case_timeout_s: float = 0.0, pictures: Path | None = None) -> Evaluation:
     """Check every expected case, score the valid ones one at a time (memory bounded by one case).
 
-    `check_only`: the contract check alone, no metric (how the runner checks a one-case pilot)."""
+    `check_only`: the contract check alone, no metric (how the runner checks a one-case pilot). `pictures`: a
+    folder for each case's picture (`TaskEvaluation.case_picture`, drawn right after the case is scored, while
+    what scoring loaded is still at hand; a failure there is a note in the index, never a verdict)."""
     started = time.monotonic()
     scoring = None if check_only else track.evaluation(task, staged, dict(options or {}))
+    writer = PictureWriter(pictures) if pictures is not None and scoring is not None else None
+
+    def draw(case_id: str, valid: bool, note: str) -> None:
+        if writer is None or scoring is None:
+            return
+        started_cpu = time.process_time()
+        try:
+            with _case_deadline(min(PICTURE_TIMEOUT_S, case_timeout_s) if case_timeout_s else 0):
+                picture = scoring.case_picture(case_id, submission / case_id if valid else None)
+            if picture is not None and note:
+                picture.caption = (picture.caption + "; " if picture.caption else "") + note
+            writer.add(case_id, picture)
+        except Exception as exc:  # a picture is never worth a verdict: the index says why it is missing
+            writer.add(case_id, None, f"no picture: {type(exc).__name__}: {exc}"[:300])
+        writer.cpu_s += time.process_time() - started_cpu
+
     rejected: dict[str, str] = {f.path: f.rejected for f in manifest.files if f.rejected}
     tampered = frozen_changes(submission, manifest)
     for path in tampered:  # a changed case is rejected as a whole, like a file refused at freeze
@@ -138,11 +160,13 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         if not present:
             verdicts.append(CaseVerdict(case_id, False, False, ["no outputs for this case"]))
             scores.append(None)
+            draw(case_id, False, "missing: no outputs for this case")
             continue
         if bad:
             reasons = [f"{p}: rejected at freeze ({r})" for p, r in sorted(bad.items())]
             verdicts.append(CaseVerdict(case_id, True, False, reasons))
             scores.append(None)
+            draw(case_id, False, "invalid: " + reasons[0])
             continue
         try:
             with _case_deadline(case_timeout_s):
@@ -152,6 +176,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         verdicts.append(verdict)
         if not verdict.valid or scoring is None:
             scores.append(None)
+            draw(case_id, False, "invalid: " + "; ".join(map(str, verdict.reasons[:2])) if not verdict.valid else "")
             continue
         try:
             with _case_deadline(case_timeout_s):
@@ -160,6 +185,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
             verdict.valid = False
             verdict.reasons.append(f"scoring error: {type(exc).__name__}: {exc}"[:500])
             scores.append(None)
+        draw(case_id, verdict.valid, "" if verdict.valid else "invalid: " + verdict.reasons[-1])
     extra = sorted(
         p.relative_to(submission).as_posix()
         for p in (submission.iterdir() if submission.is_dir() else [])
@@ -170,6 +196,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
         extra = [*extra[:MAX_EXTRA], f"... and {len(extra) - MAX_EXTRA} more"]
     metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else _aggregate(
         scoring, scores, staged.case_ids)
+    if writer is not None:
+        writer.close()
     # a case's requests are stamped with that case's id: one case can never ask for another's grade
     requests = [attrs.evolve(r, case_id=s.case_id) for s in scores if s is not None
                 for r in s.requests[:MAX_GRADE_REQUESTS_PER_CASE]]
@@ -190,7 +218,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
 
 def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_path: Path, out: Path,
                  timeout_s: float = 3600, options: dict[str, str] | None = None,
-                 backend: str = "process", check_only: bool = False) -> Evaluation:
+                 backend: str = "process", check_only: bool = False, pictures: bool = False) -> Evaluation:
     """Spawn the evaluator process with a scrubbed environment and read back its verdict.
 
     `backend="docker"` runs it in a network-less, read-only container instead (the docker sandbox asks
@@ -202,7 +230,7 @@ def run_isolated(task_id: str, staged: StagedData, submission: Path, manifest_pa
 
     request = EvalRequest(task_id, str(submission), str(staged.public), str(staged.private), staged.case_ids,
                           str(manifest_path), str(out), dict(options or {}), dict(registry().added_modules),
-                          check_only)
+                          check_only, pictures and not check_only)
     req_path = out.parent / "eval_request.json"
     write_json(req_path, request)
     return registry().create("evaluator", backend)(request, timeout_s)
@@ -277,10 +305,19 @@ def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, t
     return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and counts(k))
 
 
+# glibc's allocator in the evaluator: arrays up to 64 MB come from the heap and freed memory is kept up to 128 MB,
+# instead of a fresh mmap (and a page fault per 4 KB page) for every image-sized temporary: a scorer's float64
+# images of one case are reused from one case to the next (LDCT demo, warm: 45 000 page faults and a quarter of
+# the evaluation's CPU before). Memory stays bounded by the address-space limit as before.
+MALLOC_TUNABLES = "glibc.malloc.mmap_threshold=67108864:glibc.malloc.trim_threshold=134217728"
+
+
 def evaluator_env() -> dict[str, str]:
-    """The evaluator's scrubbed environment: a few harmless variables of the harness's, nothing else."""
-    return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
-                                                         "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
+    """The evaluator's scrubbed environment: a few harmless variables of the harness's, nothing else, and the
+    allocator's settings (MALLOC_TUNABLES)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                                        "HOME", "TZ", "AUTOMEDBENCH_EVAL_MEMORY_MB")}
+    return {**env, "GLIBC_TUNABLES": MALLOC_TUNABLES}
 
 
 def request_exclude(request: EvalRequest) -> list[Path]:
@@ -370,8 +407,9 @@ def serve_request(request: EvalRequest) -> None:
     staged = StagedData(Path(request.public).parent, Path(request.public), Path(request.private),
                         request.case_ids)
     manifest = read_json(Path(request.manifest), SubmissionManifest)
+    pictures = Path(request.out).parent / PICTURES_DIR if request.pictures and not request.check_only else None
     result = evaluate(track, task, staged, Path(request.submission), manifest, request.options,
-                      request.check_only, case_timeout_s=CASE_TIMEOUT_S)
+                      request.check_only, case_timeout_s=CASE_TIMEOUT_S, pictures=pictures)
     write_json(Path(request.out), result)
 
 

@@ -52,10 +52,12 @@ def verdict_schema(items: list[RubricItem]) -> dict[str, Any]:
     for item in items:
         props[item.id] = {
             "type": "object", "additionalProperties": False,
-            "required": ["value", "rationale", "evidence_turns"],
+            "required": ["value", "rationale", "evidence_turns", "evidence_files"],
             "properties": {"value": {"type": "number", "enum": list(item.levels)},
                            "rationale": {"type": "string"},
-                           "evidence_turns": {"type": "array", "items": {"type": "integer"}}},
+                           "evidence_turns": {"type": "array", "items": {"type": "integer"}},
+                           # workspace paths: plan/plan.md, plan/plan.png, a script the agent ran
+                           "evidence_files": {"type": "array", "items": {"type": "string"}}},
         }
     return {"type": "object", "additionalProperties": False, "required": ["items"],
             "properties": {"items": {"type": "object", "additionalProperties": False,

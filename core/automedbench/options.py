@@ -22,8 +22,9 @@ from .repeats import NOTICE_AT as REPEAT_NOTICE_AT
 from .sandbox import DEFAULT_QUOTA_MB
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
-# =1: runs that do not say warm or cold score on the warm evaluator where it is installed (a script or a test
-# session making many runs in one process); unset, they keep the cold path
+# =0: runs that do not say warm or cold score on a fresh evaluator process per evaluation; unset (or =1), on the
+# warm evaluator where it is installed: one process serves a run's pilot check and its evaluation (and later runs
+# of the same process)
 WARM_EVALUATOR_ENV = "AUTOMEDBENCH_WARM_EVALUATOR"
 
 
@@ -116,10 +117,13 @@ class RunOptions:
         ("--keep-workspace",), "Keep the agent's workspace after the run (under a quota: the image "
         "OUT/<run-id>/workspace.img).", is_flag=True))
     # hashed like memory_mb: a smaller disk can end a run that a larger one lets finish
-    workspace_quota_mb: int = field(default=DEFAULT_QUOTA_MB, metadata=meta(
-        ("--workspace-quota-mb",), "Size limit of the workspace: a loop-mounted sparse ext4 image when run as root "
-        "(never more than 90% of the free disk); elsewhere none, recorded as a gap (0 = none).",
-        type=click.IntRange(0), metavar="MB", show_default=True, scores=True))
+    # None: the task's declared need (TaskSpec.workspace_mb, hashed with the task)
+    workspace_quota_mb: int | None = field(default=None, metadata=meta(
+        ("--workspace-quota-mb",), "Size limit of the workspace: a loop-mounted sparse ext4 image when run as root, "
+        "reserved whole before the run starts (the run is refused when the disk cannot hold it beside what other "
+        "running runs were promised); elsewhere none, recorded as a gap; 0 = none [default: the task's declared "
+        f"need, `workspace_mb` in its task file; {DEFAULT_QUOTA_MB} MB where it declares none].",
+        type=click.IntRange(0), metavar="MB", scores=True))
     gpus: str = field(default="", metadata=meta(
         ("--gpus",), "GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; "
         "none by default).", metavar="IDS"))
@@ -129,12 +133,18 @@ class RunOptions:
     require_isolation: bool = field(default=False, metadata=meta(
         ("--require-isolation/--no-require-isolation",), "Refuse to run when the sandbox cannot isolate the "
         "filesystem (local without bubblewrap).", show_default=True))
-    # how the evaluator process is kept, never what it computes: not hashed. None: cold, unless
-    # AUTOMEDBENCH_WARM_EVALUATOR=1 asks for warm and the warm evaluator is installed (see `warm_wanted`)
+    # how the evaluator process is kept, never what it computes: not hashed. None: warm where the warm evaluator is
+    # installed, unless AUTOMEDBENCH_WARM_EVALUATOR=0 (see `warm_wanted`)
     warm_evaluator: bool | None = field(default=None, metadata=meta(
-        ("--warm-evaluator/--cold-evaluator",), "Score with an evaluator process kept warm between runs (same "
-        "isolation, same scores; restarted after 50 evaluations or any failure) instead of a fresh one per run "
-        f"[default: cold; warm when {WARM_EVALUATOR_ENV}=1 and the campaign built-in is installed]."))
+        ("--warm-evaluator/--cold-evaluator",), "Score with one evaluator process that serves the run's pilot "
+        "check and its evaluation and stays warm for later runs of the same process (same isolation, same scores; "
+        "restarted after 50 evaluations or any failure), or with a fresh process per evaluation "
+        f"[default: warm where the campaign built-in is installed, unless {WARM_EVALUATOR_ENV}=0; else cold]."))
+    # what the run page shows, never what is scored: not hashed
+    pictures: bool = field(default=True, metadata=meta(
+        ("--pictures/--no-pictures",), "Draw a small picture of each case (input, output, reference) into the run "
+        "folder for the run page, after the run, in the evaluator; --no-pictures leaves them out (e.g. before "
+        "publishing pages of a licensed dataset).", show_default=True))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
     repeat_limit: int = field(default=DEFAULT_REPEAT_LIMIT, metadata=meta(
         ("--repeat-limit",), "Stop the run when the agent makes the same tool call with the same outcome this many "
@@ -143,11 +153,11 @@ class RunOptions:
 
 
 def warm_wanted(options: RunOptions, installed: bool) -> bool:
-    """Whether the run scores on the warm evaluator: as it says, else as AUTOMEDBENCH_WARM_EVALUATOR=1 asks
-    when the warm evaluator is installed (the variable never makes a run fail for want of it)."""
+    """Whether the run scores on the warm evaluator: as it says, else wherever the warm evaluator is installed
+    unless AUTOMEDBENCH_WARM_EVALUATOR=0 (a core-only install scores cold, and never fails for want of it)."""
     if options.warm_evaluator is not None:
         return options.warm_evaluator
-    return installed and os.environ.get(WARM_EVALUATOR_ENV, "") == "1"
+    return installed and os.environ.get(WARM_EVALUATOR_ENV, "") != "0"
 
 
 def flag_of(name: str) -> Flag:

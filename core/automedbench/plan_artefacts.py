@@ -1,4 +1,5 @@
-"""Plan artefacts copied out of the agent's workspace after a run: plan.md, plan.png and summary plots.
+"""Plan artefacts copied out of the agent's workspace after a run: plan.md, plan.png, summary plots, and the
+scripts the agent's calls named (the run page shows them beside the verdicts that cite them).
 
 The brief asks Pro runs for summary plots of their results beside the plan. The paper does not score
 Pro's plots, so they enter no stage: they are kept with the plan and the result says which are present.
@@ -11,8 +12,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from .fsutil import atomic_write_bytes, open_path, read_regular
+from .trace import Trace
 
 PLAN_FILES = ("plan.md", "plan.png")
 MAX_PLAN_BYTES = 20 << 20
@@ -48,3 +51,38 @@ def collect(plan_dir: Path, dest: Path) -> list[str]:
     finally:
         os.close(dir_fd)
     return plots
+
+
+SCRIPTS_DIR = "scripts"
+MAX_SCRIPTS = 20
+MAX_SCRIPT_BYTES = 256 << 10
+
+
+def collect_scripts(workspace: Path, events: list[dict[str, Any]], dest: Path) -> list[str]:
+    """Copy the workspace scripts the agent's calls named (ran, or wrote by name) into `dest/scripts/`, keeping
+    their workspace paths; the first MAX_SCRIPTS, each up to MAX_SCRIPT_BYTES. Each is opened through no-follow
+    descriptors from the workspace down: a name the agent chose never leads outside it. Returns the paths kept."""
+    trace = Trace(events)
+    named: list[str] = []
+    for call in trace.calls:
+        named += [p for p in trace.scripts(call) if p not in named]
+        if len(named) >= 4 * MAX_SCRIPTS:
+            break
+    kept: list[str] = []
+    for path in named:
+        if len(kept) >= MAX_SCRIPTS:
+            break
+        parent, _, name = path.rpartition("/")
+        if parent.split("/", 1)[0] in ("outputs", "plan"):
+            continue  # case outputs and the plan are shown as such
+        fd = open_path(workspace, parent)
+        if fd is None:
+            continue
+        try:
+            data = read_regular(fd, name, MAX_SCRIPT_BYTES)
+        finally:
+            os.close(fd)
+        if data is not None:
+            atomic_write_bytes(dest / SCRIPTS_DIR / path, data)
+            kept.append(path)
+    return kept

@@ -6,6 +6,7 @@ and the rest still load. The core's built-ins come in through the same entry-poi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata as md
 import traceback
@@ -119,8 +120,7 @@ class Registry:
 
     def load_entry_points(self) -> None:
         for ep in md.entry_points(group=GROUP):
-            dist = ep.dist.name if ep.dist else "?"
-            version = ep.dist.version if ep.dist else "?"
+            dist, version = _name_and_version(ep.dist)
             try:
                 module = ep.load()
                 self.add_plugin(module, name=ep.name, distribution=dist, version=version)
@@ -240,6 +240,13 @@ class Registry:
         return found
 
     def task(self, task_id: str) -> tuple[Any, Any]:
+        # a task's id starts with its track's name (taskfile checks it): that track's files are all a lookup reads
+        name = task_id.split("/", 1)[0]
+        if name in self.components["track"]:
+            with contextlib.suppress(Exception):  # a track that fails to load is reported by the full scan below
+                found = next((spec for spec in self.track(name).tasks() if spec.id == task_id), None)
+                if found is not None:
+                    return self.track(name), found
         tasks = self.tasks()
         if task_id not in tasks:
             track = task_id.split("/", 1)[0]
@@ -254,6 +261,17 @@ class Registry:
     def missing_release_tracks(self) -> dict[str, dict[str, Any]]:
         """The released tracks not installed here (name -> extra, distribution, task ids)."""
         return {name: info for name, info in release_tracks().items() if name not in self.components["track"]}
+
+
+def _name_and_version(dist: Any) -> tuple[str, str]:
+    """A distribution's name and version from one parse of its metadata (`.name` and `.version` parse it each)."""
+    if dist is None:
+        return "?", "?"
+    try:
+        meta = dist.metadata
+        return str(meta["Name"] or "?"), str(meta["Version"] or "?")
+    except Exception:  # not a full Distribution (a stand-in): what it has
+        return str(getattr(dist, "name", "?")), str(getattr(dist, "version", "?"))
 
 
 _REGISTRY: Registry | None = None

@@ -29,6 +29,14 @@ STAGE_WEIGHTS: dict[str, float] = {"S1": 0.25, "S2": 0.15, "S3": 0.35, "S4": 0.1
 # ---------------------------------------------------------------- task definition
 
 
+# A task's workspace need when its file does not declare one (TaskSpec.workspace_mb), MB: room for a model's
+# weights, a pip cache and a real task's outputs.
+DEFAULT_WORKSPACE_MB = 32768
+# The smallest workspace a run can be given, MB (an ext4 image smaller than this has no room to work in).
+MIN_WORKSPACE_MB = 16
+MAX_WORKSPACE_MB = 1 << 24  # 16 TiB: a declared need beyond it is a typo, not a task
+
+
 @define(frozen=True)
 class TierInfo:
     """What the brief tells the agent about models at one tier (the SPEC's tier table)."""
@@ -102,6 +110,10 @@ class TaskSpec:
     time_limit_counts: Literal["wall", "tools"] = "wall"
     # What the reference method needs inside the sandbox (modules, the install line, weights or none).
     needs: SandboxNeeds = Factory(SandboxNeeds)
+    # Disk the agent's workspace may need (model weights, caches, outputs), in MB: the size of the run's workspace
+    # quota unless --workspace-quota-mb says otherwise, reserved whole before the run starts. A real task's model
+    # weights take gigabytes (the default); a generated demo needs little and says so.
+    workspace_mb: int = DEFAULT_WORKSPACE_MB
 
 
 # ---------------------------------------------------------------- rubric and judging
@@ -181,6 +193,10 @@ class ItemVerdict:
     auto: bool = False
     # graded by a judge, or settled by the rubric: auto-pass, excluded at the tier, not applicable
     state: ItemState = "graded"
+    # the files it was decided from, as workspace paths ("plan/plan.md", "plan/plan.png", a script the agent
+    # ran), present or missing; and the cases (S3's pilot, S4/S5's missing, invalid or positive ones)
+    evidence_files: list[str] = Factory(list)
+    evidence_cases: list[str] = Factory(list)
 
 
 @define
@@ -427,6 +443,13 @@ class Runtime:
     node: dict[str, str] = Factory(dict)  # where a sweep ran it: Ray node id and host name
     # harness_s by step (steptimer.py): set-up, sandbox, brief, tripwire, freeze, evaluation, grading, ...
     harness_steps: dict[str, float] = Factory(dict)
+    # the first run of a process: wall seconds from the process's start to the run's (interpreter, imports,
+    # command-line parsing); 0 for a later run of the same process (a sweep worker's)
+    startup_s: float = 0.0
+    # CPU seconds of the harness itself up to the sealed record: its own process (start-up included for a
+    # process's first run) and the helpers it waits for (the workspace image), not the agent's tool calls nor
+    # the evaluator processes
+    harness_cpu_s: float = 0.0
 
 
 @define

@@ -33,7 +33,8 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
     console.print(f"[bold]run {h.run_id}[/]  task {h.task}  tier {h.tier}  agent {h.agent}  "
                   f"sandbox {h.sandbox}  judge {h.judge}")
     console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
-                  f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s")
+                  f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s "
+                  f"({result.runtime.harness_cpu_s:.2f} CPU-s)")
     rt, jv = result.runtime, result.judge
     if rt.tokens_in or rt.tokens_out or rt.judge_cost_usd or (jv and jv.tokens_in):
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
@@ -47,9 +48,12 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         if items:
             for item in stage.items:
                 turns = ",".join(map(str, item.evidence_turns))
+                files = ", ".join(item.evidence_files[:5])
+                cases = ", ".join(item.evidence_cases[:5]) + (" …" if len(item.evidence_cases) > 5 else "")
+                named = (("turns", turns), ("files", files), ("cases", cases))
+                evidence = "".join(f" [{k} {v}]" for k, v in named if v)
                 shown = "n/a" if item.state in ("not-applicable", "excluded") else fmt(item.value)
-                table.add_row("", f"  {item.id}", "", shown,
-                              escape(item.rationale + (f" [turns {turns}]" if turns else "")))
+                table.add_row("", f"  {item.id}", "", shown, escape(item.rationale + evidence))
     if result.stages:  # a cancelled or failed-before-scoring run has none: no empty table
         console.print(table)
     if result.task is not None:

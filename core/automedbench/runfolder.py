@@ -54,6 +54,7 @@ class RunFolder:
     PLAN_PNG = "plan.png"
     PILOT = "pilot"
     WORKSPACE = "workspace"
+    VIEW = "view.html"  # the run page, written by the campaign built-in when it is installed
     RESERVE = ".result-reserve"
     DECOY = ".decoy"
     # What marks a run folder even before its result exists (the campaign then never searches below it).

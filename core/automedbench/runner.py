@@ -128,6 +128,9 @@ class Run:
         self.folder = RunFolder(options.out.expanduser().resolve() / self.run_id)
         self.run_dir = self.folder.path
         self.workspace = self.folder.workspace
+        # the workspace quota: as the run says, else the task's declared need
+        self.workspace_mb = (options.workspace_quota_mb if options.workspace_quota_mb is not None
+                             else self.task.workspace_mb)
         self.evaluator_backend = "process"  # a sandbox may ask for another ("docker": a container)
         self.quota = None
         self.made_folder = False
@@ -142,6 +145,7 @@ class Run:
 
     def execute(self) -> Result:
         t0 = time.monotonic()
+        self.cpu = steptimer.CpuLedger()  # the harness's own CPU (start-up included for a process's first run)
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
@@ -207,7 +211,7 @@ class Run:
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)
         try:
-            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.o.workspace_quota_mb)
+            self.quota, self.quota_gap = self.sandbox.limit_workspace(self.workspace, self.workspace_mb)
         except errors.UserError:  # refused before anything ran (no room to reserve): no half-made run folder
             shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
@@ -264,12 +268,17 @@ class Run:
         st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
         write_json(self.folder.manifest, st.manifest)
         st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
+        # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
+        plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
 
     @steptimer.timed("evaluation")
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
-        """The frozen submission scored in the isolated evaluator; a change to it since the freeze is a breach."""
-        st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
-                                     self.folder.evaluation, options=self.eval_options, backend=self._evaluator())
+        """The frozen submission scored in the isolated evaluator (its CPU not the harness's); a change to it since
+        the freeze is a breach."""
+        with self.cpu.exclude("evaluation"):
+            st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
+                                         self.folder.evaluation, options=self.eval_options,
+                                         backend=self._evaluator(), pictures=self.o.pictures)
         if st.evaluation.tampered:  # only a process that escaped the sandbox can change the frozen files
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
@@ -285,7 +294,9 @@ class Run:
     @steptimer.timed("pilot_checks")
     def _pilot_checks(self, st: RunState, staged: StagedData) -> None:
         """The one-case outputs copied during the run, contract-checked now (S3's evidence)."""
-        write_json(self.folder.checks, self.pilots.check(self.task.id, staged, self._evaluator()))
+        with self.cpu.exclude("evaluation"):
+            checks = self.pilots.check(self.task.id, staged, self._evaluator())
+        write_json(self.folder.checks, checks)
 
     def _evaluator(self) -> str:
         """The sandbox's evaluator backend, or the warm service in place of a fresh process when asked."""
@@ -295,14 +306,12 @@ class Run:
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
         result = self._score(st)
+        self._seal_times(result.runtime, t0)  # the subscribers (the run page among them) see the times so far
         self._run_finished(result)  # the error codes (E1-E5) and other subscribers
         # measured after the rubric and the post-run analysis (error-code detectors): their time is the
         # harness's; sealed here: writing result.json and releasing the workspace come after and are not in it
-        runtime = result.runtime
-        runtime.wall_s = round(time.monotonic() - t0, 3)
-        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
-        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        steptimer.close(runtime)
+        self._seal_times(result.runtime, t0)
+        steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         write_json(self.folder.result, result)
         self._release_workspace(keep=self.o.keep_workspace)
@@ -321,6 +330,13 @@ class Run:
         if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
             result.summary_plots = list(st.plots)
         return result
+
+    def _seal_times(self, runtime: Runtime, t0: float) -> None:
+        """The run's wall, harness and CPU times up to now."""
+        runtime.wall_s = round(time.monotonic() - t0, 3)
+        runtime.harness_s = round(runtime.wall_s - runtime.agent_s - runtime.exec_s, 3)
+        runtime.startup_s, runtime.harness_cpu_s = self.cpu.startup_s, self.cpu.harness()
+        runtime.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
     def _release_workspace(self, keep: bool) -> None:
         """Unmount a quota'd workspace (kept as `workspace.img` when asked), or remove a plain one unless kept."""
@@ -697,7 +713,8 @@ class Run:
             return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
                            "bad_arguments")
         before = _snapshot(self.folder.outputs)
-        result = session.execute(language, code, timeout)
+        with self.cpu.exclude("exec"):
+            result = session.execute(language, code, timeout)
         after = _snapshot(self.folder.outputs)
         changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
         cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)

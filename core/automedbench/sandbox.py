@@ -8,11 +8,11 @@ from typing import Protocol
 
 from attrs import Factory, define
 
-from .records import ExecResult
+from .records import DEFAULT_WORKSPACE_MB, ExecResult
 
-# Default size limit of a run's workspace (room for a model's weights, a pip cache and a real task's outputs),
-# for sandboxes that can limit it (`Sandbox.limit_workspace`).
-DEFAULT_QUOTA_MB = 32768
+# Size limit of a run's workspace where its task declares none (room for a model's weights, a pip cache and a real
+# task's outputs), for sandboxes that can limit it (`Sandbox.limit_workspace`); a task's `workspace_mb` sets its own.
+DEFAULT_QUOTA_MB = DEFAULT_WORKSPACE_MB
 # Where a track's read-only assets (`Track.assets`: a model's weights) appear inside an isolating sandbox: outside
 # the workspace and away from /data, where the decoy references sit. Code finds it through $ASSETS_DIR too.
 ASSETS_MOUNT = "/assets"

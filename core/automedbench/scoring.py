@@ -87,7 +87,8 @@ def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier:
                     value = 0.0
                     found.rationale += f" (forced 0: {item.requires} failed)"
             items.append(ItemVerdict(item.id, stage, item.description, value, found.rationale,
-                                     found.evidence_turns, found.auto))
+                                     found.evidence_turns, found.auto, evidence_files=list(found.evidence_files),
+                                     evidence_cases=list(found.evidence_cases)))
         # One rule for every track: a tier's auto-passed items are credited only when the agent earned at
         # least one graded item of the same stage (the paper credits Lite's research items to a plan, not
         # to nothing: a do-nothing agent scores 0 here in every track).
@@ -107,13 +108,27 @@ def snap(value: float, levels: list[float]) -> float:
     return min(levels, key=lambda level: abs(level - clamped))
 
 
+MAX_EVIDENCE_CASES = 20  # case ids an S4/S5 item names as its evidence (the page links each to its row)
+
+
 def deterministic_stages(evaluation: Evaluation, positive_cases: int, evidence: str = "a valid, scored case",
-                         submitted: bool = True) -> list[StageScore]:
+                         submitted: bool = True, positive_ids: list[str] | None = None) -> list[StageScore]:
     """S4 and S5 from the evaluator's facts about the frozen submission.
 
     S5 follows the paper: 0.5·[at least one case scored with positive metric evidence, as the track
     defines it] + 0.5·[all outputs valid]. A missing submit_results call does not change S5; it is
-    recorded in the submission manifest and fires E5."""
+    recorded in the submission manifest and fires E5. Each item names the cases it was decided from (cut at
+    MAX_EVIDENCE_CASES): the missing, invalid or non-positive ones where it fell short, the positive ones that
+    earned S5's evidence; an item every case earned names none (the whole case table is its evidence)."""
+    def first(cases: list[str]) -> list[str]:
+        return cases[:MAX_EVIDENCE_CASES]
+
+    missing = [c.case_id for c in evaluation.cases if not c.present]
+    invalid = [c.case_id for c in evaluation.cases if not c.valid]
+    positive_ids = list(positive_ids or [])
+    valid = [c.case_id for c in evaluation.cases if c.valid]
+    earned = set(positive_ids)
+    not_positive = [c for c in valid if c not in earned] or invalid
     all_valid = 1.0 if evaluation.all_valid else 0.0
     completion = evaluation.completion
     s4 = round(0.5 * completion + 0.5 * all_valid, 4)
@@ -121,16 +136,20 @@ def deterministic_stages(evaluation: Evaluation, positive_cases: int, evidence: 
     s5 = round(0.5 * positive + 0.5 * all_valid, 4)
     s4_items = [
         ItemVerdict("s4_completion", "S4", "share of cases with outputs", round(completion, 4),
-                    f"{evaluation.present_cases}/{evaluation.expected_cases} cases have outputs"),
+                    f"{evaluation.present_cases}/{evaluation.expected_cases} cases have outputs",
+                    evidence_cases=first(missing)),
         ItemVerdict("s4_all_valid", "S4", "every case's outputs pass the checker", all_valid,
-                    f"{evaluation.valid_cases}/{evaluation.expected_cases} cases valid"),
+                    f"{evaluation.valid_cases}/{evaluation.expected_cases} cases valid",
+                    evidence_cases=first(invalid)),
     ]
     s5_items = [
         ItemVerdict("s5_positive_evidence", "S5", f"at least one case scored with positive metric evidence "
-                    f"({evidence})", positive, f"{positive_cases} case(s) with positive evidence"),
+                    f"({evidence})", positive, f"{positive_cases} case(s) with positive evidence",
+                    evidence_cases=first(positive_ids if positive else not_positive)),
         ItemVerdict("s5_all_valid", "S5", "all outputs pass the format check", all_valid,
                     f"{evaluation.valid_cases}/{evaluation.expected_cases} cases valid" + (
-                        "" if submitted else "; submit_results was never called (recorded, E5; S5 unchanged)")),
+                        "" if submitted else "; submit_results was never called (recorded, E5; S5 unchanged)"),
+                    evidence_cases=first(invalid)),
     ]
     return [
         StageScore("S4", STAGE_NAMES["S4"], s4, STAGE_WEIGHTS["S4"], s4_items,
@@ -233,9 +252,14 @@ def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) 
 
 
 def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
-    """Valid cases whose metric row the track counts as positive evidence (S5)."""
+    """How many valid cases the track counts as positive evidence (S5)."""
+    return len(positive_case_ids(track, task, evaluation))
+
+
+def positive_case_ids(track: Track, task: TaskSpec, evaluation: Evaluation) -> list[str]:
+    """Valid cases whose metric row the track counts as positive evidence (S5), in case order."""
     rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
-    return sum(1 for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {})))
+    return [c.case_id for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {}))]
 
 
 @define(kw_only=True)
@@ -278,10 +302,11 @@ def score_result(inputs: ScoreInputs) -> Result:
         stages += judged_stages(None, None, tier)
         for stage in stages:
             stage.rule = "not graded: no agent run"
-    positive = positive_cases(track, task, evaluation) if evaluation is not None else None
+    positive_ids = positive_case_ids(track, task, evaluation) if evaluation is not None else None
+    positive = len(positive_ids) if positive_ids is not None else None
     if evaluation is not None:
         stages += deterministic_stages(evaluation, positive or 0, track.positive_evidence(task),
-                                       inputs.manifest.submitted)
+                                       inputs.manifest.submitted, positive_ids)
     if state in ("infrastructure_failure", "cancelled"):
         stages, metric = [], None
     if isolation.breached:

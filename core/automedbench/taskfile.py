@@ -10,7 +10,7 @@ import attrs
 import cattrs
 
 from .errors import UserError
-from .records import TIERS, TaskSpec
+from .records import MAX_WORKSPACE_MB, MIN_WORKSPACE_MB, TIERS, TaskSpec
 from .serialize import converter
 from .yamlfile import read_yaml
 
@@ -50,6 +50,9 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
         raise UserError(f"task file {origin}: tiers must be a non-empty subset of {TIERS}, got {bad_tiers}")
     if spec.case_count <= 0 or spec.time_limit_s <= 0 or spec.max_turns <= 0 or spec.exec_timeout_s <= 0:
         raise UserError(f"task file {origin}: case_count and the budgets must be positive")
+    if not MIN_WORKSPACE_MB <= spec.workspace_mb <= MAX_WORKSPACE_MB:
+        raise UserError(f"task file {origin}: workspace_mb must be between {MIN_WORKSPACE_MB} and {MAX_WORKSPACE_MB} "
+                        f"(MB the agent's workspace may need), got {spec.workspace_mb}")
     if not 0 <= spec.text_reply_continues <= 100:
         raise UserError(f"task file {origin}: text_reply_continues must be between 0 and 100")
     if not spec.id.startswith(spec.track + "/"):

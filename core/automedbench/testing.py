@@ -270,8 +270,9 @@ __all__ = sorted({*FROM_TESTKIT, "RulesGrading", "ensure_staged", "evaluate_froz
 def pytest_configure(config: Any) -> None:
     """Each checkout's tests stage into its own `.data` folder, not the per-user default every checkout
     on the host would share (an explicit AUTOMEDBENCH_DATA wins), and keep the harness state (key, signed
-    caches, the disk-reservation ledger) in its own `.state` folder (an explicit AUTOMEDBENCH_STATE wins), so
-    test runs of other checkouts on the same disk never share caches or refuse each other's runs.
+    caches) in its own `.state` folder (an explicit AUTOMEDBENCH_STATE wins), so test runs of other checkouts on
+    the same disk never share caches. Disk promises stay machine-wide (their ledger is not in the state folder):
+    the demos' small declared workspaces let every checkout's runs be promised theirs at once.
 
     Under pytest-xdist each worker takes a subfolder of both (`.data/gw0`, ...): staging writes in place
     and a run without isolation rotates the harness key, so two workers must not share them.

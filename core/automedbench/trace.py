@@ -47,6 +47,26 @@ SETUP = re.compile("|".join(SETUP_PATTERNS), re.I)
 CHECKS = re.compile(r"\.shape|unique|\bassert\b|\.min\(|\.max\(|count_nonzero|\.sum\(|isin|allclose|isnan")
 
 
+# A script a call names (runs, or writes by name): the look-behind starts a match only where a path starts
+# (without it, a long run of word characters is rescanned from each of its positions: quadratic).
+SCRIPT = re.compile(r"(?<![\w./-])[\w./-]{1,200}\.(?:py|sh|R|jl)\b")
+MAX_SCRIPTS_PER_CALL = 5
+
+
+def workspace_path(path: str, workspace_dir: str = "/workspace") -> str | None:
+    """`path` as a workspace-relative path (how the run page and the kept scripts name a file), or None
+    when it points outside the workspace or climbs out of it."""
+    root = workspace_dir.rstrip("/") or "/workspace"
+    if path.startswith("/"):
+        if not path.startswith(root + "/"):
+            return None
+        path = path[len(root) + 1:]
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
 def _stream(call: dict[str, Any], name: str) -> str:
     text = call.get(name, "")
     return text[-MAX_MATCHED:] if isinstance(text, str) else ""
@@ -229,3 +249,33 @@ class Trace:
 
     def submit_turn(self) -> int | None:
         return self.submit["turn"] if self.submit else None
+
+    # ---------------------------------------------------------------- evidence: files and cases
+
+    @cached_property
+    def workspace_dir(self) -> str:
+        start = next((e for e in self.events if e.get("type") == "start"), {})
+        found = start.get("workspace_dir")
+        return found if isinstance(found, str) and found.startswith("/") else "/workspace"
+
+    def scripts(self, call: dict[str, Any]) -> list[str]:
+        """The workspace scripts a call names (runs it, or writes it by name), as workspace paths."""
+        found: list[str] = []
+        for match in SCRIPT.finditer(code_head(call)):
+            path = workspace_path(match.group(), self.workspace_dir)
+            if path is not None and path not in found:
+                found.append(path)
+                if len(found) >= MAX_SCRIPTS_PER_CALL:
+                    break
+        return found
+
+    def case_of(self, call: dict[str, Any] | None) -> list[str]:
+        """The case a one-case output call wrote (the harness's pilot check names it, else the changed case)."""
+        if call is None:
+            return []
+        for check in self.pilot_checks or []:
+            if (check.get("turn"), check.get("call_id")) == (call.get("turn"), call.get("call_id")) and \
+                    isinstance(check.get("case"), str):
+                return [check["case"]]
+        changed = call.get("changed_cases") or []
+        return list(changed[:1])

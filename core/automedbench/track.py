@@ -9,11 +9,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from attrs import Factory, define, field
 
 from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, SandboxNeeds, TaskSpec
+
+if TYPE_CHECKING:
+    from .pictures import CasePicture
 
 
 @define
@@ -86,6 +89,19 @@ class TaskEvaluation(ABC):
     @abstractmethod
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         """Fold per-case scores (None = missing or invalid) into the task metric, strict and partial."""
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        """A small picture of one case for the run page: its input, the agent's output and the reference side by
+        side (`automedbench.api.Panel`: a slice under a mask, boxes, an image with its answer, a text).
+
+        Called by the evaluator right after `score_case` (so the arrays it just loaded can be reused), and for
+        missing or invalid cases with `submitted` None; never in the sandbox. Read agent files with the parsers the
+        checker uses (size-limited), never run them. The default draws each input, output and reference file by
+        its kind (`automedbench.api.default_case_picture`); None: no picture."""
+        from .pictures import default_case_picture
+
+        return default_case_picture(self.task.input_files, self.task.output_files, self.staged.public / case_id,
+                                    submitted, self.staged.private / case_id)
 
 
 def _agrees(value: Any) -> bool:

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree import ElementTree
@@ -47,12 +48,24 @@ def read_bytes(path: Path, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
     return data
 
 
+def _gzip_module() -> tuple[Any, tuple[type[BaseException], ...]]:
+    """The gzip reader to use and the errors it raises on damaged data: python-isal's `igzip` where installed
+    (the same bytes out, decoded about twice as fast: a track that decodes every submission depends on it), else
+    the standard library's."""
+    try:
+        from isal import igzip, igzip_lib
+    except ImportError:
+        return gzip, (OSError, EOFError, zlib.error)
+    return igzip, (OSError, EOFError, zlib.error, igzip_lib.IsalError)
+
+
 def gunzip(data: bytes, origin: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
     """Decompress gzip data, refusing output past `max_bytes` (a decompression bomb) before it is all in memory."""
-    stream = gzip.GzipFile(fileobj=io.BytesIO(data))
+    module, damaged = _gzip_module()
+    stream = module.GzipFile(fileobj=io.BytesIO(data))
     try:
         out = stream.read(max_bytes + 1)
-    except (OSError, EOFError) as exc:
+    except damaged as exc:
         raise UserError(f"{origin}: not readable gzip data ({exc})") from None
     if len(out) > max_bytes:
         raise UserError(f"{origin}: decompresses past {max_bytes} bytes (a decompression bomb?)")

@@ -92,8 +92,23 @@ class Evidence:
     def ok(self) -> list[dict[str, Any]]:
         return [c for c in self.calls if c.get("exit_code") == 0 and not c.get("imported")]
 
+    def failed(self) -> list[dict[str, Any]]:
+        """Calls that failed or never ran (refused, past the budget): where a missing success was tried."""
+        return [c for c in self.calls if c.get("exit_code") != 0 and not c.get("imported")]
+
     def before(self, turn: int | None) -> list[dict[str, Any]]:
         return [c for c in self.calls if turn is None or c["turn"] < turn]
+
+    def evidence(self, rule: str, turns: list[int], more: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+        """The files and cases a verdict was decided from: the plan file its rule reads (present or missing),
+        the scripts its evidence turns ran or wrote, and what the check itself named (`more`)."""
+        files = list(more.get("files", []))
+        files += [f for f in RULE_FILES.get(rule, ()) if f not in files]
+        by_turn = {c["turn"]: c for c in reversed(self.calls)}
+        for turn in turns:
+            call = by_turn.get(turn)
+            files += [f for f in (self.trace.scripts(call) if call else []) if f not in files]
+        return files[:MAX_EVIDENCE_FILES], list(dict.fromkeys(more.get("cases", [])))[:MAX_EVIDENCE_CASES]
 
     def all_text(self) -> str:
         parts = [str(a.get("content", ""))[:MAX_ANALYSED] for a in self.assistant[:len(self.calls) + 100]]
@@ -117,10 +132,13 @@ class RulesJudge(Judge):
                 items.append(ItemVerdict(item.id, item.stage, item.description, None,
                                          "rules judge has no check for this item"))
                 continue
-            value, rationale, turns = check(item, judge_input, ev)
+            value, rationale, turns, *more = check(item, judge_input, ev)
             if ev.note:  # bounded analysis of an outsized trajectory: the verdict says what it did not read
                 rationale += f" (note: {ev.note})"
-            items.append(ItemVerdict(item.id, item.stage, item.description, value, "rules: " + rationale, turns))
+            turns = sorted({t for t in turns if type(t) is int})
+            files, cases = ev.evidence(rule, turns, more[0] if more else {})
+            items.append(ItemVerdict(item.id, item.stage, item.description, value, "rules: " + rationale, turns,
+                                     evidence_files=files, evidence_cases=cases))
         return JudgeVerdict(self.name, self.version, items)
 
     # ---------------------------------------------------------------- S1
@@ -204,39 +222,51 @@ class RulesJudge(Judge):
             if ran:
                 return 1.0, (f"the task's method needs no weights (declared by the task); it ran and wrote outputs "
                              f"at turn {ran[0]['turn']}"), [ran[0]["turn"]]
-            return 0.0, "the task's method needs no weights, but no successful command ran it", []
-        return 0.0, "no successful command obtained weights or the method", []
+            tried = [c for c in ev.failed() if c.get("changed_cases")]
+            return 0.0, "the task's method needs no weights, but no successful command ran it" + self._tried(
+                tried), [c["turn"] for c in tried[:3]]
+        tried = self._matching(ev, patterns, ev.failed())
+        return 0.0, "no successful command obtained weights or the method" + self._tried(tried), [
+            c["turn"] for c in tried[:3]]
 
     def _s2b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         minimum = item.hints.get("minimum", 2)
         patterns = item.hints.get("patterns", [])
         inputs = [re.escape(f) for f in inp.task.input_files]
         pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
+        looked = []
         for call in pool:
             if not _any(inputs, code_head(call)):  # the file name may well sit in a string literal
                 continue
+            looked.append(call["turn"])
             code = ev.code(call)
             matched = [p for p in patterns if re.search(p, code)]
             if len(matched) >= minimum:
                 why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
                 return 1.0, why, [call["turn"]]
-        return 0.0, "no successful input inspection (shape/dtype/spacing) before the first output", []
+        where = (f"; turns {', '.join(map(str, looked[:3]))} read the inputs without enough checks" if looked else "")
+        return 0.0, "no successful input inspection (shape/dtype/spacing) before the first output" + where, [
+            *looked[:3], *([ev.first_output_turn] if ev.first_output_turn is not None else [])]
 
     def _s2c(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         hits = self._matching(ev, item.hints.get("patterns", []))
         if hits:
             return 1.0, f"environment confirmed at turn {hits[0]['turn']}", [hits[0]["turn"]]
-        return 0.0, "no successful environment set-up or dependency check", []
+        tried = self._matching(ev, item.hints.get("patterns", []), ev.failed())
+        return 0.0, "no successful environment set-up or dependency check" + self._tried(tried), [
+            c["turn"] for c in tried[:3]]
 
     def _s2d(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         ready = self._matching(ev, GENERIC_ENV)
         failures = [c for c in ev.before(ev.first_output_turn) if c.get("exit_code") != 0]
         if not ready:
-            return 0.0, "environment never confirmed", []
+            return 0.0, "environment never confirmed", [c["turn"] for c in failures[:5]]
         if len(failures) > 5:
             turns = [c["turn"] for c in failures[:5]]
             return 0.0, f"{len(failures)} failed commands before the first output (> 5)", turns
-        return 1.0, f"{len(failures)} failed command(s) before the first output (<= 5)", [c["turn"] for c in failures]
+        # no failure to show: the calls examined (those before the first output) are the evidence
+        shown = failures or ev.before(ev.first_output_turn)[:5]
+        return 1.0, f"{len(failures)} failed command(s) before the first output (<= 5)", [c["turn"] for c in shown]
 
     def _s2e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         loaded = [c for c in ev.ok() if _any(item.hints.get("patterns", []), ev.output(c))]
@@ -245,7 +275,13 @@ class RulesJudge(Judge):
         produced = [c for c in ev.ok() if c.get("cases_with_outputs", 0) > 0]
         if produced:
             return 1.0, f"model ran and wrote outputs at turn {produced[0]['turn']}", [produced[0]["turn"]]
-        return 0.0, "no evidence the model was loaded or run", []
+        failed = [c for c in ev.failed() if (c.get("changed_cases") or _any(
+            item.hints.get("patterns", []), ev.output(c)))]
+        return 0.0, "no evidence the model was loaded or run" + self._tried(failed), [c["turn"] for c in failed[:3]]
+
+    @staticmethod
+    def _tried(calls: list[dict[str, Any]]) -> str:
+        return f" (tried and failed at turn {', '.join(str(c['turn']) for c in calls[:3])})" if calls else ""
 
     # ---------------------------------------------------------------- S3
 
@@ -279,7 +315,10 @@ class RulesJudge(Judge):
             hits = [p for p in patterns if re.search(p, text)]
             if len(hits) >= minimum:
                 return 1.0, f"turn {call['turn']} did it and succeeded (matched {hits[0]!r})", [call["turn"]]
-        return 0.0, f"no successful call shows it ({minimum} of the item's patterns needed)", []
+        tried = [c for c in ev.failed()
+                 if patterns and sum(bool(re.search(p, ev.text(c))) for p in patterns) >= minimum]
+        return 0.0, f"no successful call shows it ({minimum} of the item's patterns needed)" + self._tried(tried), [
+            c["turn"] for c in tried[:3]]
 
     def _plan_entrypoint(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         """A successful call runs an entrypoint the plan names (a script or `-m` module)."""
@@ -290,25 +329,29 @@ class RulesJudge(Judge):
             ran = {m.split("/")[-1] for m in re.findall(ENTRYPOINT, ev.code(call))} & named
             if ran:
                 return 1.0, f"turn {call['turn']} ran {', '.join(sorted(ran))}, named in the plan", [call["turn"]]
-        return 0.0, f"no successful call ran the plan's entrypoint ({', '.join(sorted(named))})", []
+        return 0.0, f"no successful call ran the plan's entrypoint ({', '.join(sorted(named))})", [], {
+            "files": sorted(named)}
 
     def _pilot_first(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         if ev.pilot is None:
-            return 0.0, self._no_pilot(ev), []
+            return 0.0, self._no_pilot(ev), *self._no_pilot_evidence(ev)
+        pilot = self._pilot_cases(ev)
         if ev.batch_turn is None and inp.task.case_count > 1:
-            return 0.0, f"pilot at turn {ev.pilot['turn']}, but no batch followed", [ev.pilot["turn"]]
-        return 1.0, f"one-case pilot at turn {ev.pilot['turn']} before the batch", [ev.pilot["turn"]]
+            return 0.0, f"pilot at turn {ev.pilot['turn']}, but no batch followed", [ev.pilot["turn"]], pilot
+        return 1.0, f"one-case pilot at turn {ev.pilot['turn']} before the batch", [ev.pilot["turn"]], pilot
 
     def _pilot_output(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         if ev.pilot is None:
-            return 0.0, self._no_pilot(ev), []
+            return 0.0, self._no_pilot(ev), *self._no_pilot_evidence(ev)
         return 1.0, f"the pilot at turn {ev.pilot['turn']} wrote one case's outputs (contract checked)", [
-            ev.pilot["turn"]]
+            ev.pilot["turn"]], self._pilot_cases(ev)
 
     def _pilot_same_entrypoint(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         """The pilot and the batch run the same entrypoint: a script, module or the item's patterns."""
-        if ev.pilot is None or ev.batch_turn is None:
-            return 0.0, self._no_pilot(ev) if ev.pilot is None else "no batch to compare the pilot with", []
+        if ev.pilot is None:
+            return 0.0, self._no_pilot(ev), *self._no_pilot_evidence(ev)
+        if ev.batch_turn is None:
+            return 0.0, "no batch to compare the pilot with", [ev.pilot["turn"]], self._pilot_cases(ev)
         batch = next(c for c in ev.calls if c["turn"] == ev.batch_turn)
         patterns = item.hints.get("patterns", [])
 
@@ -320,19 +363,21 @@ class RulesJudge(Judge):
         shared = points(ev.pilot) & points(batch)
         turns = [ev.pilot["turn"], batch["turn"]]
         if shared:
-            return 1.0, f"pilot and batch both run {', '.join(sorted(shared))}", turns
-        return 0.0, "the pilot and the batch share no entrypoint (script, module or named function)", turns
+            return 1.0, f"pilot and batch both run {', '.join(sorted(shared))}", turns, self._pilot_cases(ev)
+        return 0.0, "the pilot and the batch share no entrypoint (script, module or named function)", turns, \
+            self._pilot_cases(ev)
 
     def _pilot_check(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         """Between the pilot and the batch, a call on the outputs matches the item's `pattern`."""
         if ev.pilot is None:
-            return 0.0, self._no_pilot(ev), []
+            return 0.0, self._no_pilot(ev), *self._no_pilot_evidence(ev)
         pattern = item.hints.get("pattern", "")
         for call in self._pilot_window(inp, ev):
             if pattern and re.search(pattern, ev.code(call)):
                 return 1.0, f"checked at turn {call['turn']} after the pilot of turn {ev.pilot['turn']}", [
-                    call["turn"]]
-        return 0.0, f"no such check of the pilot's output after turn {ev.pilot['turn']}", [ev.pilot["turn"]]
+                    call["turn"]], self._pilot_cases(ev)
+        return 0.0, f"no such check of the pilot's output after turn {ev.pilot['turn']}", [
+            ev.pilot["turn"], *([ev.batch_turn] if ev.batch_turn is not None else [])], self._pilot_cases(ev)
 
     def _pilot_rerun(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         """After a failed one-case pilot, a pilot that passed came before the batch."""
@@ -343,12 +388,33 @@ class RulesJudge(Judge):
         failed_turns = sorted({c["turn"] for c in failed} | {c["turn"] for c in ev.failed_pilots if isinstance(
             c.get("turn"), int) and (end is None or c["turn"] < end)})
         if not failed_turns:
-            return 1.0, "no pilot failed", []
+            shown = [ev.pilot["turn"]] if ev.pilot is not None else []
+            return 1.0, "no pilot failed", shown, self._pilot_cases(ev)
         if ev.pilot is not None and ev.pilot["turn"] > failed_turns[0]:
             return 1.0, f"pilot failed at turn {failed_turns[0]}, rerun passed at turn {ev.pilot['turn']} before " \
-                        "the batch", [failed_turns[0], ev.pilot["turn"]]
+                        "the batch", [failed_turns[0], ev.pilot["turn"]], self._pilot_cases(ev)
         return 0.0, f"pilot failed at turn {failed_turns[0]} and no passing rerun came before the batch", [
-            failed_turns[0]]
+            failed_turns[0], *([end] if end is not None else [])], {
+            "cases": [c for call in failed if call["turn"] == failed_turns[0] for c in ev.trace.case_of(call)]
+            + [c["case"] for c in ev.failed_pilots if c.get("turn") == failed_turns[0]
+               and isinstance(c.get("case"), str)]}
+
+    @staticmethod
+    def _pilot_cases(ev: Evidence) -> dict[str, list[str]]:
+        return {"cases": ev.trace.case_of(ev.pilot)}
+
+    @staticmethod
+    def _no_pilot_evidence(ev: Evidence) -> tuple[list[int], dict[str, list[str]]]:
+        """Where a missing pilot shows: the failed pilot's turn and case, else the call that first wrote outputs
+        (several cases at once: the batch) and the cases it wrote."""
+        if ev.failed_pilots:
+            bad = ev.failed_pilots[0]
+            case = bad.get("case")
+            return [bad.get("turn")], {"cases": [case] if isinstance(case, str) else []}
+        first = ev.trace.first_output
+        if first is None:
+            return [], {}
+        return [first["turn"]], {"cases": list((first.get("changed_cases") or [])[:MAX_EVIDENCE_CASES])}
 
     @staticmethod
     def _no_pilot(ev: Evidence) -> str:
@@ -371,11 +437,12 @@ class RulesJudge(Judge):
         if ev.pilot is None:
             if ev.first_output_turn is None:
                 return 0.0, "no outputs were ever written", []
+            turns, cases = self._no_pilot_evidence(ev)
             if ev.failed_pilots:
                 bad = ev.failed_pilots[0]
                 return 0.0, (f"no pilot passed the contract check: the one-case output of turn {bad.get('turn')} "
-                             f"failed ({'; '.join(bad.get('reasons', []))[:200]})"), [bad.get("turn")]
-            return 0.0, f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once", []
+                             f"failed ({'; '.join(map(str, bad.get('reasons', [])))[:200]})"), turns, cases
+            return 0.0, f"no single-case pilot: turn {ev.first_output_turn} wrote several cases at once", turns, cases
         pilot_turn = ev.pilot["turn"]
         end = ev.batch_turn
         checks: dict[str, str] = item.hints.get("checks", {})
@@ -389,14 +456,17 @@ class RulesJudge(Judge):
         names = sorted(found)
         turns = sorted({pilot_turn, *found.values()})
         value = ladder_values(item)
+        pilot = self._pilot_cases(ev)
         if len(found) == len(checks) and proceeded:
             return value["full"], (f"pilot on one case at turn {pilot_turn}, checked {', '.join(names)}, then ran "
-                                   "the batch"), turns
+                                   "the batch"), turns, pilot
         partial = item.hints.get("partial", ["shape", "values"])
+        # short of full credit: the batch that followed without the missing checks shows where
+        batch = [end] if end is not None else []
         if any(name in found for name in partial):
             return value["partial"], f"pilot at turn {pilot_turn}, partial checks ({', '.join(names)})" + (
-                "" if proceeded else "; never proceeded to the batch"), turns
-        return value["unchecked"], f"pilot at turn {pilot_turn} without output checks", turns
+                "" if proceeded else "; never proceeded to the batch"), turns + batch, pilot
+        return value["unchecked"], f"pilot at turn {pilot_turn} without output checks", turns + batch, pilot
 
 
 def ladder_values(item: RubricItem) -> dict[str, float]:
@@ -409,6 +479,13 @@ def ladder_values(item: RubricItem) -> dict[str, float]:
     derived = {"full": levels[-1], "partial": partial, "unchecked": nonzero[0], "none": 0.0}
     return {**derived, **item.hints.get("ladder", {})}
 
+
+# The plan file each rule reads: evidence of the verdict whether the file is there or missing.
+PLAN_MD, PLAN_PNG = "plan/plan.md", "plan/plan.png"
+RULE_FILES = {"s1a": (PLAN_MD,), "s1b": (PLAN_MD,), "s1c": (PLAN_MD,), "s1d": (PLAN_MD,), "s1e": (PLAN_PNG,),
+              "s1f": (PLAN_PNG,), "plan_mentions": (PLAN_MD,), "plan_entrypoint": (PLAN_MD,)}
+MAX_EVIDENCE_FILES = 10
+MAX_EVIDENCE_CASES = 20
 
 # The generic checks a track item may name with {"rule": NAME} (built-in item checks: "s1a" ... "s3").
 CHECKS = ("plan_mentions", "code_uses", "plan_entrypoint", "pilot_first", "pilot_output", "pilot_same_entrypoint",

@@ -107,6 +107,11 @@ def _make_subreaper() -> bool:
         return False
 
 
+def _read_proc(path: str) -> bytes:
+    with open(path, "rb", buffering=0) as handle:  # no pathlib, no buffer: read after every call, for every process
+        return handle.read()
+
+
 def _proc_table() -> dict[int, tuple[int, bytes]]:
     """pid -> (parent pid, raw environment or b"" when unreadable) for every visible process."""
     table: dict[int, tuple[int, bytes]] = {}
@@ -114,12 +119,12 @@ def _proc_table() -> dict[int, tuple[int, bytes]]:
         if not entry.isdigit():
             continue
         try:
-            raw = Path(f"/proc/{entry}/stat").read_bytes()
+            raw = _read_proc(f"/proc/{entry}/stat")
             ppid = int(raw[raw.rindex(b")") + 2:].split()[1])
         except (OSError, ValueError):
             continue
         try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            environ = _read_proc(f"/proc/{entry}/environ")
         except OSError:
             environ = b""
         table[int(entry)] = (ppid, environ)

@@ -23,6 +23,7 @@ import time
 import weakref
 from pathlib import Path
 
+from .. import sandboxcall
 from ..fsutil import open_dir, remove_tree
 from ..needs import missing_here
 from ..records import ExecResult
@@ -318,7 +319,7 @@ class LocalSession(SandboxSession):
         err = OutputCapture(proc.stderr, self.spec.output_cap_bytes)
         timed_out = False
         try:
-            proc.wait(timeout=timeout_s)
+            sandboxcall.wait_for(proc, timeout_s)  # sleeps on the call's pidfd: no polling
         except subprocess.TimeoutExpired:
             timed_out = True
             self._kill(proc)

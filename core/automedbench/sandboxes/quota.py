@@ -20,12 +20,13 @@ from pathlib import Path
 from attrs import define
 
 from ..errors import UserError
+from ..records import MIN_WORKSPACE_MB
 from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
 from .reservations import Ledger
 
 # The image never claims more than this share of the free space of the disk it lives on.
 FREE_SHARE = 0.9
-MIN_QUOTA_MB = 16
+MIN_QUOTA_MB = MIN_WORKSPACE_MB
 MOUNT_OPTIONS = "loop,nosuid,nodev,noatime,noinit_itable"
 # Beside the image: held (flock) by the process whose mount it is for as long as it is mounted. The kernel drops
 # the lock when that process dies, even by SIGKILL: a mount whose lock can be taken has no owner left.
@@ -175,16 +176,28 @@ def _mkfs() -> str:
 
 
 class NoRoom(UserError):
-    """The disk cannot hold the smallest workspace once every running run's promise is kept: the run is refused
-    in one line (exit 2) before anything ran."""
+    """The disk cannot hold the workspace the run asks for once every running run's promise is kept: the run is
+    refused in one line (exit 2) before anything ran, naming the free space, what was asked and the option."""
+
+
+def no_room(size_mb: int, free: int, others: int, where: Path) -> str:
+    """The refusal, one line: what was asked, the free space and the promises, and the option that changes it."""
+    possible = int(max(0, free - others) * FREE_SHARE) >> 20
+    fix = (f"pass --workspace-quota-mb {possible} or less (0: no quota) or wait for them to finish"
+           if possible >= MIN_QUOTA_MB else "wait for them to finish, free disk space, or pass --workspace-quota-mb 0 "
+           "(no quota)")
+    return (f"cannot reserve disk for the workspace: {size_mb} MB asked (the task's declared need unless "
+            f"--workspace-quota-mb sets it), {free >> 20} MB free where the runs folder is ({where}), "
+            f"{others >> 20} MB of it promised to other running runs: at most {possible} MB can be promised now; {fix}")
 
 
 def mount_workspace(workspace: Path, size_mb: int,
                     ledger: Ledger | None = None) -> tuple[WorkspaceQuota | None, str]:
     """Mount a fresh image of `size_mb` at `workspace` (created, must be new); (quota, "") or (None, why not).
 
-    The image's size is reserved in the ledger first (what other running runs may still write is not free);
-    raises NoRoom when not even MIN_QUOTA_MB can be promised."""
+    The image's whole size is reserved in the ledger first (what other running runs may still write is not free,
+    and the image never takes more than FREE_SHARE of the rest); raises NoRoom when it cannot be: a workspace
+    smaller than asked would fail the agent halfway for want of disk the task said it needs."""
     if size_mb <= 0:
         return None, "no disk quota on /workspace (disabled: --workspace-quota-mb 0)"
     why = unsupported()
@@ -194,11 +207,10 @@ def mount_workspace(workspace: Path, size_mb: int,
     image = parent / f"{workspace.name}.img"
     reap_stale_workspaces(parent.parent)  # mounts of runs in the same folder whose process was killed
     ledger = ledger or Ledger()
-    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, MIN_QUOTA_MB << 20)
+    size_mb = max(size_mb, MIN_QUOTA_MB)
+    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, size_mb << 20)
     if entry is None:
-        raise NoRoom(f"cannot reserve disk for the workspace: {free >> 20} MB free where the run folder is, "
-                     f"{others >> 20} MB of it promised to other running runs (at least {MIN_QUOTA_MB} MB needed); "
-                     "wait for them to finish or pass a smaller --workspace-quota-mb")
+        raise NoRoom(no_room(size_mb, free, others, parent.parent))  # the runs folder: this run's goes
     size = entry.size_bytes >> 20
     try:
         workspace.mkdir(mode=0o700)

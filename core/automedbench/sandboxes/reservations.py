@@ -2,9 +2,12 @@
 
 A workspace quota is a sparse image: it promises space it has not taken yet. Two runs starting together
 would each be promised 90 % of the same free disk, and the first to fill its image would make the other's
-writes fail. Every promise is therefore entered in one ledger per host user (`reservations.json` in the
-state folder), under an exclusive `flock`: a new run is promised only what is free minus what earlier runs
-may still write. An entry of a process that has ended (a crash) is dropped the next time the ledger is read.
+writes fail. Every promise is therefore entered in one ledger per machine (`reservations.json` in
+/run/automedbench; $AUTOMEDBENCH_LEDGER names another folder), under an exclusive `flock`: a new run is
+promised only what is free minus what earlier runs may still write, whichever checkout, state folder or runs
+folder they use (a per-state-folder ledger let two harness installs promise the same free disk twice). An
+entry of a process that has ended (a crash) is dropped the next time the ledger is read. Only root mounts
+workspace images; elsewhere the ledger lives in the state folder and holds nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ from ..harnessstate import state_dir
 
 LEDGER = "reservations.json"
 MAX_LEDGER_BYTES = 1 << 20
+MACHINE_DIR = Path("/run/automedbench")  # tmpfs: emptied at boot, when no promise can still be alive
+LEDGER_ENV = "AUTOMEDBENCH_LEDGER"
+
+
+def ledger_dir() -> Path:
+    """Where this machine's promises are kept: $AUTOMEDBENCH_LEDGER, else /run/automedbench for root (who alone
+    mounts workspace images), else the harness's state folder."""
+    env = os.environ.get(LEDGER_ENV)
+    if env:
+        return Path(env).expanduser()
+    if os.geteuid() == 0 and MACHINE_DIR.parent.is_dir():
+        return MACHINE_DIR
+    return state_dir()
 
 
 def _start_time(pid: int) -> str:
@@ -62,7 +78,7 @@ class Ledger:
     """The reservations of every running run of this user; each method holds the lock for its whole work."""
 
     def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or state_dir()
+        self.folder = folder or ledger_dir()
         self.path = self.folder / LEDGER
 
     @contextlib.contextmanager

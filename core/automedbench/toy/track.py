@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from automedbench.api import (
+    CasePicture,
     CaseScore,
     CaseVerdict,
     MetricBlock,
     PackagedTrack,
+    Panel,
     RubricItem,
     ScriptedSolution,
     ScriptStep,
@@ -58,6 +60,15 @@ class VowelEvaluation(TaskEvaluation):
         answer, _ = read_answer(submitted)
         truth = int((self.staged.private / case_id / ANSWER).read_text().strip())
         return CaseScore(case_id, {"correct": float(answer == truth)})
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        """The word, the agent's count (read with the contract's reader) and the true count: text only."""
+        word = (self.staged.public / case_id / "input.txt").read_text()[:200].strip()
+        answer = read_answer(submitted)[0] if submitted is not None else None
+        truth = (self.staged.private / case_id / ANSWER).read_text()[:20].strip()
+        return CasePicture([Panel("word", text=word, role="input"),
+                            Panel("answer", text="(no valid answer)" if answer is None else str(answer), role="output"),
+                            Panel("vowels", text=truth, role="reference")])
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         values = [s.values["correct"] if s is not None else 0.0 for s in scores]

@@ -43,7 +43,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click_options(
     "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
     "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
-    "warm_evaluator", "repeat_limit",
+    "warm_evaluator", "repeat_limit", "pictures",
     out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
     sandbox={"help": "Sandbox backend for every run."},
     agent_options={"help": "Option passed to every agent factory; repeatable."},
@@ -218,9 +218,12 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
 @click.option("--quiet", is_flag=True, help="No terminal table.")
 @click.option("--include-unverified", is_flag=True,
               help="Count unverified runs too (no filesystem isolation...: not trusted scores); left out by default.")
+@click.option("--pictures/--no-pictures", default=True, show_default=True,
+              help="With --site: each run page shows its cases' pictures (drawn from the data); --no-pictures "
+                   "leaves them out, for a site published where the datasets' licences allow no images.")
 @click.pass_obj
 def leaderboard(context: CommandContext, runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
-                include_unverified) -> None:
+                include_unverified, pictures) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
@@ -254,7 +257,7 @@ def leaderboard(context: CommandContext, runs, by, csv_path, json_path, html_pat
     if site_dir:
         from .site import write_site
 
-        write_site(table, Path(site_dir), resamples=resamples, seed=seed)
+        write_site(table, Path(site_dir), resamples=resamples, seed=seed, pictures=pictures)
     for label, path in (("csv", csv_path), ("json", json_path), ("html", html_path),
                         ("site", site_dir and str(Path(site_dir) / "index.html"))):
         if path:

@@ -349,9 +349,11 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
             + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
-def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int = 0) -> list[Path]:
+def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int = 0,
+               pictures: bool = True) -> list[Path]:
     """Write the site into `out` (created if need be); returns the pages written. Every run in `table` counts:
-    the caller has already left unverified runs out unless asked (`leaderboard --include-unverified`)."""
+    the caller has already left unverified runs out unless asked (`leaderboard --include-unverified`);
+    `pictures=False` leaves the case pictures (drawn from the data) out of every run page."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
     pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
@@ -361,7 +363,7 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         run_id, path = table["run_id"][i], table["path"][i]
         name = run_page_name(run_id, taken, path)
         try:
-            text = render_run(RunFolder(path), back="../runs.html")
+            text = render_run(RunFolder(path), back="../runs.html", pictures=pictures)
         except (OSError, ValueError):
             continue
         # a run page sits one folder down: its own links are in-page anchors only

@@ -44,7 +44,15 @@ from automedbench.api import (
     unsupported_language,
     write_json,
 )
-from automedbench.engine import SLIRP_DNS, SlirpNet, WorkspaceQuota, mount_workspace, network_gaps, network_unsupported
+from automedbench.engine import (
+    SLIRP_DNS,
+    SlirpNet,
+    WorkspaceQuota,
+    copy_pictures,
+    mount_workspace,
+    network_gaps,
+    network_unsupported,
+)
 
 from .images import EVALUATOR_IMAGE, agent_image, client, run_in_image, stage_harness
 
@@ -384,7 +392,8 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
         shutil.copyfile(request.manifest, work / "request" / "manifest.json")
         inside = {**{k: getattr(request, k) for k in ("task_id", "case_ids")},
                   "submission": "/submission", "public": "/data/public", "private": "/data/private",
-                  "manifest": "/request/manifest.json", "out": "/out/evaluation.json"}
+                  "manifest": "/request/manifest.json", "out": "/out/evaluation.json",
+                  "pictures": bool(getattr(request, "pictures", False))}
         (work / "request" / "request.json").write_text(json.dumps(inside))
         os.chmod(work, 0o755)
         grant(work / "out", uid, gid)
@@ -424,5 +433,6 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
         if code != 0 or not result.is_file():
             raise InfrastructureError("evaluator container failed: " + " | ".join(tail))
         evaluation = read_json(result, Evaluation)
+        copy_pictures(work / "out" / "pictures", out.parent / "pictures")
     write_json(out, evaluation)
     return evaluation

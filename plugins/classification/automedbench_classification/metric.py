@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract
 from .data.staged import read_label
@@ -75,6 +75,13 @@ class ClassificationEvaluation(TaskEvaluation):
             raise ValueError("; ".join(parsed.reasons))
         self.predictions[case_id] = parsed.label
         return CaseScore(case_id, {"label": parsed.label})
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        predicted = self.predictions.get(case_id) if submitted is not None else None
+        return case_picture(self.staged.public / case_id, self.task.input_files[0], predicted,
+                            read_label(self.staged.private / case_id))
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         order = list(case_ids)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract
 from .average_precision import Boxes, mean_average_precision
@@ -56,6 +56,13 @@ class DetectionEvaluation(TaskEvaluation):
             raise ValueError("; ".join(parsed.reasons))
         self.predictions[case_id] = parsed
         return CaseScore(case_id, {"boxes": len(parsed.cls)})
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        parsed = self.predictions.get(case_id) if submitted is not None else None
+        return case_picture(self.staged.public / case_id, self.staged.private / case_id, parsed, self.extra,
+                            self.score_threshold)
 
     # ---------------------------------------------------------------- cohort
 

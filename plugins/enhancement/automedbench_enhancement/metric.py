@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract, refssim
 
@@ -187,6 +187,7 @@ class EnhancementEvaluation(TaskEvaluation):
     def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None) -> None:
         super().__init__(task, staged, options)
         self.lpips = LPIPS()
+        self.last: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None  # the case just scored, for its picture
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         reference_file = self.staged.private / case_id / contract.REFERENCE
@@ -202,7 +203,18 @@ class EnhancementEvaluation(TaskEvaluation):
         # S5's positive evidence: SSIM above the identity baseline's (the input, SR: each pixel repeated 2x2)
         identity = low if low.shape == reference.shape else np.repeat(np.repeat(low, 2, axis=0), 2, axis=1)
         values["ssim_identity"] = _against(reference, lo, hi, str(reference_file)).of_identity(identity)
+        self.last = (case_id, low, prediction, reference)
         return CaseScore(case_id, values)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        last, self.last = self.last, None
+        if last is not None and last[0] == case_id and submitted is not None:
+            return case_picture(self.task, *last[1:])
+        low = np.load(self.staged.public / case_id / contract.INPUT, allow_pickle=False)
+        reference = np.load(self.staged.private / case_id / contract.REFERENCE, allow_pickle=False)
+        return case_picture(self.task, low, None, reference)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         return fold(self.task, scores, case_ids, self.lpips.reason)

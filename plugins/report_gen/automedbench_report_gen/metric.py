@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec
 
 from . import contract, grader, nlg
 from .clinical import ClinicalScorer, make_scorer
@@ -69,9 +69,11 @@ class ReportEvaluation(TaskEvaluation):
         self.kind = str(task.params.get("metric_kind", "mlrg"))
         self.clinical = make_scorer(self.options) if self.kind != "nlg3" else None
         self.texts: dict[str, tuple[str, str]] = {}
+        self.last: tuple[str, str] | None = None  # the report just scored (whole), for its picture
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         report = contract.read_report(submitted / contract.REPORT_FILE)
+        self.last = (case_id, report)
         private = self.staged.private / case_id
         pick = scored_text if self.task.params.get("scored_section", "findings") == "findings" else str.strip
         self.texts[case_id] = (pick(reference_text(private)), pick(report))
@@ -83,6 +85,13 @@ class ReportEvaluation(TaskEvaluation):
         return CaseScore(case_id, {"impression_only": has_impression_only(report), "views": facts.get("views", 1),
                                    "later_view_only": later, "missed_later_view": missed, "chars": len(report)},
                          requests)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        last, self.last = self.last, None
+        report = last[1] if last is not None and last[0] == case_id and submitted is not None else None
+        return case_picture(self.staged.public / case_id, report, reference_text(self.staged.private / case_id))
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         name = metric_name(self.kind, self.clinical)

@@ -14,13 +14,9 @@ import numpy as np
 from automedbench.api import CaseVerdict, TaskSpec
 
 from .io import CaseCache, precheck
+from .labels import task_labels
 
 CHUNK = 1 << 20
-
-
-def task_labels(task: TaskSpec) -> dict[int, str]:
-    """Foreground label -> name of a multi-label task (YAML or JSON keys, int or str)."""
-    return {int(k): str(v) for k, v in task.params["labels"].items()}
 
 
 def allowed_values(task: TaskSpec, name: str) -> set[int]:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
+from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
 
 from . import dice, io, surface
-from .contract import task_labels
+from .labels import task_labels
 
 SURFACE_KEYS = ("hd95_mm", "surface_dice")
 
@@ -123,14 +123,6 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
 
 
-def positive_case(task: TaskSpec, row: dict[str, Any]) -> bool:
-    """S5's positive evidence: a Dice above 0 for a structure the reference contains (an empty mask
-    scored 1.0 against an empty reference is no evidence)."""
-    if task.params.get("kind") == "multilabel":
-        return any(row.get(f"dice_{k}", 0.0) > 0 for k in row.get("reference_labels", []))
-    return any(row.get(f"{part}_positive") and row.get(f"{part}_dice", 0.0) > 0 for part in ("organ", "lesion"))
-
-
 class SegmentationEvaluation(TaskEvaluation):
     """One evaluation: Dice per case (binary pair or label map), then the cohort fold.
 
@@ -147,6 +139,13 @@ class SegmentationEvaluation(TaskEvaluation):
         if self.task.params.get("kind") == "multilabel":
             return score_multilabel(self.task, case_id, submitted, private, self.cache)
         return score_organ_lesion(self.task, case_id, submitted, private, self.cache)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        self.cache.begin(case_id)  # the volumes the check and the scoring just loaded stay cached
+        return case_picture(self.task, self.staged.public / case_id, submitted, self.staged.private / case_id,
+                            self.cache)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         self.cache.begin("")  # the last case's volumes are no longer needed

@@ -69,9 +69,29 @@ def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tupl
     return volume, np.asarray(image.affine, dtype=np.float64)
 
 
+# The last volume the evaluator's checker parsed, by its file's identity (device, inode, size, mtime and ctime in
+# ns: any write changes the ctime): scoring the same case right after decodes it once, not twice (decoding a
+# gzip-compressed volume costs more than scoring it).
+_PARSED: tuple[tuple[int, ...], tuple[int, ...], str, np.ndarray, np.ndarray] | None = None
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _remembered(info: os.stat_result, shape: tuple[int, ...], name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The remembered parse of this very file version (taken, not kept: at most one volume is held)."""
+    global _PARSED
+    found, _PARSED = _PARSED, None
+    if found is not None and found[:3] == (_identity(info), tuple(shape), name):
+        return found[3], found[4]
+    return None
+
+
 def read_volume(root: Path, case_id: str, name: str, shape: tuple[int, ...],
-                affine: np.ndarray | None) -> tuple[np.ndarray | None, list[str]]:
-    """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, affine, finite."""
+                affine: np.ndarray | None, remember: bool = False) -> tuple[np.ndarray | None, list[str]]:
+    """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, affine, finite.
+    `remember`: keep the parsed volume for the next read of the same bytes (the checker, before the scorer)."""
     try:
         fd = open_below(root, [case_id, name])
     except FileNotFoundError:
@@ -89,11 +109,18 @@ def read_volume(root: Path, case_id: str, name: str, shape: tuple[int, ...],
             return None, [f"{name}: a hard link (shares its inode with another file)"]
         if info.st_size > limit:
             return None, [f"{name}: {info.st_size} bytes, more than a {tuple(shape)} volume can need"]
-        data = handle.read(limit + 1)
-    try:
-        volume, got_affine = parse_nifti(data, shape, name)
-    except ValueError as exc:
-        return None, [f"{name}: {exc}"]
+        parsed = _remembered(info, shape, name)
+        data = handle.read(limit + 1) if parsed is None else b""
+    if parsed is None:
+        try:
+            parsed = parse_nifti(data, shape, name)
+        except ValueError as exc:
+            return None, [f"{name}: {exc}"]
+        parsed[0].flags.writeable = False  # the scorer may get this very array: nothing may change it
+        if remember:
+            global _PARSED
+            _PARSED = (_identity(info), tuple(shape), name, *parsed)
+    volume, got_affine = parsed
     if affine is not None and not np.allclose(got_affine, affine, atol=AFFINE_TOL):
         return None, [f"{name}: affine differs from the input's (keep the input's header: same grid, spacing "
                       "and orientation)"]
@@ -114,7 +141,7 @@ def input_geometry(task: TaskSpec, public_case: Path) -> tuple[tuple[int, ...], 
 def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
     """The checker's verdict for one case folder (`submitted`: the frozen copy; `public`: the case's inputs)."""
     shape, affine = input_geometry(task, public)
-    _, reasons = read_volume(submitted.parent, case_id, OUTPUT, shape, affine)
+    _, reasons = read_volume(submitted.parent, case_id, OUTPUT, shape, affine, remember=True)
     present = reasons[:1] != [f"{OUTPUT}: missing"]
     return CaseVerdict(case_id, present, not reasons, reasons)
 

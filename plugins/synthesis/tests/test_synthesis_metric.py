@@ -94,3 +94,163 @@ def test_fold_is_completion_adjusted_and_reports_the_gain_over_the_input():
     full = fold([CaseScore(i, {"ssim": 1.2 if i == "a" else 0.95}) for i in ids], ids, {})
     assert full.partial == full.strict == pytest.approx(min(1.0, (1.2 + 3 * 0.95) / 4))  # clipped to [0, 1]
     assert fold([CaseScore("a", {"ssim": -0.5})], ["a"], {}).partial == 0.0
+
+
+def _random_pair(rng, shape, fortran):
+    """A reference with structure and values beyond the HU window, a prediction near it, some planes equal."""
+    ref = rng.normal(300, 900, shape).cumsum(axis=0).astype(np.float32)
+    pred = (ref + rng.normal(0, 250, shape)).astype(np.float32)
+    pred[:, :, ::3] = ref[:, :, ::3]  # planes equal to the reference's (CT-SR's kept slices)
+    if fortran:  # how nibabel hands volumes over
+        ref, pred = np.asfortranarray(ref), np.asfortranarray(pred)
+    return ref, pred
+
+
+def _reference_errors(ref, pred, mask, with_sklearn: bool) -> dict[str, float]:
+    """The same three numbers from the libraries, on the voxels inside the mask (all without one)."""
+    from skimage.metrics import mean_squared_error, peak_signal_noise_ratio
+
+    roi = mask > 0 if mask is not None and mask.any() else np.ones(ref.shape, dtype=bool)
+    r, p = ref[roi].astype(np.float64), pred[roi].astype(np.float64)
+    psnr = peak_signal_noise_ratio(np.clip(r, -1024, 3071), np.clip(p, -1024, 3071), data_range=DATA_RANGE)
+    if not with_sklearn:
+        return {"rmse_hu": math.sqrt(mean_squared_error(r, p)), "psnr": psnr}
+    from sklearn.metrics import mean_absolute_error, root_mean_squared_error
+
+    return {"mae_hu": mean_absolute_error(r, p), "rmse_hu": root_mean_squared_error(r, p), "psnr": psnr}
+
+
+def _check_errors_against_libraries(with_sklearn: bool) -> None:
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        ref, pred = _random_pair(rng, tuple(int(n) for n in rng.integers(2, 30, 3)), fortran=trial % 4 < 2)
+        mask = (rng.random(ref.shape) > 0.5).astype(np.uint8) if trial % 2 else None
+        ours = errors(ref, pred, mask)
+        for name, value in _reference_errors(ref, pred, mask, with_sklearn).items():
+            # the sums run in memory order, the libraries' in C order: equal to the last printed digit
+            assert ours[name] == pytest.approx(float(value), rel=1e-13, abs=0), (trial, name)
+            assert f"{ours[name]:.12g}" == f"{float(value):.12g}", (trial, name)
+
+
+def test_errors_equal_scikit_image_on_random_volumes():
+    """RMSE (the root of scikit-image's MSE) and PSNR as scikit-image computes it on the clipped volumes, inside a
+    mask and without one, C- and Fortran-ordered volumes (nibabel hands over the latter)."""
+    _check_errors_against_libraries(with_sklearn=False)
+
+
+@pytest.mark.slow  # importing sklearn.metrics takes 3-4 CPU-s (25 s wall on a loaded 2-core machine)
+def test_errors_equal_scikit_learn_and_scikit_image_on_random_volumes():
+    """MAE and RMSE as scikit-learn computes them, PSNR as scikit-image does."""
+    pytest.importorskip("sklearn")
+    _check_errors_against_libraries(with_sklearn=True)
+
+
+def test_errors_skip_clipping_only_when_nothing_is_clipped():
+    """The shortcut (no clipped copy when both volumes lie inside the HU window) gives the clipped value when one
+    voxel leaves the window on either side, including through a stale reference range."""
+    ref = np.zeros((4, 4, 2), dtype=np.float32)
+    pred = ref.copy()
+    pred[1, 1, 1] = 5000.0  # beyond 3071: PSNR sees 3071
+    psnr = 10 * math.log10(4095 ** 2 / (3071 ** 2 / 32))
+    assert errors(ref, pred)["psnr"] == pytest.approx(psnr)
+    assert errors(ref, pred, reference_range=(0.0, 0.0))["psnr"] == pytest.approx(psnr)
+    assert errors(pred, ref, reference_range=(0.0, 5000.0))["psnr"] == pytest.approx(psnr)
+
+
+@pytest.mark.parametrize("fortran", [False, True])
+def test_axial_ssim_is_scikit_image_bit_for_bit_with_and_without_kept_terms(fortran):
+    """Every plane's value equal (==) to scikit-image's, planes equal to the reference's included (they skip the
+    filtering), masked or not, terms kept for reuse or made plane by plane."""
+    from automedbench_synthesis.axialssim import AxialSSIM
+    from skimage.metrics import structural_similarity
+
+    rng = np.random.default_rng(5)
+    for trial in range(12):
+        ref, pred = _random_pair(rng, (int(rng.integers(7, 40)), int(rng.integers(7, 40)), 7), fortran)
+        mask = (rng.random(ref.shape) > 0.3).astype(np.uint8) if trial % 2 else None
+        rc, pc = (np.clip(np.asarray(v, dtype=np.float64), -1024, 3071) for v in (ref, pred))
+        full, masked = [], []
+        for k in range(ref.shape[2]):
+            value, smap = structural_similarity(rc[:, :, k], pc[:, :, k], data_range=4095, full=True)
+            full.append(value)
+            if mask is not None:
+                inside = np.zeros(ref.shape[:2], dtype=bool)
+                inside[3:-3, 3:-3] = mask[3:-3, 3:-3, k] > 0
+                if np.count_nonzero(mask[:, :, k]) >= 16:
+                    masked.append(smap[inside].mean() if inside.any() else value)
+        kept, made = AxialSSIM(ref, mask, -1024, 3071, keep=True), AxialSSIM(ref, mask, -1024, 3071)
+        for ssim in (kept, made):
+            out = ssim(pred)
+            planes = [full[k] for k in ssim.planes]
+            assert out["ssim_full_plane"] == float(np.mean(planes))
+            assert out["ssim"] == (float(np.mean(masked)) if mask is not None else float(np.mean(full)))
+        assert kept(ref)["ssim"] == 1.0  # every plane equal: exactly scikit-image's 1.0
+
+
+def test_a_warm_evaluation_decodes_each_output_once_and_rereads_a_changed_reference(tmp_path, monkeypatch):
+    """The checker's decode serves the scorer; the staged target is decoded once per file version (a restaged
+    file is read again, never served stale); the input-copy fact matches np.array_equal."""
+    import nibabel as nib
+    from automedbench.api import StagedData
+    from automedbench_synthesis import contract, refcache
+    from automedbench_synthesis.metric import SynthesisEvaluation
+    from automedbench_synthesis.track import SynthesisTrack
+
+    task = next(t for t in SynthesisTrack().tasks() if t.id == "synthesis/demo")
+    rng = np.random.default_rng(2)
+    affine = np.diag([0.8, 0.8, 1.0, 1.0])
+    root, cases = tmp_path / "task", ["c1", "c2"]
+    volumes = {}
+    for case in cases:
+        target = np.rint(rng.normal(0, 400, (24, 20, 9))).astype(np.int16)
+        low = target.astype(np.float32)
+        low[:, :, 1::2] += 7.0
+        volumes[case] = (target, low)
+        for sub, name, data in (("private", "target.nii.gz", target), ("public", "ct.nii.gz", low)):
+            (root / sub / case).mkdir(parents=True, exist_ok=True)
+            nib.save(nib.Nifti1Image(data, affine), str(root / sub / case / name))
+        out = tmp_path / "sub" / case
+        out.mkdir(parents=True)
+        prediction = low if case == "c1" else low + np.float32(1.0)  # c1 submits its input unchanged
+        nib.save(nib.Nifti1Image(prediction, affine), str(out / "sct.nii.gz"))
+    staged = StagedData(root, root / "public", root / "private", cases)
+    refcache.clear()
+    decoded, loaded = [], []
+    monkeypatch.setattr(contract, "parse_nifti", lambda *a, real=contract.parse_nifti: decoded.append(1) or real(*a))
+    import automedbench_synthesis.data.store as store
+
+    monkeypatch.setattr(store, "load_private", lambda *a, real=store.load_private: loaded.append(a[1]) or real(*a))
+    track = SynthesisTrack()
+
+    def evaluate():
+        evaluation = SynthesisEvaluation(task, staged)
+        rows = []
+        for case in cases:
+            assert track.check_case(task, case, tmp_path / "sub" / case, root / "public" / case).valid
+            rows.append(evaluation.score_case(case, tmp_path / "sub" / case).values)
+        return rows
+
+    first = evaluate()
+    assert len(decoded) == 2 and loaded == cases  # one decode per output, one read per target
+    assert [r["same_as_input"] for r in first] == [True, False]
+    assert evaluate() == first and len(decoded) == 4 and loaded == cases  # warm: the targets are not read again
+    target, _ = volumes["c2"]
+    nib.save(nib.Nifti1Image((target + 50).astype(np.int16), affine), str(root / "private" / "c2" / "target.nii.gz"))
+    again = evaluate()
+    assert loaded == [*cases, "c2"] and again[0] == first[0] and again[1] != first[1]
+
+
+def test_the_input_copy_fact_is_array_equal_whatever_the_layout_or_the_sign_of_zero():
+    from automedbench_synthesis.refcache import Voxels
+
+    rng = np.random.default_rng(4)
+    volume = rng.normal(0, 100, (30, 20, 12)).astype(np.float32)
+    volume[0, 0, 0] = 0.0
+    seen = Voxels.of(volume)
+    negative_zero = volume.copy()
+    negative_zero[0, 0, 0] = -0.0
+    one_off = volume.copy()
+    one_off[17, 3, 5] += 1.0  # (almost surely) not one of the sampled voxels: the digest decides
+    for other, expected in ((np.asfortranarray(volume), True), (negative_zero, True), (one_off, False),
+                            (volume[:, :, :11], False), (volume + 1, False)):
+        assert seen.equal(other) is expected == bool(np.array_equal(volume, other))

@@ -15,7 +15,16 @@ from typing import Any
 
 import attrs
 from attrs import Factory, define
-from automedbench.api import CaseScore, Grade, GradeRequest, MetricBlock, StagedData, TaskEvaluation, TaskSpec
+from automedbench.api import (
+    CasePicture,
+    CaseScore,
+    Grade,
+    GradeRequest,
+    MetricBlock,
+    StagedData,
+    TaskEvaluation,
+    TaskSpec,
+)
 
 from . import contract
 from .answer_judge import (
@@ -192,6 +201,7 @@ class VQAEvaluation(TaskEvaluation):
 
     def __init__(self, task: TaskSpec, staged: StagedData, options: dict[str, str] | None = None) -> None:
         super().__init__(task, staged, options)
+        self.last: tuple[Any, ...] | None = None  # the question just scored, for its picture
         self.state = EvaluationState(raw_fallback=self.options.get(RAW_FALLBACK, "false").lower() == "true")
         name = self.options.get("answer_judge", "none")
         if name == MODEL_JUDGE:  # the offline judge stands in until the model's grades come back
@@ -210,7 +220,19 @@ class VQAEvaluation(TaskEvaluation):
         gold = json.loads((self.staged.private / case_id / contract.ANSWER_FILE).read_text("utf-8"))
         question = read_question(self.staged.public / case_id)
         values, requests = score_question(record, gold, question, self.state)
+        self.last = (case_id, record, gold, question, values.get("score"))
         return CaseScore(case_id, values, requests)
+
+    def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
+        from .picture import case_picture
+
+        last, self.last = self.last, None
+        if last is not None and last[0] == case_id and submitted is not None:
+            record, gold, question, score = last[1:]
+        else:
+            gold = json.loads((self.staged.private / case_id / contract.ANSWER_FILE).read_text("utf-8"))
+            question, record, score = read_question(self.staged.public / case_id), None, None
+        return case_picture(self.staged.public / case_id, question, record, gold, score)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
         return aggregate(self.task.metric, scores, case_ids, self.staged.private, self.state)

@@ -8,18 +8,17 @@ from typing import Any
 
 import click
 
-VIEW_FILE = "view.html"
 
-
-def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None) -> Path:
+def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None,
+               pictures: bool = True) -> Path:
     """Render the run in `run_dir` to `out` (default: `view.html` in the run folder), atomically, readable."""
     from automedbench.api import atomic_write_text
     from automedbench.engine import RunFolder
 
     from .runpage import render_run
 
-    target = out or Path(run_dir) / VIEW_FILE
-    atomic_write_text(target, render_run(RunFolder(run_dir), result), shared=True)
+    target = out or Path(run_dir) / RunFolder.VIEW
+    atomic_write_text(target, render_run(RunFolder(run_dir), result, pictures=pictures), shared=True)
     return target
 
 
@@ -29,17 +28,21 @@ def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | 
               help="Folder to look in when RUN is a run id.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="Write the page here instead of RUN/view.html.")
-def view(run: str, runs: str, out: str | None) -> None:
+@click.option("--pictures/--no-pictures", default=True, show_default=True,
+              help="Show each case's picture (input, output, reference); --no-pictures leaves them out, e.g. for a "
+                   "page published where the dataset's licence allows no images (plan.png, the agent's, stays).")
+def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
     """Write one self-contained, offline HTML page for a stored run and print its path.
 
     The page holds the header (task, tier, agent, sandbox, isolation, versions, cost, tokens, times), every
-    stage with each rubric item's verdict and rationale linked to its evidence turns, the Task per case with
-    each invalid case's reason and its submitted files, error codes, breach evidence and the trajectory turn
-    by turn (long outputs folded). No script and no network: open it in any browser."""
+    stage with each rubric item's verdict and rationale linked to its evidence (the turns, files and cases it
+    was decided from), the Task per case with each invalid case's reason, its submitted files and its picture,
+    plan.md and plan.png, the scripts the agent ran, error codes, breach evidence and the trajectory turn by
+    turn (long outputs folded). No script and no network: open it in any browser."""
     from automedbench.engine import RunFolder
 
     folder = RunFolder.locate(run, Path(runs))
-    click.echo(str(write_view(folder.path, out=Path(out) if out else None)))
+    click.echo(str(write_view(folder.path, out=Path(out) if out else None, pictures=pictures)))
 
 
 def register(cli: click.Group) -> None:

@@ -35,6 +35,13 @@ details>summary{cursor:pointer;color:var(--muted)}.muted{color:var(--muted)}.not
 .turn{border:1px solid var(--line);border-radius:6px;padding:8px;margin:10px 0}.turn:target{outline:3px solid #f0b400}
 tr:target{outline:3px solid #f0b400}dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
 dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-word}
+img{max-width:100%;height:auto}figure{margin:8px 0}
+.gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,480px),1fr));gap:12px}
+figure.case{border:1px solid var(--line);border-radius:6px;padding:6px;margin:0;min-width:0}
+figure.case img{display:block;margin:4px 0;image-rendering:auto}
+figure.case:target,section:target{outline:3px solid #f0b400}figure.plan img{border:1px solid var(--line)}
+.texts{display:grid;grid-template-columns:repeat(auto-fit,minmax(180px,1fr));gap:6px;max-width:820px}
+.texts .output pre{border-color:#ffb366}.texts .reference pre{border-color:#5cc08a}td.ev{min-width:110px}
 @media (max-width:600px){main{padding:8px}body{font-size:13px}table{font-size:12px}
 dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:4px}}
 """

@@ -1,5 +1,6 @@
-"""One run as one offline HTML page: header, stages with every rubric item linked to the turns given as
-its evidence, the Task per case, error codes, breach evidence, and the trajectory turn by turn.
+"""One run as one offline HTML page: header, stages with every rubric item linked to its evidence (the turns,
+files and cases it was decided from: `evidence`), the Task per case with each case's picture (`gallery`), the
+plan (plan.md, plan.png), the scripts the agent ran, error codes, breach evidence, and the trajectory turn by turn.
 
 Everything is read from the run folder through `RunFolder`'s bounded, no-follow loaders; pages of huge
 runs are bounded too (`MAX_TURNS` turns shown, each text field cut at `page.MAX_FIELD_CHARS`)."""
@@ -12,6 +13,8 @@ from typing import Any
 
 from automedbench.engine import RunFolder
 
+from .evidence import Anchors, item_links
+from .gallery import case_figure, kept_scripts, picture_index, plan_section, scripts_section
 from .page import document, esc, num, pre
 
 MAX_TURNS = 400  # turns rendered; later turns are listed as left out, with the count
@@ -58,7 +61,7 @@ def _header(data: dict[str, Any]) -> str:
             f'<section id="header"><dl class="kv">{kv}</dl></section>')
 
 
-def _stages(data: dict[str, Any], shown: set[int]) -> str:
+def _stages(data: dict[str, Any], anchors: Anchors) -> str:
     rows = []
     for stage in data.get("stages") or []:
         rows.append(f'<tr id="stage-{esc(stage.get("stage"), 10)}"><th>{esc(stage.get("stage"), 10)} '
@@ -71,20 +74,47 @@ def _stages(data: dict[str, Any], shown: set[int]) -> str:
                         f'<span class="muted">{esc(item.get("description"), 600)}</span></td>'
                         f'<td class="n">{value}</td><td>{esc(state, 30)}</td>'
                         f'<td>{esc(item.get("rationale"), 2000)}</td>'
-                        f'<td>{_link_turns(item.get("evidence_turns") or [], shown)}</td></tr>')
+                        f'<td class="ev">{", ".join(item_links(item, stage, anchors))}</td></tr>')
     judge = data.get("judge") or {}
-    note = f'<p class="note">judge: {esc(judge.get("judge", ""), 80)} version {esc(judge.get("judge_version", ""), 40)}'
+    note = (f'<p class="note" id="judge-note">judge: {esc(judge.get("judge", ""), 80)} version '
+            f'{esc(judge.get("judge_version", ""), 40)}')
     note += f' — error: {esc(judge.get("error"), 500)}</p>' if judge.get("error") else "</p>"
+    note += _rubric_rules(data)
     return ('<h2 id="stages">Stages and rubric items</h2><div class="scroll"><table><tr><th>item</th>'
             '<th class="n">value</th><th>state</th><th>rationale</th><th>evidence</th></tr>'
             + "".join(rows) + "</table></div>" + note)
+
+
+def _rubric_rules(data: dict[str, Any]) -> str:
+    """What settles items without a judge at this tier: auto-pass, excluded, not applicable, and the conditions."""
+    tier = esc((data.get("header") or {}).get("tier", ""), 20)
+    settled = [(i.get("id"), i.get("state"), i.get("rationale")) for s in data.get("stages") or []
+               for i in s.get("items") or [] if i.get("state") in ("auto-pass", "excluded", "not-applicable")]
+    rows = "".join(f"<li><code>{esc(i, 80)}</code> {esc(state, 20)}: {esc(why, 400)}</li>" for i, state, why in settled)
+    conditions = (data.get("rubric") or {}).get("conditions") or {}
+    if isinstance(conditions, dict) and conditions:
+        rows += "".join(f"<li>condition <code>{esc(k, 80)}</code>: {esc(v, 400)}</li>"
+                        for k, v in list(conditions.items())[:40])
+    return (f'<details id="rubric-rules"><summary>rubric rules at the {tier} tier ({len(settled)} item(s) settled '
+            f"without the judge)</summary><ul>{rows or '<li>none</li>'}</ul>"
+            '<p class="note">A tier\'s auto-passed items are credited only when a graded item of the same stage '
+            "passed.</p></details>")
 
 
 def _value(value: Any) -> str:
     return num(value) if isinstance(value, float) else esc(value, 40)
 
 
-def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dict[str, Any] | None) -> str:
+def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
+    """Case ids in the order the page lists them (their rows are `case-<index>`)."""
+    task = data.get("task") or {}
+    verdicts = [str(c.get("case_id")) for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)]
+    rows = [str(c.get("case_id")) for c in (task.get("per_case") or []) if isinstance(c, dict)]
+    return list(dict.fromkeys([*verdicts, *rows]))[:MAX_CASES]
+
+
+def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dict[str, Any] | None,
+          folder: RunFolder, pictures: bool) -> str:
     task = data.get("task") or {}
     comps = task.get("components") or {}
     head = (f'<h2 id="task">Task: {esc(task.get("name"), 300)}</h2><p>strict <b>{num(task.get("strict"))}</b>, '
@@ -100,7 +130,8 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
             files[str(entry.get("path", "")).split("/", 1)[0]].append(entry)
     cases = list(dict.fromkeys([*verdicts, *per_case]))
     value_keys = sorted({k for c in per_case.values() for k in c if k != "case_id"})[:8]
-    rows = []
+    index_of = picture_index(folder) if pictures else {}
+    rows, figures = [], []
     for index, case in enumerate(cases[:MAX_CASES]):
         verdict, values = verdicts.get(case, {}), per_case.get(case, {})
         valid = verdict.get("valid")
@@ -109,12 +140,23 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
                   '<span class="bad">invalid</span>' if verdict else '<span class="muted">?</span>')
         reasons = "; ".join(map(str, verdict.get("reasons") or []))
         cells = "".join(f'<td class="n">{_value(values.get(k, "–"))}</td>' for k in value_keys)
+        picture = f' · <a href="#picture-{index}">picture</a>' if index_of else ""
         rows.append(f'<tr id="case-{index}"><td>{esc(case, 200)}</td><td>{status}</td>{cells}'
-                    f'<td>{esc(reasons, 2000)}</td><td><a href="#outputs-{index}">outputs</a></td></tr>')
+                    f'<td>{esc(reasons, 2000)}</td><td><a href="#outputs-{index}">outputs</a>{picture}</td></tr>')
+        if index_of:
+            figures.append(case_figure(folder, index_of.get(case), index, case, status))
     more = (f'<p class="note">{len(cases) - MAX_CASES} more cases not shown.</p>' if len(cases) > MAX_CASES else "")
-    table = ('<div class="scroll"><table><tr><th>case</th><th>status</th>'
+    table = ('<div class="scroll" id="cases"><table><tr><th>case</th><th>status</th>'
              + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
              + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
+    if index_of:
+        note = ('<p class="note">Each case: the input, the agent\'s output and the reference, drawn after the run by '
+                "the evaluator (masks in one colour per label, output boxes orange, reference boxes green).</p>")
+        table += f'<h3 id="pictures">Cases in pictures</h3>{note}<div class="gallery">{"".join(figures)}</div>'
+    elif pictures:
+        table += ('<p class="note" id="pictures">No case pictures in this run folder (the run was made with '
+                  "--no-pictures, or before pictures were drawn).</p>")
+
     listing = []
     for index, case in enumerate(cases[:MAX_CASES]):
         items = "".join(f"<li><code>{esc(e.get('path'), 400)}</code> {esc(e.get('size'), 20)} bytes"
@@ -238,20 +280,25 @@ def _trajectory(events: list[dict[str, Any]]) -> tuple[str, set[int]]:
     return '<h2 id="trajectory">Trajectory</h2>' + "".join(blocks), shown
 
 
-def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: str = "") -> str:
+def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: str = "", pictures: bool = True) -> str:
     """The page for the run in `folder` (`result`: the record as plain JSON, if not yet on disk; `back`: a
-    link to the page listing it, for a campaign site)."""
+    link to the page listing it, for a campaign site; `pictures=False` leaves out the case pictures, drawn from
+    the data, e.g. for a site published where the dataset's licence does not allow its images)."""
     data = result if result is not None else folder.json_data(RunFolder.RESULT)
     if data is None:
         raise ValueError(f"{folder}: no readable {RunFolder.RESULT}")
     trajectory, shown = _trajectory(folder.events())
+    evaluation = folder.evaluation_data()
+    scripts = kept_scripts(folder)
+    anchors = Anchors(shown, scripts, _cases(data, evaluation))
     up = f'<a href="{esc(back, 300)}">← all runs</a>' if back else ""
     nav = (f'<nav>{up}<a href="#header">run</a><a href="#stages">stages</a><a href="#task">task</a>'
-           '<a href="#codes">codes</a><a href="#trajectory">trajectory</a></nav>')
-    plan = folder.plan_md()
-    plan_html = (f'<h2 id="plan">plan.md</h2>{pre(plan, label="plan.md", fold_over=2000)}' if plan else "")
-    body = (_header(data) + _stages(data, shown) + _task(data, folder.evaluation_data(),
-                                                          folder.json_data(RunFolder.MANIFEST))
-            + _codes(data, shown) + _breach(data, shown) + plan_html + trajectory)
+           + ('<a href="#pictures">pictures</a>' if pictures else "")
+           + '<a href="#plan">plan</a>' + ('<a href="#scripts">scripts</a>' if scripts else "")
+           + '<a href="#codes">codes</a><a href="#trajectory">trajectory</a></nav>')
+    body = (_header(data) + _stages(data, anchors)
+            + _task(data, evaluation, folder.json_data(RunFolder.MANIFEST), folder, pictures)
+            + _codes(data, shown) + _breach(data, shown) + plan_section(folder) + scripts_section(folder, scripts)
+            + trajectory)
     title = f"{(data.get('header') or {}).get('task', 'run')} · {(data.get('header') or {}).get('run_id', '')}"
     return document(title, body, nav)

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import io
-from ..contract import task_labels
+from ..labels import task_labels
 from . import layouts
 from .layouts import SourceCase
 

@@ -12,7 +12,7 @@ from importlib import resources
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 from .multilabel import multilabel_solution
-from .reference import flawed_variants, load_pilot_map
+from .reference import flawed_variants, load_pilot_map, source_constants
 
 PLAN_MD = """# Plan: {title}
 
@@ -46,14 +46,14 @@ def method_source() -> str:
 
 
 def airway_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
-    from .airway_method import CORE_HU, EDGE_HU
+    core_hu, edge_hu = source_constants("airway_method.py", "CORE_HU", "EDGE_HU")
 
     base = multilabel_solution(task, tier, data_dir, ws)
     out, plan, name = f"{ws}/outputs", f"{ws}/plan", task.output_files[0]
     source = method_source()
     first = f"$(ls {data_dir} | head -1)"
     swap = {
-        "plan": plan_step(plan, PLAN_MD.format(title=task.title, core=CORE_HU, edge=EDGE_HU), PLAN_TITLE,
+        "plan": plan_step(plan, PLAN_MD.format(title=task.title, core=core_hu, edge=edge_hu), PLAN_TITLE,
                           PLAN_STEPS, say="Candidates: AeroPath model, nnU-Net (ATM'22), TotalSegmentator, "
                                           "region growing. Writing plan.md and plan.png."),
         "setup": ScriptStep("setup", "python",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
-from ..contract import task_labels
+from ..labels import task_labels
 from .reference import PLAN_STEPS, PLAN_TITLE, flawed_variants, load_pilot_map, organ_lesion_solution
 
 PLAN_MD = """# Plan: {title}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from importlib import resources
 
 from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
@@ -38,6 +39,21 @@ def method_source() -> str:
     return resources.files(__package__).joinpath("method.py").read_text()
 
 
+def source_constants(filename: str, *names: str) -> tuple[float, ...]:
+    """Module-level constants of a method file (agent code), read from its source: importing it would load
+    nibabel and scipy into the harness process (about half of a one-off run's own CPU) for two numbers."""
+    found: dict[str, object] = {}
+    for node in ast.parse(resources.files(__package__).joinpath(filename).read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            pairs = (zip(target.elts, value.elts, strict=False) if isinstance(target, ast.Tuple)
+                     and isinstance(value, ast.Tuple) else [(target, value)])
+            for key, item in pairs:
+                if isinstance(key, ast.Name) and key.id in names:
+                    found[key.id] = ast.literal_eval(item)
+    return tuple(float(found[name]) for name in names)  # type: ignore[arg-type]
+
+
 def load_pilot_map(task: TaskSpec, data_dir: str, out: str, name: str) -> str:
     """Pilot-check code that loads the first case's CT and output map `a` and checks its grid against the CT."""
     return (f"case = sorted(os.listdir('{out}'))[0]\n"
@@ -66,9 +82,9 @@ def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str
 
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
     out, plan = f"{ws}/outputs", f"{ws}/plan"
-    from .method import ORGAN_MAX, ORGAN_MIN
+    organ_min, organ_max = source_constants("method.py", "ORGAN_MIN", "ORGAN_MAX")
 
-    plan_text = PLAN_MD.format(title=task.title, lo=ORGAN_MIN, hi=ORGAN_MAX)
+    plan_text = PLAN_MD.format(title=task.title, lo=organ_min, hi=organ_max)
     first = f"$(ls {data_dir} | head -1)"
     steps = [
         ScriptStep("explore", "bash",
