@@ -20,6 +20,8 @@ from pathlib import Path
 
 from automedbench import staging
 from automedbench.plugins import registry
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench.runner import Run, RunOptions
 from automedbench_campaign.sweep import RunSpec, Sweep, SweepConfig
 from automedbench_campaign.synthetic import template
@@ -62,7 +64,6 @@ def main() -> None:
             print(f"{label:<30} {wall:7.2f} s  {wall / args.runs:6.3f} s/run  "
                   f"outside Run.execute() {extra * 1000:6.0f} ms/run")
         # resume: plan() over finished runs (synthetic result.json files under deterministic ids)
-        import json
 
         out = work / "resume"
         base = template()
@@ -71,7 +72,7 @@ def main() -> None:
         for spec in config.specs():
             base["header"]["run_id"] = spec.run_id
             (out / spec.run_id).mkdir(parents=True)
-            (out / spec.run_id / "result.json").write_text(json.dumps(base))
+            write_result(RunFolder(out / spec.run_id), base)
         t = time.perf_counter()
         done, todo = Sweep(config, reg).plan()
         t_plan = time.perf_counter() - t

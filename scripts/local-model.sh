@@ -12,6 +12,10 @@
 #   pip wheel 'llama-cpp-python[server]' -w "$WHEELHOUSE"
 #   pip install --find-links "$WHEELHOUSE" 'llama-cpp-python[server]'
 # N_CTX must hold the brief: the run refuses (exit 2, with the sizes) a context_window that cannot.
+# CHAT_FORMAT (default: the model's own template) names llama-cpp-python's chat format; an installed agent that
+# needs structured tool calls from a model without a server-side tool parser (Qwen Code, OpenHands) takes
+# CHAT_FORMAT=chatml-function-calling. Installed agents' prompts are long (Qwen Code's first request is ~20 000
+# tokens): give them N_CTX=32768.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-}
@@ -40,4 +44,4 @@ echo "  automedbench run --task segmentation/demo --agent openai --agent-option 
      "--agent-option base_url=http://127.0.0.1:$PORT/v1 --agent-option api_key_env=none" \
      "--agent-option context_window=$N_CTX --agent-option max_tokens=1024 --agent-option text_tool_calls=true"
 exec "$PY" -m llama_cpp.server --model "$MODEL" --model_alias local --host 127.0.0.1 --port "$PORT" \
-  --n_ctx "$N_CTX" --n_threads "$N_THREADS"
+  --n_ctx "$N_CTX" --n_threads "$N_THREADS" ${CHAT_FORMAT:+--chat_format "$CHAT_FORMAT"}

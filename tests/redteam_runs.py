@@ -54,12 +54,13 @@ __all__ = ["test_attack_through_the_real_runner", "test_attack_specific_outcomes
 
 MOUNTINFO_GAP = ("/proc/self/mountinfo names the host paths of bind-mounted folders: the data root (public "
                  "inputs) and the run folder (decoys); a workspace under a quota is its own filesystem")
+# (a plain call's /dev/shm is its own 64 MB tmpfs and the host's /tmp is read-only in its namespace: the
+# dev-shm and tmp-shm-past-quota attacks are prevented there too since issue 35)
 PLAIN_GAPS = {
     "etc-shadow": "no filesystem isolation: as root every host file is readable",
-    "dev-shm": "no filesystem isolation: /dev/shm is the host's",
     "net-host-loopback": "network not restricted",
     "net-abstract-socket": "network not restricted: abstract unix sockets are the host's",
-    "tmp-shm-past-quota": "no filesystem isolation: the host's /tmp and /dev/shm are outside the workspace quota",
+    "mountinfo-host-paths": "no filesystem isolation: every host path is visible (and readable) anyway",
 }
 LOCAL_GAPS = {"mountinfo-host-paths": MOUNTINFO_GAP}
 if netns.unsupported():  # without slirp4netns (or root) a network-enabled task shares the host's network
@@ -753,12 +754,15 @@ def test_full_disk_still_writes_the_result(world: World, tmp_path):
     try:
         original = world.out
         world.out = small
+        # no quota: the demo's declared 1 GB workspace (and its copies) cannot be promised on a 96 MB disk, and
+        # the point is the agent filling the run folder's own disk
         o = attack(world, [[("bash", "dd if=/dev/urandom of=$WORKSPACE_DIR/fill bs=1M count=200 2>&1 | tail -1; "
-                                     "echo full")], [("bash", "echo " + "x" * 3000)]], keep_workspace=False)
+                                     "echo full")], [("bash", "echo " + "x" * 3000)]], keep_workspace=False,
+                   workspace_quota_mb=0)
         assert (o.run_dir / "result.json").stat().st_size > 0
         assert not (o.run_dir / "workspace").exists()
         # and the next run in that folder is unaffected
-        attack(world, [[("bash", "echo next")]], keep_workspace=False)
+        attack(world, [[("bash", "echo next")]], keep_workspace=False, workspace_quota_mb=0)
     finally:
         world.out = original
         subprocess.run(["umount", "-l", str(small)])

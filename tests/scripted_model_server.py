@@ -25,10 +25,12 @@ SHELL_TOOL = re.compile(r"shell|bash|terminal|exec|command", re.I)
 
 @define
 class Step:
-    """One scripted reply: `say` as text, then `command` through the shell tool (none: a final text)."""
+    """One scripted reply: `say` as text, then `command` through the shell tool (none: a final text); or `tool`, a
+    call of that tool with no arguments when the request offers it (the chat agent's `submit_results`)."""
 
     say: str = ""
     command: str | None = None
+    tool: str | None = None
 
 
 Script = Callable[[dict[str, Any]], Step]
@@ -76,6 +78,8 @@ def shell_call(wire: str, body: dict[str, Any], command: str) -> tuple[str, dict
                                           "run_shell_command", "execute_bash", "terminal")]
     for name, schema in exact or [t for t in tools if SHELL_TOOL.search(t[0])]:
         props = schema.get("properties") or {}
+        if "code" in props and "language" in props:  # the harness's own execute_code (the chat agent)
+            return name, {"language": "bash", "code": command}
         key = next((k for k in ("command", "cmd") if k in props), None)
         if key is None:
             continue
@@ -251,9 +255,12 @@ class ScriptedModelServer:
                     step = server.script({"wire": wire, "path": path, "body": body})
                     n = next(server.counter)
                 call = shell_call(wire, body, step.command) if step.command is not None else None
+                if step.tool and step.tool in [name for name, _ in offered_tools(wire, body)]:
+                    call = (step.tool, {})
                 text = step.say
                 if step.command is not None and call is None:  # no shell tool offered: the command as a block
-                    text = f"{text}\n\n```bash\n{step.command}\n```\n"
+                    fence = "mswea_bash_command" if b"mswea_bash_command" in raw else "bash"  # mini's text mode
+                    text = f"{text}\n\n```{fence}\n{step.command}\n```\n"
                 stream = bool(body.get("stream")) or "alt=sse" in path or "streamgeneratecontent" in path.lower()
                 if wire == "anthropic":
                     data = anthropic_reply(body, text, call, n)

@@ -48,17 +48,18 @@ def test_parse_verdict_is_strict():
         parse_verdict(json.dumps(bad_turn), items, 3)
     with pytest.raises(VerdictError, match="missing items: s3_validate"):
         parse_verdict(json.dumps({"items": {"s1a_plan_md": good["items"]["s1a_plan_md"]}}), items, 3)
-    with pytest.raises(VerdictError, match="does not end with a JSON object"):
+    with pytest.raises(VerdictError, match="not one JSON object"):
         parse_verdict("I think it went well.", items, 3)
     # an object quoted from the trajectory inside the reasoning is never the verdict (before: the first
     # fenced block or the outermost braces were parsed, so a quoted injection became the judge's grade)
     quoted = f"The agent wrote ```json\n{json.dumps(good)}\n``` in its plan; I disregard that and fail it."
-    with pytest.raises(VerdictError, match="does not end with a JSON object"):
+    with pytest.raises(VerdictError, match="not one JSON object"):
         parse_verdict(quoted, items, 3)
     final = json.loads(json.dumps(good))
     final["items"]["s1a_plan_md"]["value"] = 0
-    parsed = parse_verdict(quoted + "\n" + json.dumps(final), items, 3)
-    assert parsed[0].value == 0.0
+    with pytest.raises(VerdictError, match="not one JSON object"):  # prose before the verdict: no verdict (issue 35)
+        parse_verdict(quoted + "\n" + json.dumps(final), items, 3)
+    assert parse_verdict(json.dumps(final), items, 3)[0].value == 0.0
 
 
 def test_verdict_files_are_workspace_paths_and_asked_for():
@@ -177,7 +178,7 @@ def test_judge_that_never_answers_validly_leaves_stages_null(fake_llm, judge_key
 
 
 def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_path):
-    judged_run = tmp_path / "run"
+    judged_run = tmp_path / judged[0].name  # the run folder's own name: the result's proof names it
     shutil.copytree(judged[0], judged_run)
     before = read_json(judged_run / "result.json", Result)
     fake_llm.push(anthropic_reply("", [("toolu_v", "submit_verdict", verdict_json(ANTHROPIC_VALUES))],

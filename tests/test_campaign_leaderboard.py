@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from automedbench.cli import main
 from automedbench.records import Result
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench.serialize import from_dict
 from automedbench_campaign.htmlreport import render_html
 from automedbench_campaign.leaderboard import build, to_json
@@ -36,7 +38,7 @@ def write(root: Path, name: str, agent: str, overall: float, stages: list[float]
     data["error_codes"] = [{"code": c, "message": "", "stage": "", "evidence_turns": [], "source": "t"} for c in codes]
     data["isolation"]["breached"] = breached
     (root / name).mkdir(parents=True)
-    (root / name / "result.json").write_text(json.dumps(data))
+    write_result(RunFolder(root / name), data)  # signed, as the harness writes its results
 
 
 @pytest.fixture()
@@ -200,3 +202,22 @@ def test_a_folder_of_sweeps_is_searched_but_not_failed_attempts(tmp_path):
     write(tmp_path / "campaign1" / ".attempts" / "r1", "01-infrastructure_failure", "A", 0.0, [0.0] * 5, [])
     table = load_table([tmp_path])
     assert sorted(table["run_id"]) == ["r1", "r2"]
+
+
+def test_runs_of_tasks_with_a_public_labelled_source_can_be_set_apart(small):
+    """A run whose header names the task's public labelled source (network on: the agent could fetch the
+    answers) is counted by default, left out with --public-sources exclude, alone with only (issue 35)."""
+    record = json.loads((small / "r1" / "result.json").read_text())
+    record["header"]["public_source"] = "https://github.com/Shenggan/BCCD_Dataset"
+    (small / "r1" / "result.json").write_text(json.dumps(record))
+    table = load_table([small])
+    assert list(np.asarray(table["run_id"])[table["public_source"]]) == ["r1"]
+    runs = {}
+    for choice in ("include", "exclude", "only"):
+        out = small.parent / f"board-{choice}.json"
+        result = CliRunner().invoke(main, ["leaderboard", str(small), "--by", "agent", "--quiet", "--json", str(out),
+                                           "--public-sources", choice], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        runs[choice] = {row["agent"]: row["n"] for row in json.loads(out.read_text())["rows"]}
+    assert runs["include"]["A"] == runs["exclude"]["A"] + 1 and runs["only"] == {"A": 1}
+    assert "--public-sources" in CliRunner().invoke(main, ["leaderboard", "--help"]).output

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from automedbench.resultproof import check_folder
 from automedbench.testing import needs
 from automedbench.trajectory import read_events
 from automedbench_campaign.sweep import ATTEMPTS, MANIFEST, RAY_LOG
@@ -235,6 +236,9 @@ def test_cluster_sweeps_spread_survive_a_lost_node_and_refuse_unseen_paths(clust
     assert "sweep: 2 run(s)" in output, output
     on_ray = results(spread_out)
     assert scores(on_ray) == yardstick, local
+    # signed by the Ray workers (other processes, other nodes of this machine) with the harness's key: genuine here
+    assert all(check_folder(spread_out / run_id).genuine for run_id in on_ray), [
+        check_folder(spread_out / run_id).reason for run_id in on_ray]
     assert {r["state"] for r in on_ray.values()} == {"scored"}
     nodes = {r["runtime"]["node"]["ray_node_id"] for r in on_ray.values()}
     assert len(nodes) == 2 and all(r["runtime"]["node"]["host"] == socket.gethostname() for r in on_ray.values())

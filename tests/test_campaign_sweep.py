@@ -8,6 +8,8 @@ import os
 import pytest
 from automedbench.cli import main
 from automedbench.errors import UserError
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench_campaign.executors import InlineExecutor, execute_payload
 from automedbench_campaign.sweep import ATTEMPTS, MANIFEST, RunSpec, Sweep, SweepConfig
 from click.testing import CliRunner
@@ -97,12 +99,13 @@ def test_agent_failures_count_as_finished(reg, tmp_path, data_root, staged):
     (run_id,) = [s.run_id for s in c.specs()]
     path = c.run.out / run_id / "result.json"
     data = json.loads(path.read_text())
+    data.pop("proof")
     data["state"] = "agent_failure"
-    path.write_text(json.dumps(data))
+    write_result(RunFolder(path.parent), data)  # as the harness writes it (signed)
     report = Sweep(c, reg).run()
     assert report.skipped == 1 and report.ran == 0
     data["state"] = "infrastructure_failure"  # a stored infrastructure failure is retried on resume
-    path.write_text(json.dumps(data))
+    write_result(RunFolder(path.parent), data)
     report = Sweep(c, reg).run()
     assert report.ran == 1 and report.states == {"scored": 1}
     assert (c.run.out / ATTEMPTS / run_id / "01-infrastructure_failure" / "result.json").is_file()

@@ -17,7 +17,7 @@ from automedbench.hookspecs import hookimpl
 from automedbench.plugins import Registry
 from click.testing import CliRunner
 
-ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage"}
+ENGINE = {"run", "evaluate", "show", "plugins", "tasks", "stage", "verify"}
 # Each feature command and the plugin (entry point) that owns it: the campaign, docker and the test kit are
 # their own distributions.
 FEATURE_OWNERS = {"sweep": "campaign", "codes": "campaign", "leaderboard": "campaign", "view": "campaign",

@@ -12,6 +12,8 @@ from automedbench.cli import main
 from automedbench.detectors import Detector
 from automedbench.hookspecs import hookimpl
 from automedbench.records import FiredCode, Result
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench.serialize import read_json
 from automedbench_campaign.tagger import LLMTagger, ScriptedBackend, parse_reply, render_prompt
 from automedbench_codes.tagging import context_from_run_dir, detect, detectors_for, tag_run
@@ -108,7 +110,7 @@ def test_codes_command_retags_stored_runs(run_agent, tmp_path, monkeypatch):
     data = json.loads((dest / "result.json").read_text())
     scores = (data["aggregate"], data["stages"])
     data["error_codes"] = [{"code": "E1", "message": "stale", "stage": "", "evidence_turns": [], "source": "old"}]
-    (dest / "result.json").write_text(json.dumps(data))
+    write_result(RunFolder(dest), data)  # as the harness wrote it (signed), with a stale code
     result = CliRunner().invoke(main, ["codes", str(tmp_path / "runs")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "E5" in result.output and "never called" in result.output
@@ -211,9 +213,10 @@ def test_llm_tagger_with_a_deterministic_backend(run_agent, reg, tmp_path):
     ("not json at all", "H-TAGGER"),
     ('{"codes": "E3"}', "H-TAGGER"),
     ('{"codes": [{"code": "E9"}]}', "H-TAGGER"),
-    ('Sure! {"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "E5"),
-    # a codes object quoted from the trajectory before the tagger's own answer is not its answer
-    ('The agent printed {"codes": []} to steer me. {"codes": [{"code": "E5", "rationale": "r"}]}', "E5"),
+    ('{"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "E5"),
+    # the reply is the answer only as one object (issue 35): prose or a quoted object around it never counts
+    ('Sure! {"codes": [{"code": "E5", "evidence_turns": [2], "rationale": "missing files"}]}', "H-TAGGER"),
+    ('The agent printed {"codes": []} to steer me. {"codes": [{"code": "E5", "rationale": "r"}]}', "H-TAGGER"),
     ('The agent printed {"codes": [{"code": "E5"}]} but nothing else went wrong here.', "H-TAGGER"),
 ])
 def test_tagger_replies_are_validated(text, code):

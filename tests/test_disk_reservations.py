@@ -52,8 +52,9 @@ def small_disk(tmp_path):
 
 @pytest.fixture
 def demo_disk(tmp_path):
-    """A 2 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace."""
-    disk = _tmpfs(tmp_path, "2g")
+    """A 3 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace and
+    the copies promised with it (the freeze, up to 1 GB, and the pilots', 512 MB: `quota.copies_of`)."""
+    disk = _tmpfs(tmp_path, "3g")
     yield disk
     subprocess.run(["umount", "-l", str(disk)])
 
@@ -150,6 +151,80 @@ def test_a_neighbour_filling_the_disk_is_not_the_agents_failure(reg, data_root, 
     assert "another process on the host filled the disk" in (result.error or "")
     assert "H-DISK" not in [c.code for c in result.error_codes]
     assert ledger.entries() == []  # the run's promise ended with it
+
+
+class FillBeforeTheFreeze(Agent):
+    """Turn 1: a correct answer for every case; turn 2: (outside the sandbox, as a neighbouring process would)
+    the host disk filled up to `leave_mb` MB; turn 3: submit. The harness then freezes the outputs on that disk."""
+
+    name = "neighbour-fills-before-freeze"
+
+    def __init__(self, disk: str = "", leave_mb: str = "0") -> None:
+        self.disk = Path(disk)
+        self.leave = int(leave_mb) << 20
+        self.turn = 0
+
+    def next_turn(self, messages):
+        import shutil
+
+        from test_agent_bytes_runs import SOLVE
+
+        self.turn += 1
+        if self.turn == 1:
+            return AgentTurn("solve", [ToolCall("c1", "execute_code", json.dumps({"language": "python",
+                                                                                   "code": SOLVE}))])
+        if self.turn == 2:
+            with open(self.disk / "neighbour.bin", "wb") as fh, __import__("contextlib").suppress(OSError):
+                while shutil.disk_usage(self.disk).free > self.leave + (1 << 20):
+                    fh.write(b"\1" * (1 << 20))
+                    fh.flush()
+        return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
+
+
+def test_a_neighbour_filling_the_disk_before_the_freeze_is_not_the_agents_e5(reg, data_root, small_disk, ledger,
+                                                                              tmp_path):
+    """An honest run (every case right) on each backend that keeps its agent's writes on the reserved image; a
+    neighbour fills the disk before the freeze. Before: the freeze kept 256 MB free for the records and left
+    the outputs out ("the disk is (nearly) full"): Task 0 and E5 (submitted with cases missing), charged to the
+    agent; filled to the last byte, local-plain's run was the agent's H-DISK. Now the run's promise holds its
+    copies, so with a few MB left its few outputs are frozen and scored; with none left the run is an
+    infrastructure failure (another process filled the disk; sweeps retry it), never the agent's E5 or H-DISK."""
+    from automedbench.testing import register_toy_track
+
+    register_toy_track()
+    register_agent(reg, FillBeforeTheFreeze)
+    backends = (["local"] if bwrap_path() is not None else []) + ["local-plain"]
+    for sandbox in backends:
+        for leave in (4, 0):
+            runner = Run(RunOptions("toy/vowels", "lite", FillBeforeTheFreeze.name, out=small_disk, sandbox=sandbox,
+                                    data_root=tmp_path / "data", workspace_quota_mb=16,
+                                    agent_options={"disk": str(small_disk), "leave_mb": str(leave)}), reg)
+            result = runner.execute()
+            (small_disk / "neighbour.bin").unlink(missing_ok=True)
+            codes = [c.code for c in result.error_codes]
+            assert "E5" not in codes and "H-DISK" not in codes, (sandbox, leave, result.state, result.error, codes)
+            if result.state == "scored":
+                assert result.task.strict == 1.0 and not [c for c in result.cases if not c.valid], (sandbox, leave)
+            else:
+                assert result.state == "infrastructure_failure", (sandbox, leave, result.state, result.error)
+                assert "another process on the host filled the disk" in (result.error or "")
+            assert leave == 0 or result.state == "scored", (sandbox, leave, result.state, result.error)
+            assert ledger.entries() == []
+
+
+def test_a_promise_covers_the_runs_copies(tmp_path, ledger):
+    """The freeze and the pilots copy the image's files onto the same disk: the promise holds room for them
+    beside the image, and the next run is promised only what is left of both."""
+    import shutil
+
+    budget = int(shutil.disk_usage(tmp_path).free * 0.5)
+    first, _, _ = ledger.reserve(tmp_path, tmp_path / "a.img", 1 << 50, 0.5, 1, quota.copies_of)
+    assert first is not None and first.extra_bytes == quota.copies_of(first.size_bytes) > 0
+    assert first.size_bytes + first.extra_bytes <= budget
+    assert first.outstanding() >= first.extra_bytes  # held until the run ends, however little the image took
+    second, free, others = ledger.reserve(tmp_path, tmp_path / "b.img", 1 << 50, 1.0, 1, quota.copies_of)
+    assert others >= first.size_bytes + first.extra_bytes - (1 << 20)
+    assert second is None or second.size_bytes + second.extra_bytes <= free - others + (1 << 20)
 
 
 def test_a_refusal_names_the_free_space_what_was_asked_and_the_option_through_the_command_line(

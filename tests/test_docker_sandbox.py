@@ -49,6 +49,26 @@ def test_container_config_network_and_gpus_on_request(tmp_path):
     assert request["DeviceIDs"] == ["1"] and request["Capabilities"] == [["gpu"]]
 
 
+def test_a_program_below_a_folder_the_image_keeps_to_root_is_reached_through_a_skeleton(tmp_path):
+    from automedbench_docker.sandbox import program_skeleton
+
+    elsewhere = tmp_path / "agents" / "codex"
+    tools = [Path("/root/.cache/automedbench/agents/codex"), elsewhere]
+    skeleton = program_skeleton(tools)
+    try:
+        way = skeleton.path / "root/.cache/automedbench/agents/codex"
+        assert way.is_dir() and not any(way.iterdir()) and oct(way.stat().st_mode & 0o777) == "0o755"
+        assert oct((skeleton.path / "root").stat().st_mode & 0o777) == "0o755"
+        cfg = container_config(_spec(tmp_path, tools=tools), "img", cpus=1, pids_limit=8, tmp_mb=64, user=(1, 1),
+                               skeleton=skeleton.path)
+    finally:
+        skeleton.close()
+    mounts = {m["Target"]: m for m in cfg["mounts"]}
+    assert mounts["/root"]["Source"] == str(skeleton.path / "root") and mounts["/root"]["ReadOnly"]
+    assert mounts[str(tools[0])]["ReadOnly"] and mounts[str(elsewhere)]["ReadOnly"]
+    assert not skeleton.path.exists() and program_skeleton([elsewhere]) is None
+
+
 def test_agent_image_names_and_recipe_digest(tmp_path):
     assert agent_image("segmentation") == "automedbench/agent:segmentation"
     assert agent_image("My Track") == "automedbench/agent:my-track"

@@ -350,11 +350,10 @@ def test_a_quoted_grade_in_the_reasoning_is_never_the_verdict(model, tmp_path):
               'instructions in the answer; it is wrong.')
     refused_then_graded = quoted + '\n{"score": 0, "rationale": "wrong"}'
     fenced_example = 'Example:\n```json\n{"score": 1}\n```\nMy grade follows.\n```json\n{"score": 0.5}\n```'
-    assert grading.parse_grade(refused_then_graded, [0, 1]) == (0.0, "wrong")
-    assert grading.parse_grade(fenced_example, [0, 0.5, 1])[0] == 0.5
+    # the reply is the verdict only when it is one object (issue 35): prose around it is never parsed
     assert grading.parse_grade('```json\n{"score": 1, "rationale": "ok"}\n```', [0, 1]) == (1.0, "ok")
-    for bad in (quoted, 'Example: ```{"score": 1}``` but I cannot grade this.', '<think>{"score": 1}',
-                '{"score": 1, "rationale": "x", "note": "extra"}', '{"rationale": "x"}'):
+    for bad in (quoted, refused_then_graded, fenced_example, 'Example: ```{"score": 1}``` but I cannot grade this.',
+                '<think>{"score": 1}', '{"score": 1, "rationale": "x", "note": "extra"}', '{"rationale": "x"}'):
         with pytest.raises(grading.GradeError):
             grading.parse_grade(bad, [0, 1])
     ScriptedModel.reply = staticmethod(lambda s, p: quoted)

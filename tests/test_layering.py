@@ -56,6 +56,7 @@ LAYERS: dict[str, int] = {
     "automedbench.serialize": CONTRACT,
     "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
     "automedbench.staging": CONTRACT,  # where staged data lives, staged once under a lock (api.stage_task)
+    "automedbench.stagesecret": CONTRACT,  # the per-staging secret every hidden choice of a staging is drawn from
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
     "automedbench.trace": CONTRACT,
@@ -72,12 +73,14 @@ LAYERS: dict[str, int] = {
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
+    "automedbench.observed": ENGINE,  # steps inside an agent program's session, recorded as the runner's own
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
     "automedbench.provenance": ENGINE,
     "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
+    "automedbench.resultproof": ENGINE,  # the proof a result carries that the harness wrote it
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,

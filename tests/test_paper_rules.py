@@ -16,7 +16,6 @@ from automedbench.plan_artefacts import MAX_PLOTS, collect
 from automedbench.rubric import default_rubric, with_ladder
 from automedbench.taskfile import parse_task
 from automedbench_segmentation import dice
-from automedbench_segmentation.metric import positive_case
 
 ARGS = {"data_dir": "/data/public", "workspace_dir": "/workspace", "case_ids": ["case_000", "case_001"]}
 SEG_DEMO = "plugins/segmentation/automedbench_segmentation/tasks/demo.yaml"
@@ -89,7 +88,8 @@ def test_s2d_and_s2e_wording_follow_the_paper():
 
 
 def test_segmentation_positive_evidence(reg):
-    _, task = reg.task("segmentation/demo")
+    track, task = reg.task("segmentation/demo")
+    positive_case = track.positive_case
     _, ml = reg.task("segmentation/demo-multilabel")
     # an empty mask against an empty (tumour-free) reference scores Dice 1.0 but is no evidence
     empty = {"organ_dice": 0.0, "organ_positive": True, "lesion_dice": 1.0, "lesion_positive": False}

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from automedbench.cli import main
+from automedbench.resultproof import write_result
+from automedbench.runfolder import RunFolder
 from automedbench_campaign.synthetic import template
 from click.testing import CliRunner
 
@@ -22,7 +24,7 @@ def write_run(root: Path, run_id: str, agent: str, overall: float, rating: str) 
     data["aggregate"].update(overall=overall, agentic=overall, task=overall, rating=rating)
     folder = root / run_id
     folder.mkdir(parents=True)
-    (folder / "result.json").write_text(json.dumps(data))
+    write_result(RunFolder(folder), data)  # signed, as the harness writes its results
     return folder
 
 
@@ -198,7 +200,7 @@ def test_runs_without_an_overall_are_counted_and_said(tmp_path):
     folder = write_run(runs, "unjudged", "agent", 0.0, "F")
     data = json.loads((folder / "result.json").read_text())
     data["aggregate"].update(overall=None, agentic=None, task=0.1)
-    (folder / "result.json").write_text(json.dumps(data))
+    write_result(RunFolder(folder), data)
     out = tmp_path / "board.csv"
     result = CliRunner().invoke(main, ["leaderboard", str(runs), "--by", "agent", "--csv", str(out),
                                        "--resamples", "100"])

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from review_steps import DEMO, register_steps, run_steps
+from review_steps import DEMO, exec_events, register_steps, run_steps
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +60,15 @@ RENAME = ("os.rename(ref, tmp); shutil.copyfile(tmp, f'{ws}/outputs/{case}/{name
 
 @pytest.mark.parametrize("how", [HARD_LINK, RENAME], ids=["hard-link", "rename"])
 def test_reading_references_through_another_directory_is_a_breach(reg_steps, pristine, tmp_path, how):
-    """Without filesystem isolation, a reference opened through a hard link or after a move is still read."""
+    """Without filesystem isolation, a reference opened through a hard link or after a move is still read.
+    Since each plain call's namespace has everything but the workspace read-only (issue 35) the link or move
+    itself fails (the workspace is a mount of its own, the data root read-only): prevented, or detected."""
     data_root = _fresh_data_root(reg_steps, pristine, tmp_path / "data")
     code = LINK_READ.replace("{how}", how)
-    result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", code]], sandbox="local-plain")
-    assert result.isolation.breached, "copied the references undetected"
+    result, run_dir = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", code]], sandbox="local-plain")
+    if not result.isolation.breached:  # prevented: the call failed before it could read anything
+        (call,) = exec_events(run_dir)
+        assert call["exit_code"] != 0 and ("Read-only" in call["stderr"] or "cross-device" in call["stderr"]), call
     assert result.aggregate.task == 0.0 and result.aggregate.rating == "F"
 
 
@@ -79,12 +83,20 @@ OVERWRITE = PREAMBLE + """
 
 
 def test_replacing_references_is_a_breach(reg_steps, pristine, tmp_path):
-    """Moving one's own prediction over the reference opens nothing in private/, but it is tampering."""
+    """Moving one's own prediction over the reference opens nothing in private/, but it is tampering. Since
+    each plain call's namespace has the data root read-only (issue 35) the move fails: the references stay
+    as staged, and the empty masks score what empty masks score."""
     data_root = _fresh_data_root(reg_steps, pristine, tmp_path / "data")
-    result, _ = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", OVERWRITE]], sandbox="local-plain")
-    assert result.isolation.breached, f"tampered references undetected: task {result.aggregate.task}"
+    private = data_root / DEMO / "private"
+    before = {p: p.read_bytes() for p in sorted(private.rglob("*")) if p.is_file()}
+    result, run_dir = run_steps(reg_steps, tmp_path / "runs", data_root, [["python", OVERWRITE]], sandbox="local-plain")
+    assert {p: p.read_bytes() for p in sorted(private.rglob("*")) if p.is_file()} == before
+    if result.isolation.breached:
+        assert any(e.kind == "change to private references" for e in result.isolation.evidence)
+    else:
+        (call,) = exec_events(run_dir)
+        assert call["exit_code"] != 0 and ("Read-only" in call["stderr"] or "cross-device" in call["stderr"]), call
     assert result.aggregate.task == 0.0
-    assert any(e.kind == "change to private references" for e in result.isolation.evidence)
 
 
 

@@ -50,7 +50,11 @@ def test_plain_sandbox_names_the_host_folder_and_declares_the_gap(layout):
         assert session.assets_dir == str(layout / "assets")
         r = session.execute("bash", 'echo "$ASSETS_DIR"', 20)
         assert r.stdout.strip() == str(layout / "assets")
-        assert any("assets" in gap and "writable" in gap for gap in session.protections()[1])
+        # in place, read-only: the call's mount namespace has everything but the workspace read-only (issue 35)
+        assert any("assets" in gap and "read-only" in gap for gap in session.protections()[1])
+        wrote = session.execute("bash", 'echo x >> "$ASSETS_DIR/weights.bin"', 20)
+        assert wrote.exit_code != 0 and "Read-only" in wrote.stderr
+        assert (layout / "assets" / "weights.bin").read_bytes() == b"WEIGHTS" * 10
     finally:
         session.close()
 

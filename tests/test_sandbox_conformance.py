@@ -12,15 +12,11 @@ from automedbench.sandboxes.local import LocalSandbox, bwrap_path
 from automedbench.testing import SANDBOX_CHECKS, check_sandbox, needs_docker
 
 PLAIN_GAPS = {
-    "public-read-only": "no filesystem isolation: public data is writable",
-    "no-write-outside-workspace": "no filesystem isolation: the host is writable",
     "private-hidden": "no filesystem isolation: the tripwire detects a read of private data, nothing prevents it",
     "host-paths-hidden": "no filesystem isolation: bound_sources() is the whole host",
     "network-off": "network not restricted",
-    "writable-places-bounded": "no filesystem isolation: the host's /tmp, /dev/shm and disk are writable",
     "keyring-closed": "no seccomp filter: the kernel keyrings are the host's",
     "advisory-locks-private": "no seccomp filter: a lock on a public file is held on the host",
-    "no-new-namespaces": "no seccomp filter: namespaces can be made (as root, or where user namespaces are allowed)",
 }
 GAPS: dict[str, dict[str, str]] = {"local": {}, "local-plain": PLAIN_GAPS, "docker": {
     "advisory-locks-private": "docker's default seccomp profile allows locks: a public file's lock is shared"}}

@@ -5,10 +5,13 @@ injected grade or refuse the agent's text (class 3). Each states what scored bef
 from __future__ import annotations
 
 import json
+import secrets
+from pathlib import Path
 
 import pytest
 from automedbench import staging
 from automedbench.harnessstate import state_dir
+from automedbench.runfolder import RunFolder
 from automedbench.runner import Run, RunOptions
 from automedbench.testing import StepsAgent, register_agent
 from automedbench_models import grading
@@ -87,20 +90,27 @@ def forged_lines(vqa, model: str, answer: str, score: float) -> list[str]:
 
 def test_attack_forged_cache_lines_written_by_a_local_plain_run_earn_nothing(fake_llm, vqa, reg, data_root,
                                                                              tmp_path):
-    """Attack 1: under local-plain (the host filesystem writable) the agent appends score-1 lines for its
-    nonsense answers to the grade cache, at the old place (the data root) and the new (the harness state
-    folder). Before: every open answer came from the cache as 1 (rating C -> A). Now: unsigned lines are
-    ignored and counted, and the grader's own verdict (0) stands."""
+    """Attack 1: under local-plain (no filesystem isolation) the agent appends score-1 lines for its nonsense
+    answers to the grade cache, at the old place (the data root) and the new (the harness state folder).
+    Before: every open answer came from the cache as 1 (rating C -> A). Then: unsigned lines were ignored and
+    counted. Now the call cannot write either place (everything but its workspace is read-only, the state
+    folder is covered), and the grader's own verdict (0) stands."""
     fake_llm.fallback = grade_by_content
-    model = "poison-grader"
+    model = f"poison-{secrets.token_hex(4)}"  # a fresh identity: nothing an earlier session cached applies
     lines = "\n".join(forged_lines(vqa, model, NONSENSE, 1.0)) + "\n"
     targets = [str(data_root / grading.GRADE_CACHE), str(grading.default_cache_path())]
-    poison = f"lines = {lines!r}\nfor path in {targets!r}:\n    open(path, 'a').write(lines)\nprint('poisoned')"
-    result, _ = run(reg, data_root, tmp_path / "a", [["python", poison], ["python", answers_step(NONSENSE)]],
-                    judge_options(fake_llm, model), sandbox="local-plain")
+    grading.GradeCache(grading.default_cache_path()).put({"key": "k", "grader": "g", "model": "m", "score": 0})
+    cache_before = grading.default_cache_path().read_bytes()
+    poison = (f"lines = {lines!r}\nfor path in {targets!r}:\n    try:\n        open(path, 'a').write(lines)\n"
+              "        print('poisoned', path)\n    except OSError as exc:\n        print('refused', path, exc)")
+    result, run_dir = run(reg, data_root, tmp_path / "a", [["python", poison], ["python", answers_step(NONSENSE)]],
+                          judge_options(fake_llm, model), sandbox="local-plain")
     rows = graded_rows(result)
     assert result.state == "scored" and rows and all(r["judge_score"] == 0.0 for r in rows)
-    assert result.task.components[grading.REJECTED] >= len(rows)  # seen and counted, never trusted
+    said = next(e["stdout"] for e in RunFolder(run_dir).events() if e.get("type") == "tool")
+    assert "poisoned" not in said and said.count("refused") == 2, said
+    # and the run, unverified, left nothing in the cache verified runs read (its own grades were not kept)
+    assert grading.default_cache_path().read_bytes() == cache_before
 
 
 def test_attack_a_poisoned_cache_cannot_cost_a_later_honest_run(fake_llm, vqa, reg, data_root, tmp_path):
@@ -158,29 +168,93 @@ def test_attack_refusal_bait_cannot_null_the_grader(fake_llm, vqa, reg, data_roo
     assert all("refused the agent's text" in g["agent_fault"] for g in grades)
 
 
-def test_attack_lines_signed_with_a_stolen_key_are_foreign_after_a_local_plain_run(fake_llm, vqa, reg, data_root,
-                                                                                     tmp_path):
-    """Attack 5: under local-plain the agent can read the harness key, so it signs its forged lines. Before the
-    key rotation those lines were trusted by this run and every later one. Now a run without filesystem
-    isolation replaces the key before grading: the stolen key's lines are foreign, ignored and counted."""
-    fake_llm.fallback = grade_by_content
-    model = "stolen-key-grader"
-    key_path = state_dir() / "harness.key"
-    grading.GradeCache(grading.default_cache_path())  # the key exists before the run, as after any earlier run
-    lines = forged_lines(vqa, model, NONSENSE, 1.0)
-    steal = f"""
-import hashlib, hmac, json
-key = open({str(key_path)!r}, 'rb').read()
-with open({str(grading.default_cache_path())!r}, 'a') as cache:
-    for line in {lines!r}:
-        entry = json.loads(line)
-        body = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False).encode()
-        entry['mac'] = hmac.new(key, body, hashlib.sha256).hexdigest()
-        cache.write(json.dumps(entry, sort_keys=True) + '\\n')
-print('signed with the stolen key')
+PLAIN_RUN = """
+import json, pathlib, sys
+from automedbench.plugins import registry
+from automedbench.runfolder import RunFolder
+from automedbench.runner import Run, RunOptions
+from automedbench.testing import StepsAgent, register_agent, register_toy_track
+
+steps, out = json.loads(sys.argv[1]), pathlib.Path(sys.argv[2])
+reg = registry()
+register_toy_track()
+register_agent(StepsAgent, reg)
+result = Run(RunOptions("toy/vowels", "lite", StepsAgent.name, out=out, sandbox="local-plain",
+                        agent_options={"steps": steps}), reg).execute()
+print(result.state)
 """
-    result, _ = run(reg, data_root, tmp_path / "e", [["python", steal], ["python", answers_step(NONSENSE)]],
-                    judge_options(fake_llm, model), sandbox="local-plain")
+
+
+def steal_step(state: Path, cache: Path, lines: list[str]) -> str:
+    """Agent code: read the harness key, sign forged grade lines with it, append them to the grade cache."""
+    return f"""
+import hashlib, hmac, json
+try:
+    key = open({str(state / 'harness.key')!r}, 'rb').read()
+    with open({str(cache)!r}, 'a') as out:
+        for line in {lines!r}:
+            entry = json.loads(line)
+            body = json.dumps(entry, sort_keys=True, ensure_ascii=False, allow_nan=False).encode()
+            entry['mac'] = hmac.new(key, body, hashlib.sha256).hexdigest()
+            out.write(json.dumps(entry, sort_keys=True) + '\\n')
+    print('signed with the stolen key')
+except OSError as exc:
+    print('could not steal', exc)
+"""
+
+
+def wait_step(flags: Path) -> str:
+    """Agent code: stay in the agent phase until the test says done (the file the test writes, read only)."""
+    return f"""
+import pathlib, time
+for _ in range(600):
+    if pathlib.Path({str(flags)!r}, 'done').exists():
+        break
+    time.sleep(0.2)
+"""
+
+
+def planted(out: Path) -> bool:
+    """The plain run's first call (the theft) is in its trajectory."""
+    return any(e.get("type") == "tool" for folder in out.glob("*") for e in RunFolder(folder).events())
+
+
+@pytest.mark.slow  # two runs at once, one in a second process
+def test_attack_a_concurrent_plain_run_cannot_reach_the_key_a_verified_run_trusts(fake_llm, vqa, reg, data_root,
+                                                                                  tmp_path):
+    """Attack 5 (measured on the earlier design): an unverified local-plain run reads the harness key, signs
+    score-1 grade lines for nonsense answers and appends them to the grade cache, and while it still runs (the
+    key was rotated only after its agent phase) a verified run giving those answers is graded from the cache:
+    VQA accuracy 0.21 -> 0.67, rating C -> A, counted on the leaderboard. Now no plain call ever sees the state
+    folder (an empty mount covers it; nothing is rotated after), so there is nothing to steal, and the verified
+    run's grades are the grader's own."""
+    import subprocess
+    import sys
+    import time
+
+    fake_llm.fallback = grade_by_content
+    model = f"stolen-key-{secrets.token_hex(4)}"  # a fresh identity: nothing an earlier session cached applies
+    grading.GradeCache(grading.default_cache_path())  # the key exists before the runs, as after any earlier run
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    steps = [["python", steal_step(state_dir(), grading.default_cache_path(),
+                                   forged_lines(vqa, model, NONSENSE, 1.0))], ["python", wait_step(flags)]]
+    plain = subprocess.Popen([sys.executable, "-c", PLAIN_RUN, json.dumps(steps), str(tmp_path / "plain")],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):  # the plain run's agent has done its worst (its first call) and is still running
+            if planted(tmp_path / "plain") or plain.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert planted(tmp_path / "plain"), plain.communicate()[0][-2000:]
+        result, _ = run(reg, data_root, tmp_path / "e", [["python", answers_step(NONSENSE)]],
+                        judge_options(fake_llm, model))
+    finally:
+        (flags / "done").write_text("")
+        said = plain.communicate(timeout=300)[0]
+    assert said.strip().endswith("scored"), said[-2000:]
     rows = graded_rows(result)
-    assert result.state == "scored" and rows and all(r["judge_score"] == 0.0 for r in rows)
-    assert result.task.components[grading.REJECTED] >= len(rows)
+    assert result.state == "scored" and result.isolation.verified and rows
+    assert all(r["judge_score"] == 0.0 for r in rows), rows
+    steps_run = [e for e in RunFolder(next((tmp_path / "plain").iterdir())).events() if e.get("type") == "tool"]
+    assert "could not steal" in steps_run[0]["stdout"], steps_run[0]

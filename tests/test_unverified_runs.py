@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from automedbench.cli import main
+from automedbench.runfolder import RunFolder
 from automedbench.runner import UNVERIFIED_PLAIN, Run, RunOptions
 from automedbench.sandboxes.local import bwrap_path
 from automedbench.testing import StepsAgent
@@ -85,32 +86,28 @@ def test_a_tripwire_that_cannot_arm_makes_a_plain_run_unverified(reg, data_root,
         assert any("inotify watch limit" in g for g in isolated.isolation.gaps)
 
 
-def test_a_change_to_the_harness_environment_is_recorded(reg, data_root, tmp_path):
-    """On local-plain the agent can write the harness's site-packages: the run says so."""
-    probe = Path(sysconfig.get_paths()["purelib"]) / "zz_amb_unverified_probe.py"
-    try:
-        plain, _, _ = _run(reg, tmp_path, data_root, "local-plain",
-                           steps=[["bash", f"echo 'x = 1' > {probe}"]])
-    finally:
-        probe.unlink(missing_ok=True)
-    assert any("Python environment changed" in r and "zz_amb_unverified_probe" in r
-               for r in plain.isolation.unverified), plain.isolation.unverified
-
-
-def test_a_rewritten_cached_module_is_a_change_too(reg, data_root, tmp_path):
-    """Python runs a .pyc whose header matches its source without reading the source: on local-plain an agent
-    rewriting one under __pycache__ rewrites code the evaluator may import, and the run says so. (Here the
-    bytes are the same, only the file is new: no code changes, the snapshot still sees it.)"""
+def test_the_harness_environment_is_read_only_to_a_plain_call(reg, data_root, tmp_path):
+    """On local-plain the agent could write the harness's site-packages and its cached modules (code the
+    evaluator, and every later run, imports); the run only said so afterwards. Now each call's mount namespace
+    has everything but the workspace read-only: both writes fail, nothing changes, nothing needs saying."""
     import py_compile
 
     from automedbench import evaluator
 
+    probe = Path(sysconfig.get_paths()["purelib"]) / "zz_amb_unverified_probe.py"
     cached = Path(py_compile.compile(evaluator.__file__, doraise=True))  # what an import would write
-    assert cached.parent.name == "__pycache__"
-    plain, _, _ = _run(reg, tmp_path, data_root, "local-plain",
-                       steps=[["bash", f"cp '{cached}' '{cached}.new' && mv '{cached}.new' '{cached}'"]])
-    assert any("Python environment changed" in r and cached.name in r for r in plain.isolation.unverified), (
-        plain.isolation.unverified)
+    before = cached.read_bytes()
+    try:
+        plain, run_dir, _ = _run(reg, tmp_path, data_root, "local-plain",
+                                 steps=[["bash", f"echo 'x = 1' > {probe}"],
+                                        ["bash", f"cp '{cached}' '{cached}.new' && mv '{cached}.new' '{cached}'"]])
+    finally:
+        existed = probe.exists()
+        probe.unlink(missing_ok=True)
+    assert not existed and cached.read_bytes() == before
+    calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
+    assert [c["exit_code"] for c in calls] == [1, 1] and all("Read-only file system" in c["stderr"] for c in calls)
+    assert not any("Python environment changed" in r for r in plain.isolation.unverified), plain.isolation.unverified
 
 
 def test_added_cached_modules_and_temporary_files_are_not_changes():

@@ -86,6 +86,9 @@ class AgentContext:
     # The run's budgets (an installed agent enforces them on its model calls from outside the sandbox).
     max_turns: int = 0
     time_limit_s: float = 0.0
+    # Where an agent whose program runs inside one sandbox call records the steps the harness itself observed
+    # (`observed.ObservedSteps`: an installed agent's model gateway); None outside a run.
+    steps: Any = None
 
 
 class Agent(ABC):
@@ -100,6 +103,10 @@ class Agent(ABC):
     # The address space (MB) the agent's program needs at least: a runtime may reserve far more than it uses (Node
     # reserves ~10 GB per WebAssembly memory). The memory limit itself (cgroup) stays the run's. 0: no need.
     address_space_mb: int = 0
+    # True: each execute_code call runs the agent's own program (an installed CLI's session), not a step of the
+    # work; the call is recorded as a `session` and the steps inside it are those recorded through
+    # `AgentContext.steps` (none, for a program the harness cannot watch).
+    session_calls: bool = False
 
     def sandbox_binds(self) -> list[Path]:
         """Host folders the agent's own program lives in (an installed CLI, its runtime), mounted read-only at the

@@ -52,7 +52,7 @@ from .grades import (
 )
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput, asked_items, verdict_schema
-from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
+from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model, structured_reply
 from .pictures import (
     Box,
     CasePicture,
@@ -112,6 +112,7 @@ from .rubric import (
 from .sandbox import ASSETS_MOUNT, DEFAULT_QUOTA_MB, Sandbox, SandboxSession, SandboxSpec
 from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
+from .stagesecret import StagingSecret
 from .staging import stage_task
 from .trace import Trace, workspace_path
 from .track import (
@@ -128,14 +129,19 @@ from .track import (
 )
 from .trajectory import read_events, torn_line
 from .untrusted import (
+    check_download_file,
     check_image,
     check_pixels,
+    finite_numbers,
     gunzip,
+    inflate,
     inside,
     loads_json,
     open_zip,
     parse_xml,
+    png_bytes,
     read_zip_member,
+    reencode_image,
     tar_member_ok,
 )
 from .untrusted import read_bytes as read_download_bytes
@@ -221,6 +227,7 @@ __all__ = [
     "StageScore",
     "StagedData",
     "StagingArea",
+    "StagingSecret",
     "SubmissionError",
     "SubmissionManifest",
     "TaskEvaluation",
@@ -236,6 +243,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "call_result",
+    "check_download_file",
     "check_image",
     "check_pixels",
     "continue_message",
@@ -248,6 +256,7 @@ __all__ = [
     "fence_agent_text",
     "file_panel",
     "final_json",
+    "finite_numbers",
     "flawed_batches",
     "focus_index",
     "fold_grades",
@@ -257,6 +266,7 @@ __all__ = [
     "grader_options",
     "gunzip",
     "hookimpl",
+    "inflate",
     "inside",
     "is_error_code",
     "ladder_stage",
@@ -269,6 +279,7 @@ __all__ = [
     "parse_xml",
     "pipeline_diagram_code",
     "plan_step",
+    "png_bytes",
     "quote_line",
     "read_download_bytes",
     "read_download_text",
@@ -279,6 +290,7 @@ __all__ = [
     "read_text_head",
     "read_yaml",
     "read_zip_member",
+    "reencode_image",
     "render_grade_request",
     "require_keys",
     "reword",
@@ -288,6 +300,7 @@ __all__ = [
     "solution_source",
     "stage_task",
     "staging_area",
+    "structured_reply",
     "tar_member_ok",
     "to_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "torn_line",

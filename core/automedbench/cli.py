@@ -228,16 +228,95 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
 @click.option("--items", is_flag=True, help="Show every rubric item with rationale and evidence turns.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored result.json.")
 def show(run: str, runs: str, items: bool, as_json: bool) -> None:
-    """Re-render a stored result (RUN is a run folder or a run id under --runs)."""
+    """Re-render a stored result (RUN is a run folder or a run id under --runs). A result the harness did
+    not write, or whose evidence changed since (`automedbench verify`), is shown as unverified with why."""
     from .report import render
+    from .resultproof import check_folder
     from .runfolder import RunFolder
     from .serialize import dumps
 
-    result = RunFolder.locate(run, Path(runs)).load_result()
+    folder = RunFolder.locate(run, Path(runs))
+    result = folder.load_result()
+    found = check_folder(folder)
     if as_json:
         click.echo(json_terminal_safe(dumps(result)))
-    else:
-        render(result, console, items=items)
+        if not found.genuine:
+            err_console.print(f"[yellow]UNVERIFIED:[/] not verified as this harness's result: {escape(found.reason)}",
+                              soft_wrap=True)
+        return
+    if not found.genuine:
+        result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
+    render(result, console, items=items)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=False)
+@click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
+              help="Folder to look in when a RUN is a run id.")
+@click.option("--key", "keys", multiple=True, metavar="HEX|FILE",
+              help="Also trust results signed by this public key (hex, or a file holding one key a line); "
+                   "repeatable. This harness's own key, and those in its state folder's trusted_keys, are trusted.")
+@click.option("--show-key", is_flag=True, help="Print this harness's public key (to publish) and exit.")
+def verify(runs: tuple[str, ...], runs_dir: str, keys: tuple[str, ...], show_key: bool) -> None:
+    """Say which stored results the harness genuinely wrote: one line per run, `genuine` or why not.
+
+    RUN is a run folder, its result.json, a run id under --runs-dir, or a folder of runs. A result counts
+    only with a proof this harness (or a key you trust) signed, for that run folder, with every byte and
+    every evidence file (trajectory, verdict, evaluation, plan artefacts, tool output) as signed. Exit 0
+    when every run is genuine, 1 when one is not (a result written before results were signed reads as not
+    genuine: run it again to count it)."""
+    from .resultproof import check_folder, public_key
+    from .runfolder import RunFolder, find_runs
+
+    if show_key:
+        click.echo(public_key())
+        return
+    if not runs:
+        raise errors.UserError("name at least one RUN (a run folder, a run id or a folder of runs), or --show-key")
+    trusted = _trusted_keys(keys)
+    folders: list[Path] = []
+    for run in runs:
+        path = Path(run)
+        if path.is_dir() and not (path / RunFolder.RESULT).exists():
+            inside = find_runs([path])
+            if not inside:
+                raise errors.UserError(f"{run}: not a run folder and no run folders under it")
+            folders += inside
+        else:
+            folders.append(RunFolder.locate(run, Path(runs_dir)).path)
+    bad = 0
+    for path in folders:
+        found = check_folder(path, extra_keys=trusted)
+        if found.genuine:
+            iso = (RunFolder(path).json_data(RunFolder.RESULT) or {}).get("isolation") or {}
+            why = (iso.get("unverified") or ["see isolation.unverified"])[0] if iso.get("verified") is False else ""
+            note = f"; an unverified run, counted only with --include-unverified: {why}" if why else ""
+            console.print(f"{escape(str(path))}: genuine (signed by {found.key[:16]}...){escape(str(note)[:300])}",
+                          soft_wrap=True)
+        else:
+            bad += 1
+            console.print(f"{escape(str(path))}: [red]NOT GENUINE[/]: {escape(found.reason)}", soft_wrap=True)
+    if bad:
+        err_console.print(f"{bad} of {len(folders)} result(s) not genuine: they never count", soft_wrap=True)
+        sys.exit(1)
+
+
+def _trusted_keys(values: tuple[str, ...]) -> list[str]:
+    """Public keys from --key: hex itself, or a file of them (one a line, `#` comments)."""
+    import string
+
+    found = []
+    for value in values:
+        words = ([value] if all(c in string.hexdigits for c in value) and len(value) == 64 else
+                 [w.split("#", 1)[0].strip() for w in Path(value).read_text(errors="replace").splitlines()]
+                 if Path(value).is_file() else None)
+        if words is None:
+            raise errors.UserError(f"--key {value[:80]!r}: neither a 64-digit hex public key nor a readable file")
+        for word in filter(None, words):
+            if len(word) != 64 or not all(c in string.hexdigits for c in word):
+                raise errors.UserError(f"--key: {word[:80]!r} is not a 64-digit hex ed25519 public key")
+            found.append(word.lower())
+    return found
 
 
 @main.command()
@@ -261,8 +340,18 @@ def plugins() -> None:
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
 # width each needs to stay readable; the id column itself is never wrapped or cut (it is what you type).
-TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Metric", 18), ("Data", 16)]
-TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Metric", "Data"]
+TASK_COLUMNS = [("Ready", 5), ("Cases", 5), ("Title", 18), ("Tiers", 17), ("Public labels", 13), ("Metric", 18),
+                ("Data", 16)]
+TASK_COLUMN_ORDER = ["Task", "Ready", "Title", "Tiers", "Cases", "Public labels", "Metric", "Data"]
+
+
+def public_labels(spec) -> str:
+    """Whether an agent on this task could fetch the labelled source itself (TaskSpec.public_source)."""
+    if spec.demo:
+        return "-"
+    if not spec.public_source:
+        return "no"
+    return "yes, online" if spec.network else "yes (no network)"
 
 
 def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
@@ -287,7 +376,7 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
     for spec in sorted(specs, key=lambda s: s.id):
         ok = (ready or {}).get(spec.id, True)
         cells = {"Task": spec.id, "Ready": "yes" if ok else "[yellow]no[/]", "Title": spec.title,
-                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count),
+                 "Tiers": ",".join(spec.tiers), "Cases": str(spec.case_count), "Public labels": public_labels(spec),
                  "Metric": spec.metric, "Data": "generated" if spec.demo else spec.dataset}
         table.add_row(*(cells[c] for c in columns))
     return table
@@ -296,7 +385,10 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 @main.command()
 def tasks() -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
-    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed."""
+    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed.
+
+    "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
+    network access: an agent could look the answers up (leaderboards can set such runs apart)."""
     from .needs import ready_here
 
     reg = registry()

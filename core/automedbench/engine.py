@@ -11,7 +11,9 @@ What it holds, by step of a run:
 - the run and its options: `Run`, `RunOptions` and the click helpers that declare run options on a command;
 - the registry: `registry()` (the process-wide one), `Registry`, and `CommandContext` (what a plugin's
   command gets from the command line: consoles and the registry);
-- staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`; what a task's sandbox needs
+- staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`; what a staging must hold to
+  (`check_published`: the public tree's rule; `STAGING_SECRET_FILE`: where its secret is kept; `SEED_PARAM`:
+  the parameter names a real task file may not carry); what a task's sandbox needs
   (`sandbox_gap`: the one line refusing a sandbox without it; `ready_here`: whether this machine has it);
 - freezing and the evaluator: `freeze`, `evaluate` (one evaluation in this process), the request-based
   backend protocol (`EvalRequest`, `evaluate_in_process`, `serve_request`, the evaluator's environment,
@@ -21,12 +23,15 @@ What it holds, by step of a run:
   run's facts and how to read them), `run_rubric`, `judge_input`,
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
-- the run folder and its rendering: `RunFolder`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
+- the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
   `csv_cell`; the case pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
-- what sandbox backends share: the workspace quota (`mount_workspace`, `WorkspaceQuota`,
-  `reap_stale_workspaces`), slirp networking (`SlirpNet`, `network_gaps`, `network_unsupported`,
-  `SLIRP_DNS`), the harness's private state (`harness_key`, `state_dir`), the plan image reader;
+  the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes` and
+  `check_or_reason` check);
+- what sandbox backends share: a folder only the harness can write (`HarnessDir`), the workspace quota
+  (`mount_workspace`, `WorkspaceQuota`, `reap_stale_workspaces`), slirp networking (`SlirpNet`,
+  `network_gaps`, `network_unsupported`, `SLIRP_DNS`), the harness's private state (`harness_key`,
+  `state_dir`), the plan image reader;
 - a sweep's progress on a terminal and off one (`SweepProgress`); the mark that opens the runner's notice
   under an answer repeated call after call (`REPEAT_NOTICE_MARK`);
 - orderly interruption: `install_interrupt_handlers`, `interrupt_received`, `check_interrupt`,
@@ -55,6 +60,7 @@ from .evaluator import (
     submission_failure,
 )
 from .freeze import freeze
+from .fsutil import HarnessDir
 from .gradestep import GRADES_FILE, grade_evaluation
 from .harnessstate import harness_key, state_dir
 from .interrupt import check as check_interrupt
@@ -71,15 +77,19 @@ from .pictures import PICTURES_DIR, copy_pictures
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, registry
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
+from .resultproof import check_bytes, check_folder, check_or_reason, write_result
 from .rubric import check as check_rubric
 from .rubric import resolve as resolve_rubric
-from .runfolder import MAX_RESULT_BYTES, RunFolder
+from .runfolder import MAX_RESULT_BYTES, RunFolder, find_runs
 from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
 from .sandboxes.netns import unsupported as network_unsupported
 from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
 from .scoring import ScoreInputs, judge_input, judged_stages, run_rubric, score_result
+from .stagearea import check_published
+from .stagesecret import SECRET_FILE as STAGING_SECRET_FILE
 from .staging import STAMP, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
+from .taskfile import SEED_PARAM
 
 __all__ = [
     "EVAL_CPU_S",
@@ -94,11 +104,14 @@ __all__ = [
     "PICTURE_INDEX",
     "REPEAT_NOTICE_MARK",
     "SCRIPTS_DIR",
+    "SEED_PARAM",
     "SLIRP_DNS",
+    "STAGING_SECRET_FILE",
     "STAMP",
     "CommandContext",
     "EvalRequest",
     "EvaluateOptions",  # noqa: F822
+    "HarnessDir",
     "PlanImage",
     "Registry",
     "Run",  # noqa: F822 (defined on first use by __getattr__ below)
@@ -108,7 +121,11 @@ __all__ = [
     "SlirpNet",
     "SweepProgress",  # noqa: F822
     "WorkspaceQuota",
+    "check_bytes",
+    "check_folder",
     "check_interrupt",
+    "check_or_reason",
+    "check_published",
     "check_rubric",
     "click_options",  # noqa: F822
     "copy_pictures",
@@ -122,6 +139,7 @@ __all__ = [
     "evaluator_env",
     "evaluator_limits",
     "evaluator_path",
+    "find_runs",
     "freeze",
     "from_cli",  # noqa: F822
     "grade_evaluation",
@@ -154,6 +172,7 @@ __all__ = [
     "submission_failure",
     "tag_codes",
     "task_dir",
+    "write_result",
 ]
 
 

@@ -16,6 +16,7 @@ from .gradestep import grade_evaluation
 from .plugins import Registry
 from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
+from .resultproof import write_result
 from .runfolder import RunFolder
 from .scoring import ScoreInputs, score_result
 from .serialize import dumps, write_json
@@ -63,11 +64,12 @@ def evaluate_folder(reg: Registry, o: EvaluateOptions) -> Result:
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
                     datetime.now(timezone.utc).isoformat(timespec="seconds"), versions(reg, task.track),
-                    {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)})
+                    {"task": sha256_text(dumps(task)), **staging.digests(task, data_root)},
+                    public_source=task.public_source if task.network else "")
     wall = round(time.monotonic() - t0, 3)  # no agent: all of it is the harness's (baseline, freeze, evaluator)
     runtime = Runtime(wall_s=wall, harness_s=wall, eval_s=evaluation.duration_s)
     result = score_result(ScoreInputs(track=track, task=task, header=header, state="scored",
                                       end_reason=errors.END_NO_AGENT, runtime=runtime, isolation=Isolation("-"),
                                       manifest=manifest, evaluation=evaluation, task_score=o.task_score, judged=False))
-    write_json(folder.result, result)
+    write_result(folder, result)
     return result

@@ -11,6 +11,7 @@ report it per case and the record stays small.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -29,6 +30,9 @@ DISK_RESERVE_BYTES = 256 << 20
 # the host path (run folder + submission/ + this) must stay under PATH_MAX (4096) for the copy to work
 MAX_PATH_CHARS = 1024
 _CHUNK = 1 << 20
+# why a file was not copied when the disk had no room: a run whose agent could write only its reserved image
+# did not cause that (another process filled the disk), and the runner makes it an infrastructure failure
+DISK_FULL = "not copied: the disk is (nearly) full"
 
 
 class _Entries:
@@ -101,12 +105,13 @@ def freeze(source: Path, dest: Path, *, submitted: bool, max_file_bytes: int = M
                 entries.reject(rel, info.st_size, f"the submission would exceed {max_total_bytes} bytes")
                 continue
             if _free_bytes(dest) - min(info.st_size, info.st_blocks * 512) < disk_reserve:
-                entries.reject(rel, info.st_size, "not copied: the disk is (nearly) full")
+                entries.reject(rel, info.st_size, DISK_FULL)
                 continue
             try:
                 size, digest = _copy(dir_fd, name, dest / rel, max_file_bytes)
             except OSError as exc:
-                entries.reject(rel, info.st_size, f"unreadable: {exc.strerror or exc}")
+                full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+                entries.reject(rel, info.st_size, DISK_FULL if full else f"unreadable: {exc.strerror or exc}")
                 continue
             total += size
             entries.items.append(FileEntry(rel, size, digest))
@@ -206,3 +211,8 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+def disk_full(manifest: SubmissionManifest) -> list[str]:
+    """The files a freeze left out for want of disk space."""
+    return [e.path for e in manifest.files if e.rejected == DISK_FULL]

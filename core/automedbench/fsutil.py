@@ -46,8 +46,17 @@ def atomic_write_bytes(path: Path, data: bytes, *, shared: bool = False) -> None
         raise
 
 
+def encode_text(text: str) -> bytes:
+    """The one encoder for every file the harness writes from text an agent may have shaped: UTF-8, with
+    what UTF-8 cannot hold (a lone surrogate from a JSON escape like \\ud800) written as the visible
+    escape `\\udXXX`, never an exception that would end a run as an infrastructure failure."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def atomic_write_text(path: Path, text: str, *, shared: bool = False) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), shared=shared)
+    """Write text atomically (`atomic_write_bytes`) through `encode_text`. JSON is first made by
+    `serialize.dumps`, which escapes the backslash of such a character too, so it reads back as text."""
+    atomic_write_bytes(path, encode_text(text), shared=shared)
 
 
 def append_line_locked(path: Path, line: bytes, *, mode: int = 0o600, nofollow: bool = True) -> None:

@@ -25,17 +25,19 @@ GRADES_FILE = RunFolder.GRADES
 
 
 def grade_evaluation(reg: Any, track: Any, task: TaskSpec, evaluation: Evaluation, options: dict[str, str],
-                     folder: Path) -> Evaluation:
+                     folder: Path, trusted: bool = True) -> Evaluation:
     """Answer the evaluation's grade requests, record them in `folder/grades.json`, fold them into the metric
     through `track.apply_grades`, and store the graded evaluation as `folder/evaluation.json` (what rejudge
-    and the code detectors read). An evaluation without requests comes back unchanged, nothing written."""
+    and the code detectors read). An evaluation without requests comes back unchanged, nothing written.
+    `trusted`: False for an unverified run, whose grades use no cache a verified run reads."""
     requests = evaluation.grade_requests
     if not requests:
         return evaluation
     t0 = time.monotonic()
     why = NO_GRADER
     try:
-        log = reg.pm.hook.automedbench_grade_requests(requests=requests, options=options, registry=reg)
+        log = reg.pm.hook.automedbench_grade_requests(requests=requests, options=options, registry=reg,
+                                                      trusted=trusted)
     except Exception as exc:  # a grading plugin's bug (on agent text, say): null grades, never a harness failure
         log, why = None, f"the grading plugin failed: {type(exc).__name__}: {str(exc)[:200]}"
     if log is None:

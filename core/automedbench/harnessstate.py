@@ -1,17 +1,20 @@
-"""The harness's private state: a folder no sandbox mounts and a secret key in it.
+"""The harness's private state: a folder no sandbox can see and a secret key in it.
 
-Anything a later run trusts (the grading step's reply cache, an answer judge's verdict cache) lives here,
-never in the data root, and every line carries an HMAC-SHA256 over its content with the harness key
-(`automedbench_models.signedcache`, beside the grading step, its one user): a line written by anyone without
-the key (an agent on a backend that can write the file, a copied cache from another machine, a hand edit)
-fails the check, is ignored and counted. The key is 32 random bytes in a 0600 file of a 0700 folder owned
-by the harness's user ($AUTOMEDBENCH_STATE, default $XDG_STATE_HOME/automedbench); the runner refuses to
-start a run whose sandbox would mount that folder, and rotates the key after a run whose agent could read it.
+Anything a later run trusts (the grading step's reply cache, the disk-reservation ledger, the proof that a
+result is the harness's own) lives here, never in the data root or a run folder. The key is 32 random bytes
+in a 0600 file of a 0700 folder owned by the harness's user ($AUTOMEDBENCH_STATE, default
+$XDG_STATE_HOME/automedbench); other keys are derived from it per purpose (`derived_key`), so one secret
+serves them all and no two uses share a key. No sandbox ever sees the folder: `local` and `docker` do not
+mount it (the runner refuses a state folder under a mounted path), and `local-plain` calls run in a mount
+namespace where it is covered before the agent's code starts (`sandboxes/plainns.py`); a plain run that
+cannot do so is refused. So nothing is ever rotated "after" an agent: no agent ever had the key.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import stat
 from pathlib import Path
@@ -31,6 +34,13 @@ def state_dir() -> Path:
     return Path(base) / "automedbench"
 
 
+def ensure_state_dir() -> Path:
+    """The state folder, made (0700) if missing: a plain call's namespace covers it only if it exists."""
+    folder = state_dir()
+    _private_dir(folder)
+    return folder
+
+
 def _private_dir(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = os.lstat(path)
@@ -40,20 +50,26 @@ def _private_dir(path: Path) -> None:
         os.chmod(path, 0o700)
 
 
-def harness_key(folder: Path | None = None) -> bytes:
-    """The harness's secret (created on first use): 32 bytes from os.urandom in a 0600 file, opened
-    without following links and refused unless it is a regular file of this user that no one else reads."""
+def harness_key(folder: Path | None = None, *, create: bool = True) -> bytes | None:
+    """The harness's secret: 32 bytes from os.urandom in a 0600 file, opened without following links and
+    refused unless it is a regular file of this user that no one else reads. Made on first use (`create`);
+    with create=False a missing key is None (a reader never makes one)."""
     folder = folder or state_dir()
-    _private_dir(folder)
     path = folder / KEY_FILE
-    with contextlib.suppress(FileExistsError):
-        _write_new_key(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if create:
+        _private_dir(folder)
+        _make_key(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
             raise UserError(f"harness key {path} must be a regular 0600 file of this user; remove it to "
-                            "make a new one (cached grades are then asked again)")
+                            "make a new one (cached grades are then asked again, earlier results read as unsigned)")
         key = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)
@@ -62,21 +78,26 @@ def harness_key(folder: Path | None = None) -> bytes:
     return key
 
 
-def rotate_key(folder: Path | None = None) -> None:
-    """Replace the harness key (atomically): every line signed with the old one is foreign from now on. Done
-    after a run without filesystem isolation, whose agent could read the key."""
-    folder = folder or state_dir()
-    _private_dir(folder)
-    temp = folder / f".{KEY_FILE}.{os.getpid()}.{os.urandom(4).hex()}"
-    _write_new_key(temp)
-    os.replace(temp, folder / KEY_FILE)
+def derived_key(purpose: str, folder: Path | None = None, *, create: bool = True) -> bytes | None:
+    """A key for one purpose (the result proof, the signing seed...): HMAC-SHA256(harness key, purpose)."""
+    key = harness_key(folder, create=create)
+    return None if key is None else hmac.new(key, purpose.encode(), hashlib.sha256).digest()
 
 
-def _write_new_key(path: Path) -> None:
-    """A fresh random key in a new 0600 file at `path` (FileExistsError if anything is there), synced."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+def _make_key(path: Path) -> None:
+    """A fresh random key at `path` unless one is there: written whole to a temporary name, synced, then
+    linked into place (link never replaces), so a concurrent reader sees no key or the whole key."""
+    if os.path.lexists(path):
+        return
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, os.urandom(KEY_BYTES))
         os.fsync(fd)
     finally:
         os.close(fd)
+    try:
+        with contextlib.suppress(FileExistsError):  # another process made it first: theirs stands
+            os.link(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)

@@ -76,10 +76,13 @@ def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_nam
 
 
 @hookspec(firstresult=True)
-def automedbench_grade_requests(requests: list[Any], options: dict[str, str], registry: Any) -> Any:
+def automedbench_grade_requests(requests: list[Any], options: dict[str, str], registry: Any,
+                                trusted: bool) -> Any:
     """Answer an evaluation's `GradeRequest`s with models, outside the isolated evaluator (automedbench-models
     does): a `GradeLog` with one `Grade` per request, in order (score None and the reason when unanswered).
-    The first answer wins; with none, every grade is null and the run stays scored."""
+    The first answer wins; with none, every grade is null and the run stays scored. `trusted` is False for an
+    unverified run (no filesystem isolation): it shares nothing a verified run relies on (no persistent cache
+    to read or to fill)."""
 
 
 @hookspec(firstresult=True)

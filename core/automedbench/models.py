@@ -31,7 +31,9 @@ class Usage:
 class ModelBackend(Protocol):
     """One configured model. `complete` is the chat call (OpenAI-style messages, optional tools) returning
     a completion with `content`, `tool_calls` and `usage`; `complete_text` is one system + prompt call
-    returning the reply text; `close` frees the client."""
+    returning the reply text; `close` frees the client. A backend that can hold a reply to a JSON schema
+    (the built-in OpenAI and Anthropic ones) also offers `complete_structured(system, prompt, schema)`,
+    which the grading step and the error-code tagger use where present (`structured_reply`)."""
 
     cfg: ModelConfig
 
@@ -43,6 +45,16 @@ class ModelBackend(Protocol):
     def close(self) -> None: ...
 
 
+def structured_reply(backend: Any, system: str, prompt: str, schema: dict[str, Any]) -> str:
+    """The reply to one system + prompt call, held to `schema` by the backend where it offers that
+    (`complete_structured`: OpenAI `response_format` json_schema, Anthropic a forced tool), else plain text;
+    either way the caller reads it with `replyjson.final_json` (one object, nothing else)."""
+    structured = getattr(backend, "complete_structured", None)
+    if callable(structured):
+        return structured(system, prompt, schema)
+    return backend.complete_text(system, prompt)
+
+
 def get_model(provider: str, options: dict[str, Any], role: str = "agent", reg: Any = None) -> ModelBackend:
     """The registered model backend `provider`, configured from `options` (an unknown name is one line)."""
     from .plugins import registry
@@ -51,6 +63,6 @@ def get_model(provider: str, options: dict[str, Any], role: str = "agent", reg: 
     return component.factory(resolve(provider, options, role, component.declared))
 
 
-# A verdict is read only from the reply's declared final structure: the whole reply, or the JSON object that
-# ends it; never an object quoted or fenced inside reasoning before it (`replyjson`, issue 21).
+# A verdict is the reply itself as one JSON object (a backend's structured output, or a reply that is one object,
+# optionally fenced); never an object quoted before, after or inside reasoning (`replyjson`, issues 21 and 35).
 extract_json = final_json

@@ -9,11 +9,12 @@ verdicts from `pilot_checks.json` in the run folder, which the agent cannot reac
 
 from __future__ import annotations
 
+import errno
 import shutil
 from pathlib import Path
 from typing import Any
 
-from .freeze import freeze
+from .freeze import disk_full, freeze
 from .runfolder import RunFolder
 from .serialize import write_json
 from .trace import is_batch, is_pilot
@@ -21,18 +22,23 @@ from .track import StagedData
 
 MAX_PILOTS = 3  # candidate pilots checked per run (an agent may fix a bad pilot and try again)
 MAX_PILOT_FILE_BYTES = 256 << 20
+MAX_PILOT_BYTES = 512 << 20  # the pilots' copies together: what the run's disk reservation holds for them
 
 
 class PilotTracker:
     """Notes each pilot (`trace.is_pilot`: one case's outputs written by a successful call) before the batch."""
 
-    def __init__(self, outputs: Path, store: Path, case_ids: list[str]) -> None:
+    def __init__(self, outputs: Path, store: Path, case_ids: list[str], disk_reserve: int | None = None) -> None:
         self.outputs, self.store, self.case_ids = outputs, store, set(case_ids)
+        # None: the freeze's own margin (the agent may have filled the disk); a number: the copy's space is
+        # reserved, so a full disk is another process's doing and raises ENOSPC (an infrastructure failure)
+        self.disk_reserve = disk_reserve
+        self.copied = 0  # bytes the pilots' copies took so far (MAX_PILOT_BYTES in all)
         self.candidates: list[dict[str, Any]] = []
         self.batch_seen = False
 
     def note(self, event: dict[str, Any]) -> None:
-        if self.batch_seen or event.get("name") != "execute_code":
+        if self.batch_seen or event.get("name") != "execute_code" or event.get("session"):
             return
         if is_batch(event):
             self.batch_seen = True
@@ -42,8 +48,13 @@ class PilotTracker:
             return
         case, index = changed[0], len(self.candidates) + 1
         folder = self.store / str(index)
+        reserve = {} if self.disk_reserve is None else {"disk_reserve": self.disk_reserve}
         manifest = freeze(self.outputs / case, folder / RunFolder.SUBMISSION / case, submitted=False,
-                          max_file_bytes=MAX_PILOT_FILE_BYTES)
+                          max_file_bytes=MAX_PILOT_FILE_BYTES, max_total_bytes=max(0, MAX_PILOT_BYTES - self.copied),
+                          **reserve)
+        self.copied += sum(e.size for e in manifest.files if not e.rejected)
+        if self.disk_reserve is not None and disk_full(manifest):
+            raise OSError(errno.ENOSPC, "the disk filled while a pilot's outputs were copied")
         write_json(folder / "manifest.json", _prefixed(manifest, case))
         self.candidates.append({"turn": event.get("turn"), "call_id": event.get("call_id"), "case": case,
                                 "folder": str(folder)})

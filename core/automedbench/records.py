@@ -114,6 +114,10 @@ class TaskSpec:
     # quota unless --workspace-quota-mb says otherwise, reserved whole before the run starts. A real task's model
     # weights take gigabytes (the default); a generated demo needs little and says so.
     workspace_mb: int = DEFAULT_WORKSPACE_MB
+    # Where the task's labelled source can be fetched by anyone (a URL), when it can: with network access an
+    # agent could fetch the answers themselves, so results on such a task are declared and can be set apart
+    # (`automedbench tasks`, result.json's header, `leaderboard --public-sources`). "" = not public.
+    public_source: str = ""
 
 
 # ---------------------------------------------------------------- rubric and judging
@@ -419,6 +423,9 @@ class Header:
     versions: dict[str, str] = Factory(dict)
     hashes: dict[str, str] = Factory(dict)
     schema_version: int = SCHEMA_VERSION
+    # The task's declared public labelled source when the run had network access (TaskSpec.public_source):
+    # the agent could have fetched the answers; leaderboards can set such runs apart. "" otherwise.
+    public_source: str = ""
 
 
 @define

@@ -1,10 +1,12 @@
-"""Strict parsing of a model's structured reply: only the reply's declared final JSON object counts.
+"""Strict parsing of a model's structured reply: the verdict is the reply itself, as one JSON object.
 
 A grader or judge reads agent text, and its reasoning may quote what that text asked for ("the answer
-says to reply {"score": 1}; I will not"). So a verdict is taken only from (a) the whole reply as one
-JSON object (optionally inside one code fence), or (b) the last JSON object when it ends the reply:
-prose before it is reasoning and never parsed, and an object followed by more prose is a quotation, not
-a verdict. `<think>` blocks are reasoning too (an unclosed one leaves no final object).
+says to reply {"score": 1}; I will not"), before its verdict or after it. So no object is ever picked out
+of prose: a verdict is (a) what a backend's structured output returned (an OpenAI `response_format`
+json_schema, an Anthropic tool call), which arrives as one object, or (b) a reply that is one JSON object
+and nothing else, optionally inside one code fence. `<think>` blocks are reasoning and are dropped first
+(an unclosed one leaves nothing). Prose before or after the object, a second object, a duplicated key:
+no verdict (the caller asks again, then grades or nulls as its rules say).
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import re
 from typing import Any
 
 MAX_REPLY_CHARS = 64_000  # a longer reply is not parsed
-MAX_STARTS = 256  # candidate object starts tried, from the end: bounds the work on a reply full of braces
 _THINK = re.compile(r"<think>.*?</think>", re.S)
-_OPEN_FENCE = re.compile(r"\A```[A-Za-z0-9_-]{0,16}[ \t]*\n")
-_CLOSE_FENCE = re.compile(r"\n?```\s*\Z")
+_FENCED = re.compile(r"\A```[A-Za-z0-9_-]{0,16}[ \t]*\n(.*?)\n?```\Z", re.S)
 
 
 class ReplyError(ValueError):
-    """The reply has no final JSON object (or it fails the schema)."""
+    """The reply is not one JSON object (or it fails the schema)."""
 
 
 def _strip_reasoning(text: str) -> str:
@@ -31,41 +31,33 @@ def _strip_reasoning(text: str) -> str:
     return text.strip()
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise ReplyError("the reply's object repeats a key")
+    return data
+
+
 def final_json(text: str, *, max_chars: int = MAX_REPLY_CHARS) -> dict[str, Any]:
-    """The reply's final JSON object, or ReplyError (never an object quoted before the end)."""
+    """The reply as one JSON object (optionally in one fence, reasoning blocks dropped), or ReplyError."""
     if not isinstance(text, str):
         raise ReplyError("the reply is not text")
     if len(text) > max_chars:
         raise ReplyError(f"reply of {len(text)} characters exceeds {max_chars}")
     body = _strip_reasoning(text)
-    whole = _OPEN_FENCE.sub("", body, count=1) if _OPEN_FENCE.match(body) else body
-    whole = _CLOSE_FENCE.sub("", whole, count=1).strip()
+    fenced = _FENCED.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
     try:
-        data = json.loads(whole)
-    except ValueError:
-        data = _last_object(whole)
+        data = json.loads(body, object_pairs_hook=_no_duplicates)
+    except ReplyError:
+        raise
+    except (ValueError, RecursionError):
+        raise ReplyError("the reply is not one JSON object and nothing else (prose or a second object around "
+                         "it is never read as the verdict)") from None
     if not isinstance(data, dict):
-        raise ReplyError("the reply does not end with a JSON object")
+        raise ReplyError("the reply is not one JSON object and nothing else")
     return data
-
-
-def _last_object(text: str) -> Any:
-    """The JSON object that starts at some '{' and ends exactly at the end of `text`; None if none does."""
-    if not text.endswith("}"):
-        return None
-    decoder = json.JSONDecoder()
-    start = len(text)
-    for _ in range(MAX_STARTS):
-        start = text.rfind("{", 0, start)
-        if start < 0:
-            return None
-        try:
-            data, end = decoder.raw_decode(text, start)
-        except ValueError:
-            continue
-        if end == len(text):
-            return data
-    return None
 
 
 def require_keys(data: dict[str, Any], required: set[str], allowed: set[str]) -> None:

@@ -54,7 +54,8 @@ Events = list[dict[str, Any]]
 def _pilot_failed(events: Events) -> bool:
     """An execute_code call that left outputs for at most one case, before any batch, failed."""
     for event in events:
-        if event.get("type") != "tool" or event.get("name") != "execute_code" or "cases_with_outputs" not in event:
+        if event.get("type") != "tool" or event.get("name") != "execute_code" or "cases_with_outputs" not in event \
+                or event.get("session"):
             continue
         if event.get("cases_with_outputs", 0) > 1:
             return False

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +200,45 @@ class RunFolder:
         except (ValueError, RecursionError):
             return []
         return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
+
+
+def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
+    """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
+    `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
+    (`.attempts`, `.sweep-slots`) are not searched, nor is a run still in progress: its workspace is the
+    agent's, and a result.json planted there must never count. Symlinked folders are not followed. A run
+    reached from two roots is listed once."""
+    found: list[Path] = []
+
+    def walk(folder: str, level: int) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
+                    continue
+                if _is_file(os.path.join(entry.path, RunFolder.RESULT)):
+                    found.append(Path(entry.path))
+                elif level < depth and not any(os.path.lexists(os.path.join(entry.path, mark))
+                                               for mark in RunFolder.MARKS):
+                    walk(entry.path, level + 1)
+
+    for root in roots:
+        root = Path(root)
+        if not root.exists():
+            raise errors.UserError(f"{root}: no such folder")
+        if (root / RunFolder.RESULT).is_file():
+            found.append(root)
+        else:
+            walk(str(root), 1)
+    # roots that overlap (`runs` and `runs/x`, a path spelled twice) name one run once: a run counted twice
+    # would weigh double in its cell's mean and CI
+    once: dict[str, Path] = {}
+    for path in found:
+        once.setdefault(os.path.realpath(path), path)
+    return sorted(once.values())
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -31,22 +31,21 @@ from . import errors, interrupt, plan_artefacts, repeats, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, execute_code_example, generic_hint, normalise_turn, turn_problem
 from .brief import KICKOFF, render_brief
 from .evaluator import environment_snapshot, evaluator_path, failed_evaluation, run_isolated, snapshot_changes
-from .freeze import freeze
+from .freeze import disk_full, freeze
 from .fsutil import (
     atomic_write_text,
     current_umask,
-    open_dir,
     open_path,
     printable,
     remove_tree,
     sha256_text,
     tree_digest,
-    walk_fd,
 )
 from .gradestep import grade_evaluation
-from .harnessstate import rotate_key, state_dir
+from .harnessstate import state_dir
 from .judge import Judge
 from .needs import sandbox_gap
+from .observed import ObservedSteps, outputs_change, outputs_snapshot
 from .options import RunOptions, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
@@ -62,6 +61,7 @@ from .records import (
     Runtime,
     ToolCall,
 )
+from .resultproof import write_result
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
@@ -74,8 +74,8 @@ from .tripwire import Tripwire, plant_decoys
 # Tool calls one reply may make; the rest are answered with an error, never run (limits hold per call).
 MAX_CALLS_PER_REPLY = 32
 # Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
-UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references, the block "
-                    "device or the harness's own files and code; the score is not verified")
+UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references and the host's "
+                    "files; the score is not verified")
 # Disk space set aside at the start of a run so its result.json can be written even if the agent fills the disk.
 RESULT_RESERVE_BYTES = 8 << 20
 
@@ -229,7 +229,8 @@ class Run:
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
                                                              "options": sha256_text(dumps(score_record(self.o))),
-                                                             **staging.digests(self.task, self.data_root)})
+                                                             **staging.digests(self.task, self.data_root)},
+                        public_source=self.task.public_source if self.task.network else "")
         if self.assets is not None:  # a changed weight file shows in the record, as changed data does
             header.hashes["assets"] = tree_digest(self.assets)
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
@@ -243,9 +244,6 @@ class Run:
             st.submitted = False
         self.traj.write({"type": "end", "reason": st.end_reason})
         self._freeze(st)
-        if getattr(self, "unisolated", False):
-            # the agent could read the harness key: a new one before grading, so nothing it signed is trusted
-            rotate_key()
         t_eval = time.monotonic()
         self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
         try:
@@ -265,7 +263,12 @@ class Run:
     def _freeze(self, st: RunState) -> None:
         """The outputs frozen into submission/ (its manifest beside), plan.md, plan.png and summary plots (collected
         at every tier, reported at Pro) into artefacts/."""
-        st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted)
+        reserve = {"disk_reserve": 0} if self.confined else {}  # the copy's space is in the run's reservation
+        st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted, **reserve)
+        left = disk_full(st.manifest)
+        if self.confined and left:  # never the agent's missing outputs: it could fill nothing but its image
+            raise OSError(errno.ENOSPC, f"the disk filled while the outputs were frozen ({len(left)} file(s) "
+                                        "not copied)")
         write_json(self.folder.manifest, st.manifest)
         st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
         # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
@@ -289,7 +292,7 @@ class Run:
         """The evaluation's grade requests answered by the model-graded step (a plugin's), folded into its metric."""
         assert st.evaluation is not None
         st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
-                                         self.run_dir)
+                                         self.run_dir, trusted=st.isolation.verified)
 
     @steptimer.timed("pilot_checks")
     def _pilot_checks(self, st: RunState, staged: StagedData) -> None:
@@ -313,7 +316,9 @@ class Run:
         self._seal_times(result.runtime, t0)
         steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
-        write_json(self.folder.result, result)
+        unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
+        if unsigned:
+            self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
@@ -364,9 +369,10 @@ class Run:
                          agent.continues if agent.continues is not None else self.task.text_reply_continues,
                          count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
         st.runtime.time_limit_counts = self.task.time_limit_counts
+        self.observed = ObservedSteps(self.folder.outputs, staged.case_ids, self.pilots, self.progress)
         context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
-                               max_turns=loop.max_turns, time_limit_s=loop.time_limit)
+                               max_turns=loop.max_turns, time_limit_s=loop.time_limit, steps=self.observed)
         try:
             for event, streams in self._conversation(st, loop, context):  # written as it happens: a crash keeps
                 self.traj.write(event, streams)                           # every turn so far
@@ -433,7 +439,11 @@ class Run:
         isolation.protections, isolation.gaps = session.protections()
         if self.quota is not None:
             isolation.protections.append(self.quota.describe())
-            self.confined = session.isolates_filesystem
+            # every backend keeps the agent's writes on its image now (local-plain calls: everything else is
+            # read-only in their namespace), and the image's copies are reserved with it: a full disk is
+            # another process's doing, never the agent's
+            self.confined = True
+            self.pilots.disk_reserve = 0
         else:
             isolation.gaps.append(self.quota_gap + "; the result is still written: space is reserved for it")
         bound = session.bound_sources()
@@ -633,6 +643,8 @@ class Run:
             yield event, streams  # long streams go to side files, the event keeps head and tail
             content, repeated = yield from self._repeated(loop, call, event, content)
             self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
+            if event.get("session"):
+                yield from self._observed_steps(st, loop, event)
             loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
                                                                 ("name", "exit_code", "duration_s")}})
@@ -659,6 +671,33 @@ class Run:
         yield {"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
                "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"}, {}
         return content + repeats.notice(streak, loop.repeat_limit), stop
+
+    def _observed_steps(self, st: RunState, loop: AgentLoop, session: dict[str, Any]) -> Events:
+        """The steps the harness observed inside an agent program's session (`observed.ObservedSteps`), as its
+        own turns numbered as the model made them (up to the turn budget); the session call itself is no step,
+        and the model time inside it is the agent's, not the tools'."""
+        observed = self.observed
+        st.runtime.tool_calls -= 1
+        last = loop.turn
+        for event in observed.drain():
+            own = event.get("turn")
+            turn = own if type(own) is int and loop.turn <= own <= max(loop.turn, loop.max_turns) else last
+            last = max(last, turn)
+            if event.get("type") == "assistant":  # a reply's tokens and cost, counted as a chat agent's turn
+                st.runtime.tokens_in += event.get("tokens_in", 0)
+                st.runtime.tokens_out += event.get("tokens_out", 0)
+                st.runtime.cost_usd += event.get("cost_usd", 0.0)
+            streams = {}
+            if event.get("type") == "tool":
+                st.runtime.tool_calls += 1
+                streams = {stream: event.pop(stream, "") for stream in ("stdout", "stderr")}
+            yield {**event, "turn": turn}, streams
+        moved = min(observed.model_s, session.get("duration_s") or 0.0)
+        observed.model_s -= moved
+        st.runtime.exec_s -= moved
+        st.runtime.agent_s += moved
+        loop.model_s += moved
+        loop.turn = st.runtime.turns = last
 
     def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> list[str]:
         """Record every private or decoy path the call opened as breach evidence (the run then stops); the paths."""
@@ -712,16 +751,16 @@ class Run:
         if not _is_utf8(code):  # a JSON escape like \ud800 decodes to text no script file can hold
             return refused("ERROR: the code contains a lone surrogate (e.g. \\ud800) and cannot be saved as UTF-8",
                            "bad_arguments")
-        before = _snapshot(self.folder.outputs)
+        before = outputs_snapshot(self.folder.outputs)
         with self.cpu.exclude("exec"):
             result = session.execute(language, code, timeout)
-        after = _snapshot(self.folder.outputs)
-        changed = sorted({p.split("/", 1)[0] for p, meta in after.items() if before.get(p) != meta})
-        cases = {p.split("/", 1)[0] for p in after} & set(staged.case_ids)
+        changed, cases = outputs_change(before, outputs_snapshot(self.folder.outputs), set(staged.case_ids))
         event = {**base, "language": language, "code": code, "exit_code": result.exit_code,
                  "duration_s": result.duration_s, "timed_out": result.timed_out, "capped": result.capped,
                  "stdout_bytes": result.stdout_bytes, "stderr_bytes": result.stderr_bytes,
-                 "changed_cases": changed[:200], "cases_with_outputs": len(cases)}
+                 "changed_cases": changed, "cases_with_outputs": cases}
+        if self.agent.session_calls:  # the agent's program ran here: its steps are the observed events after it
+            event["session"] = True
         content = (f"exit_code: {result.exit_code}\nstdout:\n{tail(result.stdout, MODEL_STDOUT_TAIL)}\n"
                    f"stderr:\n{tail(result.stderr, MODEL_STDERR_TAIL)}")
         return content, event, False, {"stdout": result.stdout, "stderr": result.stderr}
@@ -827,26 +866,6 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _snapshot(root: Path, max_entries: int = 50_000) -> dict[str, tuple[int, int]]:
-    """Size and mtime of every file under outputs/, keyed by a printable relative path.
-
-    Walked through no-follow descriptors (a symlinked outputs/ or sub-folder is never followed), bounded in
-    depth and entries, and names that are not UTF-8 are shown with backslash escapes.
-    """
-    fd = open_dir(root)
-    if fd is None:
-        return {}
-    snap = {}
-    try:
-        for rel, dir_fd, _name, info in walk_fd(fd, max_entries=max_entries):
-            if dir_fd < 0 or info is None:
-                continue
-            snap[printable(rel)] = (info.st_size, info.st_mtime_ns)
-    finally:
-        os.close(fd)
-    return snap
 
 
 def _regular_at(dir_fd: int, name: str) -> bool:

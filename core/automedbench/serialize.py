@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,8 +28,21 @@ def from_dict(data: Any, cls: type[T]) -> T:
     return converter.structure(data, cls)
 
 
+# A lone surrogate (from a JSON escape like \\ud800 in an agent's file or words) cannot be UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """JSON text of plain data that UTF-8 can always hold: a lone surrogate inside a string is written as the
+    six characters `\\udXXX` (an escaped backslash), so it reads back as visible text, never as a surrogate
+    that the next writer or a strict parser (orjson) would refuse. Every JSON file and line the harness
+    writes from agent text goes through here."""
+    text = json.dumps(data, ensure_ascii=False, **options)
+    return _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
 def dumps(record: Any, *, indent: int | None = 2) -> str:
-    return json.dumps(to_dict(record), indent=indent, ensure_ascii=False, allow_nan=False)
+    return json_text(to_dict(record), indent=indent, allow_nan=False)
 
 
 def loads(text: str, cls: type[T]) -> T:

@@ -25,13 +25,16 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from .errors import UserError
 from .fsutil import atomic_write_text
+from .stagesecret import SECRET_FILE, StagingSecret
 from .track import StagedData
 
 PARTS = ("public", "private")
@@ -44,10 +47,17 @@ JOURNAL = "swap.json"
 # complete, it writes files beside the parts in `area.root` and returns their names (swapped in with them).
 Seal = Callable[["StagingArea", list[str]], tuple[str, ...]]
 _seals: dict[str, Seal] = {}
+# The engine's secret for the staging of one dest (`secret_for`): every area opened on it draws from it.
+_secrets: dict[str, StagingSecret] = {}
 
 
 class StagingArea:
-    """A fresh scratch copy of a staging (`root` = `<dest>/.incoming`, one folder per part already made)."""
+    """A fresh scratch copy of a staging (`root` = `<dest>/.incoming`, one folder per part already made).
+
+    `secret` is this staging's `StagingSecret`: draw every hidden choice from it (which items, their order,
+    their case ids, every random degradation). The engine makes one per staging; an area opened outside
+    the engine (a stager called directly) makes its own. Either way `commit` writes it to
+    `private/staging.secret` and the next staging draws a new one."""
 
     def __init__(self, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:
         self.dest = dest
@@ -55,6 +65,7 @@ class StagingArea:
         self.parts = parts
         self.durable = durable
         self.staged: StagedData | None = None
+        self.secret = _secrets.get(os.path.abspath(dest)) or StagingSecret()
 
     @property
     def public(self) -> Path:
@@ -70,6 +81,12 @@ class StagingArea:
             raise RuntimeError(f"{self.dest}: this staging area was already committed")
         if not case_ids:
             raise UserError(f"staging produced no {what}")
+        if "public" in self.parts:
+            check_published(self.public)
+        if "private" in self.parts:
+            self.secret.save(self.private / SECRET_FILE)
+        # listed sorted: the order a stager met its items in (the source's) never reaches the brief or the stamp
+        case_ids = sorted(case_ids)
         seal = _seals.get(os.path.abspath(self.dest))
         extra = tuple(seal(self, list(case_ids))) if seal is not None else ()
         swap_in(self.root, self.dest, self.parts + extra, durable=self.durable)
@@ -98,16 +115,56 @@ def staging_area(dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = Tru
 
 
 @contextlib.contextmanager
-def sealed(dest: Path, seal: Seal) -> Iterator[None]:
-    """Every commit to `dest` inside this block swaps in what `seal` writes too (see the module's docstring).
-
-    Call with the staging lock held: the seal is the lock holder's, for that one staging."""
+def _registered(table: dict[str, Any], dest: Path, value: Any) -> Iterator[None]:
+    """`value` is `table`'s entry for `dest` inside the block (one staging's seal or secret)."""
     key = os.path.abspath(dest)
-    _seals[key] = seal
+    table[key] = value
     try:
         yield
     finally:
-        _seals.pop(key, None)
+        table.pop(key, None)
+
+
+def secret_for(dest: Path, secret: StagingSecret) -> contextlib.AbstractContextManager[None]:
+    """Every staging area opened on `dest` inside this block draws from `secret` (the engine's, one per
+    staging). Call with the staging lock held."""
+    return _registered(_secrets, dest, secret)
+
+
+MAX_PUBLISHED_ENTRIES = 10_000_000
+
+
+def check_published(public: Path) -> None:
+    """Refuse (one line) a public tree holding anything but folders and regular files with one link each.
+
+    What a stager publishes is read by every sandbox: a symlink there could point at a host file, a hard
+    link shares an inode with a file elsewhere (a reference, a host file the download linked to), and a
+    device or FIFO is no input. Checked on the complete new copy, before it is swapped in."""
+    stack, seen = [str(public)], 0
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                seen += 1
+                if seen > MAX_PUBLISHED_ENTRIES:
+                    raise UserError(f"{public}: more than {MAX_PUBLISHED_ENTRIES} entries published; refused")
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+                elif not stat.S_ISREG(info.st_mode):
+                    kind = "a symlink" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+                    raise UserError(f"staging would publish {entry.path}, {kind}; refused (nothing a stager "
+                                    "publishes may be a link, a device or a FIFO)")
+                elif info.st_nlink != 1:
+                    raise UserError(f"staging would publish {entry.path}, a hard link ({info.st_nlink} names for "
+                                    "one file: it may be a file from outside the download); refused")
+
+
+def sealed(dest: Path, seal: Seal) -> contextlib.AbstractContextManager[None]:
+    """Every commit to `dest` inside this block swaps in what `seal` writes too (see the module's docstring).
+
+    Call with the staging lock held: the seal is the lock holder's, for that one staging."""
+    return _registered(_seals, dest, seal)
 
 
 def swap_in(work: Path, dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = True) -> None:
@@ -231,6 +288,7 @@ def _forget_after_fork() -> None:
     _registry_guard = threading.Lock()
     _held.clear()
     _seals.clear()
+    _secrets.clear()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import sys
+import traceback
 from pathlib import Path
 
 import attrs
@@ -19,8 +19,10 @@ import attrs
 from .errors import UserError
 from .fsutil import atomic_write_text, sha256_file, tree_digest
 from .records import TaskSpec
-from .stagearea import StagingArea, recover, recover_locked, sealed, staging_lock
+from .stagearea import StagingArea, check_published, recover, recover_locked, sealed, secret_for, staging_lock
+from .stagesecret import SECRET_FILE, StagingSecret
 from .track import StagedData, Track
+from .untrusted import hostile_download_guard
 
 STAMP = "staging.json"
 
@@ -63,10 +65,12 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         aside = dest.with_name(dest.name + ".replaced")
         shutil.rmtree(aside, ignore_errors=True)
         dest.rename(aside)
+    # every hidden choice of this staging comes from a fresh secret (stagesecret.py), never from the task file
+    secret = StagingSecret()
     if task.demo and source is None:
-        # a demo is generated from a seed: a fresh secret one per staging, kept nowhere, so the generator
-        # (readable in the sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
-        task = attrs.evolve(task, params={**task.params, "seed": secrets.randbits(63)})
+        # a demo is generated from a seed: one drawn from the secret, so the generator (readable in the
+        # sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
+        task = attrs.evolve(task, params={**task.params, "seed": secret.seed("demo")})
     written: list[dict] = []
     generator = generator_digest(track) if task.demo and source is None else ""
 
@@ -78,8 +82,8 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         return (STAMP,)
 
     try:
-        with sealed(dest, seal):
-            staged = track.stage(task, dest, source)
+        with sealed(dest, seal), secret_for(dest, secret), hostile_download_guard(source, dest):
+            staged = _run_stager(track, task, dest, source)
     except BaseException:
         if aside is not None:
             shutil.rmtree(dest, ignore_errors=True)
@@ -89,11 +93,39 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         shutil.rmtree(aside, ignore_errors=True)
     if not staged.case_ids:
         raise UserError(f"staging {task.id} produced no cases")
+    staged = attrs.evolve(staged, case_ids=sorted(staged.case_ids))  # no source order in the stamp or the brief
     if not written or written[-1]["case_ids"] != list(staged.case_ids):
         # a track that wrote `dest` without the staging area: its stamp can only follow the data
+        check_published(staged.public)
+        if not (staged.private / SECRET_FILE).exists():
+            secret.save(staged.private / SECRET_FILE)
         share_public(staged.public)
         _write_stamp(stamp, task, staged.case_ids, staged.public, staged.private, source, generator)
     return staged
+
+
+def _run_stager(track: Track, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
+    """The track's stager; from a download, anything it raises but a `UserError` becomes one line too.
+
+    A download is untrusted input: a damaged archive member (bad CRC), a truncated gzip stream or a header
+    holding NaN reaches parsers whose many exception types no stager can list. Whatever they raise is the
+    download's fault and is said in one line naming where it was raised, never a traceback."""
+    if source is None:
+        return track.stage(task, dest, source)
+    try:
+        return track.stage(task, dest, source)
+    except UserError as exc:
+        if "\n" not in str(exc):
+            raise
+        raise UserError(" ".join(str(exc).split())) from exc  # a parser's message quoted with its line breaks
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" in {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+        detail = " ".join(str(exc).split())[:200]
+        raise UserError(f"{task.id}: the download could not be staged ({type(exc).__name__}{where}: {detail}); "
+                        "a damaged or crafted file? Nothing was published") from exc
 
 
 def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, private: Path,

@@ -66,7 +66,18 @@ def parse_task(data: Any, origin: str) -> TaskSpec:
         raise UserError(f"task file {origin}: needs.install is a pip requirement line, not {spec.needs.install!r}")
     if spec.rating.floor is not None and not 0 <= spec.rating.floor <= spec.rating.okay:
         raise UserError(f"task file {origin}: rating floor needs 0 <= floor <= okay")
+    if spec.public_source and (spec.demo or not re.fullmatch(r"https://[^\s]+", spec.public_source)):
+        raise UserError(f"task file {origin}: public_source must be the https:// address of the labelled source "
+                        "(a real task's; a generated demo has none)")
+    seeds = sorted(k for k in spec.params if SEED_PARAM.search(str(k)))
+    if seeds and not spec.demo:
+        raise UserError(f"task file {origin}: params {', '.join(seeds)}: a real task's hidden choices (sample, order, "
+                        "case ids, degradations) come from the per-staging secret, never from the task file; "
+                        "remove the seed")
     return spec
+
+
+SEED_PARAM = re.compile(r"(^|_)seed$", re.I)
 
 
 def load_task_file(path: Path) -> TaskSpec:

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 FROM_TESTKIT = frozenset({
     "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_download", "check_sandbox", "check_track",
     "docker_unavailable", "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker",
-    "reference_leaks", "register_agent", "sampled", "validate",
+    "reference_leaks", "register_agent", "sampled", "validate", "check_stager", "stager_report", "STAGER_CHECKS",
+    "assert_stager_conforms",
 })
 INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 
@@ -274,8 +275,9 @@ def pytest_configure(config: Any) -> None:
     the same disk never share caches. Disk promises stay machine-wide (their ledger is not in the state folder):
     the demos' small declared workspaces let every checkout's runs be promised theirs at once.
 
-    Under pytest-xdist each worker takes a subfolder of both (`.data/gw0`, ...): staging writes in place
-    and a run without isolation rotates the harness key, so two workers must not share them.
+    Under pytest-xdist each worker takes a subfolder of both (`.data/gw0`, ...): staging writes in place and
+    each state folder holds its own key (the results a worker signs are checked by that worker's readers), so
+    two workers must not share them.
 
     Runs that do not choose their evaluator score on the warm one where it is installed (the sweeps' path:
     same isolation and scores, tests/test_warm_evaluator.py): no interpreter start per run, ~20 % less CPU in a

@@ -8,6 +8,9 @@ tested before batch"; 0 for "batch run immediately"):
   exit code and whoever reported it: from then on the cohort is being processed;
 - a **pilot** is a successful execute_code call the harness itself observed (not one a CLI agent
   reported), in a turn before the batch, that left exactly one case with outputs.
+
+An installed agent's session call (`session`: the whole program ran in it) is no call of the work: the steps
+inside it that the harness observed are the calls (`observed.ObservedSteps`).
   With the harness's contract checks (`pilot_checks.json`) the run's pilot is the first such call whose
   output passed the track's checker; for a run recorded before those checks, the first output call if
   it is a pilot.
@@ -118,7 +121,7 @@ class Trace:
                  pilot_checks: list[dict[str, Any]] | None = None) -> None:
         self.events = events = [e for e in events if isinstance(e, dict)]
         attempts = [_well_typed(e) for e in events if e.get("type") == "tool" and e.get("name") == "execute_code"
-                    and type(e.get("turn")) is int]
+                    and type(e.get("turn")) is int and not e.get("session")]
         # bounded whatever the trajectory holds: the calls past MAX_CALLS are not examined, and the note says so
         self.note = (f"trajectory has {len(attempts)} execute_code calls: only the first {MAX_CALLS} were examined"
                      if len(attempts) > MAX_CALLS else "")

@@ -15,6 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .fsutil import encode_text
+from .serialize import json_text
+
 INLINE_LIMIT = 16_000
 # Side files of one run together: past this, long streams keep only their inline head and tail.
 SIDE_BUDGET_CHARS = 256 << 20
@@ -50,8 +53,8 @@ class TrajectoryWriter:
         for name, text in (streams or {}).items():
             event = {**event, **self.stream_field(event["turn"], event["call_id"], name, text)}
         event = {"t": self.elapsed(), **event}
-        # lone surrogates (agent text decoded from JSON escapes) are written as \udXXX escapes, not a crash
-        data = (json.dumps(event, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        # lone surrogates (agent text decoded from JSON escapes) are written as visible \udXXX text, not a crash
+        data = encode_text(json_text(event) + "\n")
         fd = self._handle.fileno()
         try:
             view = memoryview(data)
@@ -82,7 +85,7 @@ class TrajectoryWriter:
         while side.exists():
             n += 1
             side = self.side / f"turn{turn:04d}_{safe}_{name}.{n}.txt"
-        side.write_text(text, encoding="utf-8", errors="backslashreplace")
+        side.write_bytes(encode_text(text))
         return {**short, f"{name}_file": str(side.relative_to(self.path.parent))}
 
     def close(self) -> None:

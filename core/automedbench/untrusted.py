@@ -1,22 +1,33 @@
 """Reading downloaded datasets as untrusted input: every parser a stager uses, with size and shape limits.
 
 A download may be truncated, corrupt or crafted. Stagers read it through these helpers, which refuse
-with one line (a `UserError`) before the work grows: files by declared size, never through a symlink;
-gzip and zip members by the bytes they decompress to; tar and zip members that are links, devices or
-paths leaving the archive; XML with a DOCTYPE (entity expansion, external entities); JSON nested deeper
-than any dataset's.
+with one line (a `UserError`) before the work grows: files by declared size, never through a symlink or a
+hard link (a second name of a file that may live outside the download); gzip and zip members by the
+bytes they decompress to; tar and zip members that are links, devices or paths leaving the archive; XML
+with a DOCTYPE (entity expansion, external entities); JSON nested deeper than any dataset's; image
+headers declaring more values than memory holds, a negative size, or a geometry that is not finite.
+
+While the engine stages from a download, `hostile_download_guard` also refuses every Python-level open
+of a file below it that is a symlink (or reached through one), a hard link, a device or a FIFO: a
+stager's own `open`, `shutil.copyfile`, PIL, nibabel or pydicom included. Readers in C (h5py, pyarrow,
+SimpleITK) are not seen by it: call `check_download_file` on a path before handing it to one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
+import math
 import os
 import re
 import stat
+import sys
+import threading
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree import ElementTree
@@ -30,19 +41,46 @@ MAX_MEMBERS = 2_000_000
 _DOCTYPE = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.I)
 
 
+def _link_problem(info: os.stat_result) -> str:
+    """Why a file of a download must not be read ('' when it may): not regular, or more than one name."""
+    if stat.S_ISLNK(info.st_mode):
+        return "a symlink"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a device, FIFO or socket)"
+    if info.st_nlink > 1:
+        return (f"a hard link ({info.st_nlink} names for one file: it may be a file from outside the download; "
+                "copy the download without hard links, e.g. cp -r)")
+    return ""
+
+
+def check_download_file(path: Path) -> Path:
+    """`path` if it is a regular file of the download with one name and no symlink in its last component,
+    else one line. For readers that open files themselves in C (h5py, pyarrow, SimpleITK)."""
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
+    problem = _link_problem(info)
+    if problem:
+        raise UserError(f"{path}: {problem}; refused")
+    return Path(path)
+
+
 def read_bytes(path: Path, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
-    """A regular file's bytes, refused when larger than `max_bytes` or when it is a symlink (checked on the fd)."""
+    """A regular file's bytes, refused when larger than `max_bytes`, when it is a symlink or when it has more
+    than one name (a hard link), all checked on the opened descriptor."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO must not block
     except OSError as exc:
         raise UserError(f"{path}: cannot be read as a regular file ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"{path}: not a regular file")
+        problem = _link_problem(info)
+        if problem:
+            raise UserError(f"{path}: {problem}; refused")
         if info.st_size > max_bytes:
             raise UserError(f"{path}: {info.st_size} bytes, larger than {max_bytes} (not a file of this dataset?)")
-        data = fh.read(max_bytes + 1)
+        data = fh.read(min(info.st_size, max_bytes) + 1)  # a buffer the file's size, not the limit's
     if len(data) > max_bytes:
         raise UserError(f"{path}: grew past {max_bytes} bytes while being read")
     return data
@@ -175,9 +213,14 @@ def open_zip(path: Path, max_member_bytes: int = MAX_MEMBER_BYTES, max_ratio: in
 
 
 def read_zip_member(archive: zipfile.ZipFile, name: str, max_bytes: int = MAX_MEMBER_BYTES) -> bytes:
-    """One member's bytes, read no further than `max_bytes` whatever its header declares."""
-    with archive.open(name) as fh:
-        data = fh.read(max_bytes + 1)
+    """One member's bytes, read no further than `max_bytes` whatever its header declares; a damaged member
+    (bad CRC, truncated or corrupt deflate data, an unsupported method or encryption) is one line."""
+    try:
+        with archive.open(name) as fh:
+            data = fh.read(max_bytes + 1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError) as exc:
+        raise UserError(f"{archive.filename}: member {name!r} cannot be read ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())[:120]}); a damaged or crafted archive?") from None
     if len(data) > max_bytes:
         raise UserError(f"{archive.filename}: member {name!r} decompresses past {max_bytes} bytes")
     return data
@@ -208,29 +251,84 @@ MAX_IMAGE_PIXELS = 1 << 30  # voxels of one image: no dataset of these tracks co
 
 
 def max_image_bytes() -> int:
-    """Decoded bytes one image may take: a quarter of the memory available now (and never more than 8 GiB)."""
+    """Decoded bytes one image may take: a quarter of the memory available now, never more than 8 GiB, and
+    while the engine stages a download never more than a quarter of the free disk where it writes (a
+    decoded image is written out again: memory as well as disk bounds it)."""
     try:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
         available = 8 << 30
-    return max(64 << 20, min(8 << 30, available // 4))
+    limit = min(8 << 30, available // 4)
+    for _, own in list(_guarded.values()):
+        if own:
+            try:
+                info = os.statvfs(os.path.dirname(own) or ".")
+                limit = min(limit, info.f_bavail * info.f_frsize // 4)
+            except OSError:
+                pass
+    return max(64 << 20, limit)
 
 
-def _mha_header(path: Path) -> tuple[list[int], int]:
-    """DimSize and bytes per element from a MetaImage header (the text before the pixel data)."""
-    sizes = {"MET_UCHAR": 1, "MET_CHAR": 1, "MET_USHORT": 2, "MET_SHORT": 2, "MET_UINT": 4, "MET_INT": 4,
+MHA_SIZES = {"MET_UCHAR": 1, "MET_CHAR": 1, "MET_USHORT": 2, "MET_SHORT": 2, "MET_UINT": 4, "MET_INT": 4,
              "MET_FLOAT": 4, "MET_ULONG": 8, "MET_LONG": 8, "MET_DOUBLE": 8}
-    with open(path, "rb", buffering=0) as fh:
-        head = fh.read(1 << 16)
+
+
+def mha_fields(head: bytes) -> dict[str, str]:
+    """The `key = value` lines of a MetaImage header, up to ElementDataFile."""
     fields: dict[str, str] = {}
     for line in head.split(b"\n"):
         key, _, value = line.decode("latin-1").partition("=")
         fields[key.strip()] = value.strip()
         if key.strip() == "ElementDataFile":
             break
+    return fields
+
+
+def finite_numbers(text: str, what: str, count: int | None = None, positive: bool = False) -> list[float]:
+    """The numbers of a header field, refused (ValueError) when one is NaN or infinite, when there are not
+    `count` of them, or (`positive`) when one is not above 0: a geometry no grid can be built from."""
+    values = [float(v) for v in text.split()]
+    if count is not None and len(values) != count:
+        raise ValueError(f"{what} has {len(values)} values, expected {count}")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{what} holds a value that is not finite ({text[:60]!r})")
+    if positive and not all(v > 0 for v in values):
+        raise ValueError(f"{what} holds a value that is not above 0 ({text[:60]!r})")
+    return values
+
+
+def _mha_header(path: Path) -> tuple[list[int], int]:
+    """DimSize and bytes per element from a MetaImage header (the text before the pixel data); ValueError
+    for sizes that are not whole numbers or a geometry that is not finite."""
+    with open(path, "rb", buffering=0) as fh:
+        head = fh.read(1 << 16)
+    fields = mha_fields(head)
     dims = [int(v) for v in fields.get("DimSize", "").split()]
+    if not dims:
+        raise ValueError("no DimSize")
     channels = int(fields.get("ElementNumberOfChannels", "1") or 1)
-    return [*dims, channels], sizes.get(fields.get("ElementType", ""), 8)
+    n = len(dims)
+    if "ElementSpacing" in fields or "ElementSize" in fields:
+        finite_numbers(fields.get("ElementSpacing", fields.get("ElementSize", "")), "ElementSpacing", n, positive=True)
+    for key in ("Offset", "Position", "Origin"):
+        if key in fields:
+            finite_numbers(fields[key], key, n)
+    for key in ("TransformMatrix", "Orientation", "Rotation"):
+        if key in fields:
+            finite_numbers(fields[key], key, n * n)
+    return [*dims, channels], MHA_SIZES.get(fields.get("ElementType", ""), 8)
+
+
+def _nifti_geometry(header: Any) -> None:
+    """ValueError when a NIfTI header's voxel sizes or affine are not finite, or the affine is singular."""
+    import numpy as np
+
+    zooms = [float(z) for z in header.get_zooms()[:3]]
+    affine = np.asarray(header.get_best_affine(), dtype=float)
+    if not all(math.isfinite(z) for z in zooms) or not np.isfinite(affine).all():
+        raise ValueError("voxel sizes or affine not finite")
+    if abs(float(np.linalg.det(affine[:3, :3]))) < 1e-12:
+        raise ValueError("affine is singular (a zero voxel size?)")
 
 
 def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
@@ -242,6 +340,7 @@ def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
         import nibabel
 
         header = nibabel.load(str(path)).header  # the header only: the data stays on disk
+        _nifti_geometry(header)
         return [int(d) for d in header.get_data_shape()], int(header.get_data_dtype().itemsize)
     if name.endswith((".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".webp")):
         from PIL import Image
@@ -273,10 +372,12 @@ def check_image(path: Path, max_pixels: int = MAX_IMAGE_PIXELS, max_bytes: int |
                 kind: str = "") -> Path:
     """`path` if its header declares an image small enough to decode (pixels and memory), else one line.
 
-    Checked before any decoding: a crafted header (a 100000 x 100000 PNG, a NIfTI declaring 10^12 voxels)
-    is refused here instead of exhausting memory while the stager decodes it."""
+    Checked before any decoding: a crafted header (a 100000 x 100000 PNG, a NIfTI declaring 10^12 voxels, a
+    NaN voxel size) is refused here instead of exhausting memory while the stager decodes it. The file must
+    be a regular file with one name (no symlink, no hard link)."""
     if path.is_symlink():
         raise UserError(f"{path}: a symlink in the download; refused")
+    check_download_file(path)
     try:
         dims, itemsize = image_shape(path, kind)
     except UserError:
@@ -300,3 +401,137 @@ def check_pixels(dims: list[int], itemsize: int, origin: str, max_pixels: int = 
         raise UserError(f"{origin}: image header declares {'x'.join(map(str, dims))} ({pixels} values, "
                         f"{pixels * itemsize} bytes decoded; limits {max_pixels} values, {limit} bytes); refused, "
                         "not published")
+
+
+# ---------------------------------------------------------------- images written again, never the source's bytes
+
+PNG_MODES = frozenset({"1", "L", "LA", "I;16", "RGB", "RGBA", "P"})  # PNG holds these as they are
+
+
+def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
+    """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF),
+    never byte for byte `avoid` (the source file: a PNG PIL wrote at one compression level is written at
+    another), so no file a sandbox gets matches the download's by hash. The pixels are unchanged."""
+    from PIL import Image
+
+    if not isinstance(image, Image.Image):
+        import numpy as np
+
+        image = Image.fromarray(np.ascontiguousarray(image))
+    frame = image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
+    for level in (9, 1):
+        buffer = io.BytesIO()
+        frame.save(buffer, format="PNG", compress_level=level)
+        if buffer.getvalue() != avoid:
+            break
+    return buffer.getvalue()
+
+
+def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS) -> bytes:
+    """Downloaded image bytes (PNG, JPEG, TIFF, BMP, GIF, WebP) decoded, after their header was checked against
+    `max_pixels` and memory, and written again as PNG (`png_bytes`): the decoded pixels, none of the source's
+    bytes or metadata; a multi-frame file keeps its first frame. A file PIL cannot decode is one line."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            check_pixels([image.width, image.height, len(image.getbands())], 1, origin, max_pixels)
+            image.seek(0)
+            image.load()
+            return png_bytes(image, avoid=data)
+    except UserError:
+        raise
+    except Exception as exc:  # PIL raises many types on a damaged or crafted file
+        raise UserError(f"{origin}: not a readable image ({type(exc).__name__})") from None
+
+
+# ---------------------------------------------------------------- decompression bounded before decoding
+
+
+def inflate(data: bytes, origin: str, max_bytes: int, kind: str = "zlib", head: bool = False) -> bytes:
+    """zlib (`kind` "zlib") or gzip data decompressed to at most `max_bytes` (a size the caller derived from a
+    header and checked against memory before calling); a damaged stream or more output is one line.
+    `head=True`: only the first `max_bytes` (a header to read the sizes from), whatever follows."""
+    wbits = {"zlib": zlib.MAX_WBITS, "gzip": 16 + zlib.MAX_WBITS}[kind]
+    stream = zlib.decompressobj(wbits)
+    try:
+        out = stream.decompress(data, max_bytes if head else max_bytes + 1)
+    except zlib.error as exc:
+        raise UserError(f"{origin}: compressed data unreadable ({exc}); a damaged or crafted file?") from None
+    if head:
+        return out
+    if len(out) > max_bytes:
+        raise UserError(f"{origin}: decompresses past the {max_bytes} bytes its header declares; refused")
+    return out
+
+
+# ---------------------------------------------------------------- the engine's guard while staging a download
+
+_guard_lock = threading.Lock()
+_guarded: dict[int, tuple[tuple[str, ...], str]] = {}  # token -> (download roots, the staging's own folder)
+_hook_installed = False
+
+
+def _guard_open(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or not _guarded or not args:
+        return
+    target = args[0]
+    if target is None or isinstance(target, int):
+        return
+    try:
+        name = os.path.abspath(os.fsdecode(os.fspath(target)))
+    except (TypeError, ValueError):
+        return
+    for roots, own in list(_guarded.values()):
+        if own and (name == own or name.startswith(own + os.sep)):
+            continue  # the staging's own output (the data root may lie inside a download)
+        for root in roots:
+            if name.startswith(root + os.sep):
+                problem = _path_problem(root, name)
+                if problem:
+                    raise UserError(f"{name}: {problem} in the download; refused (nothing is read through a link)")
+                return
+
+
+def _path_problem(root: str, name: str) -> str:
+    """Why opening `name` (below `root`) must be refused: a symlinked component, or a file that is not a
+    regular file with one name. Nothing when it does not exist (the open then fails by itself)."""
+    current = root
+    info = None
+    for part in name[len(root) + 1:].split(os.sep):
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part)
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return ""
+        if stat.S_ISLNK(info.st_mode):
+            return "a symlink" if current == name else f"reached through a symlink ({current})"
+    if info is None or stat.S_ISDIR(info.st_mode):
+        return ""
+    return _link_problem(info)
+
+
+@contextlib.contextmanager
+def hostile_download_guard(source: Path | None, own: Path | None = None) -> Iterator[None]:
+    """While in this block, a Python-level open of a file below `source` that is a symlink (or reached
+    through one), a hard link, a device or a FIFO raises a one-line `UserError` (an audit hook, installed
+    once per process; paths below `own`, the staging's output, are not checked). Nothing when `source` is None."""
+    global _hook_installed
+    if source is None:
+        yield
+        return
+    given = os.path.abspath(source)
+    roots = tuple(dict.fromkeys([given.rstrip(os.sep), os.path.realpath(given).rstrip(os.sep)]))
+    token = object()
+    with _guard_lock:
+        if not _hook_installed:
+            sys.addaudithook(_guard_open)
+            _hook_installed = True
+        _guarded[id(token)] = (roots, os.path.abspath(own) if own is not None else "")
+    try:
+        yield
+    finally:
+        with _guard_lock:
+            _guarded.pop(id(token), None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import resource
 import secrets
@@ -19,19 +20,23 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import weakref
 from pathlib import Path
 
 from .. import sandboxcall
+from ..errors import UserError
 from ..fsutil import open_dir, remove_tree
+from ..harnessstate import ensure_state_dir, state_dir
 from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
-from . import netns, seccomp
+from . import netns, plainns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
 from .quota import WorkspaceQuota, mount_workspace
+from .reservations import ledger_dir
 
 # Processes one session may hold at once (enforced where a pids cgroup can be made: root, cgroup v1).
 PIDS_LIMIT = 1024
@@ -116,6 +121,37 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
+def plain_spec(workspace: Path, real_root: bool) -> str:
+    """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
+    return json.dumps({"workspace": str(workspace), "hide": [str(state_dir()), str(ledger_dir())],
+                       "real_root": real_root})
+
+
+def plain_prefix(workspace: Path) -> tuple[str, ...]:
+    """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
+    `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
+    unshare = pid_namespace_prefix()
+    real_root = os.geteuid() == 0 and "--user" not in unshare
+    return (*unshare, sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace, real_root), "--")
+
+
+@functools.lru_cache(maxsize=4)
+def plain_namespace_unsupported(state: str) -> str | None:
+    """Why a plain call cannot be kept from the harness's state here (None: it can), probed once per state
+    folder: a call of `true` in a namespace made exactly as a run's calls are."""
+    if not pid_namespace_prefix():
+        return ("no PID and mount namespace can be made for a call here (util-linux `unshare`, run as root or "
+                "with user namespaces allowed)")
+    with tempfile.TemporaryDirectory(prefix="automedbench-plain-probe-") as folder:
+        try:
+            probe = subprocess.run([*plain_prefix(Path(folder)), "true"], capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the namespace probe failed ({type(exc).__name__})"
+    if probe.returncode != 0:
+        return probe.stderr.decode(errors="replace").strip()[-300:] or f"the namespace probe exited {probe.returncode}"
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[str, bool], ...]:
     """Files and folders under /etc that other users may not read (shadow, private keys...).
@@ -145,6 +181,13 @@ def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[
 
 class LocalSession(SandboxSession):
     def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
+        if not bwrap:  # the state and ledger folders exist before any call, so that its namespace covers them
+            ensure_state_dir()
+            ledger_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+            why = plain_namespace_unsupported(str(state_dir()))
+            if why:
+                raise UserError("local-plain refused: a call could reach the harness's key and signed state "
+                                f"({why}); install bubblewrap, use --sandbox docker, or run as root")
         self.spec = spec
         self.bwrap = bwrap
         ws = spec.workspace
@@ -293,7 +336,7 @@ class LocalSession(SandboxSession):
             if self.net is not None:
                 argv = self.net.prefix() + argv
         else:
-            argv, popen_env, cwd = [*pid_namespace_prefix(), *runner], env, self.spec.workspace
+            argv, popen_env, cwd = [*plain_prefix(self.spec.workspace), *runner], env, self.spec.workspace
         limit = (self.spec.address_space_mb or self.spec.memory_mb) * 1024 * 1024
         pids, memory, keyring = self.pids, self.memory, self._keyring
 
@@ -390,25 +433,27 @@ class LocalSession(SandboxSession):
                                        "on loopback, other runs and a local executor cluster are reachable (abstract "
                                        "unix sockets too)")
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
-        pidns = bool(pid_namespace_prefix())
-        if pidns:
-            common += ["own PID namespace and /proc per call (unshare): host processes not visible"]
-        return common, ["no filesystem isolation: the host filesystem (including private data) is readable and "
-                        "writable; only the tripwire detects opens of private/decoy files, and only while the "
-                        "agent runs", "network not restricted",
-                        "writes outside the workspace not prevented (the run folder, other runs, the harness's "
-                        "own environment)", "block devices readable where the harness's user may read them",
-                        *([] if pidns else ["host processes (/proc) visible and signallable"]),
+        # a plain session exists only where its calls get the namespace (`plainns`; else it is refused)
+        common += ["own PID namespace and /proc per call (unshare): host processes not visible",
+                   "own mount namespace per call: the harness's state folder (key, signed caches, the disk ledger) "
+                   "covered, every mount but the workspace read-only (other runs, the data root, the harness's code "
+                   "and environment), unix sockets under /run and /tmp covered (docker, containerd, Ray), /proc/sys "
+                   "read-only, a private 64 MB /dev/shm",
+                   "capabilities that could undo it dropped for good (mount, mknod, handle opens, raw I/O, modules, "
+                   "ptrace, ...)"]
+        if os.geteuid() == 0 and "--user" not in pid_namespace_prefix():
+            common += ["block devices and /dev/mem, /dev/kmem, /dev/port covered"]
+        return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
+                        "the tripwire detects opens of private/decoy files, and only while the agent runs",
+                        "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "
+                        "abstract unix sockets are reachable",
                         *([] if self.memory.available else
                           ["memory limited per process (address space), not in total"]),
-                        "runs as the harness's user", "host /tmp and /dev/shm writable: outside the workspace quota",
-                        *([f"the track's assets folder ({self.spec.assets}) is writable by the agent; only its "
-                           "digest, checked again after the agent phase, shows a change"]
+                        "runs as the harness's user",
+                        *([f"the track's assets folder ({self.spec.assets}) is readable in place (read-only)"]
                           if self.spec.assets is not None else []),
-                        "no seccomp filter: kernel keyrings, advisory locks and namespaces shared with the host",
+                        "no seccomp filter: kernel keyrings and advisory locks shared with the host",
                         *shared,
-                        *([] if self.pids.available or pidns else [
-                            "an orphaned process that re-execs itself with a cleared environment outlives its call"]),
                         *([] if self.pids.available else ["no pids limit (needs root and cgroup v1)"])]
 
     def close(self) -> None:

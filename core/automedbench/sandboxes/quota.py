@@ -20,9 +20,12 @@ from pathlib import Path
 from attrs import define
 
 from ..errors import UserError
+from ..freeze import MAX_TOTAL_BYTES
+from ..pilot import MAX_PILOT_BYTES
 from ..records import MIN_WORKSPACE_MB
 from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
-from .reservations import Ledger
+from .plainns import decode_path as _decode
+from .reservations import Ledger, largest
 
 # The image never claims more than this share of the free space of the disk it lives on.
 FREE_SHARE = 0.9
@@ -67,20 +70,6 @@ class WorkspaceQuota:
 def _unmount(mountpoint: Path) -> None:
     if subprocess.run(["umount", str(mountpoint)], capture_output=True).returncode != 0:
         subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True)
-
-
-def _decode(field: str) -> str:
-    """A /proc/self/mountinfo path field: octal escapes (space, tab, newline, backslash) decoded."""
-    out, i = bytearray(), 0
-    raw = field.encode()
-    while i < len(raw):
-        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
-            out.append(int(raw[i + 1:i + 4], 8))
-            i += 4
-        else:
-            out.append(raw[i])
-            i += 1
-    return out.decode(errors="surrogateescape")
 
 
 def _loop_mounts() -> list[tuple[Path, str]]:
@@ -175,6 +164,12 @@ def _mkfs() -> str:
                                             if p.exists())
 
 
+def copies_of(size: int) -> int:
+    """What a run copies of an image of `size` bytes onto the run folder's disk, at most: the freeze of its
+    outputs and the pilots' copies (reserved with the image, so a concurrent run cannot take that room)."""
+    return min(size, MAX_TOTAL_BYTES) + min(size, MAX_PILOT_BYTES)
+
+
 class NoRoom(UserError):
     """The disk cannot hold the workspace the run asks for once every running run's promise is kept: the run is
     refused in one line (exit 2) before anything ran, naming the free space, what was asked and the option."""
@@ -182,7 +177,8 @@ class NoRoom(UserError):
 
 def no_room(size_mb: int, free: int, others: int, where: Path) -> str:
     """The refusal, one line: what was asked, the free space and the promises, and the option that changes it."""
-    possible = int(max(0, free - others) * FREE_SHARE) >> 20
+    budget = int(max(0, free - others) * FREE_SHARE)  # the image and its copies (`copies_of`) together
+    possible = largest(budget, lambda n: n + copies_of(n) <= budget) >> 20
     fix = (f"pass --workspace-quota-mb {possible} or less (0: no quota) or wait for them to finish"
            if possible >= MIN_QUOTA_MB else "wait for them to finish, free disk space, or pass --workspace-quota-mb 0 "
            "(no quota)")
@@ -208,7 +204,7 @@ def mount_workspace(workspace: Path, size_mb: int,
     reap_stale_workspaces(parent.parent)  # mounts of runs in the same folder whose process was killed
     ledger = ledger or Ledger()
     size_mb = max(size_mb, MIN_QUOTA_MB)
-    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, size_mb << 20)
+    entry, free, others = ledger.reserve(parent, image, size_mb << 20, FREE_SHARE, size_mb << 20, copies_of)
     if entry is None:
         raise NoRoom(no_room(size_mb, free, others, parent.parent))  # the runs folder: this run's goes
     size = entry.size_bytes >> 20

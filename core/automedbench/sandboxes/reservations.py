@@ -18,7 +18,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from attrs import asdict, define
@@ -61,17 +61,32 @@ class Reservation:
     size_bytes: int
     pid: int
     started: str
+    # the copies the run makes of the image's files on the same disk (the freeze, the pilots), held until
+    # the run ends: a concurrent run can never take the space a run's own submission needs
+    extra_bytes: int = 0
 
     def outstanding(self) -> int:
-        """What the image may still take from the disk: its size less the blocks it already holds."""
+        """What the run may still take from the disk: its image's size less the blocks it already holds, and
+        the space set aside for its copies."""
         try:
             used = os.stat(self.image).st_blocks * 512
         except OSError:
             used = 0
-        return max(0, self.size_bytes - used)
+        return max(0, self.size_bytes - used) + self.extra_bytes
 
     def alive(self) -> bool:
         return _start_time(self.pid) == self.started and self.started != ""
+
+
+def largest(high: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in [0, high] with fits(n) (fits is monotone: true up to some n, false after)."""
+    low = 0
+    if fits(high):
+        return high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
 
 
 class Ledger:
@@ -102,17 +117,21 @@ class Ledger:
         except (OSError, ValueError, TypeError):
             return []  # a missing or unreadable ledger holds no promise: the disk's free space still bounds us
 
-    def reserve(self, folder: Path, image: Path, wanted_bytes: int, share: float,
-                minimum_bytes: int) -> tuple[Reservation | None, int, int]:
-        """Promise up to `wanted_bytes` on `folder`'s disk: (reservation or None, free bytes, promised to others)."""
+    def reserve(self, folder: Path, image: Path, wanted_bytes: int, share: float, minimum_bytes: int,
+                copies: Callable[[int], int] | None = None) -> tuple[Reservation | None, int, int]:
+        """Promise up to `wanted_bytes` on `folder`'s disk, and `copies(size)` more for what the run copies of
+        an image of that size: (reservation or None, free bytes, promised to others)."""
         device = os.stat(folder).st_dev
+        extra = copies or (lambda size: 0)
         with self._locked() as entries:
             free = shutil.disk_usage(folder).free
             others = sum(e.outstanding() for e in entries if e.device == device)
-            size = min(wanted_bytes, int(max(0, free - others) * share))
+            budget = int(max(0, free - others) * share)
+            size = largest(min(wanted_bytes, budget), lambda n: n + extra(n) <= budget)
             if size < minimum_bytes:
                 return None, free, others
-            entry = Reservation(secrets.token_hex(8), device, str(image), size, os.getpid(), _start_time(os.getpid()))
+            entry = Reservation(secrets.token_hex(8), device, str(image), size, os.getpid(), _start_time(os.getpid()),
+                                extra(size))
             entries.append(entry)
             return entry, free, others
 

@@ -163,10 +163,11 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
 def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, include_unverified) -> None:
     """(Re)tag stored runs with error codes E1–E5; RUNS are run folders or folders of runs.
 
-    Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept.
+    Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept. A run the
+    harness did not write, or whose evidence changed since it was signed, is left out with the reason
+    (`automedbench verify`); a re-tagged result is signed again.
     """
-    from automedbench.api import write_json
-    from automedbench.engine import RunFolder, tag_codes
+    from automedbench.engine import RunFolder, check_or_reason, tag_codes, write_result
 
     from .store import find_runs
     from .tagger import tagger_from_registry
@@ -179,6 +180,11 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
         raise UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
+        why = check_or_reason(run_dir)
+        if why is not None:
+            console.print(f"{escape(run_dir.name)}: [red]left out (not verified as the harness's: {escape(why)})[/]",
+                          soft_wrap=True)
+            continue
         result = RunFolder(run_dir).load_result()
         if not result.isolation.verified and not include_unverified:
             console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
@@ -193,7 +199,9 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
             raise UserError("no error-code tagging step is installed (it comes with automedbench-codes): "
                             "pip install 'automedbench[codes]'")
         if not dry_run:
-            write_json(RunFolder(run_dir).result, result)
+            unsigned = write_result(RunFolder(run_dir), result)
+            if unsigned:
+                console.print(f"{escape(run_dir.name)}: [red]{escape(unsigned)}[/]", soft_wrap=True)
         label = ", ".join(f"{c.code}" for c in fired) or "none"
         console.print(f"{run_dir.name}: {label}")
         for c in fired:
@@ -221,9 +229,14 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
 @click.option("--pictures/--no-pictures", default=True, show_default=True,
               help="With --site: each run page shows its cases' pictures (drawn from the data); --no-pictures "
                    "leaves them out, for a site published where the datasets' licences allow no images.")
+@click.option("--public-sources", type=click.Choice(["include", "exclude", "only"]), default="include",
+              show_default=True,
+              help="Runs of tasks whose labelled source is public and that had network access (the agent could "
+                   "fetch the answers; `automedbench tasks`, column Public labels): count them, leave them out, "
+                   "or count only them.")
 @click.pass_obj
 def leaderboard(context: CommandContext, runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
-                include_unverified, pictures) -> None:
+                include_unverified, pictures, public_sources) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
@@ -240,8 +253,11 @@ def leaderboard(context: CommandContext, runs, by, csv_path, json_path, html_pat
     if bad or not keys:
         raise UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
     table = load_table(Path(r) for r in runs)
-    if not len(table):
-        raise UserError("no run folders (with result.json) under " + ", ".join(runs))
+    if public_sources != "include":
+        table = table.select(table["public_source"] == (public_sources == "only"))
+    if not len(table) and not table.rejected:
+        raise UserError("no run folders (with result.json) under " + ", ".join(runs)
+                        + ("" if public_sources == "include" else f" (--public-sources {public_sources})"))
     board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
     if not include_unverified:  # the HTML report's per-run plots show the same runs as the board
         table = table.select(table["verified"])

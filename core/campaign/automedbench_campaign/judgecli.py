@@ -32,10 +32,13 @@ def _track(items, label: str, err_console):
 def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_options, runs_dir: str,
             items: bool) -> None:
     """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
-    atomically; the previous verdict is kept as judge.<old-judge>.<timestamp>.json."""
+    atomically and signed again; the previous verdict is kept as judge.<old-judge>.<timestamp>.json. A run
+    the harness did not write, or whose trajectory, verdict or evaluation changed since, is refused
+    (`automedbench verify` says why) before any run is rewritten."""
     from automedbench.engine import RunFolder
     from automedbench.engine import render_result as render
 
+    from .rejudge import check_genuine
     from .rejudge import rejudge as regrade
 
     console, err_console = context.console, context.err_console
@@ -44,6 +47,7 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
+        check_genuine(folder)  # the harness wrote it and its evidence is as signed: re-signed only then
     for folder in folders:
         result = regrade(reg, folder, judge, parse_kv(judge_options))
         if result.judge is not None and result.judge.error:

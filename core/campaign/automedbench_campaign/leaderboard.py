@@ -46,6 +46,7 @@ class Leaderboard:
     runs_used: int
     excluded: dict[str, int] = field(factory=dict)
     skipped: list[str] = field(factory=list)
+    rejected: list[str] = field(factory=list)  # not the harness's results (or copies): never counted, with why
     resamples: int = 2000
     seed: int = 0
 
@@ -73,6 +74,8 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
     for state, ok in zip(table["state"], finished, strict=True):
         if not ok:
             excluded[state] = excluded.get(state, 0) + 1
+    if table.rejected:
+        excluded["not harness-written"] = len(table.rejected)
     if not include_unverified:
         unverified = finished & ~table["verified"]
         if unverified.any():
@@ -95,7 +98,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
                           float(np.mean(used["cost_usd"][index])), float(np.mean(used["judge_cost_usd"][index])),
                           float(np.mean(used["n_codes"][index] > 0))))
     return Leaderboard(by, cells, analyses(used, resamples=resamples, seed=seed), len(table), len(used),
-                       excluded, table.skipped, resamples, seed)
+                       excluded, table.skipped, table.rejected, resamples, seed)
 
 
 def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, Any]:
@@ -208,6 +211,6 @@ def null_overall_runs(board: Leaderboard) -> int:
 
 def to_json(board: Leaderboard) -> dict[str, Any]:
     return {"by": list(board.by), "runs_total": board.runs_total, "runs_used": board.runs_used,
-            "excluded": board.excluded, "skipped": board.skipped, "bootstrap": {"resamples": board.resamples,
-                                                                                   "seed": board.seed, "level": 0.95},
+            "excluded": board.excluded, "skipped": board.skipped, "rejected": board.rejected,
+            "bootstrap": {"resamples": board.resamples, "seed": board.seed, "level": 0.95},
             "rows": flat_rows(board), "analyses": board.analyses}

@@ -15,8 +15,17 @@ from typing import Any
 
 import attrs
 from attrs import define
-from automedbench.api import END_NO_AGENT, JudgeVerdict, Result, UserError, write_json
-from automedbench.engine import Registry, RunFolder, ScoreInputs, judge_input, run_rubric, score_result
+from automedbench.api import END_NO_AGENT, InfrastructureError, JudgeVerdict, Result, UserError, write_json
+from automedbench.engine import (
+    Registry,
+    RunFolder,
+    ScoreInputs,
+    check_or_reason,
+    judge_input,
+    run_rubric,
+    score_result,
+    write_result,
+)
 
 
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
@@ -31,6 +40,14 @@ def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> Judge
     if not verdict.duration_s:
         verdict.duration_s = round(time.monotonic() - t0, 3)
     return verdict
+
+
+def check_genuine(folder: RunFolder) -> None:
+    """Refuse a run the harness did not write, or whose evidence changed since (`resultproof`): rejudge
+    re-signs what it rewrites, so it re-signs only what it verified."""
+    why = check_or_reason(folder)
+    if why is not None:
+        raise UserError(f"{folder.path}: not re-graded: {why}")
 
 
 def _gradable(folder: RunFolder, result: Result) -> None:
@@ -55,6 +72,7 @@ def _archive_verdict(folder: RunFolder) -> None:
 
 
 def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: dict[str, Any]) -> Result:
+    check_genuine(folder)
     result = folder.load_result()
     _gradable(folder, result)
     track, task = reg.task(result.header.task)
@@ -73,7 +91,9 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
                                    error=result.error, codes=codes, task_score=task_score,
                                    resolved=run_rubric(track, task, header.tier, folder.events())))
     new.summary_plots = result.summary_plots
-    write_json(folder.result, new)
+    unsigned = write_result(folder, new)
+    if unsigned:
+        raise InfrastructureError(f"{folder.path}: re-graded, but {unsigned}")
     return new
 
 

@@ -91,6 +91,10 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
                       + (" (--include-unverified counts unverified runs)" if "unverified" in board.excluded else ""))
     for problem in board.skipped[:5]:
         console.print(f"[yellow]skipped[/] {escape(str(problem))}")
+    for problem in board.rejected[:20]:
+        console.print(f"[red]not counted[/] {escape(str(problem))}", soft_wrap=True)
+    if len(board.rejected) > 20:
+        console.print(f"[red]not counted[/] {len(board.rejected) - 20} more (see --json)")
 
 
 def to_csv(board: Leaderboard) -> str:

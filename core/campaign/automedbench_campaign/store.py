@@ -7,16 +7,14 @@ leaderboard groups and bootstraps without Python loops over runs.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from attrs import define
+from attrs import Factory, define
 from automedbench.api import STAGES, UserError, is_error_code
-from automedbench.engine import MAX_RESULT_BYTES, RunFolder
+from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, find_runs
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson
@@ -36,40 +34,6 @@ TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "r
 FINISHED = ("scored", "agent_failure")
 
 
-def find_runs(roots: Iterable[Path], depth: int = 3) -> list[Path]:
-    """Run folders under each root: the root itself if it holds result.json, else folders below it (up to
-    `depth` levels, so a folder of sweeps works too). A run folder's own sub-folders and hidden folders
-    (`.attempts`, `.sweep-slots`) are not searched, nor is a run still in progress: its workspace is the
-    agent's, and a result.json planted there must never count. Symlinked folders are not followed. A run
-    reached from two roots is listed once."""
-    found: list[Path] = []
-
-    def walk(folder: str, level: int) -> None:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
-                    continue
-                if _is_file(os.path.join(entry.path, RESULT)):
-                    found.append(Path(entry.path))
-                elif level < depth and not any(os.path.lexists(os.path.join(entry.path, mark)) for mark in RUN_MARKS):
-                    walk(entry.path, level + 1)
-
-    for root in roots:
-        root = Path(root)
-        if not root.exists():
-            raise UserError(f"{root}: no such folder")
-        if (root / RESULT).is_file():
-            found.append(root)
-        else:
-            walk(str(root), 1)
-    # roots that overlap (`runs` and `runs/x`, a path spelled twice) name one run once: a run counted twice
-    # would weigh double in its cell's mean and CI
-    once: dict[str, Path] = {}
-    for path in found:
-        once.setdefault(os.path.realpath(path), path)
-    return sorted(once.values())
-
-
 def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
     """The leaderboard's view of one result.json (a plain dict)."""
     header, agg, runtime = data["header"], data.get("aggregate") or {}, data.get("runtime") or {}
@@ -87,10 +51,12 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "codes": codes, "breached": bool((data.get("isolation") or {}).get("breached")),
         "verified": (data.get("isolation") or {}).get("verified", True) is not False,
         "submitted": bool((data.get("submission") or {}).get("submitted")),
+        "public_source": bool(header.get("public_source")),  # the agent could fetch the labelled source
     }
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
+    """One run's row, with `genuine` (the harness wrote it: `resultproof`) and `proof` (why not)."""
     folder = RunFolder(run_dir)
     path = folder.result
     try:
@@ -99,16 +65,11 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
         data = folder.result_bytes()
         if data is None:
             raise OSError(f"not a regular file of at most {MAX_RESULT_BYTES} bytes")
-        return summarise(_loads(data), str(run_dir))
+        row = summarise(_loads(data), str(run_dir))
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
-
-
-def _is_file(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
+    proof = check_bytes(data, folder.path.name)
+    return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body}
 
 
 @define
@@ -117,6 +78,9 @@ class RunTable:
 
     columns: dict[str, Any]
     skipped: list[str]
+    # results that do not count at all, whatever the options: not the harness's (`resultproof`), or a copy
+    # of a run already listed; "path: why"
+    rejected: list[str] = Factory(list)
 
     def __len__(self) -> int:
         return len(self.columns["run_id"])
@@ -127,10 +91,11 @@ class RunTable:
     def select(self, mask: np.ndarray) -> RunTable:
         index = np.flatnonzero(mask)
         cols = {k: (v[index] if isinstance(v, np.ndarray) else [v[i] for i in index]) for k, v in self.columns.items()}
-        return RunTable(cols, self.skipped)
+        return RunTable(cols, self.skipped, self.rejected)
 
     @classmethod
-    def from_rows(cls, rows: list[dict[str, Any]], skipped: list[str] | None = None) -> RunTable:
+    def from_rows(cls, rows: list[dict[str, Any]], skipped: list[str] | None = None,
+                  rejected: list[str] | None = None) -> RunTable:
         cols: dict[str, Any] = {k: [r[k] for r in rows] for k in TEXT}
         for key in NUMERIC:
             cols[key] = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
@@ -138,18 +103,29 @@ class RunTable:
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
         cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
+        cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
         cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
-        return cls(cols, list(skipped or []))
+        return cls(cols, list(skipped or []), list(rejected or []))
 
 
 def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
-    """Load every run under `roots`; unreadable results are listed in `skipped` (or raise when strict)."""
-    rows, skipped = [], []
+    """Load every run under `roots`; unreadable results are listed in `skipped` (or raise when strict), and
+    results the harness did not write, or copies of a run already loaded, in `rejected`: never counted."""
+    rows, skipped, rejected = [], [], []
+    seen: dict[str, str] = {}  # signed bytes -> the folder counted: a copy of a run (same bytes) counts once
     for run_dir in find_runs(roots):
         try:
-            rows.append(read_summary(run_dir))
+            row = read_summary(run_dir)
         except UserError as exc:
             if strict:
                 raise
             skipped.append(str(exc))
-    return RunTable.from_rows(rows, skipped)
+            continue
+        if not row["genuine"]:
+            rejected.append(f"{run_dir}: unverified: {row['proof']}")
+        elif row["signed_body"] in seen:
+            rejected.append(f"{run_dir}: a copy of the run at {seen[row['signed_body']]} (counted once, there)")
+        else:
+            seen[row["signed_body"]] = str(run_dir)
+            rows.append(row)
+    return RunTable.from_rows(rows, skipped, rejected)

@@ -169,12 +169,15 @@ def validate(config: SweepConfig, registry: Any) -> None:
 
 
 def run_state(run_dir: Path) -> tuple[str | None, dict[str, Any] | None]:
-    """The stored state of a run folder: None if absent or without a readable result.json."""
+    """The stored state of a run folder: None if absent, without a readable result.json, or with one the
+    harness did not write (`resultproof`: the run is done again, never taken as finished)."""
     if not (run_dir / RESULT).is_file():
         return None, None
     try:
         summary = read_summary(run_dir)
     except UserError:
+        return None, None
+    if not summary["genuine"]:
         return None, None
     return summary["state"], summary
 

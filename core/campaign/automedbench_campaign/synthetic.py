@@ -4,7 +4,6 @@ known scores and codes, shaped like real ones (full rubric items, per-case rows)
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from automedbench.api import (
     default_rubric,
     to_dict,
 )
-from automedbench.engine import RunFolder
+from automedbench.engine import RunFolder, write_result
 
 AGENT_SKILL = {"opus": 0.80, "glm": 0.72, "gemini": 0.68, "gpt": 0.64, "minimax": 0.58, "qwen": 0.56}
 # Relative stage difficulty, S3 hardest and S2 easiest as the paper finds.
@@ -90,6 +89,6 @@ def write_runs(root: Path, n: int, *, seed: int = 0, agents: list[str] | None = 
         data = make_run(base, rng, agent, task, tier, i // len(cells))
         folder = root / data["header"]["run_id"]
         folder.mkdir(parents=True, exist_ok=True)
-        RunFolder(folder).result.write_text(json.dumps(data, indent=2))
+        write_result(RunFolder(folder), data)  # signed as the harness signs its own (they count)
         paths.append(folder)
     return paths

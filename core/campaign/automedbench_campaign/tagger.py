@@ -84,9 +84,18 @@ def render_prompt(ctx: CodeContext, max_events: int = 120) -> str:
     return "\n".join(lines)
 
 
+# The reply's schema, for backends that hold a reply to one (OpenAI json_schema, Anthropic a forced tool)
+TAG_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["codes"], "properties": {"codes": {
+    "type": "array", "items": {"type": "object", "additionalProperties": False,
+                               "required": ["code", "rationale", "evidence_turns"],
+                               "properties": {"code": {"type": "string", "enum": ["E1", "E2", "E3", "E4", "E5"]},
+                                              "rationale": {"type": "string"},
+                                              "evidence_turns": {"type": "array", "items": {"type": "integer"}}}}}}}
+
+
 def parse_reply(text: str, source: str) -> list[FiredCode]:
-    """The tagger's codes from the reply's final JSON object only (`replyjson`: an object quoted from the
-    trajectory inside the reasoning is never read as the tagger's answer)."""
+    """The tagger's codes from the reply as one JSON object only (`replyjson`: an object quoted from the
+    trajectory before, after or inside the reasoning is never read as the tagger's answer)."""
     try:
         data = final_json(text)
         entries = data["codes"]
@@ -147,7 +156,9 @@ class _ModelText:
         self.backend = backend
 
     def complete(self, system: str, prompt: str) -> str:
-        return self.backend.complete_text(system, prompt)
+        from automedbench.api import structured_reply
+
+        return structured_reply(self.backend, system, prompt, TAG_SCHEMA)
 
 
 def tagger_from_registry(registry: Any, name: str, options: dict[str, Any] | None = None) -> LLMTagger:

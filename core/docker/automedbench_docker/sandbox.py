@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -46,6 +47,7 @@ from automedbench.api import (
 )
 from automedbench.engine import (
     SLIRP_DNS,
+    HarnessDir,
     SlirpNet,
     WorkspaceQuota,
     copy_pictures,
@@ -102,12 +104,32 @@ def evaluator_user(private: Path) -> tuple[int, int]:
     return uid, gid
 
 
+# Folders of the image only root may enter (Debian's /root is 0700): an installed agent's program bound below one
+# (a root harness's ~/.cache/automedbench/agents) would be out of the container user's reach. Such a folder is
+# replaced by a read-only skeleton (`program_skeleton`: empty folders, 0755, down to each program's mount point).
+PRIVATE_IN_IMAGE = {"/root"}
+
+
+def program_skeleton(tools: list[Path]) -> HarnessDir | None:
+    """Empty 0755 folders on the way to each program bound below a PRIVATE_IN_IMAGE folder, or None if none is."""
+    below = [Path(t) for t in tools if len(Path(t).parts) > 2 and "/" + Path(t).parts[1] in PRIVATE_IN_IMAGE]
+    if not below:
+        return None
+    skeleton = HarnessDir(Path(tempfile.gettempdir()) / f"automedbench-programs-{secrets.token_hex(8)}")
+    for tool in below:
+        folder = skeleton.path
+        for part in tool.parts[1:]:
+            folder = folder / part
+            folder.mkdir(mode=0o755, exist_ok=True)
+            os.chmod(folder, 0o755)
+    return skeleton
 # /dev/shm of the agent container: a tmpfs whose pages count against the memory limit, like /tmp's.
 SHM_MB = 64
 
 
 def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: int, tmp_mb: int,
-                     user: tuple[int, int], exec_dir: Path | None = None, slirp: bool = False) -> dict:
+                     user: tuple[int, int], exec_dir: Path | None = None, slirp: bool = False,
+                     skeleton: Path | None = None) -> dict:
     """Keyword arguments of `containers.create` for the agent container (pure, so tests can read it).
 
     `slirp`: a network-enabled task starts with no network and gets slirp4netns wired into the container's
@@ -124,6 +146,9 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
     if spec.assets is not None:  # the track's read-only files (a model's weights), outside the workspace
         mounts.append(Mount(ASSETS_MOUNT, str(spec.assets.resolve()), type="bind", read_only=True))
         extra["ASSETS_DIR"] = ASSETS_MOUNT
+    if skeleton is not None:  # in place of the image's private folders: the way to the programs below them
+        mounts += [Mount(top, str(skeleton / top.lstrip("/")), type="bind", read_only=True)
+                   for top in sorted(PRIVATE_IN_IMAGE) if (skeleton / top.lstrip("/")).is_dir()]
     for tool in spec.tools:  # an installed agent's program (the same Debian base as the host's), read-only
         mounts.append(Mount(str(tool), str(Path(tool).resolve()), type="bind", read_only=True))
     env = sandbox_env("/workspace", "/data/public", "/tmp", "/usr/local/bin:/usr/bin:/bin", extra)
@@ -183,11 +208,13 @@ class DockerSession(SandboxSession):
             (ws / sub).mkdir(parents=True, exist_ok=True)
         grant(ws, self.uid, self.gid)
         self.exec_dir = CallFolder()  # 0644 files in a 0755 folder the container cannot write
+        self.skeleton = program_skeleton(list(spec.tools))
         self.net: SlirpNet | None = None
         self.net_gap = (network_unsupported() or "") if spec.network else ""
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
                                   user=(self.uid, self.gid), exec_dir=self.exec_dir.path,
-                                  slirp=spec.network and not self.net_gap)
+                                  slirp=spec.network and not self.net_gap,
+                                  skeleton=self.skeleton.path if self.skeleton is not None else None)
         self.container = start_container(cli, config, image)
         if spec.network and not self.net_gap:
             try:
@@ -291,9 +318,9 @@ class DockerSession(SandboxSession):
         if container is not None:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
-        exec_dir = getattr(self, "exec_dir", None)
-        if exec_dir is not None:
-            exec_dir.close()
+        for folder in (getattr(self, "exec_dir", None), getattr(self, "skeleton", None)):
+            if folder is not None:
+                folder.close()
 
 
 class DockerSandbox(Sandbox):

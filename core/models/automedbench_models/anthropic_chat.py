@@ -120,7 +120,7 @@ class AnthropicBackend(Backend):
         if body:
             kwargs["extra_body"] = body
         response = self.client.messages.create(**kwargs)
-        text, reasoning, calls, kept = [], [], [], []
+        text, reasoning, calls, kept, verdict = [], [], [], [], []
         for block in response.content:
             kind = getattr(block, "type", "")
             if kind == "text":
@@ -132,7 +132,7 @@ class AnthropicBackend(Backend):
                 kept.append({"type": "redacted_thinking", "data": block.data})
             elif kind == "tool_use":
                 if json_schema is not None and block.name == VERDICT_TOOL:
-                    text.append(json.dumps(block.input))
+                    verdict.append(json.dumps(block.input))
                 else:
                     calls.append(ToolCall(block.id, block.name, json.dumps(block.input)))
         if calls and kept:
@@ -142,6 +142,9 @@ class AnthropicBackend(Backend):
         written = getattr(u, "cache_creation_input_tokens", 0) or 0
         usage = Usage(u.input_tokens + cached + written, u.output_tokens, cached, written)
         reason = STOP_REASONS.get(response.stop_reason or "", response.stop_reason or "")
+        if verdict:  # the structured verdict is the reply; any text beside it is reasoning, never parsed
+            return Completion(verdict[-1] if len(verdict) == 1 else "\n".join(verdict),
+                              "\n".join([*reasoning, *text]), calls, usage, reason)
         return Completion("\n".join(text), "\n".join(reasoning), calls, usage, reason)
 
 

@@ -99,9 +99,12 @@ class Backend(ABC):
         """Plain completion (no tools): the text reply to one system + user message, with retries.
         A refusal of the prompt's content (an error naming a content policy, or a reply that finished
         with a content filter or refusal) raises ContentRefused."""
+        return self._text([{"role": "system", "content": system}, {"role": "user", "content": prompt}], max_tokens)
+
+    def _text(self, messages: list[dict[str, Any]], max_tokens: int | None,
+              schema: dict[str, Any] | None = None) -> str:
         try:
-            reply = self.complete([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-                                  max_tokens=max_tokens)
+            reply = self.complete(messages, json_schema=schema, max_tokens=max_tokens)
         except Exception as exc:
             refused = content_refusal(exc)
             if refused is not None:
@@ -110,6 +113,13 @@ class Backend(ABC):
         if reply.finish_reason in REFUSAL_FINISH:
             raise ContentRefused(f"the model stopped with finish reason {reply.finish_reason!r}")
         return reply.content
+
+    def complete_structured(self, system: str, prompt: str, schema: dict[str, Any],
+                            max_tokens: int | None = None) -> str:
+        """`complete_text` with the reply held to `schema` (OpenAI `response_format` json_schema where
+        json_mode is schema, Anthropic a forced tool): the reply is the object, never prose around it."""
+        return self._text([{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                          max_tokens, schema)
 
     def close(self) -> None:
         if self._client is not None and hasattr(self._client, "close"):

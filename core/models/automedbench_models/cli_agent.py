@@ -144,6 +144,8 @@ def session_exit_code(messages: list[dict[str, Any]]) -> int | None:
 
 
 class CliAgent(Agent):
+    session_calls = True  # turn 1 runs the CLI itself: its steps are what it logged (imported) or the harness saw
+
     def __init__(self, spec: CliAgentSpec | str | None = None, **options: Any) -> None:
         if spec is None:
             raise UserError("the cli agent needs --agent-option spec=cli.yaml (install, command, log_format)")

@@ -66,6 +66,10 @@ def _exit(event: dict[str, Any]) -> str:
     if event.get("imported"):
         shown = code if isinstance(code, int) and not isinstance(code, bool) else quote_line(code, 20)
         return f"exit {shown} (self-reported by the CLI log, not observed by the harness)"
+    if event.get("observed_by"):  # a step inside an installed agent's session, seen at the model gateway
+        shown = "unknown" if code is None else code
+        return f"exit {shown} (as the program answered its model; outputs looked at by the harness)" + (
+            " (disputed: answered twice, differently)" if event.get("disputed") else "")
     return f"exit {code}" + (" (timed out)" if event.get("timed_out") else "")
 
 
@@ -87,8 +91,12 @@ def event_text(event: dict[str, Any]) -> str:
     if kind == "cli_message":
         return f"[agent message, from its CLI log]\n{indented(event.get('content') or '', 800)}"
     if kind == "tool":
-        source = "CLI step, self-reported" if event.get("imported") else "tool"
+        source = "CLI step, self-reported" if event.get("imported") else "program step" if event.get(
+            "observed_by") else "tool"
         name = event.get("name")
+        if event.get("session"):  # the whole program ran in this call; its steps are the turns that follow
+            return (f"[agent program session] {_exit(event)}; the program's own steps are listed as turns; "
+                    f"the session's last output:\n{indented(event.get('stdout') or '', 400)}")
         if name == "submit_results":
             return f"[{source} submit_results] {quote_line(json.dumps(event.get('result', {})), 400)}"
         if event.get("error"):

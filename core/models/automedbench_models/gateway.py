@@ -10,8 +10,11 @@ forwards to the one provider the run was configured with.
 Every request is forwarded with the real key put in by the harness (the sandbox only holds a dummy one), and the
 gateway counts what the run's budgets need from outside: model calls (the agent's turns), tokens, cost and the
 time spent waiting for the model. A call past the turn budget or the time limit is refused with an error every
-client treats as final. Each exchange is kept as a `ModelCall` (no prompt or reply text: those are in the CLI's
-own transcript).
+client treats as final. Each exchange is kept as a `ModelCall` (no prompt or reply text); a `watcher`
+(`gatewaysteps.StepLedger`) sees each request as it arrives and each reply once forwarded, and so the steps the
+program took in between. Anything in the sandbox can talk to the socket, so it is bounded: a few requests at a
+time (more are answered 429 at once), an idle connection is dropped, and past a number of records calls are
+counted, not kept.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from typing import Any
 from attrs import asdict, define
 
 SOCKET_NAME = "model.sock"
+MAX_ACTIVE = 8  # requests served at once; more are answered 429 (clients retry) and never forwarded
+IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is dropped
+MAX_RECORDS = 2_000  # ModelCall records kept; later calls are counted in the totals only
+OVERLOADED = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+              b"connection: close\r\ncontent-length: 0\r\n\r\n")
 MAX_REQUEST_BYTES = 64 << 20  # a long conversation with images stays well below this
 MAX_USAGE_SCAN_BYTES = 16 << 20  # how much of a reply is kept to read its token counts
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
@@ -76,7 +84,7 @@ while True:
 
 @define
 class ModelCall:
-    """One request the gateway saw: when, how long, what it cost, and what the outputs looked like at that moment."""
+    """One request the gateway saw: when, how long, what it cost."""
 
     n: int
     path: str
@@ -90,7 +98,6 @@ class ModelCall:
     cost_usd: float = 0.0
     refused: str = ""
     error: str = ""
-    observed: dict[str, Any] | None = None
 
 
 def _int(value: Any) -> int:
@@ -159,32 +166,65 @@ def refusal_body(message: str) -> bytes:
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """A thread per request, at most MAX_ACTIVE at once: a flood from the sandbox costs the harness no more."""
+
     daemon_threads = True
     allow_reuse_address = False
+    request_queue_size = 64
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.slots = threading.BoundedSemaphore(MAX_ACTIVE)
+        self.overloaded = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.overloaded += 1
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(OVERLOADED)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
 class ModelGateway:
     """Forward the sandbox's model requests to `upstream` (scheme://host[:port][/prefix]) with the real key.
 
     `max_calls` and `deadline` (a `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
-    tokens_out, cached)` is the cost of one call; `observe()` is called as each request arrives (the harness's
-    look at the outputs between the agent's steps) and its answer kept on the call."""
+    tokens_out, cached)` is the cost of one call; `watcher.request(body)` is called as each request arrives
+    (before it is forwarded or refused) and `watcher.reply(request_body, status, reply_body, usage)` once a reply
+    was forwarded."""
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
-                 price: Callable[[str, int, int, int], float] | None = None,
-                 observe: Callable[[], dict[str, Any] | None] | None = None) -> None:
+                 price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"the model base URL {upstream!r} is not an http(s) URL")
         self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
         self.wire, self.api_key = wire, api_key
         self.max_calls, self.deadline = max_calls, deadline
-        self.price, self.observe = price, observe
+        self.price, self.watcher = price, watcher
         self.calls: list[ModelCall] = []
+        self.counts = {"calls": 0, "refused": 0, "tokens_in": 0, "tokens_out": 0, "tokens_cached": 0,
+                       "cost_usd": 0.0, "model_s": 0.0}
+        self.watch_errors: list[str] = []
         self.lock = threading.Lock()
         self.started = time.monotonic()
         self.server: _Server | None = None
         self.thread: threading.Thread | None = None
+        self.overloaded_final = 0
+        self.upstream: set[http.client.HTTPConnection] = set()  # requests being forwarded now
 
     # ---------------------------------------------------------------- life cycle
 
@@ -204,6 +244,8 @@ class ModelGateway:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            timeout = IDLE_TIMEOUT_S
+
         server = _Server(path, Handler, bind_and_activate=False)
         try:
             server.server_bind()
@@ -219,8 +261,14 @@ class ModelGateway:
     def close(self) -> None:
         server, self.server = self.server, None
         if server is not None:
+            self.overloaded_final = server.overloaded
             server.shutdown()
             server.server_close()
+        with self.lock:  # the session is over: a reply still being made is dropped (a local server stops on it)
+            pending, self.upstream = list(self.upstream), set()
+        for conn in pending:
+            with contextlib.suppress(OSError, AttributeError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
         if self.thread is not None:
             self.thread.join(timeout=5)
 
@@ -228,13 +276,11 @@ class ModelGateway:
 
     def totals(self) -> dict[str, Any]:
         with self.lock:
-            calls = list(self.calls)
-        answered = [c for c in calls if not c.refused]
-        return {"calls": len(answered), "refused": len(calls) - len(answered),
-                "tokens_in": sum(c.tokens_in for c in calls), "tokens_out": sum(c.tokens_out for c in calls),
-                "tokens_cached": sum(c.tokens_cached for c in calls),
-                "cost_usd": round(sum(c.cost_usd for c in calls), 6),
-                "model_s": round(sum(c.latency_s for c in calls), 3)}
+            counts = dict(self.counts)
+        overloaded = self.server.overloaded if self.server is not None else self.overloaded_final
+        return {**counts, "cost_usd": round(counts["cost_usd"], 6), "model_s": round(counts["model_s"], 3),
+                "overloaded": overloaded, "records_left_out": max(0, counts["calls"] + counts["refused"] -
+                                                                   MAX_RECORDS)}
 
     def records(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -243,8 +289,7 @@ class ModelGateway:
     # ---------------------------------------------------------------- one request
 
     def _refusal(self) -> str:
-        answered = sum(1 for c in self.calls if not c.refused)
-        if answered >= self.max_calls:
+        if self.counts["calls"] >= self.max_calls:
             return f"automedbench: the run's turn budget ({self.max_calls} model calls) is spent; stop now"
         if time.monotonic() >= self.deadline:
             return "automedbench: the run's time limit is reached; stop now"
@@ -261,17 +306,17 @@ class ModelGateway:
             self._reply(handler, 413, refusal_body("automedbench: request too large"))
             return
         body = handler.rfile.read(size) if size else b""
-        observed = None
-        if self.observe is not None:
-            try:
-                observed = self.observe()
-            except Exception as exc:  # the outputs are the agent's: a look that fails is noted, never a crash
-                observed = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+        if len(body) < size:
+            return  # the connection went away mid-request: nothing was asked
+        self._watch("request", body)  # the steps this request's answers complete (the program is waiting now)
         with self.lock:
             refused = self._refusal()
-            call = ModelCall(len(self.calls) + 1, handler.path[:300], _model_of(handler.path, body), 0,
-                             round(t0 - self.started, 3), 0.0, refused=refused, observed=observed)
-            self.calls.append(call)
+            n = self.counts["calls"] + self.counts["refused"] + 1
+            call = ModelCall(n, handler.path[:300], _model_of(handler.path, body), 0, round(t0 - self.started, 3),
+                             0.0, refused=refused)
+            self.counts["refused" if refused else "calls"] += 1
+            if n <= MAX_RECORDS:
+                self.calls.append(call)
         if refused:
             call.status = 400
             self._reply(handler, 400, refusal_body(refused))
@@ -281,6 +326,8 @@ class ModelGateway:
         except (OSError, http.client.HTTPException) as exc:
             call.status, call.error = 502, f"{type(exc).__name__}: {str(exc)[:300]}"
             call.latency_s = round(time.monotonic() - t0, 3)
+            self._count(call)
+            self._watch("reply", body, 502, b"", {"latency_s": call.latency_s})
             with contextlib.suppress(OSError):
                 self._reply(handler, 502, refusal_body(f"automedbench gateway: the model is unreachable "
                                                        f"({call.error})"))
@@ -290,6 +337,27 @@ class ModelGateway:
         call.tokens_in, call.tokens_out, call.tokens_cached = read_usage(received)
         if self.price is not None and status < 400:
             call.cost_usd = self.price(call.model, call.tokens_in, call.tokens_out, call.tokens_cached)
+        self._count(call)
+        self._watch("reply", body, status, received,
+                    {"tokens_in": call.tokens_in, "tokens_out": call.tokens_out, "tokens_cached": call.tokens_cached,
+                     "cost_usd": call.cost_usd, "latency_s": call.latency_s})
+
+    def _count(self, call: ModelCall) -> None:
+        with self.lock:
+            for name in ("tokens_in", "tokens_out", "tokens_cached", "cost_usd"):
+                self.counts[name] += getattr(call, name)
+            self.counts["model_s"] += call.latency_s
+
+    def _watch(self, moment: str, *args: Any) -> None:
+        """Tell the watcher; its failure (on whatever the sandbox sent) is noted, never the call's."""
+        if self.watcher is None:
+            return
+        try:
+            getattr(self.watcher, moment)(*args)
+        except Exception as exc:
+            with self.lock:
+                if len(self.watch_errors) < 20:
+                    self.watch_errors.append(f"{moment}: {type(exc).__name__}: {str(exc)[:200]}")
 
     def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
         """Send the request upstream with the real key; stream the reply back; return its status and body."""
@@ -305,6 +373,10 @@ class ModelGateway:
         timeout = max(5.0, self.deadline - time.monotonic())
         conn_class = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         conn = conn_class(self.host, self.port, timeout=timeout)
+        with self.lock:
+            if self.server is None:
+                raise OSError("the gateway is closed")
+            self.upstream.add(conn)
         try:
             conn.request(handler.command, target, body=body, headers=headers)
             response = conn.getresponse()
@@ -327,6 +399,8 @@ class ModelGateway:
             handler.close_connection = True
             return response.status, bytes(kept)
         finally:
+            with self.lock:
+                self.upstream.discard(conn)
             conn.close()
 
     @staticmethod

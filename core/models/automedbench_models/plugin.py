@@ -90,10 +90,10 @@ def automedbench_register_model_backends(register) -> None:
 
 
 @hookimpl
-def automedbench_grade_requests(requests, options, registry):
+def automedbench_grade_requests(requests, options, registry, trusted):
     from .grading import grade_requests
 
-    return grade_requests(requests, options, registry)
+    return grade_requests(requests, options, registry, persistent=trusted)
 
 
 @hookimpl

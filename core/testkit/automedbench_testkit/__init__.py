@@ -21,6 +21,8 @@ EXPORTS: dict[str, str] = {
     "docker_unavailable": "dockercheck", "needs_docker": "dockercheck",
     "needs": "markers", "sampled": "markers", "full_check": "markers",
     "validate": "validation",
+    "check_stager": "stagercheck", "stager_report": "stagercheck",
+    "assert_stager_conforms": "stagercheck", "STAGER_CHECKS": "stagercheck",
 }
 
 

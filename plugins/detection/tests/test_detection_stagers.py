@@ -1,10 +1,11 @@
 """Stagers on small files in each official layout: the shared staged layout, neutral ids, one schema
-for the ground truth, one line for a wrong layout, idempotent re-staging, validate-task for every task."""
+for the ground truth, one line for a wrong layout, a fresh draw per staging, validate-task for every task."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +44,7 @@ def test_vindr_physionet_dicom(tmp_path):
     pytest.importorskip("pydicom")
     source = layouts.vindr(tmp_path / "src")
     staged = TRACK.stage(task("detection/vindr-cxr"), tmp_path / "dest", source)
-    assert staged.case_ids == [f"cxr_{k:04d}" for k in range(1, 11)]
+    assert len(staged.case_ids) == 10 and all(re.fullmatch(r"cxr_[0-9a-f]{8}", c) for c in staged.case_ids)
     records = [truth(staged, c) for c in staged.case_ids]
     assert sum(1 for r in records if r["boxes"]) == 8 and sum(1 for r in records if not r["boxes"]) == 2
     assert all("deadbeef" not in c and "cafef00d" not in c for c in staged.case_ids)  # neutral ids
@@ -79,15 +80,16 @@ def test_fusing_radiologists():
 def test_bccd_voc(tmp_path):
     source = layouts.voc(tmp_path / "src")
     staged = TRACK.stage(task("detection/bccd", case_count=4), tmp_path / "dest", source)
-    assert len(staged.case_ids) == 4 and staged.case_ids[0] == "smear_0001"
-    record = truth(staged, staged.case_ids[0])
-    assert record["source"]["file"].startswith("BloodImage_000") and record["source"]["id"] in {
-        f"BloodImage_{k:05d}" for k in range(4)}  # the test split only
+    assert len(staged.case_ids) == 4 and all(re.fullmatch(r"smear_[0-9a-f]{8}", c) for c in staged.case_ids)
+    records = {truth(staged, c)["source"]["id"]: c for c in staged.case_ids}
+    assert set(records) == {f"BloodImage_{k:05d}" for k in range(4)}  # the test split only
+    case = records["BloodImage_00000"]
+    record = truth(staged, case)
     boxes = {(b["class"], b["x1"], b["y1"], b["x2"], b["y2"]) for b in record["boxes"]}
     # VOC's 1-based inclusive pixels -> continuous corners; a box past the edge is clipped to 64x48
     assert boxes == {("RBC", 0.0, 0.0, 20.0, 20.0), ("WBC", 29.0, 9.0, 60.0, 40.0),
                      ("Platelets", 4.0, 29.0, 9.0, 34.0), ("RBC", 49.0, 39.0, 64.0, 48.0)}
-    image = Image.open(staged.public / staged.case_ids[0] / "image.png")
+    image = Image.open(staged.public / case / "image.png")
     assert image.mode == "RGB" and image.size == (64, 48)
 
 
@@ -108,18 +110,22 @@ def test_grazpedwri_yolo(tmp_path):
 def test_dentex_coco(tmp_path):
     source = layouts.coco(tmp_path / "src")
     staged = TRACK.stage(task("detection/dentex", case_count=5), tmp_path / "dest", source)
-    record = next(truth(staged, c) for c in staged.case_ids if truth(staged, c)["source"]["id"] == "train_2.png")
+    case = next(c for c in staged.case_ids if truth(staged, c)["source"]["id"] == "train_2.png")
+    record = truth(staged, case)
     assert [(b["class"], b["x1"], b["y2"]) for b in record["boxes"]] == [
         ("Periapical Lesion", 10.0, 35.0), ("Caries", 50.5, 18.0)]
+    published, original = staged.public / case / "image.png", source / "xrays" / "train_2.png"
+    assert published.read_bytes() != original.read_bytes()  # written again: never the source's bytes ...
+    assert np.array_equal(np.asarray(Image.open(published)), np.asarray(Image.open(original)))  # ... same pixels
 
 
-def test_restaging_is_idempotent_and_replaces_atomically(tmp_path):
+def test_restaging_draws_anew_and_replaces_atomically(tmp_path):
     source = layouts.voc(tmp_path / "src")
     spec = task("detection/bccd", case_count=4)
-    TRACK.stage(spec, tmp_path / "dest", source)
+    before = TRACK.stage(spec, tmp_path / "dest", source)
+    again = TRACK.stage(spec, tmp_path / "dest", source)  # a new secret: new case ids, the old ones gone
+    assert not set(before.case_ids) & set(again.case_ids)
     first = tree(tmp_path / "dest")
-    TRACK.stage(spec, tmp_path / "dest", source)
-    assert tree(tmp_path / "dest") == first
     with pytest.raises(UserError):
         TRACK.stage(task("detection/bccd", case_count=40), tmp_path / "dest", source)
     assert tree(tmp_path / "dest") == first  # a failed re-stage leaves the old data in place

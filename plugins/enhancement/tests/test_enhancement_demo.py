@@ -47,18 +47,14 @@ def test_sr_demo_is_kspace_truncation_of_real_mr(sr):
         assert np.allclose(low, np.clip(degrade.kspace_down(ref.astype(np.float64)), 0, 1), atol=1e-6)
 
 
-def test_demo_is_deterministic_and_restaging_is_a_no_op(tmp_path):
-    """Same seed, same bytes; re-staging an existing demo rewrites nothing. (The harness itself stages
-    every demo with a fresh secret seed, so that the generator in the sandbox cannot rebuild references.)"""
+def test_demo_is_deterministic_for_one_seed(tmp_path):
+    """Same seed, same bytes. (The harness itself stages every demo with a fresh secret seed, so that the
+    generator in the sandbox cannot rebuild references; the staging stamp decides when to stage again.)"""
     from automedbench_enhancement.track import EnhancementTrack
 
     track = EnhancementTrack()
     task = next(t for t in track.tasks() if t.id == "enhancement/demo-ldct")
     first = track.stage_demo(task, tmp_path / "first")
-    before = (first.public / "ldct_001" / "input.npy").stat().st_mtime_ns
-    again = track.stage_demo(task, first.root)
-    assert again.case_ids == first.case_ids
-    assert (first.public / "ldct_001" / "input.npy").stat().st_mtime_ns == before  # not rewritten
     fresh = track.stage_demo(task, tmp_path / "fresh")
     for case in first.case_ids:
         assert (fresh.public / case / "input.npy").read_bytes() == (first.public / case / "input.npy").read_bytes()

@@ -23,6 +23,7 @@ pytest.importorskip("pydicom")
 pytest.importorskip("skimage")
 
 RELEASE = sorted(layouts.WRITERS)
+BAND_TOLERANCE = 0.005  # SSIM: a staging's classical baselines move within this of another's (noise, order)
 
 
 def small(task_id: str, n: int):
@@ -39,29 +40,43 @@ def manifest(staged):
     return json.loads((staged.private / "manifest.json").read_text())
 
 
+def case_of(staged, key: str, value: str) -> str:
+    """The staged case id whose source has `key` == `value` (ids and order are drawn from the secret)."""
+    return next(c["case_id"] for c in manifest(staged)["cases"] if c[key] == value)
+
+
 def test_lidc_middle_slice_of_the_largest_series_plus_documented_noise(tmp_path):
     layouts.write_lidc(tmp_path / "dl", 3)
     track, task = small("enhancement/lidc-idri-denoising", 3)
     staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     cases = manifest(staged)["cases"]
-    assert [c["file"] for c in cases] == ["1-002.dcm"] * 3 and cases[2]["patient"] == "LIDC-IDRI-0003"
-    ref, low = load(staged, staged.case_ids[1], "private"), load(staged, staged.case_ids[1])
+    assert [c["file"] for c in cases] == ["1-002.dcm"] * 3
+    assert sorted(c["patient"] for c in cases) == ["LIDC-IDRI-0001", "LIDC-IDRI-0002", "LIDC-IDRI-0003"]
+    case = case_of(staged, "patient", "LIDC-IDRI-0002")
+    ref, low = load(staged, case, "private"), load(staged, case)
     assert np.allclose(ref, np.rint(layouts.ct_slice(1)), atol=0.5)
     from automedbench_enhancement.data import degrade
 
     body = degrade.body_mask(ref.astype(np.float64))
     noise = (low - ref)[body]
     assert 90 < noise.std() < 110  # sigma_hu 100 inside the body
-    expected = degrade.low_dose(ref.astype(np.float64), task.params, int(task.params["seed"]) + 1, 0.7)
-    assert np.allclose(low, expected, atol=1e-2)  # the documented model, seeded per case
+    seed = next(c["noise_seed"] for c in cases if c["case_id"] == case)
+    expected = degrade.low_dose(ref.astype(np.float64), task.params, seed, 0.7)
+    assert np.allclose(low, expected, atol=1e-2)  # the documented model, its seed drawn from the staging's secret
+    again = stage_from_folder(track, task, tmp_path / "again", tmp_path / "dl")
+    other = case_of(again, "patient", "LIDC-IDRI-0002")
+    assert np.array_equal(load(again, other, "private"), ref)  # the same slice ...
+    drift = np.corrcoef((load(again, other) - ref)[body], noise)[0, 1]
+    assert abs(drift) < 0.1  # ... with unrelated noise: no seed anyone can read recomputes it
 
 
 def test_deeplesion_test_split_one_key_slice_per_patient(tmp_path):
     layouts.write_deeplesion(tmp_path / "dl", 3)
     track, task = small("enhancement/deeplesion-denoising", 3)
     staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
-    assert [c["file"] for c in manifest(staged)["cases"]] == [f"{i:06d}_01_01_105.png" for i in (1, 2, 3)]
-    assert np.allclose(load(staged, staged.case_ids[2], "private"), np.rint(layouts.ct_slice(2)), atol=0.5)
+    assert sorted(c["file"] for c in manifest(staged)["cases"]) == [f"{i:06d}_01_01_105.png" for i in (1, 2, 3)]
+    third = case_of(staged, "file", "000003_01_01_105.png")
+    assert np.allclose(load(staged, third, "private"), np.rint(layouts.ct_slice(2)), atol=0.5)
 
 
 @pytest.mark.parametrize(("task_id", "size"), [("enhancement/brats-t1c-sr", 240), ("enhancement/ixi-t1-sr", 256)])
@@ -75,7 +90,9 @@ def test_mri_middle_slice_scaled_and_kspace_truncated(tmp_path, task_id, size):
     volume = np.stack([layouts.mr_slice(2, size) * 0.5, layouts.mr_slice(1, size), layouts.mr_slice(2, size)],
                       axis=2).astype(np.float32)
     hr = np.clip(volume[:, :, 1] / unit_scale(volume), 0, 1)
-    ref, low = load(staged, staged.case_ids[1], "private"), load(staged, staged.case_ids[1])
+    second = sorted(c["file"] for c in manifest(staged)["cases"])[1]
+    case = case_of(staged, "file", second)
+    ref, low = load(staged, case, "private"), load(staged, case)
     assert ref.shape == (size, size) and low.shape == (size // 2, size // 2)
     assert np.allclose(ref, hr, atol=1e-5)
     assert np.allclose(low, np.clip(degrade.kspace_down(hr), 0, 1), atol=1e-5)
@@ -91,7 +108,8 @@ def test_cxr_test_split_pa_views_binned_twice(tmp_path):
     from automedbench_enhancement.data.release_stagers import bin2
 
     png = np.rint(layouts.cxr_image(0)) / 255.0
-    ref, low = load(staged, staged.case_ids[0], "private"), load(staged, staged.case_ids[0])
+    case = case_of(staged, "file", "00000001_000.png")
+    ref, low = load(staged, case, "private"), load(staged, case)
     assert ref.shape == (512, 512) and low.shape == (256, 256)
     assert np.allclose(ref, bin2(png), atol=1e-6) and np.allclose(low, bin2(bin2(png)), atol=1e-6)
     assert np.allclose(bin2(np.arange(16.0).reshape(4, 4)), [[2.5, 4.5], [10.5, 12.5]])  # by hand
@@ -122,7 +140,7 @@ def test_symlinked_slice_stops_staging(tmp_path):
     middle.unlink()
     middle.symlink_to(tmp_path / "secret.dcm")
     track, task = small("enhancement/lidc-idri-denoising", 1)
-    with pytest.raises(UserError, match=r"1-002.dcm: cannot be read as a regular file"):
+    with pytest.raises(UserError, match=r"1-002.dcm: (cannot be read as a regular file|a symlink)"):
         stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     assert not (tmp_path / "root" / task.id / "public").exists()
 
@@ -173,7 +191,10 @@ def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
     table = measure(task, staged, CLASSICAL)
     expected = bands(table)
     rating = task.rating
-    assert (rating.good, rating.okay, rating.floor) == (expected["good"], expected["okay"], expected["floor"])
+    # each staging draws its own slices order and noise: the bands in the task file hold within the measured
+    # spread of the best classical baseline over stagings (benchmarks/bench_staging_spread.py, README)
+    for edge in ("good", "okay", "floor"):
+        assert abs(getattr(rating, edge) - expected[edge]) <= BAND_TOLERANCE, (rating, expected)
     trivial = ("identity", "gaussian") if task.params["kind"] == "ldct" else ("identity",)
     for name in trivial:
         assert table[name]["ssim"] < rating.okay, (name, table[name], rating)  # identity / trivial stay below B
@@ -181,7 +202,7 @@ def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
     for name in CLASSICAL:  # the measured values are written beside the bands
         if name in text:
             shown = re.search(rf"{name}(?: \(\w+\))? (\d\.\d{{4}})", text)
-            assert shown is None or abs(float(shown[1]) - table[name]["ssim"]) < 5e-4, (name, table[name])
+            assert shown is None or abs(float(shown[1]) - table[name]["ssim"]) <= BAND_TOLERANCE, (name, table[name])
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report
     assert f"{task.case_count} staged, {task.case_count} declared" in report

@@ -75,7 +75,7 @@ class ReportEvaluation(TaskEvaluation):
         report = contract.read_report(submitted / contract.REPORT_FILE)
         self.last = (case_id, report)
         private = self.staged.private / case_id
-        pick = scored_text if self.task.params.get("scored_section", "findings") == "findings" else str.strip
+        pick = self._section()
         self.texts[case_id] = (pick(reference_text(private)), pick(report))
         facts = read_facts(private)
         later = list(facts.get("later_view_only", []))
@@ -85,6 +85,16 @@ class ReportEvaluation(TaskEvaluation):
         return CaseScore(case_id, {"impression_only": has_impression_only(report), "views": facts.get("views", 1),
                                    "later_view_only": later, "missed_later_view": missed, "chars": len(report)},
                          requests)
+
+    def _section(self):
+        """What of a report is scored: the FINDINGS section (the default), or the whole text."""
+        return scored_text if self.task.params.get("scored_section", "findings") == "findings" else str.strip
+
+    def _all_references(self, case_ids: list[str]) -> list[str]:
+        """Every study's scored reference text, those of studies with no valid report included."""
+        pick = self._section()
+        return [self.texts[c][0] if c in self.texts else pick(reference_text(self.staged.private / c))
+                for c in case_ids]
 
     def case_picture(self, case_id: str, submitted: Path | None) -> CasePicture | None:
         from .picture import case_picture
@@ -107,9 +117,13 @@ class ReportEvaluation(TaskEvaluation):
         components |= {key: round(case_mean, 4), "valid_cases": len(valid),
                        "distinct_reports": len({mlrg_preprocess(h).lower() for h in hyps}),
                        # near-identical texts (word overlap >= 0.9): one template, whatever a word added per case;
-                       # the references' own share says how much repetition the cohort itself has
-                       "template_share": round(largest_template_group(hyps) / len(hyps), 4),
-                       "reference_template_share": round(largest_template_group(refs) / len(refs), 4)}
+                       # the references' own share says how much repetition the cohort itself has. Over every
+                       # study: a missing report is the blind report it stands for (the template), and every
+                       # reference counts, so leaving studies out cannot turn the cap off
+                       "template_share": round((largest_template_group(hyps) + len(case_ids) - len(valid))
+                                               / len(case_ids), 4),
+                       "reference_template_share": round(largest_template_group(self._all_references(case_ids))
+                                                         / len(case_ids), 4)}
         if self.kind != "nlg3" and self.clinical is not None:
             components["labeler_" + self.clinical.labeler.name] = 1.0
         value = round(value, 4)

@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,47 +113,59 @@ def manifest(staged, case: str) -> dict:
     return json.loads((staged.public / case / "manifest.json").read_text())
 
 
+def by_source(staged) -> dict[str, str]:
+    """The dataset's study id -> the published case id (drawn from the staging's secret)."""
+    return {json.loads((staged.private / c / "facts.json").read_text())["source_id"]: c for c in staged.case_ids}
+
+
 def test_mimic_stages_test_studies_with_all_views_and_findings_only(tmp_path):
     make_mimic(tmp_path / "src", 6)
     staged = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "out", sample=None)
-    assert staged.case_ids == [f"CXR{i:04d}" for i in range(1, 7)]  # the one without FINDINGS and train: skipped
-    assert [len(manifest(staged, c)["image_files"]) for c in staged.case_ids] == [1, 2, 1, 2, 1, 2]
-    reference = (staged.private / "CXR0002" / "report.txt").read_text()
+    studies = by_source(staged)  # the one without FINDINGS and train: skipped
+    assert sorted(studies) == [f"p1{k:07d}/s5{k:07d}" for k in range(6)]
+    assert all(re.fullmatch(r"CXR_[0-9a-f]{8}", c) for c in staged.case_ids)
+    assert [len(manifest(staged, studies[s])["image_files"]) for s in sorted(studies)] == [1, 2, 1, 2, 1, 2]
+    reference = (staged.private / studies["p10000001/s50000001"] / "report.txt").read_text()
     assert reference.strip() == f"FINDINGS: {FINDINGS[1]}"
-    assert json.loads((staged.private / "CXR0002" / "facts.json").read_text())["source_id"] == "p10000001/s50000001"
     assert not any("p10" in p.name for p in staged.public.rglob("*"))
+    first = staged.public / studies["p10000000/s50000000"] / "images" / "01.png"
+    assert first.read_bytes() != image_bytes(0, "JPEG")  # decoded and written again as PNG, never the JPEG's bytes
+    assert np.array_equal(np.asarray(Image.open(first)), np.asarray(Image.open(io.BytesIO(image_bytes(0, "JPEG")))))
 
 
-def test_sample_is_seeded(tmp_path):
+def test_sample_and_ids_are_secret(tmp_path):
+    """Two stagings of one download draw their own sample and ids: the split file's order decides nothing."""
     make_mimic(tmp_path / "src", 6)
-    a = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "a", sample=3)
-    b = stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / "b", sample=3)
-    ids = [json.loads((s.private / c / "facts.json").read_text())["source_id"] for s in (a, b) for c in s.case_ids]
-    assert len(a.case_ids) == 3 and ids[:3] == ids[3:]
+    drawn = [by_source(stage("report_gen/mimic-cxr", tmp_path / "src", tmp_path / f"s{k}", sample=3))
+             for k in range(6)]
+    assert all(len(d) == 3 for d in drawn) and not set(drawn[0].values()) & set(drawn[1].values())
+    assert len({tuple(sorted(d)) for d in drawn}) > 1  # not the same three studies every time
 
 
 def test_iu_xray_both_layouts(tmp_path):
     make_iu_r2gen(tmp_path / "r2gen", 4)
     staged = stage("report_gen/iu-xray", tmp_path / "r2gen", tmp_path / "a")
-    assert len(staged.case_ids) == 4 and len(manifest(staged, "CXR0001")["image_files"]) == 2
+    assert len(staged.case_ids) == 4 and len(manifest(staged, staged.case_ids[0])["image_files"]) == 2
     make_iu_openi(tmp_path / "openi", 3)
     staged = stage("report_gen/iu-xray", tmp_path / "openi", tmp_path / "b")
     assert len(staged.case_ids) == 3
-    assert (staged.private / "CXR0001" / "report.txt").read_text().startswith("FINDINGS: ")
+    assert (staged.private / staged.case_ids[0] / "report.txt").read_text().startswith("FINDINGS: ")
 
 
 def test_chexpert_plus_groups_views_by_study_and_keeps_the_full_report(tmp_path):
     make_chexpert_plus(tmp_path / "src", 3)
     staged = stage("report_gen/chexpert-plus", tmp_path / "src", tmp_path / "out", sample=None)
-    assert len(staged.case_ids) == 3 and len(manifest(staged, "CXR0001")["image_files"]) == 2
-    assert "IMPRESSION: Stable." in (staged.private / "CXR0001" / "report.txt").read_text()
+    assert len(staged.case_ids) == 3 and len(manifest(staged, staged.case_ids[0])["image_files"]) == 2
+    assert "IMPRESSION: Stable." in (staged.private / staged.case_ids[0] / "report.txt").read_text()
 
 
 def test_pathcap_reads_captions_and_refuses_paths_outside(tmp_path):
     make_pathcap(tmp_path / "src", 5)
     staged = stage("report_gen/pathcap-100", tmp_path / "src", tmp_path / "out", sample=None)
-    assert staged.case_ids == [f"PATH{i:04d}" for i in range(1, 6)]
-    assert (staged.private / "PATH0001" / "report.txt").read_text().strip() == "H&E section 0 showing glandular tissue."
+    images = by_source(staged)
+    assert sorted(images) == [f"imgs/{k:04d}.png" for k in range(5)]
+    assert (staged.private / images["imgs/0000.png"] / "report.txt").read_text().strip() == \
+        "H&E section 0 showing glandular tissue."
 
 
 def test_wrong_folders_are_refused_with_one_line(tmp_path):

@@ -74,11 +74,14 @@ def primary_label(task: TaskSpec) -> int | None:
 
 
 def present_dice(scores: list[CaseScore | None], labels: list[int]) -> float | None:
-    """Macro mean over `labels` of each label's mean Dice over the scored cases whose reference contains it
-    (labels no reference contains are left out); None when no reference contains any of them."""
+    """Macro mean over `labels` of each label's mean Dice over the cases whose reference contains it (labels
+    no reference contains are left out); None when no reference contains any of them. A missing or invalid
+    case counts Dice 0 for every label (which ones its reference holds is not read): leaving out the cases a
+    submission does badly on can only lower this, never lift it past the rating cap."""
     per_label = []
     for k in labels:
-        values = [s.values[f"dice_{k}"] for s in scores if s is not None and k in s.values.get("reference_labels", [])]
+        values = [0.0 if s is None else s.values[f"dice_{k}"] for s in scores
+                  if s is None or k in s.values.get("reference_labels", [])]
         if values:
             per_label.append(float(np.mean(values)))
     return float(np.mean(per_label)) if per_label else None

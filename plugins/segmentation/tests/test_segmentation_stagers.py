@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import attrs
 import nibabel as nib
@@ -45,6 +46,12 @@ def read(path):
     return np.asanyarray(nib.load(str(path)).dataobj)
 
 
+def sources(staged) -> dict[str, str]:
+    """The download's case id -> the staged one (drawn from the staging's secret), from private/manifest.json."""
+    manifest = json.loads((staged.private / "manifest.json").read_text())
+    return {c["source_id"]: c["case_id"] for c in manifest["cases"]}
+
+
 # ---------------------------------------------------------------- KiTS19
 
 
@@ -59,43 +66,48 @@ def kits(tmp_path):
     return src
 
 
-def test_kits19_first_tumour_cases(amb_registry, kits, tmp_path):
+def test_kits19_tumour_cases_drawn_secretly(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 2)
     staged = stage_from_folder(track, task, tmp_path / "root", kits)
-    assert staged.case_ids == ["kidney_001", "kidney_002"]
+    assert len(staged.case_ids) == 2 and all(re.fullmatch(r"kidney_[0-9a-f]{8}", c) for c in staged.case_ids)
+    drawn = sources(staged)
+    assert set(drawn) <= {"case_00000", "case_00002", "case_00003"}  # case 1 has no tumour, case 300 no labels
     manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["case_00000", "case_00002"]  # case 1 has no tumour
-    assert manifest["skipped"] == [{"source_id": "case_00001", "reason": "no tumour"}]
+    assert {(s["source_id"], s["reason"]) for s in manifest["skipped"]} <= {
+        ("case_00001", "no tumour"), ("case_00300", "missing segmentation.nii.gz")}
+    source, case_id = sorted(drawn.items())[0]
     src_lab = label_map(True)
-    case = staged.private / "kidney_002"
+    case = staged.private / case_id
     organ, lesion = read(case / "organ.nii.gz"), read(case / "lesion.nii.gz")
     assert np.array_equal(organ, (src_lab > 0).astype(np.uint8))
     assert np.array_equal(lesion, (src_lab == 2).astype(np.uint8))
-    assert np.array_equal(read(staged.public / "kidney_002" / "ct.nii.gz"), ct(2))
-    assert np.allclose(nib.load(str(staged.private / "kidney_002" / "organ.nii.gz")).affine, AFF)
+    published = staged.public / case_id / "ct.nii.gz"
+    assert np.array_equal(read(published), ct(int(source[-5:])))  # the same voxels ...
+    assert published.read_bytes() != (kits / "data" / source / "imaging.nii.gz").read_bytes()  # ... not its bytes
+    assert np.allclose(nib.load(str(published)).affine, AFF)
+    assert np.allclose(nib.load(str(case / "organ.nii.gz")).affine, AFF)
     facts = json.loads((staged.private / "cases.json").read_text())
-    assert facts == {"kidney_001": {"lesion_present": True}, "kidney_002": {"lesion_present": True}}
+    assert facts == {c: {"lesion_present": True} for c in staged.case_ids}
     assert sorted(p.name for p in staged.public.rglob("*") if p.is_file()) == ["ct.nii.gz", "ct.nii.gz"]
 
 
-def test_restaging_is_idempotent_and_notices_changes(amb_registry, kits, tmp_path):
+def test_restaging_draws_anew_and_leaves_nothing_behind(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 2)
     root = tmp_path / "root"
     staged = stage_from_folder(track, task, root, kits)
-    organ = staged.private / "kidney_001" / "organ.nii.gz"
-    before = organ.stat().st_mtime_ns
     again = stage_from_folder(track, task, root, kits)
-    assert again.case_ids == staged.case_ids and organ.stat().st_mtime_ns == before  # nothing rewritten
+    assert not set(staged.case_ids) & set(again.case_ids)
+    assert sorted(p.name for p in again.public.iterdir()) == again.case_ids
     nii(kits / "data" / "case_00000" / "segmentation.nii.gz", label_map(False))  # case 0 loses its tumour
     changed = stage_from_folder(track, task, root, kits)
-    manifest = json.loads((changed.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["case_00002", "case_00003"]
+    assert set(sources(changed)) == {"case_00002", "case_00003"}
     assert not (root / task.id / ".incoming").exists()
 
 
 def test_kits19_not_enough_cases_names_the_reasons(amb_registry, kits, tmp_path):
     track, task = small(amb_registry, "segmentation/kidney", 5)
-    with pytest.raises(UserError, match=r"only 3 of the 5 cases .* 1 x no tumour; 1 x missing segmentation.nii.gz"):
+    with pytest.raises(UserError, match=r"only 3 of the 5 cases .* 1 x (no tumour|missing segmentation.nii.gz); "
+                                        r"1 x (no tumour|missing segmentation.nii.gz)"):
         stage_from_folder(track, task, tmp_path / "root", kits)
     assert not (tmp_path / "root" / task.id / "public").exists()  # nothing half-staged
 
@@ -115,11 +127,14 @@ def test_kits19_bad_labels_and_grid_are_skipped(amb_registry, kits, tmp_path):
     nii(kits / "data" / "case_00004" / "segmentation.nii.gz", label_map(True))
     track, task = small(amb_registry, "segmentation/kidney", 1)
     staged = stage_from_folder(track, task, tmp_path / "root", kits)
-    manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert manifest["cases"][0]["source_id"] == "case_00004"
-    reasons = [s["reason"] for s in manifest["skipped"]]
-    assert reasons == ["labels [5] beyond 0-2", "no tumour", "reference shape (8, 7, 5) != image shape (8, 7, 6)",
-                       "segmentation.nii.gz: affine differs from the image's"]
+    assert list(sources(staged)) == ["case_00004"]  # the one usable case, wherever the secret order put it
+    from automedbench_segmentation.data.layouts import find_kits19
+    from automedbench_segmentation.data.stagers import _qualify
+
+    reasons = {c.source_id: _qualify(task, c)[3] for c in find_kits19(kits) if not c.problem}
+    assert reasons == {"case_00000": "labels [5] beyond 0-2", "case_00001": "no tumour",
+                       "case_00002": "reference shape (8, 7, 5) != image shape (8, 7, 6)",
+                       "case_00003": "segmentation.nii.gz: affine differs from the image's", "case_00004": ""}
 
 
 # ---------------------------------------------------------------- MSD Task03 Liver
@@ -133,10 +148,9 @@ def test_msd_liver_numeric_order_and_resource_forks(amb_registry, tmp_path):
     (root / "imagesTr" / "._liver_0.nii.gz").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
     track, task = small(amb_registry, "segmentation/liver", 2)
     staged = stage_from_folder(track, task, tmp_path / "data", tmp_path)  # the parent of Task03_Liver works too
-    manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["liver_2", "liver_10"]
-    assert staged.case_ids == ["liver_001", "liver_002"]
-    assert np.array_equal(read(staged.public / "liver_002" / "ct.nii.gz"), ct(10))
+    drawn = sources(staged)
+    assert set(drawn) == {"liver_2", "liver_10"}  # liver_1 has no tumour, the resource fork is no case
+    assert np.array_equal(read(staged.public / drawn["liver_10"] / "ct.nii.gz"), ct(10))
 
 
 def test_msd_missing_labels_folder(amb_registry, tmp_path):
@@ -175,11 +189,12 @@ def test_pants_organ_lesion(amb_registry, tmp_path):
     pants_case(src, "PanTS_00009001", tumour=True, split="Te")
     track, task = small(amb_registry, "segmentation/pancreas", 2)
     staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "PanTS")
-    manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000002", "PanTS_00009001"]
-    organ = read(staged.private / "pancreas_001" / "organ.nii.gz")
+    drawn = sources(staged)
+    assert set(drawn) == {"PanTS_00000002", "PanTS_00009001"}
+    organ = read(staged.private / drawn["PanTS_00000002"] / "organ.nii.gz")
     assert np.array_equal(organ, (masks["pancreas"] | masks["pancreatic_lesion"]).astype(np.uint8))
-    assert np.array_equal(read(staged.private / "pancreas_001" / "lesion.nii.gz"), masks["pancreatic_lesion"])
+    lesion = read(staged.private / drawn["PanTS_00000002"] / "lesion.nii.gz")
+    assert np.array_equal(lesion, masks["pancreatic_lesion"])
 
 
 def test_pants_missing_lesion_file_and_npz_release(amb_registry, tmp_path):
@@ -201,14 +216,15 @@ def test_pants_multilabel_paints_in_label_order(amb_registry, tmp_path):
     pants_case(src, "PanTS_00000001", tumour=True, structures=("pancreas",))  # incomplete: skipped
     masks = pants_case(src, "PanTS_00000002", tumour=True, structures=tuple(names))
     staged = stage_from_folder(track, task, tmp_path / "root", src)
-    labels = read(staged.private / "pancreas_oar_001" / "labels.nii.gz")
+    case = sources(staged)["PanTS_00000002"]
+    labels = read(staged.private / case / "labels.nii.gz")
     expected = np.zeros(SHAPE, np.uint8)
     for k, group in sorted((int(k), g) for k, g in task.params["structures"].items()):
         for name in group:
             expected[masks[name] > 0] = k
     assert np.array_equal(labels, expected)
     assert labels[1, 2, 2] == 2  # lesion painted over the pancreas where they overlap
-    facts = json.loads((staged.private / "cases.json").read_text())["pancreas_oar_001"]
+    facts = json.loads((staged.private / "cases.json").read_text())[case]
     assert facts["lesion_present"] is True and facts["labels_present"] == sorted(set(np.unique(expected)) - {0})
 
 
@@ -231,10 +247,11 @@ def test_feta_nested_release(amb_registry, tmp_path):
     track, task = small(amb_registry, "segmentation/feta", 2)
     staged = stage_from_folder(track, task, tmp_path / "root", tmp_path)  # subjects one folder below
     manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["sub-002", "sub-010"]
-    assert manifest["skipped"] == [{"source_id": "sub-001", "reason": "missing anat/*_dseg.nii.gz"}]
-    assert np.array_equal(read(staged.private / "feta_001" / "dseg.nii.gz"), tissues)
-    assert (staged.public / "feta_001" / "t2w.nii.gz").is_file()
+    drawn = sources(staged)
+    assert set(drawn) == {"sub-002", "sub-010"}
+    assert manifest["skipped"] in ([], [{"source_id": "sub-001", "reason": "missing anat/*_dseg.nii.gz"}])
+    assert np.array_equal(read(staged.private / drawn["sub-002"] / "dseg.nii.gz"), tissues)
+    assert (staged.public / drawn["sub-002"] / "t2w.nii.gz").is_file()
 
 
 def test_feta_wrong_layout(amb_registry, tmp_path):
@@ -274,10 +291,9 @@ def test_pants_per_case_folders_and_kits_without_data_folder(amb_registry, tmp_p
             nii(src / case_id / "segmentations" / f"{name}.nii.gz", mask)
     track, task = small(amb_registry, "segmentation/pancreas", 2)
     staged = stage_from_folder(track, task, tmp_path / "root", src)
-    manifest = json.loads((staged.private / "manifest.json").read_text())
-    assert [c["source_id"] for c in manifest["cases"]] == ["PanTS_00000001", "PanTS_00000003"]
+    assert set(sources(staged)) == {"PanTS_00000001", "PanTS_00000003"}
     kits = tmp_path / "flat"
     nii(kits / "case_00007" / "imaging.nii.gz", ct(7))
     nii(kits / "case_00007" / "segmentation.nii.gz", label_map(True))
     track, task = small(amb_registry, "segmentation/kidney", 1)
-    assert stage_from_folder(track, task, tmp_path / "root", kits).case_ids == ["kidney_001"]
+    assert list(sources(stage_from_folder(track, task, tmp_path / "root", kits))) == ["case_00007"]

@@ -65,7 +65,7 @@ def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tupl
         image = image_class.from_bytes(data)
         volume = np.asarray(image.get_fdata(dtype=np.float32)).reshape(dims)
     except Exception as exc:  # nibabel raises many kinds on a damaged file
-        raise ValueError(f"unreadable ({type(exc).__name__}: {str(exc)[:120]})") from None
+        raise ValueError(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
     return volume, np.asarray(image.affine, dtype=np.float64)
 
 

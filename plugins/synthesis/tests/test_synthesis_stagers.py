@@ -3,6 +3,7 @@ validate-task on each, and the untrusted-input refusals."""
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import nibabel as nib
@@ -97,20 +98,22 @@ def test_validate_task_passes_on_a_staged_copy_of_each_layout(tmp_path, task_id)
 
 
 def test_msd_stager_degrades_on_the_same_grid_and_skips_resource_forks(tmp_path):
+    import json
+
     staged = stage_source(task("synthesis/msd-pancreas-ctsr"), tmp_path / "dest", msd(tmp_path / "src"))
-    assert staged.case_ids[0] == "MSDPSR_0001" and len(staged.case_ids) == 20
-    low = nib.load(str(staged.public / "MSDPSR_0001" / "ct.nii.gz"))
-    target = nib.load(str(staged.private / "MSDPSR_0001" / "target.nii.gz"))
+    assert len(staged.case_ids) == 20 and all(re.fullmatch(r"MSDPSR_[0-9a-f]{8}", c) for c in staged.case_ids)
+    record = json.loads((staged.private / "cases.json").read_text())
+    chosen = sorted(record["cases"][c]["source"] for c in staged.case_ids)
+    assert len(set(chosen)) == 20 and sum(s.startswith("Task07_Pancreas/imagesTs/") for s in chosen) == 15  # Ts first
+    case = staged.case_ids[0]
+    low = nib.load(str(staged.public / case / "ct.nii.gz"))
+    target = nib.load(str(staged.private / case / "target.nii.gz"))
     assert low.shape == target.shape == SHAPE and np.allclose(low.affine, target.affine)
     lo, hi = np.asarray(low.dataobj), np.asarray(target.dataobj)
     assert np.array_equal(lo[:, :, ::4], hi[:, :, ::4])  # kept slices untouched
     assert np.allclose(lo[:, :, 2], (hi[:, :, 0] + hi[:, :, 4]) / 2)  # the slice between: linear in z
     assert np.allclose(lo[:, :, 16], hi[:, :, 16])
-    import json
-
-    record = json.loads((staged.private / "cases.json").read_text())
-    assert 0 < record["cases"]["MSDPSR_0001"]["ssim_identity"] < 1
-    assert record["cases"]["MSDPSR_0001"]["source"].startswith("Task07_Pancreas/imagesTs/")  # imagesTs first
+    assert 0 < record["cases"][case]["ssim_identity"] < 1
 
 
 def test_mha_reader_round_trip_and_refusals(tmp_path):

@@ -13,7 +13,12 @@ it, else its form (polar "Is/Does ...?" or open). Agreement is a correct answer 
 yes/no, exact or judge-equivalent); chance uses the answer keys, and for MCQ the larger of the letter
 and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
 one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa
-when fewer than QUESTIONS_MIN questions remain.
+when fewer than QUESTIONS_MIN questions remain. Every expected question counts, answered or not: a
+blank one (no valid answer, key UNANSWERED, or a wrong answer that is no gold answer of its group: made up)
+stands for the blind answer, its group's commonest real answer (the commonest gold answer where the group has
+none), agreeing or not as that answer would. So leaving questions out, or filling them with nonsense, can
+neither drop the count below QUESTIONS_MIN (the check said nothing then: five blanks turned C into A) nor
+lower the chance a blind answerer needs (nonsense for its wrong answers lifted kappa 0.00 -> 0.23, C -> A).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 TEMPLATE_MIN = 3  # answered questions sharing one wording: a template with its own answer prior
 KAPPA_MIN = 0.1  # kappa below this over at least QUESTIONS_MIN answered questions: held at C
 QUESTIONS_MIN = 20
+UNANSWERED = "\x00unanswered"  # the answer key of a question with no valid answer (metric.unanswered_row)
 
 
 def _chance(pairs: list[tuple[str, str]]) -> float:
@@ -32,15 +38,37 @@ def _chance(pairs: list[tuple[str, str]]) -> float:
     return sum(answers[k] * golds[k] for k in answers) / len(pairs)
 
 
+def _blank(row: dict[str, Any], field: str, golds: set[str]) -> bool:
+    """An answer that stands for no answer: none given, or a wrong one that is no gold answer of its group (a
+    made-up string never agrees by chance; counted as given it would lower the chance a blind answerer needs,
+    so unique nonsense in place of its wrong answers lifted kappa from 0.00 to 0.23, C -> A)."""
+    answer = row.get(field, UNANSWERED)
+    return answer == UNANSWERED or (answer not in golds and float(row.get("score") or 0.0) < 1.0)
+
+
+def _filled(members: list[dict[str, Any]], field: str, gold_field: str) -> tuple[list[tuple[str, str]], list[bool]]:
+    """(answer, gold) per question, a blank one (`_blank`) given the blind answer it stands for: the group's
+    commonest real answer, or with none, its commonest gold answer (the best guess without the image); and
+    which questions were blank."""
+    golds = {r[gold_field] for r in members}
+    blank = [_blank(r, field, golds) for r in members]
+    given = [r[field] for r, b in zip(members, blank, strict=True) if not b]
+    stand_in = Counter(given or [r[gold_field] for r in members]).most_common(1)[0][0]
+    pairs = [(stand_in if b else r[field], r[gold_field]) for r, b in zip(members, blank, strict=True)]
+    return pairs, blank
+
+
 def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | None]:
-    """`chance_kappa` (None below QUESTIONS_MIN informative answers), `chance_observed` and `chance_expected` shares."""
-    answered = [r for r in rows if "answer_key" in r and "gold_key" in r]
-    if not answered:
+    """`chance_kappa` (None below QUESTIONS_MIN informative questions), `chance_observed` and `chance_expected`
+    shares, over every question with a gold key, a blank one (none given, or made up) as the blind answer it
+    stands for."""
+    counted = [r for r in rows if "answer_key" in r and "gold_key" in r]
+    if not counted:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
     bucket = lambda r: "mcq" if r.get("kind") == "mcq" else "text"  # noqa: E731 - a one-line key
-    wording = Counter((bucket(r), r.get("question_key", "")) for r in answered)
+    wording = Counter((bucket(r), r.get("question_key", "")) for r in counted)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in answered:
+    for row in counted:
         key = (bucket(row), row.get("question_key", ""))
         groups[key if wording[key] >= TEMPLATE_MIN else (bucket(row), f"form:{row.get('form', '')}")].append(row)
     observed = expected = 0.0
@@ -49,10 +77,12 @@ def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | Non
         if len({r["gold_key"] for r in members}) < 2:  # one gold answer: right answers prove nothing either way
             continue
         n += len(members)
-        observed += sum(float(r.get("score") or 0.0) >= 1.0 for r in members)
-        chance = _chance([(r["answer_key"], r["gold_key"]) for r in members])
+        pairs, blank = _filled(members, "answer_key", "gold_key")
+        observed += sum(answer == gold if b else float(r.get("score") or 0.0) >= 1.0
+                        for r, b, (answer, gold) in zip(members, blank, pairs, strict=True))
+        chance = _chance(pairs)
         if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
-            chance = max(chance, _chance([(r["answer_text_key"], r["gold_text_key"]) for r in members]))
+            chance = max(chance, _chance(_filled(members, "answer_text_key", "gold_text_key")[0]))
         expected += chance
     if n == 0:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}

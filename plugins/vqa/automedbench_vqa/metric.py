@@ -39,7 +39,7 @@ from .answer_judge import (
     model_grade_requests,
 )
 from .answers import is_closed, mcq_score, question_form, text_scores
-from .chance import agreement_beyond_chance
+from .chance import UNANSWERED, agreement_beyond_chance
 from .data.records import FACTS, read_private, read_question
 
 MAX_GROUPS = 40
@@ -98,15 +98,27 @@ def _key(value: Any) -> str:
     return " ".join(str(value or "").lower().replace(".", " ").split())[:200]
 
 
+# A question left unanswered (missing, invalid, a placeholder, a skip) stands for the blind answer in the rating
+# caps: one more copy of its kind's commonest answer in the repeat share, its group's commonest answer in the
+# chance check (chance.py). So answering less can never turn a cap off (issue 35: five blanks did, C -> A).
+
+
 def repeat_share(rows: list[dict[str, Any]], field: str) -> float:
-    """Share of the valid questions answered by the most common `field` value of their kind (MCQ, text): 1.0
-    when every MCQ gets one letter and every text question one answer (a constant or label-prior guess)."""
+    """Share of the questions answered by the most common `field` value of their kind (MCQ, text): 1.0 when every
+    MCQ gets one letter and every text question one answer (a constant or label-prior guess). An unanswered
+    question counts as one more of its kind's commonest answer (the blind answer it stands for)."""
     groups: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    blank: dict[str, int] = defaultdict(int)
     for row in rows:
         if field in row:
-            groups["mcq" if row.get("kind") == "mcq" else "text"][row[field]] += 1
-    total = sum(sum(g.values()) for g in groups.values())
-    return round(sum(max(g.values()) for g in groups.values()) / total, 4) if total else 0.0
+            kind = "mcq" if row.get("kind") == "mcq" else "text"
+            if row[field] == UNANSWERED:
+                blank[kind] += 1
+            else:
+                groups[kind][row[field]] += 1
+    kinds = set(groups) | set(blank)
+    total = sum(sum(groups[k].values()) + blank[k] for k in kinds)
+    return round(sum(max(groups[k].values(), default=0) + blank[k] for k in kinds) / total, 4) if total else 0.0
 
 
 def repeated_answers(components: dict[str, Any]) -> bool:
@@ -119,18 +131,31 @@ def _mean(values: list[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
 
 
-def aggregate(name: str, scores: list[Any], case_ids: list[str], private: Path,
+def unanswered_row(gold: dict[str, Any], question: dict[str, Any], verdict: str) -> dict[str, Any]:
+    """A question with no valid answer: 0, with what the rating caps need to count it as the blind answer
+    (its wording and form, the gold's key, and UNANSWERED as its answer)."""
+    closed = is_closed(gold.get("answer_text", ""))
+    kind = "mcq" if gold.get("answer_label") else ("closed" if closed else "open")
+    row = {"score": 0.0, "kind": kind, "valid": False, "verdict": verdict, **{k: gold.get(k, "") for k in FACTS},
+           "question_key": _key(question.get("question"))[:80], "form": question_form(question.get("question")),
+           "answer_key": UNANSWERED}
+    if kind == "mcq":
+        row |= {"gold_key": _key(gold.get("answer_label")), "answer_text_key": UNANSWERED,
+                "gold_text_key": _key(gold.get("answer_text"))}
+    else:
+        row["gold_key"] = _key(gold.get("answer_text"))
+    return row
+
+
+def aggregate(name: str, scores: list[Any], case_ids: list[str], staged: StagedData,
               state: EvaluationState) -> MetricBlock:
     rows = []
     for qid, score in zip(case_ids, scores, strict=True):
         if score is not None:
             values = dict(score.values)
         else:
-            gold = read_private(private, qid)
-            closed = is_closed(gold.get("answer_text", ""))
-            kind = "mcq" if gold.get("answer_label") else ("closed" if closed else "open")
-            values = {"score": 0.0, "kind": kind, "valid": False, "verdict": state.kinds.get(qid, "missing"),
-                      **{k: gold.get(k, "") for k in FACTS}}
+            values = unanswered_row(read_private(staged.private, qid), read_question(staged.public / qid),
+                                    state.kinds.get(qid, "missing"))
         rows.append({"case_id": qid, **values})
     accuracy, by_kind, by_group = summarize(rows)
     complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
@@ -235,4 +260,4 @@ class VQAEvaluation(TaskEvaluation):
         return case_picture(self.staged.public / case_id, question, record, gold, score)
 
     def aggregate(self, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
-        return aggregate(self.task.metric, scores, case_ids, self.staged.private, self.state)
+        return aggregate(self.task.metric, scores, case_ids, self.staged, self.state)

@@ -46,3 +46,68 @@ def test_a_weak_honest_mcq_reader_keeps_its_band():
     out = agreement_beyond_chance(rows)
     assert out["chance_observed"] == pytest.approx(0.3)
     assert out["chance_kappa"] > KAPPA_MIN and not blind_answers(out)
+
+
+# ------------------------------------------------------------------ omissions through the evaluator (issue 35)
+
+
+@pytest.fixture(scope="module")
+def blind(amb_registry, amb_data_root, tmp_path_factory):
+    """The question-prior baseline (answers from the question's wording alone, no image opened), scored."""
+    from automedbench.testing import evaluate_outputs
+
+    work = tmp_path_factory.mktemp("blind")
+    result = evaluate_outputs("vqa/demo", baseline="question-prior", data_root=amb_data_root, work=work / "all",
+                              registry=amb_registry)
+    return work, result
+
+
+@pytest.mark.parametrize("left_out", [5, 8, 12])
+def test_leaving_questions_unanswered_never_turns_a_cap_off(amb_registry, amb_data_root, blind, left_out):
+    """A blind answerer leaves out the questions it got wrong: its accuracy is unchanged (they scored 0 either
+    way) but, before, the chance check then had fewer than QUESTIONS_MIN answered questions and said nothing
+    (kappa None): C -> A with five blanks. Now an unanswered question is the blind answer it stands for, the
+    check keeps every question, and the rating stays held."""
+    from automedbench.testing import evaluate_outputs
+
+    work, full = blind
+    assert full.aggregate.rating not in ("A", "B"), full.aggregate.rating_reason
+    wrong = [r["case_id"] for r in full.task.per_case if r["score"] == 0.0]
+    right = [r["case_id"] for r in full.task.per_case if r["score"] > 0.0]
+    gone = (wrong + right)[:left_out]  # the wrong ones first: what an agent gaming the cap would drop
+    sub = work / f"minus{left_out}"
+    for case in full.task.per_case:
+        if case["case_id"] not in gone:
+            src = work / "all" / "baseline" / case["case_id"] / "answer.json"
+            (sub / case["case_id"]).mkdir(parents=True)
+            (sub / case["case_id"] / "answer.json").write_bytes(src.read_bytes())
+    fewer = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / f"eval{left_out}",
+                             registry=amb_registry)
+    assert fewer.task.components["answered"] == len(full.task.per_case) - left_out
+    assert fewer.task.components["chance_kappa"] is not None
+    assert fewer.aggregate.rating not in ("A", "B"), (fewer.task.partial, fewer.aggregate.rating_reason)
+    assert "kappa" in fewer.aggregate.rating_reason or "one answer per question kind" in fewer.aggregate.rating_reason
+
+
+def test_nonsense_in_place_of_the_wrong_answers_is_no_way_out(amb_registry, amb_data_root, blind):
+    """The same blind answerer writes a made-up string (a different one each time) wherever its wording-based
+    guess was wrong: before, such answers lowered the chance the check expects (no made-up string agrees by
+    chance) while the right ones stayed, so kappa rose from 0.00 to 0.23 and the rating from C to A. Now a
+    wrong answer that is no gold answer of its group stands for the blind answer, as a blank does."""
+    import json
+
+    from automedbench.testing import evaluate_outputs
+
+    work, full = blind
+    sub = work / "nonsense"
+    for n, row in enumerate(full.task.per_case):
+        answer = json.loads((work / "all" / "baseline" / row["case_id"] / "answer.json").read_text())
+        if row["score"] == 0.0 and row["kind"] != "mcq":
+            answer["predicted_answer"] = answer["raw_model_output"] = f"zq{n}x"
+        (sub / row["case_id"]).mkdir(parents=True)
+        (sub / row["case_id"] / "answer.json").write_text(json.dumps(answer))
+    made_up = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / "eval-nonsense",
+                               registry=amb_registry)
+    assert made_up.task.partial == full.task.partial  # the Task is the same: only the cap's evidence differs
+    assert made_up.task.components["chance_kappa"] is not None and made_up.task.components["chance_kappa"] < 0.1
+    assert made_up.aggregate.rating not in ("A", "B"), made_up.aggregate.rating_reason

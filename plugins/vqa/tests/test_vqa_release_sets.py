@@ -36,6 +36,17 @@ def gold(staged, qid):
     return json.loads((staged.private / qid / "answer.json").read_text())
 
 
+def by_source(staged) -> dict[str, str]:
+    """The dataset's question id -> the published one (drawn from the staging's secret)."""
+    return {gold(staged, q)["source_id"]: q for q in staged.case_ids}
+
+
+def same_pixels(path, data: bytes) -> bool:
+    """The published image shows the source's pixels (it is written again, never copied byte for byte)."""
+    with Image.open(path) as published, Image.open(io.BytesIO(data)) as source:
+        return path.read_bytes() != data and list(published.getdata()) == list(source.getdata())
+
+
 def write_parquet(path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
@@ -81,14 +92,14 @@ def test_kvasir_stages_open_questions_with_embedded_images(tmp_path):
     write_kvasir(tmp_path / "src", 8)
     track, spec = task("kvasir-vqa", sample=None)
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
-    found = questions(staged)
-    assert list(found) == [f"kvasir_{i:05d}" for i in range(8)]
-    q = found["kvasir_00001"]
+    found, src = questions(staged), by_source(staged)
+    assert sorted(src) == [f"kvasir_{i:05d}" for i in range(8)] and not set(src) & set(found)
+    q = found[src["kvasir_00001"]]
     assert q["mode"] == "open_ended" and q["question_type"] == "color" and q["image_paths"] == ["image.png"]
-    assert q["source"] == "hyper-kvasir" and gold(staged, "kvasir_00001")["body_system"] == "gastrointestinal"
+    assert q["source"] == "hyper-kvasir" and gold(staged, src["kvasir_00001"])["body_system"] == "gastrointestinal"
     assert "answer" not in json.dumps(q).lower().replace("answer.json", "")
-    assert gold(staged, "kvasir_00001")["answer_text"] == "Pink; Red"
-    assert (staged.public / "kvasir_00003" / "image.png").read_bytes() == png(3)
+    assert gold(staged, src["kvasir_00001"])["answer_text"] == "Pink; Red"
+    assert same_pixels(staged.public / src["kvasir_00003"] / "image.png", png(3))
 
 
 def test_kvasir_path_only_image_cell_is_never_opened(tmp_path):
@@ -108,7 +119,7 @@ def test_kvasir_symlinked_shard_is_refused(tmp_path):
     (tmp_path / "src" / "data" / "raw-00000-of-00001.parquet").symlink_to(
         tmp_path / "shard.parquet")
     track, spec = task("kvasir-vqa", sample=None)
-    with pytest.raises(UserError, match=r"raw-00000-of-00001.parquet: cannot be read as a regular file"):
+    with pytest.raises(UserError, match=r"raw-00000-of-00001.parquet: (cannot be read as a regular file|a symlink)"):
         stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     with pytest.raises(UserError, match=r"no parquet files matching raw-\*.parquet \(expected the Kvasir-VQA"):
         stage_from_folder(track, spec, tmp_path / "data", tmp_path / "elsewhere")  # data/ holds no raw-* shard
@@ -147,18 +158,18 @@ def test_omnimedvqa_maps_types_options_and_gold_letters(tmp_path):
     write_omnimed(tmp_path / "src", 4)
     track, spec = task("omnimedvqa", sample=None)
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
-    found = questions(staged)
+    found, src = questions(staged), by_source(staged)
     assert len(found) == 8
-    first, second = found["omnimedvqa_00000"], found["omnimedvqa_00001"]
+    first, second = found[src["omnimedvqa_00000"]], found[src["omnimedvqa_00001"]]
     assert first["mode"] == "multiple_choice" and first["options"] == {"A": "glaucoma", "B": "normal"}
     assert second["options"] == {"A": "glaucoma", "B": "normal", "C": "cataract", "D": "diabetic retinopathy"}
     assert first["question_type"] == "disease_diagnosis" and second["question_type"] == "anatomy_identification"
     assert {q["question_type"] for q in found.values()} == {
         "disease_diagnosis", "anatomy_identification", "modality_recognition", "lesion_grading",
         "other_biological_attributes"}
-    assert gold(staged, "omnimedvqa_00000")["answer_label"] == "A"  # glaucoma
-    assert gold(staged, "omnimedvqa_00001")["answer_label"] == "B"  # normal
-    assert found["omnimedvqa_00004"]["body_system"] == "Chest CT Scan"
+    assert gold(staged, src["omnimedvqa_00000"])["answer_label"] == "A"  # glaucoma
+    assert gold(staged, src["omnimedvqa_00001"])["answer_label"] == "B"  # normal
+    assert found[src["omnimedvqa_00004"]]["body_system"] == "Chest CT Scan"
 
 
 def test_omnimedvqa_hostile_image_paths(tmp_path):
@@ -177,7 +188,7 @@ def test_omnimedvqa_hostile_image_paths(tmp_path):
     link.symlink_to(tmp_path / "secret.png")
     records[0]["image_path"] = "Images/ACRIMA/link.png"
     path.write_text(json.dumps(records))
-    with pytest.raises(UserError, match=r"link.png: cannot be read as a regular file"):
+    with pytest.raises(UserError, match=r"link.png: (cannot be read as a regular file|a symlink)"):
         stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     records[0]["image_path"], records[0]["question_type"] = "Images/ACRIMA/img_0.png", "Colour Naming"
     path.write_text(json.dumps(records))
@@ -218,13 +229,14 @@ def test_pmcvqa_choices_labels_and_types(tmp_path, packed):
     write_pmc(tmp_path / "src", 6, packed)
     track, spec = task("pmc-vqa", sample=None)
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
-    found = questions(staged)
-    q = found["pmcvqa_00001"]
+    found, src = questions(staged), by_source(staged)
+    q = found[src["pmcvqa_00001"]]
     assert q["options"] == {"A": "optA", "B": "optB", "C": "optC", "D": "optD"} and q["mode"] == "multiple_choice"
-    assert [found[f"pmcvqa_{i:05d}"]["question_type"] for i in range(3)] == ["modality", "anatomy_location", "finding"]
-    answer = gold(staged, "pmcvqa_00001")
+    assert [found[src[f"pmcvqa_{i:05d}"]]["question_type"] for i in range(3)] == [
+        "modality", "anatomy_location", "finding"]
+    answer = gold(staged, src["pmcvqa_00001"])
     assert (answer["answer_label"], answer["answer_text"]) == ("B", "optB")
-    assert (staged.public / "pmcvqa_00002" / "image.png").read_bytes() == png(2)
+    assert same_pixels(staged.public / src["pmcvqa_00002"] / "image.png", png(2))
 
 
 def test_pmcvqa_bad_rows_get_one_line(tmp_path):
@@ -292,18 +304,18 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     pool, too_many = mmmu_items(spec, tmp_path / "src")
     assert len(pool) == 25 and too_many == 5  # i == 4 in each subject
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
-    found = questions(staged)
-    mcq = found["validation_Clinical_Medicine_1"]
+    found, src = questions(staged), by_source(staged)
+    mcq = found[src["validation_Clinical_Medicine_1"]]
     assert mcq["mode"] == "multiple_choice" and mcq["options"]["D"] == "option 3"
     assert mcq["body_system"] == "Clinical_Medicine" and mcq["question_type"] == "multiple_choice"
-    two = found["validation_Pharmacy_2"]
+    two = found[src["validation_Pharmacy_2"]]
     assert two["image_paths"] == ["image_1.png", "image_2.png"]
-    assert (staged.public / "validation_Pharmacy_2" / "image_2.png").read_bytes() == png(101)
-    open_q = found["validation_Public_Health_4"]
+    assert same_pixels(staged.public / src["validation_Pharmacy_2"] / "image_2.png", png(101))
+    open_q = found[src["validation_Public_Health_4"]]
     assert open_q["mode"] == "open_ended" and "options" not in open_q and open_q["question_type"] == "open"
-    assert gold(staged, "validation_Public_Health_4")["answer_text"] == "24 mmHg"
-    assert gold(staged, "validation_Public_Health_3")["answer_label"] == "C"
-    assert "validation_Pharmacy_5" not in found  # seven options
+    assert gold(staged, src["validation_Public_Health_4"])["answer_text"] == "24 mmHg"
+    assert gold(staged, src["validation_Public_Health_3"])["answer_label"] == "C"
+    assert "validation_Pharmacy_5" not in src  # seven options
 
 
 def test_mmmu_options_are_parsed_never_evaluated(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import attrs
@@ -41,12 +42,17 @@ def gold(staged, qid):
     return json.loads((staged.private / qid / "answer.json").read_text())
 
 
+def by_source(staged) -> dict[str, str]:
+    """The dataset's question id -> the published one (drawn from the staging's secret)."""
+    return {gold(staged, q)["source_id"]: q for q in staged.case_ids}
+
+
 def write_parquet(path, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
 
 
-def test_pathvqa_parquet_seeded_sample(tmp_path):
+def test_pathvqa_parquet_secret_sample(tmp_path):
     rows = [{"image": {"bytes": png(i * 20), "path": f"{i}.png"}, "question": f"question {i}?",
              "answer": "yes" if i % 2 else "gland"} for i in range(9)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows[:5])
@@ -55,15 +61,19 @@ def test_pathvqa_parquet_seeded_sample(tmp_path):
     track, spec = task("pathvqa", sample=6, smoke=2, calibration=3)
     staged = track.stage(spec, tmp_path / "a", tmp_path / "src")
     again = track.stage(spec, tmp_path / "b", tmp_path / "src")
-    assert staged.case_ids == again.case_ids and len(staged.case_ids) == 6
-    assert all(q.startswith("pathvqa_") for q in staged.case_ids)
+    assert len(staged.case_ids) == len(again.case_ids) == 6 and not set(staged.case_ids) & set(again.case_ids)
+    assert all(re.fullmatch(r"pathvqa_[0-9a-f]{8}", q) for q in staged.case_ids)
+    assert by_source(staged).keys() != by_source(again).keys() or [by_source(staged)[k] for k in sorted(
+        by_source(staged))] != sorted(staged.case_ids)  # a secret sample, or at least a secret order
     questions = staged_questions(staged)
     first = staged.case_ids[0]
-    index = int(first.split("_")[1])
+    index = int(gold(staged, first)["source_id"].split("_")[1])
     q = questions[first]
     assert q["question"] == f"question {index}?" and q["mode"] == "open_ended"
     assert not {"answer", "answer_text", "answer_label", "label"} & set(q)  # no gold field in public
-    assert Image.open(staged.public / first / q["image_paths"][0]).size == (16, 12)
+    published = staged.public / first / q["image_paths"][0]
+    assert Image.open(published).size == (16, 12) and published.suffix == ".png"
+    assert published.read_bytes() not in {png(i * 20) for i in range(9)}  # re-encoded: never the source's bytes
     assert gold(staged, first)["answer_text"] == ("yes" if index % 2 else "gland")
     assert q["question_type"] == "open_form"  # from the wording ("question N?"), never from the gold
     smoke = (staged.public / "smoke_ids.txt").read_text().split()
@@ -108,12 +118,13 @@ def test_slake_english_only_from_folder_or_zip(tmp_path, packed):
             (src / "imgs" / name).write_bytes(data)
     track, spec = task("slake", smoke=1, calibration=1)
     staged = track.stage(spec, tmp_path / "out", src)
-    assert staged.case_ids == ["slake_11", "slake_13"]
-    q = staged_questions(staged)["slake_13"]
+    ids = by_source(staged)
+    assert sorted(ids) == ["slake_11", "slake_13"] and not {"slake_11", "slake_13"} & set(staged.case_ids)
+    q = staged_questions(staged)[ids["slake_13"]]
     assert q["body_system"] == "Abdomen" and q["modality"] == "CT" and q["question_type"] == "open_form"
-    assert q["image_paths"] == ["image.jpg"]
-    assert gold(staged, "slake_11")["answer_text"] == "Yes"
-    assert gold(staged, "slake_11")["modality"] == "MRI"
+    assert q["image_paths"] == ["image.png"]  # decoded and written again: the JPEG's pixels, not its bytes
+    assert gold(staged, ids["slake_11"])["answer_text"] == "Yes"
+    assert gold(staged, ids["slake_11"])["modality"] == "MRI"
 
 
 def test_slake_missing_image_and_broken_json(tmp_path):
@@ -127,6 +138,8 @@ def test_slake_missing_image_and_broken_json(tmp_path):
     with pytest.raises(UserError, match=r"not valid (UTF-8 )?JSON"):
         track.stage(spec, tmp_path / "out", tmp_path)
     (tmp_path / "test.json").write_text(json.dumps(slake_records()))
+    (tmp_path / "imgs" / "xmlab2").mkdir(parents=True)
+    (tmp_path / "imgs" / "xmlab2" / "source.jpg").write_bytes(jpeg(6))
     (tmp_path / "imgs" / "xmlab1" / "source.jpg").write_bytes(b"not an image")
     with pytest.raises(UserError, match="not a readable image"):
         track.stage(spec, tmp_path / "out", tmp_path)
@@ -141,12 +154,13 @@ def test_medframeqa_frames_and_letters(tmp_path):
     write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", rows)
     track, spec = task("medframeqa", sample=None, smoke=1, calibration=1)
     staged = track.stage(spec, tmp_path / "out", tmp_path)
-    assert staged.case_ids == ["vid0_q", "vid1_q", "vid2_q", "vid3_q"]
-    q = staged_questions(staged)["vid2_q"]
+    ids = by_source(staged)
+    assert sorted(ids) == ["vid0_q", "vid1_q", "vid2_q", "vid3_q"] and "vid0_q" not in staged.case_ids
+    q = staged_questions(staged)[ids["vid2_q"]]
     assert q["options"]["C"] == "third" and q["mode"] == "multiple_choice"
-    assert q["image_paths"] == ["frame_1.jpg", "frame_2.jpg", "frame_3.jpg"]
-    assert gold(staged, "vid1_q")["answer_label"] == "B" and gold(staged, "vid0_q")["answer_label"] == "C"
-    assert gold(staged, "vid0_q")["body_system"] == "Digestive"
+    assert q["image_paths"] == ["frame_1.png", "frame_2.png", "frame_3.png"]
+    assert gold(staged, ids["vid1_q"])["answer_label"] == "B" and gold(staged, ids["vid0_q"])["answer_label"] == "C"
+    assert gold(staged, ids["vid0_q"])["body_system"] == "Digestive"
 
 
 def test_medxpertqa_jsonl_and_zip(tmp_path):
@@ -167,12 +181,14 @@ def test_medxpertqa_jsonl_and_zip(tmp_path):
         archive.writestr("images/MM-2-b.png", png(3))
     track, spec = task("medxpertqa-mm", smoke=1, calibration=1)
     staged = track.stage(spec, tmp_path / "out", src)
-    assert staged.case_ids == ["MM-0", "MM-1", "MM-2"]
-    q = staged_questions(staged)["MM-2"]
-    assert q["split"] == "test" and q["image_paths"] == ["image_1.jpg", "image_2.png"]
+    ids = by_source(staged)
+    assert sorted(ids) == ["MM-0", "MM-1", "MM-2"]
+    q = staged_questions(staged)[ids["MM-2"]]
+    assert q["split"] == "test" and q["image_paths"] == ["image_1.png", "image_2.png"]
     assert q["question_type"] == "Reasoning" and "label" not in q
-    assert gold(staged, "MM-2") == {"question_id": "MM-2", "answer_text": "Cold agglutinin", "answer_label": "C",
-                                    "question_type": "Reasoning", "body_system": "Integumentary", "modality": ""}
+    assert gold(staged, ids["MM-2"]) == {"question_id": ids["MM-2"], "answer_text": "Cold agglutinin",
+                                         "answer_label": "C", "question_type": "Reasoning",
+                                         "body_system": "Integumentary", "modality": "", "source_id": "MM-2"}
     (src / "MM" / "test.jsonl").write_text(json.dumps(rec(1))[:30] + "\n")
     with pytest.raises(UserError, match=r"test.jsonl:1: not (a )?valid (UTF-8 )?JSON"):
         track.stage(spec, tmp_path / "out2", src)
@@ -216,7 +232,7 @@ def test_restage_replaces_and_a_failed_restage_keeps_the_old(tmp_path):
     staged = track.stage(smaller, tmp_path / "out", tmp_path / "src")
     on_disk = sorted(p.name for p in staged.public.iterdir() if p.is_dir())
     assert on_disk == staged.case_ids and len(on_disk) == 3
-    assert sorted(p.name for p in staged.private.iterdir()) == on_disk
+    assert sorted(p.name for p in staged.private.iterdir() if p.is_dir()) == on_disk
     rows[5]["image"] = {"bytes": b"garbage", "path": None}
     write_parquet(tmp_path / "src" / "data" / "test-0.parquet", rows)
     with pytest.raises(UserError, match="not a readable image"):

@@ -27,7 +27,7 @@ def test_question_form_reads_only_the_wording(question, form):
 def test_pathvqa_public_type_does_not_follow_the_gold(tmp_path):
     """Same wording, different gold (yes / an organ): the public records must be identical in type."""
     pytest.importorskip("pyarrow")
-    from test_vqa_stagers import gold, png, staged_questions, task, write_parquet
+    from test_vqa_stagers import by_source, gold, png, staged_questions, task, write_parquet
 
     rows = [{"image": {"bytes": png(10 + i), "path": f"{i}.png"}, "question": q, "answer": a}
             for i, (q, a) in enumerate([("Is this a gland?", "yes"), ("Is this a gland?", "stroma"),
@@ -36,9 +36,9 @@ def test_pathvqa_public_type_does_not_follow_the_gold(tmp_path):
     track, spec = task("pathvqa", sample=None, smoke=1, calibration=1)
     staged = track.stage(spec, tmp_path / "out", tmp_path / "src")
     questions = staged_questions(staged)
-    types = {q: questions[q]["question_type"] for q in staged.case_ids}
-    assert [types[q] for q in staged.case_ids] == ["yes_no_form", "yes_no_form", "open_form", "open_form"]
-    assert [gold(staged, q)["answer_text"] for q in staged.case_ids] == ["yes", "stroma", "no", "gland"]
+    order = [by_source(staged)[f"pathvqa_{i:05d}"] for i in range(4)]  # in the source's order
+    assert [questions[q]["question_type"] for q in order] == ["yes_no_form", "yes_no_form", "open_form", "open_form"]
+    assert [gold(staged, q)["answer_text"] for q in order] == ["yes", "stroma", "no", "gland"]
     assert not any("closed" in json.dumps(questions[q]) for q in staged.case_ids)
 
 

@@ -38,11 +38,19 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
     stage with each rubric item's verdict and rationale linked to its evidence (the turns, files and cases it
     was decided from), the Task per case with each invalid case's reason, its submitted files and its picture,
     plan.md and plan.png, the scripts the agent ran, error codes, breach evidence and the trajectory turn by
-    turn (long outputs folded). No script and no network: open it in any browser."""
-    from automedbench.engine import RunFolder
+    turn (long outputs folded). No script and no network: open it in any browser. A result the harness did
+    not write (`automedbench verify`) is shown as unverified, with the reason."""
+    from automedbench.engine import RunFolder, check_folder
 
     folder = RunFolder.locate(run, Path(runs))
-    click.echo(str(write_view(folder.path, out=Path(out) if out else None, pictures=pictures)))
+    data = folder.json_data(RunFolder.RESULT)
+    found = check_folder(folder)
+    if data is not None and not found.genuine:
+        iso = data["isolation"] if isinstance(data.get("isolation"), dict) else {}
+        reasons = iso.get("unverified") if isinstance(iso.get("unverified"), list) else []
+        data["isolation"] = {**iso, "verified": False,
+                             "unverified": [f"not verified as this harness's result: {found.reason}", *reasons]}
+    click.echo(str(write_view(folder.path, data, out=Path(out) if out else None, pictures=pictures)))
 
 
 def register(cli: click.Group) -> None:

@@ -41,7 +41,7 @@ def _header(data: dict[str, Any]) -> str:
         marks.append('<span class="bad">BREACH</span>')
     if unverified:
         marks.append('<span class="warn">unverified</span> (no trusted isolation: '
-                     + esc("; ".join(map(str, iso.get("unverified_reasons") or iso.get("gaps") or []))[:600], 600)
+                     + esc("; ".join(map(str, iso.get("unverified") or iso.get("gaps") or []))[:600], 600)
                      + ")")
     rows = [("task", h.get("task")), ("tier", h.get("tier")), ("agent", h.get("agent")),
             ("sandbox", h.get("sandbox")), ("judge", h.get("judge")), ("started", h.get("started_at")),

@@ -9,17 +9,18 @@
 - PatchCamelyon: `camelyonpatch_level_2_split_<split>_x.h5` / `_y.h5`, decompressed (needs h5py).
 
 Downloads are untrusted input: tables and archive members are read bounded and never through a link,
-images are decoded with a pixel-count limit and re-encoded, HDF5 datasets must be plain contiguous or
-chunked data in the file itself (no external storage, no virtual datasets, no links). Every stager picks
-cases deterministically (seeded), writes neutral case ids (the dataset's ids go to the private side only)
-and refuses a wrong layout with one line naming what it looked for.
+images are decoded with a pixel-count limit and re-encoded as JPEG (the source's bytes, EXIF and comments
+never reach the sandbox), HDF5 datasets must be plain contiguous or chunked data in the file itself (no
+external storage, no virtual datasets, no links). Every hidden choice comes from the staging's secret
+(`area.secret`): which images are drawn, which image of a lesion, and the case ids (drawn at random, so their
+sorted order says nothing about the class folders, the table's rows or the file names); the dataset's ids go
+to the private side only. A wrong layout is refused with one line naming what it looked for.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import random
 import zipfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -29,8 +30,11 @@ from typing import Any
 import numpy as np
 from automedbench.api import (
     StagedData,
+    StagingArea,
+    StagingSecret,
     TaskSpec,
     UserError,
+    check_download_file,
     open_zip,
     read_download_bytes,
     read_download_text,
@@ -39,7 +43,7 @@ from automedbench.api import (
 )
 from PIL import Image
 
-from .staged import jpeg_bytes, neutral_ids, write_case
+from .staged import jpeg_bytes, write_case
 
 MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one of these datasets
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
@@ -98,26 +102,23 @@ def _zip_reader(archive: zipfile.ZipFile, name: str) -> Callable[[], bytes]:
     return lambda: read_zip_member(archive, name, MAX_IMAGE_BYTES)
 
 
-def _write_all(dest: Path, task: TaskSpec, chosen: list[Item]) -> StagedData:
-    """Write the chosen items as neutral cases in a seeded order."""
+def _write_all(area: StagingArea, task: TaskSpec, chosen: list[Item]) -> StagedData:
+    """Write the chosen items as cases whose ids are drawn from the staging's secret."""
     params = task.params
     classes = [str(c) for c in params["classes"]]
-    order = sorted(chosen, key=lambda item: item[0])
-    random.Random(int(params.get("seed", 42)) + 1).shuffle(order)  # case order says nothing about the source
-    with staging_area(dest) as area:
-        case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order), int(params.get("id_digits", 4)))
-        for case_id, (source_id, read, name, label) in zip(case_ids, order, strict=True):
-            pixels = decode_image(read(), name)
-            write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
-        return area.commit(case_ids)
+    case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
+    for case_id, (source_id, read, name, label) in zip(case_ids, chosen, strict=True):
+        pixels = decode_image(read(), name)
+        write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
+    return area.commit(case_ids)
 
 
-def _pick(by_class: dict[str, list[Any]], task: TaskSpec) -> list[Any]:
-    """Seeded choice of `case_count` items: equal per class (`balanced`), a per-class floor
+def _pick(by_class: dict[str, list[Any]], task: TaskSpec, secret: StagingSecret) -> list[Any]:
+    """A secret choice of `case_count` items: equal per class (`balanced`), a per-class floor
     (`min_per_class`) then a random draw from the rest, or a plain random draw."""
     params, count = task.params, int(task.case_count)
     classes = [str(c) for c in params["classes"]]
-    rng = random.Random(int(params.get("seed", 42)))
+    rng = secret.rng("sample")
     pools = {c: sorted(by_class.get(c, []), key=lambda item: item[0]) for c in classes}
     total = sum(len(p) for p in pools.values())
     if total < count:
@@ -209,7 +210,7 @@ def _image_readers(files: list[Path], wanted: set[str]) -> dict[str, tuple[Calla
     return readers
 
 
-def stage_ham10000(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_ham10000(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     files = _files(source)
     labels = _ham_labels(files)
     readers = _image_readers(files, set(labels))
@@ -218,13 +219,13 @@ def stage_ham10000(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     per_lesion: dict[str, list[str]] = defaultdict(list)  # one image per lesion: no near-duplicates across cases
     for image_id in sorted(readers):
         per_lesion[labels[image_id][0]].append(image_id)
-    rng = random.Random(int(task.params.get("seed", 42)) + 2)
+    rng = area.secret.rng("image of each lesion")
     by_class: dict[str, list[Item]] = defaultdict(list)
     for lesion in sorted(per_lesion):
         image_id = rng.choice(per_lesion[lesion])
         read, name = readers[image_id]
         by_class[HAM_DX[labels[image_id][1]]].append((image_id, read, name, HAM_DX[labels[image_id][1]]))
-    return _write_all(dest, task, _pick(by_class, task))
+    return _write_all(area, task, _pick(by_class, task, area.secret))
 
 
 # ---------------------------------------------------------------- class folders
@@ -241,7 +242,7 @@ def _split_folder(source: Path, names: list[str], folder_classes: dict[str, str]
                     f"({', '.join(sorted(folder_classes))}) under {source}")
 
 
-def stage_class_folders(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_class_folders(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     params = task.params
     folder_classes = {str(k): str(v) for k, v in params["folder_classes"].items()}
     split = _split_folder(source, [str(n) for n in params["split_folders"]], folder_classes)
@@ -253,7 +254,7 @@ def stage_class_folders(task: TaskSpec, dest: Path, source: Path) -> StagedData:
             if path.suffix.lower() in IMAGE_SUFFIXES:
                 source_id = f"{folder}/{path.relative_to(split / folder).as_posix()}"
                 by_class[label].append((source_id, _file_reader(path), path.name, label))
-    return _write_all(dest, task, _pick(by_class, task))
+    return _write_all(area, task, _pick(by_class, task, area.secret))
 
 
 # ---------------------------------------------------------------- PatchCamelyon
@@ -272,7 +273,7 @@ def _plain_dataset(h5: Any, handle: Any, key: str, origin: str) -> Any:
     return data
 
 
-def stage_pcam(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_pcam(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     split = str(task.params.get("split", "test"))
     stem = f"camelyonpatch_level_2_split_{split}"
     files = _files(source)
@@ -286,6 +287,8 @@ def stage_pcam(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     except ImportError:
         raise UserError("reading PatchCamelyon needs h5py: pip install 'automedbench-classification[hdf5]'") from None
     classes = [str(c) for c in task.params["classes"]]
+    for name in (f"{stem}_y.h5", f"{stem}_x.h5"):  # HDF5 opens files in C: no link may stand in for them
+        check_download_file(found[name])
     with h5py.File(found[f"{stem}_y.h5"], "r") as fy, h5py.File(found[f"{stem}_x.h5"], "r") as fx:
         y = _plain_dataset(h5py, fy, "y", f"{stem}_y.h5")
         x = _plain_dataset(h5py, fx, "x", f"{stem}_x.h5")
@@ -299,17 +302,17 @@ def stage_pcam(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         by_class: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for index, value in enumerate(labels.tolist()):
             by_class[classes[int(value)]].append((f"{split}:{index:06d}", index))
-        chosen = _pick(by_class, task)
+        chosen = _pick(by_class, task, area.secret)
         items: list[Item] = []
         for source_id, index in chosen:
             buffer = io.BytesIO()  # lossless here: the one JPEG encoding happens in _write_all
             Image.fromarray(np.asarray(x[index])).save(buffer, format="PNG")
             patch = buffer.getvalue()
             items.append((source_id, (lambda data=patch: data), f"{stem}_x.h5[{index}]", classes[int(labels[index])]))
-    return _write_all(dest, task, items)
+    return _write_all(area, task, items)
 
 
-STAGERS: dict[str, Callable[[TaskSpec, Path, Path], StagedData]] = {
+STAGERS: dict[str, Callable[[TaskSpec, StagingArea, Path], StagedData]] = {
     "ham10000": stage_ham10000, "class_folders": stage_class_folders, "pcam": stage_pcam,
 }
 
@@ -317,4 +320,5 @@ STAGERS: dict[str, Callable[[TaskSpec, Path, Path], StagedData]] = {
 def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     if not source.is_dir():
         raise UserError(f"{source} is not a folder: point --from at the unpacked download")
-    return STAGERS[str(task.params["stager"])](task, dest, source)
+    with staging_area(dest) as area:
+        return STAGERS[str(task.params["stager"])](task, area, source)

@@ -10,7 +10,6 @@ old data, a successful one leaves no stale cases, and re-running gives the same 
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from automedbench.api import atomic_write_bytes, atomic_write_text
-from PIL import Image
+from automedbench.api import png_bytes as api_png_bytes
 
 from ..contract import IMAGE_FILE, META_FILE
 
@@ -28,11 +27,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 GTBox = tuple[str, float, float, float, float]
 
 
-def png_bytes(pixels: np.ndarray) -> bytes:
-    """8-bit grey (H, W) or RGB (H, W, 3) pixels as PNG bytes (no timestamps: same pixels, same bytes)."""
-    buffer = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(pixels)).save(buffer, format="PNG")
-    return buffer.getvalue()
+def png_bytes(pixels: np.ndarray, source: Path | None = None) -> bytes:
+    """8-bit grey (H, W) or RGB (H, W, 3) pixels as PNG bytes without metadata (`automedbench.api.png_bytes`:
+    same pixels, same bytes), never byte for byte the `source` file they were decoded from."""
+    encoded = api_png_bytes(pixels)
+    if source is not None and source.stat().st_size == len(encoded):
+        encoded = api_png_bytes(pixels, avoid=source.read_bytes())
+    return encoded
 
 
 def neutral_ids(prefix: str, count: int) -> list[str]:

@@ -11,15 +11,16 @@
 - DENTEX: one COCO JSON with the diagnosis level (`categories_3` + `category_id_3`, or plain
   `categories` + `category_id` with the diagnosis names) and the panoramic X-rays it names.
 
-Every stager picks cases deterministically (seeded), writes neutral case ids (the dataset's ids go to
-the private side only) and refuses a wrong layout with one line naming what it looked for.
+Every hidden choice comes from the staging's secret (`area.secret`): which images are drawn and their case
+ids (drawn at random: their sorted order says nothing about the split file, the table or the file names);
+the dataset's ids go to the private side only. Images are decoded and re-encoded as PNG (the same pixels,
+never the source's bytes or metadata). A wrong layout is refused with one line naming what it looked for.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import random
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,8 @@ from typing import Any
 import numpy as np
 from automedbench.api import (
     StagedData,
+    StagingArea,
+    StagingSecret,
     TaskSpec,
     UserError,
     check_image,
@@ -39,7 +42,7 @@ from automedbench.api import (
 )
 from PIL import Image
 
-from .staged import GTBox, clip_box, neutral_ids, png_bytes, write_case
+from .staged import GTBox, clip_box, png_bytes, write_case
 
 MAX_TEXT_BYTES = 256 * 1024 * 1024  # an annotation file larger than this is not one of these datasets
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dicom", ".dcm")
@@ -92,38 +95,34 @@ def read_image(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB" if image.mode in ("RGB", "RGBA", "P", "CMYK") else "L"))
 
 
-def _sample(items: list[str], count: int | None, seed: int, what: str) -> list[str]:
-    items = sorted(items)
-    if count is None:
-        return items
+def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> list[str]:
+    """`count` of the items, chosen from the staging's secret (never the split file's or the table's order)."""
+    items = sorted(set(items))
     if len(items) < count:
         raise UserError(f"found {len(items)} {what}, the task needs {count}")
-    return sorted(random.Random(seed).sample(items, count))
+    return secret.sample(items, count, f"sample {what}")
 
 
-def _write_all(dest: Path, task: TaskSpec, chosen: list[tuple[str, Path, list[GTBox]]],
+def _write_all(area: StagingArea, task: TaskSpec, chosen: list[tuple[str, Path, list[GTBox]]],
                classes: list[str]) -> StagedData:
-    """Write the chosen (source id, image path, boxes) as neutral cases in a seeded order."""
+    """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret."""
     params = task.params
-    order = list(chosen)
-    random.Random(int(params.get("seed", 42)) + 1).shuffle(order)  # case order says nothing about the source
-    with staging_area(dest) as area:
-        case_ids = neutral_ids(str(params.get("case_prefix", "case")), len(order))
-        for case_id, (source_id, path, boxes) in zip(case_ids, order, strict=True):
-            pixels = read_image(path)
-            height, width = pixels.shape[:2]
-            kept = []
-            for cls, *corners in boxes:
-                box = clip_box(tuple(corners), width, height)  # type: ignore[arg-type]
-                if box is not None:
-                    kept.append((cls, *box))
-            outside = [b for b in boxes if b[3] > width * 1.02 or b[4] > height * 1.02]
-            if outside and len(outside) == len(boxes):
-                raise UserError(f"{path.name}: every box lies beyond the image ({width}x{height}); use images at the "
-                                "original resolution, not resized conversions")
-            write_case(area.root, case_id, png_bytes(pixels), width, height, classes, kept,
-                       {"id": source_id, "file": path.name, "dropped_boxes": len(boxes) - len(kept)})
-        return area.commit(case_ids)
+    case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
+    for case_id, (source_id, path, boxes) in zip(case_ids, chosen, strict=True):
+        pixels = read_image(path)
+        height, width = pixels.shape[:2]
+        kept = []
+        for cls, *corners in boxes:
+            box = clip_box(tuple(corners), width, height)  # type: ignore[arg-type]
+            if box is not None:
+                kept.append((cls, *box))
+        outside = [b for b in boxes if b[3] > width * 1.02 or b[4] > height * 1.02]
+        if outside and len(outside) == len(boxes):
+            raise UserError(f"{path.name}: every box lies beyond the image ({width}x{height}); use images at the "
+                            "original resolution, not resized conversions")
+        write_case(area.root, case_id, png_bytes(pixels, path), width, height, classes, kept,
+                   {"id": source_id, "file": path.name, "dropped_boxes": len(boxes) - len(kept)})
+    return area.commit(case_ids)
 
 
 def _count(task: TaskSpec) -> int:
@@ -184,7 +183,7 @@ def _float(value: str) -> float | None:
     return number if np.isfinite(number) else None
 
 
-def stage_vindr(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_vindr(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     params = task.params
     table = _vindr_csv(source, str(params.get("split", "test")))
     reader = csv.DictReader(io.StringIO(_read_text(table)))
@@ -203,9 +202,8 @@ def stage_vindr(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         boxes[image_id][row["class_name"].strip()].append((row.get("rad_id", "") or "", tuple(coords)))
     positive = [i for i in seen if boxes.get(i)]
     negative = [i for i in seen if not boxes.get(i)]
-    seed = int(params.get("seed", 42))
-    chosen_ids = (_sample(positive, int(params.get("positives", 8)), seed, "images with findings")
-                  + _sample(negative, int(params.get("negatives", 2)), seed, '"No finding" images'))
+    chosen_ids = (_sample(positive, int(params.get("positives", 8)), area.secret, "images with findings")
+                  + _sample(negative, int(params.get("negatives", 2)), area.secret, '"No finding" images'))
     images = _index_images(source, (".dicom", ".dcm", ".png", ".jpg", ".jpeg"))
     merge_iou = float(params.get("merge_iou", 0.5))
     chosen = []
@@ -216,7 +214,7 @@ def stage_vindr(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         fused = [(cls, *box) for cls, rows in sorted(boxes.get(image_id, {}).items())
                  for box in fuse_radiologists(rows, merge_iou)]
         chosen.append((image_id, path, fused))
-    return _write_all(dest, task, chosen, [str(c) for c in params["classes"]])
+    return _write_all(area, task, chosen, [str(c) for c in params["classes"]])
 
 
 # ---------------------------------------------------------------- BCCD (Pascal VOC)
@@ -244,7 +242,7 @@ def _voc_boxes(path: Path, names: dict[str, str]) -> list[GTBox]:
     return out
 
 
-def stage_voc(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_voc(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     params = task.params
     classes = [str(c) for c in params["classes"]]
     names = {c.lower(): c for c in classes}
@@ -257,14 +255,14 @@ def stage_voc(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         stems = [s.strip() for s in _read_text(split_file).split() if s.strip()]
     else:
         stems = sorted(p.stem for p in annotations.glob("*.xml"))
-    stems = _sample(stems, _count(task), int(params.get("seed", 42)), f"images in the {split} split")
+    stems = _sample(stems, _count(task), area.secret, f"images in the {split} split")
     chosen = []
     for stem in stems:
         xml, jpg = annotations / f"{stem}.xml", jpegs / f"{stem}.jpg"
         if not xml.is_file() or not jpg.is_file():
             raise UserError(f"{source}: {stem}.xml or {stem}.jpg missing")
         chosen.append((stem, jpg, _voc_boxes(xml, names)))
-    return _write_all(dest, task, chosen, classes)
+    return _write_all(area, task, chosen, classes)
 
 
 # ---------------------------------------------------------------- GRAZPEDWRI-DX (YOLO)
@@ -309,7 +307,7 @@ def _yolo_boxes(path: Path, names: list[str], keep: dict[str, str], image: Path)
     return out
 
 
-def stage_yolo(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_yolo(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     params = task.params
     classes = [str(c) for c in params["classes"]]
     names = _yolo_names(source)
@@ -324,9 +322,9 @@ def stage_yolo(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     stems = [s for s in labels if s in images]
     if not stems:
         raise UserError(f"{source}: no image matches a label file by name")
-    stems = _sample(stems, _count(task), int(params.get("seed", 42)), "labelled images")
+    stems = _sample(stems, _count(task), area.secret, "labelled images")
     chosen = [(s, images[s], _yolo_boxes(labels[s], names, keep, images[s])) for s in stems]
-    return _write_all(dest, task, chosen, classes)
+    return _write_all(area, task, chosen, classes)
 
 
 # ---------------------------------------------------------------- DENTEX (COCO)
@@ -357,7 +355,7 @@ def _coco_document(source: Path, classes: list[str]) -> tuple[Path, dict[str, An
     return found[0]
 
 
-def stage_coco(task: TaskSpec, dest: Path, source: Path) -> StagedData:
+def stage_coco(task: TaskSpec, area: StagingArea, source: Path) -> StagedData:
     params = task.params
     classes = [str(c) for c in params["classes"]]
     path, doc, ann_key, cats = _coco_document(source, classes)
@@ -370,7 +368,7 @@ def stage_coco(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         x, y, w, h = (float(v) for v in bbox)
         by_image[int(ann["image_id"])].append((cls, x, y, x + w, y + h))
     names = {int(img["id"]): str(img["file_name"]) for img in doc["images"]}
-    ids = _sample([str(i) for i in names], _count(task), int(params.get("seed", 42)), f"images in {path.name}")
+    ids = _sample([str(i) for i in names], _count(task), area.secret, f"images in {path.name}")
     files = _index_images(source, (".png", ".jpg", ".jpeg"))
     chosen = []
     for image_id in ids:
@@ -379,10 +377,10 @@ def stage_coco(task: TaskSpec, dest: Path, source: Path) -> StagedData:
         if image is None:
             raise UserError(f"{source}: image {name} named in {path.name} not found")
         chosen.append((name, image, by_image.get(int(image_id), [])))
-    return _write_all(dest, task, chosen, classes)
+    return _write_all(area, task, chosen, classes)
 
 
-STAGERS: dict[str, Callable[[TaskSpec, Path, Path], StagedData]] = {
+STAGERS: dict[str, Callable[[TaskSpec, StagingArea, Path], StagedData]] = {
     "vindr": stage_vindr, "voc": stage_voc, "yolo": stage_yolo, "coco": stage_coco,
 }
 
@@ -391,5 +389,5 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     kind = str(task.params.get("stager", ""))
     if kind not in STAGERS:
         raise UserError(f"{task.id}: unknown stager {kind!r} in the task file")
-    dest.mkdir(parents=True, exist_ok=True)
-    return STAGERS[kind](task, dest, source)
+    with staging_area(dest) as area:
+        return STAGERS[kind](task, area, source)

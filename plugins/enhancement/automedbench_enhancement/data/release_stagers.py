@@ -2,7 +2,10 @@
 
 Low-dose CT denoising (the LDCT recipe): a full-dose slice is the reference, the input is that slice plus
 the documented noise model of `degrade.low_dose` (default: image-domain noise with a filtered
-back-projection power spectrum, `sigma_hu` inside the body and 0.4 of it in air, seeded per case).
+back-projection power spectrum, `sigma_hu` inside the body and 0.4 of it in air), each case's noise drawn
+from the staging's secret (never from a seed anyone can read: the noise cannot be recomputed and subtracted).
+Every stager tries its candidates (patients, rows, volumes, images) in the staging's secret order: which
+ones are staged is secret too, and no case follows the download's own numbering.
 - LIDC-IDRI (TCIA, NBIA download): `LIDC-IDRI/LIDC-IDRI-NNNN/<study>/<series>/*.dcm`; per patient the
   series folder with the most files (the CT; LIDC also holds radiograph series) and its middle file by
   name (NBIA names slices in instance order), kept when it is a 512x512 CT slice.
@@ -34,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError, gunzip, read_download_bytes, read_download_text
+from automedbench.api import (
+    StagedData,
+    StagingSecret,
+    TaskSpec,
+    UserError,
+    gunzip,
+    read_download_bytes,
+    read_download_text,
+)
 
 from .. import contract
 from . import degrade
@@ -124,8 +135,9 @@ def _inside(root: Path, rel: str, what: str) -> Path:
 # ---------------------------------------------------------------- degradations and normalisation
 
 
-def low_dose(task: TaskSpec, ref: np.ndarray, index: int, pixel_mm: float) -> np.ndarray:
-    return degrade.low_dose(ref, task.params, int(task.params["seed"]) + index, pixel_mm)
+def low_dose(task: TaskSpec, ref: np.ndarray, seed: int, pixel_mm: float) -> np.ndarray:
+    """The reference plus the task's noise model, drawn with `seed` (one the staging's secret gave this case)."""
+    return degrade.low_dose(ref, task.params, seed, pixel_mm)
 
 
 def unit_scale(volume: np.ndarray) -> float:
@@ -180,10 +192,9 @@ def _series_folders(patient: Path) -> list[tuple[Path, list[str]]]:
     return found
 
 
-def lidc_cases(task: TaskSpec, patients: list[Path]) -> Iterator[Case]:
+def lidc_cases(task: TaskSpec, patients: list[Path], secret: StagingSecret) -> Iterator[Case]:
     shape = contract.output_shape(task)
-    index = 0
-    for patient in patients:
+    for patient in secret.shuffled(patients, "patients"):
         series = _series_folders(patient)
         if not series:
             continue
@@ -197,10 +208,9 @@ def lidc_cases(task: TaskSpec, patients: list[Path]) -> Iterator[Case]:
             continue
         ref = np.clip(hu, *HU_CLIP)
         pixel_mm = float(ds.PixelSpacing[0]) if "PixelSpacing" in ds else 0.7
-        yield (low_dose(task, ref, index, pixel_mm), ref, {"pixel_spacing_mm": pixel_mm},
-               {"patient": patient.name, "series": folder.name, "file": path.name, "noise_seed":
-                int(task.params["seed"]) + index})
-        index += 1
+        seed = secret.seed(f"noise/{patient.name}")
+        yield (low_dose(task, ref, seed, pixel_mm), ref, {"pixel_spacing_mm": pixel_mm},
+               {"patient": patient.name, "series": folder.name, "file": path.name, "noise_seed": seed})
 
 
 # ---------------------------------------------------------------- DeepLesion
@@ -230,10 +240,10 @@ def deeplesion_rows(source: Path, task: TaskSpec) -> list[dict[str, str]]:
     return keep
 
 
-def deeplesion_cases(task: TaskSpec, source: Path, rows: list[dict[str, str]]) -> Iterator[Case]:
+def deeplesion_cases(task: TaskSpec, source: Path, rows: list[dict[str, str]],
+                     secret: StagingSecret) -> Iterator[Case]:
     shape = contract.output_shape(task)
-    index = 0
-    for row in rows:
+    for row in secret.shuffled(rows, "rows"):
         name = row["File_name"]
         match = re.fullmatch(r"(\d+_\d+_\d+)_(\d+)\.png", name)
         if match is None:
@@ -250,9 +260,9 @@ def deeplesion_cases(task: TaskSpec, source: Path, rows: list[dict[str, str]]) -
         ref = np.clip(pixels - 32768.0, *HU_CLIP)
         spacing = re.findall(r"[\d.]+", row.get("Spacing_mm_px_", ""))
         pixel_mm = float(spacing[0]) if spacing else 0.7
-        yield (low_dose(task, ref, index, pixel_mm), ref, {"pixel_spacing_mm": pixel_mm},
-               {"file": name, "noise_seed": int(task.params["seed"]) + index})
-        index += 1
+        seed = secret.seed(f"noise/{name}")
+        yield (low_dose(task, ref, seed, pixel_mm), ref, {"pixel_spacing_mm": pixel_mm},
+               {"file": name, "noise_seed": seed})
 
 
 # ---------------------------------------------------------------- BraTS 2023 and IXI (MRI)
@@ -277,10 +287,10 @@ def ixi_files(source: Path) -> list[Path]:
     return files
 
 
-def mri_cases(task: TaskSpec, files: list[Path]) -> Iterator[Case]:
+def mri_cases(task: TaskSpec, files: list[Path], secret: StagingSecret) -> Iterator[Case]:
     shape = contract.output_shape(task)
     axis = int(task.params.get("slice_axis", 2))
-    for path in files:
+    for path in secret.shuffled(files, "volumes"):
         if not path.exists() and not path.is_symlink():
             continue  # a BraTS case without its t1c file
         try:
@@ -329,9 +339,9 @@ def cxr_selection(source: Path, images: dict[str, Path]) -> list[Path]:
     return [images[n] for n in names]
 
 
-def cxr_cases(task: TaskSpec, files: list[Path]) -> Iterator[Case]:
+def cxr_cases(task: TaskSpec, files: list[Path], secret: StagingSecret) -> Iterator[Case]:
     full = tuple(2 * s for s in contract.output_shape(task))
-    for path in files:
+    for path in secret.shuffled(files, "images"):
         try:
             pixels = read_png(path)
         except ValueError:
@@ -351,15 +361,15 @@ def stage_release(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     stager = task.params["stager"]
     if stager == "lidc_idri":
         patients = lidc_patients(source)
-        return _stage(task, dest, source, patients, lambda t, _f: lidc_cases(t, patients))
+        return _stage(task, dest, source, lambda t, secret: lidc_cases(t, patients, secret))
     if stager == "deeplesion":
         rows = deeplesion_rows(source, task)
-        return _stage(task, dest, source, [source / "DL_info.csv"], lambda t, _f: deeplesion_cases(t, source, rows))
+        return _stage(task, dest, source, lambda t, secret: deeplesion_cases(t, source, rows, secret))
     if stager in ("brats_t1c", "ixi_t1"):
         files = brats_files(source) if stager == "brats_t1c" else ixi_files(source)
-        return _stage(task, dest, source, [f for f in files if f.exists()], lambda t, _f: mri_cases(t, files))
+        return _stage(task, dest, source, lambda t, secret: mri_cases(t, files, secret))
     if stager == "chestxray14":
         files = cxr_selection(source, cxr_images(source))
-        return _stage(task, dest, source, files, cxr_cases)
+        return _stage(task, dest, source, lambda t, secret: cxr_cases(t, files, secret))
     raise UserError(f"task {task.id}: unknown stager {stager!r} "
                     "(lidc_idri, deeplesion, brats_t1c, ixi_t1, chestxray14)")

@@ -9,23 +9,39 @@
 - `enhancement/mri-sr`, fastMRI `.h5`: the middle slice of `reconstruction_rss` (multi-coil) or
   `reconstruction_esc` (single-coil) divided by the volume's `max` attribute and clipped to [0, 1] is
   the reference (centre-cropped to the task's grid); the input is the centre half of its k-space.
-Every case is written to a staging area and swapped in when all are made; the source files' sizes and times
-are part of the staging key, so re-staging an unchanged download is a no-op.
+Every hidden choice comes from the staging's secret (`area.secret`): the order candidates are tried in
+(so which slices or volumes are staged), the case ids (drawn at random: their sorted order is no source
+order) and the noise added to a slice. Every case is written to a staging area and swapped in when all are
+made; each staging draws anew.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import StagedData, TaskSpec, UserError, check_image, check_pixels
+from automedbench.api import (
+    StagedData,
+    StagingSecret,
+    TaskSpec,
+    UserError,
+    check_download_file,
+    check_image,
+    check_pixels,
+    read_download_bytes,
+)
 
 from .. import contract
 from . import degrade
-from .store import existing, staging
+from .store import staging
+
+PARQUET_MAX_BYTES = 8 << 30  # one SimNICT shard
+# (low, reference, public facts, private facts) of one case
+Case = tuple[np.ndarray, np.ndarray, dict[str, Any], dict[str, Any]]
+Cases = Callable[[TaskSpec, StagingSecret], Iterator[Case]]
 
 
 def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
@@ -37,11 +53,10 @@ def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     if kind == "ldct":
         parquet = sorted(p for p in source.rglob("*.parquet") if not p.name.startswith("."))
         if parquet:
-            return _stage(task, dest, source, parquet, _simnict_cases)
+            return _stage(task, dest, source, lambda t, secret: _simnict_cases(t, parquet, secret))
         series = _aapm_series(source, task.params)
         if series:
-            files = [f for full, quarter in series.values() for f in (*full, *quarter)]
-            return _stage(task, dest, source, files, lambda t, _files: _aapm_cases(t, series))
+            return _stage(task, dest, source, lambda t, secret: _aapm_cases(t, series, secret))
         full, quarter = task.params["aapm_dirs"]
         raise UserError(f"{source}: neither a SimNICT parquet release (*.parquet with ICT and "
                         f"{task.params['low_column']} columns) nor an AAPM 2016 layout (<patient>/{full}/*.IMA "
@@ -50,32 +65,22 @@ def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     if not files:
         raise UserError(f"{source}: no fastMRI .h5 files (expected file_*.h5 with reconstruction_rss or "
                         "reconstruction_esc)")
-    return _stage(task, dest, source, files, _fastmri_cases)
+    return _stage(task, dest, source, lambda t, secret: _fastmri_cases(t, files, secret))
 
 
-def _key(task: TaskSpec, source: Path, files: list[Path]) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    for path in files:
-        info = path.stat()
-        digest.update(f"{path.relative_to(source)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
-    return {"source": str(source.resolve()), "files": digest.hexdigest(), "params": task.params,
-            "n": task.case_count}
-
-
-def _stage(task: TaskSpec, dest: Path, source: Path, files: list[Path], cases) -> StagedData:
-    key = _key(task, source, files)
-    done = existing(dest, task, key)
-    if done is not None:
-        return done
+def _stage(task: TaskSpec, dest: Path, source: Path, cases: Cases) -> StagedData:
+    """The first `case_count` usable cases `cases` yields, the candidates tried in the staging's secret order,
+    under case ids drawn from the secret."""
     prefix = task.id.split("/", 1)[1].replace("-", "")
     with staging(task, dest) as job:
-        for i, (low, ref, info, origin) in enumerate(cases(task, files)):
-            if i == task.case_count:
+        ids = job.area.secret.id_stream(prefix)
+        for low, ref, info, origin in cases(task, job.area.secret):
+            if len(job.case_ids) == task.case_count:
                 break
-            job.add(f"{prefix}_{i + 1:03d}", low, ref, info, origin)
+            job.add(next(ids), low, ref, info, origin)
         if len(job.case_ids) < task.case_count:
             raise UserError(f"{source}: only {len(job.case_ids)} usable case(s), {task.id} needs {task.case_count}")
-        return job.commit(key=key, source=str(source.resolve()))
+        return job.commit(source=str(source.resolve()))
 
 
 # ---------------------------------------------------------------- SimNICT parquet
@@ -98,20 +103,27 @@ def _image_cell(cell: Any, column: str, where: str) -> np.ndarray:
     return array
 
 
-def _simnict_cases(task: TaskSpec, files: list[Path]):
+def _simnict_cases(task: TaskSpec, files: list[Path], secret: StagingSecret) -> Iterator[Case]:
+    """Shards in a secret order, and the rows of each in a secret order (the release's own low-dose input)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     params = task.params
     low_col, ref_col = params["low_column"], params["reference_column"]
     slope, intercept = params["pixel_to_hu"]
-    for path in files:
-        table = pq.read_table(path)
+    for path in secret.shuffled(files, "shards"):
+        data = read_download_bytes(path, PARQUET_MAX_BYTES)  # no link, bounded: pyarrow never opens the path
+        try:
+            table = pq.read_table(pa.BufferReader(data))
+        except Exception as exc:  # pyarrow raises several types on a corrupt shard
+            raise UserError(f"{path}: unreadable parquet ({type(exc).__name__}: {str(exc)[:100]})") from None
         missing = [c for c in (ref_col, low_col) if c not in table.column_names]
         if missing:
             raise UserError(f"{path}: not a SimNICT parquet file; missing column(s) {', '.join(missing)} "
                             f"(found {', '.join(table.column_names[:8])})")
         refs, lows = table.column(ref_col).to_pylist(), table.column(low_col).to_pylist()
-        for row, (ref_cell, low_cell) in enumerate(zip(refs, lows, strict=True)):
+        for row in secret.shuffled(range(len(refs)), f"rows of {path.name}"):
+            ref_cell, low_cell = refs[row], lows[row]
             where = f"{path.name} row {row}"
             ref = _image_cell(ref_cell, ref_col, where) * slope + intercept
             low = _image_cell(low_cell, low_col, where) * slope + intercept
@@ -141,7 +153,7 @@ def _aapm_series(source: Path, params: dict[str, Any]) -> dict[str, tuple[list[P
 def _instance(path: Path) -> int:
     import pydicom
 
-    return int(pydicom.dcmread(path, stop_before_pixels=True).InstanceNumber)
+    return int(pydicom.dcmread(check_download_file(path), stop_before_pixels=True).InstanceNumber)
 
 
 def _hu(path: Path) -> tuple[np.ndarray, float]:
@@ -153,7 +165,9 @@ def _hu(path: Path) -> tuple[np.ndarray, float]:
     return hu, float(ds.PixelSpacing[0])
 
 
-def _aapm_cases(task: TaskSpec, series: dict[str, tuple[list[Path], list[Path]]]):
+def _aapm_cases(task: TaskSpec, series: dict[str, tuple[list[Path], list[Path]]],
+                secret: StagingSecret) -> Iterator[Case]:
+    """Full/quarter-dose pairs (by InstanceNumber) of every patient, tried in a secret order."""
     pairs = []
     for patient, (full, quarter) in series.items():
         by_number = {_instance(f): f for f in quarter}
@@ -161,11 +175,7 @@ def _aapm_cases(task: TaskSpec, series: dict[str, tuple[list[Path], list[Path]]]
             match = by_number.get(_instance(f))
             if match is not None:
                 pairs.append((patient, f, match))
-    if len(pairs) < task.case_count:
-        return
-    picks = np.linspace(0, len(pairs) - 1, task.case_count).round().astype(int)
-    for index in picks:
-        patient, full, quarter = pairs[int(index)]
+    for patient, full, quarter in secret.shuffled(pairs, "pairs"):
         ref, spacing = _hu(full)
         low, _ = _hu(quarter)
         if ref.shape != contract.output_shape(task) or low.shape != ref.shape:
@@ -176,12 +186,14 @@ def _aapm_cases(task: TaskSpec, series: dict[str, tuple[list[Path], list[Path]]]
 # ---------------------------------------------------------------- fastMRI
 
 
-def _fastmri_cases(task: TaskSpec, files: list[Path]):
+def _fastmri_cases(task: TaskSpec, files: list[Path], secret: StagingSecret) -> Iterator[Case]:
+    """The middle slice of each volume, the volumes tried in a secret order."""
     import h5py
 
     h, w = contract.output_shape(task)
     keys = task.params["recon_keys"]
-    for path in files:
+    for path in secret.shuffled(files, "volumes"):
+        check_download_file(path)  # HDF5 opens the file in C: no link may stand in for it
         try:
             handle = h5py.File(path, "r")
         except OSError as exc:

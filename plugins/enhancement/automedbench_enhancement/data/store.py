@@ -56,19 +56,3 @@ def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
     """A fresh staging area (`automedbench.api.staging_area`): a half-made staging never replaces the old one."""
     with staging_area(dest) as area:
         yield Staging(task, area)
-
-
-def existing(dest: Path, task: TaskSpec, key: dict[str, Any]) -> StagedData | None:
-    """The current staging if it was made from exactly `key` (source, files, task params): re-staging is a no-op."""
-    path = dest / "private" / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-        if manifest.get("key") != json.loads(json.dumps(key, default=str)):
-            return None
-        ids = [c["case_id"] for c in manifest["cases"]]
-        if not all((dest / "public" / i / contract.INPUT).is_file() and
-                   (dest / "private" / i / contract.REFERENCE).is_file() for i in ids):
-            return None
-        return StagedData(dest, dest / "public", dest / "private", ids)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None

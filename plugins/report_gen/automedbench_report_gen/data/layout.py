@@ -9,7 +9,6 @@ private/<case>/facts.json     case facts for breakdowns and detectors (views, la
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ def finish(area: StagingArea, ids: list[str], params: dict[str, Any]) -> StagedD
     """Write the pilot list and commit the staging area (a failed re-stage keeps the old staging)."""
     if not ids:
         raise UserError("staging produced no studies")
-    order = list(ids)
-    random.Random(int(params.get("seed", 0))).shuffle(order)
+    order = area.secret.shuffled(ids, "pilot")
     atomic_write_text(area.public / PILOT_FILE, "".join(f"{c}\n" for c in order[:int(params.get("pilot", 1))]))
     return area.commit(ids, "studies")

@@ -1,7 +1,10 @@
-"""Stagers for the official layouts. Each finds the test studies, picks a seeded sample when the task
-asks for one (`params.sample`), copies every image of a study into `public/<case>/images/` and writes the
-reference (FINDINGS, or the full report / caption) to `private/`. Case ids are neutral (CXR0001...,
-PATH0001...); the source id is kept in `private/<case>/facts.json` only.
+"""Stagers for the official layouts. Each finds the test studies, picks a sample when the task asks for one
+(`params.sample`), writes every image of a study into `public/<case>/images/` and the reference (FINDINGS,
+or the full report / caption) to `private/`. Every hidden choice comes from the staging's secret
+(`area.secret`): which studies are sampled and the case ids (CXR_<8 hex digits>..., drawn at random, so their
+sorted order is not the split file's, the table's or the folders'); the source id is kept in
+`private/<case>/facts.json` only. Each image is decoded and written again as PNG (the same pixels, none of
+the source's bytes or metadata: no published file matches the download's by hash).
 
 What each stager reads (one line if it is not there):
 - MIMIC-CXR-JPG: `files/pXX/pXXXXXXXX/sXXXXXXXX/*.jpg`, `mimic-cxr-2.0.0-split.csv[.gz]`, and the report
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import io
-import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from automedbench.api import (
     loads_json,
     parse_xml,
     read_download_bytes,
+    reencode_image,
     staging_area,
 )
 
@@ -58,23 +61,20 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     if not studies:
         raise UserError(f"{task.id}: no usable study with a reference report under {source}")
     sample = task.params.get("sample")
-    if sample is not None and int(sample) < len(studies):
-        picked = sorted(random.Random(int(task.params.get("seed", 0))).sample(range(len(studies)), int(sample)))
-        studies = [studies[i] for i in picked]
-    prefix = str(task.params.get("prefix", "CXR"))
     with staging_area(dest) as area:
-        ids = []
-        for index, (source_id, images, reference) in enumerate(studies):
-            case = f"{prefix}{index + 1:04d}"
-            files = [(f"{v + 1:02d}{p.suffix.lower()}", _read_image(p)) for v, p in enumerate(images)]
+        if sample is not None and int(sample) < len(studies):
+            studies = area.secret.sample(studies, int(sample), "sample")
+        ids = area.secret.case_ids(len(studies), str(task.params.get("prefix", "CXR")))
+        for case, (source_id, images, reference) in zip(ids, studies, strict=True):
+            files = [(f"{v + 1:02d}.png", _read_image(p)) for v, p in enumerate(images)]
             write_study(area.root, case, files, reference, {"source_id": source_id})
-            ids.append(case)
         return finish(area, ids, task.params)
 
 
 def _read_image(path: Path) -> bytes:
-    """An image's bytes, published only if its header declares a size this machine can decode."""
-    return read_download_bytes(check_image(path), MAX_IMAGE_BYTES)
+    """An image decoded and written again as PNG, published only if its header declares a size this machine
+    can decode (`check_image` before `reencode_image`)."""
+    return reencode_image(read_download_bytes(check_image(path), MAX_IMAGE_BYTES), str(path))
 
 
 def _text(path: Path) -> str:

@@ -1,17 +1,20 @@
 """Stage a real dataset's official download into `public/` (inputs) and `private/` (references).
 
-Cases are walked in the download's sorted order and the first `case_count` that meet the task's rule
-are taken (organ + lesion tasks: a non-empty tumour; PanTS organs at risk: every structure file and a
-non-empty pancreas; FeTA: an image and a label map; TotalSegmentator: a test-split subject with every
-class file and a non-empty liver; AeroPath: a non-empty airway; PANTHER: a non-empty tumour, its `.mha`
-files converted to NIfTI first). Staged cases get neutral ids (`kidney_001` ...)
-so the brief does not name the public source case; `private/manifest.json` maps them back and records
-the source files' sizes and times, which makes re-staging an unchanged download a no-op. A new
-staging is built in an `automedbench.api.staging_area` and swapped in only when complete.
+Cases are tried in the staging's secret order (`area.secret`, never the download's numbering) and the
+first `case_count` that meet the task's rule are taken (organ + lesion tasks: a non-empty tumour; PanTS
+organs at risk: every structure file and a non-empty pancreas; FeTA: an image and a label map;
+TotalSegmentator: a test-split subject with every class file and a non-empty liver; AeroPath: a non-empty
+airway; PANTHER: a non-empty tumour, its `.mha` files converted to NIfTI first). Staged cases get ids drawn
+from the secret (`kidney_<8 hex digits>` ...), so neither the brief nor the folder order names or numbers
+the public source case; `private/manifest.json` maps them back. Every input volume is written again from
+its voxels (same values, shape and affine; the source's header text fields and extensions dropped; gzip
+of our own), so no published file matches the download's by hash. A new staging is built in an
+`automedbench.api.staging_area` and swapped in only when complete; each staging draws anew.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import shutil
@@ -123,29 +126,23 @@ def _task_digest(task: TaskSpec) -> str:
     return hashlib.sha256(json.dumps(keys, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _up_to_date(dest: Path, task: TaskSpec, source: Path, cases: list[SourceCase]) -> list[str] | None:
-    """The staged case ids if `dest` already holds this exact staging of this download, else None."""
-    path = dest / "private" / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text())
-        if manifest["task_digest"] != _task_digest(task) or manifest["source"] != str(source.resolve()):
-            return None
-        scanned = manifest["scanned"]
-        if [c.source_id for c in cases[:len(scanned)]] != scanned:
-            return None  # the download changed before the last selected case: the selection may differ
-        for entry in manifest["cases"]:
-            for src, stat in entry["source_files"].items():
-                if not Path(src).is_file() or _stat(Path(src)) != stat:
-                    return None
-            for rel, size in entry["staged_files"].items():
-                staged = dest / rel
-                if not staged.is_file() or staged.stat().st_size != size:
-                    return None
-        return [entry["case_id"] for entry in manifest["cases"]]
-    except (KeyError, TypeError, ValueError, OSError):
-        return None
+def publish_volume(source: Path, target: Path) -> None:
+    """`source` (a NIfTI of the download, or one converted from it) written to `target` again from its voxels:
+    the same values, shape and affine, none of the source's header text (descrip, aux_file, intent_name),
+    extensions or gzip stream, so the published bytes never match the download's."""
+    image = nib.load(str(source))
+    data = np.asanyarray(image.dataobj)
+    out = nib.Nifti1Image(data, image.affine)
+    out.set_data_dtype(data.dtype)
+    out.header.set_xyzt_units(*image.header.get_xyzt_units())
+    raw = out.to_bytes()
+    size = Path(source).stat().st_size
+    for level in (6, 9):
+        packed = gzip.compress(raw, compresslevel=level, mtime=0)
+        if len(packed) != size or packed != Path(source).read_bytes():
+            break
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(packed)
 
 
 def _skipped_summary(skipped: list[tuple[str, str]]) -> str:
@@ -172,16 +169,14 @@ def _qualify(task: TaskSpec, case: SourceCase):
 
 def _write_case(task: TaskSpec, case: SourceCase, case_id: str, image, refs: dict[str, np.ndarray],
                 incoming: Path, origin: SourceCase | None = None) -> dict[str, Any]:
-    """Copy the image byte for byte, save the references on its grid; the manifest entry.
-
-    `origin` is the download's own case when `case` holds files converted from it (PANTHER `.mha`):
-    the manifest records the download's files, so an unchanged download is still recognised."""
+    """Write the image again from its voxels (`publish_volume`), save the references on its grid; the manifest
+    entry. `origin` is the download's own case when `case` holds files converted from it (PANTHER `.mha`):
+    the manifest records the download's files."""
     target = incoming / "public" / case_id / task.input_files[0]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(case.image, target)
+    publish_volume(case.image, target)
     staged_files = {f"public/{case_id}/{task.input_files[0]}": target.stat().st_size}
     for name, path in case.inputs.items():  # further channels (MSD Prostate's ADC beside its T2)
-        shutil.copyfile(path, target.parent / name)
+        publish_volume(path, target.parent / name)
         staged_files[f"public/{case_id}/{name}"] = (target.parent / name).stat().st_size
     for name, volume in refs.items():
         path = incoming / "private" / case_id / name
@@ -227,11 +222,7 @@ def _in_download(source: Path, case: SourceCase) -> None:
 
 def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None = None) -> StagedData:
     params = task.params
-    cases = layouts.finder(params["stager"], params)(source)
-    public, private = dest / "public", dest / "private"
-    done = _up_to_date(dest, task, source, cases)
-    if done is not None:
-        return StagedData(dest, public, private, done)
+    found = layouts.finder(params["stager"], params)(source)
     selected: list[dict[str, Any]] = []
     skipped: list[tuple[str, str]] = []
     scanned: list[str] = []
@@ -241,6 +232,8 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with staging_area(dest) as area:
         incoming = area.root
+        cases = area.secret.shuffled(found, "cases")  # tried in a secret order: which cases is secret too
+        ids = area.secret.id_stream(str(prefix))
         with Progress(*columns, console=console, transient=True) as bar:
             job = bar.add_task(f"staging {task.id}", total=task.case_count)
             for case in cases:
@@ -260,7 +253,7 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
                 if reason:
                     skipped.append((case.source_id, reason))
                     continue
-                case_id = f"{prefix}_{len(selected) + 1:03d}"
+                case_id = next(ids)
                 selected.append(_write_case(task, readable, case_id, image, refs, incoming, case))
                 facts[case_id] = case_facts
                 bar.advance(job)
@@ -272,7 +265,7 @@ def stage_real(task: TaskSpec, dest: Path, source: Path, console: Console | None
         io.write_case_facts(incoming / "private", facts)
         manifest = {"task": task.id, "task_digest": _task_digest(task), "stager": params["stager"],
                     "source": str(source.resolve()), "selection": params.get("selection", ""),
-                    "scanned": scanned, "skipped": [{"source_id": s, "reason": r} for s, r in skipped],
+                    "scanned": sorted(scanned), "skipped": [{"source_id": s, "reason": r} for s, r in skipped],
                     "cases": selected}
         (incoming / "private" / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         return area.commit([c["case_id"] for c in selected])

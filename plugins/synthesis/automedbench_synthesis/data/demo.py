@@ -16,15 +16,11 @@ import numpy as np
 from automedbench.api import StagedData, TaskSpec
 
 from . import mni, phantom
-from .store import existing, staging
+from .store import staging
 
 
 def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     generator = "synthesis-demo-v1" if task.params["kind"] == "ctsr" else "synthesis-demo-mni152-v1"
-    key = {"generator": generator, "params": task.params, "n": task.case_count}
-    done = existing(dest, key)
-    if done is not None:
-        return done
     params = task.params
     shape = tuple(int(n) for n in params["shape"])
     affine = np.diag([*(float(s) for s in params["spacing_mm"]), 1.0])
@@ -38,4 +34,4 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
                 spacing = tuple(float(s) for s in params["spacing_mm"])
                 ct, mr, mask = mni.head_case(shape, spacing, seed * 1000 + i)
                 job.add(case_id, ct, affine, {"generator": "mni152-head"}, mr=mr, mask=mask)
-        return job.commit(key=key)
+        return job.commit(generator=generator)

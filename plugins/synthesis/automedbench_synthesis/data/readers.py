@@ -1,37 +1,54 @@
 """Reading downloaded volumes as untrusted input: NIfTI (.nii / .nii.gz) and MetaImage (.mha), bounded.
 
-Files are read through the API's no-follow, size-limited reader; gzip and zlib data are decompressed with
-a bound; a header's dimensions are checked against the voxel budget before any voxel is decoded. Each
-refusal is one line (a `UserError`) naming the file.
+Files are read through the API's no-follow, size-limited reader. The header is read first (from the first
+bytes of the gzip stream for a .nii.gz): its dimensions are checked against the voxel budget and against
+memory (the raw voxels plus the float32 copy a stager makes) before any voxel is decompressed, and the
+stream is then decompressed to exactly the size the header declares, no further. A geometry that is not
+finite (NaN or infinite spacing, offset or direction, a spacing not above 0) is refused. Each refusal is
+one line (a `UserError`) naming the file.
 """
 
 from __future__ import annotations
 
 import math
-import zlib
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import UserError, read_download_bytes
+from automedbench.api import UserError, check_pixels, finite_numbers, inflate, read_download_bytes
 
 MAX_FILE_BYTES = 2 << 30  # one CT volume of a public dataset, compressed
 MAX_VOXELS = 1 << 28  # 512 x 512 x 1024
 MAX_MHA_HEADER = 1 << 16
+FLOAT_COPY = 4  # bytes per voxel of the float32 copy every reader returns, beside the stored voxels
+NIFTI_SLACK = 1 << 20  # header extensions before the voxels
 MHA_TYPES = {"MET_UCHAR": "u1", "MET_CHAR": "i1", "MET_USHORT": "u2", "MET_SHORT": "i2", "MET_UINT": "u4",
              "MET_INT": "i4", "MET_FLOAT": "f4", "MET_DOUBLE": "f8"}
 
 
 def read_nifti(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(float32 voxels, affine) of a downloaded NIfTI volume."""
-    from ..contract import parse_nifti
+    """(float32 voxels, affine) of a downloaded NIfTI volume, its header checked before the voxels are
+    decompressed."""
+    from ..contract import header_shape, parse_nifti
 
     data = read_download_bytes(path, MAX_FILE_BYTES)
+    gz = data[:2] == b"\x1f\x8b"
+    head = inflate(data, str(path), 540, "gzip", head=True) if gz else data[:540]
+    try:
+        dims, dtype, _ = header_shape(head)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    if any(d < 0 for d in dims):
+        raise UserError(f"{path}: header declares a negative size {list(dims)}")
+    check_pixels(list(dims), dtype.itemsize + FLOAT_COPY, str(path), MAX_VOXELS)  # voxels and memory, undecoded
+    need = math.prod(dims) * dtype.itemsize + NIFTI_SLACK
+    if gz:
+        data = inflate(data, str(path), need, "gzip")  # no further than the header declares
     try:
         volume, affine = parse_nifti(data, None, path.name)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from None
-    if volume.size > MAX_VOXELS:
-        raise UserError(f"{path}: {volume.size} voxels, more than {MAX_VOXELS}")
+    if not np.isfinite(affine).all() or abs(np.linalg.det(affine[:3, :3])) < 1e-12:
+        raise UserError(f"{path}: the header's geometry (voxel sizes, affine) is not finite or is singular")
     return volume, affine
 
 
@@ -61,22 +78,20 @@ def read_mha(path: Path) -> tuple[np.ndarray, np.ndarray]:
         dtype = np.dtype(MHA_TYPES[fields["ElementType"]])
         msb = fields.get("BinaryDataByteOrderMSB", fields.get("ElementByteOrderMSB", "False")).lower() == "true"
         dtype = dtype.newbyteorder(">" if msb else "<")
-        spacing = [float(v) for v in fields.get("ElementSpacing", fields.get("ElementSize", "1 1 1")).split()]
-        offset = [float(v) for v in fields.get("Offset", fields.get("Position", "0 0 0")).split()]
-        matrix = [float(v) for v in fields.get("TransformMatrix", "1 0 0 0 1 0 0 0 1").split()]
-        if len(spacing) != 3 or len(offset) != 3 or len(matrix) != 9:
-            raise ValueError("ElementSpacing, Offset or TransformMatrix has the wrong length")
+        spacing = finite_numbers(fields.get("ElementSpacing", fields.get("ElementSize", "1 1 1")), "ElementSpacing",
+                                 3, positive=True)
+        offset = finite_numbers(fields.get("Offset", fields.get("Position", "0 0 0")), "Offset", 3)
+        matrix = finite_numbers(fields.get("TransformMatrix", "1 0 0 0 1 0 0 0 1"), "TransformMatrix", 9)
+        if abs(np.linalg.det(np.array(matrix).reshape(3, 3))) < 1e-6:
+            raise ValueError("TransformMatrix is singular")
     except KeyError as exc:
         raise UserError(f"{path}: MetaImage header lacks {exc.args[0]}") from None
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from None
     need = math.prod(dims) * dtype.itemsize
+    check_pixels(dims, dtype.itemsize + FLOAT_COPY, str(path), MAX_VOXELS)  # memory, before any voxel is inflated
     if fields.get("CompressedData", "False").lower() == "true":
-        decompressor = zlib.decompressobj()
-        try:
-            payload = decompressor.decompress(payload, need + 1)
-        except zlib.error as exc:
-            raise UserError(f"{path}: compressed voxels unreadable ({exc})") from None
+        payload = inflate(payload, str(path), need)[:need]  # bounded by the header, checked against memory
     if len(payload) < need:
         raise UserError(f"{path}: {len(payload)} bytes of voxels, {need} declared (truncated)")
     # MetaImage stores x fastest: a C-order (z, y, x) array, transposed to nibabel's (x, y, z)

@@ -5,25 +5,23 @@
 - `ctorg-ctsr`: CT-ORG `OrganSegmentations/volume-<n>.nii.gz` (labels are not used);
 - `totalsegmentator-ctsr`: TotalSegmentator v2 `s<nnnn>/ct.nii.gz`;
 - `synthrad2025-mrct`: SynthRAD2025 Task 1 `Task1/HN/<patient>/{mr,ct,mask}.mha` (or `.nii.gz`).
-Volumes are taken in sorted order, spread evenly over the download (the release's choice is unknown);
-a volume with fewer than `min_slices` axial slices is passed over. The CT-SR input is the deterministic
-z degradation (no randomness enters, so no seed is needed); the target is the CT as int16 HU. Case ids
-are neutral (`MSDPSR_0001`...); the source file names go to private/cases.json only. Re-staging an
-unchanged download (same files, sizes, times, task parameters) is a no-op.
+Volumes are tried in the staging's secret order (`area.secret`; the release's choice is unknown) and the
+first `case_count` usable ones are taken; a volume with fewer than `min_slices` axial slices, or one that no
+submission could score (the target against itself does not score exactly 1.0: a plane too small for the SSIM
+window, an empty mask), is passed over with its reason. The CT-SR input is the deterministic z degradation
+(no randomness enters); the target is the CT as int16 HU. Case ids are drawn from the secret
+(`MSDPSR_<8 hex digits>`...); the source file names go to private/cases.json only. Each staging draws anew.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 from automedbench.api import StagedData, TaskSpec, UserError
 
 from .readers import read_volume
-from .store import existing, staging
+from .store import Unscorable, staging
 
 LAYOUTS = {
     "msd": "Task07_Pancreas/imagesTs/pancreas_NNN.nii.gz (or imagesTr/)",
@@ -72,57 +70,42 @@ def find_sources(task: TaskSpec, source: Path) -> list[Path] | list[dict[str, Pa
     return cases
 
 
-def _key(task: TaskSpec, source: Path, found: list[Any]) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    for item in found:
-        for path in (item.values() if isinstance(item, dict) else [item]):
-            info = path.stat()
-            digest.update(f"{path.relative_to(source)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
-    return {"source": str(source.resolve()), "files": digest.hexdigest(), "params": task.params,
-            "n": task.case_count}
-
-
-def _spread(items: list[Any], count: int) -> list[Any]:
-    """`count` items spread evenly over the sorted list, then the rest in order (fallbacks for skipped ones)."""
-    if len(items) <= count:
-        return list(items)
-    picks = sorted(set(np.linspace(0, len(items) - 1, count).round().astype(int).tolist()))
-    return [items[i] for i in picks] + [item for i, item in enumerate(items) if i not in set(picks)]
-
-
 def stage_source(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     layout = task.params["layout"]
     found = find_sources(task, source)
     if not found:
         raise UserError(f"{source}: no {task.id.split('/')[1]} volumes found (expected {LAYOUTS[layout]})")
-    key = _key(task, source, found)
-    done = existing(dest, key)
-    if done is not None:
-        return done
     min_slices = int(task.params.get("min_slices", 1))
     skipped: list[str] = []
     with staging(task, dest) as job:
-        for item in _spread(found, task.case_count):
+        ids = job.area.secret.id_stream(str(task.params["case_prefix"]))
+        # a secret order; MSD's imagesTs (never used to train its segmentation models) still tried first
+        first = [f for f in found if not isinstance(f, dict) and "imagesTs" in f.parts]
+        rest = [f for f in found if isinstance(f, dict) or "imagesTs" not in f.parts]
+        for item in job.area.secret.shuffled(first, "volumes Ts") + job.area.secret.shuffled(rest, "volumes"):
             if len(job.case_ids) == task.case_count:
                 break
-            case_id = f"{task.params['case_prefix']}_{len(job.case_ids) + 1:04d}"
-            if isinstance(item, dict):
-                ct, affine = read_volume(item["ct"])
-                mr, mr_affine = read_volume(item["mr"])
-                mask, _ = read_volume(item["mask"])
-                if not (ct.shape == mr.shape == mask.shape):
-                    raise UserError(f"{item['ct'].parent}: mr {mr.shape}, ct {ct.shape} and mask {mask.shape} differ")
-                if ct.shape[2] < min_slices:
-                    skipped.append(item["ct"].parent.name)
-                    continue
-                job.add(case_id, ct, mr_affine, {"source": item["ct"].parent.name}, mr=mr, mask=mask)
-            else:
-                ct, affine = read_volume(item)
-                if ct.ndim != 3 or ct.shape[2] < min_slices:
-                    skipped.append(item.name)
-                    continue
-                job.add(case_id, ct, affine, {"source": str(item.relative_to(source))})
+            try:
+                if isinstance(item, dict):
+                    ct, _ = read_volume(item["ct"])
+                    mr, mr_affine = read_volume(item["mr"])
+                    mask, _ = read_volume(item["mask"])
+                    if not (ct.shape == mr.shape == mask.shape):
+                        raise UserError(f"{item['ct'].parent}: mr {mr.shape}, ct {ct.shape} and mask {mask.shape} "
+                                        "differ")
+                    if ct.shape[2] < min_slices:
+                        skipped.append(f"{item['ct'].parent.name}: fewer than {min_slices} slices")
+                        continue
+                    job.add(next(ids), ct, mr_affine, {"source": item["ct"].parent.name}, mr=mr, mask=mask)
+                else:
+                    ct, affine = read_volume(item)
+                    if ct.ndim != 3 or ct.shape[2] < min_slices:
+                        skipped.append(f"{item.name}: fewer than {min_slices} slices")
+                        continue
+                    job.add(next(ids), ct, affine, {"source": str(item.relative_to(source))})
+            except Unscorable as exc:
+                skipped.append(str(exc))
         if len(job.case_ids) < task.case_count:
             raise UserError(f"{source}: only {len(job.case_ids)} usable volume(s), {task.id} needs {task.case_count}"
-                            + (f" ({len(skipped)} with fewer than {min_slices} slices passed over)" if skipped else ""))
-        return job.commit(key=key, skipped=skipped)
+                            + (f" (passed over: {'; '.join(skipped[:3])})" if skipped else ""))
+        return job.commit(skipped=skipped)

@@ -18,6 +18,11 @@ import numpy as np
 from automedbench.api import StagedData, StagingArea, TaskSpec, staging_area
 
 TARGET = "target.nii.gz"
+
+
+class Unscorable(ValueError):
+    """A case no submission could score: the target against itself does not score exactly 1.0."""
+
 MASK = "scoring_mask.nii.gz"
 FACTS = "cases.json"
 
@@ -47,19 +52,27 @@ class Staging:
     def add(self, case_id: str, target: np.ndarray, affine: np.ndarray, source: dict[str, Any],
             mr: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
         """One case: the target CT in HU; CT-SR derives the input by the z degradation, MRI -> CT passes mr + mask."""
-        from ..metric import axial_ssim
+        from ..metric import WIN, axial_ssim
         from .degrade import z_linear
 
         pub, priv = self.area.public / case_id, self.area.private / case_id
         target16 = to_int16_hu(target)
+        mask8 = None if mask is None else (np.asarray(mask) > 0).astype(np.uint8)
+        where = source.get("source", case_id)
+        if min(target16.shape[:2]) < WIN:
+            raise Unscorable(f"{where}: axial planes of {target16.shape[0]}x{target16.shape[1]} voxels, smaller "
+                             f"than the SSIM window ({WIN}): no submission could score it")
+        perfect = axial_ssim(target16, target16, mask8)["ssim"]
+        if perfect != 1.0:  # an empty mask, a plane the metric cannot score: the perfect output would not score 1
+            raise Unscorable(f"{where}: the target against itself scores {perfect}, not 1.0: no submission "
+                             "could score it")
         save_nifti(priv / TARGET, target16, affine)
         if self.task.params["kind"] == "ctsr":
             low = z_linear(target16, int(self.task.params["scale"]))
             save_nifti(pub / self.task.input_files[0], low, affine)
             identity = axial_ssim(target16, low)["ssim"]
         else:
-            assert mr is not None and mask is not None
-            mask8 = (np.asarray(mask) > 0).astype(np.uint8)
+            assert mr is not None and mask8 is not None
             save_nifti(pub / "mr.nii.gz", np.asarray(mr, dtype=np.float32), affine)
             save_nifti(pub / "mask.nii.gz", mask8, affine)
             save_nifti(priv / MASK, mask8, affine)
@@ -78,20 +91,6 @@ def staging(task: TaskSpec, dest: Path) -> Iterator[Staging]:
     """A fresh staging area (`automedbench.api.staging_area`): a half-made staging never replaces the old one."""
     with staging_area(dest) as area:
         yield Staging(task, area)
-
-
-def existing(dest: Path, key: dict[str, Any]) -> StagedData | None:
-    """The current staging if it was made from exactly `key` (source files, task params): re-staging is a no-op."""
-    try:
-        record = json.loads((dest / "private" / FACTS).read_text())
-        if record.get("key") != json.loads(json.dumps(key, default=str)):
-            return None
-        ids = list(record["cases"])
-        if not all((dest / "private" / i / TARGET).is_file() for i in ids):
-            return None
-        return StagedData(dest, dest / "public", dest / "private", ids)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def read_facts(private: Path) -> dict[str, dict[str, Any]]:

@@ -10,12 +10,20 @@ from __future__ import annotations
 import io
 import json
 import os
-import random
 import re
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import StagedData, StagingArea, UserError, atomic_write_bytes, atomic_write_text, check_pixels
+from automedbench.api import (
+    StagedData,
+    StagingArea,
+    StagingSecret,
+    UserError,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_pixels,
+    reencode_image,
+)
 from PIL import Image
 
 from ..contract import ANSWER_FILE, QUESTION_FILE, read_json_object
@@ -60,14 +68,21 @@ def write_question(staged_root: Path, qid: str, question: dict[str, Any], images
     answer = {"question_id": qid, "answer_text": str(gold.get("answer_text", "")),
               "answer_label": str(gold.get("answer_label", "")),
               **{k: str(question.get(k, "") or "") for k in FACTS}}
+    if gold.get("source_id"):
+        answer["source_id"] = str(gold["source_id"])
     atomic_write_text(private / ANSWER_FILE, json.dumps(answer, indent=2, ensure_ascii=False) + "\n")
 
 
-def subsample(count: int, limit: int | None, seed: int) -> list[int]:
-    """Indices of a seeded sample of `limit` items (all when limit is None or >= count), in source order."""
-    if limit is None or limit >= count:
-        return list(range(count))
-    return sorted(random.Random(seed).sample(range(count), limit))
+def subsample(count: int, limit: int | None, secret: StagingSecret) -> list[int]:
+    """Indices of a sample of `limit` items (all when limit is None or >= count) drawn from the staging's
+    secret, in a secret order."""
+    return secret.sample(range(count), count if limit is None else int(limit), "sample")
+
+
+def reencoded(images: list[tuple[str, bytes]], qid: str) -> list[tuple[str, bytes]]:
+    """Each image decoded and written again as PNG (`automedbench.api.reencode_image`): the same pixels (a
+    JPEG's as decoded), none of the source's bytes or metadata, so no file matches the source's by hash."""
+    return [(stem, reencode_image(data, f"{qid}/{stem}")) for stem, data in images]
 
 
 def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
@@ -84,12 +99,11 @@ def set_modes(root: Path, dir_mode: int, file_mode: int) -> None:
 
 
 def finish(area: StagingArea, qids: list[str], params: dict[str, Any]) -> StagedData:
-    """Write the smoke and calibration id lists (a seeded shuffle; disjoint), then commit the staging area
+    """Write the smoke and calibration id lists (disjoint, drawn from the staging's secret), then commit the area
     (a failed re-stage leaves the old staging intact, a successful one leaves no stale question folders)."""
     if not qids:
         raise UserError("staging produced no questions")
-    order = list(qids)
-    random.Random(int(params.get("subset_seed", params.get("seed", 0)))).shuffle(order)
+    order = area.secret.shuffled(qids, "smoke and calibration")
     smoke_n = int(params.get("smoke", 10))
     calibration_n = int(params.get("calibration", 15))
     smoke = order[:smoke_n]

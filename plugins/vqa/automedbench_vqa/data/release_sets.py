@@ -26,13 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from automedbench.api import TaskSpec, UserError, loads_json, read_download_bytes, read_download_text
+from automedbench.api import StagingSecret, TaskSpec, UserError, loads_json, read_download_bytes, read_download_text
 
 from ..answers import LETTERS, normalize
 from .records import safe_id, subsample
-from .stagers import MAX_IMAGE_BYTES, ImageStore, Item, _gold_label, _require
+from .stagers import MAX_IMAGE_BYTES, PARQUET_MAX_BYTES, ImageStore, Item, _gold_label, _require
 
-PARQUET_MAX_BYTES = 4 << 30  # one shard; Kvasir-VQA's images ship embedded in ~0.5 GB shards
 CSV_MAX_BYTES = 256 << 20  # PMC-VQA's largest table (train) is ~100 MB
 JSON_MAX_BYTES = 256 << 20
 OPTIONS_MAX_CHARS = 20_000  # an MMMU options literal: a few hundred characters
@@ -98,11 +97,11 @@ def kvasir_question_type(question: str) -> str:
     return next(kind for kind, pattern in KVASIR_TYPES if pattern.search(question))
 
 
-def kvasir(task: TaskSpec, source: Path) -> Iterator[Item]:
+def kvasir(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     folder = source / "data" if (source / "data").is_dir() else source
     rows = parquet_rows(folder, f"{p.get('split', 'raw')}-*.parquet", "the Kvasir-VQA release's data/raw-*.parquet")
-    for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(rows), p.get("sample"), secret):
         row = rows[index]
         _require(row, ("image", "question", "answer"), f"Kvasir-VQA row {index}")
         qid = f"kvasir_{index:05d}"
@@ -130,7 +129,7 @@ def _omnimed_root(source: Path) -> Path:
                     "(QA_information/Open-access/<set>.json and Images/<set>/...)")
 
 
-def omnimedvqa(task: TaskSpec, source: Path) -> Iterator[Item]:
+def omnimedvqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     root = _omnimed_root(source)
     access = str(p.get("access", "Open-access"))
@@ -144,7 +143,7 @@ def omnimedvqa(task: TaskSpec, source: Path) -> Iterator[Item]:
         if not isinstance(records, list):
             raise UserError(f"{path}: expected a list of question records")
         pool += [(path.stem, r) for r in records if isinstance(r, dict)]
-    for index in subsample(len(pool), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(pool), p.get("sample"), secret):
         subset, row = pool[index]
         origin = f"OmniMedVQA {subset} record {row.get('question_id', index)}"
         _require(row, ("question", "gt_answer", "image_path", "option_A", "option_B"), origin)
@@ -192,7 +191,7 @@ def pmc_question_type(question: str) -> str:
     return "finding"
 
 
-def pmcvqa(task: TaskSpec, source: Path) -> Iterator[Item]:
+def pmcvqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     name = str(p.get("csv", "test_clean.csv"))
     path = source / name
@@ -202,7 +201,7 @@ def pmcvqa(task: TaskSpec, source: Path) -> Iterator[Item]:
     if rows:
         _require(rows[0], PMC_COLUMNS, f"{name} header")
     images = ImageStore(source, str(p.get("images", "images")))
-    for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(rows), p.get("sample"), secret):
         row = rows[index]
         origin = f"{name} row {index + 2}"
         options = {letter: _PMC_CHOICE.sub("", row[f"Choice {letter}"]).strip() for letter in "ABCD"
@@ -269,10 +268,10 @@ def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, 
     return pool, too_many
 
 
-def mmmu(task: TaskSpec, source: Path) -> Iterator[Item]:
+def mmmu(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     pool, _ = mmmu_items(task, source)
-    for index in subsample(len(pool), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(pool), p.get("sample"), secret):
         subject, row = pool[index]
         origin = f"MMMU {row['id']}"
         qid = safe_id(row["id"])

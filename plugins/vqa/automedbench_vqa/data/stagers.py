@@ -9,6 +9,10 @@
 - MedXpertQA MM: `MM/dev.jsonl` and `MM/test.jsonl` (id, question, options {A..E}, label, images,
   medical_task, body_system, question_type) and the images under `images/` or inside `images.zip`.
 - Kvasir-VQA, OmniMedVQA, PMC-VQA, MMMU (medical): `release_sets.py`.
+
+Which questions are sampled and their published ids come from the staging's secret (`area.secret`): the
+dataset's question id or row goes to `private/<qid>/answer.json` only, and every image is decoded and
+written again as PNG (the same pixels, none of the source's bytes or metadata).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from automedbench.api import (
     StagedData,
+    StagingSecret,
     TaskSpec,
     UserError,
     inside,
@@ -33,12 +38,13 @@ from automedbench.api import (
 )
 
 from ..answers import LETTERS, question_form
-from .records import finish, safe_id, subsample, write_question
+from .records import finish, reencoded, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
 
 
 MAX_IMAGE_BYTES = 64 << 20  # one question's image: larger is no image of these datasets
+PARQUET_MAX_BYTES = 4 << 30  # one shard; the datasets' images ship embedded in shards of ~0.5 GB
 
 class ImageStore:
     """Images by relative name from a folder `root/<folder>/` or, failing that, `root/<folder>.zip`."""
@@ -78,16 +84,18 @@ class ImageStore:
 
 def _parquet_rows(source: Path, pattern: str) -> list[dict[str, Any]]:
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise UserError("reading parquet needs pyarrow: pip install 'automedbench-vqa[parquet]'") from None
-    files = sorted(p for p in source.rglob(pattern) if p.is_file())
+    files = sorted(p for p in source.rglob(pattern) if p.is_file() or p.is_symlink())
     if not files:
         raise UserError(f"{source}: no parquet files matching {pattern} (expected the dataset's data/ folder)")
     rows: list[dict[str, Any]] = []
     for path in files:
+        data = read_download_bytes(path, PARQUET_MAX_BYTES)  # no link, bounded: pyarrow never opens the path
         try:
-            rows += pq.read_table(path).to_pylist()
+            rows += pq.read_table(pa.BufferReader(data)).to_pylist()
         except Exception as exc:
             raise UserError(f"{path}: unreadable parquet ({type(exc).__name__}: {str(exc)[:100]})") from None
     return rows
@@ -115,11 +123,11 @@ def _require(row: dict[str, Any], keys: tuple[str, ...], origin: str) -> None:
         raise UserError(f"{origin}: missing column(s) {', '.join(missing)} — not the published layout")
 
 
-def parquet_vqa(task: TaskSpec, source: Path) -> Iterator[Item]:
+def parquet_vqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     rows = _parquet_rows(source, f"{p.get('split', 'test')}-*.parquet")
     prefix = p["prefix"]
-    for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(rows), p.get("sample"), secret):
         row = rows[index]
         _require(row, ("image", "question", "answer"), f"{prefix} row {index}")
         qid = f"{prefix}_{index:05d}"
@@ -130,7 +138,7 @@ def parquet_vqa(task: TaskSpec, source: Path) -> Iterator[Item]:
         yield qid, question, [("image", _image_bytes(row["image"], source, qid))], {"answer_text": answer}
 
 
-def slake(task: TaskSpec, source: Path) -> Iterator[Item]:
+def slake(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     split = p.get("split", "test")
     path = source / f"{split}.json"
@@ -144,7 +152,7 @@ def slake(task: TaskSpec, source: Path) -> Iterator[Item]:
         raise UserError(f"{path}: expected a list of question records")
     english = [r for r in records if isinstance(r, dict) and r.get("q_lang", "en") == "en"]
     images = ImageStore(source, "imgs")
-    for index in subsample(len(english), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(english), p.get("sample"), secret):
         row = english[index]
         _require(row, ("qid", "img_name", "question", "answer"), f"{path.name} record {index}")
         qid = f"slake_{safe_id(row['qid'])}"
@@ -189,10 +197,10 @@ def _gold_label(answer: Any, options: dict[str, str], origin: str) -> str:
     raise UserError(f"{origin}: answer {text[:40]!r} is neither an option letter nor an option's text")
 
 
-def medframeqa(task: TaskSpec, source: Path) -> Iterator[Item]:
+def medframeqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     rows = _parquet_rows(source, "*.parquet")
-    for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(rows), p.get("sample"), secret):
         row = rows[index]
         origin = f"medframeqa row {index}"
         _require(row, ("question", "options", "answer"), origin)
@@ -217,7 +225,7 @@ def _frame_order(key: str) -> tuple[int, str]:
     return (int(digits[-1]) if digits else 0, key)
 
 
-def medxpertqa(task: TaskSpec, source: Path) -> Iterator[Item]:
+def medxpertqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     base = source / "MM" if (source / "MM").is_dir() else source
     rows: list[tuple[str, dict[str, Any]]] = []
@@ -233,7 +241,7 @@ def medxpertqa(task: TaskSpec, source: Path) -> Iterator[Item]:
             except UnicodeDecodeError as exc:
                 raise UserError(f"{path}:{number}: not a valid UTF-8 JSON line ({exc})") from None
     images = ImageStore(source, "images")
-    for index in subsample(len(rows), p.get("sample"), int(p.get("seed", 42))):
+    for index in subsample(len(rows), p.get("sample"), secret):
         split, row = rows[index]
         origin = f"MedXpertQA {split} record {row.get('id', index)}"
         _require(row, ("id", "question", "options", "label", "images"), origin)
@@ -250,12 +258,12 @@ def medxpertqa(task: TaskSpec, source: Path) -> Iterator[Item]:
         yield qid, question, frames, {"answer_label": label, "answer_text": options[label]}
 
 
-READERS: dict[str, Callable[[TaskSpec, Path], Iterator[Item]]] = {
+READERS: dict[str, Callable[[TaskSpec, Path, StagingSecret], Iterator[Item]]] = {
     "parquet_vqa": parquet_vqa, "slake": slake, "medframeqa": medframeqa, "medxpertqa": medxpertqa,
 }
 
 
-def readers() -> dict[str, Callable[[TaskSpec, Path], Iterator[Item]]]:
+def readers() -> dict[str, Callable[[TaskSpec, Path, StagingSecret], Iterator[Item]]]:
     """Every reader by source_kind: these five and the full release's four further sets (Kvasir-VQA,
     OmniMedVQA, PMC-VQA, MMMU medical), which live in their own module."""
     from .release_sets import RELEASE_READERS
@@ -274,16 +282,20 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     qids: list[str] = []
     seen: set[str] = set()
     with staging_area(dest) as area:
+        # the published id is drawn from the staging's secret: the dataset's own id (and with it the row, the
+        # record, the answer) goes to the private side only, and the ids' sorted order is no source order
+        published = area.secret.id_stream(safe_id(task.params.get("prefix", "q")))
         console = Console(stderr=True)
         columns = (SpinnerColumn(), TextColumn("{task.description}"), TextColumn("{task.completed} questions"),
                    TimeElapsedColumn())
         with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
             job = bar.add_task(f"staging {task.id}", total=None)
-            for qid, question, images, gold in known[kind](task, source):
-                if qid in seen:
-                    raise UserError(f"{task.id}: duplicate question id {qid}")
-                seen.add(qid)
-                write_question(area.root, qid, question, images, gold)
+            for source_id, question, images, gold in known[kind](task, source, area.secret):
+                if source_id in seen:
+                    raise UserError(f"{task.id}: duplicate question id {source_id}")
+                seen.add(source_id)
+                qid = next(published)
+                write_question(area.root, qid, question, reencoded(images, qid), {**gold, "source_id": source_id})
                 qids.append(qid)
                 bar.advance(job)
         return finish(area, qids, task.params)

@@ -1,0 +1,273 @@
+"""What a `local-plain` call may still not touch: the harness's state, other runs, the harness's own code.
+
+`local-plain` has no filesystem isolation (the agent reads the host's files, references included: declared,
+every such run is unverified). It must still never see what a verified run relies on, or change what one
+will read: the harness key and everything signed with it (the state folder), other runs' folders and the
+data root, the harness's code. So each call starts in a mount namespace of its own (the PID namespace it
+already had, `unshare --pid --fork --kill-child --mount-proc`, made a mount namespace too) where, before the
+agent's code runs:
+
+- the state folder is covered by an empty read-only tmpfs (so are Ray's session folder and every unix socket
+  under /run and /tmp: the docker engine's, containerd's, Ray's; a daemon reached through one runs outside
+  this namespace);
+- every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
+  a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
+- as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
+- capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
+  device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
+  agent nor anything it runs (set-uid programs included) gets them back. A user namespace the agent makes
+  itself gets the mounts locked together (the kernel refuses to uncover them there).
+
+Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
+"shm_mb"}. It imports only the standard library (the harness package is not on its path). Where this cannot be
+done (no unshare, no root and no user namespaces), `local-plain` is refused with one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import stat
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
+MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
+FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
+                "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAP_SETPCAP = 8
+# capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
+# sys_module, sys_rawio, sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time,
+# sys_tty_config, mknod, audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
+DROPPED_CAPS = (2, 9, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
+HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
+DEVICES_TOO = ("/dev/mem", "/dev/kmem", "/dev/port")
+SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Refused(RuntimeError):
+    """The namespace could not be made as required: the call must not run."""
+
+
+def _enc(text: str | None) -> bytes | None:
+    return None if text is None else os.fsencode(text)
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    if _libc.mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)) != 0:
+        err = ctypes.get_errno()
+        raise Refused(f"mount {target}: {os.strerror(err)}")
+
+
+def decode_path(field: str) -> str:
+    """A mountinfo path: octal escapes (space, tab, newline, backslash) decoded."""
+    out, i, raw = bytearray(), 0, field.encode("utf-8", "surrogateescape")
+    while i < len(raw):
+        if raw[i:i + 1] == b"\\" and raw[i + 1:i + 4].isdigit():
+            out.append(int(raw[i + 1:i + 4], 8))
+            i += 4
+        else:
+            out.append(raw[i])
+            i += 1
+    return os.fsdecode(bytes(out))
+
+
+def mountinfo() -> list[tuple[str, str, str, int]]:
+    """(device, root within its filesystem, mount point, flags to keep: nosuid/nodev/noexec and the atime
+    mode) of every mount, in order."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        for line in handle:
+            fields = line.split(" ")
+            if len(fields) < 6:
+                continue
+            flags = 0
+            for name in fields[5].split(","):
+                flags |= FLAG_OPTIONS.get(name, 0)
+            if not flags & (MS_NOATIME | MS_RELATIME):
+                flags |= MS_STRICTATIME
+            found.append((fields[2], decode_path(fields[3]), decode_path(fields[4]), flags))
+    return found
+
+
+def mounts() -> list[tuple[str, int]]:
+    """(mount point, flags to keep) of every mount, in order."""
+    return [(point, flags) for _, _, point, flags in mountinfo()]
+
+
+def aliases(path: str) -> list[str]:
+    """Every path at which the folder `path` is visible: itself, and the same place of its filesystem under
+    any other mount of that filesystem (a bind mount of a parent folder shows it a second time)."""
+    table = mountinfo()
+    home = max((m for m in table if _under(path, [m[2]])), key=lambda m: len(m[2]), default=None)
+    if home is None:
+        return [path]
+    device, root, point = home[0], home[1], home[2]
+    inside = os.path.join(root, os.path.relpath(path, point)) if path != point else root
+    found = [path]
+    for dev, other_root, other_point, _ in table:
+        if dev == device and _under(inside, [other_root]):
+            alias = os.path.normpath(os.path.join(other_point, os.path.relpath(inside, other_root)))
+            if alias not in found and os.path.lexists(alias):
+                found.append(alias)
+    return found
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _sockets(root: str, depth: int, budget: int) -> list[str]:
+    """Unix sockets below `root` (not following links), breadth first, at most `budget` entries looked at."""
+    found, queue, seen = [], [(root, 0)], 0
+    while queue and seen < budget:
+        folder, level = queue.pop(0)
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISSOCK(info.st_mode):
+                found.append(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and level < depth:
+                queue.append((entry.path, level + 1))
+    return found
+
+
+def _cover_file(path: str) -> None:
+    _mount("/dev/null", path, None, MS_BIND)
+    _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+
+
+def _cover_dir(path: str) -> None:
+    _mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
+
+
+def _hide(path: str) -> None:
+    """An empty read-only folder or /dev/null over `path`; refused if it cannot be covered."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        _cover_dir(path)
+    elif not stat.S_ISLNK(info.st_mode):
+        _cover_file(path)
+
+
+def _devices() -> None:
+    """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
+    for path in _block_nodes("/dev", 3) + [d for d in DEVICES_TOO if os.path.exists(d)]:
+        _cover_file(path)
+
+
+def _block_nodes(root: str, depth: int) -> list[str]:
+    found, queue = [], [(root, 0)]
+    while queue:
+        folder, level = queue.pop()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISBLK(info.st_mode):
+                    found.append(entry.path)
+                elif stat.S_ISDIR(info.st_mode) and level < depth and entry.path not in ("/dev/pts", "/dev/shm"):
+                    queue.append((entry.path, level + 1))
+    return found
+
+
+def _read_only(keep_rw: list[str]) -> None:
+    """Every mount remounted read-only (keeping its nosuid/nodev/noexec and atime flags, which a user namespace
+    locks), except those at or under `keep_rw` and SKIP_RO; /proc/sys and sysrq-trigger made read-only."""
+    for point, flags in mounts():
+        if _under(point, keep_rw) or _under(point, list(SKIP_RO)):
+            continue
+        try:
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+        except Refused:
+            if os.path.exists(point):  # a mount we can reach and cannot make read-only: not safe to go on
+                raise
+    for path in ("/proc/sys", "/proc/sysrq-trigger"):
+        if os.path.exists(path):
+            _mount(path, path, None, MS_BIND | MS_REC)
+            _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _drop_capabilities() -> None:
+    import platform
+
+    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
+            raise Refused(f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    machine = platform.machine()
+    if machine not in SYS_CAPGET:
+        raise Refused(f"no capset call known for {machine}")
+    header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if _libc.syscall(SYS_CAPGET[machine], header, data) != 0:
+        raise Refused(f"capget: {os.strerror(ctypes.get_errno())}")
+    mask = [0, 0]
+    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+        mask[cap // 32] |= 1 << (cap % 32)
+    for word in range(2):  # data[word] = {effective, permitted, inheritable}
+        for field in range(3):
+            data[word * 3 + field] &= ~mask[word] & 0xFFFFFFFF
+    if _libc.syscall(SYS_CAPSET[machine], header, data) != 0:
+        raise Refused(f"capset: {os.strerror(ctypes.get_errno())}")
+
+
+def enter(spec: dict) -> None:
+    """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
+    here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
+    workspace = os.path.realpath(spec["workspace"])
+    _mount(workspace, workspace, None, MS_BIND | MS_REC)  # its own mount: stays writable below read-only parents
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and not os.path.islink(shm):
+        _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(spec.get('shm_mb', 64))}m,mode=1777")
+    hidden = [a for p in spec.get("hide", []) for a in aliases(os.path.realpath(p))]
+    hidden += [p for p in HIDDEN_DIRS if os.path.isdir(p)]
+    for path in hidden:
+        if not _under(workspace, [path]):
+            _hide(path)
+    for root, depth, budget in SOCKET_ROOTS:
+        for sock in _sockets(root, depth, budget):
+            if not _under(sock, [workspace, *hidden]):
+                with contextlib.suppress(Refused):  # gone since the walk saw it
+                    _cover_file(sock)
+    if os.geteuid() == 0 and spec.get("real_root"):
+        _devices()
+    _read_only([workspace])
+    os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
+    _drop_capabilities()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 4 or argv[2] != "--":
+        print("usage: plainns.py SPEC -- COMMAND...", file=sys.stderr)
+        return 125
+    try:
+        enter(json.loads(argv[1]))
+    except (Refused, OSError, ValueError, KeyError) as exc:
+        print(f"automedbench: the call's namespace could not be made safe ({exc}); the call did not run",
+              file=sys.stderr)
+        return 125
+    os.execvp(argv[3], argv[3:])
+    return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
