@@ -31,8 +31,9 @@ def cli(data_root, staged, monkeypatch):
 
 
 def _copy_run(run_dir: Path, dest: Path) -> Path:
-    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("workspace"))
-    return dest
+    """A copy of a run below `dest`, under its own name (a result is signed for its run folder's name)."""
+    shutil.copytree(run_dir, dest / run_dir.name, ignore=shutil.ignore_patterns("workspace"))
+    return dest / run_dir.name
 
 
 def _tear(run_dir: Path) -> int:
@@ -164,11 +165,11 @@ def test_fast_yaml_loader_reads_task_files_like_the_safe_loader(reg):
 
 
 def test_show_of_a_folder_of_runs_names_one(cli, run_agent, tmp_path):
-    _copy_run(run_agent("reference")[1], tmp_path / "runs" / "r1")
+    run = _copy_run(run_agent("reference")[1], tmp_path / "runs")
     result = cli("show", tmp_path / "runs")
     assert result.exit_code == 2
-    assert f"not a run folder (no result.json); it holds 1 run(s), e.g. {tmp_path / 'runs' / 'r1'}" in result.stderr
-    assert cli("show", tmp_path / "runs" / "r1").exit_code == 0
+    assert f"not a run folder (no result.json); it holds 1 run(s), e.g. {run}" in result.stderr
+    assert cli("show", run).exit_code == 0
 
 
 def test_validate_task_rounds_baseline_scores(cli):
