@@ -52,7 +52,8 @@ class Staging:
     def add(self, case_id: str, target: np.ndarray, affine: np.ndarray, source: dict[str, Any],
             mr: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
         """One case: the target CT in HU; CT-SR derives the input by the z degradation, MRI -> CT passes mr + mask."""
-        from ..metric import WIN, axial_ssim
+        from ..axialssim import WIN
+        from ..metric import axial_ssim
         from .degrade import z_linear
 
         pub, priv = self.area.public / case_id, self.area.private / case_id
