@@ -209,7 +209,7 @@ def test_runs_of_tasks_with_a_public_labelled_source_can_be_set_apart(small):
     answers) is counted by default, left out with --public-sources exclude, alone with only (issue 35)."""
     record = json.loads((small / "r1" / "result.json").read_text())
     record["header"]["public_source"] = "https://github.com/Shenggan/BCCD_Dataset"
-    (small / "r1" / "result.json").write_text(json.dumps(record))
+    write_result(RunFolder(small / "r1"), record)  # signed again: the harness writes such a header itself
     table = load_table([small])
     assert list(np.asarray(table["run_id"])[table["public_source"]]) == ["r1"]
     runs = {}

@@ -31,9 +31,10 @@ def cli(data_root, staged, monkeypatch):
 
 
 def _copy_run(run_dir: Path, dest: Path) -> Path:
-    """A copy of a run below `dest`, under its own name (a result is signed for its run folder's name)."""
-    shutil.copytree(run_dir, dest / run_dir.name, ignore=shutil.ignore_patterns("workspace"))
-    return dest / run_dir.name
+    """A copy under its own folder name (a result is signed for its run folder's name: a renamed copy is refused)."""
+    dest = dest / run_dir.name
+    shutil.copytree(run_dir, dest, ignore=shutil.ignore_patterns("workspace"))
+    return dest
 
 
 def _tear(run_dir: Path) -> int:

@@ -87,7 +87,7 @@ def test_symlinked_plan_folder_is_not_copied(reg_steps, tmp_path, data_root, sta
 
 def test_snapshot_does_not_follow_a_symlinked_outputs_folder(tmp_path):
     """outputs/ as a symlink to a big host tree would be walked around every call (and faked evidence)."""
-    from automedbench.runner import _snapshot
+    from automedbench.observed import outputs_snapshot as _snapshot
 
     target = tmp_path / "elsewhere"
     (target / "case_001").mkdir(parents=True)

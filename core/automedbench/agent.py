@@ -113,6 +113,10 @@ class Agent(ABC):
         same path inside the sandbox. Asked before the sandbox opens; default none."""
         return []
 
+    def check_task(self, track: Any, task: TaskSpec, tier: str) -> None:  # noqa: B027 - optional hook
+        """Raise UserError when this agent cannot work on the task at all; asked before any run folder or disk
+        reservation exists, so the refusal is the one line a user sees (default: every task)."""
+
     def start(self, context: AgentContext) -> None:  # noqa: B027 - optional hook
         """Called once before the first turn."""
 

@@ -119,6 +119,7 @@ class Run:
         self.warm = warm_wanted(options, "warm" in registry.components["evaluator"])
         # Built here so that a bad option or a missing API key fails before any run folder exists.
         self.agent: Agent = self.agent_comp.factory(**options.agent_options)
+        self.agent.check_task(self.track, self.task, options.tier)
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)
         self.data_root = options.data_root or staging.default_data_root()
         # the track's read-only files for the agent (a pinned model's weights), mounted read-only; digested

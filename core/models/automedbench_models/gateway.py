@@ -286,6 +286,17 @@ class ModelGateway:
         with self.lock:
             return [asdict(c) for c in self.calls]
 
+    def unreachable(self) -> str:
+        """Why the provider was never reached ("" once any call got through, or when none failed in transport):
+        a session whose every call failed to connect is the provider's outage, not the agent's work."""
+        with self.lock:
+            if any(c.status < 400 for c in self.calls):
+                return ""
+            failed = [c for c in self.calls if c.error]
+            if not failed:
+                return ""
+            return f"{len(failed)} of {len(self.calls)} call(s) could not reach it; the first: {failed[0].error}"
+
     # ---------------------------------------------------------------- one request
 
     def _refusal(self) -> str:

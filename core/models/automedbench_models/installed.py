@@ -405,6 +405,10 @@ class InstalledAgent(CliAgent):
         usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
                  for name in ("tokens_in", "tokens_out", "tokens_cached")}
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
+        unreachable = self.gateway.unreachable() if self.gateway is not None else ""
+        if unreachable:  # as a chat agent's model call that fails after its retries: the run's failure, said so
+            raise AgentError(f"{self.system.name}: the model provider at {self.base_url} was never reached: "
+                             f"{unreachable}")
         problem = self.transcript.problem if self.transcript is not None else "no transcript was read"
         if problem:
             said = _last_error_line(messages)  # e.g. `/usr/bin/env: 'node': No such file or directory`
