@@ -63,7 +63,8 @@ def test_errors_are_one_line_even_when_piped(cli, args, needle, tmp_path):
 
 
 def test_unstaged_task_names_no_run_folder(cli, tmp_path):
-    result = cli("run", "--task", "segmentation/kidney", "--agent", "reference", "--out", tmp_path / "runs")
+    # noop: the reference agent refuses a real task first (its scripted solution covers the demos only)
+    result = cli("run", "--task", "segmentation/kidney", "--agent", "noop", "--out", tmp_path / "runs")
     assert result.exit_code == 2 and "is not staged" in result.stderr
     assert result.stdout == "" and not any((tmp_path / "runs").glob("*"))
 
