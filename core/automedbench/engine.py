@@ -26,8 +26,8 @@ What it holds, by step of a run:
 - the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
   `csv_cell`; the case pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
-  the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes` and
-  `check_or_reason` check);
+  the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
+  `check_evidence` and `check_or_reason` check);
 - what sandbox backends share: a folder only the harness can write (`HarnessDir`), the workspace quota
   (`mount_workspace`, `WorkspaceQuota`, `reap_stale_workspaces`), slirp networking (`SlirpNet`,
   `network_gaps`, `network_unsupported`, `SLIRP_DNS`), the harness's private state (`harness_key`,
@@ -77,7 +77,7 @@ from .pictures import PICTURES_DIR, copy_pictures
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, registry
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
-from .resultproof import check_bytes, check_folder, check_or_reason, write_result
+from .resultproof import check_bytes, check_evidence, check_folder, check_or_reason, write_result
 from .rubric import check as check_rubric
 from .rubric import resolve as resolve_rubric
 from .runfolder import MAX_RESULT_BYTES, RunFolder, find_runs
@@ -122,6 +122,7 @@ __all__ = [
     "SweepProgress",  # noqa: F822
     "WorkspaceQuota",
     "check_bytes",
+    "check_evidence",
     "check_folder",
     "check_interrupt",
     "check_or_reason",

@@ -16,13 +16,26 @@ import contextlib
 import hashlib
 import hmac
 import os
+import pwd
 import stat
 from pathlib import Path
 
 from .errors import UserError
+from .fsutil import append_line_locked
 
 KEY_FILE = "harness.key"
 KEY_BYTES = 32
+# Every state folder a harness of this user made, one real path a line, in the user's default state folder:
+# a plain call hides them all, not only its own run's (another campaign's key was readable from a plain run)
+KNOWN_FILE = "state-folders"
+MAX_KNOWN = 1000
+_registered: set[str] = set()
+
+
+def default_state_dir(home: str | None = None) -> Path:
+    """The state folder a harness uses when $AUTOMEDBENCH_STATE is not set."""
+    base = os.environ.get("XDG_STATE_HOME") if home is None else None
+    return Path(base or os.path.join(home or str(Path.home()), ".local", "state")) / "automedbench"
 
 
 def state_dir() -> Path:
@@ -30,8 +43,7 @@ def state_dir() -> Path:
     env = os.environ.get("AUTOMEDBENCH_STATE")
     if env:
         return Path(env).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "automedbench"
+    return default_state_dir()
 
 
 def ensure_state_dir() -> Path:
@@ -48,6 +60,47 @@ def _private_dir(path: Path) -> None:
         raise UserError(f"harness state folder {path} is not a folder owned by this user")
     if info.st_mode & 0o077:
         os.chmod(path, 0o700)
+    _register(path)
+
+
+def _register(path: Path) -> None:
+    """List `path` among this user's state folders (`KNOWN_FILE` in the default one), once."""
+    real = os.path.realpath(path)
+    if real in _registered or "\n" in real:
+        return
+    home = default_state_dir()
+    if real not in _known_in(home):
+        if os.path.realpath(home) != real:
+            _private_dir(home)  # registers itself first
+        append_line_locked(home / KNOWN_FILE, real.encode("utf-8", "surrogateescape") + b"\n")
+    _registered.add(real)
+
+
+def _known_in(home: Path) -> list[str]:
+    try:
+        with open(home / KNOWN_FILE, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as handle:
+            data = handle.read(MAX_KNOWN * 4200)
+    except OSError:
+        return []
+    return [line.decode("utf-8", "surrogateescape") for line in data.splitlines()[-MAX_KNOWN:] if line]
+
+
+def known_state_dirs() -> list[Path]:
+    """Every state folder a harness on this host may keep a key in, that exists: the current one, this user's
+    default and every folder listed in its `KNOWN_FILE`; as root also every user's default (root reads any
+    user's key). What a `local-plain` call covers: a plain agent runs as the harness's user and would read
+    another harness's key (another campaign, checkout or test worker) by its path."""
+    homes = {str(Path.home())}
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError, KeyError):
+            homes |= {entry.pw_dir for entry in pwd.getpwall() if entry.pw_dir.startswith("/")}
+    found = [state_dir(), default_state_dir(), *(default_state_dir(home) for home in sorted(homes)),
+             *(Path(p) for p in _known_in(default_state_dir()))]
+    out: list[Path] = []
+    for folder in found:
+        if folder not in out and folder.is_dir() and not folder.is_symlink():
+            out.append(folder)
+    return out
 
 
 def harness_key(folder: Path | None = None, *, create: bool = True) -> bytes | None:

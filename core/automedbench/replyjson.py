@@ -6,12 +6,14 @@ of prose: a verdict is (a) what a backend's structured output returned (an OpenA
 json_schema, an Anthropic tool call), which arrives as one object, or (b) a reply that is one JSON object
 and nothing else, optionally inside one code fence. `<think>` blocks are reasoning and are dropped first
 (an unclosed one leaves nothing). Prose before or after the object, a second object, a duplicated key:
-no verdict (the caller asks again, then grades or nulls as its rules say).
+no verdict (the caller asks again, then grades or nulls as its rules say). Nor is a reply holding NaN,
+Infinity or a number too large to be finite (Python's `json` accepts them; readers doing arithmetic crashed).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -38,6 +40,17 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
+def _no_constant(name: str) -> Any:
+    raise ReplyError(f"the reply holds {name}, which is no JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses as infinity
+        raise ReplyError(f"the reply holds the number {text[:40]}, too large to be finite")
+    return value
+
+
 def final_json(text: str, *, max_chars: int = MAX_REPLY_CHARS) -> dict[str, Any]:
     """The reply as one JSON object (optionally in one fence, reasoning blocks dropped), or ReplyError."""
     if not isinstance(text, str):
@@ -49,7 +62,7 @@ def final_json(text: str, *, max_chars: int = MAX_REPLY_CHARS) -> dict[str, Any]
     if fenced:
         body = fenced.group(1).strip()
     try:
-        data = json.loads(body, object_pairs_hook=_no_duplicates)
+        data = json.loads(body, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite)
     except ReplyError:
         raise
     except (ValueError, RecursionError):

@@ -287,6 +287,13 @@ def check_folder(folder: RunFolder | Path, *, evidence: bool = True, extra_keys:
     found = check_bytes(data, folder.path.name, extra_keys=extra_keys, state=state)
     if not found.genuine or not evidence:
         return found
+    return check_evidence(folder, data, found)
+
+
+def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCheck:
+    """`found` (a genuine `check_bytes` of `data`) unless an evidence file of `folder` differs from the digest
+    the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
+    not genuine there, for every reader (the leaderboard counted it while `verify` refused it)."""
     signed = split(data)[1]["files"]  # type: ignore[index]
     now = evidence_digests(folder)
     for name in sorted(set(signed) | set(now)):

@@ -83,6 +83,7 @@ class StagingArea:
             raise UserError(f"staging produced no {what}")
         if "public" in self.parts:
             check_published(self.public)
+            relay(self.public, self.secret)
         if "private" in self.parts:
             self.secret.save(self.private / SECRET_FILE)
         # listed sorted: the order a stager met its items in (the source's) never reaches the brief or the stamp
@@ -158,6 +159,45 @@ def check_published(public: Path) -> None:
                 elif info.st_nlink != 1:
                     raise UserError(f"staging would publish {entry.path}, a hard link ({info.st_nlink} names for "
                                     "one file: it may be a file from outside the download); refused")
+
+
+PUBLISHED_TIME_NS = 946_684_800 * 10**9  # every published file's and folder's mtime and atime (2000-01-01)
+
+
+def relay(public: Path, secret: StagingSecret) -> None:
+    """Write `public` again in an order drawn from the staging's secret, every timestamp set to one value.
+
+    A stager writes its cases in some order (one class after another, the source's order), and a folder
+    shows that order to anyone who can stat it: modification times, inode numbers (allocated in creation
+    order), the listing order of filesystems that list by creation. An agent sorting the case folders by
+    mtime or inode got every label of a balanced draw. So the engine copies every file to a fresh inode in a
+    secret order (folders first, also in a secret order), then sets every file's and folder's times to
+    `PUBLISHED_TIME_NS`: what remains is the content and the (randomly drawn) names."""
+    folders, files = [], []
+    for folder, subdirs, names in os.walk(public):
+        rel = os.path.relpath(folder, public)
+        folders += [os.path.normpath(os.path.join(rel, d)) for d in subdirs]
+        files += [os.path.normpath(os.path.join(rel, n)) for n in names]
+    fresh = public.with_name(public.name + ".relaid")
+    _remove(fresh)
+    fresh.mkdir()
+    shutil.copymode(public, fresh)
+    made = {"."}
+    for rel in secret.shuffled(sorted(folders), "published layout: folders"):
+        for part in reversed([rel, *(str(p) for p in Path(rel).parents)]):  # a parent before its children
+            if part not in made:
+                (fresh / part).mkdir()
+                shutil.copymode(public / part, fresh / part)
+                made.add(part)
+    for rel in secret.shuffled(sorted(files), "published layout: files"):
+        shutil.copyfile(public / rel, fresh / rel, follow_symlinks=False)
+        shutil.copymode(public / rel, fresh / rel, follow_symlinks=False)
+    times = (PUBLISHED_TIME_NS, PUBLISHED_TIME_NS)
+    for rel in secret.shuffled(sorted(files) + sorted(folders) + ["."], "published layout: times"):
+        os.utime(fresh / rel, ns=times, follow_symlinks=False)
+    _remove(public)
+    os.rename(fresh, public)
+    os.utime(public, ns=times)
 
 
 def sealed(dest: Path, seal: Seal) -> contextlib.AbstractContextManager[None]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import random
 import secrets as _secrets
 from collections.abc import Iterable, Iterator, Sequence
@@ -75,10 +76,15 @@ class StagingSecret:
         return [next(stream) for _ in range(count)]
 
     def id_stream(self, prefix: str = "case", purpose: str = "case ids", sep: str = "_") -> Iterator[str]:
-        """`case_ids` one at a time, without end (for a stager that learns its count as it goes)."""
-        rng, seen = self.rng(purpose), set()
-        while True:
-            token = f"{rng.getrandbits(4 * ID_DIGITS):0{ID_DIGITS}x}"
+        """`case_ids` one at a time, without end (for a stager that learns its count as it goes).
+
+        Each id is its own HMAC of the purpose and its index under the secret: ids drawn from one Mersenne
+        Twister stream were linear in each other (from the 625th on, each a fixed function of three earlier
+        ones: the twister's recurrence), so the published set held the order they were drawn in, which is
+        the order the stager assigned them to its items (one class after another in a balanced draw)."""
+        seen: set[str] = set()
+        for index in itertools.count():
+            token = self._digest(f"{purpose}\0{index}")[:ID_DIGITS // 2].hex()
             if token not in seen:
                 seen.add(token)
                 yield f"{prefix}{sep}{token}" if prefix else token

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import sandboxcall
 from ..errors import UserError
 from ..fsutil import open_dir, remove_tree
-from ..harnessstate import ensure_state_dir, state_dir
+from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
 from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
@@ -123,7 +123,7 @@ def pid_namespace_prefix() -> tuple[str, ...]:
 
 def plain_spec(workspace: Path, real_root: bool) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
-    return json.dumps({"workspace": str(workspace), "hide": [str(state_dir()), str(ledger_dir())],
+    return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
                        "real_root": real_root})
 
 

@@ -39,8 +39,8 @@ def stacked_ci(score: dict[str, Any]) -> str:
 def _keyed_table(board: Leaderboard, title: str) -> Table:
     table = Table(title=title, header_style="bold", show_lines=True)
     for key in board.by:  # names may fold, never to a few letters per line while numbers have room
-        widest = max((len(c.key[key]) for c in board.cells), default=0)  # no cell: every run was rejected
-        table.add_column(LABELS[key], overflow="fold", min_width=min(24, max(len(LABELS[key]), widest)))
+        table.add_column(LABELS[key], overflow="fold", min_width=min(24, max([len(LABELS[key]), *(
+            len(c.key[key]) for c in board.cells)])))  # a board of no cells (every result refused) too
     table.add_column("n", justify="right", no_wrap=True)
     return table
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from attrs import Factory, define
 from automedbench.api import STAGES, UserError, is_error_code
-from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, find_runs
+from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, check_evidence, find_runs
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson
@@ -69,6 +69,8 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
     proof = check_bytes(data, folder.path.name)
+    if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
+        proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body}
 
 

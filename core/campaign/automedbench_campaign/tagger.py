@@ -24,6 +24,7 @@ from automedbench.api import (
 )
 
 MAX_FIELD = 600
+MAX_TURNS = 200  # evidence turns read from one code of a reply
 
 
 @runtime_checkable
@@ -110,7 +111,9 @@ def parse_reply(text: str, source: str) -> list[FiredCode]:
         if code not in TAXONOMY:
             fired.append(FiredCode("H-TAGGER", f"tagger proposed unknown code {code or entry!r}", source=source))
             continue
-        turns = [int(t) for t in entry.get("evidence_turns", []) if isinstance(t, int | float)]
+        listed = entry.get("evidence_turns", [])
+        turns = [int(t) for t in (listed if isinstance(listed, list) else [])[:MAX_TURNS]
+                 if isinstance(t, int | float) and not isinstance(t, bool) and 0 <= t < 1 << 31 and t == int(t)]
         fired.append(FiredCode(code, str(entry.get("rationale", "")).strip() or "(no rationale)", "",
                                sorted(set(turns)), source))
     return fired

@@ -12,7 +12,8 @@ reason, as the sandbox suite does. What it holds a stager to:
 - **public-knowledge**: the best a program can do from the task file, the package source and the download
   without looking at the pixels stays at chance. The attacker stages the same download itself (with any
   secret it can guess: the code and the download are public) and submits its own staging's answers mapped
-  onto the target's cases by case id and by position in sorted id order (how a folder lists them): were
+  onto the target's cases by case id, by position in sorted id order (how a folder lists them) and by
+  position in write order (the files' mtimes, which `stat` shows): were
   either decided by a public order ("case i is the i-th item in any public order"), both stagings would share
   it and the replay would score as the reference does; for array inputs it also adds its own staging's
   residual (reference - input) to the target's input by position and by id ("the degradation is the one the
@@ -53,8 +54,8 @@ STAGER_CHECKS: dict[str, str] = {
     "secret": "the staging's secret is in private/staging.secret, in no public file; no seed in a real task file",
     "published": "public/ holds only folders and regular files with one name (no link, device or FIFO)",
     "perfect": "the perfect baseline scores exactly 1.0, strict and partial",
-    "public-knowledge": "replaying another staging of the download by case id or sorted position (answers "
-                        "and degradations) stays at chance",
+    "public-knowledge": "replaying another staging of the download by case id, sorted or write (mtime) position "
+                        "(answers and degradations) stays at chance",
     "degradation": "no random degradation of one staging correlates with any of another staging",
     "hostile-links": "hard links and symlinks in the download are refused in one line or not needed",
     "hostile-fifo": "a FIFO in the download is refused in one line, never a hang",
@@ -195,8 +196,25 @@ def remap(answers: Path, mapping: dict[str, str], dest: Path) -> Path:
 def _mappings(a: StagedData, b: StagedData) -> dict[str, dict[str, str]]:
     """The public-knowledge assignments of the attacker's cases (b) to the target's (a)."""
     found = {"same case id": {c: c for c in a.case_ids if c in set(b.case_ids)},
-             "same position in sorted ids": dict(zip(sorted(a.case_ids), sorted(b.case_ids), strict=False))}
-    return {name: m for name, m in found.items() if m}
+             "same position in sorted ids": dict(zip(sorted(a.case_ids), sorted(b.case_ids), strict=False)),
+             "same position in write order (mtime)": dict(zip(_write_order(a), _write_order(b), strict=False))}
+    unique: dict[str, dict[str, str]] = {}
+    for name, mapping in found.items():  # one timestamp throughout: write order is sorted order, replayed once
+        if mapping and mapping not in unique.values():
+            unique[name] = mapping
+    return unique
+
+
+def _write_order(staged: StagedData) -> list[str]:
+    """The cases in the order their public files were written, as `stat` shows it to anyone: the earliest
+    mtime among each case's files, ties in id order (a stager writing one class after another leaked every
+    label). The engine gives every published file one timestamp, so this is the sorted order there; inode
+    order, which `stat` shows too, is the engine's secret copy order (`stagearea.relay`)."""
+    def first(case: str) -> int:
+        folder = staged.public / case
+        paths = _files(folder) if folder.is_dir() else [q for q in staged.public.iterdir() if q.name.startswith(case)]
+        return min((q.stat().st_mtime_ns for q in paths), default=0)
+    return sorted(sorted(staged.case_ids), key=first)
 
 
 def _chance(p: StagerProbe, root: Path, a: StagedData, b: StagedData, answers: Path) -> float:

@@ -134,7 +134,7 @@ class DetectionEvaluation(TaskEvaluation):
     def _hedging(self, det: Boxes, gt: Boxes, n_cls: int) -> dict[str, float]:
         """Class hedging made visible (the Task keeps the paper's uncapped mAP): the share of boxes that
         repeat another class's box, and mAP with COCO's 100-boxes-per-image cap."""
-        duplicates = cross_class_duplicates(det)
+        duplicates = cross_class_duplicates(det, gt=gt, match_iou=self.iou)
         capped = cap_per_image(det)
         if self.task_class:
             capped_value = mean_average_precision(_one_class(capped), _one_class(gt), 1, self.iou).mean

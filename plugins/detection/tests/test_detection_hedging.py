@@ -70,3 +70,43 @@ def test_the_class_hedge_baseline_keeps_its_map_but_rates_c(tmp_path, amb_data_r
     assert abs(hedged.task.components["cross_class_duplicate_share"] - 2 / 3) < 1e-3
     assert honest.aggregate.rating == "A"
     assert hedged.aggregate.rating == "C" and "class hedging" in hedged.aggregate.rating_reason
+
+
+def test_copies_moved_or_resized_below_the_duplicate_iou_still_count_when_they_match_one_object():
+    """Wrong-class copies shrunk a few per cent (IoU 0.87 and 0.74 with the original box) all still match the
+    ground truth at the metric's 0.5, so mAP credits every class: before, they counted 0 duplicates (C -> B on
+    the demo, red team round 8). Two boxes on one ground-truth object under two classes are one hedge."""
+    det = boxes([(0, 0, 0.9, 0, 0, 100, 100),      # the object, class 0
+                 (0, 1, 0.1, 3.5, 3.5, 96.5, 96.5),  # class 1, shrunk: IoU 0.865 with it
+                 (0, 2, 0.1, 7, 7, 93, 93),          # class 2, shrunk more: IoU 0.74
+                 (0, 1, 0.8, 200, 200, 260, 260),    # another object of class 1, alone on its truth
+                 (0, 2, 0.7, 150, 0, 190, 40)])      # a box on no truth at all
+    truth = boxes([(0, 0, 1.0, 0, 0, 100, 100), (0, 1, 1.0, 200, 200, 260, 260)])
+    assert cross_class_duplicates(det) == 0  # no pair reaches the duplicate IoU
+    assert cross_class_duplicates(det, gt=truth, match_iou=0.5) == 2
+    same = boxes([(0, 0, 0.9, 0, 0, 100, 100), (0, 0, 0.5, 5, 5, 95, 95)])  # one class twice: not hedging
+    assert cross_class_duplicates(same, gt=truth, match_iou=0.5) == 0
+
+
+def test_a_shrunk_hedge_through_the_evaluator_is_held_at_c(tmp_path, amb_data_root):
+    """The demo's class-hedge baseline with each wrong-class copy shrunk 3.5 % a side per copy: same mAP,
+    still rated C."""
+    import json
+
+    exact = evaluate_outputs("detection/demo", baseline="class-hedge", data_root=amb_data_root, work=tmp_path / "exact")
+    sub = tmp_path / "shrunk"
+    for path in sorted((tmp_path / "exact" / "baseline").glob("*/prediction.json")):
+        data = json.loads(path.read_text())
+        seen: dict[tuple, int] = {}
+        for box in data["boxes"]:
+            key = (box["x1"], box["y1"], box["x2"], box["y2"])
+            k = seen[key] = seen.get(key, -1) + 1  # 0 for the first copy of a box, then 1, 2, ...
+            w, h = box["x2"] - box["x1"], box["y2"] - box["y1"]
+            box.update(x1=key[0] + 0.035 * k * w, x2=key[2] - 0.035 * k * w,
+                       y1=key[1] + 0.035 * k * h, y2=key[3] - 0.035 * k * h)
+        (sub / path.parent.name).mkdir(parents=True)
+        (sub / path.parent.name / "prediction.json").write_text(json.dumps(data))
+    shrunk = evaluate_outputs("detection/demo", submission=sub, data_root=amb_data_root, work=tmp_path / "shrunk-eval")
+    assert abs(shrunk.task.strict - exact.task.strict) < 0.02  # the hedge keeps its mAP
+    assert shrunk.task.components["cross_class_duplicate_share"] > 0.5
+    assert shrunk.aggregate.rating == "C" and "class hedging" in shrunk.aggregate.rating_reason

@@ -38,7 +38,7 @@ from .answer_judge import (
     make_answer_judge,
     model_grade_requests,
 )
-from .answers import is_closed, mcq_score, question_form, text_scores
+from .answers import is_closed, mcq_score, normalize, normalize_label, question_form, text_scores
 from .chance import UNANSWERED, agreement_beyond_chance
 from .data.records import FACTS, read_private, read_question
 
@@ -66,14 +66,16 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     label = str(gold.get("answer_label") or "")
     if label:
         return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq",
-                "answer_key": _key(record.get("predicted_label")), "gold_key": _key(label),
-                "answer_text_key": _key(record.get("predicted_answer")), "gold_text_key": _key(gold.get("answer_text")),
+                "answer_key": _letter_key(record.get("predicted_label")), "gold_key": _letter_key(label),
+                "answer_text_key": _answer_key(record.get("predicted_answer")),
+                "gold_text_key": _answer_key(gold.get("answer_text")),
                 **facts}, []
     prediction = str(record.get("predicted_answer") or "")
     scores = text_scores(prediction, gold.get("answer_text", ""))
     values: dict[str, Any] = {"score": float(scores["score"]), "kind": "closed" if scores["closed"] else "open",
                               "exact_match": scores["exact_match"], "token_f1": scores["token_f1"],
-                              "answer_key": _key(prediction), "gold_key": _key(gold.get("answer_text")), **facts}
+                              "answer_key": _answer_key(prediction), "gold_key": _answer_key(gold.get("answer_text")),
+                              **facts}
     if scores["closed"]:
         values["yes_no_strict"] = float(scores["score"])  # yes_no_accuracy stays strict under a judge (the original's)
     requests: list[GradeRequest] = []
@@ -96,6 +98,20 @@ REPEAT_MARGIN = 0.2  # ... and this much more often than the gold answers repeat
 def _key(value: Any) -> str:
     """An answer reduced for repetition counting: lower case, words only (bounded)."""
     return " ".join(str(value or "").lower().replace(".", " ").split())[:200]
+
+
+def _answer_key(value: Any) -> str:
+    """An answer as the scorer compares it (`answers.normalize`: punctuation gone, yes/no synonyms and number
+    words unified), bounded: the rating caps count agreement and repeats in the scorer's terms. A looser key
+    let spellings the scorer credits ("yes ???", "positive" for yes) differ from every gold key, so the chance
+    a blind answerer needs fell to 0 (kappa 0.48, C -> A) and one answer in many spellings escaped the
+    repeat share."""
+    return normalize(str(value or "")[:2000])[:200]
+
+
+def _letter_key(value: Any) -> str:
+    """An MCQ label as the scorer reads it (`normalize_label`: "(b)" is B); the raw key when it names none."""
+    return normalize_label(str(value or "")[:2000]) or _key(value)
 
 
 # A question left unanswered (missing, invalid, a placeholder, a skip) stands for the blind answer in the rating
@@ -140,10 +156,10 @@ def unanswered_row(gold: dict[str, Any], question: dict[str, Any], verdict: str)
            "question_key": _key(question.get("question"))[:80], "form": question_form(question.get("question")),
            "answer_key": UNANSWERED}
     if kind == "mcq":
-        row |= {"gold_key": _key(gold.get("answer_label")), "answer_text_key": UNANSWERED,
-                "gold_text_key": _key(gold.get("answer_text"))}
+        row |= {"gold_key": _letter_key(gold.get("answer_label")), "answer_text_key": UNANSWERED,
+                "gold_text_key": _answer_key(gold.get("answer_text"))}
     else:
-        row["gold_key"] = _key(gold.get("answer_text"))
+        row["gold_key"] = _answer_key(gold.get("answer_text"))
     return row
 
 

@@ -111,3 +111,30 @@ def test_nonsense_in_place_of_the_wrong_answers_is_no_way_out(amb_registry, amb_
     assert made_up.task.partial == full.task.partial  # the Task is the same: only the cap's evidence differs
     assert made_up.task.components["chance_kappa"] is not None and made_up.task.components["chance_kappa"] < 0.1
     assert made_up.aggregate.rating not in ("A", "B"), made_up.aggregate.rating_reason
+
+
+@pytest.mark.parametrize("spelling", ["punctuation", "synonyms"])
+def test_spellings_the_scorer_credits_are_no_way_out(amb_registry, amb_data_root, blind, spelling):
+    """The same blind answerer writes every text answer in a spelling the scorer credits but no gold answer
+    has ("yes ???", "positive" for yes, "two" for 2): the Task is the same, but before, the chance check keyed
+    answers more loosely than the scorer, so no answer could agree by chance: kappa 0.48, C -> A (red team,
+    round 8). Now the check keys answers as the scorer compares them."""
+    import json
+
+    from automedbench.testing import evaluate_outputs
+
+    words = {"yes": "positive", "no": "negative", "1": "one", "2": "two", "3": "three", "4": "four", "0": "zero"}
+    work, full = blind
+    sub = work / f"spelled-{spelling}"
+    for row in full.task.per_case:
+        answer = json.loads((work / "all" / "baseline" / row["case_id"] / "answer.json").read_text())
+        if row["kind"] != "mcq":
+            text = answer["predicted_answer"]
+            answer["predicted_answer"] = f"{text} ???" if spelling == "punctuation" else words.get(text, f"{text}!")
+        (sub / row["case_id"]).mkdir(parents=True)
+        (sub / row["case_id"] / "answer.json").write_text(json.dumps(answer))
+    spelled = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / f"eval-{spelling}",
+                               registry=amb_registry)
+    assert spelled.task.partial == full.task.partial  # credited exactly as before
+    assert spelled.task.components["chance_kappa"] == full.task.components["chance_kappa"]
+    assert spelled.aggregate.rating not in ("A", "B"), spelled.aggregate.rating_reason
