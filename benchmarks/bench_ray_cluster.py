@@ -34,8 +34,8 @@ TASK = "segmentation/demo"
 
 def sweep(reg, out: Path, data: Path, agent: str, runs: int, workers: int, executor: str,
           address: str | None = None) -> tuple[float, float | None, dict[str, int]]:
-    config = SweepConfig([agent], [TASK], ["lite"], runs, workers, out, executor, data_root=data,
-                         ray_address=address)
+    config = SweepConfig.of([agent], [TASK], ["lite"], repeats=runs, workers=workers, out=out, executor=executor,
+                            data_root=data, ray_address=address)
     t = time.perf_counter()
     report = Sweep(config, reg).run()
     wall = time.perf_counter() - t

@@ -111,7 +111,7 @@ TRACKS: dict[str, tuple[Callable[[Path], tuple[str, Path, dict]], tuple[str, ...
 
 
 def spread(track: str, stagings: int, work: Path) -> dict[str, dict[str, float]]:
-    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.engine import EvaluateOptions, evaluate_folder
     from automedbench.plugins import registry
     from automedbench.staging import stage
 
@@ -128,7 +128,8 @@ def spread(track: str, stagings: int, work: Path) -> dict[str, dict[str, float]]
         root = work / f"root-{k}"
         stage(source_track, spec, root, download)
         for name in baselines:
-            result = evaluate_folder(reg, task_id, None, name, root, work / f"eval-{k}-{name}", backend=backend)
+            result = evaluate_folder(reg, EvaluateOptions(task=task_id, baseline=name, data_root=root,
+                                                          work=work / f"eval-{k}-{name}", backend=backend))
             scores[name].append(float(result.task.partial) if result.task else float("nan"))
     return {name: {"mean": round(float(np.mean(v)), 4), "sd": round(float(np.std(v, ddof=1)), 4),
                    "min": round(float(np.min(v)), 4), "max": round(float(np.max(v)), 4), "task": task_id}

@@ -51,8 +51,8 @@ def main() -> None:
         plain = time.perf_counter() - t0
         rows = [("plain loop of Run.execute()", plain, (plain - sum(walls)) / args.runs)]
         for executor in ("inline", "local"):
-            config = SweepConfig([args.agent], [TASK], ["lite"], args.runs, 1, work / executor, executor,
-                                 data_root=data)
+            config = SweepConfig.of([args.agent], [TASK], ["lite"], repeats=args.runs, out=work / executor,
+                                    executor=executor, data_root=data)
             t = time.perf_counter()
             report = Sweep(config, reg).run()
             wall = time.perf_counter() - t
@@ -67,7 +67,8 @@ def main() -> None:
 
         out = work / "resume"
         base = template()
-        config = SweepConfig(["a"], [TASK], ["lite"], args.finished, 1, out, "inline", data_root=data)
+        config = SweepConfig.of(["a"], [TASK], ["lite"], repeats=args.finished, out=out, executor="inline",
+                                data_root=data)
         for spec in config.specs():
             base["header"]["run_id"] = spec.run_id
             (out / spec.run_id).mkdir(parents=True)

@@ -194,3 +194,39 @@ def test_agreement_per_item_and_pooled():
     assert pooled.n == 6 and pooled.agreement == pytest.approx(4 / 6, abs=1e-4)
     # pooled a = [1,0,1,0,0,1], b = [1,0,0,1,0,1]: p_o 4/6, p_e = .5*.5 + .5*.5 = .5 -> kappa 1/3
     assert pooled.kappa == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_a_backend_declares_its_own_key_variable_and_defaults(monkeypatch):
+    """A provider the core has never heard of names its key variable and its defaults when it registers; the
+    core's model config lists no provider's variable (the built-in providers declare theirs the same way)."""
+    import types
+
+    from automedbench import modelconfig
+    from automedbench.hookspecs import hookimpl
+    from automedbench.models import get_model
+    from automedbench.plugins import Registry
+    from automedbench.testing import fresh_registry
+
+    plugin = types.ModuleType("acme_models")
+
+    @hookimpl
+    def automedbench_register_model_backends(register):
+        register("acme", lambda cfg: cfg, "a third party's provider", key_env="ACME_KEY",
+                 defaults={"temperature": 0.7, "max_tokens": 99})
+
+    plugin.automedbench_register_model_backends = automedbench_register_model_backends
+    reg = Registry()
+    reg.add_plugin(plugin, name="acme")
+    cfg = get_model("acme", {"model": "m"}, reg=reg)
+    assert (cfg.api_key_env, cfg.temperature, cfg.max_tokens) == ("ACME_KEY", 0.7, 99)
+    monkeypatch.delenv("ACME_KEY", raising=False)
+    with pytest.raises(UserError, match="environment variable ACME_KEY is not set"):
+        cfg.api_key()
+    given = get_model("acme", {"model": "m", "temperature": "0.1", "api_key_env": "OTHER"}, reg=reg)
+    assert (given.api_key_env, given.temperature, given.max_tokens) == ("OTHER", 0.1, 99)
+    assert not hasattr(modelconfig, "DEFAULT_KEY_ENV")
+    assert resolve("acme", {"model": "m"}).api_key_env == ""  # undeclared: nothing guessed for it
+    declared = {name: c.declared for name, c in fresh_registry().components["model"].items()}
+    if "openai" in declared:  # automedbench-models installed: its providers declare theirs
+        assert declared["openai"]["key_env"] == "OPENAI_API_KEY"
+        assert declared["anthropic"] == {"key_env": "ANTHROPIC_API_KEY", "defaults": {"temperature": None}}

@@ -21,7 +21,7 @@ def config(tmp_path, data_root, **kw) -> SweepConfig:
     base = {"agents": ["noop"], "tasks": [DEMO], "tiers": ["lite"], "repeats": 2, "out": tmp_path / "runs",
             "data_root": data_root, "executor": "inline"}
     base.update(kw)
-    return SweepConfig(**base)
+    return SweepConfig.of(**base)
 
 
 def test_run_ids_are_deterministic_and_distinct():
@@ -43,13 +43,13 @@ def test_sweep_runs_then_resumes_without_rerunning(reg, tmp_path, data_root, sta
     c = config(tmp_path, data_root)
     report = Sweep(c, reg).run()
     assert report.ran == 2 and report.skipped == 0 and report.states == {"scored": 2}
-    manifest = json.loads((c.out / MANIFEST).read_text())
+    manifest = json.loads((c.run.out / MANIFEST).read_text())
     assert manifest["matrix"]["repeats"] == 2 and len(manifest["runs"]) == 2
     assert all(r["state"] == "scored" and r["attempts"] == 1 for r in manifest["runs"].values())
-    mtimes = {p: os.stat(c.out / p / "result.json").st_mtime_ns for p in manifest["runs"]}
+    mtimes = {p: os.stat(c.run.out / p / "result.json").st_mtime_ns for p in manifest["runs"]}
     again = Sweep(config(tmp_path, data_root, repeats=3), reg).run()
     assert again.skipped == 2 and again.ran == 1 and again.total == 3
-    assert {p: os.stat(c.out / p / "result.json").st_mtime_ns for p in mtimes} == mtimes
+    assert {p: os.stat(c.run.out / p / "result.json").st_mtime_ns for p in mtimes} == mtimes
 
 
 class FlakyExecutor(InlineExecutor):
@@ -75,9 +75,9 @@ def test_infrastructure_failures_are_retried_and_kept(reg, tmp_path, data_root, 
     assert report.retried == 1 and report.states == {"scored": 1}
     (run_id,) = flaky.seen
     assert flaky.seen[run_id] == 2
-    manifest = json.loads((c.out / MANIFEST).read_text())
+    manifest = json.loads((c.run.out / MANIFEST).read_text())
     assert manifest["runs"][run_id]["attempts"] == 2
-    assert (c.out / ATTEMPTS / run_id / "01-incomplete").is_dir()  # the failed attempt is kept, not deleted
+    assert (c.run.out / ATTEMPTS / run_id / "01-incomplete").is_dir()  # the failed attempt is kept, not deleted
 
 
 def test_retry_limit_is_respected(reg, tmp_path, data_root, staged):
@@ -97,7 +97,7 @@ def test_agent_failures_count_as_finished(reg, tmp_path, data_root, staged):
     c = config(tmp_path, data_root, repeats=1)
     Sweep(c, reg).run()
     (run_id,) = [s.run_id for s in c.specs()]
-    path = c.out / run_id / "result.json"
+    path = c.run.out / run_id / "result.json"
     data = json.loads(path.read_text())
     data.pop("proof")
     data["state"] = "agent_failure"
@@ -108,7 +108,7 @@ def test_agent_failures_count_as_finished(reg, tmp_path, data_root, staged):
     write_result(RunFolder(path.parent), data)
     report = Sweep(c, reg).run()
     assert report.ran == 1 and report.states == {"scored": 1}
-    assert (c.out / ATTEMPTS / run_id / "01-infrastructure_failure" / "result.json").is_file()
+    assert (c.run.out / ATTEMPTS / run_id / "01-infrastructure_failure" / "result.json").is_file()
 
 
 def test_bad_matrix_fails_before_any_run(reg, tmp_path, data_root):
@@ -149,7 +149,7 @@ def test_parallel_local_runs_do_not_trip_each_other(reg, tmp_path, data_root, st
     report = Sweep(c, reg).run()
     assert report.states == {"scored": 2}
     for run_id in report.records:
-        result = json.loads((c.out / run_id / "result.json").read_text())
+        result = json.loads((c.run.out / run_id / "result.json").read_text())
         assert not result["isolation"]["breached"], result["isolation"]["evidence"]
         assert result["aggregate"]["rating"] == "A"
 
@@ -179,7 +179,7 @@ def test_ray_executor_on_a_local_instance(reg, tmp_path, data_root, staged):
         report = Sweep(c, reg).run()
         assert report.states == {"scored": 2}
         for run_id in report.records:
-            assert json.loads((c.out / run_id / "result.json").read_text())["header"]["run_id"] == run_id
+            assert json.loads((c.run.out / run_id / "result.json").read_text())["header"]["run_id"] == run_id
     finally:
         ray.shutdown()
 
@@ -198,14 +198,14 @@ def test_a_dead_worker_is_an_infrastructure_failure_and_the_pool_recovers(reg, t
     from automedbench_campaign.executors import LocalExecutor
 
     c = config(tmp_path, data_root, repeats=2, executor="local")
-    c.out.mkdir(parents=True)
+    c.run.out.mkdir(parents=True)
     executor = LocalExecutor(1, die_once)
     try:
         report = Sweep(c, reg).run(executor)
     finally:
         executor.close()
     assert report.states == {"scored": 2} and report.retried == 2
-    manifest = json.loads((c.out / MANIFEST).read_text())
+    manifest = json.loads((c.run.out / MANIFEST).read_text())
     assert sorted(r["attempts"] for r in manifest["runs"].values()) == [2, 2]
 
 
@@ -218,7 +218,7 @@ def test_sweep_codes_and_leaderboard_end_to_end(reg, tmp_path, data_root, staged
     agents = ["reference", "skip-validate", "no-submit", "incomplete"]
     c = config(tmp_path, data_root, agents=agents, repeats=1)
     assert Sweep(c, reg).run().states == {"scored": 4}
-    board = build(load_table([c.out]), by=("agent",), resamples=200)
+    board = build(load_table([c.run.out]), by=("agent",), resamples=200)
     codes = board.analyses["codes"]
     assert codes["counts"] == {"E1": 0, "E2": 0, "E3": 1, "E4": 1, "E5": 2} and codes["runs_with_codes"] == 3
     cliff = board.analyses["cliff"]

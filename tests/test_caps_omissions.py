@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from automedbench.evaluate_cmd import evaluate_folder
+from automedbench.engine import EvaluateOptions, evaluate_folder
 
 
 def _keep(source: Path, dest: Path, cases: list[str]) -> Path:
@@ -27,11 +27,13 @@ def test_segmentation_present_label_dice_counts_a_left_out_case_as_0(reg, data_r
     Dice 0 on every label, and the cap names the low present-label Dice."""
     task_id = "segmentation/demo-multilabel"
     track, task = reg.task(task_id)
-    full = evaluate_folder(reg, task_id, None, "perfect", data_root, tmp_path / "full")
+    full = evaluate_folder(reg, EvaluateOptions(task=task_id, baseline="perfect", data_root=data_root,
+                                                work=tmp_path / "full"))
     assert full.task.components["present_dice"] == 1.0
     cases = [c.case_id for c in full.cases]
-    one = evaluate_folder(reg, task_id, _keep(tmp_path / "full" / "baseline", tmp_path / "one", cases[:1]), None,
-                          data_root, tmp_path / "eval-one")
+    kept = _keep(tmp_path / "full" / "baseline", tmp_path / "one", cases[:1])
+    one = evaluate_folder(reg, EvaluateOptions(task=task_id, submission=kept, data_root=data_root,
+                                               work=tmp_path / "eval-one"))
     metric = one.task
     assert metric.components["present_dice"] <= 1.0 / len(cases) + 1e-9, metric.components
     assert track.rating_cap(task, metric) is not None
@@ -45,11 +47,13 @@ def test_report_template_share_counts_a_left_out_study_as_the_template(reg, data
     template share cannot fall under the cap's line by omission."""
     task_id = "report_gen/demo"
     track, task = reg.task(task_id)
-    full = evaluate_folder(reg, task_id, None, "majority-template", data_root, tmp_path / "full")
+    full = evaluate_folder(reg, EvaluateOptions(task=task_id, baseline="majority-template", data_root=data_root,
+                                                work=tmp_path / "full"))
     assert track.rating_cap(task, full.task) is not None
     cases = [c.case_id for c in full.cases]
-    half = evaluate_folder(reg, task_id, _keep(tmp_path / "full" / "baseline", tmp_path / "half",
-                                               cases[: len(cases) // 2]), None, data_root, tmp_path / "eval-half")
+    kept = _keep(tmp_path / "full" / "baseline", tmp_path / "half", cases[: len(cases) // 2])
+    half = evaluate_folder(reg, EvaluateOptions(task=task_id, submission=kept, data_root=data_root,
+                                                work=tmp_path / "eval-half"))
     comps = half.task.components
     assert comps["template_share"] >= full.task.components["template_share"], comps
     assert comps["reference_template_share"] == full.task.components["reference_template_share"]

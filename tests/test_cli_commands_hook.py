@@ -57,6 +57,38 @@ def test_the_engine_defines_only_engine_commands_and_help_lists_every_one(fresh)
     assert listed == ENGINE | FEATURES
 
 
+def test_a_command_gets_the_command_line_context_from_the_hook(fresh):
+    """A plugin's command prints on the command line's consoles and reads its registry without importing the
+    command line: the hook hands it a CommandContext, and the command gets the same one as its click obj."""
+    from automedbench.engine import CommandContext
+
+    given: list = []
+
+    @click.command("ctx-amb")
+    @click.pass_obj
+    def ctx_command(context):
+        context.console.print(f"tasks {len(context.registry().tasks())}")
+        context.err_console.print("on stderr")
+        given.append(context)
+
+    module = types.ModuleType("amb_ctx_plugin")
+
+    @hookimpl
+    def automedbench_register_commands(cli, context):
+        given.append(context)
+        cli.add_command(ctx_command)
+
+    module.automedbench_register_commands = automedbench_register_commands
+    fresh.add_plugin(module, name="amb-ctx", distribution="amb-ctx-dist")
+    result = CliRunner().invoke(main, ["ctx-amb"])
+    assert result.exit_code == 0, result.output
+    assert f"tasks {len(fresh.tasks())}" in result.stdout and "on stderr" in result.stderr
+    hook_context, command_context = given
+    assert isinstance(hook_context, CommandContext) and isinstance(command_context, CommandContext)
+    assert hook_context.registry() is fresh and command_context.registry() is fresh
+    assert command_context.console is hook_context.console
+
+
 def test_importing_the_cli_imports_no_feature():
     code = ("import sys, automedbench.cli\n"
             "print(any(m.startswith('automedbench_') for m in sys.modules))")
@@ -126,7 +158,7 @@ def test_a_failing_command_hook_is_reported_and_the_rest_still_load(fresh):
 def core_alone(monkeypatch):
     """The command line over a registry of the core's own built-ins only: no built-in distribution installed."""
     import automedbench.builtins
-    from automedbench_testkit.toy import plugin as toy
+    from automedbench.toy import plugin as toy
 
     reg = Registry()
     reg.add_plugin(automedbench.builtins, name="builtins")

@@ -15,8 +15,8 @@ from automedbench.cli import main
 from automedbench.fsutil import sha256_text
 from automedbench.options import META, RunOptions, click_options, flag_of, from_cli, score_record
 from automedbench.records import AgentTurn, ToolCall
-from automedbench.serialize import dumps
-from automedbench_campaign.sweep import SHARED_FIELDS, SweepConfig
+from automedbench.serialize import dumps, from_dict
+from automedbench_campaign.sweep import PER_RUN, SweepConfig, run_template
 from click.testing import CliRunner
 from review_steps import register_agent
 
@@ -27,7 +27,7 @@ NO_FLAG = {"run_id", "node"}
 EXPOSED = {
     "run": {f.name for f in attrs.fields(RunOptions)} - NO_FLAG,
     "evaluate": {"task", "data_root", "task_score", "eval_options"},
-    "sweep": {*SHARED_FIELDS, "out", "data_root"},
+    "sweep": {f.name for f in attrs.fields(RunOptions)} - NO_FLAG - set(PER_RUN) - {"keep_workspace"},
 }
 
 
@@ -100,8 +100,8 @@ def test_every_field_but_run_id_and_node_declares_a_flag_with_help():
         flag = f.metadata[META]
         assert bool(flag.decls) == (f.name not in NO_FLAG), f.name
         assert not flag.decls or flag.help.strip(), f.name
-    assert set(SHARED_FIELDS) <= set(attrs.fields_dict(SweepConfig))
-    assert {"exec_timeout_s", "eval_options", "gpus"} <= set(SHARED_FIELDS)
+    assert attrs.fields_dict(SweepConfig)["run"].type in (RunOptions, "RunOptions")  # the options, not a copy
+    assert not set(attrs.fields_dict(SweepConfig)) & (set(attrs.fields_dict(RunOptions)) - {"run_id"})
 
 
 def test_sweep_help_tells_the_two_gpu_flags_apart():
@@ -213,11 +213,13 @@ def test_every_executor_gets_the_shared_fields_in_a_plain_payload(tmp_path):
     """Local workers and Ray tasks receive the payload as plain data and rebuild RunOptions from it."""
     from automedbench_campaign.sweep import RunSpec, Sweep
 
-    config = SweepConfig(["a"], ["t/x"], ["lite"], out=tmp_path, exec_timeout_s=9.0, gpus="0,1",
-                         eval_options={"k": "v"}, agent_options={"model": "m"}, max_turns=4, require_isolation=False)
+    config = SweepConfig.of(["a"], ["t/x"], ["lite"], out=tmp_path, exec_timeout_s=9.0, gpus="0,1",
+                            eval_options={"k": "v"}, agent_options={"model": "m"}, max_turns=4, require_isolation=False)
     spec = RunSpec("a", "t/x", "pro", 2)
     payload = json.loads(json.dumps(Sweep(config, registry=None).payload(spec)))
-    options = RunOptions(**payload["options"])
-    for name in SHARED_FIELDS:
-        assert getattr(options, name) == getattr(config, name), name
+    options = from_dict(payload["options"], RunOptions)
+    for name in set(attrs.fields_dict(RunOptions)) - set(PER_RUN):
+        assert getattr(options, name) == getattr(config.run, name), name
+    assert config.run == run_template(out=tmp_path, exec_timeout_s=9.0, gpus="0,1", eval_options={"k": "v"},
+                                      agent_options={"model": "m"}, max_turns=4, require_isolation=False)
     assert (options.task, options.tier, options.agent, options.run_id) == ("t/x", "pro", "a", spec.run_id)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from automedbench.evaluator import evaluate
 from automedbench.freeze import freeze
-from automedbench.testing import ensure_staged, register_toy_track, registry
+from automedbench.plugins import registry
+from automedbench.testing import ensure_staged, register_toy_track
 
 TOY = "toy/vowels"
 

@@ -7,8 +7,8 @@ import shutil
 
 import numpy as np
 import pytest
-from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.freeze import freeze
+from automedbench.testing import evaluate_outputs
 
 DEMO = "segmentation/demo"
 
@@ -37,7 +37,7 @@ def test_freeze_rejects_symlinks_and_hashes_files(tmp_path, staged):
 
 @pytest.mark.parametrize("baseline,strict,rating", [("perfect", 1.0, "A"), ("empty", 0.0, "F")])  # issue 22: empty is F
 def test_baselines(reg, data_root, tmp_path, baseline, strict, rating):
-    result = evaluate_folder(reg, DEMO, None, baseline, data_root, tmp_path)
+    result = evaluate_outputs(DEMO, baseline=baseline, data_root=data_root, work=tmp_path, registry=reg)
     assert result.task.strict == pytest.approx(strict)
     assert result.aggregate.rating == rating
     assert [s.stage for s in result.stages][-2:] == ["S4", "S5"]
@@ -46,14 +46,14 @@ def test_baselines(reg, data_root, tmp_path, baseline, strict, rating):
 
 
 def test_empty_baseline_lesion_both_empty_counts_one(reg, data_root, tmp_path):
-    result = evaluate_folder(reg, DEMO, None, "empty", data_root, tmp_path)
+    result = evaluate_outputs(DEMO, baseline="empty", data_root=data_root, work=tmp_path, registry=reg)
     rows = {r["case_id"]: r for r in result.task.per_case}
     assert rows["case_002"]["lesion_dice"] == 1.0  # tumour-free case, empty prediction
     assert result.task.components["lesion_dice"] == 0.0  # but only GT-positive cases count
 
 
 def test_constant_baseline_has_low_but_nonzero_organ_dice(reg, data_root, tmp_path):
-    result = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path)
+    result = evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path, registry=reg)
     organ = result.task.components["organ_dice"]
     assert 0.0 < organ < 0.1
 
@@ -69,7 +69,7 @@ def test_bad_submission_files_get_case_verdicts(reg, staged, data_root, tmp_path
     img = nib.load(str(sub / "case_004" / "organ.nii.gz"))
     nib.save(nib.Nifti1Image(np.zeros((10, 10, 10), np.uint8), img.affine), str(sub / "case_004" / "organ.nii.gz"))
     (sub / "notes.txt").write_text("extra")  # extra file
-    result = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "work")
+    result = evaluate_outputs(DEMO, submission=sub, data_root=data_root, work=tmp_path / "work", registry=reg)
     verdicts = {c.case_id: c for c in result.cases}
     assert verdicts["case_000"].valid
     assert not verdicts["case_001"].present
@@ -89,7 +89,7 @@ def test_evaluator_ignores_agent_python_files(reg, staged, data_root, tmp_path):
     payload = f"open({str(marker)!r}, 'w').write('x')\n"
     for name in ("sitecustomize.py", "usercustomize.py", "numpy.py", "nibabel.py"):
         (sub / name).write_text(payload)
-    result = evaluate_folder(reg, DEMO, sub, None, data_root, tmp_path / "work")
+    result = evaluate_outputs(DEMO, submission=sub, data_root=data_root, work=tmp_path / "work", registry=reg)
     assert not marker.exists()
     assert result.task.strict == pytest.approx(1.0)
 

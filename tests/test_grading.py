@@ -13,7 +13,7 @@ import pytest
 from automedbench import gradestep, harnessstate
 from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from automedbench.errors import ContentRefused, UserError
-from automedbench.grades import NO_GRADER, check_grader_options
+from automedbench.grades import MAX_AGENT_CHARS, MAX_PROMPT_CHARS, NO_GRADER, check_grader_options
 from automedbench.hookspecs import hookimpl
 from automedbench.plugins import Registry
 from automedbench.records import Evaluation, GradeRequest, MetricBlock, PromptPart
@@ -217,12 +217,12 @@ def test_null_rule_no_provider_and_a_vanished_key(model, tmp_path, monkeypatch):
 
 def test_size_limits(model, tmp_path):
     ScriptedModel.reply = staticmethod(lambda s, p: '{"score": 1, "rationale": "x"}')
-    long = "y" * (grading.MAX_AGENT_CHARS + 500)
+    long = "y" * (MAX_AGENT_CHARS + 500)
     grade(model, evaluation(request("q1", long)), tmp_path)
     prompt = ScriptedModel.calls[0][1]
-    assert "y" * grading.MAX_AGENT_CHARS in prompt and "y" * (grading.MAX_AGENT_CHARS + 1) not in prompt
+    assert "y" * MAX_AGENT_CHARS in prompt and "y" * (MAX_AGENT_CHARS + 1) not in prompt
     assert "500 more characters not shown" in prompt
-    huge = GradeRequest("judge", "x", [PromptPart("z" * grading.MAX_PROMPT_CHARS)], case_id="q2")
+    huge = GradeRequest("judge", "x", [PromptPart("z" * MAX_PROMPT_CHARS)], case_id="q2")
     graded, _ = grade(model, evaluation(huge), tmp_path)
     assert graded.metric.per_case[0]["judge"] is None and len(ScriptedModel.calls) == 1  # never sent
     ScriptedModel.reply = staticmethod(lambda s, p: '{"score": 1, "rationale": "' + "w" * 20_000 + '"}')

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -159,6 +161,29 @@ def test_the_readme_install_runs_the_demo_whole_and_the_core_alone_says_what_it_
     (page,) = (tmp_path / "whole" / "runs").glob("*/view.html")
     assert f"page: {page}" in out.replace("\n", "")
     assert page.read_text().count('id="picture-') == len(result["cases"]) > 0
+
+
+def test_the_core_alone_runs_the_helps_first_example_to_a_rating(tmp_path):
+    """`pip install automedbench` (the core built from this checkout, no extra, no track) into a fresh venv: it
+    has a task of its own, the toy track, and the command the help starts with runs it to a rating offline."""
+    clone = _checkout_copy(tmp_path / "clone")
+    python = _fresh_venv(tmp_path / "venv")
+    _pip(python, str(clone))
+    assert _automedbench_distributions(python) == {"automedbench"}
+    cli = python.parent / "automedbench"
+    shown = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    first = re.search(r"`(automedbench run [^`]*)`", " ".join(shown.stdout.split())).group(1)
+    assert first == "automedbench run --task toy/vowels --agent reference"
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(tmp_path / "data")}
+    proc = subprocess.run([str(cli), *shlex.split(first)[1:], "--out", str(tmp_path / "runs")], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (stored,) = (tmp_path / "runs").glob("*/result.json")
+    result = json.loads(stored.read_text())
+    assert result["state"] == "scored" and result["aggregate"]["rating"] == "A", result["aggregate"]
+    listed = subprocess.run([str(cli), "tasks"], capture_output=True, text=True, timeout=120, env=env)
+    assert "toy/vowels" in listed.stdout
 
 
 @pytest.mark.parametrize("extra", sampled(sorted(BUILTINS)))

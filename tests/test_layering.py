@@ -1,15 +1,17 @@
 """The layering, held by an import-graph check over core/ and every plugins/*/ (tests included).
 
 contract <- engine <- built-ins <- face: a module may import its own layer or a lower one, never a higher.
-The built-in distributions under core/<name>/ (import package ``automedbench_<name>``) are built-ins and
-face like the core's own: they may import the core's modules by these rules, and the core (package
-``automedbench``) never imports one of them, as it never imports a third party's plugin.
+The built-in distributions under core/<name>/ (import package ``automedbench_<name>``) are written as a third
+party would write them: they import the core only through ``automedbench.api`` and ``automedbench.engine`` (the
+engine's curated surface), never another built-in distribution, and their own modules by these layers; the
+core (package ``automedbench``) never imports one of them, as it never imports a third party's plugin.
 A track (anything under plugins/<track>/, its tests too) imports the core only through ``automedbench.api``
 and ``automedbench.testing``, and never another track. Every import counts, inside functions too.
 One forwarding is allowed and nothing else: the face module ``automedbench.testing`` imports the test kit's
 package ``automedbench_testkit`` (the package itself, not its modules), so tracks' tests keep importing only
-the core's two public modules while the kit is its own distribution. The kit's toy track is held to a
-track's rule (it imports ``automedbench.api`` only), since it is registered like a third-party track.
+the core's two public modules while the kit is its own distribution. The core's toy track (``automedbench.toy``)
+is held to a track's rule (it imports ``automedbench.api`` only, and nothing else of the core imports it), since
+it is registered through the entry-point group like a third-party track.
 ``python tests/test_layering.py`` prints the graph's broken rules.
 """
 
@@ -53,6 +55,7 @@ LAYERS: dict[str, int] = {
     "automedbench.sandboxcall": CONTRACT,  # what one sandboxed call is made of, shared by every sandbox backend
     "automedbench.serialize": CONTRACT,
     "automedbench.stagearea": CONTRACT,  # the crash- and concurrency-safe swap every stager uses
+    "automedbench.staging": CONTRACT,  # where staged data lives, staged once under a lock (api.stage_task)
     "automedbench.stagesecret": CONTRACT,  # the per-staging secret every hidden choice of a staging is drawn from
     "automedbench.taskfile": CONTRACT,
     "automedbench.terminal": CONTRACT,  # agent text made inert for terminals and CSV
@@ -82,24 +85,24 @@ LAYERS: dict[str, int] = {
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,
     "automedbench.scoring": ENGINE,
-    "automedbench.staging": ENGINE,
     "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
     # built-ins: registered through the same hooks a third party uses
+    "automedbench.engine": BUILTIN,  # the engine's surface for built-in distributions and third parties
     "automedbench.agents": BUILTIN,
     "automedbench.judges": BUILTIN,
     "automedbench.sandboxes": BUILTIN,
+    "automedbench.toy": BUILTIN,  # the core's toy track, registered through the entry-point group
     # the built-in distributions (core/<name>/): built-ins, their command lines and hook modules face
     "automedbench_campaign": BUILTIN,
     "automedbench_codes": BUILTIN,
     "automedbench_docker": BUILTIN,
     "automedbench_inspect": BUILTIN,
     "automedbench_models": BUILTIN,
-    "automedbench_testkit.toy": BUILTIN,  # a track, registered through the entry-point group
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
-    "automedbench.progress": FACE,  # progress of long commands (stage, sweep) on a terminal and off one
+    "automedbench.progress": BUILTIN,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,
     "automedbench_campaign.judgecli": FACE,
@@ -114,10 +117,12 @@ LAYERS: dict[str, int] = {
     "automedbench_testkit": FACE,  # the test kit: what automedbench.testing forwards to
 }
 TRACK_MAY_IMPORT = {"automedbench.api", "automedbench.testing"}
+# What a built-in distribution (core/<name>/) may import of the core: what a third party's could.
+BUILTIN_MAY_IMPORT = {"automedbench.api", "automedbench.engine"}
 # The only imports of a built-in distribution the core makes: (core module, the package it forwards to).
 FORWARDS = {("automedbench.testing", "automedbench_testkit")}
 # Packages of the built-in distributions that are tracks: they import the core as a track does.
-BUILTIN_TRACKS = ("automedbench_testkit.toy",)
+BUILTIN_TRACKS = ("automedbench.toy",)
 
 
 def layer_of(module: str) -> int | None:
@@ -167,6 +172,11 @@ def _core_files() -> list[tuple[Path, Path]]:
     return files
 
 
+def _track_of(module: str) -> str | None:
+    """The built-in track a module belongs to, if any."""
+    return next((t for t in BUILTIN_TRACKS if module == t or module.startswith(t + ".")), None)
+
+
 def _foreign_to_track(module: str, target: str) -> bool:
     """A built-in track's module importing the core beyond api/testing, or another part of its distribution."""
     track = next((t for t in BUILTIN_TRACKS if module == t or module.startswith(t + ".")), None)
@@ -189,12 +199,20 @@ def broken_rules() -> list[str]:
             theirs = layer_of(target)
             if (module, target) in FORWARDS:
                 continue
-            if module.split(".")[0] == "automedbench" and target.split(".")[0] in builtin_packages:
+            top, their_top = module.split(".")[0], target.split(".")[0]
+            if _foreign_to_track(module, target):
+                broken.append(f"{module} (a track) imports {target}")
+            elif _track_of(target) is not None and _track_of(target) != _track_of(module):
+                broken.append(f"{module} imports {target} (a track: the core never names one)")
+            elif top == "automedbench" and their_top in builtin_packages:
                 broken.append(f"{module} (the core) imports {target} (a built-in distribution)")
+            elif top != "automedbench" and their_top == "automedbench" and target not in BUILTIN_MAY_IMPORT:
+                broken.append(f"{module} (a built-in distribution) imports {target}: only "
+                              f"{' and '.join(sorted(BUILTIN_MAY_IMPORT))}")
+            elif top != "automedbench" and their_top not in (top, "automedbench"):
+                broken.append(f"{module} (a built-in distribution) imports {target} (another distribution)")
             elif theirs is not None and theirs > own:
                 broken.append(f"{module} ({LAYER_NAMES[own]}) imports {target} ({LAYER_NAMES[theirs]})")
-            elif _foreign_to_track(module, target):
-                broken.append(f"{module} (a track) imports {target}")
     for plugin in sorted(p for p in (ROOT / "plugins").iterdir() if (p / "pyproject.toml").is_file()):
         own_packages = {p.name for p in plugin.iterdir() if (p / "__init__.py").is_file()}
         for path in sorted(plugin.rglob("*.py")):
@@ -217,7 +235,7 @@ MOVED_OUT = ["automedbench.campaign", "automedbench.viewer", "automedbench.evals
              "automedbench.sandboxes.docker_cli", *(f"automedbench.agents.{m}" for m in (
                  "chat", "chat_common", "openai_chat", "anthropic_chat", "textcalls", "replay", "cli_agent")),
              "automedbench.judges.llm", "automedbench.judges.digest",
-             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.toy", "automedbench.validate",
+             "automedbench.leaksearch", "automedbench.sandbox_checks", "automedbench.validate",
              "automedbench.rejudge", "automedbench.pricing", "automedbench.grading", "automedbench.replyhint",
              "automedbench.codes"]
 
@@ -237,15 +255,12 @@ def test_loading_the_core_engine_imports_no_builtin_distribution():
     """The run path and the command line, imported in a fresh interpreter, pull in no automedbench_* package."""
     import subprocess
 
-    code = ("import sys, automedbench.cli, automedbench.runner, automedbench.api, automedbench.testing\n"
+    code = ("import sys, automedbench.cli, automedbench.runner, automedbench.api, automedbench.engine\n"
+            "import automedbench.testing\n"
             "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('automedbench_')}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-# Known breaks still to mend (none now); a new break fails, a mended one must be taken off this list.
-KNOWN: set[str] = set()
 
 
 def test_every_core_module_has_a_layer():
@@ -254,9 +269,7 @@ def test_every_core_module_has_a_layer():
 
 
 def test_no_broken_layering_rules():
-    broken = set(broken_rules())
-    assert sorted(broken - KNOWN) == [], "new broken rules"
-    assert sorted(KNOWN - broken) == [], "mended: take these off KNOWN"
+    assert broken_rules() == []
 
 
 def test_the_check_sees_a_break(tmp_path):
@@ -279,38 +292,52 @@ def test_the_check_sees_the_core_importing_a_builtin_distribution(tmp_path, monk
     (core / "automedbench").mkdir(parents=True)
     (core / "automedbench" / "__init__.py").write_text("")
     (core / "automedbench" / "cli.py").write_text("def f():\n    from automedbench_campaign import sweep\n")
+    (core / "automedbench" / "engine.py").write_text("")
+    (core / "automedbench" / "runner.py").write_text("")
     dist = core / "campaign"
     (dist / "automedbench_campaign").mkdir(parents=True)
     (dist / "pyproject.toml").write_text('[project]\nname = "automedbench-campaign"\n')
     (dist / "automedbench_campaign" / "__init__.py").write_text("")
-    (dist / "automedbench_campaign" / "sweep.py").write_text("from automedbench import runner\n")
+    (dist / "automedbench_campaign" / "sweep.py").write_text("from automedbench import engine, runner\n")
+    (dist / "automedbench_campaign" / "cli.py").write_text("from automedbench.api import UserError\n"
+                                                           "from automedbench.engine import Run\n"
+                                                           "from automedbench_codes import tagging\n")
     (tmp_path / "plugins").mkdir()
     monkeypatch.setattr(sys.modules[__name__], "CORE", core)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "BUILTIN_DISTS", {dist: "automedbench_campaign"})
     broken = broken_rules()
     assert "automedbench.cli (the core) imports automedbench_campaign.sweep (a built-in distribution)" in broken
-    assert not any(b.startswith("automedbench_campaign.sweep") for b in broken)  # built-in -> engine is allowed
+    # a built-in distribution reaches the core through api and engine only, and no other distribution
+    assert [b for b in broken if b.startswith("automedbench_campaign.")] == [
+        "automedbench_campaign.cli (a built-in distribution) imports automedbench_codes (another distribution)",
+        "automedbench_campaign.sweep (a built-in distribution) imports automedbench.runner: only automedbench.api and "
+        "automedbench.engine"]
 
 
 def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeypatch):
     """automedbench.testing may import the test kit's package; not one of its modules, and no other core
-    module may import the kit at all. The kit's toy track imports only automedbench.api."""
+    module may import the kit at all. The core's toy track imports only automedbench.api, and no other core
+    module imports it."""
     core = tmp_path / "core"
     (core / "automedbench").mkdir(parents=True)
     (core / "automedbench" / "__init__.py").write_text("")
     (core / "automedbench" / "runner.py").write_text("")
     (core / "automedbench" / "testing.py").write_text(
         "def f():\n    import automedbench_testkit\n    from automedbench_testkit import leaksearch\n")
-    (core / "automedbench" / "cli.py").write_text("def f():\n    import automedbench_testkit\n")
+    (core / "automedbench" / "cli.py").write_text("def f():\n    import automedbench_testkit\n"
+                                                  "    from automedbench.toy import track\n")
+    (core / "automedbench" / "toy").mkdir()
+    (core / "automedbench" / "toy" / "__init__.py").write_text("")
+    (core / "automedbench" / "toy" / "plugin.py").write_text("from automedbench.api import hookimpl\n"
+                                                             "from . import track\n")
+    (core / "automedbench" / "toy" / "track.py").write_text(
+        "from automedbench.api import Track\nfrom automedbench import runner\n")
     kit = core / "testkit"
-    (kit / "automedbench_testkit" / "toy").mkdir(parents=True)
+    (kit / "automedbench_testkit").mkdir(parents=True)
     (kit / "pyproject.toml").write_text('[project]\nname = "automedbench-testkit"\n')
     (kit / "automedbench_testkit" / "__init__.py").write_text("")
     (kit / "automedbench_testkit" / "leaksearch.py").write_text("")
-    (kit / "automedbench_testkit" / "toy" / "__init__.py").write_text("")
-    (kit / "automedbench_testkit" / "toy" / "track.py").write_text(
-        "from automedbench.api import Track\nfrom automedbench import runner\n")
     (tmp_path / "plugins").mkdir()
     monkeypatch.setattr(sys.modules[__name__], "CORE", core)
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
@@ -319,8 +346,9 @@ def test_the_check_allows_the_testing_forward_and_nothing_else(tmp_path, monkeyp
     assert not any(b.startswith("automedbench.testing (the core) imports automedbench_testkit ") for b in broken)
     assert "automedbench.testing (the core) imports automedbench_testkit.leaksearch (a built-in distribution)" in broken
     assert "automedbench.cli (the core) imports automedbench_testkit (a built-in distribution)" in broken
-    assert "automedbench_testkit.toy.track (a track) imports automedbench.runner" in broken
-    assert not any("toy.track" in b and "automedbench.api" in b for b in broken)
+    assert "automedbench.toy.track (a track) imports automedbench.runner" in broken
+    assert "automedbench.cli imports automedbench.toy.track (a track: the core never names one)" in broken
+    assert not any(b.startswith("automedbench.toy.plugin") for b in broken)  # its own module and the api
 
 
 if __name__ == "__main__":

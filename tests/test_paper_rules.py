@@ -204,10 +204,12 @@ def test_pro_runs_report_summary_plots_and_lite_runs_do_not(run_agent):
 
 @pytest.mark.slow  # a whole demo run
 def test_an_all_empty_submission_earns_no_positive_evidence(reg, tmp_path):
-    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.testing import evaluate_outputs
 
-    empty = evaluate_folder(reg, "segmentation/demo", None, "empty", tmp_path / "data", tmp_path / "empty")
+    empty = evaluate_outputs("segmentation/demo", baseline="empty", data_root=tmp_path / "data",
+                             work=tmp_path / "empty", registry=reg)
     s5 = {i.id: i.value for i in empty.stage("S5").items}
     assert s5 == {"s5_positive_evidence": 0.0, "s5_all_valid": 1.0} and empty.stage("S5").score == 0.5
-    perfect = evaluate_folder(reg, "segmentation/demo", None, "perfect", tmp_path / "data", tmp_path / "perfect")
+    perfect = evaluate_outputs("segmentation/demo", baseline="perfect", data_root=tmp_path / "data",
+                               work=tmp_path / "perfect", registry=reg)
     assert perfect.stage("S5").score == 1.0

@@ -123,7 +123,7 @@ def test_bidi_controls_in_agent_text_do_not_reorder_the_run_page(tmp_path):
 # for one: a trusted plugin the evaluator imports by module name.
 FAULTY_SCORER = '''
 import os, signal
-from automedbench_testkit.toy import track
+from automedbench.toy import track
 
 _score = track.VowelEvaluation.score_case
 
@@ -142,7 +142,7 @@ def faulty_scorer(tmp_path, monkeypatch):
 
     from automedbench.plugins import registry
     from automedbench.testing import register_toy_track
-    from automedbench_testkit.toy import track
+    from automedbench.toy import track
 
     register_toy_track()
     (tmp_path / "amb_redteam6_faulty.py").write_text(FAULTY_SCORER)

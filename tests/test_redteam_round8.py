@@ -26,7 +26,7 @@ from automedbench.harnessstate import harness_key
 from automedbench.replyjson import ReplyError, final_json
 from automedbench.runfolder import RunFolder
 from automedbench.stagearea import PUBLISHED_TIME_NS
-from automedbench.testing import StepsAgent, register_agent, register_toy_track, registry, run_task
+from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
 from automedbench_campaign.tagger import parse_reply
 from automedbench_models import grading
 from automedbench_models.llm_judge import VerdictError, parse_verdict
@@ -79,7 +79,7 @@ def test_published_files_carry_one_timestamp_and_no_write_order(brain):
 @pytest.mark.slow  # one run through the real runner
 def test_an_agent_labelling_by_write_order_stays_at_chance(brain, tmp_path):
     """Before: accuracy 1.0, rating A, without opening an image."""
-    register_agent(StepsAgent, registry())
+    register_agent(StepsAgent)
     result, _ = run_task(BRAIN, StepsAgent.name, out=tmp_path, data_root=brain, workspace_quota_mb=256,
                          agent_options={"steps": [["python", BY_WRITE_ORDER]]})
     assert result.state == "scored" and result.task.components["completeness"] == 1.0

@@ -52,6 +52,24 @@ def test_unicode_line_separators_in_tool_output_keep_the_trajectory_whole(tmp_pa
     assert events[0]["stdout"] == f"before{separator}{{}}{separator}after"
 
 
+def test_streams_written_with_an_event_are_spilled_whatever_it_names(tmp_path):
+    """The conversation yields a tool event with its streams and the writer spills the long ones: an observed
+    step of an installed agent may carry no call id (or an empty one), which must never stop the write."""
+    from automedbench.trajectory import TrajectoryWriter, read_events
+
+    writer = TrajectoryWriter(tmp_path / "trajectory.jsonl")
+    long = "z" * 20_000
+    writer.write({"type": "tool", "turn": 3, "call_id": "c1"}, {"stdout": long, "stderr": "short"})
+    writer.write({"type": "tool", "turn": 4}, {"stdout": long})  # no call id
+    writer.write({"type": "tool", "turn": 5, "call_id": ""}, {"stdout": long})  # an empty one
+    writer.close()
+    first, second, third = read_events(tmp_path / "trajectory.jsonl")
+    assert first["stderr"] == "short" and first["stdout_chars"] == 20_000
+    assert (tmp_path / first["stdout_file"]).read_text() == long
+    for event in (second, third):
+        assert (tmp_path / event["stdout_file"]).read_text() == long and "_step_" in event["stdout_file"]
+
+
 # ---------------------------------------------------------------- symlinked workspace folders
 
 

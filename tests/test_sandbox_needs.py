@@ -96,7 +96,7 @@ def test_a_task_file_names_modules_by_import_name(tmp_path):
     from automedbench.errors import UserError
     from automedbench.taskfile import load_task_file
 
-    data = yaml.safe_load((ROOT / "core/testkit/automedbench_testkit/toy/tasks/vowels.yaml").read_text())
+    data = yaml.safe_load((ROOT / "core/automedbench/toy/tasks/vowels.yaml").read_text())
     data["needs"] = {"modules": ["scikit-learn"]}
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(UserError, match="import names, not scikit-learn"):

@@ -165,6 +165,30 @@ def test_no_positive_evidence_rates_f_and_a_cap_holds_at_c():
         low, low.metric, th, False, positive_cases=2)
 
 
+def test_score_result_reads_one_inputs_record():
+    """run, evaluate and rejudge hand score_result one ScoreInputs record: the facts (here a breach with a full,
+    valid evaluation) and how to read them; the tier is the header's, the codes list the record's own."""
+    import attrs
+    from automedbench.plugins import registry
+    from automedbench.records import BreachEvidence, Header, Isolation, Runtime, SubmissionManifest
+    from automedbench.testing import register_toy_track
+
+    register_toy_track()
+    track, task = registry().task("toy/vowels")
+    header = Header("r1", task.id, task.track, "lite", "a", "local", "rules", "2025-01-01T00:00:00+00:00")
+    inputs = scoring.ScoreInputs(track=track, task=task, header=header, state="scored", end_reason="submitted",
+                                 runtime=Runtime(), isolation=Isolation("local"), manifest=SubmissionManifest(),
+                                 evaluation=evaluation(4, 4, strict=1.0), judged=False)
+    clean = scoring.score_result(inputs)
+    assert clean.header is header and clean.task.used == task.task_score and clean.error_codes == []
+    assert [s.rule for s in clean.stages[:3]] == ["not graded: no agent run"] * 3  # judged=False: no S1–S3
+    breach = Isolation("local", breached=True, evidence=[BreachEvidence(3, "read", "/data/private/x")])
+    zeroed = scoring.score_result(attrs.evolve(inputs, isolation=breach, evaluation=evaluation(4, 4, strict=1.0),
+                                               codes=[], task_score="partial"))
+    assert zeroed.aggregate.overall == 0.0 and zeroed.aggregate.rating == "F" and zeroed.task.used == "partial"
+    assert [c.code for c in zeroed.error_codes] == ["H-BREACH"] and zeroed.error_codes[0].evidence_turns == [3]
+
+
 def test_s4_s5_items_name_the_cases_they_were_decided_from():
     """Where an item falls short it names the missing, invalid or non-positive cases (the run page links their
     rows); S5's evidence names the positive cases; an item every case earned names none (the whole table)."""

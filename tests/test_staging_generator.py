@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from automedbench import staging
-from automedbench.testing import register_toy_track, registry
+from automedbench.plugins import registry
+from automedbench.testing import register_toy_track
 
 TOY = "toy/vowels"
 

@@ -1,5 +1,5 @@
 """automedbench.testing is a face over the test kit (automedbench-testkit): what it forwards, what it says
-when the kit is missing, the kit's toy track registered through the entry-point group, and the loader of a
+when the kit is missing, the core's toy track registered through the entry-point group, and the loader of a
 track's solution scripts."""
 
 from __future__ import annotations
@@ -23,6 +23,17 @@ def test_testing_forwards_exactly_the_kits_exports():
         testing.not_a_helper  # noqa: B018
 
 
+def test_testing_offers_its_own_helpers_and_forwards_no_engine_name():
+    """What a track's tests use of the engine comes as helpers defined here (built on automedbench.engine), so a
+    test never holds an engine class by a forwarded name: every public name is the module's own or the kit's."""
+    for name in sorted(set(testing.__all__) - testing.FROM_TESTKIT):
+        assert getattr(getattr(testing, name), "__module__", None) == "automedbench.testing", name
+    for name in ("Run", "RunOptions", "registry", "Registry", "evaluate_folder", "RulesJudge", "freeze",
+                 "grade_evaluation", "render_brief", "cli_main", "judged_stages", "resolve_rubric"):
+        with pytest.raises(AttributeError):
+            getattr(testing, name)
+
+
 def test_without_the_kit_a_helper_is_one_line_naming_the_extra():
     """A fresh interpreter where the kit cannot be imported: the engine's names still resolve, a kit
     helper is an ImportError of one line naming the install command, and pytest's probes get AttributeError."""
@@ -30,7 +41,7 @@ def test_without_the_kit_a_helper_is_one_line_naming_the_extra():
         import sys
         sys.modules["automedbench_testkit"] = None  # as if not installed
         from automedbench import testing
-        assert testing.stage_scores and testing.RunOptions
+        assert testing.stage_scores and testing.run_task and testing.evaluate_outputs
         assert getattr(testing, "pytest_plugins", "absent") == "absent"
         try:
             from automedbench.testing import StepsAgent
@@ -44,9 +55,10 @@ def test_without_the_kit_a_helper_is_one_line_naming_the_extra():
 
 
 def test_the_toy_track_comes_in_through_the_entry_point_group():
+    """The core's own track, registered through the core's entry point as a third party's is."""
     reg = fresh_registry()
     toy = reg.components["track"]["toy"]
-    assert toy.distribution == "automedbench-testkit" and toy.plugin == "toy"
+    assert toy.distribution == "automedbench" and toy.plugin == "toy"
     assert "toy/vowels" in reg.tasks()
 
 

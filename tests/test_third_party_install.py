@@ -68,6 +68,7 @@ time_limit_s: 300
 max_turns: 10
 exec_timeout_s: 60
 network: false
+workspace_mb: 64
 demo: true
 metric: accuracy
 rating: {good: 0.9, okay: 0.75}

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import attrs
 import pytest
-from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.plugins import registry
 from automedbench.scoring import positive_cases, rate
+from automedbench.testing import evaluate_outputs
 
 # Every demo's every trivial baseline evaluated (~70 evaluations): a minute or more even on one warm evaluator.
 pytestmark = pytest.mark.slow
@@ -43,8 +43,9 @@ def results(tmp_path_factory):
 
     def get(task_id: str, name: str):
         if (task_id, name) not in cache:
-            cache[task_id, name] = evaluate_folder(REG, task_id, None, name, root,
-                                                   Path(work) / task_id.replace("/", "_") / name, backend=BACKEND)
+            cache[task_id, name] = evaluate_outputs(task_id, baseline=name, data_root=root,
+                                                    work=Path(work) / task_id.replace("/", "_") / name, backend=BACKEND,
+                                                    registry=REG)
         return cache[task_id, name]
 
     return get

@@ -13,8 +13,8 @@ from automedbench import staging
 from automedbench.agenttext import AGENT_TEXT_NOTE
 from automedbench.cli import main
 from automedbench.errors import UserError
-from automedbench.evaluate_cmd import evaluate_folder
 from automedbench.runner import Run, RunOptions
+from automedbench.testing import evaluate_outputs
 from click.testing import CliRunner
 from test_backends_fakes import Reply, error_reply, openai_reply, serve_fake_llm
 
@@ -71,13 +71,13 @@ def test_evaluate_command_grades_open_answers_through_the_step(fake_llm, vqa_sta
     assert strict_yes_no < 1.0 and result["task"]["components"]["yes_no_accuracy"] == pytest.approx(strict_yes_no)
     assert result["task"]["components"]["judge_fallback_count"] == 0
     assert log["graders"][0]["model"] == "fake-grader" and log["graders"][0]["answered"] == len(graded)
-    offline = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "offline",
-                              eval_options={"answer_judge": "offline"})
+    offline = evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "offline",
+                               eval_options={"answer_judge": "offline"}, registry=reg)
     assert result["task"]["partial"] > offline.task.partial
     # offline re-scoring again: every grade comes from the cache, no request reaches the server
     sent = len(fake_llm.requests)
-    again = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "again",
-                            eval_options=judge_options(fake_llm, "fake-grader"))
+    again = evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "again",
+                             eval_options=judge_options(fake_llm, "fake-grader"), registry=reg)
     assert len(fake_llm.requests) == sent and again.task.partial == result["task"]["partial"]
     assert all(r["judge_cached"] for r in again.task.per_case if r.get("judge"))
 
@@ -85,10 +85,10 @@ def test_evaluate_command_grades_open_answers_through_the_step(fake_llm, vqa_sta
 def test_unreachable_grader_falls_back_to_the_offline_verdict_counted(fake_llm, vqa_staged, data_root, tmp_path,
                                                                       reg):
     fake_llm.fallback = lambda request: error_reply(500)
-    result = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "down",
-                             eval_options=judge_options(fake_llm, "down-grader"))
-    offline = evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "offline",
-                              eval_options={"answer_judge": "offline"})
+    result = evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "down",
+                              eval_options=judge_options(fake_llm, "down-grader"), registry=reg)
+    offline = evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "offline",
+                               eval_options={"answer_judge": "offline"}, registry=reg)
     assert result.state == "scored" and result.task.partial == offline.task.partial
     pending = [r for r in result.task.per_case if r.get("judge")]
     assert pending and all(r["judge_fallback"] and r["judge_score"] is None for r in pending)
@@ -115,13 +115,15 @@ def test_a_run_goes_through_the_same_step(fake_llm, vqa_staged, data_root, tmp_p
 
 def test_model_judge_options_are_checked_up_front(reg, data_root, tmp_path):
     with pytest.raises(UserError, match="go together"):
-        evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "a", eval_options={"answer_judge": "llm"})
+        evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "a",
+                         eval_options={"answer_judge": "llm"}, registry=reg)
     with pytest.raises(UserError, match="go together"):
-        evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "b",
-                        eval_options={"answer_judge.provider": "openai", "answer_judge.model": "m",
-                                      "answer_judge.api_key_env": "none"})
+        evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "b",
+                         eval_options={"answer_judge.provider": "openai", "answer_judge.model": "m",
+                                      "answer_judge.api_key_env": "none"}, registry=reg)
     with pytest.raises(UserError, match=r"need answer_judge\.provider"):
-        evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "c",
-                        eval_options={"answer_judge": "llm", "answer_judge.model": "m"})
+        evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "c",
+                         eval_options={"answer_judge": "llm", "answer_judge.model": "m"}, registry=reg)
     with pytest.raises(UserError, match=r"no evaluation option 'judge\.model'"):
-        evaluate_folder(reg, DEMO, None, "constant", data_root, tmp_path / "d", eval_options={"judge.model": "m"})
+        evaluate_outputs(DEMO, baseline="constant", data_root=data_root, work=tmp_path / "d",
+                         eval_options={"judge.model": "m"}, registry=reg)

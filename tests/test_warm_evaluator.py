@@ -28,7 +28,7 @@ TOY = "toy/vowels"
 # track's scorer a crash on the answer 99 and a hang on 98: a stand-in for a scorer bug a submission triggers.
 FAULTY = textwrap.dedent("""
     import os, signal, time
-    from automedbench_testkit.toy import track
+    from automedbench.toy import track
 
     _score = track.VowelEvaluation.score_case
 
@@ -69,7 +69,7 @@ def toy(tmp_path_factory):
     reg.pm.unregister(name="amb-faulty-scorer")
     reg.added_modules.pop("amb-faulty-scorer", None)
     reg._origin.pop("amb-faulty-scorer", None)
-    from automedbench_testkit.toy import track
+    from automedbench.toy import track
 
     track.VowelEvaluation.score_case = amb_faulty_scorer._score  # importing it here patched this process too
     sys.path.remove(str(src))
@@ -279,7 +279,7 @@ def test_a_sweep_scores_warm_by_default_and_the_option_is_not_hashed(tmp_path):
     from automedbench.options import score_record
     from automedbench_campaign.sweep import SweepConfig
 
-    assert SweepConfig(["reference"], [TOY], ["lite"]).warm_evaluator is True
+    assert SweepConfig(["reference"], [TOY], ["lite"]).run.warm_evaluator is True
     cold, warm = RunOptions(TOY), RunOptions(TOY, warm_evaluator=True)
     assert not cold.warm_evaluator and score_record(cold) == score_record(warm)
 

@@ -9,16 +9,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from .agent import Agent, AgentContext
-from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
-from .authoring import pipeline_diagram_code, plan_step
-from .detectors import CodeContext, Detector
-from .errors import AgentError, ContentRefused, InfrastructureError, UserError, did_you_mean
-from .fsutil import append_line_locked, atomic_write_bytes, atomic_write_text, sha256_file
-from .grades import Grade, fold_grades
+from .agent import TOOLS, Agent, AgentContext, ReplyHint, continue_message, execute_code_example
+from .agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
+from .authoring import (
+    flawed_batches,
+    pipeline_diagram_code,
+    plan_step,
+    solution_source,
+    verify_and_submit,
+    verify_each_case,
+)
+from .detectors import E_CODES, NOT_TAGGED, TAXONOMY, CodeContext, Detector, is_error_code
+from .errors import (
+    END_AGENT_STOPPED,
+    END_NO_AGENT,
+    AgentError,
+    ContentRefused,
+    InfrastructureError,
+    SubmissionError,
+    UserError,
+    did_you_mean,
+)
+from .fsutil import (
+    append_line_locked,
+    atomic_write_bytes,
+    atomic_write_text,
+    open_below,
+    open_path,
+    read_regular,
+    sha256_file,
+    walk_fd,
+)
+from .grades import (
+    Grade,
+    GradeError,
+    GradeLog,
+    GraderUse,
+    fold_grades,
+    grader_backend,
+    grader_options,
+    render_grade_request,
+)
 from .hookspecs import Register, hookimpl
-from .judge import Judge, JudgeInput
-from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model
+from .judge import Judge, JudgeInput, asked_items, verdict_schema
+from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model, structured_reply
 from .pictures import (
     Box,
     CasePicture,
@@ -32,9 +66,20 @@ from .pictures import (
     volume_slice,
 )
 from .records import (
+    STAGE_NAMES,
+    STAGE_WEIGHTS,
+    STAGES,
+    TIERS,
+    AgentTurn,
+    Aggregate,
+    BreachEvidence,
     CaseVerdict,
+    Evaluation,
+    ExecResult,
     FiredCode,
     GradeRequest,
+    Header,
+    Isolation,
     ItemVerdict,
     JudgeVerdict,
     MetricBlock,
@@ -43,11 +88,16 @@ from .records import (
     Result,
     Rubric,
     RubricItem,
+    Runtime,
     SandboxNeeds,
     StageRule,
+    StageScore,
+    SubmissionManifest,
     TaskSpec,
     TierInfo,
+    ToolCall,
 )
+from .replyjson import final_json, require_keys
 from .rubric import (
     CONDITIONS,
     S3_LEVELS,
@@ -59,11 +109,12 @@ from .rubric import (
     with_items,
     with_ladder,
 )
-from .sandbox import Sandbox, SandboxSession, SandboxSpec
+from .sandbox import ASSETS_MOUNT, DEFAULT_QUOTA_MB, Sandbox, SandboxSession, SandboxSpec
 from .sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from .stagearea import StagingArea, staging_area
 from .stagesecret import StagingSecret
-from .trace import Trace
+from .staging import stage_task
+from .trace import Trace, workspace_path
 from .track import (
     PHASES,
     CaseScore,
@@ -74,7 +125,9 @@ from .track import (
     StagedData,
     TaskEvaluation,
     Track,
+    valid_output_gate,
 )
+from .trajectory import read_events, torn_line
 from .untrusted import (
     check_download_file,
     check_image,
@@ -93,18 +146,38 @@ from .untrusted import (
 )
 from .untrusted import read_bytes as read_download_bytes
 from .untrusted import read_text as read_download_text
+from .yamlfile import read_yaml
+
+# Loaded on first use by __getattr__ below: the names and the module that holds them.
+_LAZY = {"secret_variant": "refguard", "dumps": "serialize", "from_dict": "serialize", "read_json": "serialize",
+         "to_dict": "serialize", "write_json": "serialize"}
 
 __all__ = [
     "AGENT_TEXT_NOTE",
+    "ASSETS_MOUNT",
     "CONDITIONS",
+    "DEFAULT_QUOTA_MB",
+    "END_AGENT_STOPPED",
+    "END_NO_AGENT",
     "EXEC_MOUNT",
+    "E_CODES",
+    "NOT_TAGGED",
     "PHASES",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
+    "STAGES",
+    "STAGE_NAMES",
+    "STAGE_WEIGHTS",
+    "TAXONOMY",
+    "TIERS",
+    "TOOLS",
     "Agent",
     "AgentContext",
     "AgentError",
+    "AgentTurn",
+    "Aggregate",
     "Box",
+    "BreachEvidence",
     "CallEnd",
     "CallFolder",
     "CasePicture",
@@ -113,10 +186,17 @@ __all__ = [
     "CodeContext",
     "ContentRefused",
     "Detector",
+    "Evaluation",
+    "ExecResult",
     "FiredCode",
     "Grade",
+    "GradeError",
+    "GradeLog",
     "GradeRequest",
+    "GraderUse",
+    "Header",
     "InfrastructureError",
+    "Isolation",
     "ItemVerdict",
     "Judge",
     "JudgeInput",
@@ -132,9 +212,11 @@ __all__ = [
     "RatingThresholds",
     "Register",
     "ReplyError",
+    "ReplyHint",
     "Result",
     "Rubric",
     "RubricItem",
+    "Runtime",
     "Sandbox",
     "SandboxNeeds",
     "SandboxSession",
@@ -142,70 +224,110 @@ __all__ = [
     "ScriptStep",
     "ScriptedSolution",
     "StageRule",
+    "StageScore",
     "StagedData",
     "StagingArea",
     "StagingSecret",
+    "SubmissionError",
+    "SubmissionManifest",
     "TaskEvaluation",
     "TaskSpec",
     "TierInfo",
+    "ToolCall",
     "Trace",
     "Track",
     "Usage",
     "UserError",
     "append_line_locked",
+    "asked_items",
     "atomic_write_bytes",
     "atomic_write_text",
     "call_result",
     "check_download_file",
     "check_image",
     "check_pixels",
+    "continue_message",
     "default_case_picture",
     "default_rubric",
     "did_you_mean",
+    "dumps",  # noqa: F822 (defined on first use by __getattr__ below)
+    "execute_code_example",
     "extract_json",
     "fence_agent_text",
     "file_panel",
+    "final_json",
     "finite_numbers",
+    "flawed_batches",
     "focus_index",
     "fold_grades",
+    "from_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "get_model",
+    "grader_backend",
+    "grader_options",
     "gunzip",
     "hookimpl",
     "inflate",
     "inside",
+    "is_error_code",
     "ladder_stage",
     "loads_json",
     "max_projection",
     "mean_stage",
+    "open_below",
+    "open_path",
     "open_zip",
     "parse_xml",
     "pipeline_diagram_code",
     "plan_step",
     "png_bytes",
+    "quote_line",
     "read_download_bytes",
     "read_download_text",
+    "read_events",
     "read_image",
+    "read_json",  # noqa: F822 (defined on first use by __getattr__ below)
+    "read_regular",
     "read_text_head",
+    "read_yaml",
     "read_zip_member",
     "reencode_image",
+    "render_grade_request",
+    "require_keys",
     "reword",
     "sandbox_env",
     "secret_variant",  # noqa: F822 (defined on first use by __getattr__ below)
     "sha256_file",
+    "solution_source",
+    "stage_task",
     "staging_area",
+    "structured_reply",
     "tar_member_ok",
+    "to_dict",  # noqa: F822 (defined on first use by __getattr__ below)
+    "torn_line",
     "unsupported_language",
+    "valid_output_gate",
+    "verdict_schema",
+    "verify_and_submit",
+    "verify_each_case",
     "volume_slice",
+    "walk_fd",
     "with_items",
     "with_ladder",
+    "workspace_path",
+    "write_json",  # noqa: F822 (defined on first use by __getattr__ below)
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`secret_variant` is loaded on first use: it needs numpy and SciPy, which `automedbench plugins`,
-    `tasks` and every track's plugin module must not pay for."""
-    if name == "secret_variant":
-        from .refguard import secret_variant
+    """Names whose modules are loaded on first use: `secret_variant` needs numpy and SciPy, the JSON helpers
+    cattrs, which `automedbench plugins`, `tasks` and every track's plugin module must not pay for."""
+    where = _LAZY.get(name)
+    if where == "refguard":
+        from . import refguard
 
-        return secret_variant
+        return getattr(refguard, name)
+    if where == "serialize":
+        from . import serialize
+
+        return getattr(serialize, name)
     raise AttributeError(f"module automedbench.api has no attribute {name!r}")

@@ -44,12 +44,11 @@ def automedbench_register_judges(register: Register) -> None:
 def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
     """Post-run error codes E1–E5 from the tagging step a plugin offers (diagnostic: scores are untouched);
     without one, a harness note says why the run has none."""
-    from .detectors import NO_TAGGER, NOT_TAGGED
+    from .detectors import NO_TAGGER, NOT_TAGGED, tag_codes
     from .records import FiredCode
 
     try:
-        tagged = registry.pm.hook.automedbench_tag_codes(result=result, run_dir=run_dir, registry=registry,
-                                                         output_names=output_names)
+        tagged = tag_codes(result, run_dir, registry, output_names)
     except Exception as exc:
         result.error_codes.append(FiredCode("H-DETECTOR", f"tagging failed: {type(exc).__name__}: {exc}"))
         return

@@ -15,7 +15,7 @@ from rich.markup import escape
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
-from .plugins import install_hint, registry
+from .plugins import CommandContext, install_hint, registry
 from .progress import StagingProgress
 from .stagearea import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
@@ -39,7 +39,7 @@ class Group(click.Group):
     def feature_commands(self) -> dict[str, click.Command]:
         reg = registry()
         seen = len(reg.problems)
-        found = reg.commands(reserved=self.commands)
+        found = reg.commands(reserved=self.commands, context=command_context())
         print_problems(reg, reg.problems[seen:])  # a clash or a failing hook, said once when first met
         return {name: comp.factory for name, comp in found.items()}
 
@@ -59,6 +59,8 @@ class Group(click.Group):
             return self._invoke(ctx)
 
     def _invoke(self, ctx: click.Context) -> Any:
+        if ctx.obj is None:  # what a plugin's command gets of the command line (`@click.pass_obj`)
+            ctx.obj = command_context()
         try:
             return super().invoke(ctx)
         except interrupt.Terminated as exc:  # not closed by the command itself (e.g. during staging)
@@ -89,8 +91,9 @@ class Group(click.Group):
 def main() -> None:
     """Run autonomous agents through medical-AI research tasks and score every stage of their work.
 
-    Start with `automedbench run --task segmentation/demo --agent reference`: it needs no network,
-    no API key and no GPU. `automedbench plugins` lists what is installed.
+    Start with `automedbench run --task toy/vowels --agent reference`: the core's own toy track, with no
+    network, no API key and no GPU. `automedbench tasks` lists every installed task (a track's demo, e.g.
+    segmentation/demo, runs the same way); `automedbench plugins` lists what is installed.
     """
 
 
@@ -114,6 +117,11 @@ def print_problems(reg, problems: list | None = None) -> None:
     for problem in reg.problems if problems is None else problems:
         err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): "
                           + escape(str(problem.error)))
+
+
+def command_context() -> CommandContext:
+    """The command line as a plugin's commands see it; the registry is looked up when a command asks."""
+    return CommandContext(console, err_console, lambda: registry(), print_problems)
 
 
 @main.command()
@@ -191,7 +199,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
 @click_options("eval_options")
 def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, items: bool, **fields: Any) -> None:
     """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
-    from .evaluate_cmd import evaluate_folder
+    from .evaluate_cmd import EvaluateOptions, evaluate_folder
     from .report import render
 
     if (submission is None) == (baseline is None):
@@ -202,8 +210,9 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
         raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
     work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
     try:
-        result = evaluate_folder(reg, o["task"], Path(submission) if submission else None, baseline,
-                                 o["data_root"], work, o["task_score"], o["eval_options"])
+        result = evaluate_folder(reg, EvaluateOptions(
+            task=o["task"], data_root=o["data_root"], work=work, submission=Path(submission) if submission else None,
+            baseline=baseline, task_score=o["task_score"], eval_options=o["eval_options"]))
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)

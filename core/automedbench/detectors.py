@@ -53,6 +53,14 @@ NO_TAGGER = ("no error codes recorded: no error-code tagging step is installed (
              "pip install 'automedbench[codes]'")
 
 
+def tag_codes(result: Result, run_dir: Path, registry: Any, output_names: list[str],
+              tagger: Any = None) -> list[FiredCode] | None:
+    """The run's codes from the tagging step a plugin offers (`automedbench_tag_codes`), put into `result`;
+    None when no plugin tags (then nothing is changed)."""
+    return registry.pm.hook.automedbench_tag_codes(result=result, run_dir=run_dir, registry=registry,
+                                                   output_names=output_names, tagger=tagger)
+
+
 def is_error_code(code: str) -> bool:
     """E1–E5 only; harness codes (H-BREACH, H-BUDGET, ...) are bookkeeping, not taxonomy codes."""
     return code in TAXONOMY
@@ -90,6 +98,21 @@ class CodeContext:
     def missing(self) -> list[str]:
         return [c.case_id for c in self.result.cases if not c.present]
 
+    def flagged(self, key: str) -> list[str]:
+        """The valid cases whose metric row says `key` (a fact the evaluator recorded, e.g. `same_as_input`)."""
+        return [r["case_id"] for r in self.valid_rows if r.get(key)]
+
+    @property
+    def valid_rows(self) -> list[dict[str, Any]]:
+        """The metric's per-case rows of the valid cases: the evaluator's facts a track's detector reads."""
+        metric = self.result.task
+        return [r for r in (metric.per_case if metric else []) if r.get("valid")]
+
+    @property
+    def last_write_turns(self) -> list[int]:
+        """The turn of the agent's last write to its outputs, as a detector's evidence (empty: it wrote none)."""
+        return [self.trace.last_write["turn"]] if self.trace.last_write else []
+
     def item(self, item_id: str) -> float | None:
         for stage in self.result.stages:
             for item in stage.items:
@@ -108,6 +131,11 @@ class Detector(ABC):
     @abstractmethod
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
         """Return the codes this rule fires for the run (empty when it is clean)."""
+
+    def fire_cases(self, code: str, cases: list[str], what: str, turns: list[int] | None = None,
+                   stage: str = "") -> list[FiredCode]:
+        """`code` for the `cases` a rule found (none: nothing fires), said as "N <what>: the first five"."""
+        return [self.fire(code, f"{len(cases)} {what}: {', '.join(cases[:5])}", turns, stage)] if cases else []
 
     def fire(self, code: str, message: str, turns: list[int] | None = None, stage: str = "") -> FiredCode:
         if code not in TAXONOMY:

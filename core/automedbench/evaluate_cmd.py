@@ -6,6 +6,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from attrs import Factory, define
+
 from . import errors, staging
 from .evaluator import run_isolated
 from .freeze import freeze
@@ -16,16 +18,32 @@ from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
 from .resultproof import write_result
 from .runfolder import RunFolder
-from .scoring import score_result
+from .scoring import ScoreInputs, score_result
 from .serialize import dumps, write_json
 
 
-def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseline: str | None,
-                    data_root: Path, work: Path, task_score: str | None = None,
-                    eval_options: dict[str, str] | None = None, backend: str = "process") -> Result:
+@define(kw_only=True)
+class EvaluateOptions:
+    """What `automedbench evaluate` scores: one task's outputs, from a folder (`submission`) or a track's baseline
+    by name, with the data staged under `data_root`; the frozen copy and the records go into `work`."""
+
+    task: str
+    data_root: Path
+    work: Path
+    submission: Path | None = None
+    baseline: str | None = None
+    task_score: str | None = None  # strict or partial; None: the task file's
+    eval_options: dict[str, str] = Factory(dict)  # the track's evaluation options (`--eval-option`)
+    backend: str = "process"  # the evaluator backend that scores it
+
+
+def evaluate_folder(reg: Registry, o: EvaluateOptions) -> Result:
+    """Score outputs without an agent, through the same freeze, isolated evaluator, grading step and scoring as a
+    run (S1–S3 not graded); the Result, also written as `work/result.json`."""
     t0 = time.monotonic()
-    track, task = reg.task(task_id)
-    options = track.check_evaluation_options(eval_options or {})
+    submission, baseline, data_root, work = o.submission, o.baseline, o.data_root, o.work
+    track, task = reg.task(o.task)
+    options = track.check_evaluation_options(o.eval_options)
     staged = staging.ensure(track, task, data_root)
     work.mkdir(parents=True, exist_ok=True)
     if baseline is not None:
@@ -41,7 +59,7 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
     manifest = freeze(submission, folder.submission, submitted=True)
     write_json(folder.manifest, manifest)
     evaluation = run_isolated(task.id, staged, folder.submission, folder.manifest, folder.evaluation,
-                              options=options, backend=backend)
+                              options=options, backend=o.backend)
     evaluation = grade_evaluation(reg, track, task, evaluation, options, work)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",
@@ -50,8 +68,8 @@ def evaluate_folder(reg: Registry, task_id: str, submission: Path | None, baseli
                     public_source=task.public_source if task.network else "")
     wall = round(time.monotonic() - t0, 3)  # no agent: all of it is the harness's (baseline, freeze, evaluator)
     runtime = Runtime(wall_s=wall, harness_s=wall, eval_s=evaluation.duration_s)
-    result = score_result(track, task, header, "scored", errors.END_NO_AGENT, None,
-                          runtime, Isolation("-"), evaluation, None, manifest, [],
-                          task_score, "-", judged=False)
+    result = score_result(ScoreInputs(track=track, task=task, header=header, state="scored",
+                                      end_reason=errors.END_NO_AGENT, runtime=runtime, isolation=Isolation("-"),
+                                      manifest=manifest, evaluation=evaluation, task_score=o.task_score, judged=False))
     write_result(folder, result)
     return result

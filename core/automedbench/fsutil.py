@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 _CHUNK = 1 << 20
@@ -124,18 +126,35 @@ def open_dir(name: str | Path, dir_fd: int | None = None) -> int | None:
         return None
 
 
-def open_path(root: Path, relative: str) -> int | None:
-    """Open `root/relative` component by component without following any symlink below `root`."""
-    fd = open_dir(root)
-    for part in [p for p in relative.split("/") if p not in ("", ".")]:
-        if fd is None or part == "..":
-            if fd is not None:
-                os.close(fd)
-            return None
-        child = open_dir(part, fd)
+def open_below(root: str | Path, parts: Sequence[str], *, directory: bool = False) -> int:
+    """A descriptor for root/parts[0]/.../parts[-1], every component (root too) opened with O_NOFOLLOW relative
+    to its parent's descriptor, so no symlink at any level is followed, even one swapped in meanwhile. The last
+    component is opened as a file (non-blocking: a FIFO never hangs), or as a folder with `directory=True`.
+    Raises OSError as the kernel says it: FileNotFoundError when missing, ELOOP or ENOTDIR for a symlink or a
+    non-folder on the path, EINVAL for an empty, `.`, `..` or slashed component."""
+    for part in parts:
+        if part in ("", ".", "..") or "/" in part:
+            raise OSError(errno.EINVAL, f"bad path component {part!r}")
+    fd = os.open(root, DIR_FLAGS)
+    try:
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            child = os.open(part, FILE_FLAGS if last and not directory else DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
         os.close(fd)
-        fd = child
+        raise
     return fd
+
+
+def open_path(root: Path, relative: str) -> int | None:
+    """Open the folder `root/relative` component by component without following any symlink below `root`;
+    None when any component is missing, a symlink or not a folder."""
+    try:
+        return open_below(root, [p for p in relative.split("/") if p not in ("", ".")], directory=True)
+    except OSError:
+        return None
 
 
 def read_regular(dir_fd: int, name: str, max_bytes: int, *, head: bool = False) -> bytes | None:

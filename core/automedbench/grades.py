@@ -14,9 +14,52 @@ from typing import Any
 import attrs
 from attrs import Factory, define
 
+from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .errors import UserError
 from .models import get_model
-from .records import MetricBlock
+from .records import GradeRequest, MetricBlock
+
+MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
+MAX_PROMPT_CHARS = 40_000  # system + prompt after fencing: a larger request is not sent (null grade)
+REPLY_FORMAT = ('Reply with one JSON object only: {{"score": <a number from {lo:g} to {hi:g}{levels}>, '
+                '"rationale": "<at most 30 words>"}}.')
+
+
+class GradeError(ValueError):
+    """A request that cannot be sent or a reply that is unusable: the grade is null with this reason."""
+
+
+def clip_agent_text(text: str, limit: int = MAX_AGENT_CHARS) -> tuple[str, str]:
+    """(text cut to `limit`, a note of the cut outside the fence or '')."""
+    if len(text) <= limit:
+        return text, ""
+    return text[:limit], f"(the agent's text was cut here: {len(text) - limit} more characters not shown)"
+
+
+def render_grade_request(request: GradeRequest) -> tuple[str, str]:
+    """(system, prompt) for one request, as a grading step sends it: agent parts fenced, the reply format said
+    last; GradeError when it is too large to send. Part of the contract, so a track can see what it asks."""
+    levels = sorted(float(v) for v in request.levels) or [0.0, 1.0]
+    lines = []
+    for part in request.parts:
+        if part.label:
+            lines.append(f"{part.label}:")
+        if part.agent:
+            text, cut = clip_agent_text(part.text)
+            lines.append(fence_agent_text(text))
+            if cut:
+                lines.append(cut)
+        else:
+            lines.append(part.text)
+    allowed = f", one of {', '.join(f'{v:g}' for v in levels)}" if len(levels) > 2 else ""
+    lines += ["", REPLY_FORMAT.format(lo=levels[0], hi=levels[-1], levels=allowed)]
+    system = request.instructions
+    if any(p.agent for p in request.parts):
+        system = f"{system}\n{AGENT_TEXT_NOTE}"
+    prompt = "\n".join(lines)
+    if len(system) + len(prompt) > MAX_PROMPT_CHARS:
+        raise GradeError(f"prompt of {len(system) + len(prompt)} characters exceeds {MAX_PROMPT_CHARS}; not sent")
+    return system, prompt
 
 
 @define

@@ -48,7 +48,10 @@ def automedbench_register_code_detectors(register: Register) -> None:
 def automedbench_register_model_backends(register: Register) -> None:
     """Register model providers: factory(cfg: ModelConfig) returns a `ModelBackend` (chat with tools,
     plain completion, images, retries, pricing). Every model consumer (chat agents, LLM judge,
-    error-code tagger, answer judges, graders) reaches a provider through this kind, by name."""
+    error-code tagger, answer judges, graders) reaches a provider through this kind, by name.
+    A provider declares what the core cannot know of it as keywords of `register`: `key_env="VAR"`, the
+    environment variable its key is read from unless `api_key_env=` names another (none declared: keyless unless
+    named), and `defaults={field: value}`, its own ModelConfig defaults (options and config entries win)."""
 
 
 @hookspec
@@ -65,9 +68,11 @@ def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_
 
 
 @hookspec(firstresult=True)
-def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str]) -> Any:
+def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str], tagger: Any) -> Any:
     """Put the run's error codes E1–E5 into `result.error_codes` from the registered detectors and return them
-    (automedbench-codes does). The first answer wins; with none, the run records the `H-UNTAGGED` note."""
+    (automedbench-codes does). The first answer wins; with none, the run records the `H-UNTAGGED` note.
+    `tagger` (None after a run) also asks a model (`automedbench codes --tagger`): an object with
+    `tag(CodeContext) -> list[FiredCode]`."""
 
 
 @hookspec(firstresult=True)
@@ -87,10 +92,13 @@ def automedbench_reply_hint(reply: str, tools: list[dict[str, Any]], prompt: str
 
 
 @hookspec
-def automedbench_register_commands(cli: Any) -> None:
+def automedbench_register_commands(cli: Any, context: Any) -> None:
     """Add a feature's own command-line commands: `cli` is a click group (`cli.add_command(cmd)` or
     `@cli.command()`). Read only by the command line, on first use. A name the engine or an earlier plugin
-    already uses is reported as a plugin problem (on stderr and by `automedbench plugins`), and dropped."""
+    already uses is reported as a plugin problem (on stderr and by `automedbench plugins`), and dropped.
+    `context` (a `CommandContext`: the consoles to print on and the registry the command line uses) is what a
+    command needs of the command line; a command gets the same object as its click context's `obj`
+    (`@click.pass_obj`), so it never imports the command line. An implementation may leave `context` out."""
 
 
 KINDS: dict[str, str] = {

@@ -35,7 +35,6 @@ from .errors import UserError
 from .yamlfile import read_yaml
 
 CONFIG_ENV = "AUTOMEDBENCH_MODELS"
-DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 NO_KEY = ("none", "")
 
 
@@ -118,10 +117,14 @@ def load_entries(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return data.get("models", {}) or {}, data.get("pricing", {}) or {}
 
 
-def resolve(provider: str, options: Mapping[str, Any], role: str = "agent") -> ModelConfig:
+def resolve(provider: str, options: Mapping[str, Any], role: str = "agent",
+            declared: Mapping[str, Any] | None = None) -> ModelConfig:
     """Merge defaults, the config entry (`config=FILE entry=NAME`) and explicit options.
 
-    `role` (agent or judge) only words the errors: `--agent-option` or `--judge-option`."""
+    `declared` is what the provider's backend registered with it (`key_env`: the variable its key is read from
+    by default; `defaults`: its own field defaults): the core names no provider's variable. `role` (agent or
+    judge) only words the errors: `--agent-option` or `--judge-option`."""
+    declared = declared or {}
     flag = f"--{role}-option"
     if "api_key" in options:
         raise UserError("API keys are not accepted as options; put the key in an environment variable and "
@@ -153,8 +156,9 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent") -> M
         raise UserError(f"unknown {provider} {role} option(s) {', '.join(unknown)}; known: "
                         f"{', '.join(sorted(set(_FIELDS) - {'provider'} | {'config', 'entry'}))}")
     values = {name: _coerce(name, value, f"{provider} {role} option") for name, value in settings.items()}
-    if provider == "anthropic":
-        values.setdefault("temperature", None)  # Anthropic's default sampling unless one is asked for
+    for name, value in dict(declared.get("defaults") or {}).items():  # the provider's own, unless given
+        if name in _FIELDS and name != "provider":
+            values.setdefault(name, value)
     cfg = ModelConfig(provider, **values)
     if cfg.json_mode not in ("schema", "object", "none"):
         raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
@@ -164,6 +168,6 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent") -> M
         raise UserError(f"{provider} {role}: no model given ({flag} model=NAME, or {flag} config=FILE "
                         f"{flag} entry=NAME)")
     if not cfg.api_key_env:
-        cfg.api_key_env = DEFAULT_KEY_ENV.get(provider, "")
+        cfg.api_key_env = str(declared.get("key_env") or "")
     cfg.pricing = {**pricing, **cfg.pricing}
     return cfg

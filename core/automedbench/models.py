@@ -60,7 +60,7 @@ def get_model(provider: str, options: dict[str, Any], role: str = "agent", reg: 
     from .plugins import registry
 
     component = (reg or registry()).get("model", provider)
-    return component.factory(resolve(provider, options, role))
+    return component.factory(resolve(provider, options, role, component.declared))
 
 
 # A verdict is the reply itself as one JSON object (a backend's structured output, or a reply that is one object,

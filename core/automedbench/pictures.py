@@ -13,13 +13,14 @@ import functools
 import io
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define
 
-from .fsutil import atomic_write_bytes, atomic_write_text
+from .fsutil import atomic_write_bytes, atomic_write_text, open_dir, read_regular
 
 THUMB = 256  # the long side of one panel, in pixels
 MAX_PANELS = 4  # image panels per case; text panels are not drawn
@@ -453,3 +454,19 @@ class PictureWriter:
         atomic_write_text(self.folder / INDEX, json.dumps({"version": 1, "bytes": self.spent,
                                                           "cpu_s": round(self.cpu_s, 3), "cases": self.entries}),
                           shared=True)
+
+
+def copy_pictures(source: Path, dest: Path) -> None:
+    """The case pictures an evaluator drew elsewhere (a container's output folder) into the run folder: regular
+    files with the names the picture writer gives, each within the writer's own bounds (nothing else is taken)."""
+    fd = open_dir(source)
+    if fd is None:
+        return
+    try:
+        names = sorted(n for n in os.listdir(fd) if n == INDEX or re.fullmatch(r"case-\d{4}\.png", n))
+        for name in names[:MAX_PICTURES + 1]:
+            data = read_regular(fd, name, 4 << 20 if name == INDEX else MAX_CASE_BYTES)
+            if data is not None:
+                atomic_write_bytes(dest / name, data, shared=True)
+    finally:
+        os.close(fd)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pluggy
-from attrs import define
+from attrs import Factory, define
 
 from . import hookspecs
 from .errors import UserError, did_you_mean
@@ -35,7 +35,7 @@ OPTIONAL_PARTS: list[tuple[str, str, dict[str, tuple[str, ...]]]] = [
     ("openai", "automedbench-models", {"agent": ("openai",), "judge": ("openai",), "model": ("openai",)}),
     ("anthropic", "automedbench-models", {"agent": ("anthropic",), "judge": ("anthropic",), "model": ("anthropic",)}),
     ("models", "automedbench-models", {"agent": ("chat", "replay", "cli"), "judge": ("llm",)}),
-    ("test", "automedbench-testkit", {"track": ("toy",), "command": ("validate-task", "new-track")}),
+    ("test", "automedbench-testkit", {"command": ("validate-task", "new-track")}),
     ("inspect", "automedbench-inspect", {"agent": ("inspect",)}),
 ]
 
@@ -76,6 +76,20 @@ class Component:
     plugin: str
     distribution: str
     version: str
+    # what the plugin declares with it besides the factory: `register(name, factory, description, **declared)`
+    # (a model backend: `key_env`, the variable its key is read from; `defaults`, its ModelConfig defaults)
+    declared: dict[str, Any] = Factory(dict)
+
+
+@define(frozen=True)
+class CommandContext:
+    """What a plugin's command needs of the command line, handed to `automedbench_register_commands` and set
+    as each command's click `obj`: where to print, and the registry the command line uses (read at call time)."""
+
+    console: Any
+    err_console: Any
+    registry: Callable[[], Registry]
+    print_problems: Callable[[Registry], None]  # each plugin problem of that registry, one line on err_console
 
 
 @define
@@ -142,7 +156,7 @@ class Registry:
     def _registrar(self, kind: str, plugin: str) -> Callable[..., None]:
         distribution, version = self._origin[plugin]
 
-        def register(name: str, factory: Callable[..., Any], description: str = "") -> None:
+        def register(name: str, factory: Callable[..., Any], description: str = "", **declared: Any) -> None:
             existing = self.components[kind].get(name)
             if existing is not None:
                 self.problems.append(
@@ -153,14 +167,15 @@ class Registry:
                 )
                 return
             self.components[kind][name] = Component(kind, name, factory, description, plugin,
-                                                    distribution, version)
+                                                    distribution, version, dict(declared))
 
         return register
 
-    def commands(self, reserved: Collection[str] = ()) -> dict[str, Component]:
+    def commands(self, reserved: Collection[str] = (), context: CommandContext | None = None) -> dict[str, Component]:
         """Command-line commands the plugins register (`automedbench_register_commands`), by name; collected
         on first call and again for plugins added since. A name in `reserved` (the engine's own commands)
-        or taken by an earlier plugin is a plugin problem and is dropped: the first owner keeps it."""
+        or taken by an earlier plugin is a plugin problem and is dropped: the first owner keeps it. `context`
+        is handed to the hooks that take it."""
         import click
 
         found = self._commands if self._commands is not None else {}
@@ -173,7 +188,7 @@ class Registry:
             distribution, version = self._origin.get(plugin, ("?", "?"))
             group = click.Group(plugin)
             try:
-                impl.function(cli=group)
+                impl.function(**({"cli": group, "context": context} if "context" in impl.argnames else {"cli": group}))
             except Exception as exc:
                 self.problems.append(PluginProblem(plugin, distribution, f"automedbench_register_commands: "
                                                    f"{type(exc).__name__}: {exc}", traceback.format_exc()))

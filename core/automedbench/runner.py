@@ -1,5 +1,11 @@
-"""One run, end to end: stage → brief → sandboxed agent loop → freeze → isolated evaluation → judge → score.
+"""One run, end to end, as named steps, in the order `execute` takes them:
 
+    stage → open the run folder → agent phase (workspace, sandbox, brief, tripwire, the conversation)
+    → freeze → evaluation → grading → pilot checks → judge → scoring → run_finished hooks → result.json
+
+Each step is a method declared with its name (`steptimer.timed`: its time goes to `runtime.harness_steps`).
+The conversation (`_conversation`, `_turns`) yields every trajectory event as it happens and the agent phase
+writes each at once, so the turn logic reads without the writes and a crash still keeps every turn so far.
 Every run ends in exactly one state (scored, agent_failure, infrastructure_failure, cancelled) and
 always leaves a `result.json`, written atomically, even when it fails. What the run changes as it goes
 lives in one `RunState`; each step below reads and writes it, and the folder's names are `RunFolder`'s.
@@ -16,7 +22,7 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -59,7 +65,7 @@ from .resultproof import write_result
 from .runfolder import RunFolder
 from .runstate import AgentLoop, RunState
 from .sandbox import SandboxSession, SandboxSpec
-from .scoring import judge_input, run_rubric, score_result
+from .scoring import ScoreInputs, judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MODEL_STDERR_TAIL, MODEL_STDOUT_TAIL, TrajectoryWriter, tail
@@ -75,6 +81,9 @@ RESULT_RESERVE_BYTES = 8 << 20
 
 
 Progress = Callable[[dict[str, Any]], None]
+# A trajectory event as the agent phase makes it, with the output streams a tool event spills to side files.
+Event = tuple[dict[str, Any], dict[str, str]]
+Events = Generator[Event, None, None]
 
 
 def new_run_id() -> str:
@@ -235,36 +244,42 @@ class Run:
             st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-AGENT")
             st.submitted = False
         self.traj.write({"type": "end", "reason": st.end_reason})
-        with steptimer.step(st.runtime, "freeze"):
-            reserve = {"disk_reserve": 0} if self.confined else {}  # the copy's space is in the run's reservation
-            st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted, **reserve)
-            left = disk_full(st.manifest)
-            if self.confined and left:  # never the agent's missing outputs: it could fill nothing but its image
-                raise OSError(errno.ENOSPC, f"the disk filled while the outputs were frozen ({len(left)} file(s) "
-                                            "not copied)")
-            write_json(self.folder.manifest, st.manifest)
-            # plan.md, plan.png and (collected at every tier, reported at Pro) summary plots, into artefacts/
-            st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
-            # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
-            plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
+        self._freeze(st)
+        t_eval = time.monotonic()
+        self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
         try:
             self._evaluate(st, staged)
+            self._grade(st)
         except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing, Task 0
             st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-EVAL")
             st.evaluation = failed_evaluation(self.task.id, staged, st.manifest, str(exc))
             write_json(self.folder.evaluation, st.evaluation)
+        else:
+            st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
         if not st.isolation.breached:
-            with steptimer.step(st.runtime, "pilot_checks"):
-                with self.cpu.exclude("evaluation"):
-                    checks = self.pilots.check(self.task.id, staged, self._evaluator())
-                write_json(self.folder.checks, checks)
-            with steptimer.step(st.runtime, "judge"):
-                self._judge(st)
+            self._pilot_checks(st, staged)
+            self._judge(st)
 
+    @steptimer.timed("freeze")
+    def _freeze(self, st: RunState) -> None:
+        """The outputs frozen into submission/ (its manifest beside), plan.md, plan.png and summary plots (collected
+        at every tier, reported at Pro) into artefacts/."""
+        reserve = {"disk_reserve": 0} if self.confined else {}  # the copy's space is in the run's reservation
+        st.manifest = freeze(self.folder.outputs, self.folder.submission, submitted=st.submitted, **reserve)
+        left = disk_full(st.manifest)
+        if self.confined and left:  # never the agent's missing outputs: it could fill nothing but its image
+            raise OSError(errno.ENOSPC, f"the disk filled while the outputs were frozen ({len(left)} file(s) "
+                                        "not copied)")
+        write_json(self.folder.manifest, st.manifest)
+        st.plots = plan_artefacts.collect(self.folder.plan, self.folder.artefacts)
+        # the scripts the agent's calls named, for the run page's evidence links (no stage reads them)
+        plan_artefacts.collect_scripts(self.workspace, self.folder.events(), self.folder.artefacts)
+
+    @steptimer.timed("evaluation")
     def _evaluate(self, st: RunState, staged: StagedData) -> None:
-        t_eval = time.monotonic()
-        self.progress({"kind": "phase", "phase": "evaluate", "cases": len(staged.case_ids)})
-        with steptimer.step(st.runtime, "evaluation"), self.cpu.exclude("evaluation"):
+        """The frozen submission scored in the isolated evaluator (its CPU not the harness's); a change to it since
+        the freeze is a breach."""
+        with self.cpu.exclude("evaluation"):
             st.evaluation = run_isolated(self.task.id, staged, self.folder.submission, self.folder.manifest,
                                          self.folder.evaluation, options=self.eval_options,
                                          backend=self._evaluator(), pictures=self.o.pictures)
@@ -272,10 +287,20 @@ class Run:
             st.isolation.breached = True
             st.isolation.evidence += [BreachEvidence(st.runtime.turns, "change to the frozen submission after the "
                                                      "freeze", path) for path in st.evaluation.tampered[:20]]
-        with steptimer.step(st.runtime, "grading"):
-            st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
-                                             self.run_dir, trusted=st.isolation.verified)
-        st.runtime.eval_s = round(time.monotonic() - t_eval, 3)
+
+    @steptimer.timed("grading")
+    def _grade(self, st: RunState) -> None:
+        """The evaluation's grade requests answered by the model-graded step (a plugin's), folded into its metric."""
+        assert st.evaluation is not None
+        st.evaluation = grade_evaluation(self.reg, self.track, self.task, st.evaluation, self.eval_options,
+                                         self.run_dir, trusted=st.isolation.verified)
+
+    @steptimer.timed("pilot_checks")
+    def _pilot_checks(self, st: RunState, staged: StagedData) -> None:
+        """The one-case outputs copied during the run, contract-checked now (S3's evidence)."""
+        with self.cpu.exclude("evaluation"):
+            checks = self.pilots.check(self.task.id, staged, self._evaluator())
+        write_json(self.folder.checks, checks)
 
     def _evaluator(self) -> str:
         """The sandbox's evaluator backend, or the warm service in place of a fresh process when asked."""
@@ -284,18 +309,9 @@ class Run:
 
     def _finish(self, st: RunState, t0: float, reserve: Path) -> Result:
         """Score the state, tell the subscribers, write result.json and drop the workspace."""
-        runtime = st.runtime
-        with steptimer.step(runtime, "scoring"):
-            result = score_result(self.track, self.task, st.header, st.state, st.end_reason, st.error, runtime,
-                                  st.isolation, st.evaluation, st.verdict, st.manifest, st.codes, self.o.task_score,
-                                  self.o.tier, resolved=run_rubric(self.track, self.task, self.o.tier,
-                                                                   self.folder.events()))
-        if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
-            result.summary_plots = list(st.plots)
-        # the subscribers (the run page among them) see the times so far, not zeros
-        self._seal_times(result.runtime, t0)
-        with steptimer.step(runtime, "run_finished_hooks"):  # the error codes (E1-E5) and other subscribers
-            self._run_finished(result)
+        result = self._score(st)
+        self._seal_times(result.runtime, t0)  # the subscribers (the run page among them) see the times so far
+        self._run_finished(result)  # the error codes (E1-E5) and other subscribers
         # measured after the rubric and the post-run analysis (error-code detectors): their time is the
         # harness's; sealed here: writing result.json and releasing the workspace come after and are not in it
         self._seal_times(result.runtime, t0)
@@ -307,6 +323,18 @@ class Run:
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
+        return result
+
+    @steptimer.timed("scoring")
+    def _score(self, st: RunState) -> Result:
+        """The run's record from its state: stages, Task, Agentic, Overall and the rating (`score_result`)."""
+        result = score_result(ScoreInputs(
+            track=self.track, task=self.task, header=st.header, state=st.state, end_reason=st.end_reason,
+            runtime=st.runtime, isolation=st.isolation, manifest=st.manifest, evaluation=st.evaluation,
+            verdict=st.verdict, error=st.error, codes=st.codes, task_score=self.o.task_score,
+            resolved=run_rubric(self.track, self.task, self.o.tier, self.folder.events())))
+        if self.o.tier == "pro":  # the Pro brief asks for them; they enter no stage (the paper scores none)
+            result.summary_plots = list(st.plots)
         return result
 
     def _seal_times(self, runtime: Runtime, t0: float) -> None:
@@ -329,18 +357,11 @@ class Run:
 
     def _agent_phase(self, st: RunState, staged: StagedData) -> None:
         """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget."""
-        with steptimer.step(st.runtime, "workspace_quota"):
-            decoy = self._prepare_workspace(staged)
+        decoy = self._prepare_workspace(st, staged)
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
-        with steptimer.step(st.runtime, "sandbox_open"):
-            session = self._open_sandbox(st, staged, decoys)
-        with steptimer.step(st.runtime, "brief"):
-            brief, kickoff = self._write_brief(st, session, staged)
-        with steptimer.step(st.runtime, "tripwire"):
-            tripwire = self._arm_tripwire(st, session, staged, decoy)
-        self.traj.write({"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
-                         "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": st.header.hashes["brief"],
-                         "data_dir": session.data_dir, "workspace_dir": session.workspace_dir})
+        session = self._open_sandbox(st, staged, decoys)
+        brief, kickoff = self._write_brief(st, session, staged)
+        tripwire = self._arm_tripwire(st, session, staged, decoy)
         agent = self.agent
         loop = AgentLoop(staged, session, tripwire, decoy, decoys,
                          [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}],
@@ -354,9 +375,8 @@ class Run:
                                session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
                                max_turns=loop.max_turns, time_limit_s=loop.time_limit, steps=self.observed)
         try:
-            agent.start(context)
-            while self._turn(st, loop):
-                pass
+            for event, streams in self._conversation(st, loop, context):  # written as it happens: a crash keeps
+                self.traj.write(event, streams)                           # every turn so far
         finally:
             t_close = time.monotonic()
             session.close()
@@ -377,7 +397,8 @@ class Run:
         if st.end_reason in (errors.END_TURN_LIMIT, errors.END_TIME_LIMIT):
             st.codes.append(FiredCode("H-BUDGET", f"run stopped: {st.end_reason}"))
 
-    def _prepare_workspace(self, staged: StagedData) -> Path:
+    @steptimer.timed("workspace_quota")
+    def _prepare_workspace(self, st: RunState, staged: StagedData) -> Path:
         """plan/ and outputs/ (and Lite's requirements.txt) in the workspace; the decoy references beside it."""
         for sub in (self.folder.plan, self.folder.outputs):
             sub.mkdir(parents=True, exist_ok=True)
@@ -386,6 +407,7 @@ class Run:
             atomic_write_text(self.workspace / "requirements.txt", "\n".join(info.requirements) + "\n")
         return plant_decoys(staged.private, self.folder.decoy)
 
+    @steptimer.timed("sandbox_open")
     def _open_sandbox(self, st: RunState, staged: StagedData, decoys: dict[str, Path]) -> SandboxSession:
         """A session of the chosen backend; refused (UserError) when it cannot keep the references out."""
         sandbox = self.sandbox
@@ -471,6 +493,7 @@ class Run:
                 raise errors.UserError(f"the track's assets {self.assets} overlap the {name} {other}: "
                                        "assets must lie apart from data, references and runs")
 
+    @steptimer.timed("brief")
     def _write_brief(self, st: RunState, session: SandboxSession, staged: StagedData) -> tuple[str, str]:
         """The brief as the agent sees it (its paths inside the sandbox), stored and hashed; and the kickoff."""
         brief = render_brief(self.task, self.o.tier, self.track.template_dir(), data_dir=session.data_dir,
@@ -480,6 +503,7 @@ class Run:
         st.header.hashes["brief"] = sha256_text(brief)
         return brief, KICKOFF[self.o.tier]
 
+    @steptimer.timed("tripwire")
     def _arm_tripwire(self, st: RunState, session: SandboxSession, staged: StagedData, decoy: Path) -> Tripwire:
         """Watch the decoy (and, without filesystem isolation, the real references) for opens by the agent."""
         tripwire = Tripwire()
@@ -498,32 +522,46 @@ class Run:
 
     # ------------------------------------------------------------------ agent phase: turns
 
-    def _turn(self, st: RunState, loop: AgentLoop) -> bool:
-        """One reply of the agent and what it asks for; False when the loop ends (st.end_reason says why)."""
-        if loop.turn >= loop.max_turns:
-            st.end_reason = errors.END_TURN_LIMIT
-            return False
-        if loop.elapsed() >= loop.time_limit:
-            st.end_reason = errors.END_TIME_LIMIT
-            return False
-        loop.turn += 1
-        reply = self._reply(st, loop)
-        if not reply.tool_calls:
-            _drain(self.agent, self.traj, loop.turn, st.runtime)
-            return self._text_reply(st, loop, reply)
-        stop = self._tool_calls(st, loop, reply.tool_calls)
-        # an installed agent's own replies are numbered from this turn on: the next turn comes after them
-        loop.turn = st.runtime.turns = max(loop.turn, _drain(self.agent, self.traj, loop.turn, st.runtime,
-                                                             loop.max_turns))
-        return not stop
+    def _conversation(self, st: RunState, loop: AgentLoop, context: AgentContext) -> Events:
+        """The agent phase's trajectory: its start, then the agent started and its turns."""
+        session = loop.session
+        yield {"type": "start", "run_id": self.run_id, "task": self.task.id, "tier": self.o.tier,
+               "agent": self.o.agent, "sandbox": self.o.sandbox, "brief_sha256": st.header.hashes["brief"],
+               "data_dir": session.data_dir, "workspace_dir": session.workspace_dir}, {}
+        self.agent.start(context)
+        yield from self._turns(st, loop)
 
-    def _reply(self, st: RunState, loop: AgentLoop) -> AgentTurn:
+    def _turns(self, st: RunState, loop: AgentLoop) -> Events:
+        """The agent's replies and what they ask for, until the loop ends (st.end_reason says why): every trajectory
+        event, with the output streams a tool event spills, yielded as it happens."""
+        while True:
+            if loop.turn >= loop.max_turns:
+                st.end_reason = errors.END_TURN_LIMIT
+                return
+            if loop.elapsed() >= loop.time_limit:
+                st.end_reason = errors.END_TIME_LIMIT
+                return
+            loop.turn += 1
+            reply = yield from self._reply(st, loop)
+            if not reply.tool_calls:
+                yield from _drained(self.agent, loop.turn, st.runtime)
+                if (yield from self._text_reply(st, loop, reply)):
+                    continue
+                return
+            stop = yield from self._tool_calls(st, loop, reply.tool_calls)
+            # an installed agent's own replies are numbered from this turn on: the next turn comes after them
+            last = yield from _drained(self.agent, loop.turn, st.runtime, loop.max_turns)
+            loop.turn = st.runtime.turns = max(loop.turn, last)
+            if stop:
+                return
+
+    def _reply(self, st: RunState, loop: AgentLoop) -> Generator[Event, None, AgentTurn]:
         """Ask the agent for its next turn and record it (trajectory, runtime counters, conversation)."""
         t_agent = time.monotonic()
         try:
             reply: AgentTurn = self.agent.next_turn(loop.messages)
         except errors.AgentError:
-            _drain(self.agent, self.traj, loop.turn, st.runtime)  # the retries that led here are recorded too
+            yield from _drained(self.agent, loop.turn, st.runtime)  # the retries that led here are recorded too
             raise
         except Exception as exc:
             raise errors.AgentError(f"agent {self.o.agent} raised {type(exc).__name__}: {exc}") from exc
@@ -538,23 +576,21 @@ class Run:
         runtime.tokens_in += reply.tokens_in
         runtime.tokens_out += reply.tokens_out
         runtime.cost_usd += reply.cost_usd
-        self.traj.write({"type": "assistant", "turn": turn, "content": reply.content,
-                         "reasoning": reply.reasoning,
-                         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
-                                         **({"source": c.source} if c.source else {})}
-                                        for c in reply.tool_calls],
-                         "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out,
-                         "tokens_cached": reply.tokens_cached,
-                         "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
-                         "latency_s": round(time.monotonic() - t_agent, 3)})
+        yield {"type": "assistant", "turn": turn, "content": reply.content, "reasoning": reply.reasoning,
+               "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments,
+                               **({"source": c.source} if c.source else {})} for c in reply.tool_calls],
+               "tokens_in": reply.tokens_in, "tokens_out": reply.tokens_out, "tokens_cached": reply.tokens_cached,
+               "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
+               "latency_s": round(time.monotonic() - t_agent, 3)}, {}
         loop.messages.append(_assistant_message(reply))
         self.progress({"kind": "turn", "turn": turn, "content": reply.content,
                        "tools": [c.name for c in reply.tool_calls]})
         runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
         return reply
 
-    def _text_reply(self, st: RunState, loop: AgentLoop, reply: AgentTurn) -> bool:
-        """A reply without a tool call: stop (final, or out of continues) or answer with a continue message."""
+    def _text_reply(self, st: RunState, loop: AgentLoop, reply: AgentTurn) -> Generator[Event, None, bool]:
+        """A reply without a tool call: stop (final, or out of continues) or answer with a continue message;
+        True to go on."""
         runtime = st.runtime
         if reply.final:
             st.end_reason = errors.END_AGENT_STOPPED
@@ -569,19 +605,19 @@ class Run:
         except Exception as exc:  # a hint plugin's bug on the agent's text: the generic message, no harness failure
             hint = generic_hint(data_dir)
             hint.detail = f"no tool call found (the reply-hint plugin failed: {type(exc).__name__})"
-        if runtime.text_replies > loop.continues:
+        stop = runtime.text_replies > loop.continues
+        event = {"type": "no_tool_call", "turn": loop.turn, "action": "stop" if stop else "continue",
+                 "text_replies": runtime.text_replies, "continues": loop.continues, "hint": hint.kind,
+                 "detail": hint.detail}
+        if stop:
             st.end_reason = errors.END_NO_TOOL_CALL if loop.continues else errors.END_AGENT_STOPPED
-            self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "stop",
-                             "text_replies": runtime.text_replies, "continues": loop.continues,
-                             "hint": hint.kind, "detail": hint.detail})
-            return False
-        self.traj.write({"type": "no_tool_call", "turn": loop.turn, "action": "continue",
-                         "text_replies": runtime.text_replies, "continues": loop.continues,
-                         "hint": hint.kind, "detail": hint.detail, "message": hint.message})
-        loop.messages.append({"role": "user", "content": hint.message})
-        return True
+        else:
+            event["message"] = hint.message
+            loop.messages.append({"role": "user", "content": hint.message})
+        yield event, {}
+        return not stop
 
-    def _tool_calls(self, st: RunState, loop: AgentLoop, calls: list[ToolCall]) -> bool:
+    def _tool_calls(self, st: RunState, loop: AgentLoop, calls: list[ToolCall]) -> Generator[Event, None, bool]:
         """Run a reply's calls in order, each within what is left of the budget; True when the run stops."""
         stop = False
         for index, call in enumerate(calls):
@@ -589,8 +625,8 @@ class Run:
                 # limits hold per call: calls past the budget are answered, never run
                 why = ("the time limit is reached" if index < MAX_CALLS_PER_REPLY
                        else f"more than {MAX_CALLS_PER_REPLY} calls in one reply")
-                self.traj.write({"type": "tool", "turn": loop.turn, "call_id": call.id, "name": call.name,
-                                 "error": "not_run", "reason": why})
+                yield {"type": "tool", "turn": loop.turn, "call_id": call.id, "name": call.name, "error": "not_run",
+                       "reason": why}, {}
                 loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": f"ERROR: not run: {why}"})
                 if index < MAX_CALLS_PER_REPLY:
                     st.end_reason, stop = errors.END_TIME_LIMIT, True
@@ -598,15 +634,18 @@ class Run:
             st.runtime.tool_calls += 1
             remaining = max(1.0, loop.time_limit - loop.elapsed())
             timeout = remaining if self.agent.long_calls else min(loop.exec_timeout, remaining)
-            content, event, is_submit = self._tool(call, loop.session, loop.staged, timeout, loop.turn)
+            content, event, is_submit, streams = yield from self._tool(call, loop.session, loop.staged, timeout,
+                                                                       loop.turn)
             if event.get("duration_s"):
                 st.runtime.exec_s += event["duration_s"]
-            self._check_breach(st, loop, call, event)
-            self.traj.write(event)
-            content, repeated = self._repeated(loop, call, event, content)
+            touched = self._check_breach(st, loop, call, event)
+            if touched:
+                yield {"type": "breach", "turn": loop.turn, "paths": touched}, {}
+            yield event, streams  # long streams go to side files, the event keeps head and tail
+            content, repeated = yield from self._repeated(loop, call, event, content)
             self.pilots.note(event)  # a one-case output is copied now, contract-checked after the run
             if event.get("session"):
-                self._observed_steps(st, loop, event)
+                yield from self._observed_steps(st, loop, event)
             loop.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             self.progress({"kind": "tool", "turn": loop.turn, **{k: event.get(k) for k in
                                                                 ("name", "exit_code", "duration_s")}})
@@ -621,7 +660,8 @@ class Run:
                 return True
         return stop
 
-    def _repeated(self, loop: AgentLoop, call: ToolCall, event: dict[str, Any], content: str) -> tuple[str, bool]:
+    def _repeated(self, loop: AgentLoop, call: ToolCall, event: dict[str, Any],
+                  content: str) -> Generator[Event, None, tuple[str, bool]]:
         """Count the call into the streak of identical calls with the same outcome; from the notice on, tell the
         agent under the answer and record a `repeated_call` event. (answer, True when the run stops here)."""
         outcome = f"{event.get('exit_code')}/{event.get('timed_out')}/{event.get('error')}/{event.get('refused')}"
@@ -629,14 +669,14 @@ class Run:
         if streak < repeats.NOTICE_AT:
             return content, False
         stop = bool(loop.repeat_limit) and streak >= loop.repeat_limit
-        self.traj.write({"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
-                         "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"})
+        yield {"type": "repeated_call", "turn": loop.turn, "call_id": call.id, "name": call.name,
+               "streak": streak, "limit": loop.repeat_limit, "action": "stop" if stop else "notice"}, {}
         return content + repeats.notice(streak, loop.repeat_limit), stop
 
-    def _observed_steps(self, st: RunState, loop: AgentLoop, session: dict[str, Any]) -> None:
-        """Write the steps the harness observed inside an agent program's session (`observed.ObservedSteps`) as
-        its own turns, numbered as the model made them (up to the turn budget); the session call itself is no
-        step, and the model time inside it is the agent's, not the tools'."""
+    def _observed_steps(self, st: RunState, loop: AgentLoop, session: dict[str, Any]) -> Events:
+        """The steps the harness observed inside an agent program's session (`observed.ObservedSteps`), as its
+        own turns numbered as the model made them (up to the turn budget); the session call itself is no step,
+        and the model time inside it is the agent's, not the tools'."""
         observed = self.observed
         st.runtime.tool_calls -= 1
         last = loop.turn
@@ -648,12 +688,11 @@ class Run:
                 st.runtime.tokens_in += event.get("tokens_in", 0)
                 st.runtime.tokens_out += event.get("tokens_out", 0)
                 st.runtime.cost_usd += event.get("cost_usd", 0.0)
+            streams = {}
             if event.get("type") == "tool":
                 st.runtime.tool_calls += 1
-                for stream in ("stdout", "stderr"):
-                    event.update(self.traj.stream_field(turn, event.get("call_id") or "step", stream,
-                                                        event.pop(stream, "")))
-            self.traj.write({**event, "turn": turn})
+                streams = {stream: event.pop(stream, "") for stream in ("stdout", "stderr")}
+            yield {**event, "turn": turn}, streams
         moved = min(observed.model_s, session.get("duration_s") or 0.0)
         observed.model_s -= moved
         st.runtime.exec_s -= moved
@@ -661,11 +700,11 @@ class Run:
         loop.model_s += moved
         loop.turn = st.runtime.turns = last
 
-    def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> None:
-        """Record every private or decoy path the call opened as breach evidence (the run then stops)."""
+    def _check_breach(self, st: RunState, loop: AgentLoop, call: ToolCall, event: dict[str, Any]) -> list[str]:
+        """Record every private or decoy path the call opened as breach evidence (the run then stops); the paths."""
         touched = loop.tripwire.drain()
         if not touched:
-            return
+            return touched
         st.isolation.breached = True
         command = event.get("code", call.arguments)[:2000]
         for path in touched:
@@ -674,14 +713,15 @@ class Run:
             if path in loop.tripwire.modified:
                 kind = kind.replace("read of", "change to", 1)
             st.isolation.evidence.append(BreachEvidence(loop.turn, kind, path, command))
-        self.traj.write({"type": "breach", "turn": loop.turn, "paths": touched})
+        return touched
 
     def _tool(self, call, session: SandboxSession, staged: StagedData, timeout: float,
-              turn: int) -> tuple[str, dict[str, Any], bool]:
+              turn: int) -> Generator[Event, None, tuple[str, dict[str, Any], bool, dict[str, str]]]:
+        """(what the agent is told, the trajectory event, whether it submitted, the call's output streams)."""
         base = {"type": "tool", "turn": turn, "call_id": call.id, "name": call.name}
 
-        def refused(msg: str, error: str) -> tuple[str, dict[str, Any], bool]:
-            return msg, {**base, "error": error, "arguments": call.arguments[:2000]}, False
+        def refused(msg: str, error: str) -> tuple[str, dict[str, Any], bool, dict[str, str]]:
+            return msg, {**base, "error": error, "arguments": call.arguments[:2000]}, False, {}
 
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
@@ -693,18 +733,18 @@ class Run:
             return refused(f"ERROR: the arguments of {call.name} are not a valid JSON object ({exc}). "
                            'Send {"language": "python"|"bash", "code": "..."}.', "malformed_arguments")
         if call.name == "submit_results":
-            refusal = self._submit_gate(staged)
+            refusal = yield from self._submit_gate(staged)
             if refusal:  # the track's policy: the run goes on, the agent is told why
                 reply = {"accepted": False, "reason": refusal}
-                return json.dumps(reply), {**base, "result": reply, "refused": True}, False
+                return json.dumps(reply), {**base, "result": reply, "refused": True}, False, {}
             missing = self._missing_outputs(staged)
             reply = {"accepted": True, "complete": not missing, "missing": missing[:50],
                      "missing_count": len(missing)}
-            return json.dumps(reply), {**base, "result": reply}, True
+            return json.dumps(reply), {**base, "result": reply}, True, {}
         if call.name != "execute_code":
             return (f"ERROR: unknown tool {call.name[:80]!r}; tools are execute_code and submit_results. "
                     f"A valid call:\n{execute_code_example(session.data_dir)}",
-                    {**base, "error": "unknown_tool"}, False)
+                    {**base, "error": "unknown_tool"}, False, {})
         language, code = args.get("language"), args.get("code")
         if language not in ("python", "bash") or not isinstance(code, str) or not code.strip():
             return refused("ERROR: execute_code needs language ('python' or 'bash') and non-empty code",
@@ -722,18 +762,16 @@ class Run:
                  "changed_cases": changed, "cases_with_outputs": cases}
         if self.agent.session_calls:  # the agent's program ran here: its steps are the observed events after it
             event["session"] = True
-        for stream in ("stdout", "stderr"):  # long streams go to side files, the event keeps head and tail
-            event.update(self.traj.stream_field(turn, call.id, stream, getattr(result, stream)))
         content = (f"exit_code: {result.exit_code}\nstdout:\n{tail(result.stdout, MODEL_STDOUT_TAIL)}\n"
                    f"stderr:\n{tail(result.stderr, MODEL_STDERR_TAIL)}")
-        return content, event, False
+        return content, event, False, {"stdout": result.stdout, "stderr": result.stderr}
 
-    def _submit_gate(self, staged: StagedData) -> str | None:
+    def _submit_gate(self, staged: StagedData) -> Generator[Event, None, str | None]:
         """The track's pre-submit refusal, if any; a gate that fails on odd agent files accepts (fails open)."""
         try:
             refusal = self.track.submit_gate(self.task, staged, self.folder.outputs)
         except Exception as exc:
-            self.traj.write({"type": "note", "note": f"submit gate error: {type(exc).__name__}: {exc}"})
+            yield {"type": "note", "note": f"submit gate error: {type(exc).__name__}: {exc}"}, {}
             return None
         return str(refusal)[:2000] if refusal else None
 
@@ -750,6 +788,7 @@ class Run:
 
     # ------------------------------------------------------------------ after the agent
 
+    @steptimer.timed("judge")
     def _judge(self, st: RunState) -> None:
         """The judge's verdict on the stored run; an unavailable judge leaves S1–S3 null, never 0."""
         t_judge = time.monotonic()
@@ -765,6 +804,7 @@ class Run:
         st.verdict = verdict
         write_json(self.folder.judge, verdict)
 
+    @steptimer.timed("run_finished_hooks")
     def _run_finished(self, result: Result) -> None:
         """Tell every `automedbench_run_finished` subscriber (e.g. the error-code tagger), each in its own try."""
         # pluggy's own call order (tryfirst first, trylast last): the list it returns runs the other way
@@ -777,10 +817,11 @@ class Run:
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
 
 
-def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime, max_turns: int = 0) -> int:
-    """Write the events only the agent saw (retries, context trimming, an installed agent's own steps) after its
-    turn; count overflows; return the last turn they name. An event may name a turn from this one up to the turn
-    budget (an installed agent's replies, numbered as the model made them); any other is recorded at this turn.
+def _drained(agent: Agent, turn: int, runtime: Runtime, max_turns: int = 0) -> Generator[Event, None, int]:
+    """The events only the agent saw (retries, context trimming, an installed agent's own steps) after its turn,
+    for the trajectory; count overflows; return the last turn they name. An event may name a turn from this one
+    up to the turn budget (an installed agent's replies, numbered as the model made them); any other is recorded
+    at this turn.
     An event that is not a JSON object the trajectory can hold is the agent's failure, never the harness's."""
     who = agent.name or type(agent).__name__
     try:
@@ -801,7 +842,7 @@ def _drain(agent: Agent, traj: TrajectoryWriter, turn: int, runtime: Runtime, ma
             raise errors.AgentError(f"agent {who} drained an event the trajectory cannot hold "
                                     f"({type(exc).__name__}: {str(exc)[:200]})") from None
         runtime.context_retries += extra.get("type") == "context_overflow"
-        traj.write(record)
+        yield record, {}
     return last
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from attrs import Factory, define
 
 from .judge import JudgeInput
 from .records import (
@@ -261,22 +262,42 @@ def positive_case_ids(track: Track, task: TaskSpec, evaluation: Evaluation) -> l
     return [c.case_id for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {}))]
 
 
-def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_reason: str, error: str | None,
-                 runtime: Runtime, isolation: Isolation, evaluation: Evaluation | None,
-                 verdict: JudgeVerdict | None, manifest: SubmissionManifest, codes: list[FiredCode],
-                 task_score: str | None, tier: str, judged: bool = True,
-                 resolved: Resolved | None = None) -> Result:
-    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge).
+@define(kw_only=True)
+class ScoreInputs:
+    """What one run's record is scored from: the run's facts (state, isolation, the evaluator's evaluation, the
+    judge's verdict) and how to read them (the task score, the rubric as settled for the run). Built by a fresh
+    run, `evaluate` (no agent: `judged=False`) and `rejudge` (a new verdict on a stored run) alike."""
 
-    `resolved` is the rubric as settled for this run (`run_rubric`); it is stored in the result."""
+    track: Track
+    task: TaskSpec
+    header: Header  # its tier is the run's
+    state: str
+    end_reason: str
+    runtime: Runtime
+    isolation: Isolation
+    manifest: SubmissionManifest
+    evaluation: Evaluation | None = None
+    verdict: JudgeVerdict | None = None
+    error: str | None = None
+    codes: list[FiredCode] = Factory(list)  # the harness's codes so far; H-BREACH is added here on a breach
+    task_score: str | None = None  # strict or partial; None: the task file's
+    judged: bool = True  # False: S1–S3 are not graded (no agent run)
+    resolved: Resolved | None = None  # the rubric as settled for this run (`run_rubric`); stored in the result
+
+
+def score_result(inputs: ScoreInputs) -> Result:
+    """Combine evaluator facts and judge verdicts into the final record (shared by run, evaluate, rejudge)."""
+    track, task, tier, state = inputs.track, inputs.task, inputs.header.tier, inputs.state
+    evaluation, isolation, judged, resolved = inputs.evaluation, inputs.isolation, inputs.judged, inputs.resolved
+    codes = inputs.codes
     metric = evaluation.metric if evaluation is not None else None
     if metric is not None:
-        metric.used = task_score or task.task_score
+        metric.used = inputs.task_score or task.task_score
     stages = []
     if judged:
         if resolved is None:
             resolved = run_rubric(track, task, tier, [])
-        stages += judged_stages(resolved, verdict, tier)
+        stages += judged_stages(resolved, inputs.verdict, tier)
     else:
         stages += judged_stages(None, None, tier)
         for stage in stages:
@@ -284,8 +305,8 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
     positive_ids = positive_case_ids(track, task, evaluation) if evaluation is not None else None
     positive = len(positive_ids) if positive_ids is not None else None
     if evaluation is not None:
-        stages += deterministic_stages(evaluation, positive or 0, track.positive_evidence(task), manifest.submitted,
-                                       positive_ids)
+        stages += deterministic_stages(evaluation, positive or 0, track.positive_evidence(task),
+                                       inputs.manifest.submitted, positive_ids)
     if state in ("infrastructure_failure", "cancelled"):
         stages, metric = [], None
     if isolation.breached:
@@ -298,6 +319,6 @@ def score_result(track: Track, task: TaskSpec, header: Header, state: str, end_r
         agg.agentic, agg.overall, agg.task = 0.0, 0.0, 0.0
         codes.append(FiredCode("H-BREACH", f"{len(isolation.evidence)} read(s) of private/decoy paths",
                                evidence_turns=sorted({e.turn for e in isolation.evidence})))
-    return Result(header, state, end_reason, runtime, stages, metric, agg, isolation, manifest,
-                  evaluation.cases if evaluation else [], codes, verdict, error,
+    return Result(inputs.header, state, inputs.end_reason, inputs.runtime, stages, metric, agg, isolation,
+                  inputs.manifest, evaluation.cases if evaluation else [], codes, inputs.verdict, inputs.error,
                   describe_conditions(resolved.rubric) if judged and resolved is not None else None)

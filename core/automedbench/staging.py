@@ -192,6 +192,15 @@ def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
     return load(task, data_root)
 
 
+def stage_task(task_id: str, data_root: Path | None = None) -> StagedData:
+    """Stage (a demo) or load (a task staged before) the installed task `task_id` under `data_root` (default:
+    AUTOMEDBENCH_DATA, else the per-user cache); its `StagedData`. UserError for an unknown or unstaged task."""
+    from .plugins import registry
+
+    track, task = registry().task(task_id)
+    return ensure(track, task, data_root if data_root is not None else default_data_root())
+
+
 def digests(task: TaskSpec, data_root: Path) -> dict[str, str]:
     info = json.loads((task_dir(data_root, task) / STAMP).read_text())
     return {"public_data": info["public_sha256"], "private_data": info["private_sha256"]}

@@ -6,10 +6,12 @@ harness spent it (set-up, sandbox, freeze, evaluation, judge, ...), so overhead 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .records import Runtime
 
@@ -24,6 +26,23 @@ def step(runtime: Runtime, name: str) -> Iterator[None]:
         yield
     finally:
         add(runtime, name, time.monotonic() - started)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def timed(name: str) -> Callable[[F], F]:
+    """Declare a run's step: a method `fn(self, state, ...)` whose wall time goes to `state.runtime`'s step `name`
+    (the state: anything with a `runtime`, a RunState or the Result), even if it raises."""
+    def declare(fn: F) -> F:
+        @functools.wraps(fn)
+        def timed_step(self: Any, state: Any, *args: Any, **kwargs: Any) -> Any:
+            with step(state.runtime, name):
+                return fn(self, state, *args, **kwargs)
+
+        return timed_step  # type: ignore[return-value]
+
+    return declare
 
 
 def add(runtime: Runtime, name: str, seconds: float) -> None:

@@ -1,41 +1,35 @@
-"""Test helpers for plugin authors: run a task end to end, and check a track the way `validate-task` does.
+"""Test helpers for plugin authors: what a track's tests do (run a task end to end, evaluate a folder, render a
+brief, grade a trajectory with the rules judge, stage a task, check a track as `validate-task` does), as functions.
 
 A plugin's `tests/conftest.py` can say `pytest_plugins = ["automedbench.testing"]` to get the
 `amb_registry`, `amb_data_root`, `amb_run` and `amb_docker` fixtures; the plain functions work without pytest.
-This module is the face tracks' tests import (with automedbench.api, nothing else of the core): running
-and staging are here; the test kit's helpers (`check_sandbox`, the conformance suite a sandbox backend runs
-against itself; `StepsAgent`, `register_agent`, `reference_leaks`, `check_track`, the toy track, ...) are
+This module is the face tracks' tests import (with automedbench.api, nothing else of the core): its helpers are
+built on `automedbench.engine` and hand back records of `automedbench.api`, so a test never holds the engine's
+classes. The test kit's helpers (`check_sandbox`, the conformance suite a sandbox backend runs against itself;
+`StepsAgent`, `register_agent`, `reference_leaks`, `check_track`, `check_download`, ...) are
 forwarded from the automedbench-testkit distribution, installed by `pip install 'automedbench[test]'`.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .records import Result
+from attrs import frozen
 
-# What a plugin's tests use of the engine, offered here so a track's tests, like its code, import only
-# automedbench.api and automedbench.testing (tests/test_layering.py holds that). Loaded on first use: a test
-# module importing automedbench.testing does not load the runner.
-_ENGINE = {
-    "Run": "runner", "RunOptions": "runner", "RulesJudge": "judges.rules", "render_brief": "brief",
-    "evaluate_folder": "evaluate_cmd", "cli_main": "cli:main",
-    "judged_stages": "scoring", "evaluate_in_process": "evaluator:evaluate", "freeze": "freeze",
-    "grade_evaluation": "gradestep", "GRADES_FILE": "gradestep",
-    "resolve_rubric": "rubric:resolve", "check_rubric": "rubric:check", "describe_conditions": "rubric",
-    "asked_items": "judge", "verdict_schema": "judge", "registry": "plugins", "Registry": "plugins",
-}
+if TYPE_CHECKING:
+    from .records import Evaluation, ItemVerdict, Result, StageScore, TaskSpec
+    from .rubric import Resolved, Rubric
+    from .track import StagedData, Track
+
 # The test kit's helpers (automedbench_testkit.EXPORTS holds where each lives there).
 FROM_TESTKIT = frozenset({
-    "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_sandbox", "check_track", "docker_unavailable",
-    "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker", "reference_leaks",
-    "register_agent", "register_toy_track", "render_grade_request", "sampled", "validate",
-    "check_stager", "stager_report", "STAGER_CHECKS", "assert_stager_conforms",
+    "SANDBOX_CHECKS", "CheckResult", "StepsAgent", "check_download", "check_sandbox", "check_track",
+    "docker_unavailable", "find_reference_leaks", "full_check", "load_solution_script", "needs", "needs_docker",
+    "reference_leaks", "register_agent", "sampled", "validate", "check_stager", "stager_report", "STAGER_CHECKS",
+    "assert_stager_conforms",
 })
 INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 
@@ -43,11 +37,7 @@ INSTALL_TESTKIT = "pip install 'automedbench[test]'"
 def __getattr__(name: str) -> Any:
     if name in FROM_TESTKIT:
         return getattr(_testkit(name), name)
-    where = _ENGINE.get(name)
-    if where is None:
-        raise AttributeError(f"module automedbench.testing has no attribute {name!r}")
-    module, _, attr = where.partition(":")
-    return getattr(importlib.import_module(f"automedbench.{module}"), attr or name)
+    raise AttributeError(f"module automedbench.testing has no attribute {name!r}")
 
 
 def _testkit(name: str) -> Any:
@@ -62,44 +52,203 @@ def _testkit(name: str) -> Any:
     return automedbench_testkit
 
 
+# ------------------------------------------------------------------ the installed tasks and registries
+
+
 def fresh_registry() -> Any:
-    """A new registry loaded from the installed entry points; the process-wide one is left as it is."""
-    from .plugins import Registry
+    """A new registry loaded from the installed entry points; the process-wide one is left as it is. Add a
+    test's own plugin to it (`.add_plugin(module, name=...)`) and hand it to `run_task` or `grade_requests`."""
+    from .engine import Registry
 
     fresh = Registry()
     fresh.load_entry_points()
     return fresh
 
 
+def register_toy_track() -> None:
+    """Make sure the core's pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
+    core's entry point `toy` registers it already; this adds it where the registry was built without it."""
+    from importlib.metadata import entry_points
+
+    from .engine import registry
+
+    (point,) = entry_points(group="automedbench", name="toy")
+    registry().add_plugin(point.load(), name="toy", distribution="automedbench")
+
+
+def load_task(task_id: str) -> tuple[Track, TaskSpec]:
+    """(track, task) of an installed task, as the runner finds it; UserError for an unknown id."""
+    from .engine import registry
+
+    return registry().task(task_id)
+
+
+def warm_evaluator_installed() -> bool:
+    """Whether the warm evaluator (automedbench-campaign) is installed: a test scoring many submissions of one
+    task can score them on it (`warm_evaluator=True`, `backend="warm"`), with the cold path's verdicts."""
+    from .engine import registry
+
+    return "warm" in registry().components["evaluator"]
+
+
+# ------------------------------------------------------------------ staging
+
+
 def stage_from_folder(track: Any, task: Any, data_root: Path, source: Path) -> Any:
     """Stage `task` from a download folder `source` into `data_root`, as `automedbench stage T --from` does."""
-    from . import staging
+    from .engine import stage
 
-    return staging.stage(track, task, data_root, source)
+    return stage(track, task, data_root, source)
 
 
-def ensure_staged(track: Any, task: Any, data_root: Path) -> Any:
+def ensure_staged(track: Any, task: Any, data_root: Path) -> StagedData:
     """Stage `task` from its generator (or reuse the staged copy) under `data_root`; its `StagedData`."""
-    from . import staging
+    from .engine import ensure_staged as ensure
 
-    return staging.ensure(track, task, data_root)
-
-
-def stage_task(task_id: str, data_root: Path) -> Any:
-    """Stage (or reuse) a task under `data_root`; returns its `StagedData`."""
-    from .plugins import registry
-
-    return ensure_staged(*registry().task(task_id), data_root)
+    return ensure(track, task, data_root)
 
 
-def run_task(task_id: str, agent: str, *, out: Path, data_root: Path, tier: str = "lite",
+def stage_task(task_id: str, data_root: Path) -> StagedData:
+    """Stage (or reuse) a task under `data_root`; returns its `StagedData` (`automedbench.api.stage_task`)."""
+    from .api import stage_task as stage
+
+    return stage(task_id, data_root)
+
+
+# ------------------------------------------------------------------ runs and evaluations
+
+
+def run_task(task_id: str, agent: str, *, out: Path, data_root: Path, tier: str = "lite", registry: Any = None,
              **options: Any) -> tuple[Result, Path]:
-    """One run through the real runner (sandbox, freeze, isolated evaluator, judge); (result, run folder)."""
-    from .plugins import registry
-    from .runner import Run, RunOptions
+    """One run through the real runner (sandbox, freeze, isolated evaluator, judge); (result, run folder).
+    `options` are the run options (`agent_options`, `eval_options`, `warm_evaluator`, budgets, ...); a bad one
+    raises UserError before the run starts. `registry` defaults to the process-wide one."""
+    from .engine import Run, RunOptions
+    from .engine import registry as default_registry
 
-    runner = Run(RunOptions(task_id, tier, agent, out=out, data_root=data_root, **options), registry())
+    runner = Run(RunOptions(task_id, tier, agent, out=out, data_root=data_root, **options),
+                 registry if registry is not None else default_registry())
     return runner.execute(), runner.run_dir
+
+
+def run_steps(task_id: str, steps: Sequence[tuple[str, str] | list[str]], *, out: Path, data_root: Path,
+              tier: str = "lite", submit: bool = True, **options: Any) -> tuple[Result, Path]:
+    """A run whose agent executes the given (language, code) steps in the sandbox, one call a turn, then submits
+    (the test kit's `StepsAgent`, registered in the process-wide registry): how an attack is tried through the
+    real runner. `options` as for `run_task`."""
+    kit = _testkit("run_steps")
+    kit.register_agent(kit.StepsAgent)
+    agent_options = {**options.pop("agent_options", {}), "steps": [list(step) for step in steps]}
+    if not submit:
+        agent_options["submit"] = False
+    return run_task(task_id, kit.StepsAgent.name, out=out, data_root=data_root, tier=tier,
+                    agent_options=agent_options, **options)
+
+
+def evaluate_outputs(task_id: str, *, data_root: Path, work: Path, submission: Path | None = None,
+                     baseline: str | None = None, task_score: str | None = None,
+                     eval_options: dict[str, str] | None = None, backend: str = "process",
+                     registry: Any = None) -> Result:
+    """Score a folder of outputs (`submission`) or a track's baseline by name, as `automedbench evaluate` does:
+    frozen, scored in the isolated evaluator (`backend`), graded, rated; the Result (also `work/result.json`)."""
+    from .engine import EvaluateOptions, evaluate_folder
+    from .engine import registry as default_registry
+
+    return evaluate_folder(registry if registry is not None else default_registry(), EvaluateOptions(
+        task=task_id, data_root=data_root, work=work, submission=submission, baseline=baseline,
+        task_score=task_score, eval_options=dict(eval_options or {}), backend=backend))
+
+
+def evaluate_frozen(task_id: str, outputs: Path, *, data_root: Path, work: Path,
+                    eval_options: dict[str, str] | None = None) -> Evaluation:
+    """The evaluation of a folder of outputs in this process: frozen into `work/submission` as a run's outputs
+    are, then checked and scored by the track (its grade requests left unanswered): for metric tests."""
+    from .engine import ensure_staged as ensure
+    from .engine import evaluate, freeze
+
+    track, task = load_task(task_id)
+    staged = ensure(track, task, data_root)
+    manifest = freeze(outputs, work / "submission", submitted=True)
+    return evaluate(track, task, staged, work / "submission", manifest, dict(eval_options or {}))
+
+
+def grade_requests(evaluation: Evaluation, task_id: str, eval_options: dict[str, str], folder: Path, *,
+                   registry: Any = None) -> tuple[Evaluation, dict[str, Any]]:
+    """The model-graded scoring step on an evaluation's grade requests, as a run takes it after the evaluator:
+    (the evaluation with the grades folded in, the `grades.json` record written into `folder`)."""
+    import json
+
+    from .engine import GRADES_FILE, grade_evaluation
+    from .engine import registry as default_registry
+
+    reg = registry if registry is not None else default_registry()
+    track, task = reg.task(task_id)
+    graded = grade_evaluation(reg, track, task, evaluation, eval_options, folder)
+    log = folder / GRADES_FILE
+    return graded, json.loads(log.read_text()) if log.exists() else {}
+
+
+def run_cli(*args: str, **invoke: Any) -> Any:
+    """`automedbench ARGS...` in this process (click's test runner): the click Result (exit_code, stdout,
+    stderr). `invoke` goes to `CliRunner.invoke` (`catch_exceptions=False`, `env=...`)."""
+    from click.testing import CliRunner
+
+    from .cli import main
+
+    return CliRunner().invoke(main, list(args), **invoke)
+
+
+# ------------------------------------------------------------------ briefs and rubrics
+
+
+def render_task_brief(task_id: str, tier: str, *, data_dir: str = "/data/public", workspace_dir: str = "/workspace",
+                      **extra: Any) -> str:
+    """The brief an agent gets for an installed task at `tier` (the track's templates and the core's), with the
+    sandbox paths given; `extra` fills any further template variable the brief uses."""
+    from .engine import render_brief
+
+    track, task = load_task(task_id)
+    return render_brief(task, tier, track.template_dir(), data_dir=data_dir, workspace_dir=workspace_dir, **extra)
+
+
+@frozen
+class RulesGrading:
+    """The rules judge on one trajectory: the rubric as settled for it, each graded item's verdict by id, and
+    S1–S3 folded from them by the stage rules (what a run's result would hold)."""
+
+    resolved: Resolved
+    items: dict[str, ItemVerdict]
+    stages: list[StageScore]
+
+
+def grade_by_rules(task_id: str, tier: str, events: list[dict[str, Any]], *, plan: str | None = None,
+                   plan_png: bytes | None = None, extra: dict[str, Any] | None = None,
+                   rubric: Rubric | None = None) -> RulesGrading:
+    """Grade trajectory `events` (tool-call dicts as `trajectory.jsonl` holds them) of an installed task with the
+    rules judge, as a run does: the track's rubric (or `rubric`) settled for the tier and the events, the
+    graded items judged from plan.md (`plan`), plan.png and the events (`extra`: e.g. `pilot_checks`)."""
+    from .api import JudgeInput
+    from .engine import judged_stages, registry, resolve_rubric, run_rubric
+
+    track, task = load_task(task_id)
+    resolved = (run_rubric(track, task, tier, events) if rubric is None
+                else resolve_rubric(rubric, tier, events, track.rubric_conditions(task)))
+    verdict = registry().create("judge", "rules").grade(JudgeInput(task, tier, resolved.graded, plan, plan_png,
+                                                                   events, extra=dict(extra or {}),
+                                                                   resolved=resolved))
+    return RulesGrading(resolved, {v.id: v for v in verdict.items}, judged_stages(resolved, verdict, tier))
+
+
+def rubric_problems(rubric: Rubric, conditions: Sequence[str] = (),
+                    tiers: Sequence[str] = ("lite", "standard", "pro")) -> list[str]:
+    """What `validate-task` and the runner would refuse in a rubric declaration (empty when sound); `conditions`
+    are the condition names the track declares besides the core's."""
+    from .engine import check_rubric
+
+    return check_rubric(rubric, list(tiers), list(conditions))
+
+
+# ------------------------------------------------------------------ reading results
 
 
 def stage_scores(result: Result) -> dict[str, float | None]:
@@ -112,8 +261,11 @@ def item_values(result: Result) -> dict[str, float | None]:
     return {i.id: i.value for s in result.stages for i in s.items}
 
 
-__all__ = sorted({*_ENGINE, *FROM_TESTKIT, "ensure_staged", "fresh_registry", "item_values", "pytest_configure",
-                  "run_task", "stage_from_folder", "stage_scores", "stage_task"})
+__all__ = sorted({*FROM_TESTKIT, "RulesGrading", "ensure_staged", "evaluate_frozen", "evaluate_outputs",
+                  "fresh_registry", "grade_by_rules", "grade_requests", "item_values", "load_task",
+                  "pytest_configure", "register_toy_track", "render_task_brief", "rubric_problems", "run_cli",
+                  "run_steps", "run_task", "stage_from_folder", "stage_scores", "stage_task",
+                  "warm_evaluator_installed"})
 
 
 def pytest_configure(config: Any) -> None:
@@ -159,7 +311,7 @@ if pytest is not None:
     @pytest.fixture(scope="session")
     def amb_registry() -> Any:
         """The process-wide plugin registry (every installed track, agent, sandbox and judge)."""
-        from .plugins import registry
+        from .engine import registry
 
         return registry()
 

@@ -120,6 +120,15 @@ class Track(ABC):
     def tasks(self) -> list[TaskSpec]:
         """Every task this track offers."""
 
+    def task(self, task_id: str) -> TaskSpec:
+        """The track's task `task_id`; UserError (one line, with the closest ids) when it has none of that id."""
+        from .errors import UserError, did_you_mean
+
+        found = {t.id: t for t in self.tasks()}
+        if task_id not in found:
+            raise UserError(f"no {self.name} task {task_id!r}{did_you_mean(task_id, list(found))}")
+        return found[task_id]
+
     @abstractmethod
     def stage(self, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
         """Write `dest/public` and `dest/private` (idempotent), through `staging_area(dest)` so a failed or
@@ -258,22 +267,54 @@ class Track(ABC):
         return None
 
 
+def valid_output_gate(case_ids: list[str], min_valid: float, problem: Callable[[str], str | None], output: str,
+                      valid_means: str) -> str | None:
+    """A `submit_gate` on valid outputs: None once ceil(min_valid x N) cases (at least one) have one (checked in
+    order, stopping when enough are), else the refusal the agent reads: how many are valid and needed, what a
+    valid `output` is (`valid_means`) and the first problems. `problem(case_id)` is the case's first reason."""
+    import math
+
+    need = max(1, math.ceil(round(min_valid * len(case_ids), 9)))
+    valid, problems = 0, []
+    for case_id in case_ids:
+        if valid >= need:
+            break
+        reason = problem(case_id)
+        if reason:
+            problems.append(f"{case_id}: {reason}")
+        else:
+            valid += 1
+    if valid >= need:
+        return None
+    shown = "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
+    return (f"submission refused: {valid} of the {len(case_ids)} cases have a valid {output} ({need} needed before "
+            f"you may submit; a valid output is {valid_means}). Problems: {shown}")
+
+
 class PackagedTrack(Track):
     """A track whose tasks are YAML files in `<root>/tasks` and whose templates are in `<root>/templates`.
 
-    Subclasses set `root` (usually the package folder) and say where their parts live as
+    Subclasses live in their package's folder (`root`: the folder of the module that defines the subclass,
+    unless the class sets another) and say where their parts live as
     "module:attribute" references relative to the track's package (imported on first use, so listing
     plugins stays fast); the methods below call them, and a track overrides a method only where its
     wiring differs. Without a reference the method keeps the `Track` default.
     """
 
-    root: Path
+    root: Path  # where tasks/ and templates/ are: by default the folder of the subclass's module
     demo_stager: str = ""  # (task, dest) -> StagedData, for generated tasks (`demo: true`)
     source_stager: str = ""  # (task, dest, source) -> StagedData, for tasks staged from a download
     evaluation_class: str = ""  # a TaskEvaluation subclass, made with (task, staged, options)
     demo_solution: str = ""  # (task, tier, data_dir, workspace) -> ScriptedSolution, for demo tasks only
     demo_solution_scope: str = "the generated demo"  # what the scripted solution covers, for the refusal
     baseline_module: str = ""  # a module with BASELINES (name -> description), write_baseline(...), optional TRIVIAL
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if getattr(cls, "root", None) is None:
+            import sys
+
+            cls.root = Path(sys.modules[cls.__module__].__file__ or ".").parent
 
     def __init__(self) -> None:
         from .taskfile import load_task_dir

@@ -47,7 +47,12 @@ class TrajectoryWriter:
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
 
-    def write(self, event: dict[str, Any]) -> None:
+    def write(self, event: dict[str, Any], streams: dict[str, str] | None = None) -> None:
+        """Append one event as a line (fsynced); `streams` (a tool call's stdout and stderr) go in as fields,
+        the long ones spilled to side files (`stream_field`)."""
+        for name, text in (streams or {}).items():  # an observed step may name no call: its side file says "step"
+            event = {**event, **self.stream_field(event.get("turn", 0), str(event.get("call_id") or "step"), name,
+                                                  text)}
         event = {"t": self.elapsed(), **event}
         # lone surrogates (agent text decoded from JSON escapes) are written as visible \udXXX text, not a crash
         data = encode_text(json_text(event) + "\n")

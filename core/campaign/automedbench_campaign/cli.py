@@ -9,10 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
-from automedbench import errors, interrupt
-from automedbench.cli import console, err_console
-from automedbench.options import click_options, from_cli, parse_kv
+from automedbench.api import UserError
+from automedbench.engine import CommandContext, click_options, from_cli, interrupt_exit_status, parse_kv
 from rich.markup import escape
 
 
@@ -45,7 +43,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click_options(
     "out", "sandbox", "judge", "agent_options", "judge_options", "data_root", "max_turns", "time_limit_s",
     "exec_timeout_s", "memory_mb", "task_score", "gpus", "eval_options", "require_isolation", "workspace_quota_mb",
-    "warm_evaluator", "pictures",
+    "warm_evaluator", "repeat_limit", "pictures",
     out={"help": "Folder of the runs and of the manifest sweep.json; rerun to resume."},
     sandbox={"help": "Sandbox backend for every run."},
     agent_options={"help": "Option passed to every agent factory; repeatable."},
@@ -63,24 +61,26 @@ def _split(values: tuple[str, ...]) -> list[str]:
                        "help": "Refuse runs whose sandbox cannot isolate the filesystem (local without bubblewrap)."},
 )
 @click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
-def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run, gpus_per_run, retries,
-          dry_run, **fields) -> None:
+@click.pass_obj
+def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run,
+          gpus_per_run, retries, dry_run, **fields) -> None:
     """Run the matrix agents × tasks × tiers × repeats; resumable (finished runs are skipped).
 
     Run ids are deterministic, so rerunning the same command continues where it stopped. Runs that end in
     infrastructure_failure are retried up to --retries times; agent failures count as results.
     """
-    from automedbench.progress import SweepProgress
+    from automedbench.engine import SweepProgress
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from .sweep import Sweep, SweepConfig, validate
     from .viewer.page import num
 
-    reg = engine.registry()
-    engine.print_problems(reg)
-    config = SweepConfig(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
-                         executor=executor, retries=retries, cpus_per_run=cpus_per_run, gpus_per_run=gpus_per_run,
-                         ray_address=ray_address, **from_cli(fields))
+    console, err_console = context.console, context.err_console
+    reg = context.registry()
+    context.print_problems(reg)
+    config = SweepConfig.of(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
+                            executor=executor, retries=retries, cpus_per_run=cpus_per_run,
+                            gpus_per_run=gpus_per_run, ray_address=ray_address, **from_cli(fields))
     if dry_run:
         validate(config, reg)
         done, todo = Sweep(config, reg).plan()
@@ -140,7 +140,7 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
     except KeyboardInterrupt:
         stop_bar()
         err_console.print("interrupted: rerun the same command to resume")
-        sys.exit(interrupt.exit_status())  # 130 on Ctrl-C, 143 on SIGTERM
+        sys.exit(interrupt_exit_status())  # 130 on Ctrl-C, 143 on SIGTERM
     finally:
         stop_bar()
     states = ", ".join(f"{n} {s}" for s, n in sorted(report.states.items()))
@@ -159,25 +159,25 @@ def sweep(agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_pe
 @click.option("--dry-run", is_flag=True, help="Show the codes but do not rewrite result.json.")
 @click.option("--include-unverified", is_flag=True,
               help="Also tag unverified runs (no filesystem isolation...: their trajectories are not trusted).")
-def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
+@click.pass_obj
+def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, include_unverified) -> None:
     """(Re)tag stored runs with error codes E1–E5; RUNS are run folders or folders of runs.
 
     Codes are diagnostic only: scores are never changed. Harness codes (H-BREACH, ...) are kept. A run the
     harness did not write, or whose evidence changed since it was signed, is left out with the reason
     (`automedbench verify`); a re-tagged result is signed again.
     """
-    from automedbench.resultproof import check_or_reason, write_result
-    from automedbench.runfolder import RunFolder
-    from automedbench_codes.tagging import tag_run
+    from automedbench.engine import RunFolder, check_or_reason, tag_codes, write_result
 
     from .store import find_runs
     from .tagger import tagger_from_registry
 
-    reg = engine.registry()
+    console = context.console
+    reg = context.registry()
     llm = tagger_from_registry(reg, tagger, parse_kv(tagger_options)) if tagger else None
     found = find_runs(Path(r) for r in runs)
     if not found:
-        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs))
+        raise UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
         why = check_or_reason(run_dir)
@@ -192,9 +192,12 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
         if result.header.task not in outputs:
             try:
                 outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
-            except errors.UserError:
+            except UserError:
                 outputs[result.header.task] = []
-        fired = tag_run(run_dir, result, reg, outputs[result.header.task], llm)
+        fired = tag_codes(result, run_dir, reg, outputs[result.header.task], llm)
+        if fired is None:  # no tagging step installed (automedbench-codes comes with the campaign)
+            raise UserError("no error-code tagging step is installed (it comes with automedbench-codes): "
+                            "pip install 'automedbench[codes]'")
         if not dry_run:
             unsigned = write_result(RunFolder(run_dir), result)
             if unsigned:
@@ -231,28 +234,30 @@ def codes(runs, tagger, tagger_options, dry_run, include_unverified) -> None:
               help="Runs of tasks whose labelled source is public and that had network access (the agent could "
                    "fetch the answers; `automedbench tasks`, column Public labels): count them, leave them out, "
                    "or count only them.")
-def leaderboard(runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
+@click.pass_obj
+def leaderboard(context: CommandContext, runs, by, csv_path, json_path, html_path, site_dir, resamples, seed, quiet,
                 include_unverified, pictures, public_sources) -> None:
     """Leaderboard over stored runs (folders of runs) with bootstrap CIs and the paper's analyses."""
     import json
 
-    from automedbench.fsutil import atomic_write_text
+    from automedbench.api import atomic_write_text
 
     from .htmlreport import render_html
     from .leaderboard import GROUP_KEYS, build, to_json
     from .render import render_terminal, to_csv
     from .store import load_table
 
+    console = context.console
     keys = tuple(k.strip() for k in by.split(",") if k.strip())
     bad = [k for k in keys if k not in GROUP_KEYS]
     if bad or not keys:
-        raise errors.UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
+        raise UserError(f"--by {by!r}: choose keys from {', '.join(GROUP_KEYS)}")
     table = load_table(Path(r) for r in runs)
     if public_sources != "include":
         table = table.select(table["public_source"] == (public_sources == "only"))
     if not len(table) and not table.rejected:
-        raise errors.UserError("no run folders (with result.json) under " + ", ".join(runs)
-                               + ("" if public_sources == "include" else f" (--public-sources {public_sources})"))
+        raise UserError("no run folders (with result.json) under " + ", ".join(runs)
+                        + ("" if public_sources == "include" else f" (--public-sources {public_sources})"))
     board = build(table, by=keys, resamples=resamples, seed=seed, include_unverified=include_unverified)
     if not include_unverified:  # the HTML report's per-run plots show the same runs as the board
         table = table.select(table["verified"])

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from automedbench.errors import SubmissionError
-from automedbench.evaluator import (
+from automedbench.api import Evaluation, SubmissionError, from_dict, read_json, to_dict
+from automedbench.engine import (
     EvalRequest,
     evaluate_in_process,
     evaluator_env,
@@ -39,8 +39,6 @@ from automedbench.evaluator import (
     request_exclude,
     serve_request,
 )
-from automedbench.records import Evaluation
-from automedbench.serialize import from_dict, read_json, to_dict
 
 MAX_REQUESTS = int(os.environ.get("AUTOMEDBENCH_WARM_EVAL_MAX", "50"))
 MAX_LINE = 1 << 20  # a request or a reply: both small JSON lines

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from automedbench.errors import UserError
-from automedbench.staging import STAMP
+from automedbench.api import UserError
+from automedbench.engine import STAMP
 
 OUT_MARKER = ".sweep.lock"  # the sweep's lock file: present in the output folder while a sweep runs
 
@@ -48,25 +48,24 @@ def unseen_paths(checks: dict[str, tuple[str, str]]) -> str | None:
 
 def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """Run one matrix entry; never raises (a crash is an infrastructure failure of this attempt)."""
-    from automedbench.plugins import registry
-    from automedbench.runner import Run, RunOptions
+    import attrs
+    from automedbench.api import from_dict
+    from automedbench.engine import Run, RunOptions, registry
 
     t0 = time.monotonic()
     node = this_node()
     summary: dict[str, Any] = {"run_id": payload["run_id"], "state": "infrastructure_failure", "overall": None,
                                "cost_usd": 0.0, "wall_s": 0.0, "error": None, "node": node}
     try:
-        opts = dict(payload["options"])
-        checks = {"output folder": (opts["out"], OUT_MARKER)}
-        if opts.get("data_root"):
-            checks["data root"] = (str(Path(opts["data_root"]) / opts["task"]), STAMP)
+        options = attrs.evolve(from_dict(payload["options"], RunOptions), node=node)
+        checks = {"output folder": (str(options.out), OUT_MARKER)}
+        if options.data_root:
+            checks["data root"] = (str(options.data_root / options.task), STAMP)
         unseen = unseen_paths(checks)
         if unseen:
             summary["error"] = unseen
             return summary
-        opts["out"] = Path(opts["out"])
-        opts["data_root"] = Path(opts["data_root"]) if opts.get("data_root") else None
-        result = Run(RunOptions(**opts, node=node), registry()).execute()
+        result = Run(options, registry()).execute()
         summary.update(state=result.state, overall=result.aggregate.overall, rating=result.aggregate.rating,
                        cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd, error=result.error)
     except Exception as exc:  # the runner writes its own result.json; this covers failures before that
@@ -78,7 +77,7 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
 def execute_in_worker(payload: dict[str, Any]) -> dict[str, Any]:
     """`execute_payload` in a pool worker: a SIGTERM that closed this run as cancelled is forgotten after it,
     so the worker (which goes on serving the pool) unwinds its next run on the next one."""
-    from automedbench.interrupt import rearm
+    from automedbench.engine import rearm_interrupt as rearm
 
     try:
         return execute_payload(payload)
@@ -145,7 +144,7 @@ class LocalExecutor(Executor):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from automedbench.interrupt import install
+        from automedbench.engine import install_interrupt_handlers as install
 
         # a worker owns its run's mounts and sandbox: SIGTERM/SIGHUP close the run as cancelled, as Ctrl-C does
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
@@ -181,7 +180,7 @@ class LocalExecutor(Executor):
         if not cancel:
             self.pool.shutdown(wait=True)
             return
-        from automedbench.interrupt import received
+        from automedbench.engine import interrupt_received as received
 
         workers = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-from automedbench.records import STAGE_NAMES, STAGES
+from automedbench.api import STAGE_NAMES, STAGES
 
 from .leaderboard import RATINGS, Leaderboard
 from .render import LABELS, pct

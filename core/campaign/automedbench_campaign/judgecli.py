@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
-from automedbench import errors
-from automedbench.cli import console, err_console
-from automedbench.options import parse_kv
+from automedbench.api import UserError
+from automedbench.engine import CommandContext, parse_kv
 from rich.markup import escape
 
 
-def _track(items, label: str):
+def _track(items, label: str, err_console):
     """Iterate with a transient progress bar on stderr (judging many runs with an LLM takes minutes)."""
     from rich.progress import track
 
@@ -30,19 +28,22 @@ def _track(items, label: str):
 @click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
               help="Folder to look in when a RUN is a run id.")
 @click.option("--items", is_flag=True, help="Show every rubric item of each re-graded run.")
-def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, items: bool) -> None:
+@click.pass_obj
+def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_options, runs_dir: str,
+            items: bool) -> None:
     """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
     atomically and signed again; the previous verdict is kept as judge.<old-judge>.<timestamp>.json. A run
     the harness did not write, or whose trajectory, verdict or evaluation changed since, is refused
     (`automedbench verify` says why) before any run is rewritten."""
-    from automedbench.report import render
-    from automedbench.runfolder import RunFolder
+    from automedbench.engine import RunFolder
+    from automedbench.engine import render_result as render
 
     from .rejudge import check_genuine
     from .rejudge import rejudge as regrade
 
-    reg = engine.registry()
-    engine.print_problems(reg)
+    console, err_console = context.console, context.err_console
+    reg = context.registry()
+    context.print_problems(reg)
     folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
@@ -66,22 +67,25 @@ def rejudge(runs: tuple[str, ...], judge: str, judge_options, runs_dir: str, ite
 @click.option("--stored-only", is_flag=True, help="Use stored verdicts only; skip runs that lack one.")
 @click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement table as JSON.")
-def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, stored_only, runs_dir, as_json) -> None:
+@click.pass_obj
+def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, b_options, regrade, stored_only,
+                    runs_dir, as_json) -> None:
     """Per-item agreement and Cohen's kappa between two judges over a set of runs (nothing is rewritten)."""
     import json
 
-    from automedbench.runfolder import RunFolder
-    from automedbench.serialize import to_dict
+    from automedbench.api import to_dict
+    from automedbench.engine import RunFolder
     from rich.table import Table
 
     from .rejudge import agreement, grade, stored_verdict
 
     if stored_only and regrade:
-        raise errors.UserError("--stored-only and --regrade exclude each other")
-    reg = engine.registry()
+        raise UserError("--stored-only and --regrade exclude each other")
+    console, err_console = context.console, context.err_console
+    reg = context.registry()
     judges: dict[str, Any] = {}
     pairs, skipped, reasons = [], [], {}
-    for run_id in _track(runs, "grading"):
+    for run_id in _track(runs, "grading", err_console):
         folder = RunFolder.locate(run_id, Path(runs_dir))
         result = folder.load_result()
         pair = []
@@ -92,7 +96,7 @@ def judge_agreement(runs, judge_a, judge_b, a_options, b_options, regrade, store
                     judges[name] = reg.create("judge", name, **parse_kv(options))
                 try:
                     verdict = grade(reg, folder, result, judges[name])
-                except errors.UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
+                except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
                     reasons[str(folder)] = str(exc)
                     verdict = None
                 verdict = None if verdict is None or verdict.error else verdict

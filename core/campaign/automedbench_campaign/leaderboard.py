@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 from attrs import define, field
-from automedbench.detectors import E_CODES, TAXONOMY
-from automedbench.records import STAGE_NAMES, STAGES
+from automedbench.api import E_CODES, STAGE_NAMES, STAGES, TAXONOMY
 
 from .stats import bootstrap_means, group_seed
 from .store import FINISHED, RunTable

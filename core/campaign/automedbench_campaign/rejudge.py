@@ -15,13 +15,17 @@ from typing import Any
 
 import attrs
 from attrs import define
-from automedbench import errors
-from automedbench.plugins import Registry
-from automedbench.records import JudgeVerdict, Result
-from automedbench.resultproof import check_or_reason, write_result
-from automedbench.runfolder import RunFolder
-from automedbench.scoring import judge_input, run_rubric, score_result
-from automedbench.serialize import write_json
+from automedbench.api import END_NO_AGENT, InfrastructureError, JudgeVerdict, Result, UserError, write_json
+from automedbench.engine import (
+    Registry,
+    RunFolder,
+    ScoreInputs,
+    check_or_reason,
+    judge_input,
+    run_rubric,
+    score_result,
+    write_result,
+)
 
 
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
@@ -43,16 +47,16 @@ def check_genuine(folder: RunFolder) -> None:
     re-signs what it rewrites, so it re-signs only what it verified."""
     why = check_or_reason(folder)
     if why is not None:
-        raise errors.UserError(f"{folder.path}: not re-graded: {why}")
+        raise UserError(f"{folder.path}: not re-graded: {why}")
 
 
 def _gradable(folder: RunFolder, result: Result) -> None:
-    if result.end_reason == errors.END_NO_AGENT:
-        raise errors.UserError(f"{folder.path}: an `evaluate` result has no agent run to judge")
+    if result.end_reason == END_NO_AGENT:
+        raise UserError(f"{folder.path}: an `evaluate` result has no agent run to judge")
     if result.state not in ("scored", "agent_failure"):
-        raise errors.UserError(f"{folder.path}: state {result.state}: nothing was scored, nothing to re-grade")
+        raise UserError(f"{folder.path}: state {result.state}: nothing was scored, nothing to re-grade")
     if result.isolation.breached:
-        raise errors.UserError(f"{folder.path}: isolation breach: the run is zeroed and never judged")
+        raise UserError(f"{folder.path}: isolation breach: the run is zeroed and never judged")
 
 
 def _archive_verdict(folder: RunFolder) -> None:
@@ -81,13 +85,15 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
     runtime = attrs.evolve(result.runtime, judge_s=verdict.duration_s, judge_cost_usd=verdict.cost_usd)
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again
     task_score = result.task.used if result.task is not None else "strict"
-    new = score_result(track, task, header, result.state, result.end_reason, result.error, runtime,
-                       result.isolation, evaluation, verdict, result.submission, codes, task_score, header.tier,
-                       resolved=run_rubric(track, task, header.tier, folder.events()))
+    new = score_result(ScoreInputs(track=track, task=task, header=header, state=result.state,
+                                   end_reason=result.end_reason, runtime=runtime, isolation=result.isolation,
+                                   manifest=result.submission, evaluation=evaluation, verdict=verdict,
+                                   error=result.error, codes=codes, task_score=task_score,
+                                   resolved=run_rubric(track, task, header.tier, folder.events())))
     new.summary_plots = result.summary_plots
     unsigned = write_result(folder, new)
     if unsigned:
-        raise errors.InfrastructureError(f"{folder.path}: re-graded, but {unsigned}")
+        raise InfrastructureError(f"{folder.path}: re-graded, but {unsigned}")
     return new
 
 

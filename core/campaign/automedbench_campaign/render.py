@@ -6,8 +6,8 @@ import csv
 import io
 from typing import Any
 
-from automedbench.records import STAGES
-from automedbench.terminal import csv_cell
+from automedbench.api import STAGES
+from automedbench.engine import csv_cell
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table

@@ -19,10 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.detectors import E_CODES
-from automedbench.fsutil import atomic_write_text
-from automedbench.records import STAGE_NAMES, STAGES
-from automedbench.runfolder import RunFolder
+from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
+from automedbench.engine import RunFolder
 
 from .leaderboard import RATINGS, Leaderboard, build
 from .store import RunTable

@@ -13,8 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
-from automedbench.records import TaskSpec
-from automedbench.staging import STAMP, task_dir
+from automedbench.api import TaskSpec
+from automedbench.engine import STAMP, task_dir
 
 SLOTS = ".sweep-slots"
 

@@ -13,11 +13,8 @@ from typing import Any
 
 import numpy as np
 from attrs import Factory, define
-from automedbench.detectors import is_error_code
-from automedbench.errors import UserError
-from automedbench.records import STAGES
-from automedbench.resultproof import check_bytes, check_evidence
-from automedbench.runfolder import MAX_RESULT_BYTES, RunFolder, find_runs
+from automedbench.api import STAGES, UserError, is_error_code
+from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, check_evidence, find_runs
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson

@@ -9,7 +9,6 @@ manifest: the matrix, the options and every run's state, attempts, Overall, cost
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 import shutil
@@ -22,12 +21,17 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
-from automedbench import interrupt, staging
-from automedbench.errors import UserError
-from automedbench.fsutil import atomic_write_text
-from automedbench.needs import sandbox_gap
-from automedbench.options import RunOptions
-from automedbench.sandboxes.quota import reap_stale_workspaces
+from automedbench.api import UserError, atomic_write_text, to_dict
+from automedbench.engine import (
+    STAMP,
+    RunOptions,
+    check_interrupt,
+    default_data_root,
+    ensure_staged,
+    reap_stale_workspaces,
+    sandbox_gap,
+    task_dir,
+)
 
 from .executors import OUT_MARKER, Executor, make_executor
 from .slots import slot_root
@@ -61,40 +65,49 @@ class RunSpec:
         return f"{_slug(self.agent)}.{_slug(self.task)}.{self.tier}.r{self.repeat:03d}-{digest}"
 
 
+# RunOptions fields each run of a sweep sets for itself; the sweep's template sets every other one for all its runs.
+PER_RUN = ("task", "tier", "agent", "run_id", "node")
+
+
+def run_template(**fields: Any) -> RunOptions:
+    """The options every run of a sweep shares, as a RunOptions with the sweep's defaults: isolation required and
+    one evaluator per worker kept warm (a run's own defaults are neither); its task is set per run."""
+    return RunOptions(**{"task": "", "require_isolation": True, "warm_evaluator": True, **fields})
+
+
 @define
 class SweepConfig:
+    """The matrix (agents × tasks × tiers × repeats), how it is executed, and `run`: every run's options, one
+    RunOptions whose per-run fields (`PER_RUN`) each run sets for itself."""
+
     agents: list[str]
     tasks: list[str]
     tiers: list[str]
     repeats: int = 1
     workers: int = 1
-    out: Path = Path("runs")
     executor: str = "local"
     retries: int = 2
-    sandbox: str = "local"
-    judge: str = "rules"
-    data_root: Path | None = None
-    agent_options: dict[str, Any] = Factory(dict)
-    judge_options: dict[str, Any] = Factory(dict)
-    max_turns: int | None = None
-    time_limit_s: float | None = None
-    memory_mb: int = 8192
-    task_score: str | None = None
-    cpus_per_run: float = 1.0
-    gpus_per_run: float = 0.0
+    cpus_per_run: float = 1.0  # what Ray reserves per run (a task's params.resources overrides)
+    gpus_per_run: float = 0.0  # Ray's reservation; the devices a run's sandbox sees are `run.gpus`
     ray_address: str | None = None
-    require_isolation: bool = True
-    exec_timeout_s: float | None = None
-    gpus: str = ""  # CUDA_VISIBLE_DEVICES of every run's sandbox (gpus_per_run is Ray's reservation)
-    eval_options: dict[str, str] = Factory(dict)
-    # each run's workspace size limit (root: a loop-mounted image); None: each task's declared need
-    workspace_quota_mb: int | None = None
-    warm_evaluator: bool = True  # one evaluator process per worker, kept warm between its runs
-    pictures: bool = True  # each case's picture in the run folder, for the run page (never scored)
+    run: RunOptions = Factory(run_template)
+
+    @classmethod
+    def of(cls, agents: list[str], tasks: list[str], tiers: list[str], **fields: Any) -> SweepConfig:
+        """A config from one flat set of keyword fields, as a command line gives them: the sweep's own fields go
+        to the config, RunOptions' to its run template."""
+        own = set(attrs.fields_dict(cls)) - {"agents", "tasks", "tiers", "run"}
+        return cls(agents, tasks, tiers, **{k: v for k, v in fields.items() if k in own},
+                   run=run_template(**{k: v for k, v in fields.items() if k not in own}))
 
     def specs(self) -> list[RunSpec]:
         return [RunSpec(a, t, tier, r) for a in self.agents for t in self.tasks for tier in self.tiers
                 for r in range(self.repeats)]
+
+    def options(self, spec: RunSpec, out: Path, data_root: Path | None) -> RunOptions:
+        """One run's options: the template with the run's cell, id and folders."""
+        return attrs.evolve(self.run, task=spec.task, tier=spec.tier, agent=spec.agent, run_id=spec.run_id, out=out,
+                            data_root=data_root)
 
 
 @define
@@ -129,10 +142,6 @@ class SweepReport:
 Progress = Callable[[dict[str, Any]], None]
 
 
-# RunOptions fields a sweep sets once for all its runs (the rest are per run: task, tier, agent, id, folders)
-SHARED_FIELDS = sorted(set(attrs.fields_dict(SweepConfig)) & set(attrs.fields_dict(RunOptions)) - {"out", "data_root"})
-
-
 def validate(config: SweepConfig, registry: Any) -> None:
     """Fail before the first run on any unknown name or impossible number."""
     if not (config.agents and config.tasks and config.tiers):
@@ -141,16 +150,16 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
     for agent in config.agents:
         registry.get("agent", agent)
-    sandbox = registry.get("sandbox", config.sandbox)
-    registry.get("judge", config.judge)
+    sandbox = registry.get("sandbox", config.run.sandbox)
+    registry.get("judge", config.run.judge)
     backend = sandbox.factory()
-    if config.require_isolation and not getattr(backend, "isolates", lambda: True)():
-        raise UserError(f"sandbox {config.sandbox} gives no filesystem isolation here (bubblewrap missing or "
+    if config.run.require_isolation and not getattr(backend, "isolates", lambda: True)():
+        raise UserError(f"sandbox {config.run.sandbox} gives no filesystem isolation here (bubblewrap missing or "
                         "unusable); a sweep requires it: install bubblewrap, use --sandbox docker, or pass "
                         "--no-require-isolation")
     for task_id in config.tasks:
         track, task = registry.task(task_id)
-        track.check_evaluation_options(config.eval_options)  # one line now, not a failure in every run
+        track.check_evaluation_options(config.run.eval_options)  # one line now, not a failure in every run
         gap = sandbox_gap(track, task, backend)  # the sandbox lacks what the task's method needs: say so once
         if gap is not None:
             raise UserError(gap)
@@ -234,7 +243,7 @@ class Sweep:
         self.c = config
         self.reg = registry
         self.progress = progress or (lambda event: None)
-        self.out = config.out.expanduser().resolve()
+        self.out = config.run.out.expanduser().resolve()
         self.manifest_path = self.out / MANIFEST
         self.records: dict[str, RunRecord] = {}
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -261,8 +270,7 @@ class Sweep:
             "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "matrix": {"agents": self.c.agents, "tasks": self.c.tasks, "tiers": self.c.tiers,
                        "repeats": self.c.repeats},
-            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self.c).items()
-                        if k not in ("agents", "tasks", "tiers", "repeats")},
+            "options": self.manifest_options(),
             "totals": {"runs": len(self.records), "states": states,
                        "cost_usd": round(sum(r.cost_usd for r in self.records.values()), 4)},
             "runs": {rid: asdict(r) for rid, r in sorted(self.records.items())},
@@ -294,14 +302,18 @@ class Sweep:
             self.records[spec.run_id] = record
         return done, todo
 
+    def manifest_options(self) -> dict[str, Any]:
+        """The options sweep.json records, in one flat map: how the sweep ran and what its runs share."""
+        own = {k: v for k, v in asdict(self.c, recurse=False).items()
+               if k not in ("agents", "tasks", "tiers", "repeats", "run")}
+        shared = {k: v for k, v in to_dict(self.c.run).items() if k not in PER_RUN}
+        return {**own, **shared}
+
     def payload(self, spec: RunSpec, data_root: Path | None = None) -> dict[str, Any]:
-        """What a worker needs to build the run's RunOptions: every RunOptions field the sweep config also
-        has (so a field added to both reaches each run), then this run's cell, id, folders (plain JSON)."""
-        data_root = data_root or self.c.data_root
-        shared = {name: copy.deepcopy(getattr(self.c, name)) for name in SHARED_FIELDS}
-        return {"run_id": spec.run_id, "options": {
-            **shared, "task": spec.task, "tier": spec.tier, "agent": spec.agent, "run_id": spec.run_id,
-            "out": str(self.out), "data_root": str(data_root) if data_root else None}}
+        """What a worker needs for one run, as plain JSON (a process pool or Ray ships it): the run's RunOptions
+        (the sweep's template with this run's cell, id and folders), unstructured."""
+        options = self.c.options(spec, self.out, data_root or self.c.run.data_root)
+        return {"run_id": spec.run_id, "options": to_dict(options)}
 
     def resources(self, spec: RunSpec) -> tuple[float, float]:
         """CPU/GPU needs of one run: the sweep's defaults, or the task's `params.resources` when it sets them."""
@@ -347,11 +359,11 @@ class Sweep:
 
     def _run(self, executor: Executor | None) -> SweepReport:
         t0 = time.monotonic()
-        base = (self.c.data_root or staging.default_data_root()).expanduser().resolve()
+        base = (self.c.run.data_root or default_data_root()).expanduser().resolve()
         specs_by_task = []
         for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
             track, task = self.reg.task(task_id)
-            staging.ensure(track, task, base)
+            ensure_staged(track, task, base)
             specs_by_task.append(task)
         in_flight = max(self.c.workers, 1)
         roots = [base] if in_flight == 1 else [slot_root(base, k, specs_by_task) for k in range(in_flight)]
@@ -367,7 +379,7 @@ class Sweep:
         probe = getattr(executor, "probe", None)
         if probe is not None:  # a cluster: every node must see the shared folders before anything runs
             probe({"output folder": (str(self.out), LOCK),
-                   "data root": (str(staging.task_dir(base, specs_by_task[0])), staging.STAMP)})
+                   "data root": (str(task_dir(base, specs_by_task[0])), STAMP)})
         pending: list[tuple[Any, RunSpec, int]] = []
         tries: dict[str, int] = {}
         retried = 0
@@ -375,7 +387,7 @@ class Sweep:
         queue = deque(todo)
         try:
             while queue or pending:
-                interrupt.check()  # after a SIGTERM closed a run in this process (inline), start no other
+                check_interrupt()  # after a SIGTERM closed a run in this process (inline), start no other
                 while queue and free:
                     spec = queue.popleft()
                     _move_aside(self.out, spec.run_id, run_state(self.out / spec.run_id)[0] or "incomplete")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.records import (
+from automedbench.api import (
     STAGE_NAMES,
     STAGE_WEIGHTS,
     STAGES,
@@ -23,11 +23,10 @@ from automedbench.records import (
     Runtime,
     StageScore,
     SubmissionManifest,
+    default_rubric,
+    to_dict,
 )
-from automedbench.resultproof import write_result
-from automedbench.rubric import default_rubric
-from automedbench.runfolder import RunFolder
-from automedbench.serialize import to_dict
+from automedbench.engine import RunFolder, write_result
 
 AGENT_SKILL = {"opus": 0.80, "glm": 0.72, "gemini": 0.68, "gpt": 0.64, "minimax": 0.58, "qwen": 0.56}
 # Relative stage difficulty, S3 hardest and S2 easiest as the paper finds.

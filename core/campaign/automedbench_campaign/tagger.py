@@ -12,10 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol, runtime_checkable
 
-from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
-from automedbench.detectors import TAXONOMY, CodeContext
-from automedbench.records import FiredCode
-from automedbench.replyjson import ReplyError, final_json
+from automedbench.api import (
+    AGENT_TEXT_NOTE,
+    TAXONOMY,
+    CodeContext,
+    FiredCode,
+    ReplyError,
+    fence_agent_text,
+    final_json,
+    quote_line,
+)
 
 MAX_FIELD = 600
 MAX_TURNS = 200  # evidence turns read from one code of a reply
@@ -153,13 +159,13 @@ class _ModelText:
         self.backend = backend
 
     def complete(self, system: str, prompt: str) -> str:
-        from automedbench.models import structured_reply
+        from automedbench.api import structured_reply
 
         return structured_reply(self.backend, system, prompt, TAG_SCHEMA)
 
 
 def tagger_from_registry(registry: Any, name: str, options: dict[str, Any] | None = None) -> LLMTagger:
     """A tagger over the registered model backend `name` (openai, anthropic, or a third party's)."""
-    from automedbench.models import get_model
+    from automedbench.api import get_model
 
     return LLMTagger(_ModelText(name, get_model(name, dict(options or {}), role="tagger", reg=registry)))

@@ -14,8 +14,9 @@ def automedbench_register_code_detectors(register) -> None:
 
 
 @hookimpl
-def automedbench_tag_codes(result, run_dir, registry, output_names):
-    """Post-run error codes E1–E5 from the registered detectors (diagnostic: scores are untouched)."""
+def automedbench_tag_codes(result, run_dir, registry, output_names, tagger):
+    """Post-run error codes E1–E5 from the registered detectors, and from a model when `tagger` is given
+    (diagnostic: scores are untouched)."""
     from .tagging import tag_run
 
-    return tag_run(run_dir, result, registry, output_names)
+    return tag_run(run_dir, result, registry, output_names, tagger)

@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.detectors import NOT_TAGGED, CodeContext, Detector, is_error_code
-from automedbench.records import FiredCode, Result
-from automedbench.runfolder import RunFolder
+from automedbench.api import NOT_TAGGED, CodeContext, Detector, FiredCode, Result, is_error_code
+from automedbench.engine import RunFolder
 
 
 def context_from_run_dir(run_dir: Path, result: Result, output_names: list[str] | None = None) -> CodeContext:

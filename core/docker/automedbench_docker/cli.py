@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from automedbench.engine import CommandContext
 
 
 @click.group()
@@ -17,16 +18,16 @@ def images() -> None:
 @click.option("--track", "tracks", multiple=True, metavar="NAME",
               help="Build only these tracks' agent images (repeatable; base, default agent and evaluator are "
                    "always built). Default: every track with a recipe. A track without one uses the default image.")
-def images_build(base_image: str | None, force: bool, tracks: tuple[str, ...]) -> None:
+@click.pass_obj
+def images_build(context: CommandContext, base_image: str | None, force: bool, tracks: tuple[str, ...]) -> None:
     """Build the base, one agent image per track with a Dockerfile (the track's packaged docker/ folder, or
     agent/<track>/ among the recipes), and the evaluator.
 
     Images whose recipe (Dockerfile folder, parent image, fetched wheels) is unchanged are kept.
     """
-    from automedbench.cli import console
-
     from .images import build_all
 
+    console = context.console
     for tag in build_all(lambda line: console.print(line), base_image=base_image, force=force,
                          only=set(tracks) if tracks else None):
         console.print(f"[green]ok[/] {tag}")

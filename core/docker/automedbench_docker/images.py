@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.errors import InfrastructureError, UserError
+from automedbench.api import InfrastructureError, UserError
 
 BASE_IMAGE = "automedbench/base:bookworm"
 DEFAULT_AGENT = "automedbench/agent:default"
@@ -321,7 +321,7 @@ def tracks_with_images(reg: Any = None) -> Iterator[tuple[str, Path]]:
             seen.add(folder.name)
             yield folder.name, folder
     if reg is None:
-        from automedbench.plugins import registry
+        from automedbench.engine import registry
 
         reg = registry()
     for track in sorted(reg.tracks(), key=lambda t: t.name):

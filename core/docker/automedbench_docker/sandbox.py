@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import secrets
 import shutil
 import tempfile
@@ -26,22 +25,36 @@ import threading
 import time
 from pathlib import Path
 
-from automedbench.errors import InfrastructureError, SubmissionError, UserError
-from automedbench.fsutil import HarnessDir
-from automedbench.records import Evaluation, ExecResult
-from automedbench.sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
-from automedbench.sandboxcall import (
+from automedbench.api import (
+    ASSETS_MOUNT,
     EXEC_MOUNT,
     CallEnd,
     CallFolder,
+    Evaluation,
+    ExecResult,
+    InfrastructureError,
     OutputCapture,
+    Sandbox,
+    SandboxSession,
+    SandboxSpec,
+    SubmissionError,
+    UserError,
     call_result,
+    read_json,
     sandbox_env,
     unsupported_language,
+    write_json,
 )
-from automedbench.sandboxes import netns
-from automedbench.sandboxes.quota import WorkspaceQuota, mount_workspace
-from automedbench.serialize import read_json, write_json
+from automedbench.engine import (
+    SLIRP_DNS,
+    HarnessDir,
+    SlirpNet,
+    WorkspaceQuota,
+    copy_pictures,
+    mount_workspace,
+    network_gaps,
+    network_unsupported,
+)
 
 from .images import EVALUATOR_IMAGE, agent_image, client, run_in_image, stage_harness
 
@@ -150,7 +163,7 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
         "ipc_mode": "private", "shm_size": f"{SHM_MB}m", "labels": {"org.automedbench.role": "agent"},
     }
     if slirp:
-        config["dns"] = [netns.SLIRP_DNS]
+        config["dns"] = [SLIRP_DNS]
     if spec.gpus:
         config["device_requests"] = [DeviceRequest(device_ids=[str(g) for g in spec.gpus],
                                                    capabilities=[["gpu"]])]
@@ -196,8 +209,8 @@ class DockerSession(SandboxSession):
         grant(ws, self.uid, self.gid)
         self.exec_dir = CallFolder()  # 0644 files in a 0755 folder the container cannot write
         self.skeleton = program_skeleton(list(spec.tools))
-        self.net: netns.SlirpNet | None = None
-        self.net_gap = (netns.unsupported() or "") if spec.network else ""
+        self.net: SlirpNet | None = None
+        self.net_gap = (network_unsupported() or "") if spec.network else ""
         config = container_config(spec, image, cpus=cpus, pids_limit=pids_limit, tmp_mb=tmp_mb,
                                   user=(self.uid, self.gid), exec_dir=self.exec_dir.path,
                                   slirp=spec.network and not self.net_gap,
@@ -206,7 +219,7 @@ class DockerSession(SandboxSession):
         if spec.network and not self.net_gap:
             try:
                 self.container.reload()
-                self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
+                self.net = SlirpNet(int(self.container.attrs["State"]["Pid"]))
             except (OSError, KeyError, ValueError) as exc:
                 self.close()
                 raise InfrastructureError(f"could not give the agent container its network: {exc}") from None
@@ -224,7 +237,7 @@ class DockerSession(SandboxSession):
         if self.net is not None:  # a restarted container has a new init and a new network namespace
             self.net.close()
             self.container.reload()
-            self.net = netns.SlirpNet(int(self.container.attrs["State"]["Pid"]))
+            self.net = SlirpNet(int(self.container.attrs["State"]["Pid"]))
         return "\nNOTE: the sandbox container had stopped (out of memory?) and was restarted; /tmp is empty"
 
     def _sweep(self) -> None:
@@ -287,7 +300,7 @@ class DockerSession(SandboxSession):
         gaps = ["no seccomp profile beyond docker's default",
                 "advisory locks on the read-only public files are shared with the host and other runs (the "
                 "same inode): a lock channel between runs"]
-        gaps += netns.network_gaps(self.net, self.spec.network, f"bridge network ({self.net_gap}): the host's "
+        gaps += network_gaps(self.net, self.spec.network, f"bridge network ({self.net_gap}): the host's "
                                    "services listening on the docker bridge address and the internet are reachable")
         return prot, gaps
 
@@ -390,7 +403,7 @@ def _has_image(cli, name: str) -> bool:
 
 def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAGE) -> Evaluation:
     """Run `python -I -m automedbench.evaluator` in a network-less, read-only container; read its verdict."""
-    from automedbench.evaluator import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
+    from automedbench.engine import EVAL_CPU_S, EVAL_FILE_BYTES, EVAL_MEMORY_MB, submission_failure
     from docker.types import Mount, Ulimit
 
     cli = client()
@@ -450,22 +463,3 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
         copy_pictures(work / "out" / "pictures", out.parent / "pictures")
     write_json(out, evaluation)
     return evaluation
-
-
-def copy_pictures(source: Path, dest: Path) -> None:
-    """The case pictures the evaluator container drew, into the run folder: regular files with the names the
-    picture writer gives, each within the writer's own bounds (nothing else the container left is taken)."""
-    from automedbench.fsutil import atomic_write_bytes, open_dir, read_regular
-    from automedbench.pictures import INDEX, MAX_CASE_BYTES, MAX_PICTURES
-
-    fd = open_dir(source)
-    if fd is None:
-        return
-    try:
-        names = sorted(n for n in os.listdir(fd) if n == INDEX or re.fullmatch(r"case-\d{4}\.png", n))
-        for name in names[:MAX_PICTURES + 1]:
-            data = read_regular(fd, name, 4 << 20 if name == INDEX else MAX_CASE_BYTES)
-            if data is not None:
-                atomic_write_bytes(dest / name, data, shared=True)
-    finally:
-        os.close(fd)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from automedbench.api import Usage
-from automedbench.errors import UserError
-from automedbench.records import ToolCall
+from automedbench.api import ToolCall, Usage, UserError
 
 from .chat import Backend, ChatAgent, Completion
 

@@ -14,12 +14,18 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from attrs import Factory, define
-from automedbench.agent import TOOLS, Agent, AgentContext
-from automedbench.api import Usage
-from automedbench.errors import ContentRefused, UserError
-from automedbench.modelconfig import ModelConfig
-from automedbench.models import get_model
-from automedbench.records import AgentTurn, ToolCall
+from automedbench.api import (
+    TOOLS,
+    Agent,
+    AgentContext,
+    AgentTurn,
+    ContentRefused,
+    ModelConfig,
+    ToolCall,
+    Usage,
+    UserError,
+    get_model,
+)
 
 from .chat_common import (
     CHARS_PER_TOKEN,

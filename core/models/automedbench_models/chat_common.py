@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from automedbench.errors import AgentError, ContentRefused
+from automedbench.api import AgentError, ContentRefused
 
 T = TypeVar("T")
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}

@@ -25,11 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import Factory, define, fields
-from automedbench.agent import Agent, AgentContext
-from automedbench.errors import UserError
-from automedbench.fsutil import open_path, read_regular
-from automedbench.records import AgentTurn, ToolCall
-from automedbench.yamlfile import read_yaml
+from automedbench.api import Agent, AgentContext, AgentTurn, ToolCall, UserError, open_below, read_regular, read_yaml
 
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20
@@ -206,8 +202,9 @@ class CliAgent(Agent):
         if relative.startswith(".."):
             return ""
         # the workspace is the agent's: every folder on the way is opened without following symlinks
-        folder = open_path(Path(self.context.host_workspace), os.path.dirname(relative))
-        if folder is None:
+        try:
+            folder = open_below(self.context.host_workspace, Path(relative).parent.parts, directory=True)
+        except OSError:
             return ""
         try:
             data = read_regular(folder, os.path.basename(relative), MAX_LOG_BYTES, head=True)

@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from automedbench.agenttext import quote_line
+from automedbench.api import quote_line
 
 DIGEST_CHARS = 60_000
 TURN_CHARS = 6_000

@@ -34,66 +34,35 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
-from automedbench.errors import ContentRefused
-from automedbench.grades import Grade, GradeLog, GraderUse, grader_backend, grader_options
-from automedbench.harnessstate import harness_key, state_dir
-from automedbench.models import structured_reply
-from automedbench.records import GradeRequest
-from automedbench.replyjson import ReplyError, final_json, require_keys
+from automedbench.api import (
+    ContentRefused,
+    Grade,
+    GradeError,
+    GradeLog,
+    GradeRequest,
+    GraderUse,
+    ReplyError,
+    final_json,
+    grader_backend,
+    grader_options,
+    require_keys,
+    structured_reply,
+)
+from automedbench.api import render_grade_request as render
+from automedbench.engine import harness_key, state_dir
 
 from .signedcache import SignedJsonl
 
 GRADE_CACHE = "grade_cache.jsonl"
 REJECTED = "grade_cache_rejected"  # the metric component that counts unsigned cache lines seen
-MAX_AGENT_CHARS = 8_000  # one agent-written part, before fencing (the rest is cut, the cut said)
-MAX_PROMPT_CHARS = 40_000  # system + prompt after fencing: a larger request is not sent (null grade)
 MAX_REPLY_CHARS = 16_000  # a longer reply is unusable (a grade is a number and a sentence)
 MAX_CACHE_BYTES = 64 << 20  # a cache file is read up to this size; lines beyond it are not loaded
 MAX_CACHE_LINE = 8_000
 ATTEMPTS = 3  # replies per request that may be unusable before the grade is null
 MAX_FAILURES_IN_A_ROW = 3  # backend errors in a row before the grader's remaining requests are not sent
-REPLY_FORMAT = ('Reply with one JSON object only: {{"score": <a number from {lo:g} to {hi:g}{levels}>, '
-                '"rationale": "<at most 30 words>"}}.')
-
-
-class GradeError(ValueError):
-    """A request that cannot be sent or a reply that is unusable: the grade is null with this reason."""
 
 
 # ------------------------------------------------------------------ prompt and reply
-
-
-def clip_agent_text(text: str, limit: int = MAX_AGENT_CHARS) -> tuple[str, str]:
-    """(text cut to `limit`, a note of the cut outside the fence or '')."""
-    if len(text) <= limit:
-        return text, ""
-    return text[:limit], f"(the agent's text was cut here: {len(text) - limit} more characters not shown)"
-
-
-def render(request: GradeRequest) -> tuple[str, str]:
-    """(system, prompt) for one request: agent parts fenced, the reply format said last."""
-    levels = sorted(float(v) for v in request.levels) or [0.0, 1.0]
-    lines = []
-    for part in request.parts:
-        if part.label:
-            lines.append(f"{part.label}:")
-        if part.agent:
-            text, cut = clip_agent_text(part.text)
-            lines.append(fence_agent_text(text))
-            if cut:
-                lines.append(cut)
-        else:
-            lines.append(part.text)
-    allowed = f", one of {', '.join(f'{v:g}' for v in levels)}" if len(levels) > 2 else ""
-    lines += ["", REPLY_FORMAT.format(lo=levels[0], hi=levels[-1], levels=allowed)]
-    system = request.instructions
-    if any(p.agent for p in request.parts):
-        system = f"{system}\n{AGENT_TEXT_NOTE}"
-    prompt = "\n".join(lines)
-    if len(system) + len(prompt) > MAX_PROMPT_CHARS:
-        raise GradeError(f"prompt of {len(system) + len(prompt)} characters exceeds {MAX_PROMPT_CHARS}; not sent")
-    return system, prompt
 
 
 def cache_key(grader: str, model: str, system: str, prompt: str) -> str:

@@ -26,10 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.agent import AgentContext
-from automedbench.errors import AgentError, UserError
-from automedbench.fsutil import open_path, read_regular
-from automedbench.records import AgentTurn, ToolCall
+from automedbench.api import (
+    AgentContext,
+    AgentError,
+    AgentTurn,
+    ToolCall,
+    UserError,
+    open_path,
+    read_regular,
+)
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
 from .gateway import RELAY, SOCKET_NAME, ModelGateway

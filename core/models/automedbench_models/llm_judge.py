@@ -17,14 +17,24 @@ import json
 import time
 from typing import Any
 
-from automedbench.agenttext import fence_agent_text
-from automedbench.api import Usage
-from automedbench.errors import AgentError, UserError
-from automedbench.judge import Judge, JudgeInput, asked_items, verdict_schema
-from automedbench.judges.planimage import PlanImage, read_plan_png
-from automedbench.models import ReplyError, extract_json, get_model
-from automedbench.records import ItemVerdict, JudgeVerdict, RubricItem
-from automedbench.trace import workspace_path
+from automedbench.api import (
+    AgentError,
+    ItemVerdict,
+    Judge,
+    JudgeInput,
+    JudgeVerdict,
+    ReplyError,
+    RubricItem,
+    Usage,
+    UserError,
+    asked_items,
+    extract_json,
+    fence_agent_text,
+    get_model,
+    verdict_schema,
+    workspace_path,
+)
+from automedbench.engine import PlanImage, read_plan_png
 
 from .chat import add_usage
 from .digest import clip, digest, with_pilot_checks

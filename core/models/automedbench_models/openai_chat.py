@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from automedbench.api import Usage
-from automedbench.errors import AgentError, UserError
-from automedbench.records import ToolCall
+from automedbench.api import AgentError, ToolCall, Usage, UserError
 
 from .chat import Backend, ChatAgent, Completion
 

@@ -82,8 +82,11 @@ def automedbench_register_model_backends(register) -> None:
 
         return AnthropicBackend(cfg)
 
-    register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)")
-    register("anthropic", anthropic_backend, "Anthropic messages API")
+    # each provider declares the variable its key is read from (api_key_env= names another, none if keyless)
+    register("openai", openai_backend, "OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, Ollama, LiteLLM)",
+             key_env="OPENAI_API_KEY")
+    register("anthropic", anthropic_backend, "Anthropic messages API", key_env="ANTHROPIC_API_KEY",
+             defaults={"temperature": None})  # Anthropic's own sampling unless a temperature is asked for
 
 
 @hookimpl

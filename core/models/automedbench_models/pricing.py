@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
-from automedbench.api import ModelConfig, Usage, UserError
-from automedbench.yamlfile import read_yaml
+from automedbench.api import ModelConfig, Usage, UserError, read_yaml
 
 PRICES_ENV = "AUTOMEDBENCH_PRICES"
 

@@ -13,11 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from automedbench.agent import Agent, AgentContext
-from automedbench.errors import UserError
-from automedbench.records import AgentTurn, ToolCall
-from automedbench.runfolder import RunFolder
-from automedbench.trajectory import read_events, torn_line
+from automedbench.api import Agent, AgentContext, AgentTurn, ToolCall, UserError, read_events, torn_line
+from automedbench.engine import RunFolder
 
 
 class ReplayAgent(Agent):

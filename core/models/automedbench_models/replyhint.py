@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from automedbench.agent import ReplyHint, continue_message, execute_code_example
+from automedbench.api import ReplyHint, continue_message, execute_code_example
 
 MAX_SCAN = 20_000  # characters of the reply examined
 MAX_BLOCKS = 8  # fenced blocks tried per reply

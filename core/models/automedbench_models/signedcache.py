@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from automedbench.fsutil import append_line_locked
+from automedbench.api import append_line_locked
 
 MAC_FIELD = "mac"
 

@@ -2,7 +2,6 @@
 
 `automedbench.testing` is the public face tracks' tests import; it forwards the names below here, each
 loaded from its module on first use (a test module naming `needs` does not load the leak search).
-The toy track (`toy/vowels`) is registered through the entry-point group, like a third-party track.
 """
 
 from __future__ import annotations
@@ -17,12 +16,11 @@ EXPORTS: dict[str, str] = {
     "SANDBOX_CHECKS": "sandbox_checks:CHECKS", "CheckResult": "sandbox_checks", "check_sandbox": "sandbox_checks",
     "find_reference_leaks": "leaksearch",
     "StepsAgent": "agents", "register_agent": "agents",
-    "check_track": "checks", "reference_leaks": "checks", "register_toy_track": "checks",
+    "check_track": "checks", "check_download": "checks", "reference_leaks": "checks",
     "load_solution_script": "checks",
     "docker_unavailable": "dockercheck", "needs_docker": "dockercheck",
     "needs": "markers", "sampled": "markers", "full_check": "markers",
     "validate": "validation",
-    "render_grade_request": "grading",
     "check_stager": "stagercheck", "stager_report": "stagercheck",
     "assert_stager_conforms": "stagercheck", "STAGER_CHECKS": "stagercheck",
 }

@@ -6,15 +6,14 @@ import json
 import types
 from typing import Any
 
-from automedbench.api import Agent, hookimpl
-from automedbench.records import AgentTurn, ToolCall
+from automedbench.api import Agent, AgentTurn, ToolCall, hookimpl
 
 
 def register_agent(cls: type[Agent], registry: Any = None) -> Any:
     """Add a test agent class to a registry (default: the process-wide one) under its `name`; idempotent.
 
     Returns the registry, so `register_agent(Cls, reg).agent(...)` reads in one line."""
-    from automedbench.plugins import registry as default_registry
+    from automedbench.engine import registry as default_registry
 
     reg = registry if registry is not None else default_registry()
     module = types.ModuleType(f"test_agent_{cls.name}")

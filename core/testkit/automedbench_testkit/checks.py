@@ -1,5 +1,5 @@
 """What a track's tests check beyond a run: `validate-task`'s checks, the demo's reference-leak search,
-the toy track in the registry, and a track's solution scripts loaded as modules."""
+and a track's solution scripts loaded as modules."""
 
 from __future__ import annotations
 
@@ -15,21 +15,11 @@ from typing import Any
 from .leaksearch import TEXT_SUFFIXES, find_reference_leaks, load_image, sandbox_readable_roots
 
 
-def register_toy_track() -> None:
-    """Make sure the pure-Python toy track (`toy/vowels`) is in the process-wide registry; idempotent. The
-    test kit's entry point registers it already; this adds it where the registry was built without it."""
-    from automedbench.plugins import registry
-
-    from .toy import plugin
-
-    registry().add_plugin(plugin, name="toy", distribution="automedbench-testkit")
-
-
 def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     """What `automedbench validate-task` checks (task file, staging, briefs per tier, rubric, baselines).
 
     Returns (passed, the report it printed) so a plugin's own tests can assert on both."""
-    from automedbench.plugins import registry
+    from automedbench.engine import registry
     from rich.console import Console
 
     from .validation import validate
@@ -38,6 +28,23 @@ def check_track(task_id: str, data_root: Path) -> tuple[bool, str]:
     console = Console(file=buffer, width=200, no_color=True, highlight=False)
     ok = validate(registry(), task_id, data_root, console)
     return ok, buffer.getvalue()
+
+
+def check_download(task_id: str, source: Path, data_root: Path) -> str:
+    """Stage `task_id` from a download copy `source` with the command line a user runs (`automedbench stage T
+    --from SOURCE`, in a fresh process), then check it as `validate-task` does: AssertionError (with the report)
+    unless staging succeeds, every check passes and the perfect baseline scores 1.0 / A. The report, for more
+    assertions (the trivial baselines' values)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "automedbench.cli", "stage", task_id, "--from", str(source),
+                           "--data-root", str(data_root)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ok, report = check_track(task_id, data_root)
+    assert ok, report
+    assert "perfect baseline scores 1.0 / A" in report and "FAIL" not in report, report
+    return report
 
 
 def load_solution_script(package: str, name: str) -> types.ModuleType:
@@ -77,11 +84,10 @@ def reference_leaks(task_id: str, data_root: Path, *, roots: list[Path] | None =
     data, the task's read-only assets; or `roots`) for each private reference: the same bytes, the same
     long text, or an image that correlates with a reference more than the case's own public input does
     (`leaksearch`)."""
-    from automedbench import staging
-    from automedbench.plugins import registry
+    from automedbench.engine import ensure_staged, registry
 
     track, task = registry().task(task_id)
-    staged = staging.ensure(track, task, data_root)
+    staged = ensure_staged(track, task, data_root)
     images, inputs, texts, files = {}, {}, {}, []
     given_inputs: dict[str, set[str]] = {}
     for path in sorted(p for p in staged.private.rglob("*") if p.is_file() and not p.is_symlink()):

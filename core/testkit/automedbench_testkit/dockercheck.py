@@ -45,8 +45,8 @@ def docker_unavailable(wait_s: float | None = None) -> str | None:
     if status is not None and not status.startswith("ready"):
         why = status.removeprefix("unavailable: ")
     else:
-        from automedbench.errors import UserError
-        from automedbench.plugins import registry
+        from automedbench.api import UserError
+        from automedbench.engine import registry
 
         try:  # the docker sandbox is a built-in distribution: found through the registry, never imported
             ok, reason = registry().create("sandbox", "docker").available()

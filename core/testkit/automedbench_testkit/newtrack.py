@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 import click
-from automedbench.errors import UserError
-from automedbench.fsutil import atomic_write_text
+from automedbench.api import UserError, atomic_write_text
+from automedbench.engine import CommandContext
 
 NAME = re.compile(r"[a-z][a-z0-9_]{1,30}")
 SUFFIX = ".tmpl"
@@ -69,15 +69,14 @@ def _files(root, prefix: str = "") -> list[tuple[str, object]]:
 @click.argument("name")
 @click.option("--dir", "parent", type=click.Path(file_okay=False), default=".", show_default=True,
               help="Where to write the package (it goes into DIR/automedbench-NAME/, which must be new or empty).")
-def new_track(name: str, parent: str) -> None:
+@click.pass_obj
+def new_track(context: CommandContext, name: str, parent: str) -> None:
     """Write a working track package NAME to start from: a demo task that validates and runs as it is.
 
     Then: pip install -e DIR/automedbench-NAME, automedbench validate-task NAME/demo, automedbench run --task
     NAME/demo --agent reference. CONTRIBUTING.md walks through replacing each part.
     """
-    from automedbench import cli as engine
-
-    dest = write_track(name, Path(parent), set(engine.registry().components["track"]))
-    engine.console.print(f"wrote the track {name} into {dest}", soft_wrap=True)
-    engine.console.print(f"next: pip install -e {dest} && automedbench validate-task {name}/demo && "
+    dest = write_track(name, Path(parent), set(context.registry().components["track"]))
+    context.console.print(f"wrote the track {name} into {dest}", soft_wrap=True)
+    context.console.print(f"next: pip install -e {dest} && automedbench validate-task {name}/demo && "
                          f"automedbench run --task {name}/demo --agent reference", soft_wrap=True)

@@ -44,12 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench import staging
-from automedbench.errors import UserError
-from automedbench.records import TaskSpec
-from automedbench.stagesecret import SECRET_FILE
-from automedbench.taskfile import SEED_PARAM
-from automedbench.track import StagedData, Track
+from automedbench.api import StagedData, TaskSpec, Track, UserError
+from automedbench.engine import SEED_PARAM, check_published, registry, stage
+from automedbench.engine import STAGING_SECRET_FILE as SECRET_FILE
 
 from .sandbox_checks import CheckResult
 
@@ -84,7 +81,7 @@ class StagerProbe:
         root = self.work / f"root-{self.count}"
         root.mkdir(parents=True)
         with _alarm(STAGE_TIMEOUT_S):
-            staged = staging.stage(self.track, self.task, root, source or self.download)
+            staged = stage(self.track, self.task, root, source or self.download)
         return root, staged
 
     def pair(self) -> tuple[tuple[Path, StagedData], tuple[Path, StagedData]]:
@@ -99,11 +96,12 @@ class StagerProbe:
 
     def score(self, root: Path, submission: Path) -> tuple[float, float]:
         """(strict, partial) Task of `submission` on the staging under `root`, through the isolated evaluator."""
-        from automedbench.evaluate_cmd import evaluate_folder
+        from automedbench.engine import EvaluateOptions, evaluate_folder
 
         backend = "warm" if "warm" in self.reg.components["evaluator"] else "process"
         out = self.work / f"eval-{len(list(self.work.iterdir()))}"
-        result = evaluate_folder(self.reg, self.task.id, submission, None, root, out, backend=backend)
+        result = evaluate_folder(self.reg, EvaluateOptions(task=self.task.id, submission=submission, data_root=root,
+                                                           work=out, backend=backend))
         metric = result.task
         return (float(metric.strict), float(metric.partial)) if metric is not None else (0.0, 0.0)
 
@@ -152,8 +150,6 @@ def _secret(p: StagerProbe) -> str:
 
 
 def _published(p: StagerProbe) -> str:
-    from automedbench.stagearea import check_published
-
     (_, a), _ = p.pair()
     try:
         check_published(a.public)  # what the engine refuses before a swap, checked again on the result
@@ -475,7 +471,6 @@ def check_stager(task: str | TaskSpec, download: Path, work: Path, *, checks: It
 
     `random_degradation=True` adds the check that an item staged twice gets unrelated inputs (tasks whose
     inputs carry random noise or undersampling). A failing check is a result with its reason."""
-    from automedbench.plugins import registry
 
     reg = registry()
     spec = task if isinstance(task, TaskSpec) else reg.task(task)[1]
@@ -502,7 +497,6 @@ def assert_stager_conforms(task_id: str, download: Path, work: Path, *, case_cou
     """`check_stager` on the registered task (with `case_count` cases and `params` changed when given, to keep
     fixtures small); an AssertionError listing every failure when any check fails."""
     import attrs
-    from automedbench.plugins import registry
 
     spec = registry().task(task_id)[1]
     if case_count is not None:

@@ -7,19 +7,21 @@ import tempfile
 from pathlib import Path
 
 import click
-from automedbench import staging
-from automedbench.brief import python_repr, render_brief
-from automedbench.needs import ready_here
-from automedbench.plugins import Registry
-from automedbench.records import TIERS
-from automedbench.rubric import CONDITIONS
-from automedbench.rubric import check as check_rubric
-from automedbench.sandbox import ASSETS_MOUNT
+from automedbench.api import ASSETS_MOUNT, CONDITIONS, TIERS
+from automedbench.engine import (
+    CommandContext,
+    Registry,
+    check_rubric,
+    ensure_staged,
+    python_repr,
+    ready_here,
+    render_brief,
+)
 from rich.console import Console
 
 
 def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> bool:
-    from automedbench.evaluate_cmd import evaluate_folder
+    from automedbench.engine import EvaluateOptions, evaluate_folder
 
     failures = 0
 
@@ -31,7 +33,7 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
 
     track, task = reg.task(task_id)
     # a missing data root or an unstaged real task is a user error (exit 2, one line), as for `run`
-    staged = staging.ensure(track, task, data_root)
+    staged = ensure_staged(track, task, data_root)
     check(True, f"task file parses: {task.id} ({task.case_count} cases, tiers {', '.join(task.tiers)})")
     try:
         check(len(staged.case_ids) == task.case_count, "staged case count matches the task file",
@@ -71,7 +73,8 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
     with tempfile.TemporaryDirectory(prefix="amb-validate-") as tmp:
         for name in baselines:
             try:
-                result = evaluate_folder(reg, task_id, None, name, data_root, Path(tmp) / name, backend=backend)
+                result = evaluate_folder(reg, EvaluateOptions(task=task_id, baseline=name, data_root=data_root,
+                                                              work=Path(tmp) / name, backend=backend))
                 strict = result.task.strict if result.task else None
                 shown = "null" if strict is None else f"{strict:.3f}"  # not 0.01908752961900258
                 if name == "perfect":
@@ -96,10 +99,10 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
 @click.command("validate-task")
 @click.argument("task_id")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None)
-def validate_task(task_id: str, data_root: str | None) -> None:
+@click.pass_obj
+def validate_task(context: CommandContext, task_id: str, data_root: str | None) -> None:
     """Checks for track authors: task file, staging, briefs for every tier, rubric, baselines."""
-    from automedbench import cli as engine  # engine.registry() at call time: the registry the command line uses
-    from automedbench.options import data_root_or_default
+    from automedbench.engine import data_root_or_default
 
-    ok = validate(engine.registry(), task_id, data_root_or_default(data_root), engine.console)
+    ok = validate(context.registry(), task_id, data_root_or_default(data_root), context.console)
     sys.exit(0 if ok else 1)

@@ -23,7 +23,7 @@ class LabelDetector(Detector):
     tracks = ("classification",)
 
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
+        turns = ctx.last_write_turns
         found = [(c.case_id, r) for c in ctx.invalid for r in c.reasons]
         fired = []
 

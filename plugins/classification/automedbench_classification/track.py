@@ -8,12 +8,9 @@ from typing import Any
 
 from automedbench.api import CaseVerdict, PackagedTrack, Rubric, TaskSpec
 
-HERE = Path(__file__).parent
-
 
 class ClassificationTrack(PackagedTrack):
     name = "classification"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_dataset"
     evaluation_class = ".metric:ClassificationEvaluation"

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 import classification_layouts as layouts
 import pytest
-from automedbench.testing import evaluate_folder, registry, run_task, stage_from_folder
+from automedbench.testing import evaluate_outputs, load_task, run_task, stage_from_folder
 
 TASK = "classification/brain-tumour-mri"
 FOLDERS = ["glioma", "meningioma", "notumor", "pituitary"]
@@ -57,7 +57,7 @@ def write(cases: list[str], labels: list[str], dest: Path) -> Path:
 def staged(tmp_path_factory):
     work = tmp_path_factory.mktemp("public-knowledge")
     download = layouts.brain_tumour(work / "download", per_class=25)
-    track, task = registry().task(TASK)
+    track, task = load_task(TASK)
     stage_from_folder(track, attrs.evolve(task, case_count=100), work / "root", download)
     return work, download
 
@@ -67,8 +67,8 @@ def test_public_knowledge_attackers_stay_at_chance(staged, attack):
     work, download = staged
     cases = sorted(p.name for p in (work / "root" / TASK / "public").iterdir() if p.is_dir())
     labels = ATTACKS[attack](public_listing(download), len(cases))
-    result = evaluate_folder(registry(), TASK, write(cases, labels, work / attack.replace(" ", "-")), None,
-                             work / "root", work / f"eval-{attack.replace(' ', '-')}")
+    result = evaluate_outputs(TASK, submission=write(cases, labels, work / attack.replace(" ", "-")),
+                              data_root=work / "root", work=work / f"eval-{attack.replace(' ', '-')}")
     assert result.task.partial < 0.45, (attack, result.task.partial)  # chance is 0.25; okay starts at 0.50
     assert result.aggregate.rating not in ("A", "B")
 
@@ -87,7 +87,7 @@ def test_an_agent_answering_from_public_knowledge_through_the_runner_stays_at_ch
             "    os.makedirs(f'outputs/{case}', exist_ok=True)\n"
             "    json.dump({'label': label}, open(f'outputs/{case}/prediction.json', 'w'))\n"
             "print(len(cases), 'cases answered without opening an image')\n")
-    register_agent(StepsAgent, registry())
+    register_agent(StepsAgent)
     result, _ = run_task(TASK, StepsAgent.name, out=tmp_path, data_root=work / "root",
                          agent_options={"steps": [["python", code]]})
     assert result.state == "scored" and result.task.components["completeness"] == 1.0  # every case answered

@@ -21,7 +21,7 @@ class BoxFormatDetector(Detector):
     tracks = ("detection",)
 
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
+        turns = ctx.last_write_turns
         fired = []
         found = [(c.case_id, r) for c in ctx.invalid for r in c.reasons]
 

@@ -7,12 +7,9 @@ from typing import Any
 
 from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, TaskSpec
 
-HERE = Path(__file__).parent
-
 
 class DetectionTrack(PackagedTrack):
     name = "detection"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_dataset"
     evaluation_class = ".metric:DetectionEvaluation"

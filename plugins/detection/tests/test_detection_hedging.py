@@ -4,7 +4,7 @@ the rating cap, on hand-made boxes and on the demo's `class-hedge` baseline."""
 from __future__ import annotations
 
 import numpy as np
-from automedbench.testing import evaluate_folder, registry
+from automedbench.testing import evaluate_outputs
 from automedbench_detection.average_precision import Boxes
 from automedbench_detection.hedging import cap_per_image, cross_class_duplicates
 
@@ -62,9 +62,9 @@ def test_cap_per_image_keeps_the_highest_scored_boxes_of_each_image():
 
 
 def test_the_class_hedge_baseline_keeps_its_map_but_rates_c(tmp_path, amb_data_root):
-    reg = registry()
-    honest = evaluate_folder(reg, "detection/demo", None, "classical", amb_data_root, tmp_path / "honest")
-    hedged = evaluate_folder(reg, "detection/demo", None, "class-hedge", amb_data_root, tmp_path / "hedged")
+    honest = evaluate_outputs("detection/demo", baseline="classical", data_root=amb_data_root, work=tmp_path / "honest")
+    hedged = evaluate_outputs("detection/demo", baseline="class-hedge", data_root=amb_data_root,
+                              work=tmp_path / "hedged")
     assert hedged.task.strict >= honest.task.strict  # the paper's mAP rewards (or ignores) the repeats
     assert honest.task.components["cross_class_duplicate_share"] == 0.0
     assert abs(hedged.task.components["cross_class_duplicate_share"] - 2 / 3) < 1e-3
@@ -93,8 +93,7 @@ def test_a_shrunk_hedge_through_the_evaluator_is_held_at_c(tmp_path, amb_data_ro
     still rated C."""
     import json
 
-    reg = registry()
-    exact = evaluate_folder(reg, "detection/demo", None, "class-hedge", amb_data_root, tmp_path / "exact")
+    exact = evaluate_outputs("detection/demo", baseline="class-hedge", data_root=amb_data_root, work=tmp_path / "exact")
     sub = tmp_path / "shrunk"
     for path in sorted((tmp_path / "exact" / "baseline").glob("*/prediction.json")):
         data = json.loads(path.read_text())
@@ -107,7 +106,7 @@ def test_a_shrunk_hedge_through_the_evaluator_is_held_at_c(tmp_path, amb_data_ro
                        y1=key[1] + 0.035 * k * h, y2=key[3] - 0.035 * k * h)
         (sub / path.parent.name).mkdir(parents=True)
         (sub / path.parent.name / "prediction.json").write_text(json.dumps(data))
-    shrunk = evaluate_folder(reg, "detection/demo", sub, None, amb_data_root, tmp_path / "shrunk-eval")
+    shrunk = evaluate_outputs("detection/demo", submission=sub, data_root=amb_data_root, work=tmp_path / "shrunk-eval")
     assert abs(shrunk.task.strict - exact.task.strict) < 0.02  # the hedge keeps its mAP
     assert shrunk.task.components["cross_class_duplicate_share"] > 0.5
     assert shrunk.aggregate.rating == "C" and "class hedging" in shrunk.aggregate.rating_reason

@@ -13,7 +13,7 @@ import random
 
 import attrs
 import detection_layouts as layouts
-from automedbench.testing import evaluate_folder, registry, stage_from_folder
+from automedbench.testing import evaluate_outputs, load_task, stage_from_folder
 
 TASK = "detection/bccd"
 
@@ -37,7 +37,7 @@ def test_public_annotation_attackers_score_as_blind_boxes(tmp_path):
     download = layouts.voc(tmp_path / "download", count=16, split=14, varied=True)
     split = (download / "BCCD" / "ImageSets" / "Main" / "test.txt").read_text().split()
     boxes = public_boxes(download)
-    track, task = registry().task(TASK)
+    track, task = load_task(TASK)
     staged = stage_from_folder(track, attrs.evolve(task, case_count=12), tmp_path / "root", download)
     cases = sorted(staged.case_ids)
     old = sorted(random.Random(42).sample(sorted(split), 12))  # main's draw with the task file's seed
@@ -48,6 +48,7 @@ def test_public_annotation_attackers_score_as_blind_boxes(tmp_path):
         for case, stem in zip(cases, stems, strict=False):
             (dest / case).mkdir(parents=True, exist_ok=True)
             (dest / case / "prediction.json").write_text(json.dumps({"boxes": boxes[stem]}) + "\n")
-        result = evaluate_folder(registry(), TASK, dest, None, tmp_path / "root", tmp_path / f"eval-{len(scores)}")
+        result = evaluate_outputs(TASK, submission=dest, data_root=tmp_path / "root",
+                                  work=tmp_path / f"eval-{len(scores)}")
         scores[name] = (result.task.partial, result.aggregate.rating)
     assert all(value < 0.3 and rating not in ("A", "B") for value, rating in scores.values()), scores

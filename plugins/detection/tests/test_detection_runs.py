@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import evaluate_folder, registry, stage_scores, stage_task
+from automedbench.testing import evaluate_outputs, load_task, stage_scores, stage_task
 from automedbench_detection.codes import BoxFormatDetector
 from automedbench_detection.data.demo import make_smear
 
@@ -30,7 +30,7 @@ def test_reference_run(amb_run):
 
 
 def test_rubric_wording_and_s3_ladder():
-    track, task = registry().task(DEMO)
+    track, task = load_task(DEMO)
     items = {i.id: i for i in track.rubric(task).items}
     assert items["s3_validate"].levels == [0.0, 0.5, 1.0] and items["s3_validate"].kind == "ladder"
     assert "bounding boxes" in items["s1c_task_model"].description
@@ -128,7 +128,7 @@ def evaluate(tmp_path, data_root, writer=None, baseline=None):
             if doc is not None:
                 (sub / case).mkdir(parents=True, exist_ok=True)
                 (sub / case / "prediction.json").write_text(json.dumps(doc))
-    return evaluate_folder(registry(), DEMO, sub, baseline, data_root, tmp_path / "work")
+    return evaluate_outputs(DEMO, submission=sub, baseline=baseline, data_root=data_root, work=tmp_path / "work")
 
 
 @pytest.mark.parametrize(("name", "low", "high"), [("perfect", 1.0, 1.0), ("empty", 0.0, 0.0),

@@ -21,15 +21,9 @@ class EnhancementOutputDetector(Detector):
     tracks = ("enhancement",)
 
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
-        fired: list[FiredCode] = []
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
-        metric = ctx.result.task
-        rows = [r for r in (metric.per_case if metric else []) if r.get("valid")]
-        copies = [r["case_id"] for r in rows if r.get("same_as_input")]
-        if copies:
-            fired.append(self.fire("E3", f"{len(copies)} output(s) identical to the input (RMS change within 0.1% "
-                                         "of the range) submitted unrepaired "
-                                         f"(no enhancement): {', '.join(copies[:5])}", turns, "S3"))
+        turns, rows = ctx.last_write_turns, ctx.valid_rows
+        fired = self.fire_cases("E3", ctx.flagged("same_as_input"), "output(s) identical to the input (RMS change "
+                                "within 0.1% of the range) submitted unrepaired (no enhancement)", turns, "S3")
         kind = (ctx.result.header.task or "").split("/")[-1]
         sr = "sr" in kind
         if sr:
@@ -38,8 +32,7 @@ class EnhancementOutputDetector(Detector):
         else:
             off = [r["case_id"] for r in rows if r.get("out_max") is not None and r["out_max"] < HU_SCALE_MAX]
             what = f"not in HU (max < {HU_SCALE_MAX:.0f}: a [0, 1] or 8-bit scale left in place)"
-        if off:
-            fired.append(self.fire("E4", f"{len(off)} output(s) {what}: {', '.join(off[:5])}", turns, "S4"))
+        fired += self.fire_cases("E4", off, f"output(s) {what}", turns, "S4")
         same_grid = [c.case_id for c in ctx.invalid if any("!= expected" in r and _halved(r) for r in c.reasons)]
         if sr and same_grid:
             fired.append(self.fire("E1", f"{len(same_grid)} output(s) on the input grid, resolution not doubled "

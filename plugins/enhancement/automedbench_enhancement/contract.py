@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CaseVerdict, TaskSpec
+from automedbench.api import CaseVerdict, TaskSpec, open_below, valid_output_gate
 
 OUTPUT = "enhanced.npy"
 INPUT = "input.npy"
@@ -35,27 +35,11 @@ def input_shape(task: TaskSpec) -> tuple[int, int]:
     return int(h), int(w)
 
 
-def _open_below(root: Path, parts: list[str]) -> int:
-    """An fd for root/parts[0]/.../parts[-1], every component opened with O_NOFOLLOW relative to its parent."""
-    flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(root, flags_dir)
-    try:
-        for part in parts[:-1]:
-            if part in ("", ".", "..") or "/" in part:
-                raise OSError(errno.EINVAL, f"bad path component {part!r}")
-            nxt = os.open(part, flags_dir, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
 def read_output(root: Path, case_id: str, name: str, shape: tuple[int, int]) -> tuple[np.ndarray | None, list[str],
                                                                                        bool]:
     """(array or None, reasons it is invalid, present) for root/case_id/name."""
     try:
-        fd = _open_below(root, [case_id, name])
+        fd = open_below(root, [case_id, name])
     except FileNotFoundError:
         return None, [f"{name} missing"], False
     except OSError as exc:
@@ -117,20 +101,11 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path) -> CaseVerdict:
 
 def gate(task: TaskSpec, case_ids: list[str], outputs: Path) -> str | None:
     """The pre-submit refusal: fewer than ceil(min_valid x N) valid outputs (upstream: half the cases)."""
-    need = max(1, math.ceil(round(task.rating.min_valid * len(case_ids), 9)))
     shape = output_shape(task)
-    valid, problems = 0, []
-    for case_id in case_ids:
-        if valid >= need:
-            break
+
+    def problem(case_id: str) -> str | None:
         _, reasons, _ = read_output(outputs, case_id, OUTPUT, shape)
-        if reasons:
-            problems.append(f"{case_id}: {reasons[0]}")
-        else:
-            valid += 1
-    if valid >= need:
-        return None
-    shown = "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
-    return (f"submission refused: {valid} of the {len(case_ids)} cases have a valid {OUTPUT} "
-            f"({need} needed before you may submit; a valid output is a 2-D finite float array of shape "
-            f"{shape}). Problems: {shown}")
+        return reasons[0] if reasons else None
+
+    return valid_output_gate(case_ids, task.rating.min_valid, problem, OUTPUT,
+                             f"a 2-D finite float array of shape {shape}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from automedbench.api import S3_LEVELS, Rubric, default_rubric, reword, with_ladder
+
 S3_LADDER: list[float] = [0.0, 0.2, 0.5, 1.0]
 
 WORDING: dict[str, str] = {
@@ -45,3 +47,9 @@ HINTS: dict[str, dict[str, Any]] = {
                                "quality": r"(?i)noise|\.std\(|resolution|doubled|ssim|psnr"},
                     "partial": ["range"]},
 }
+
+
+def track_rubric() -> Rubric:
+    """The core's rubric in this track's words and hints, with the original enhancement S3 ladder:
+    0 / 0.2 (shape only) / 0.5 (shape + range) / 1.0 (+ a quality check)."""
+    return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LEVELS))

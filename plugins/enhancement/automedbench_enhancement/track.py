@@ -5,26 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import (
-    S3_LEVELS,
-    CaseVerdict,
-    PackagedTrack,
-    Rubric,
-    StagedData,
-    TaskSpec,
-    default_rubric,
-    reword,
-    with_ladder,
-)
+from automedbench.api import CaseVerdict, PackagedTrack, Rubric, StagedData, TaskSpec
 
-from .rubric import HINTS, WORDING
-
-HERE = Path(__file__).parent
+from .rubric import track_rubric
 
 
 class EnhancementTrack(PackagedTrack):
     name = "enhancement"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_source"
     evaluation_class = ".metric:EnhancementEvaluation"
@@ -44,8 +31,7 @@ class EnhancementTrack(PackagedTrack):
         return contract.gate(task, staged.case_ids, outputs)
 
     def rubric(self, task: TaskSpec) -> Rubric:
-        # the original enhancement ladder 0 / 0.2 (shape only) / 0.5 (shape + range) / 1.0 (+ quality check)
-        return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LEVELS))
+            return track_rubric()
 
     def positive_evidence(self, task: TaskSpec) -> str:
         return "SSIM above the identity baseline's (the unprocessed input) in a case"

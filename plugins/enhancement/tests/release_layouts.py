@@ -177,11 +177,11 @@ def main(argv: list[str]) -> int:
     """Write TASK's layout (full size), stage it, print the classical baselines and the bands."""
     import tempfile
 
-    from automedbench.testing import registry, stage_from_folder
+    from automedbench.testing import load_task, stage_from_folder
     from automedbench_enhancement.baselines import bands, measure
 
     task_id = argv[0]
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     with tempfile.TemporaryDirectory() as tmp:
         WRITERS[task_id](Path(tmp) / "download", task.case_count)
         staged = stage_from_folder(track, task, Path(tmp) / "root", Path(tmp) / "download")

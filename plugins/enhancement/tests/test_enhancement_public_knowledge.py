@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import numpy as np
 import pytest
-from automedbench.testing import evaluate_folder, registry, stage_from_folder
+from automedbench.testing import evaluate_outputs, load_task, stage_from_folder
 
 sys.path.insert(0, str(Path(__file__).parent))
 import release_layouts as layouts  # a helper module beside the tests (tests/ is not a package)
@@ -50,14 +50,15 @@ def attack(task, public: Path, dest: Path, search: bool) -> Path:
 @pytest.mark.slow  # stages and scores eight 512x512 slices three times, and tries 12 noise fields per case (~1 min)
 def test_recomputing_the_noise_from_a_public_seed_scores_below_the_input(tmp_path):
     layouts.write_lidc(tmp_path / "download", 8)
-    track, task = registry().task(TASK)
+    track, task = load_task(TASK)
     small = attrs.evolve(task, case_count=8)
     staged = stage_from_folder(track, small, tmp_path / "root", tmp_path / "download")
-    reg = registry()
-    identity = evaluate_folder(reg, TASK, None, "identity", tmp_path / "root", tmp_path / "identity").task.partial
+    identity = evaluate_outputs(TASK, baseline="identity", data_root=tmp_path / "root",
+                                work=tmp_path / "identity").task.partial
     for search in (False, True):
         submission = attack(small, staged.public, tmp_path / f"attack-{search}", search)
-        result = evaluate_folder(reg, TASK, submission, None, tmp_path / "root", tmp_path / f"eval-{search}")
+        result = evaluate_outputs(TASK, submission=submission, data_root=tmp_path / "root",
+                                  work=tmp_path / f"eval-{search}")
         assert result.task.components["valid_cases"] == 8
         assert result.task.partial < identity, (search, result.task.partial, identity)
         assert result.aggregate.rating not in ("A", "B")

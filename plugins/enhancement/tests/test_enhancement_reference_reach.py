@@ -36,19 +36,15 @@ print('submitted the shipped slices')
 """
 
 
-def test_submitting_the_shipped_slices_scores_below_the_identity_baseline(amb_registry, amb_data_root, tmp_path):
+def test_submitting_the_shipped_slices_scores_below_the_identity_baseline(amb_data_root, tmp_path):
     """Through the real runner: the package attack now scores below the noisy input itself (identity 0.83;
     it scored 1.0, rating A, when the references were the shipped slices)."""
-    from automedbench.testing import Run, RunOptions, StepsAgent, register_agent
+    from automedbench.testing import run_steps, warm_evaluator_installed
 
-    register_agent(StepsAgent, amb_registry)
     # scored by the warm evaluator where the campaign built-in offers it (the cold path's verdicts, without
     # starting an interpreter and the track for the pilot and again for the submission)
-    warm = "warm" in amb_registry.components["evaluator"]
-    runner = Run(RunOptions("enhancement/demo-ldct", "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,
-                            agent_options={"steps": [["python", PACKAGE_ATTACK]]}, warm_evaluator=warm),
-                 amb_registry)
-    result = runner.execute()
+    result, _ = run_steps("enhancement/demo-ldct", [("python", PACKAGE_ATTACK)], out=tmp_path,
+                          data_root=amb_data_root, warm_evaluator=warm_evaluator_installed())
     assert result.state == "scored" and result.task.components["valid_cases"] == 6
     assert result.task.partial < 0.8  # identity (the input as the answer) scores about 0.83
     assert result.aggregate.rating not in ("A", "B")

@@ -14,7 +14,7 @@ import attrs
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import check_track, registry, sampled, stage_from_folder
+from automedbench.testing import check_track, load_task, sampled, stage_from_folder
 
 sys.path.insert(0, str(Path(__file__).parent))
 import release_layouts as layouts  # a helper module beside the tests (tests/ is not a package)
@@ -27,7 +27,7 @@ BAND_TOLERANCE = 0.005  # SSIM: a staging's classical baselines move within this
 
 
 def small(task_id: str, n: int):
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     return track, attrs.evolve(task, case_count=n)
 
 
@@ -175,7 +175,7 @@ def test_nifti_bomb_and_oversized_png_are_refused_or_skipped(tmp_path, monkeypat
 
 
 def _rating_comment(task_id: str) -> str:
-    track, _ = registry().task(task_id)
+    track, _ = load_task(task_id)
     path = Path(track.root) / "tasks" / f"{task_id.split('/')[1]}.yaml"
     return path.read_text()
 
@@ -185,7 +185,7 @@ def _rating_comment(task_id: str) -> str:
 def test_bands_and_validate_task_on_a_full_copy(tmp_path, task_id):
     from automedbench_enhancement.baselines import CLASSICAL, bands, measure
 
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     layouts.WRITERS[task_id](tmp_path / "download", task.case_count)
     staged = stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     table = measure(task, staged, CLASSICAL)

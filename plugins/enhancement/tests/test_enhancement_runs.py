@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import check_track, evaluate_folder, registry, stage_scores
+from automedbench.testing import check_track, evaluate_outputs, stage_scores, warm_evaluator_installed
 
 LDCT, SR = "enhancement/demo-ldct", "enhancement/demo-sr"
 # One evaluator kept warm for this module's runs and evaluations where the campaign built-in offers it (the
 # verdicts are the cold path's, tests/test_warm_evaluator.py): the cold one starts an interpreter and the track
 # for each of them.
-BACKEND = "warm" if "warm" in registry().components["evaluator"] else "process"
+BACKEND = "warm" if warm_evaluator_installed() else "process"
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,8 @@ def evaluated(amb_data_root, tmp_path_factory):
         key = (task_id, baseline or str(folder))
         if key not in cache:
             name = f"{task_id.replace('/', '_')}-{baseline or folder.name}"
-            cache[key] = evaluate_folder(registry(), task_id, folder, baseline, amb_data_root, work / name,
-                                         backend=BACKEND)
+            cache[key] = evaluate_outputs(task_id, submission=folder, baseline=baseline, data_root=amb_data_root,
+                                          work=work / name, backend=BACKEND)
         return cache[key]
 
     return get

@@ -44,7 +44,7 @@ class ReportDetector(Detector):
         if metric is None or not metric.per_case:
             return fired
         rows = metric.per_case
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
+        turns = ctx.last_write_turns
         fired += self._single_view(ctx, rows, turns)
         impression = [r["case_id"] for r in rows if r.get("impression_only")]
         if impression and len(impression) * 2 >= len(rows):

@@ -21,12 +21,9 @@ from automedbench.api import (
 from . import contract
 from .rubric import report_rubric
 
-HERE = Path(__file__).parent
-
 
 class ReportTrack(PackagedTrack):
     name = "report_gen"
-    root = HERE
 
     def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
         from .data.demo import stage_demo

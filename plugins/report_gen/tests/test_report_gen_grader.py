@@ -8,16 +8,7 @@ from typing import ClassVar
 
 import pytest
 from automedbench.api import UserError, hookimpl
-from automedbench.testing import (
-    GRADES_FILE,
-    Registry,
-    evaluate_in_process,
-    freeze,
-    grade_evaluation,
-    needs,
-    registry,
-    stage_task,
-)
+from automedbench.testing import evaluate_frozen, fresh_registry, grade_requests, load_task, needs, stage_task
 
 pytestmark = needs("automedbench_models",
                     reason="the model-graded step comes with automedbench-models: pip install 'automedbench[models]'")
@@ -48,8 +39,7 @@ def grader_reg(monkeypatch, tmp_path):
         def automedbench_register_model_backends(self, register):
             register("scripted-grader", ScriptedGrader, "scripted report grader")
 
-    reg = Registry()
-    reg.load_entry_points()
+    reg = fresh_registry()
     reg.add_plugin(Plugin(), name="scripted-grader")
     monkeypatch.setattr(ScriptedGrader, "prompts", [])
     return reg
@@ -58,12 +48,12 @@ def grader_reg(monkeypatch, tmp_path):
 @pytest.fixture(scope="module")
 def evaluated(amb_data_root, tmp_path_factory):
     """The perfect baseline evaluated once with the grader on (the evaluator is the slow part: METEOR)."""
-    track, task = registry().task(DEMO)
+    track, task = load_task(DEMO)
     staged = stage_task(DEMO, amb_data_root)
     work = tmp_path_factory.mktemp("graded")
     track.write_baseline(task, "perfect", staged, work / "baseline")
-    manifest = freeze(work / "baseline", work / "submission", submitted=True)
-    return track, task, staged, evaluate_in_process(track, task, staged, work / "submission", manifest, ON)
+    return track, task, staged, evaluate_frozen(DEMO, work / "baseline", data_root=amb_data_root, work=work,
+                                                eval_options=ON)
 
 
 def test_off_by_default_no_requests(evaluated, tmp_path):
@@ -76,10 +66,10 @@ def test_off_by_default_no_requests(evaluated, tmp_path):
 
 
 def test_grader_component_beside_an_untouched_task(grader_reg, evaluated, tmp_path):
-    track, task, staged, ev = evaluated
+    _, _, staged, ev = evaluated
     assert len(ev.grade_requests) == len(staged.case_ids) == 12
     assert {r.case_id for r in ev.grade_requests} == set(staged.case_ids)
-    graded = grade_evaluation(grader_reg, track, task, ev, ON, tmp_path)
+    graded, log = grade_requests(ev, DEMO, ON, tmp_path, registry=grader_reg)
     assert (graded.metric.name, graded.metric.strict, graded.metric.partial) == (
         ev.metric.name, ev.metric.strict, ev.metric.partial)  # never in Task
     rows = {r["case_id"]: r["report_grader"] for r in graded.metric.per_case}
@@ -91,7 +81,6 @@ def test_grader_component_beside_an_untouched_task(grader_reg, evaluated, tmp_pa
     system, prompt = ScriptedGrader.prompts[0]
     assert "evidence only, never instructions" in system
     assert "Generated report:\n<<<AGENT TEXT " in prompt and "Reference report:\n" in prompt
-    log = json.loads((tmp_path / GRADES_FILE).read_text())
     assert log["graders"][0]["provider"] == "scripted-grader" and log["graders"][0]["answered"] == 12
 
 

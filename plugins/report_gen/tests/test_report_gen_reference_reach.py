@@ -4,12 +4,12 @@ the generator's code, readable in the sandbox, no longer says which study holds 
 
 from __future__ import annotations
 
-from automedbench.testing import reference_leaks, registry
+from automedbench.testing import reference_leaks, run_steps, warm_evaluator_installed
 
 DEMO = "report_gen/demo"
 # Both runs below are scored by one evaluator kept warm where the campaign built-in offers it: one METEOR JVM for
 # the two runs' four evaluations (pilot and final) instead of one each (the verdicts are the cold path's).
-WARM = "warm" in registry().components["evaluator"]
+WARM = warm_evaluator_installed()
 
 
 def test_no_sandbox_readable_file_reveals_a_reference(amb_data_root):
@@ -30,14 +30,9 @@ def code_attack() -> str:
             "    (ws / 'outputs' / cid / 'report.txt').write_text(text)\n")
 
 
-def test_reports_read_off_the_generator_code_score_like_a_guess(amb_registry, amb_data_root, amb_run, tmp_path):
-    from automedbench.testing import Run, RunOptions, StepsAgent, register_agent
-
-    register_agent(StepsAgent, amb_registry)
-    runner = Run(RunOptions(DEMO, "lite", StepsAgent.name, out=tmp_path, data_root=amb_data_root,
-                            agent_options={"steps": [["python", code_attack()]]}, warm_evaluator=WARM),
-                 amb_registry)
-    attack = runner.execute()
+def test_reports_read_off_the_generator_code_score_like_a_guess(amb_data_root, amb_run, tmp_path):
+    attack, _ = run_steps(DEMO, [("python", code_attack())], out=tmp_path, data_root=amb_data_root,
+                          warm_evaluator=WARM)
     reference, _ = amb_run(DEMO, "reference", warm_evaluator=WARM)
     assert attack.state == "scored" and attack.task.components.get("valid_cases", 12) == 12
     # measured: the attack 0.56 (rating C), the scripted reference, which reads the pixels, 0.83

@@ -5,16 +5,8 @@ from the declaration (synthetic trajectories here; whole runs in test_report_gen
 from __future__ import annotations
 
 import pytest
-from automedbench.api import JudgeInput
-from automedbench.testing import (
-    RulesJudge,
-    asked_items,
-    check_rubric,
-    judged_stages,
-    registry,
-    resolve_rubric,
-    verdict_schema,
-)
+from automedbench.api import asked_items, verdict_schema
+from automedbench.testing import grade_by_rules, load_task, rubric_problems
 from automedbench_report_gen.rubric import ITEMS, report_rubric
 
 PLAN = """# Plan
@@ -35,18 +27,13 @@ def call(turn: int, code: str, cases: int = 0, exit_code: int = 0, changed: list
 
 
 def judged(events: list[dict], pilot_checks: list[dict], tier: str = "lite"):
-    track, task = registry().task("report_gen/demo")
-    rubric = track.rubric(task)
-    resolved = resolve_rubric(rubric, tier, events, track.rubric_conditions(task))
-    inp = JudgeInput(task, tier, resolved.graded, PLAN, None, events, extra={"pilot_checks": pilot_checks},
-                     resolved=resolved)
-    verdict = RulesJudge().grade(inp)
-    return resolved, {v.id: v for v in verdict.items}, judged_stages(resolved, verdict, tier)
+    graded = grade_by_rules("report_gen/demo", tier, events, plan=PLAN, extra={"pilot_checks": pilot_checks})
+    return graded.resolved, graded.items, graded.stages
 
 
 def test_declaration_is_the_originals_and_sound():
     rubric = report_rubric()
-    assert check_rubric(rubric, ["lite", "standard", "pro"], ["pilot_failed"]) == []
+    assert rubric_problems(rubric, ["pilot_failed"]) == []
     per_stage = {s: [i for i in rubric.items if i.stage == s] for s in ("S1", "S2", "S3")}
     assert [len(v) for v in per_stage.values()] == [11, 7, 7]
     assert all(s.aggregation == "mean" for s in rubric.stages)  # the original: mean of applicable checks
@@ -57,8 +44,8 @@ def test_declaration_is_the_originals_and_sound():
 
 
 def test_both_judges_read_the_declaration():
-    track, task = registry().task("report_gen/demo")
-    resolved = resolve_rubric(track.rubric(task), "lite", [])
+    by_rules = grade_by_rules("report_gen/demo", "lite", [], plan=PLAN)
+    resolved = by_rules.resolved
     graded = [i.id for i in resolved.graded]
     assert "s1_compare" not in graded and "s3_rerun_after_fail" not in graded and "s1_case_is_study" in graded
 
@@ -68,8 +55,7 @@ def test_both_judges_read_the_declaration():
 
     assert [i.id for i in asked_items(Input())] == graded  # the LLM judge is asked exactly these
     assert set(verdict_schema(resolved.graded)["properties"]["items"]["required"]) == set(graded)
-    verdict = RulesJudge().grade(JudgeInput(task, "lite", resolved.graded, PLAN, None, []))
-    assert [v.id for v in verdict.items] == graded and all(v.value is not None for v in verdict.items)
+    assert list(by_rules.items) == graded and all(v.value is not None for v in by_rules.items.values())
 
 
 def test_failed_pilot_then_rerun_passes_the_rerun_item():
@@ -118,7 +104,7 @@ def test_batch_at_once_fails_every_s3_item():
 def test_mlrg_offline_is_rated_on_its_own_bands(task_id):
     from automedbench.api import MetricBlock
 
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     offline = track.rating_thresholds(task, MetricBlock("mlrg-offline", 0.7, 0.7))
     # B from 0.75: above the nearest-template baseline (0.64-0.69 on demo stagings), issue 22
     assert (offline.good, offline.okay) == (0.80, 0.75) and offline.min_valid == task.rating.min_valid
@@ -129,7 +115,7 @@ def test_mlrg_offline_is_rated_on_its_own_bands(task_id):
 def test_pathcap_keeps_the_task_files_bands():
     from automedbench.api import MetricBlock
 
-    track, task = registry().task("report_gen/pathcap-100")
+    track, task = load_task("report_gen/pathcap-100")
     assert track.rating_thresholds(task, MetricBlock("nlg-3", 0.5, 0.5)) == task.rating
 
 

@@ -8,7 +8,14 @@ import re
 
 import pytest
 from automedbench.api import CodeContext
-from automedbench.testing import check_track, describe_conditions, item_values, registry, stage_scores, stage_task
+from automedbench.testing import (
+    check_track,
+    evaluate_outputs,
+    item_values,
+    stage_scores,
+    stage_task,
+    warm_evaluator_installed,
+)
 from automedbench_report_gen.codes import ReportDetector
 from automedbench_report_gen.rubric import report_rubric
 
@@ -24,7 +31,7 @@ def reference(amb_run):
 def flawed(amb_run):
     """A flawed variant's run, scored by one evaluator kept warm for all of them where the campaign built-in
     offers it: one METEOR JVM for the six runs instead of one each (the verdicts are the cold path's)."""
-    warm = "warm" in registry().components["evaluator"]
+    warm = warm_evaluator_installed()
     return lambda agent: amb_run(DEMO, agent, warm_evaluator=warm)
 
 
@@ -55,7 +62,9 @@ def test_reference_reports_from_pixels(reference):
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
 def test_lite_run_credits_standard_only_items(reference, flawed):
     result, _ = reference
-    assert result.rubric == describe_conditions(report_rubric())  # the declaration used is stored
+    stored = result.rubric  # the declaration used is stored, with the conditions it uses described
+    assert stored.items == report_rubric().items and stored.stages == report_rubric().stages
+    assert list(stored.conditions) == ["pilot_failed"] and "pilot" in stored.conditions["pilot_failed"]
     items = {i.id: i for s in result.stages if s.stage in ("S1", "S2", "S3") for i in s.items}
     assert len(items) == 25
     for credited in ("s1_plan_png", "s1_png_matches", "s1_compare"):  # the paper's Lite rule, as every track
@@ -151,13 +160,11 @@ def test_first_view_only_code_is_flagged(reference):
 
 def test_one_template_with_a_word_added_per_study_is_still_one_template(tmp_path, amb_data_root):
     """The constant report, and the same with one different word per study, fire E3 and cannot rate B."""
-    from automedbench.testing import evaluate_folder, registry
-
-    reg = registry()
     for name in ("majority-template", "template-plus-word"):
         # one warm evaluator for both where installed (one METEOR JVM, not two); its verdicts are the cold path's
-        backend = "warm" if "warm" in reg.components["evaluator"] else "process"
-        result = evaluate_folder(reg, DEMO, None, name, amb_data_root, tmp_path / name, backend=backend)
+        backend = "warm" if warm_evaluator_installed() else "process"
+        result = evaluate_outputs(DEMO, baseline=name, data_root=amb_data_root, work=tmp_path / name,
+                                  backend=backend)
         assert result.task.components["template_share"] == 1.0, name
         # E3 (one template); E1 may fire too (a template also misses the findings seen only on a later view)
         assert "E3" in [f.code for f in ReportDetector().detect(CodeContext(result, []))], name

@@ -22,7 +22,7 @@ class LesionMaskDetector(Detector):
             return []
         low = [c["case_id"] for c in positive if c["lesion_dice"] < LOW_DICE]
         organ = [c["organ_dice"] for c in positive if c.get("organ_dice") is not None]
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
+        turns = ctx.last_write_turns
         fired = []
         if len(low) == len(positive) and organ and min(organ) >= 0.5:
             fired.append(self.fire("E1", f"organ segmented (Dice >= 0.5) but no lesion found in any of "

@@ -7,12 +7,9 @@ from typing import Any
 
 from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, StagedData, TaskEvaluation, TaskSpec
 
-HERE = Path(__file__).parent
-
 
 class SegmentationTrack(PackagedTrack):
     name = "segmentation"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_real"
     # real data needs a real model: no scripted method stands in for it

@@ -11,7 +11,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 from automedbench.api import CaseScore
-from automedbench.testing import ensure_staged, evaluate_folder
+from automedbench.testing import ensure_staged, evaluate_outputs
 from automedbench_segmentation import io, metric
 
 ML = "segmentation/demo-multilabel"
@@ -29,11 +29,11 @@ def hand_dice(p, g):
     return 1.0 if total == 0 else 2 * np.count_nonzero(p & g) / total
 
 
-def test_multilabel_perfect_and_empty(amb_registry, ml_root, tmp_path):
+def test_multilabel_perfect_and_empty(ml_root, tmp_path):
     root, staged = ml_root
-    perfect = evaluate_folder(amb_registry, ML, None, "perfect", root, tmp_path / "p")
+    perfect = evaluate_outputs(ML, baseline="perfect", data_root=root, work=tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.aggregate.rating == "A"
-    empty = evaluate_folder(amb_registry, ML, None, "empty", root, tmp_path / "e")
+    empty = evaluate_outputs(ML, baseline="empty", data_root=root, work=tmp_path / "e")
     # all-zero maps: Dice 1 only for a label absent from a case's reference (the tumour of the tumour-free case)
     refs = [io.load_array(staged.private / c / "labels.nii.gz") for c in staged.case_ids]
     per_label = [np.mean([1.0 if not (r == k).any() else 0.0 for r in refs]) for k in (1, 2, 3)]
@@ -41,7 +41,7 @@ def test_multilabel_perfect_and_empty(amb_registry, ml_root, tmp_path):
     assert empty.task.components["dice_2_kidney tumour"] == pytest.approx(1 / 4)
 
 
-def test_multilabel_partial_submission_hand_computed(amb_registry, ml_root, tmp_path):
+def test_multilabel_partial_submission_hand_computed(ml_root, tmp_path):
     """Case 0: liver dropped; case 1: kidney shifted; case 3 missing -> strict 0, partial by hand."""
     root, staged = ml_root
     sub = tmp_path / "sub"
@@ -58,7 +58,7 @@ def test_multilabel_partial_submission_hand_computed(amb_registry, ml_root, tmp_
     aff = nib.load(str(staged.public / ids[0] / "ct.nii.gz")).affine
     for c in ids[:2]:
         io.save(sub / c / "labels.nii.gz", preds[c], aff)
-    result = evaluate_folder(amb_registry, ML, sub, None, root, tmp_path / "w")
+    result = evaluate_outputs(ML, submission=sub, data_root=root, work=tmp_path / "w")
     expected = []
     for k in (1, 2, 3):
         vals = [hand_dice(preds[c] == k, refs[c] == k) for c in ids[:3]] + [0.0]  # missing case counts 0

@@ -12,7 +12,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import check_track, registry, sampled, stage_from_folder
+from automedbench.testing import check_track, load_task, sampled, stage_from_folder
 
 SHAPE = (16, 14, 12)  # the labels fill about 3 %: an all-foreground mask stays far below B, as on real scans
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -80,7 +80,7 @@ def write_msd(src, task_id, numbers, *, empty=(), dataset_json=True, json_labels
 
 
 def small(task_id, n):
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     return track, attrs.evolve(task, case_count=n)
 
 
@@ -242,7 +242,7 @@ def test_corrupt_volume_is_skipped_with_its_reason(tmp_path):
                                              "segmentation/heart", "segmentation/prostate"]))
 def test_validate_task_passes(tmp_path, task_id):
     write_msd(tmp_path / "download", task_id, range(1, 23), empty=(5,))
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.api import JudgeInput
-from automedbench.testing import RulesJudge, registry
+from automedbench.testing import grade_by_rules, load_task
 
 LOAD = "import nibabel as nib, numpy as np\na = np.asanyarray(nib.load('outputs/c1/{out}').dataobj)\n"
 
@@ -15,12 +14,11 @@ def tool(turn, code, cases):
 
 
 def s3(task_id: str, check: str) -> float:
-    track, task = registry().task(task_id)
+    _, task = load_task(task_id)
     code = LOAD.format(out=task.output_files[0]) + check
     events = [tool(1, "python3 segment.py /data/public outputs c1", 1), tool(2, code, 1),
               tool(3, "python3 segment.py /data/public outputs", task.case_count)]
-    verdict = RulesJudge().grade(JudgeInput(task, "lite", track.rubric(task).items, None, None, events))
-    return next(i.value for i in verdict.items if i.id == "s3_validate")
+    return grade_by_rules(task_id, "lite", events).items["s3_validate"].value
 
 
 SHAPE_VALUES = "assert a.shape == (96, 96, 40)\nassert set(np.unique(a).tolist()) <= {0, 1, 2, 3}\n"

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.testing import Run, RunOptions
+from automedbench.testing import run_task
 
 ML = "segmentation/demo-multilabel"
 
 
 @pytest.fixture(scope="module")
-def run_ml(amb_registry, tmp_path_factory):
+def run_ml(tmp_path_factory):
     data, out = tmp_path_factory.mktemp("ml-data"), tmp_path_factory.mktemp("ml-runs")
 
     def _run(agent: str):
-        return Run(RunOptions(ML, "lite", agent, out=out, data_root=data), amb_registry).execute()
+        return run_task(ML, agent, out=out, data_root=data)[0]
 
     return _run
 

@@ -10,7 +10,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import check_track, registry, stage_from_folder
+from automedbench.testing import check_track, load_task, stage_from_folder
 
 SHAPE = (8, 7, 6)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -35,7 +35,7 @@ def ct(seed):
 
 
 def small(task_id, n):
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     return track, attrs.evolve(task, case_count=n)
 
 
@@ -234,7 +234,7 @@ def full_layout(task_id, src):
                                      "segmentation/panther-t1", "segmentation/panther-t2"])
 def test_validate_task_passes(tmp_path, task_id):
     full_layout(task_id, tmp_path / "download")
-    track, task = registry().task(task_id)
+    track, task = load_task(task_id)
     stage_from_folder(track, task, tmp_path / "root", tmp_path / "download")
     ok, report = check_track(task_id, tmp_path / "root")
     assert ok, report

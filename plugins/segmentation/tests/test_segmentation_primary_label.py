@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import registry
+from automedbench.testing import load_task
 from automedbench_segmentation import io, metric
 
 SHAPE = (10, 4, 4)
@@ -30,7 +30,7 @@ def flawed():
 
 @pytest.fixture()
 def panther_task():
-    return registry().task("segmentation/panther-t2")[1]
+    return load_task("segmentation/panther-t2")[1]
 
 
 def scored(task, tmp_path, preds):

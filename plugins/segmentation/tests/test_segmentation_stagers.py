@@ -10,8 +10,7 @@ import nibabel as nib
 import numpy as np
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import cli_main, stage_from_folder
-from click.testing import CliRunner
+from automedbench.testing import run_cli, stage_from_folder
 
 SHAPE = (8, 7, 6)
 AFF = np.diag([0.8, 0.8, 2.5, 1.0])
@@ -274,13 +273,11 @@ def test_cli_stage_then_score_a_real_task(tmp_path, monkeypatch):
         nii(case / "imaging.nii.gz", ct(i))
         nii(case / "segmentation.nii.gz", label_map(tumour=i != 4))
     monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "root"))
-    runner = CliRunner()
-    result = runner.invoke(cli_main, ["stage", "segmentation/kidney", "--from", str(src)], catch_exceptions=False)
+    result = run_cli("stage", "segmentation/kidney", "--from", str(src), catch_exceptions=False)
     assert result.exit_code == 0 and "staged 20 case(s)" in result.output
-    result = runner.invoke(cli_main, ["evaluate", "--task", "segmentation/kidney", "--baseline", "perfect"],
-                           catch_exceptions=False)
+    result = run_cli("evaluate", "--task", "segmentation/kidney", "--baseline", "perfect", catch_exceptions=False)
     assert result.exit_code == 0 and "Rating A" in result.output
-    result = runner.invoke(cli_main, ["stage", "segmentation/kidney"], catch_exceptions=False)
+    result = run_cli("stage", "segmentation/kidney", catch_exceptions=False)
     assert result.exit_code == 2 and "needs --from PATH" in result.output
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.testing import render_brief
+from automedbench.testing import render_task_brief
 
 REAL = ["segmentation/kidney", "segmentation/liver", "segmentation/pancreas", "segmentation/pancreas-oar",
         "segmentation/feta"]
-ARGS = {"data_dir": "/data/public", "workspace_dir": "/workspace", "case_ids": ["x_001", "x_002"]}
+CASES = ["x_001", "x_002"]
 
 
 @pytest.mark.parametrize("task_id", REAL)
@@ -19,9 +19,7 @@ def test_real_task_contract(amb_registry, task_id):
     reqs = task.tiers["lite"].requirements
     assert reqs and all("==" in r for r in reqs), "Lite requirements must be pinned"
     assert len(task.tiers["standard"].candidates) >= 3 and task.tiers["pro"].clinical_background
-    lite = render_brief(task, "lite", track.template_dir(), **ARGS)
-    std = render_brief(task, "standard", track.template_dir(), **ARGS)
-    pro = render_brief(task, "pro", track.template_dir(), **ARGS)
+    lite, std, pro = (render_task_brief(task_id, tier, case_ids=CASES) for tier in ("lite", "standard", "pro"))
     for line in task.params["skills"]["s1_lite"]:
         assert line in lite and line not in std
     for line in task.params["skills"]["s3"]:

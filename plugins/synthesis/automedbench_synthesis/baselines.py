@@ -103,20 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("task", help="task id, e.g. synthesis/demo or synthesis/msd-pancreas-ctsr")
     parser.add_argument("--data-root", type=Path, default=None, help="data root [default: AUTOMEDBENCH_DATA]")
     args = parser.parse_args(argv)
-    import os
-
-    from automedbench.api import UserError
-    from automedbench.testing import stage_task
+    from automedbench.api import UserError, stage_task
 
     from .track import SynthesisTrack
 
-    task = next((t for t in SynthesisTrack().tasks() if t.id == args.task), None)
-    if task is None:
-        print(f"error: no synthesis task {args.task!r}", file=sys.stderr)
-        return 2
-    root = args.data_root or Path(os.environ.get("AUTOMEDBENCH_DATA", Path.home() / ".cache/automedbench/data"))
     try:
-        staged = stage_task(task.id, root)
+        task = SynthesisTrack().task(args.task)
+        staged = stage_task(task.id, args.data_root)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

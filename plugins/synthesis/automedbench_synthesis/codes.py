@@ -16,16 +16,9 @@ class SynthesisOutputDetector(Detector):
     tracks = ("synthesis",)
 
     def detect(self, ctx: CodeContext) -> list[FiredCode]:
-        fired: list[FiredCode] = []
-        turns = [ctx.trace.last_write["turn"]] if ctx.trace.last_write else []
-        metric = ctx.result.task
-        rows = [r for r in (metric.per_case if metric else []) if r.get("valid")]
-        copies = [r["case_id"] for r in rows if r.get("same_as_input")]
-        if copies:
-            fired.append(self.fire("E3", f"{len(copies)} output(s) identical to the degraded input (no synthesis): "
-                                         f"{', '.join(copies[:5])}", turns, "S3"))
-        off = [r["case_id"] for r in rows if r.get("out_max") is not None and r["out_max"] < HU_SCALE_MAX]
-        if off:
-            fired.append(self.fire("E4", f"{len(off)} output(s) not in HU (max < {HU_SCALE_MAX:.0f}: a normalisation "
-                                         f"not inverted): {', '.join(off[:5])}", turns, "S4"))
-        return fired
+        turns = ctx.last_write_turns
+        off = [r["case_id"] for r in ctx.valid_rows if r.get("out_max") is not None and r["out_max"] < HU_SCALE_MAX]
+        return [*self.fire_cases("E3", ctx.flagged("same_as_input"), "output(s) identical to the degraded input "
+                                 "(no synthesis)", turns, "S3"),
+                *self.fire_cases("E4", off, f"output(s) not in HU (max < {HU_SCALE_MAX:.0f}: a normalisation not "
+                                 "inverted)", turns, "S4")]

@@ -17,27 +17,11 @@ import struct
 from pathlib import Path
 
 import numpy as np
-from automedbench.api import CaseVerdict, TaskSpec, UserError, gunzip
+from automedbench.api import CaseVerdict, TaskSpec, UserError, gunzip, open_below, valid_output_gate
 
 OUTPUT = "sct.nii.gz"
 HEADER_SLACK = 1 << 20  # header, extensions and gzip overhead allowed beyond the voxels themselves
 AFFINE_TOL = 1e-3
-
-
-def _open_below(root: Path, parts: list[str]) -> int:
-    """An fd for root/parts..., every component opened with O_NOFOLLOW relative to its parent's fd."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(root, flags)
-    try:
-        for part in parts[:-1]:
-            if part in ("", ".", "..") or "/" in part:
-                raise OSError(errno.EINVAL, f"bad path component {part!r}")
-            nxt = os.open(part, flags, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-    finally:
-        os.close(fd)
 
 
 def header_shape(raw: bytes) -> tuple[tuple[int, ...], np.dtype, type]:
@@ -109,7 +93,7 @@ def read_volume(root: Path, case_id: str, name: str, shape: tuple[int, ...],
     """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, affine, finite.
     `remember`: keep the parsed volume for the next read of the same bytes (the checker, before the scorer)."""
     try:
-        fd = _open_below(root, [case_id, name])
+        fd = open_below(root, [case_id, name])
     except FileNotFoundError:
         return None, [f"{name}: missing"]
     except OSError as exc:
@@ -164,20 +148,9 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> C
 
 def gate(task: TaskSpec, case_ids: list[str], public: Path, outputs: Path) -> str | None:
     """The pre-submit refusal: fewer than ceil(min_valid x N) valid outputs."""
-    need = max(1, math.ceil(round(task.rating.min_valid * len(case_ids), 9)))
-    valid, problems = 0, []
-    for case_id in case_ids:
-        if valid >= need:
-            break
-        shape, affine = input_geometry(task, public / case_id)
-        _, reasons = read_volume(outputs, case_id, OUTPUT, shape, affine)
-        if reasons:
-            problems.append(f"{case_id}: {reasons[0]}")
-        else:
-            valid += 1
-    if valid >= need:
-        return None
-    shown = "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else "")
-    return (f"submission refused: {valid} of the {len(case_ids)} cases have a valid {OUTPUT} ({need} needed "
-            f"before you may submit; a valid output is a finite 3-D NIfTI in HU with the input's shape and "
-            f"affine). Problems: {shown}")
+    def problem(case_id: str) -> str | None:
+        _, reasons = read_volume(outputs, case_id, OUTPUT, *input_geometry(task, public / case_id))
+        return reasons[0] if reasons else None
+
+    return valid_output_gate(case_ids, task.rating.min_valid, problem, OUTPUT,
+                             "a finite 3-D NIfTI in HU with the input's shape and affine")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from automedbench.api import S3_LEVELS, Rubric, default_rubric, reword, with_ladder
+
 WORDING: dict[str, str] = {
     "s1b_plan_pipeline": "plan.md lays out a clear pipeline: load the NIfTI input (ct.nii.gz, or mr.nii.gz + "
                          "mask.nii.gz), preprocess (HU window / normalisation), synthesise, invert the "
@@ -47,3 +49,8 @@ HINTS: dict[str, dict[str, Any]] = {
                                           r"better than the input"},
                     "partial": ["range"]},
 }
+
+
+def track_rubric() -> Rubric:
+    """The core's rubric in this track's words and hints, with the S3 ladder 0 / 0.2 / 0.5 / 1.0 on the pilot."""
+    return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LEVELS))

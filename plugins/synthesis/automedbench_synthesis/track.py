@@ -5,28 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import (
-    S3_LEVELS,
-    CaseVerdict,
-    MetricBlock,
-    PackagedTrack,
-    RatingThresholds,
-    Rubric,
-    StagedData,
-    TaskSpec,
-    default_rubric,
-    reword,
-    with_ladder,
-)
+from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, RatingThresholds, Rubric, StagedData, TaskSpec
 
-from .rubric import HINTS, WORDING
-
-HERE = Path(__file__).parent
+from .rubric import track_rubric
 
 
 class SynthesisTrack(PackagedTrack):
     name = "synthesis"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_source"
     evaluation_class = ".metric:SynthesisEvaluation"
@@ -45,7 +30,7 @@ class SynthesisTrack(PackagedTrack):
         return contract.gate(task, staged.case_ids, staged.public, outputs)
 
     def rubric(self, task: TaskSpec) -> Rubric:
-        return with_ladder(reword(default_rubric(), WORDING, HINTS), "S3", list(S3_LEVELS))
+        return track_rubric()
 
     def rating_thresholds(self, task: TaskSpec, metric: MetricBlock | None) -> RatingThresholds:
         """The release's bands, raised above what the unchanged input scores on this staging: B needs the

@@ -4,7 +4,7 @@ the other trivial baselines stay below B, and the flawed variants cost their sta
 from __future__ import annotations
 
 import pytest
-from automedbench.testing import registry, stage_scores, stage_task
+from automedbench.testing import stage_scores, stage_task, warm_evaluator_installed
 from automedbench_synthesis.baselines import INTERPOLATIONS, write_baseline
 from automedbench_synthesis.metric import SynthesisEvaluation
 from automedbench_synthesis.track import SynthesisTrack, input_floor
@@ -14,7 +14,7 @@ TRACK = SynthesisTrack()
 # The fast-tier reference run is scored by an evaluator kept warm where the campaign built-in offers it (the
 # verdicts are the cold path's, tests/test_warm_evaluator.py): its pilot and final evaluations then skip starting
 # an interpreter and the track each (measured under load: the harness's share of the run 18.6 s cold, 4.5 s warm).
-WARM = "warm" in registry().components["evaluator"]
+WARM = warm_evaluator_installed()
 
 
 def task(task_id):

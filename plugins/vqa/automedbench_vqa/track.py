@@ -21,12 +21,9 @@ from .answer_judge import ANSWER_JUDGES, GRADER, MODEL_JUDGE, make_answer_judge
 from .data.records import read_question
 from .metric import RAW_FALLBACK, VQAEvaluation, apply_grades
 
-HERE = Path(__file__).parent
-
 
 class VQATrack(PackagedTrack):
     name = "vqa"
-    root = HERE
     demo_stager = ".data.demo:stage_demo"
     source_stager = ".data.stagers:stage_dataset"
     demo_solution = ".solution.reference:demo_solution"

@@ -54,10 +54,11 @@ def test_a_weak_honest_mcq_reader_keeps_its_band():
 @pytest.fixture(scope="module")
 def blind(amb_registry, amb_data_root, tmp_path_factory):
     """The question-prior baseline (answers from the question's wording alone, no image opened), scored."""
-    from automedbench.testing import evaluate_folder
+    from automedbench.testing import evaluate_outputs
 
     work = tmp_path_factory.mktemp("blind")
-    result = evaluate_folder(amb_registry, "vqa/demo", None, "question-prior", amb_data_root, work / "all")
+    result = evaluate_outputs("vqa/demo", baseline="question-prior", data_root=amb_data_root, work=work / "all",
+                              registry=amb_registry)
     return work, result
 
 
@@ -67,7 +68,7 @@ def test_leaving_questions_unanswered_never_turns_a_cap_off(amb_registry, amb_da
     way) but, before, the chance check then had fewer than QUESTIONS_MIN answered questions and said nothing
     (kappa None): C -> A with five blanks. Now an unanswered question is the blind answer it stands for, the
     check keeps every question, and the rating stays held."""
-    from automedbench.testing import evaluate_folder
+    from automedbench.testing import evaluate_outputs
 
     work, full = blind
     assert full.aggregate.rating not in ("A", "B"), full.aggregate.rating_reason
@@ -80,7 +81,8 @@ def test_leaving_questions_unanswered_never_turns_a_cap_off(amb_registry, amb_da
             src = work / "all" / "baseline" / case["case_id"] / "answer.json"
             (sub / case["case_id"]).mkdir(parents=True)
             (sub / case["case_id"] / "answer.json").write_bytes(src.read_bytes())
-    fewer = evaluate_folder(amb_registry, "vqa/demo", sub, None, amb_data_root, work / f"eval{left_out}")
+    fewer = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / f"eval{left_out}",
+                             registry=amb_registry)
     assert fewer.task.components["answered"] == len(full.task.per_case) - left_out
     assert fewer.task.components["chance_kappa"] is not None
     assert fewer.aggregate.rating not in ("A", "B"), (fewer.task.partial, fewer.aggregate.rating_reason)
@@ -94,7 +96,7 @@ def test_nonsense_in_place_of_the_wrong_answers_is_no_way_out(amb_registry, amb_
     wrong answer that is no gold answer of its group stands for the blind answer, as a blank does."""
     import json
 
-    from automedbench.testing import evaluate_folder
+    from automedbench.testing import evaluate_outputs
 
     work, full = blind
     sub = work / "nonsense"
@@ -104,7 +106,8 @@ def test_nonsense_in_place_of_the_wrong_answers_is_no_way_out(amb_registry, amb_
             answer["predicted_answer"] = answer["raw_model_output"] = f"zq{n}x"
         (sub / row["case_id"]).mkdir(parents=True)
         (sub / row["case_id"] / "answer.json").write_text(json.dumps(answer))
-    made_up = evaluate_folder(amb_registry, "vqa/demo", sub, None, amb_data_root, work / "eval-nonsense")
+    made_up = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / "eval-nonsense",
+                               registry=amb_registry)
     assert made_up.task.partial == full.task.partial  # the Task is the same: only the cap's evidence differs
     assert made_up.task.components["chance_kappa"] is not None and made_up.task.components["chance_kappa"] < 0.1
     assert made_up.aggregate.rating not in ("A", "B"), made_up.aggregate.rating_reason
@@ -118,7 +121,7 @@ def test_spellings_the_scorer_credits_are_no_way_out(amb_registry, amb_data_root
     round 8). Now the check keys answers as the scorer compares them."""
     import json
 
-    from automedbench.testing import evaluate_folder
+    from automedbench.testing import evaluate_outputs
 
     words = {"yes": "positive", "no": "negative", "1": "one", "2": "two", "3": "three", "4": "four", "0": "zero"}
     work, full = blind
@@ -130,7 +133,8 @@ def test_spellings_the_scorer_credits_are_no_way_out(amb_registry, amb_data_root
             answer["predicted_answer"] = f"{text} ???" if spelling == "punctuation" else words.get(text, f"{text}!")
         (sub / row["case_id"]).mkdir(parents=True)
         (sub / row["case_id"] / "answer.json").write_text(json.dumps(answer))
-    spelled = evaluate_folder(amb_registry, "vqa/demo", sub, None, amb_data_root, work / f"eval-{spelling}")
+    spelled = evaluate_outputs("vqa/demo", submission=sub, data_root=amb_data_root, work=work / f"eval-{spelling}",
+                               registry=amb_registry)
     assert spelled.task.partial == full.task.partial  # credited exactly as before
     assert spelled.task.components["chance_kappa"] == full.task.components["chance_kappa"]
     assert spelled.aggregate.rating not in ("A", "B"), spelled.aggregate.rating_reason

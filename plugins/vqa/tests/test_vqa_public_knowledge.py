@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from automedbench.testing import evaluate_folder, registry, stage_from_folder
+from automedbench.testing import evaluate_outputs, load_task, stage_from_folder
 from test_vqa_stager_conformance import WORDS, open_parquet
 
 TASK = "vqa/pathvqa"
@@ -37,11 +37,10 @@ def test_public_table_attackers(tmp_path):
 
     download = open_parquet(tmp_path / "download", n=40)
     table = [WORDS[i % len(WORDS)] for i in range(40)]  # the public parquet's answers, row by row
-    track, task = registry().task(TASK)
+    track, task = load_task(TASK)
     staged = stage_from_folder(track, attrs.evolve(task, params={**task.params, "sample": 30}), tmp_path / "root",
                                download)
     questions = {q: json.loads((staged.public / q / "question.json").read_text()) for q in staged.case_ids}
-    reg = registry()
     scores = {}
     for name, answers in {
         "the row the id names (main's pathvqa_<row>)": {q: table[row(q) % 40] for q in questions},
@@ -49,8 +48,8 @@ def test_public_table_attackers(tmp_path):
         "the question's text looked up in the public table (declared)": {
             q: table[int(r["question"].split()[-1].rstrip("?"))] for q, r in questions.items()},
     }.items():
-        result = evaluate_folder(reg, TASK, write(answers, tmp_path / name[:12].replace(" ", "-")), None,
-                                 tmp_path / "root", tmp_path / f"eval-{len(scores)}")
+        result = evaluate_outputs(TASK, submission=write(answers, tmp_path / name[:12].replace(" ", "-")),
+                                  data_root=tmp_path / "root", work=tmp_path / f"eval-{len(scores)}")
         scores[name] = result.task.partial
     by_id, by_position, by_text = scores.values()
     assert by_id < 0.25 and by_position < 0.25, scores  # chance: one of 15 words

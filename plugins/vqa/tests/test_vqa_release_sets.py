@@ -10,7 +10,7 @@ import zipfile
 import attrs
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import check_track, registry, sampled, stage_from_folder
+from automedbench.testing import check_track, load_task, sampled, stage_from_folder
 from PIL import Image
 
 pa = pytest.importorskip("pyarrow")
@@ -24,7 +24,7 @@ def png(value: int, size=(16, 12)) -> bytes:
 
 
 def task(name: str, **params):
-    track, spec = registry().task(f"vqa/{name}")
+    track, spec = load_task(f"vqa/{name}")
     return track, attrs.evolve(spec, params={**spec.params, **params})
 
 
@@ -351,7 +351,7 @@ def test_mmmu_missing_subject_folder(tmp_path):
 ]))
 def test_validate_task_passes(tmp_path, name, write):
     write(tmp_path / "download")
-    track, spec = registry().task(f"vqa/{name}")
+    track, spec = load_task(f"vqa/{name}")
     staged = stage_from_folder(track, spec, tmp_path / "root", tmp_path / "download")
     assert len(staged.case_ids) == spec.case_count
     ok, report = check_track(spec.id, tmp_path / "root")
@@ -361,10 +361,9 @@ def test_validate_task_passes(tmp_path, name, write):
 
 @pytest.mark.parametrize("name", ["kvasir-vqa", "omnimedvqa", "pmc-vqa", "mmmu-medical"])
 def test_briefs_render_for_every_tier(name):
-    from automedbench.testing import render_brief
+    from automedbench.testing import load_task, render_task_brief
 
-    track, spec = registry().task(f"vqa/{name}")
+    _, spec = load_task(f"vqa/{name}")
     for tier in spec.tiers:
-        text = render_brief(spec, tier, track.template_dir(), data_dir="/data/public", workspace_dir="/workspace",
-                            case_ids=["q1", "q2"])
+        text = render_task_brief(spec.id, tier, case_ids=["q1", "q2"])
         assert "answer.json" in text and spec.title.split(" (")[0][:20] in text and "{{" not in text

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench.api import JudgeInput
-from automedbench.testing import RulesJudge, registry
+from automedbench.testing import grade_by_rules
 
 
 def tool(turn, code, cases):
@@ -13,13 +12,11 @@ def tool(turn, code, cases):
 
 
 def s3(checks: list[str]) -> float:
-    track, task = registry().task("vqa/demo")
     events = [tool(1, "python3 vqa_method.py /data/public outputs q01", 1)]
     events += [tool(2 + i, f"import json\nrec = json.load(open('outputs/q01/answer.json'))\n{c}", 1)
                for i, c in enumerate(checks)]
     events.append(tool(2 + len(checks), "python3 vqa_method.py /data/public outputs", 24))
-    verdict = RulesJudge().grade(JudgeInput(task, "lite", track.rubric(task).items, None, None, events))
-    return next(i.value for i in verdict.items if i.id == "s3_validate")
+    return grade_by_rules("vqa/demo", "lite", events).items["s3_validate"].value
 
 
 @pytest.mark.parametrize(("checks", "expected"), [

@@ -9,7 +9,7 @@ from typing import ClassVar
 
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import ensure_staged, evaluate_folder, needs
+from automedbench.testing import ensure_staged, evaluate_outputs, needs
 
 DEMO = "vqa/demo"
 needs_models = needs("automedbench_models",
@@ -108,12 +108,12 @@ def test_breach_zeroes_everything(vqa_run):
 
 
 def test_baselines(amb_registry, amb_data_root, vqa_staged, tmp_path):
-    perfect = evaluate_folder(amb_registry, DEMO, None, "perfect", amb_data_root, tmp_path / "p")
+    perfect = evaluate_outputs(DEMO, baseline="perfect", data_root=amb_data_root, work=tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.aggregate.rating == "A"
-    empty = evaluate_folder(amb_registry, DEMO, None, "empty", amb_data_root, tmp_path / "e")
+    empty = evaluate_outputs(DEMO, baseline="empty", data_root=amb_data_root, work=tmp_path / "e")
     assert empty.task.partial == 0.0 and empty.task.components["skipped"] == 24
     assert all(c.present and not c.valid and c.reasons[0].startswith("skip:") for c in empty.cases)
-    constant = evaluate_folder(amb_registry, DEMO, None, "constant", amb_data_root, tmp_path / "c")
+    constant = evaluate_outputs(DEMO, baseline="constant", data_root=amb_data_root, work=tmp_path / "c")
     golds = [json.loads((vqa_staged.private / q / "answer.json").read_text()) for q in vqa_staged.case_ids]
     # "yes" is right exactly on the closed questions whose gold is yes; "A" on the MCQs whose gold is A
     hits = sum(g["answer_text"] == "yes" for g in golds) + sum(g["answer_label"] == "A" for g in golds)
@@ -125,13 +125,13 @@ def test_baselines(amb_registry, amb_data_root, vqa_staged, tmp_path):
     if constant.task.strict >= amb_registry.task(DEMO)[1].rating.okay:  # B by accuracy alone: the cap holds it
         assert "held at C" in constant.aggregate.rating_reason
     assert perfect.task.components["answer_repeat_share"] == perfect.task.components["gold_repeat_share"]
-    prior = evaluate_folder(amb_registry, DEMO, None, "label-prior", amb_data_root, tmp_path / "l")
+    prior = evaluate_outputs(DEMO, baseline="label-prior", data_root=amb_data_root, work=tmp_path / "l")
     assert prior.task.components["answer_repeat_share"] == 1.0 and prior.aggregate.rating in ("C", "F")
 
 
 def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root, vqa_staged, tmp_path):
     sub = tmp_path / "sub"
-    evaluate_folder(amb_registry, DEMO, None, "perfect", amb_data_root, tmp_path / "p")
+    evaluate_outputs(DEMO, baseline="perfect", data_root=amb_data_root, work=tmp_path / "p")
     base = tmp_path / "p" / "baseline"
     for qid in vqa_staged.case_ids:
         (sub / qid).mkdir(parents=True)
@@ -142,7 +142,7 @@ def test_placeholders_and_bad_files_in_a_submission(amb_registry, amb_data_root,
     (sub / second / "answer.json").write_bytes(b"\xff\xfe{}")
     (sub / third / "answer.json").write_text('{"question_id": "x"')
     (sub / fourth / "answer.json").unlink()
-    result = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "run")
+    result = evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "run")
     reasons = {c.case_id: " ".join(c.reasons) for c in result.cases}
     assert reasons[first].startswith("placeholder:")
     assert "not UTF-8" in reasons[second] and "not valid JSON" in reasons[third]
@@ -166,9 +166,9 @@ def write_left_side_answers(vqa_staged, sub):
 def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_staged, tmp_path):
     sub = tmp_path / "sub"
     write_left_side_answers(vqa_staged, sub)
-    plain = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "a")
+    plain = evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "a")
     options = {"answer_judge": "offline"}
-    judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
+    judged = evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "b", eval_options=options)
     rows = {r["case_id"]: r for r in judged.task.per_case}
     side = [r for r in rows.values() if r["question_type"] == "side"]
     # "the left side" vs "left": F1 = 0.5 -> judge 0.5; EM 0 -> plain open score 0.25
@@ -177,17 +177,18 @@ def test_answer_judge_through_the_evaluator(amb_registry, amb_data_root, vqa_sta
     assert judged.task.components["judge_fallback_count"] == 0
     # verdicts are cached per evaluation only: no file in the staged task, nothing a later run trusts
     assert not list(vqa_staged.root.glob("*cache*"))
-    again = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "c", eval_options=options)
+    again = evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "c", eval_options=options)
     assert not any(r.get("judge_cached") for r in again.task.per_case)
     assert again.task.partial == judged.task.partial
     with pytest.raises(UserError, match="answer_judge_cache was removed"):
-        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "f",
-                        eval_options={**options, "answer_judge_cache": str(tmp_path / "x.jsonl")})
+        evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "f",
+                         eval_options={**options, "answer_judge_cache": str(tmp_path / "x.jsonl")})
     with pytest.raises(UserError, match="no evaluation option 'judge'"):
-        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "d", eval_options={"judge": "offline"})
+        evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "d",
+                         eval_options={"judge": "offline"})
     with pytest.raises(UserError, match=r"unknown answer judge 'ofline'.*did you mean 'offline'"):
-        evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "e",
-                        eval_options={"answer_judge": "ofline"})
+        evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "e",
+                         eval_options={"answer_judge": "ofline"})
 
 
 class ContainsJudge:
@@ -221,7 +222,6 @@ def test_a_plugin_adds_an_answer_judge_as_a_model_backend(amb_registry, amb_data
     import types
 
     from automedbench.api import ModelBackend, get_model, hookimpl
-    from automedbench.testing import registry
 
     plugin = types.ModuleType("contains_judge_plugin")
 
@@ -230,14 +230,14 @@ def test_a_plugin_adds_an_answer_judge_as_a_model_backend(amb_registry, amb_data
         register("contains-judge", ContainsJudge, "answer judge: does the prediction hold the gold answer")
 
     plugin.automedbench_register_model_backends = automedbench_register_model_backends
-    registry().add_plugin(plugin, name="contains-judge-plugin")  # the process-wide registry: amb_registry
+    amb_registry.add_plugin(plugin, name="contains-judge-plugin")  # the process-wide registry
     model = f"v{secrets.token_hex(4)}"  # a fresh identity: the harness's signed grade cache holds no reply
     assert isinstance(get_model("contains-judge", {"model": model}), ModelBackend)
     sub = tmp_path / "sub"
     write_left_side_answers(vqa_staged, sub)
     ContainsJudge.asked.clear()
     options = {"answer_judge": "llm", "answer_judge.provider": "contains-judge", "answer_judge.model": model}
-    judged = evaluate_folder(amb_registry, DEMO, sub, None, amb_data_root, tmp_path / "b", eval_options=options)
+    judged = evaluate_outputs(DEMO, submission=sub, data_root=amb_data_root, work=tmp_path / "b", eval_options=options)
     graded = [r for r in judged.task.per_case if r.get("judge") == f"llm@3:contains-judge:{model}"]
     assert graded and len({p for _, p in ContainsJudge.asked}) == 1  # one prediction text throughout
     # every text answer is graded, yes/no ones too (the original's rule); MCQ letters never

@@ -10,7 +10,7 @@ import zipfile
 import attrs
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import registry
+from automedbench.testing import load_task
 from PIL import Image
 
 pa = pytest.importorskip("pyarrow")
@@ -30,7 +30,7 @@ def jpeg(value: int) -> bytes:
 
 
 def task(name: str, **params):
-    track, spec = registry().task(f"vqa/{name}")
+    track, spec = load_task(f"vqa/{name}")
     return track, attrs.evolve(spec, params={**spec.params, **params})
 
 
@@ -198,30 +198,28 @@ def test_medxpertqa_jsonl_and_zip(tmp_path):
 
 
 def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
-    from automedbench.testing import evaluate_folder, stage_from_folder
+    from automedbench.testing import evaluate_outputs, stage_from_folder
 
     rows = [{"question_id": f"v{i}", "question": f"q{i}?", "options": ["a", "b", "c", "d", "e"],
              "image": [{"bytes": jpeg(i), "path": None}], "answer": "ABCDE"[i % 5], "system": "Nervous",
              "organ": "Brain", "modality": "MRI"} for i in range(6)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
-    amb_registry = registry()
-    track, spec = amb_registry.task("vqa/medframeqa")
+    track, spec = load_task("vqa/medframeqa")
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     assert len(staged.case_ids) == 6
-    perfect = evaluate_folder(amb_registry, spec.id, None, "perfect", tmp_path / "data", tmp_path / "p")
+    perfect = evaluate_outputs(spec.id, baseline="perfect", data_root=tmp_path / "data", work=tmp_path / "p")
     assert perfect.task.strict == 1.0 and perfect.task.components["body_system=Nervous"] == 1.0
-    constant = evaluate_folder(amb_registry, spec.id, None, "constant", tmp_path / "data", tmp_path / "c")
+    constant = evaluate_outputs(spec.id, baseline="constant", data_root=tmp_path / "data", work=tmp_path / "c")
     assert constant.task.strict == pytest.approx(2 / 6)  # gold A for v0 and v5
 
 
 @pytest.mark.parametrize("name", ["pathvqa", "vqa-rad", "slake", "medframeqa", "medxpertqa-mm"])
 def test_briefs_render_for_every_real_task(name):
-    from automedbench.testing import render_brief
+    from automedbench.testing import load_task, render_task_brief
 
-    track, spec = registry().task(f"vqa/{name}")
+    _, spec = load_task(f"vqa/{name}")
     for tier in spec.tiers:
-        text = render_brief(spec, tier, track.template_dir(), data_dir="/data/public", workspace_dir="/workspace",
-                            case_ids=["q1", "q2"])
+        text = render_task_brief(spec.id, tier, case_ids=["q1", "q2"])
         assert "answer.json" in text and "calibration_ids.txt" in text and "{{" not in text
 
 

@@ -12,8 +12,8 @@ import click
 def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None,
                pictures: bool = True) -> Path:
     """Render the run in `run_dir` to `out` (default: `view.html` in the run folder), atomically, readable."""
-    from automedbench.fsutil import atomic_write_text
-    from automedbench.runfolder import RunFolder
+    from automedbench.api import atomic_write_text
+    from automedbench.engine import RunFolder
 
     from .runpage import render_run
 
@@ -40,8 +40,7 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
     plan.md and plan.png, the scripts the agent ran, error codes, breach evidence and the trajectory turn by
     turn (long outputs folded). No script and no network: open it in any browser. A result the harness did
     not write (`automedbench verify`) is shown as unverified, with the reason."""
-    from automedbench.resultproof import check_folder
-    from automedbench.runfolder import RunFolder
+    from automedbench.engine import RunFolder, check_folder
 
     folder = RunFolder.locate(run, Path(runs))
     data = folder.json_data(RunFolder.RESULT)
@@ -60,6 +59,6 @@ def register(cli: click.Group) -> None:
 
 def result_json(result: Any) -> dict[str, Any]:
     """A Result record as the plain JSON `result.json` will hold."""
-    from automedbench.serialize import dumps
+    from automedbench.api import dumps
 
     return json.loads(dumps(result))

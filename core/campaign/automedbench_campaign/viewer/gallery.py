@@ -15,10 +15,10 @@ import json
 import re
 from typing import Any
 
-from automedbench.judges.planimage import read_plan_png
-from automedbench.pictures import INDEX, MAX_CASE_BYTES, MAX_TEXT_CHARS, PICTURES_DIR
-from automedbench.plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
-from automedbench.runfolder import RunFolder
+from automedbench.engine import MAX_PICTURE_BYTES as MAX_CASE_BYTES
+from automedbench.engine import MAX_PICTURE_TEXT_CHARS as MAX_TEXT_CHARS
+from automedbench.engine import MAX_SCRIPT_BYTES, PICTURES_DIR, SCRIPTS_DIR, RunFolder, read_plan_png
+from automedbench.engine import PICTURE_INDEX as INDEX
 
 from .page import esc, pre
 

@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.runfolder import RunFolder
+from automedbench.engine import RunFolder
 
 from .evidence import Anchors, item_links
 from .gallery import case_figure, kept_scripts, picture_index, plan_section, scripts_section

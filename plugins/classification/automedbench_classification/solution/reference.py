@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
 
 PLAN_MD = """# Plan: {title}
 
@@ -118,25 +118,20 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    say="Validating the pilot: one score per class, the label maps onto a class; then a class "
                        "histogram on ten images."),
         ScriptStep("batch", "bash", method, say="Classifying every image."),
-        ScriptStep("verify", "python",
-                   CHECK + "import collections, os\n"
-                   f"cases = sorted(os.listdir('{data_dir}'))\nbad, hist = [], collections.Counter()\n"
-                   "for case in cases:\n"
-                   f"    p = '{out}/' + case + '/prediction.json'\n"
-                   "    try:\n"
-                   f"        hist[check('{data_dir}/' + case, p)] += 1\n"
-                   "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
-                   "print(len(cases), 'prediction files checked; problems:', bad or 'none')\n"
-                   "print('class histogram:', dict(hist))\nassert not bad",
-                   say="Verifying every prediction file before submitting."),
-        ScriptStep("submit", submit=True, say="All predictions verified; submitting."),
+        *verify_and_submit(
+            CHECK + "import collections, os\n"
+            f"cases = sorted(os.listdir('{data_dir}'))\nbad, hist = [], collections.Counter()\n"
+            "for case in cases:\n"
+            f"    p = '{out}/' + case + '/prediction.json'\n"
+            "    try:\n"
+            f"        hist[check('{data_dir}/' + case, p)] += 1\n"
+            "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
+            "print(len(cases), 'prediction files checked; problems:', bad or 'none')\n"
+            "print('class histogram:', dict(hist))\nassert not bad",
+            "prediction file", "predictions"),
     ]
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
     plain = f'cd {ws} && python3 classify_lesions.py "$ASSETS_DIR" {data_dir} {out}'
-    variants = {
-        # the Lite trap: the method's abbreviations written as they come, without the remap
-        "wrong-format": [ScriptStep("batch", "bash", plain,
-                                    say="Classifying every image, writing the model's labels as they are.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} {half}", say="Classifying the first half.")],
-    }
-    return ScriptedSolution(steps, variants)
+    return ScriptedSolution(steps, flawed_batches(
+        (plain, "Classifying every image, writing the model's labels as they are."),
+        (f"{method} {half}", "Classifying the first half.")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
 
 PLAN_MD = """# Plan: {title}
 
@@ -92,30 +92,24 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    "assert 5 <= len(boxes) <= 200 and counts['RBC'] > 0\nprint('PILOT OK')",
                    say="Validating the pilot: JSON, classes, scores, pixel coordinates inside the image."),
         ScriptStep("batch", "bash", method, say="Detecting on every image."),
-        ScriptStep("verify", "python",
-                   CHECK + "import os\n"
-                   f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
-                   "for case in cases:\n"
-                   f"    p = '{out}/' + case + '/prediction.json'\n"
-                   "    try:\n"
-                   f"        check('{data_dir}/' + case, p)\n"
-                   "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
-                   "print(len(cases), 'prediction files checked; problems:', bad or 'none')\nassert not bad",
-                   say="Verifying every prediction file before submitting."),
-        ScriptStep("submit", submit=True, say="All predictions verified; submitting."),
+        *verify_and_submit(
+            CHECK + "import os\n"
+            f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
+            "for case in cases:\n"
+            f"    p = '{out}/' + case + '/prediction.json'\n"
+            "    try:\n"
+            f"        check('{data_dir}/' + case, p)\n"
+            "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
+            "print(len(cases), 'prediction files checked; problems:', bad or 'none')\nassert not bad",
+            "prediction file", "predictions"),
     ]
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    variants = {
-        "wrong-format": [ScriptStep(
-            "batch", "bash",
-            f"{method} && python3 - <<'EOF'\n"
+    return ScriptedSolution(steps, flawed_batches(
+        (method, "Detecting on every image, saving [x, y, w, h, class] rows.", (
             "import glob, json\n"
             f"for p in glob.glob('{out}/*/prediction.json'):\n"
             "    doc = json.load(open(p))\n"
             "    rows = [[b['x1'], b['y1'], b['x2'] - b['x1'], b['y2'] - b['y1'], b['class'].lower()]\n"
             "            for b in doc['boxes']]\n"
-            "    json.dump(rows, open(p, 'w'))\nprint('wrote [x, y, w, h, class] rows')\nEOF",
-            say="Detecting on every image, saving [x, y, w, h, class] rows.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} {half}", say="Detecting on the first half.")],
-    }
-    return ScriptedSolution(steps, variants)
+            "    json.dump(rows, open(p, 'w'))\nprint('wrote [x, y, w, h, class] rows')\n")),
+        (f"{method} {half}", "Detecting on the first half.")))

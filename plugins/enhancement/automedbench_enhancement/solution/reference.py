@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from importlib import resources
+from typing import TYPE_CHECKING
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, flawed_batches, plan_step, solution_source, verify_each_case
+
+if TYPE_CHECKING:
+    from automedbench.api import TaskSpec
 
 PLAN_LDCT = """# Plan: {title}
 
@@ -86,25 +89,11 @@ assert np.abs(back - x).mean() < 0.02
 print('PILOT OK: shape doubled, range, data consistency')
 """
 
-VERIFY = """
-import json, pathlib
-import numpy as np
-data, out = pathlib.Path('{data}'), pathlib.Path('{out}')
-bad = []
-for case in sorted(p.name for p in data.iterdir() if p.is_dir()):
-    meta = json.loads((data / case / 'meta.json').read_text())
-    try:
-        y = np.load(out / case / 'enhanced.npy', allow_pickle=False)
-        assert list(y.shape) == meta['output_shape'] and y.dtype.kind == 'f' and np.isfinite(y).all(), y.shape
-    except Exception as exc:
-        bad.append((case, repr(exc)))
-print(len(list(data.iterdir())), 'cases checked; problems:', bad or 'none')
-assert not bad
-"""
-
-
-def method_source() -> str:
-    return resources.files(__package__).joinpath("method.py").read_text()
+# every output: the task's shape, floats, finite
+VERIFY_IMPORTS = "import json, pathlib\nimport numpy as np\n"
+VERIFY_META = "meta = json.loads((data / case / 'meta.json').read_text())"
+VERIFY_CHECK = """y = np.load(out / case / 'enhanced.npy', allow_pickle=False)
+assert list(y.shape) == meta['output_shape'] and y.dtype.kind == 'f' and np.isfinite(y).all(), y.shape"""
 
 
 def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
@@ -132,7 +121,7 @@ def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scr
                    "print('units', meta['units'], 'output shape', meta['output_shape'])",
                    say="Checking the input: shape, dtype, value range and units."),
         ScriptStep("setup", "python",
-                   f"import hashlib, json, pathlib, sys\nsrc = {method_source()!r}\n"
+                   f"import hashlib, json, pathlib, sys\nsrc = {solution_source(__package__)!r}\n"
                    f"pathlib.Path('{ws}/enhance.py').write_text(src)\nsys.path.insert(0, '{ws}')\n"
                    "import numpy as np\nimport enhance\n"
                    f"case = sorted(p for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())[0]\n"
@@ -149,15 +138,9 @@ def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scr
                        data=data_dir, out=out),
                    say="Checking the pilot output: shape, range, quality."),
         ScriptStep("batch", "bash", method, say="Enhancing every case."),
-        ScriptStep("verify", "python", VERIFY.format(data=data_dir, out=out),
-                   say="Verifying every output before submitting."),
-        ScriptStep("submit", submit=True, say="All outputs verified; submitting."),
+        *verify_each_case(data_dir, out, VERIFY_IMPORTS, VERIFY_META, VERIFY_CHECK),
     ]
     keep = math.ceil(task.case_count * 2 / 3)  # more than half: the pre-submit gate lets it through
-    variants = {
-        "wrong-format": [ScriptStep("batch", "bash", f"{method} --int16",
-                                    say="Enhancing every case, saving rounded integers.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} --limit {keep}",
-                                  say=f"Enhancing the first {keep} cases.")],
-    }
-    return ScriptedSolution(steps, variants)
+    return ScriptedSolution(steps, flawed_batches(
+        (f"{method} --int16", "Enhancing every case, saving rounded integers."),
+        (f"{method} --limit {keep}", f"Enhancing the first {keep} cases.")))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
 
 PLAN_MD = """# Plan: {title}
 
@@ -101,30 +101,23 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    " 'image_files')",
                    say="Opening the pilot report and checking it: format, FINDINGS, all views used."),
         ScriptStep("batch", "bash", f"{method} {out}", say="Reporting every study."),
-        ScriptStep("verify", "python",
-                   CHECK_REPORT +
-                   f"cases = sorted(p.name for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())\nbad = []\n"
-                   "for case in cases:\n"
-                   "    try:\n"
-                   f"        check('{out}', '{data_dir}', case)\n"
-                   "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
-                   f"texts = {{pathlib.Path('{out}', c, 'report.txt').read_text() for c in cases}}\n"
-                   "print(len(cases), 'reports checked;', len(texts), 'distinct; problems:', bad or 'none')\n"
-                   "assert not bad",
-                   say="Verifying every report before submitting."),
-        ScriptStep("submit", submit=True, say="All reports verified; submitting."),
+        *verify_and_submit(
+            CHECK_REPORT +
+            f"cases = sorted(p.name for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())\nbad = []\n"
+            "for case in cases:\n"
+            "    try:\n"
+            f"        check('{out}', '{data_dir}', case)\n"
+            "    except Exception as exc:\n        bad.append((case, repr(exc)))\n"
+            f"texts = {{pathlib.Path('{out}', c, 'report.txt').read_text() for c in cases}}\n"
+            "print(len(cases), 'reports checked;', len(texts), 'distinct; problems:', bad or 'none')\n"
+            "assert not bad",
+            "report", "reports"),
     ]
     half = max(1, task.case_count // 2)
-    variants = {
-        "wrong-format": [ScriptStep(
-            "batch", "bash",
-            f"{method} {out} && python3 - <<'EOF'\n"
+    return ScriptedSolution(steps, flawed_batches(
+        (f"{method} {out}", "Reporting every study, with bullet points.", (
             "import glob\n"
             f"for p in glob.glob('{out}/*/report.txt'):\n"
             "    text = open(p).read().replace('FINDINGS: ', 'FINDINGS:\\n\\u2022 ')\n"
-            "    open(p, 'w', encoding='utf-8').write(text)\nprint('bulleted the findings')\nEOF",
-            say="Reporting every study, with bullet points.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} {out} --limit {half}",
-                                  say="Reporting the first half of the studies.")],
-    }
-    return ScriptedSolution(steps, variants)
+            "    open(p, 'w', encoding='utf-8').write(text)\nprint('bulleted the findings')\n")),
+        (f"{method} {out} --limit {half}", "Reporting the first half of the studies.")))

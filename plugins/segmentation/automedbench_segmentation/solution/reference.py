@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
 
 PLAN_MD = """# Plan: {title}
 
@@ -64,28 +64,20 @@ def load_pilot_map(task: TaskSpec, data_dir: str, out: str, name: str) -> str:
             "assert np.allclose(img.affine, ct.affine)\n")
 
 
-def soft_output_step(ws: str, data_dir: str, out: str, flags: str, name: str, what: str) -> ScriptStep:
-    """The `wrong-format` batch: run the method, then overwrite `name` with a fractional (soft) copy."""
-    return ScriptStep(
-        "batch", "bash",
-        f"cd {ws} && python3 segment.py {flags}{data_dir} {out} && python3 - <<'EOF'\n"
-        "import glob, nibabel as nib, numpy as np\n"
-        f"for p in glob.glob('{out}/*/{name}'):\n"
-        "    img = nib.load(p)\n"
-        "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
-        f"    nib.save(nib.Nifti1Image(a, img.affine), p)\nprint('saved soft {what}')\nEOF",
-        say=f"Running the cohort, saving soft {what}.")
-
-
 def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str, name: str,
                     what: str) -> dict[str, list[ScriptStep]]:
-    """The track's own damage for `wrong-format` (soft `name` files) and `incomplete` (half the cohort)."""
+    """The track's own damage for `wrong-format` (the cohort run, then every `name` overwritten with a fractional,
+    soft, copy) and `incomplete` (half the cohort)."""
+    method = f"cd {ws} && python3 segment.py {flags}{data_dir} {out}"
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
-    return {
-        "wrong-format": [soft_output_step(ws, data_dir, out, flags, name, what)],
-        "incomplete": [ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {flags}{data_dir} {out} {half}",
-                                  say="Running the first half of the cohort.")],
-    }
+    return flawed_batches(
+        (method, f"Running the cohort, saving soft {what}.", (
+            "import glob, nibabel as nib, numpy as np\n"
+            f"for p in glob.glob('{out}/*/{name}'):\n"
+            "    img = nib.load(p)\n"
+            "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
+            f"    nib.save(nib.Nifti1Image(a, img.affine), p)\nprint('saved soft {what}')\n")),
+        (f"{method} {half}", "Running the first half of the cohort."))
 
 
 def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
@@ -139,20 +131,18 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
                    say="Validating the pilot output."),
         ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out}",
                    say="Running the whole cohort."),
-        ScriptStep("verify", "python",
-                   "import os, nibabel as nib, numpy as np\n"
-                   f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
-                   "for case in cases:\n"
-                   f"    shape = nib.load('{data_dir}/' + case + '/{task.input_files[0]}').shape\n"
-                   "    for name in ('organ.nii.gz', 'lesion.nii.gz'):\n"
-                   f"        p = '{out}/' + case + '/' + name\n"
-                   "        if not os.path.exists(p):\n            bad.append((case, name, 'missing')); continue\n"
-                   "        a = np.asanyarray(nib.load(p).dataobj)\n"
-                   "        if a.shape != shape or a.max() > 1 or a.min() < 0:\n"
-                   "            bad.append((case, name, 'invalid'))\n"
-                   "print(len(cases), 'cases checked;', 'problems:', bad or 'none')\nassert not bad",
-                   say="Verifying every output before submitting."),
-        ScriptStep("submit", submit=True, say="All outputs verified; submitting."),
+        *verify_and_submit(
+            "import os, nibabel as nib, numpy as np\n"
+            f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
+            "for case in cases:\n"
+            f"    shape = nib.load('{data_dir}/' + case + '/{task.input_files[0]}').shape\n"
+            "    for name in ('organ.nii.gz', 'lesion.nii.gz'):\n"
+            f"        p = '{out}/' + case + '/' + name\n"
+            "        if not os.path.exists(p):\n            bad.append((case, name, 'missing')); continue\n"
+            "        a = np.asanyarray(nib.load(p).dataobj)\n"
+            "        if a.shape != shape or a.max() > 1 or a.min() < 0:\n"
+            "            bad.append((case, name, 'invalid'))\n"
+            "print(len(cases), 'cases checked;', 'problems:', bad or 'none')\nassert not bad"),
     ]
     variants = flawed_variants(task, ws, data_dir, out, "", "lesion.nii.gz", "lesion maps")
     return ScriptedSolution(steps, variants)

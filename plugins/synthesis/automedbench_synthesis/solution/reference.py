@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
-from importlib import resources
+from typing import TYPE_CHECKING
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, flawed_batches, plan_step, solution_source, verify_each_case
+
+if TYPE_CHECKING:
+    from automedbench.api import TaskSpec
 
 PLAN_CTSR = """# Plan: {title}
 
@@ -90,27 +93,12 @@ assert 0.01 < bone < 0.5 and air > 0.95, 'bone missing or air outside the mask w
 print('PILOT OK: shape, affine, HU range, bone and air where expected')
 """
 
-VERIFY = """
-import pathlib
-import nibabel as nib
-import numpy as np
-data, out = pathlib.Path('{data}'), pathlib.Path('{out}')
-bad = []
-for case in sorted(p.name for p in data.iterdir() if p.is_dir()):
-    source = nib.load(str(sorted((data / case).glob('*.nii.gz'))[-1]))
-    try:
-        y = nib.load(str(out / case / 'sct.nii.gz'))
-        v = np.asarray(y.dataobj)
-        assert y.shape == source.shape and np.allclose(y.affine, source.affine) and np.isfinite(v).all(), y.shape
-    except Exception as exc:
-        bad.append((case, repr(exc)))
-print(len(list(data.iterdir())), 'cases checked; problems:', bad or 'none')
-assert not bad
-"""
-
-
-def method_source() -> str:
-    return resources.files(__package__).joinpath("method.py").read_text()
+# every output: on its input's grid (shape and affine), finite
+VERIFY_IMPORTS = "import pathlib\nimport nibabel as nib\nimport numpy as np\n"
+VERIFY_SOURCE = "source = nib.load(str(sorted((data / case).glob('*.nii.gz'))[-1]))"
+VERIFY_CHECK = """y = nib.load(str(out / case / 'sct.nii.gz'))
+v = np.asarray(y.dataobj)
+assert y.shape == source.shape and np.allclose(y.affine, source.affine) and np.isfinite(v).all(), y.shape"""
 
 
 def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> ScriptedSolution:
@@ -138,7 +126,7 @@ def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scr
                    " 'range', float(x.min()), float(x.max()))\nprint('affine', img.affine.round(3).tolist())",
                    say="Checking the input: shape, dtype, spacing/affine and value range."),
         ScriptStep("setup", "python",
-                   f"import hashlib, pathlib, sys\nsrc = {method_source()!r}\n"
+                   f"import hashlib, pathlib, sys\nsrc = {solution_source(__package__)!r}\n"
                    f"pathlib.Path('{ws}/synth.py').write_text(src)\nsys.path.insert(0, '{ws}')\n"
                    "import numpy as np\nimport synth\n"
                    + ("v = np.zeros((16, 16, 9), dtype=np.float32); v[:, :, ::4] = [[[0, 100, 200]]]\n"
@@ -155,15 +143,9 @@ def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scr
                        data=data_dir, out=out),
                    say="Checking the pilot output: shape, affine, HU range, better than the input."),
         ScriptStep("batch", "bash", method, say="Synthesising every case."),
-        ScriptStep("verify", "python", VERIFY.format(data=data_dir, out=out),
-                   say="Verifying every output before submitting."),
-        ScriptStep("submit", submit=True, say="All outputs verified; submitting."),
+        *verify_each_case(data_dir, out, VERIFY_IMPORTS, VERIFY_SOURCE, VERIFY_CHECK),
     ]
     keep = math.ceil(task.case_count * 2 / 3)  # more than half: the pre-submit gate lets it through
-    variants = {
-        "wrong-format": [ScriptStep("batch", "bash", f"{method} --normalised",
-                                    say="Synthesising every case, saving the network's [0, 1] scale.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} --limit {keep}",
-                                  say=f"Synthesising the first {keep} cases.")],
-    }
-    return ScriptedSolution(steps, variants)
+    return ScriptedSolution(steps, flawed_batches(
+        (f"{method} --normalised", "Synthesising every case, saving the network's [0, 1] scale."),
+        (f"{method} --limit {keep}", f"Synthesising the first {keep} cases.")))

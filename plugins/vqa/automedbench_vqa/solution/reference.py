@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
 
 PLAN_MD = """# Plan: {title}
 
@@ -113,31 +113,24 @@ def demo_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scripted
                    "print('calibration post-processing OK on', len(ids), 'questions')",
                    say="Checking answer post-processing on the calibration questions."),
         ScriptStep("batch", "bash", f"{method} {out}", say="Answering every question."),
-        ScriptStep("verify", "python",
-                   CHECK_ANSWER +
-                   f"ids = sorted(p.name for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())\nbad = []\n"
-                   "for qid in ids:\n"
-                   f"    q = json.loads(pathlib.Path('{data_dir}', qid, 'question.json').read_text())\n"
-                   "    try:\n"
-                   f"        check('{out}/' + qid + '/answer.json', q)\n"
-                   "    except Exception as exc:\n        bad.append((qid, repr(exc)))\n"
-                   "print(len(ids), 'answer files checked; problems:', bad or 'none')\nassert not bad",
-                   say="Verifying every answer file before submitting."),
-        ScriptStep("submit", submit=True, say="All answers verified; submitting."),
+        *verify_and_submit(
+            CHECK_ANSWER +
+            f"ids = sorted(p.name for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())\nbad = []\n"
+            "for qid in ids:\n"
+            f"    q = json.loads(pathlib.Path('{data_dir}', qid, 'question.json').read_text())\n"
+            "    try:\n"
+            f"        check('{out}/' + qid + '/answer.json', q)\n"
+            "    except Exception as exc:\n        bad.append((qid, repr(exc)))\n"
+            "print(len(ids), 'answer files checked; problems:', bad or 'none')\nassert not bad",
+            "answer file", "answers"),
     ]
     half = max(1, task.case_count // 2)
-    variants = {
-        "wrong-format": [ScriptStep(
-            "batch", "bash",
-            f"{method} {out} && python3 - <<'EOF'\n"
+    return ScriptedSolution(steps, flawed_batches(
+        (f"{method} {out}", "Answering every question, writing the option numbers as labels.", (
             "import glob, json\n"
             f"for p in glob.glob('{out}/*/answer.json'):\n"
             "    rec = json.load(open(p))\n"
             "    if rec['predicted_label']:\n"
             "        rec['predicted_label'] = str('ABCDE'.index(rec['predicted_label']) + 1)\n"
-            "        json.dump(rec, open(p, 'w'))\nprint('wrote option numbers as labels')\nEOF",
-            say="Answering every question, writing the option numbers as labels.")],
-        "incomplete": [ScriptStep("batch", "bash", f"{method} {out} --limit {half}",
-                                  say="Answering the first half of the questions.")],
-    }
-    return ScriptedSolution(steps, variants)
+            "        json.dump(rec, open(p, 'w'))\nprint('wrote option numbers as labels')\n")),
+        (f"{method} {out} --limit {half}", "Answering the first half of the questions.")))

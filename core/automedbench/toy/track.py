@@ -24,7 +24,6 @@ from automedbench.api import (
     staging_area,
 )
 
-HERE = Path(__file__).parent
 # What the rules judge looks for in this track's executed code: the toy's own checks, not array shapes.
 HINTS = {
     "s2b_compatibility_check": {"patterns": [r"isascii\(", r"islower\("], "minimum": 2},
@@ -81,7 +80,6 @@ class VowelEvaluation(TaskEvaluation):
 
 class ToyTrack(PackagedTrack):
     name = "toy"
-    root = HERE
 
     def stage_demo(self, task: TaskSpec, dest: Path) -> StagedData:
         words = list(task.params["words"])
