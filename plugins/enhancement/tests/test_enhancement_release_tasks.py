@@ -159,10 +159,11 @@ def test_nifti_bomb_and_oversized_png_are_refused_or_skipped(tmp_path, monkeypat
 
     layouts.write_ixi(tmp_path / "dl", 2)
     monkeypatch.setattr(release_stagers, "NIFTI_MAX_BYTES", 300_000)
-    first = tmp_path / "dl" / "IXI002-Guys-0828-T1.nii.gz"
-    first.write_bytes(gzip.compress(np.zeros(400_000, np.uint8).tobytes()))  # tiny file, large when unpacked
+    bomb = gzip.compress(np.zeros(400_000, np.uint8).tobytes())  # tiny file, large when unpacked
+    for volume in (tmp_path / "dl").glob("IXI*.nii.gz"):  # every one: the staging secret decides which is tried first
+        volume.write_bytes(bomb)
     track, task = small("enhancement/ixi-t1-sr", 1)
-    with pytest.raises(UserError, match=r"IXI002-Guys-0828-T1.nii.gz: decompresses past 300000 bytes"):
+    with pytest.raises(UserError, match=r"IXI\d+-[\w-]+\.nii\.gz: decompresses past 300000 bytes"):
         stage_from_folder(track, task, tmp_path / "root", tmp_path / "dl")
     monkeypatch.setattr(release_stagers, "MAX_PIXELS", 1000)
     layouts.write_cxr(tmp_path / "cxr", 1)
