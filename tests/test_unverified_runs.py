@@ -151,3 +151,26 @@ def test_frozen_files_changed_after_the_freeze_are_rejected(staged, tmp_path):
     reasons = {c.case_id: " ".join(c.reasons) for c in result.cases}
     assert "changed after the freeze" in reasons[first] and "changed after the freeze" in reasons[second]
     assert sorted(result.tampered) == sorted(changed)
+
+
+def test_a_file_rewritten_at_its_size_with_its_mtime_reset_is_a_change(tmp_path):
+    """An agent running as the harness's user rewrites a module the evaluator imports, same size, and sets its
+    mtime back: the kernel's ctime still moves (it cannot be set), so the snapshot sees it (missed before:
+    size, mtime and inode were equal)."""
+    import os
+    import time
+
+    from automedbench.evaluator import environment_snapshot, snapshot_changes
+
+    module = tmp_path / "site" / "pkg" / "m.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("SCORE = 0\n")
+    info = module.stat()
+    before = environment_snapshot([str(tmp_path / "site")])
+    time.sleep(0.02)
+    with open(module, "r+") as handle:  # in place: the inode stays
+        handle.write("SCORE = 1\n")
+    os.utime(module, ns=(info.st_atime_ns, info.st_mtime_ns))
+    after = os.stat(module)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (info.st_size, info.st_mtime_ns, info.st_ino)
+    assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == [str(module)]

@@ -271,13 +271,16 @@ def evaluator_path(exclude: list[Path]) -> list[str]:
     return found
 
 
-def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[str, tuple[int, int, int]]:
-    """(size, mtime, inode) of every file and folder below the evaluator's import path and of the interpreter.
+def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[str, tuple[int, ...]]:
+    """(size, mtime, inode, ctime) of every file and (size, mtime, inode) of every folder below the evaluator's
+    import path and of the interpreter. A file's ctime is set by the kernel on every write and cannot be set
+    back (a rewrite at the same size with its mtime reset still shows); a folder's is left out, as its mtime
+    already moves with its entries.
 
     Taken before and after the agent phase of a run without filesystem isolation: the agent runs as the
     harness's user there and could rewrite the code the evaluator imports; a difference marks the run
     unverified (stat only: about a second for a full ML environment)."""
-    found: dict[str, tuple[int, int, int]] = {}
+    found: dict[str, tuple[int, ...]] = {}
     stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
     while stack and len(found) < max_entries:
         path = stack.pop()
@@ -285,14 +288,16 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[s
             info = os.lstat(path)
         except OSError:
             continue
+        if not stat.S_ISDIR(info.st_mode):
+            found[path] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+            continue
         found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
-        if stat.S_ISDIR(info.st_mode):
-            with contextlib.suppress(OSError), os.scandir(path) as entries:
-                stack.extend(entry.path for entry in entries)
+        with contextlib.suppress(OSError), os.scandir(path) as entries:
+            stack.extend(entry.path for entry in entries)
     return found
 
 
-def snapshot_changes(before: dict[str, tuple[int, int, int]], after: dict[str, tuple[int, int, int]]) -> list[str]:
+def snapshot_changes(before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]) -> list[str]:
     """Paths added, removed or changed between two environment snapshots.
 
     In __pycache__ folders only a .pyc present in both and changed counts: the harness itself adds one for each

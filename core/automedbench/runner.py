@@ -140,7 +140,7 @@ class Run:
         self.confined = False
         # without filesystem isolation: the evaluator's import path and its state before the agent ran
         self.env_paths: list[str] = []
-        self.env_before: dict[str, tuple[int, int, int]] | None = None
+        self.env_before: dict[str, tuple[int, ...]] | None = None
 
     # ------------------------------------------------------------------ main
 
