@@ -99,15 +99,16 @@ def test_force_restage_rebuilds_and_keeps_old_on_failure(reg, tmp_path):
 
     track, task = reg.task(DEMO)
     staged = staging.stage(track, task, tmp_path)
-    marker = staged.public / "case_000" / "ct.nii.gz"
-    first = marker.stat().st_mtime_ns
+    # each staging draws its own secret (every published file carries one timestamp, so mtimes tell nothing)
+    marker = staged.private / "staging.secret"
+    first = marker.read_bytes()
     staging.stage(track, task, tmp_path, force=True)
-    assert marker.stat().st_mtime_ns != first  # rebuilt, not skipped
+    assert marker.read_bytes() != first  # rebuilt, not skipped
 
     def broken(*args, **kwargs):
         raise RuntimeError("source vanished")
 
-    before = marker.stat().st_mtime_ns
+    before = marker.read_bytes()
     track_stage = track.stage
     try:
         track.stage = broken
@@ -115,5 +116,5 @@ def test_force_restage_rebuilds_and_keeps_old_on_failure(reg, tmp_path):
             staging.stage(track, task, tmp_path, force=True)
     finally:
         track.stage = track_stage
-    assert marker.stat().st_mtime_ns == before  # the old staging came back
+    assert marker.read_bytes() == before  # the old staging came back
     assert staging.load(task, tmp_path).case_ids == staged.case_ids

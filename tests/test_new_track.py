@@ -91,7 +91,11 @@ def test_validate_task_fails_a_constant_that_rates_above_c_even_when_the_track_c
     import automedbench_leaky.plugin as plugin
 
     registry().add_plugin(plugin, name="leaky", distribution="automedbench-leaky")
-    cli = CliRunner().invoke(main, ["validate-task", "leaky/demo", "--data-root", str(tmp_path / "data")])
+    try:
+        cli = CliRunner().invoke(main, ["validate-task", "leaky/demo", "--data-root", str(tmp_path / "data")])
+    finally:  # later tests in this worker see the installed tracks only
+        registry().remove_plugin("leaky")
+        sys.path.remove(str(dest))
     assert cli.exit_code == 1, cli.output
     assert "FAIL trivial baseline constant rates C or F — rating A" in cli.output
     assert "ok   empty baseline rates F" in cli.output and "1 problem(s): leaky/demo" in cli.output

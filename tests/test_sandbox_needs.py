@@ -36,7 +36,9 @@ def needy(tmp_path_factory):
     import automedbench_needy.plugin as plugin
 
     registry().add_plugin(plugin, name="needy", distribution="automedbench-needy")
-    return dest
+    yield dest
+    registry().remove_plugin("needy")  # the next module in this worker sees the installed tracks only
+    sys.path.remove(str(dest))
 
 
 def test_run_refuses_in_one_line_naming_the_install_and_leaves_no_folder(needy, tmp_path):
@@ -173,3 +175,25 @@ def test_the_docker_sandbox_asks_the_image_its_runs_use(amb_docker):
     assert found is not None
     missing, where = found
     assert missing == [MISSING] and "docker image automedbench/agent:" in where
+
+
+def test_a_removed_plugin_leaves_nothing_behind(tmp_path):
+    """A test's own track, added and removed again, is gone from the registry (it leaked into later modules of
+    the same worker: the paper-rules check then found its demo's unpinned requirements)."""
+    parent = tmp_path / "gone"
+    dest = write_track("gone", parent)
+    sys.path.insert(0, str(dest))
+    try:
+        import automedbench_gone.plugin as plugin
+
+        reg = registry()
+        reg.add_plugin(plugin, name="gone", distribution="automedbench-gone")
+        assert "gone/demo" in reg.tasks()
+        reg.remove_plugin("gone")
+        assert "gone/demo" not in reg.tasks() and "gone" not in reg.components["track"]
+        assert reg.pm.get_plugin("gone") is None
+        reg.add_plugin(plugin, name="gone", distribution="automedbench-gone")  # and it can come back
+        assert "gone/demo" in reg.tasks()
+        reg.remove_plugin("gone")
+    finally:
+        sys.path.remove(str(dest))

@@ -229,8 +229,8 @@ def _ensure(data_root: str, log: str) -> None:
 
 def _task() -> TaskSpec:
     import attrs
+    from automedbench import toy
     from automedbench.taskfile import load_task_dir
-    from automedbench_testkit import toy
 
     (vowels,) = load_task_dir(Path(toy.__file__).parent / "tasks")
     return attrs.evolve(vowels, id="counting/demo", track="counting", case_count=1)

@@ -153,6 +153,21 @@ class Registry:
                         )
                     )
 
+    def remove_plugin(self, name: str) -> None:
+        """Undo `add_plugin`: the plugin's components, its cached tracks and its hooks go (a test's own track,
+        added for one module, must not be seen by the next)."""
+        module = self.pm.get_plugin(name)
+        if module is not None:
+            self.pm.unregister(module, name=name)
+        for kind, found in self.components.items():
+            for component in [c for c in found.values() if c.plugin == name]:
+                del found[component.name]
+                self._cache.pop((kind, component.name), None)
+        self._origin.pop(name, None)
+        self.added_modules.pop(name, None)
+        self._commands = None
+        self._commands_from.clear()
+
     def _registrar(self, kind: str, plugin: str) -> Callable[..., None]:
         distribution, version = self._origin[plugin]
 
