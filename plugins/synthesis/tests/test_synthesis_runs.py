@@ -91,12 +91,13 @@ def _scored(task_id, name, staged, dest):
 def test_detectors_fire_on_an_input_copy_only(amb_data_root, tmp_path):
     from types import SimpleNamespace
 
+    from automedbench.api import CodeContext
     from automedbench_synthesis.codes import SynthesisOutputDetector
 
     staged, detector = stage_task(CTSR, amb_data_root), SynthesisOutputDetector()
 
-    def context(block):  # what the detector reads of a CodeContext: the scored metric and the last write
-        return SimpleNamespace(result=SimpleNamespace(task=block), trace=SimpleNamespace(last_write=None))
+    def context(block):  # a real CodeContext over the scored metric (no trajectory: no last write)
+        return CodeContext(SimpleNamespace(task=block), [])
 
     fired = detector.detect(context(_scored(CTSR, "identity", staged, tmp_path / "copy")))
     assert [f.code for f in fired] == ["E3"] and "identical to the degraded input" in fired[0].message
