@@ -174,3 +174,20 @@ def test_a_file_rewritten_at_its_size_with_its_mtime_reset_is_a_change(tmp_path)
     after = os.stat(module)
     assert (after.st_size, after.st_mtime_ns, after.st_ino) == (info.st_size, info.st_mtime_ns, info.st_ino)
     assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == [str(module)]
+
+
+def test_a_first_pycache_folder_in_a_package_is_no_change(tmp_path):
+    """The harness imports a module for the first time during the run (a track's solution) and writes its
+    bytecode: the package folder gains `__pycache__/` (its mtime moves). Not a change (it was one on CI, once
+    bytecode writing was on); a new module beside it still is."""
+    from automedbench.evaluator import environment_snapshot, snapshot_changes
+
+    package = tmp_path / "site" / "pkg"
+    package.mkdir(parents=True)
+    (package / "m.py").write_text("X = 1\n")
+    before = environment_snapshot([str(tmp_path / "site")])
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\x00" * 16)
+    assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == []
+    (package / "n.py").write_text("Y = 2\n")
+    assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == [str(package / "n.py")]

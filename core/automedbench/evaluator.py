@@ -272,10 +272,11 @@ def evaluator_path(exclude: list[Path]) -> list[str]:
 
 
 def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[str, tuple[int, ...]]:
-    """(size, mtime, inode, ctime) of every file and (size, mtime, inode) of every folder below the evaluator's
-    import path and of the interpreter. A file's ctime is set by the kernel on every write and cannot be set
-    back (a rewrite at the same size with its mtime reset still shows); a folder's is left out, as its mtime
-    already moves with its entries.
+    """(size, mtime, inode, ctime) of every file and (inode,) of every folder below the evaluator's import path
+    and of the interpreter. A file's ctime is set by the kernel on every write and cannot be set back (a
+    rewrite at the same size with its mtime reset still shows). A folder's size and times move with its
+    entries, which are listed themselves: the harness writing a first `__pycache__` into a package folder
+    (a module it imports for the first time during the run) is then no change, a folder replaced still is.
 
     Taken before and after the agent phase of a run without filesystem isolation: the agent runs as the
     harness's user there and could rewrite the code the evaluator imports; a difference marks the run
@@ -291,7 +292,7 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[s
         if not stat.S_ISDIR(info.st_mode):
             found[path] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
             continue
-        found[path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+        found[path] = (info.st_ino,)
         with contextlib.suppress(OSError), os.scandir(path) as entries:
             stack.extend(entry.path for entry in entries)
     return found
