@@ -13,6 +13,7 @@ import shutil
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -25,6 +26,10 @@ from .track import StagedData, Track
 from .untrusted import hostile_download_guard
 
 STAMP = "staging.json"
+# The stamp's `format`: 2 = a per-staging secret decides sampling, order, ids and degradations, and every
+# published file carries one timestamp. A staging of an older format is not used: its case order, ids, seeds
+# and file times could follow from public information (issue 35).
+STAGING_FORMAT = 2
 
 
 def default_data_root() -> Path:
@@ -132,6 +137,7 @@ def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, 
                  source: Path | None, generator: str) -> dict:
     info = {
         "task": task.id,
+        "format": STAGING_FORMAT,
         "case_ids": list(case_ids),
         "public_sha256": tree_digest(public),
         "private_sha256": tree_digest(private),
@@ -154,6 +160,11 @@ def load(task: TaskSpec, data_root: Path) -> StagedData:
         hint = "" if task.demo else f"; run: automedbench stage {task.id} --from PATH"
         raise UserError(f"task {task.id} is not staged under {data_root}{hint}")
     info = json.loads(stamp.read_text())
+    if _format(info) < STAGING_FORMAT:
+        raise UserError(f"task {task.id} under {data_root} was staged by an older AutoMedBench (staging format "
+                        f"{_format(info)}, before per-staging secrets and uniform file times: its case order and "
+                        f"file times could give answers away); stage it again: automedbench stage {task.id} "
+                        "--from PATH --force")
     staged = StagedData(dest, dest / "public", dest / "private", list(info["case_ids"]))
     for folder in (staged.public, staged.private):
         if not folder.is_dir():
@@ -173,13 +184,19 @@ def generator_digest(track: Track) -> str:
     return tree_digest(root.parent, "*.py") if root.name == "__init__.py" else sha256_file(root)
 
 
+def _format(info: Any) -> int:
+    value = info.get("format", 1) if isinstance(info, dict) else 1
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
 def stale_demo(stamp: Path, track: Track) -> bool:
-    """True when the demo was staged by generator code other than the installed track's."""
+    """True when the demo was staged by generator code other than the installed track's, or in an older format."""
     try:
-        recorded = json.loads(stamp.read_text()).get("generator", "")
+        info = json.loads(stamp.read_text())
     except (OSError, ValueError):
         return True
-    return recorded != generator_digest(track)
+    return not isinstance(info, dict) or _format(info) < STAGING_FORMAT or info.get("generator", "") != \
+        generator_digest(track)
 
 
 def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
