@@ -85,9 +85,8 @@ from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
 from .sandboxes.netns import unsupported as network_unsupported
 from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
 from .scoring import ScoreInputs, judge_input, judged_stages, run_rubric, score_result
-from .stagearea import check_published
 from .stagesecret import SECRET_FILE as STAGING_SECRET_FILE
-from .staging import STAMP, default_data_root, stage, task_dir
+from .staging import STAMP, check_published, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
 from .taskfile import SEED_PARAM
 
