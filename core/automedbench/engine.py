@@ -49,19 +49,20 @@ from .evaluator import (
     EVAL_CPU_S,
     EVAL_FILE_BYTES,
     EVAL_MEMORY_MB,
+    GRADES_FILE,
     EvalRequest,
     evaluate,
     evaluate_in_process,
     evaluator_env,
     evaluator_limits,
     evaluator_path,
+    grade_evaluation,
     request_exclude,
     serve_request,
     submission_failure,
 )
 from .freeze import freeze
 from .fsutil import HarnessDir
-from .gradestep import GRADES_FILE, grade_evaluation
 from .harnessstate import harness_key, state_dir
 from .interrupt import check as check_interrupt
 from .interrupt import exit_status as interrupt_exit_status
