@@ -13,12 +13,16 @@ it, else its form (polar "Is/Does ...?" or open). Agreement is a correct answer 
 yes/no, exact or judge-equivalent); chance uses the answer keys, and for MCQ the larger of the letter
 and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
 one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa
-when fewer than QUESTIONS_MIN questions remain. Every expected question counts, answered or not: a
-blank one (no valid answer, key UNANSWERED, or a wrong answer that is no gold answer of its group: made up)
-stands for the blind answer, its group's commonest real answer (the commonest gold answer where the group has
-none), agreeing or not as that answer would. So leaving questions out, or filling them with nonsense, can
-neither drop the count below QUESTIONS_MIN (the check said nothing then: five blanks turned C into A) nor
-lower the chance a blind answerer needs (nonsense for its wrong answers lifted kappa 0.00 -> 0.23, C -> A).
+when fewer than QUESTIONS_MIN questions remain. Every expected question counts, answered or not. A blank one (no
+valid answer, key UNANSWERED, or a wrong answer that is no gold answer of its group: made up) is a blind guess
+that missed: it agrees with nothing (observed 0, as its score is) while the chance side counts it as its group's
+commonest gold answer, the guess with the best odds. Each of the two moves kappa down or leaves it (kappa falls
+as observed falls or chance rises, and the commonest gold answer raises chance by at least as much as any
+answer it replaces), so leaving a question out, or writing nonsense there, never raises kappa over any answer
+to that question. Earlier rules let it: five blanks dropped the count below QUESTIONS_MIN (C -> A), nonsense for
+the wrong answers lowered chance (kappa 0.00 -> 0.23, C -> A), and a blank credited as its group's commonest
+given answer let a third of the questions left out (the wrong ones) reach kappa 0.1 (A). The price: a reader
+that leaves many questions out needs more right among the rest to show it reads the image.
 """
 
 from __future__ import annotations
@@ -47,21 +51,19 @@ def _blank(row: dict[str, Any], field: str, golds: set[str]) -> bool:
 
 
 def _filled(members: list[dict[str, Any]], field: str, gold_field: str) -> tuple[list[tuple[str, str]], list[bool]]:
-    """(answer, gold) per question, a blank one (`_blank`) given the blind answer it stands for: the group's
-    commonest real answer, or with none, its commonest gold answer (the best guess without the image); and
-    which questions were blank."""
+    """(answer, gold) per question, a blank one (`_blank`) given its group's commonest gold answer (the blind
+    guess with the best odds: the chance side can only rise), and which questions were blank."""
     golds = {r[gold_field] for r in members}
     blank = [_blank(r, field, golds) for r in members]
-    given = [r[field] for r, b in zip(members, blank, strict=True) if not b]
-    stand_in = Counter(given or [r[gold_field] for r in members]).most_common(1)[0][0]
+    stand_in = Counter(r[gold_field] for r in members).most_common(1)[0][0]
     pairs = [(stand_in if b else r[field], r[gold_field]) for r, b in zip(members, blank, strict=True)]
     return pairs, blank
 
 
 def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | None]:
     """`chance_kappa` (None below QUESTIONS_MIN informative questions), `chance_observed` and `chance_expected`
-    shares, over every question with a gold key, a blank one (none given, or made up) as the blind answer it
-    stands for."""
+    shares, over every question with a gold key, a blank one (none given, or made up) as a blind guess that
+    missed."""
     counted = [r for r in rows if "answer_key" in r and "gold_key" in r]
     if not counted:
         return {"chance_kappa": None, "chance_observed": None, "chance_expected": None}
@@ -78,8 +80,7 @@ def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | Non
             continue
         n += len(members)
         pairs, blank = _filled(members, "answer_key", "gold_key")
-        observed += sum(answer == gold if b else float(r.get("score") or 0.0) >= 1.0
-                        for r, b, (answer, gold) in zip(members, blank, pairs, strict=True))
+        observed += sum(not b and float(r.get("score") or 0.0) >= 1.0 for r, b in zip(members, blank, strict=True))
         chance = _chance(pairs)
         if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
             chance = max(chance, _chance(_filled(members, "answer_text_key", "gold_text_key")[0]))

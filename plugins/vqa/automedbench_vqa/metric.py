@@ -115,7 +115,7 @@ def _letter_key(value: Any) -> str:
 
 
 # A question left unanswered (missing, invalid, a placeholder, a skip) stands for the blind answer in the rating
-# caps: one more copy of its kind's commonest answer in the repeat share, its group's commonest answer in the
+# caps: one more copy of its kind's commonest answer in the repeat share, a blind guess that missed in the
 # chance check (chance.py). So answering less can never turn a cap off (issue 35: five blanks did, C -> A).
 
 

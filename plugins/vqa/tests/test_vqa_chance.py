@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from automedbench_vqa.chance import KAPPA_MIN, agreement_beyond_chance, blind_answers
+from automedbench_vqa.chance import KAPPA_MIN, UNANSWERED, agreement_beyond_chance, blind_answers
 
 
 def row(answer: str, gold: str, question: str = "is there a lesion", form: str = "yes_no_form") -> dict:
@@ -48,6 +48,47 @@ def test_a_weak_honest_mcq_reader_keeps_its_band():
     assert out["chance_kappa"] > KAPPA_MIN and not blind_answers(out)
 
 
+def test_a_blank_is_a_missed_guess_and_the_chance_side_takes_the_commonest_gold():
+    """Hand-computed: 20 questions of one template, gold yes x12 / no x8. The answerer is right on 10 (yes on 8
+    yes, no on 2 no) and leaves 10 blank. Observed 10; chance pairs: yes x8, no x2, and the 10 blanks as "yes"
+    (the commonest gold): answers yes 18 / no 2 -> (18*12 + 2*8) / 20 = 11.6; kappa (10 - 11.6) / (20 - 11.6)."""
+    gold = ["yes"] * 12 + ["no"] * 8
+    answers = ["yes"] * 8 + [None] * 4 + ["no"] * 2 + [None] * 6
+    rows = [row(a, g) if a else {**row("yes", g), "answer_key": UNANSWERED, "score": 0.0}
+            for a, g in zip(answers, gold, strict=True)]
+    out = agreement_beyond_chance(rows)
+    assert out["chance_observed"] == 0.5 and out["chance_expected"] == pytest.approx(0.58)
+    assert out["chance_kappa"] == pytest.approx(round(-1.6 / 8.4, 4))
+
+
+def _random_group(rng, n: int) -> list[dict]:
+    """Questions under two wordings (one a template, one pooled by form) with answers right, wrong or made up."""
+    out = []
+    for i in range(n):
+        wording = "is there a lesion" if i % 3 else f"odd wording {i}"
+        gold = str(rng.integers(0, 3))
+        answer = [gold, str(rng.integers(0, 3)), f"made up {i}"][int(rng.integers(0, 3))]
+        out.append(row(answer, gold, wording, "open_form"))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_leaving_any_question_out_never_raises_kappa_over_any_answer_to_it(seed):
+    """The class behind every omission attack: for random answer sets, replacing one question's answer (right,
+    wrong or made up) by a blank never raises kappa, whichever question it is (an oracle that blanks exactly its
+    wrong answers included: that is a sequence of such steps)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = _random_group(rng, 30)
+    before = agreement_beyond_chance(rows)["chance_kappa"]
+    assert before is not None
+    for i in range(len(rows)):
+        blanked = [*rows[:i], {**rows[i], "answer_key": UNANSWERED, "score": 0.0}, *rows[i + 1:]]
+        after = agreement_beyond_chance(blanked)["chance_kappa"]
+        assert after is not None and after <= before + 1e-9, (i, rows[i], before, after)
+
+
 # ------------------------------------------------------------------ omissions through the evaluator (issue 35)
 
 
@@ -62,9 +103,7 @@ def blind(amb_registry, amb_data_root, tmp_path_factory):
     return work, result
 
 
-@pytest.mark.parametrize("left_out", [5, 8, pytest.param(12, marks=pytest.mark.xfail(
-    strict=False, reason="a third of the questions blank: on some stagings kappa reaches KAPPA_MIN (0.1) and the "
-    "cap does not fire (seen once on CI, rating A; open, issue 35 note)"))])
+@pytest.mark.parametrize("left_out", [5, 8, 11, 12])
 def test_leaving_questions_unanswered_never_turns_a_cap_off(amb_registry, amb_data_root, blind, left_out):
     """A blind answerer leaves out the questions it got wrong: its accuracy is unchanged (they scored 0 either
     way) but, before, the chance check then had fewer than QUESTIONS_MIN answered questions and said nothing
