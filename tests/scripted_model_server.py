@@ -145,8 +145,10 @@ def anthropic_reply(body: dict[str, Any], text: str, call: tuple[str, dict[str, 
     return _sse(events)
 
 
-def chat_reply(body: dict[str, Any], text: str, call: tuple[str, dict[str, Any]] | None, n: int) -> bytes:
-    usage = {"prompt_tokens": 1000 + n, "completion_tokens": 50, "total_tokens": 1050 + n}
+def chat_reply(body: dict[str, Any], text: str, call: tuple[str, dict[str, Any]] | None, n: int,
+               metered: bool = True) -> bytes:
+    """A chat-completions reply; `metered=False` leaves the token counts out, as llama-cpp-python's stream does."""
+    usage = {"prompt_tokens": 1000 + n, "completion_tokens": 50, "total_tokens": 1050 + n} if metered else None
     calls = [{"index": 0, "id": f"call_{n:04d}", "type": "function",
               "function": {"name": call[0], "arguments": json.dumps(call[1])}}] if call else []
     finish = "tool_calls" if call else "stop"
@@ -154,7 +156,7 @@ def chat_reply(body: dict[str, Any], text: str, call: tuple[str, dict[str, Any]]
     if not body.get("stream"):
         message = {"role": "assistant", "content": text or None,
                    **({"tool_calls": [{k: v for k, v in c.items() if k != "index"} for c in calls]} if calls else {})}
-        return json.dumps({**base, "object": "chat.completion", "usage": usage,
+        return json.dumps({**base, "object": "chat.completion", **({"usage": usage} if usage else {}),
                            "choices": [{"index": 0, "message": message, "finish_reason": finish}]}).encode()
     chunk = {**base, "object": "chat.completion.chunk"}
     events: list[tuple[str | None, dict[str, Any] | str]] = [
@@ -164,7 +166,8 @@ def chat_reply(body: dict[str, Any], text: str, call: tuple[str, dict[str, Any]]
         events.append((None, {**chunk, "choices": [{"index": 0, "delta": {"tool_calls": calls},
                                                     "finish_reason": None}]}))
     events.append((None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}))
-    events += [(None, {**chunk, "choices": [], "usage": usage}), (None, "[DONE]")]
+    events += [(None, {**chunk, "choices": [], "usage": usage})] if usage else []
+    events.append((None, "[DONE]"))
     return _sse(events)
 
 
@@ -219,10 +222,11 @@ def wire_of(path: str) -> str:
 
 
 class ScriptedModelServer:
-    """Serve `script` on 127.0.0.1 (a free port); `requests` keeps every request (path, headers, body)."""
+    """Serve `script` on 127.0.0.1 (a free port); `requests` keeps every request (path, headers, body);
+    `metered=False`: chat replies carry no token counts."""
 
-    def __init__(self, script: Script) -> None:
-        self.script = script
+    def __init__(self, script: Script, metered: bool = True) -> None:
+        self.script, self.metered = script, metered
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.counter = itertools.count(1)
@@ -269,7 +273,7 @@ class ScriptedModelServer:
                 elif wire == "gemini":
                     data = gemini_reply(body, text, call, n, stream)
                 else:
-                    data = chat_reply(body, text, call, n)
+                    data = chat_reply(body, text, call, n, server.metered)
                 self._send(200, data, "text/event-stream" if stream else "application/json")
 
             def _send(self, status: int, data: bytes, kind: str) -> None:

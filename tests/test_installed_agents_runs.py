@@ -90,6 +90,24 @@ def test_gateway_puts_in_the_real_key_counts_tokens_and_refuses_past_the_budget(
     assert [r["refused"] != "" for r in gw.records()] == [False, False, True]
 
 
+def test_gateway_counts_replies_without_token_counts_as_unmetered(gateway_dir):
+    """llama-cpp-python's streamed replies carry no usage: a live Qwen Code run recorded 0 tokens for 378 s of
+    model time. Such replies are counted apart (their tokens are unknown, not zero); metered ones are not."""
+    folder, fd = gateway_dir
+    for metered, expected in ((False, 2), (True, 0)):
+        with ScriptedModelServer(steps_script([Step("hi")] * 2), metered=metered) as upstream:
+            gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, max_calls=5, deadline=time.monotonic() + 60)
+            gw.start(fd)
+            for stream in (True, False):
+                status, _ = _post(str(folder / SOCKET_NAME), "/v1/chat/completions",
+                                  {"model": "m", "stream": stream, "messages": []}, {})
+                assert status == 200
+            gw.close()
+        (folder / SOCKET_NAME).unlink(missing_ok=True)
+        totals = gw.totals()
+        assert totals["unmetered"] == expected and (totals["tokens_in"] > 0) == metered, totals
+
+
 def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_dir):
     folder, fd = gateway_dir
     with ScriptedModelServer(steps_script([Step("hi")])) as upstream:

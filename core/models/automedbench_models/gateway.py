@@ -217,7 +217,7 @@ class ModelGateway:
         self.price, self.watcher = price, watcher
         self.calls: list[ModelCall] = []
         self.counts = {"calls": 0, "refused": 0, "tokens_in": 0, "tokens_out": 0, "tokens_cached": 0,
-                       "cost_usd": 0.0, "model_s": 0.0}
+                       "cost_usd": 0.0, "model_s": 0.0, "unmetered": 0}
         self.watch_errors: list[str] = []
         self.lock = threading.Lock()
         self.started = time.monotonic()
@@ -358,6 +358,8 @@ class ModelGateway:
             for name in ("tokens_in", "tokens_out", "tokens_cached", "cost_usd"):
                 self.counts[name] += getattr(call, name)
             self.counts["model_s"] += call.latency_s
+            # a reply with no token counts (llama-cpp-python's stream has none): its tokens are unknown, not 0
+            self.counts["unmetered"] += call.status < 400 and not (call.tokens_in or call.tokens_out)
 
     def _watch(self, moment: str, *args: Any) -> None:
         """Tell the watcher; its failure (on whatever the sandbox sent) is noted, never the call's."""

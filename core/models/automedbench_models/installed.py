@@ -441,6 +441,10 @@ class InstalledAgent(CliAgent):
                    "records": self.gateway.records()[:500] if self.gateway is not None else []}
         events: list[dict[str, Any]] = [summary]
         events += [e for e in self.transcript.events if e["type"] == "cli_error"][:50]
+        if gateway.get("unmetered"):
+            events.append({"type": "note", "turn": 1, "note": (
+                f"{gateway['unmetered']} of {gateway['calls']} model repl(ies) carried no token counts (the provider "
+                "reported none); their tokens and cost are unknown, not zero")})
         if check["unseen_steps"]:
             events.append({"type": "note", "turn": 1, "note": (
                 f"the program's transcript reports {check['unseen_steps']} step(s) the model gateway never saw "
