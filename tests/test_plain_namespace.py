@@ -114,3 +114,36 @@ def test_where_no_namespace_can_be_made_a_plain_run_is_refused(reg, data_root, t
     finally:
         local.plain_namespace_unsupported.cache_clear()
     assert "\n" not in str(refused.value) and not any((tmp_path / "runs").glob("*/result.json"))
+
+
+def test_the_socket_walk_finds_sockets_only_within_its_depth_and_follows_no_link():
+    """The walk that decides which daemon sockets a plain call covers: every socket within the depth, in any
+    folder, none through a link, and the regular files, links and FIFOs around them skipped (typed by the
+    listing; only the rest is stat'ed)."""
+    import shutil
+    import socket
+    import tempfile
+
+    from automedbench.sandboxes.plainns import _sockets
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="sw", dir="/tmp"))  # a unix socket's path must stay under 108 bytes
+
+    def listen(path: Path) -> socket.socket:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        return sock
+
+    held = [listen(tmp_path / "a.sock"), listen(tmp_path / "d1" / "b.sock"), listen(tmp_path / "d1" / "d2" / "c.sock")]
+    (tmp_path / "plain.txt").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link.sock").symlink_to(tmp_path / "a.sock")
+    (tmp_path / "linkdir").symlink_to(tmp_path / "d1", target_is_directory=True)
+    try:
+        assert sorted(_sockets(str(tmp_path), 1, 1000)) == [str(tmp_path / "a.sock"), str(tmp_path / "d1" / "b.sock")]
+        assert len(_sockets(str(tmp_path), 2, 1000)) == 3
+        assert _sockets(str(tmp_path), 2, 1) != sorted(_sockets(str(tmp_path), 2, 1000))  # the budget holds
+    finally:
+        for sock in held:
+            sock.close()
+        shutil.rmtree(tmp_path)
