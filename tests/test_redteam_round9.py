@@ -6,15 +6,28 @@
   finding 17") was credited exactly as before, but no credited answer could agree by chance any more, while its
   wrong ones (made up: no gold answer) stood for the blind guess: kappa rose from about 0 to over 0.1 and the
   rating cap let it through. An answer the scorer credits is now the gold answer in the chance check.
+- **Another run's model gateway** (class 4): an installed agent's gateway listens on a unix socket in its run's
+  workspace and forwards whatever it is sent with the run's real key, counting it against that run's turn budget
+  and handing it to that run's step ledger. A `local-plain` call covered the sockets under /run and /tmp that
+  existed when it started, nothing else: a plain agent that waited for a concurrent (verified) run's gateway to
+  appear, or found one outside /tmp, got model replies on that run's key and budget. Now the gateway of a run in
+  a sandbox with a network of its own answers only peers in another network namespace than the harness's (a
+  plain call shares the harness's), and a plain call can no longer make namespaces (a seccomp filter), so it
+  cannot step into a network namespace of its own either.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
+import time
+from pathlib import Path
 
 import pytest
-from automedbench.testing import evaluate_outputs
+from automedbench.runfolder import RunFolder
+from automedbench.testing import StepsAgent, evaluate_outputs, register_agent, register_toy_track, run_task
 from automedbench_vqa.answers import normalize
 from automedbench_vqa.chance import KAPPA_MIN, agreement_beyond_chance
 from test_backends_fakes import openai_reply, serve_fake_llm
@@ -71,3 +84,74 @@ def test_a_blind_answerer_in_its_own_words_stays_capped_under_a_model_judge(fake
     kappa = worded.task.components["chance_kappa"]
     assert kappa is not None and kappa < KAPPA_MIN, (kappa, blind.task.components["chance_kappa"])
     assert worded.aggregate.rating not in ("A", "B"), worded.aggregate.rating_reason
+
+
+# ------------------------------------------------------------------ another run's model gateway (class 4)
+
+ASK = """
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+try:
+    s.connect(sys.argv[1])
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\\r\\nhost: x\\r\\ncontent-type: application/json\\r\\n"
+              b"content-length: %d\\r\\n\\r\\n" % len(body) + body)
+    print(sys.argv[2], "reply", s.recv(4096)[:12])
+except OSError as exc:
+    print(sys.argv[2], "refused", exc)
+"""
+
+
+def _plain_attacker(sock: Path) -> str:
+    """The plain agent's code: say it has started, wait for the other run's gateway, ask it for a model reply
+    directly and from a user and network namespace of its own."""
+    return (f"import pathlib, subprocess, sys, time\n"
+            f"pathlib.Path('ask.py').write_text({ASK!r})\n"
+            f"pathlib.Path('waiting').write_text('1')\n"
+            f"for _ in range(600):\n"
+            f"    if pathlib.Path({str(sock)!r}).exists(): break\n"
+            f"    time.sleep(0.05)\n"
+            f"subprocess.run([sys.executable, 'ask.py', {str(sock)!r}, 'direct'])\n"
+            f"done = subprocess.run(['unshare', '-U', '-n', sys.executable, 'ask.py', {str(sock)!r}, 'own-netns'])\n"
+            f"print('own-netns exit', done.returncode)\n")
+
+
+def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, data_root, tmp_path):
+    from automedbench_models.gateway import ModelGateway
+    from automedbench_models.installed import open_path
+
+    fake_llm.fallback = lambda request: openai_reply("a reply paid for by the other run")
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    other = tmp_path / "other-run" / "workspace"  # a verified run's workspace, its gateway started later
+    other.mkdir(parents=True)
+    sock = other / "model.sock"
+    done: dict = {}
+
+    def plain_run() -> None:
+        done["run"] = run_task("toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=data_root,
+                               sandbox="local-plain", agent_options={"steps": [["python", _plain_attacker(sock)]]})
+
+    thread = threading.Thread(target=plain_run)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "runs").rglob("waiting")) and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
+                           deadline=time.monotonic() + 300, host_peers=False)
+    fd = open_path(tmp_path / "other-run", "workspace")
+    try:
+        gateway.start(fd)
+        thread.join(180)
+    finally:
+        gateway.close()
+        os.close(fd)
+    result, run_dir = done["run"]
+    calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
+    said = calls[0]["stdout"]
+    assert "direct" in said and "own-netns" in said, said  # both attempts were made, after the socket appeared
+    assert gateway.totals()["calls"] == 0 and not fake_llm.requests, said
+    assert gateway.totals()["foreign_peers"] >= 1  # counted, for the other run's record
+    assert "reply b'HTTP/1.1 200" not in said
+    assert result.state in ("scored", "agent_failure")

@@ -15,8 +15,11 @@ agent's code runs:
 - as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
 - capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
   device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
-  agent nor anything it runs (set-uid programs included) gets them back. A user namespace the agent makes
-  itself gets the mounts locked together (the kernel refuses to uncover them there).
+  agent nor anything it runs (set-uid programs included) gets them back;
+- no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64): a plain call
+  stays in the harness's network namespace, which is how a model gateway tells it from another run's sandbox
+  (a plain agent that reached a concurrent run's gateway socket from a user and network namespace of its own
+  was served on that run's key and budget), and gets no capabilities back in a user namespace either.
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
 "shm_mb"}. It imports only the standard library (the harness package is not on its path). Where this cannot be
@@ -38,6 +41,7 @@ MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
 FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
 CAP_SETPCAP = 8
 # capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
 # sys_module, sys_rawio, sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time,
@@ -230,6 +234,24 @@ def _drop_capabilities() -> None:
         raise Refused(f"capset: {os.strerror(ctypes.get_errno())}")
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _load_filter(program: bytes) -> None:
+    """Install a seccomp filter (an array of 8-byte `struct sock_filter`) on this process and all it starts."""
+    if not program or len(program) % 8:
+        raise Refused("a seccomp program is a non-empty array of 8-byte instructions")
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(code))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        raise Refused(f"no_new_privs: {os.strerror(ctypes.get_errno())}")
+    if _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        raise Refused(f"seccomp filter: {os.strerror(ctypes.get_errno())}")
+
+
 def enter(spec: dict) -> None:
     """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
@@ -253,6 +275,8 @@ def enter(spec: dict) -> None:
     _read_only([workspace])
     os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
     _drop_capabilities()
+    if spec.get("seccomp"):
+        _load_filter(bytes.fromhex(spec["seccomp"]))
 
 
 def main(argv: list[str]) -> int:
