@@ -18,11 +18,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,64 @@ def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, d
     assert gateway.totals()["foreign_peers"] >= 1  # counted, for the other run's record
     assert "reply b'HTTP/1.1 200" not in said
     assert result.state in ("scored", "agent_failure")
+
+
+# ------------------------------------------------------------------ the VQA demo's question set (class 1)
+
+
+def _grouped_by_image(public: Path, out: Path) -> None:
+    """A blind agent reading the public folder only: questions grouped by their image's bytes; a scan with no side
+    question has no lesion ("no", "0"), the others "yes", "1"; the commonest side and shape; frame C."""
+
+    questions = {}
+    for folder in sorted(p for p in public.iterdir() if (p / "question.json").is_file()):
+        doc = json.loads((folder / "question.json").read_text())
+        image = hashlib.sha256(b"".join((folder / n).read_bytes() for n in doc["image_paths"])).hexdigest()
+        questions[folder.name] = (doc, image)
+    has_side: dict[str, bool] = defaultdict(bool)
+    for doc, image in questions.values():
+        has_side[image] |= "which side" in doc["question"].lower()
+    for qid, (doc, image) in questions.items():
+        text, label, answer = doc["question"].lower(), "", "left"
+        if doc.get("mode") == "multiple_choice":
+            label = next((k for k, v in doc["options"].items() if v == "circle"), "C")
+            answer = doc["options"][label]
+        elif text.startswith("is there"):
+            answer = "yes" if has_side[image] else "no"
+        elif text.startswith("how many"):
+            answer = "1" if has_side[image] else "0"
+        (out / qid).mkdir(parents=True)
+        (out / qid / "answer.json").write_text(json.dumps({
+            "question_id": qid, "predicted_label": label, "predicted_answer": answer,
+            "raw_model_output": f"Answer: {label or answer}", "model_name": "blind", "runtime_s": 0.1}))
+
+
+def test_the_vqa_demo_question_set_gives_no_answer_away(reg, tmp_path):
+    """Before: each scan's questions shared one image, numbered in the generator's order, and a scan without
+    lesions is asked no side or shape question: grouping by image bytes gave every presence answer and the one
+    count of 0: kappa 0.15-0.20, rating A on four of four stagings (the question-prior guess: kappa 0.0, C). The
+    compressed PNG sizes also ranked the scans by lesion count. Now every question has its own render, stored
+    uncompressed (one size), numbered in a secret order."""
+    from automedbench import staging
+
+    track, task = reg.task(VQA)
+    one = staging.ensure(track, task, tmp_path / "one")
+    two = staging.ensure(track, task, tmp_path / "two")
+    scans = {}
+    for qid in one.case_ids:
+        doc = json.loads((one.public / qid / "question.json").read_text())
+        if doc.get("question_type") != "frames":
+            data = (one.public / qid / doc["image_paths"][0]).read_bytes()
+            scans[qid] = (hashlib.sha256(data).hexdigest(), len(data))
+    assert len({digest for digest, _ in scans.values()}) == len(scans)  # no two questions share an image
+    assert len({size for _, size in scans.values()}) == 1  # nor does a file's size tell one scan from another
+
+    def kinds(staged) -> list[str]:
+        return [json.loads((staged.public / q / "question.json").read_text())["question_type"]
+                for q in sorted(staged.case_ids)]
+    assert kinds(one) != kinds(two)  # the numbering follows no fixed order of the generator's
+
+    _grouped_by_image(one.public, tmp_path / "blind")
+    blind = evaluate_outputs(VQA, submission=tmp_path / "blind", data_root=tmp_path / "one", work=tmp_path / "eval",
+                             registry=reg)
+    assert blind.aggregate.rating not in ("A", "B"), (blind.task.partial, blind.aggregate.rating_reason)
