@@ -12,8 +12,8 @@ import pytest
 from automedbench.agent import TOOLS, Agent
 from automedbench.api import hookimpl
 from automedbench.cli import main
+from automedbench.conversation import AgentLoop
 from automedbench.records import AgentTurn, Result, ToolCall
-from automedbench.runstate import AgentLoop
 from automedbench.serialize import read_json
 from automedbench.testing import needs
 from automedbench.trajectory import read_events

@@ -118,7 +118,7 @@ def test_scripted_agent_on_a_real_task_is_refused_without_leftovers(cli, tmp_pat
     staged = data / "segmentation" / "kidney"
     for sub in ("public/kidney_001", "private/kidney_001"):
         (staged / sub).mkdir(parents=True)
-    (staged / "staging.json").write_text(json.dumps({"case_ids": ["kidney_001"], "public_sha256": "x",
+    (staged / "staging.json").write_text(json.dumps({"format": 2, "case_ids": ["kidney_001"], "public_sha256": "x",
                                                      "private_sha256": "y"}))
     result = cli("run", "--task", "segmentation/kidney", "--agent", "reference", "--out", str(out),
                  "--data-root", str(data))

@@ -10,7 +10,7 @@ import re
 from typing import ClassVar
 
 import pytest
-from automedbench import gradestep, harnessstate
+from automedbench import evaluator, harnessstate
 from automedbench.agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from automedbench.errors import ContentRefused, UserError
 from automedbench.grades import MAX_AGENT_CHARS, MAX_PROMPT_CHARS, NO_GRADER, check_grader_options
@@ -72,12 +72,12 @@ class PlainTrack(Track):
 
 
 def grade(reg, ev, tmp_path, options=OPTIONS, cache="cache.jsonl"):
-    """The engine's step (`gradestep`), answered by automedbench-models' hook with its cache at `cache`."""
+    """The engine's step (`evaluator.grade_evaluation`), answered by automedbench-models' hook (its cache: `cache`)."""
     folder = tmp_path / "run"
     folder.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(grading, "default_cache_path", lambda: tmp_path / cache)
-        return gradestep.grade_evaluation(reg, PlainTrack(), None, ev, options, folder), folder
+        return evaluator.grade_evaluation(reg, PlainTrack(), None, ev, options, folder), folder
 
 
 def test_requests_round_trip_into_components_and_grades_json(model, tmp_path):

@@ -66,10 +66,10 @@ LAYERS: dict[str, int] = {
     "automedbench.yamlfile": CONTRACT,
     # engine: the run path (stage, run, freeze, evaluate, grade, score, store) and the plugin registry
     "automedbench.brief": ENGINE,
+    "automedbench.conversation": ENGINE,  # the agent phase's turns, yielded as trajectory events
     "automedbench.evaluate_cmd": ENGINE,
     "automedbench.evaluator": ENGINE,
     "automedbench.freeze": ENGINE,
-    "automedbench.gradestep": ENGINE,  # the grading step's place in the run: a plugin answers, else null grades
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from automedbench import staging
 from automedbench.api import StagedData, StagingArea, TaskSpec, Track, UserError, staging_area
-from automedbench.stagearea import DISCARD, INCOMING, PREVIOUS, lock_path, recover, staging_lock
+from automedbench.staging import DISCARD, INCOMING, PREVIOUS, lock_path, recover, staging_lock
 
 FORK = multiprocessing.get_context("fork")
 

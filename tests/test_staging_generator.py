@@ -64,3 +64,35 @@ def test_the_digest_follows_the_track_source(tmp_path, monkeypatch):
     (source / "gen.py").write_text("ANSWERS = [2, 1]\n")
     assert staging.generator_digest(fake) != one
     assert staging.generator_digest(track) == before
+
+
+def test_a_staging_of_an_older_format_is_staged_anew_when_a_demo_and_refused_when_real(tmp_path):
+    """Stagings from before per-staging secrets and uniform file times (issue 35) may order and time their files
+    by the answers: a demo is staged again; a real task (a download only the user has) is refused in one line
+    that names the command, its data untouched."""
+    import pytest
+    from automedbench.errors import UserError
+
+    track, task = _toy()
+    first = staging.ensure(track, task, tmp_path)
+    path = first.root / staging.STAMP
+    info = json.loads(path.read_text())
+    assert info["format"] == staging.STAGING_FORMAT
+    for old in (None, 1, "2", True):  # no format (older stamps), older, and malformed values
+        info = json.loads(path.read_text())
+        info.pop("format")
+        if old is not None:
+            info["format"] = old
+        path.write_text(json.dumps(info))
+        assert staging.stale_demo(path, track)
+        staging.ensure(track, task, tmp_path)
+        assert json.loads(path.read_text())["format"] == staging.STAGING_FORMAT
+    # a real task's staging is read by load() alone (ensure stages demos only): the same stamp, refused
+    info = json.loads(path.read_text())
+    info.pop("format")
+    path.write_text(json.dumps(info))
+    before = path.read_bytes()
+    with pytest.raises(UserError, match=r"staged by an older AutoMedBench .* automedbench stage toy/vowels --from "
+                                        r"PATH --force"):
+        staging.load(task, tmp_path)
+    assert path.read_bytes() == before and (first.root / "private").is_dir()

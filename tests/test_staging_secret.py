@@ -15,8 +15,7 @@ import pytest
 from automedbench.api import StagingSecret, UserError, staging_area
 from automedbench.cli import main
 from automedbench.plugins import registry
-from automedbench.stagearea import secret_for
-from automedbench.staging import _run_stager, stage
+from automedbench.staging import _run_stager, secret_for, stage
 from automedbench.taskfile import parse_task
 from automedbench.untrusted import hostile_download_guard
 from click.testing import CliRunner

@@ -318,3 +318,15 @@ def test_the_page_written_at_the_end_of_a_run_shows_its_times_not_zeros(toy_runs
     wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
     harness = float(re.search(r"harness ([0-9.]+) s", text).group(1))
     assert 0 < wall <= result.runtime.wall_s and 0 < harness <= result.runtime.harness_s
+
+
+def test_a_reply_whose_provider_reported_no_tokens_says_so_not_zero():
+    """An installed agent's reply seen by the gateway with no token counts (llama-cpp-python's streams): the page
+    says the tokens were not reported, where a metered reply shows its counts."""
+    from automedbench_campaign.viewer.runpage import _event
+
+    seen = {"type": "assistant", "turn": 1, "content": "hi", "tool_calls": [], "tokens_in": 0, "tokens_out": 0,
+            "latency_s": 2.0, "finish_reason": "stop", "observed_by": "gateway"}
+    assert "tokens not reported by the provider" in _event(seen)
+    assert "tokens 12 in / 3 out" in _event({**seen, "tokens_in": 12, "tokens_out": 3})
+    assert "tokens 0 in / 0 out" in _event({k: v for k, v in seen.items() if k != "observed_by"})

@@ -17,7 +17,7 @@ from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import CommandContext, install_hint, registry
 from .progress import StagingProgress
-from .stagearea import INCOMING
+from .staging import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
 
 

@@ -49,19 +49,20 @@ from .evaluator import (
     EVAL_CPU_S,
     EVAL_FILE_BYTES,
     EVAL_MEMORY_MB,
+    GRADES_FILE,
     EvalRequest,
     evaluate,
     evaluate_in_process,
     evaluator_env,
     evaluator_limits,
     evaluator_path,
+    grade_evaluation,
     request_exclude,
     serve_request,
     submission_failure,
 )
 from .freeze import freeze
 from .fsutil import HarnessDir
-from .gradestep import GRADES_FILE, grade_evaluation
 from .harnessstate import harness_key, state_dir
 from .interrupt import check as check_interrupt
 from .interrupt import exit_status as interrupt_exit_status
@@ -85,9 +86,8 @@ from .sandboxes.netns import SLIRP_DNS, SlirpNet, network_gaps
 from .sandboxes.netns import unsupported as network_unsupported
 from .sandboxes.quota import WorkspaceQuota, mount_workspace, reap_stale_workspaces
 from .scoring import ScoreInputs, judge_input, judged_stages, run_rubric, score_result
-from .stagearea import check_published
 from .stagesecret import SECRET_FILE as STAGING_SECRET_FILE
-from .staging import STAMP, default_data_root, stage, task_dir
+from .staging import STAMP, check_published, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
 from .taskfile import SEED_PARAM
 

@@ -9,10 +9,9 @@ from pathlib import Path
 from attrs import Factory, define
 
 from . import errors, staging
-from .evaluator import run_isolated
+from .evaluator import grade_evaluation, run_isolated
 from .freeze import freeze
 from .fsutil import sha256_text
-from .gradestep import grade_evaluation
 from .plugins import Registry
 from .provenance import versions
 from .records import Header, Isolation, Result, Runtime

@@ -1,9 +1,16 @@
-"""The evaluator: scores a frozen submission against private references in a separate process.
+"""The evaluator: scores a frozen submission against private references in a separate process; and, back in
+the harness, the model-graded step that answers what it asked (`grade_evaluation`).
 
 It reads only the frozen submission, the staged public inputs and `private/`; it imports the harness
 and the track plugin (trusted code) and never imports or executes anything the agent wrote.
 Run as `python -I -S` with an import path the harness sets (see BOOT) so that no PYTHONPATH, user site,
 working directory, .pth file or sitecustomize the agent might have shaped can inject modules.
+
+The evaluator has no network and no keys, so a metric that needs a model returns `GradeRequest`s; a plugin
+answers them after the evaluation (`automedbench_grade_requests`: automedbench-models asks the grader models,
+caches and signs the replies). Null rule: with no plugin to answer, every grade is null with the reason and the
+run stays `scored`, as for an unreachable backend (the agent did nothing wrong; the evaluator's facts stand);
+the same when the plugin raises.
 """
 
 from __future__ import annotations
@@ -19,7 +26,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import attrs
 from attrs import Factory, define
@@ -27,8 +36,10 @@ from attrs import Factory, define
 from . import __version__
 from .errors import InfrastructureError, SubmissionError
 from .fsutil import open_dir, sha256_file, walk_fd
+from .grades import NO_GRADER, Grade, GradeLog, GraderUse
 from .pictures import PICTURES_DIR, PictureWriter
-from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest
+from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest, TaskSpec
+from .runfolder import RunFolder
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, TaskEvaluation, Track
 
@@ -68,7 +79,7 @@ def _case_deadline(seconds: float):
 
 
 MAX_EXTRA = 200
-MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded scoring step answers them (gradestep.py)
+MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded step answers them (`grade_evaluation`)
 
 
 @define
@@ -354,6 +365,40 @@ def failed_evaluation(task_id: str, staged: StagedData, manifest: SubmissionMani
     cases = [CaseVerdict(c, c in submitted, False, [note]) for c in staged.case_ids]
     return Evaluation(task_id, len(cases), sum(v.present for v in cases), 0, cases,
                       MetricBlock(f"evaluator failed on the submission: {reason}"[:500], 0.0, 0.0), error=reason)
+
+
+GRADES_FILE = RunFolder.GRADES
+
+
+def grade_evaluation(reg: Any, track: Any, task: TaskSpec, evaluation: Evaluation, options: dict[str, str],
+                     folder: Path, trusted: bool = True) -> Evaluation:
+    """Answer the evaluation's grade requests, record them in `folder/grades.json`, fold them into the metric
+    through `track.apply_grades`, and store the graded evaluation as `folder/evaluation.json` (what rejudge
+    and the code detectors read). An evaluation without requests comes back unchanged, nothing written.
+    `trusted`: False for an unverified run, whose grades use no cache a verified run reads."""
+    requests = evaluation.grade_requests
+    if not requests:
+        return evaluation
+    t0 = time.monotonic()
+    why = NO_GRADER
+    try:
+        log = reg.pm.hook.automedbench_grade_requests(requests=requests, options=options, registry=reg,
+                                                      trusted=trusted)
+    except Exception as exc:  # a grading plugin's bug (on agent text, say): null grades, never a harness failure
+        log, why = None, f"the grading plugin failed: {type(exc).__name__}: {str(exc)[:200]}"
+    if log is None:
+        counts = Counter(r.grader for r in requests)
+        log = GradeLog([GraderUse(g, "", "", requests=n, failed=n, error=why) for g, n in counts.items()],
+                       [Grade(r.case_id, r.grader, r.tag, error=why) for r in requests])
+    log.duration_s = round(time.monotonic() - t0, 3)
+    metric = track.apply_grades(task, evaluation.metric, log.grades)
+    if log.components:
+        metric = attrs.evolve(metric, components={**metric.components, **log.components})
+    graded = attrs.evolve(evaluation, metric=metric)
+    names = RunFolder(folder)
+    write_json(names.grades, log)
+    write_json(names.evaluation, graded)
+    return graded
 
 
 def evaluate_in_process(request: EvalRequest, timeout_s: float) -> Evaluation:

@@ -2,7 +2,7 @@
 and the graders' options.
 
 A plugin answering the hook `automedbench_grade_requests` (automedbench-models' grading step) asks the
-models; the engine (`gradestep`) records its `GradeLog`; a track declares its graders
+models; the engine (`evaluator.grade_evaluation`) records its `GradeLog`; a track declares its graders
 (`Track.model_graders`) and folds what came back (`Track.apply_grades`, by default `fold_grades`).
 """
 

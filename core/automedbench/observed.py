@@ -29,7 +29,7 @@ from .fsutil import open_dir, printable, walk_fd
 from .pilot import PilotTracker
 
 MAX_STEPS = 5_000  # steps recorded per run (the trace examines as many calls); later ones are counted only
-MAX_STEPS_PER_REPLY = 32  # as a chat agent's reply (runner.MAX_CALLS_PER_REPLY)
+MAX_STEPS_PER_REPLY = 32  # as a chat agent's reply (conversation.MAX_CALLS_PER_REPLY)
 MAX_FIELD_CHARS = 1 << 20  # code, text and reasoning kept per field (streams go to side files past 16 000)
 
 

@@ -59,7 +59,7 @@ class PilotTracker:
         self.candidates.append({"turn": event.get("turn"), "call_id": event.get("call_id"), "case": case,
                                 "folder": str(folder)})
 
-    def check(self, task_id: str, staged: StagedData, backend: str) -> list[dict[str, Any]]:
+    def check_contracts(self, task_id: str, staged: StagedData, backend: str) -> list[dict[str, Any]]:
         """Contract verdicts of the candidates in order, stopping at the first valid one."""
         from .evaluator import run_isolated
 

@@ -272,7 +272,7 @@ class PromptPart:
 @define
 class GradeRequest:
     """A question for a model, made by a metric inside the isolated evaluator (which has no network and no
-    keys) and answered by the model-graded scoring step afterwards (`gradestep`).
+    keys) and answered by the model-graded scoring step afterwards (`evaluator.grade_evaluation`).
 
     `grader` names the track's model grader (its eval options `<grader>.provider`, `<grader>.model`, ...);
     the reply must be JSON `{"score": s, "rationale": "..."}` with `min(levels) <= s <= max(levels)`.
@@ -301,7 +301,7 @@ class Evaluation:
     duration_s: float = 0.0
     evaluator_version: str = ""
     error: str | None = None
-    grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (gradestep.py)
+    grade_requests: list[GradeRequest] = Factory(list)  # answered outside the evaluator (`evaluator.grade_evaluation`)
     # frozen files whose bytes no longer match the manifest (or files added after the freeze)
     tampered: list[str] = Factory(list)
 

@@ -13,7 +13,7 @@ import cattrs
 from cattrs.preconf.json import make_converter
 
 from .errors import UserError
-from .fsutil import atomic_write_text
+from .fsutil import atomic_write_text, encode_text
 
 T = TypeVar("T")
 
@@ -41,6 +41,13 @@ def json_text(data: Any, **options: Any) -> str:
     return _SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
+def json_line(data: Any) -> bytes:
+    """`data` as one line of JSON, the bytes an append-only log (the trajectory) writes: `json_text`, then
+    `encode_text` as every harness write does."""
+    line = json_text(data) + "\n"
+    return encode_text(line)
+
+
 def dumps(record: Any, *, indent: int | None = 2) -> str:
     return json_text(to_dict(record), indent=indent, allow_nan=False)
 
@@ -51,7 +58,8 @@ def loads(text: str, cls: type[T]) -> T:
 
 def write_json(path: Path, record: Any) -> None:
     """Atomically write a record: a reader sees the old file or the new one, never half of one."""
-    atomic_write_text(path, dumps(record) + "\n")
+    text = dumps(record) + "\n"
+    atomic_write_text(path, text)
 
 
 # A stored record larger than this is refused unread (run folders are re-read by leaderboard, rejudge, replay).

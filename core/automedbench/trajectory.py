@@ -12,11 +12,12 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .fsutil import encode_text
-from .serialize import json_text
+from .serialize import json_line
 
 INLINE_LIMIT = 16_000
 # Side files of one run together: past this, long streams keep only their inline head and tail.
@@ -55,7 +56,7 @@ class TrajectoryWriter:
                                                   text)}
         event = {"t": self.elapsed(), **event}
         # lone surrogates (agent text decoded from JSON escapes) are written as visible \udXXX text, not a crash
-        data = encode_text(json_text(event) + "\n")
+        data = json_line(event)
         fd = self._handle.fileno()
         try:
             view = memoryview(data)
@@ -69,6 +70,11 @@ class TrajectoryWriter:
         self.size += len(data)
         self.digest.update(data)
         self.ended = self.ended or event.get("type") == "end"
+
+    def write_all(self, events: Iterable[tuple[dict[str, Any], dict[str, str]]]) -> None:
+        """Append each (event, streams) as it comes (`write`): a crash keeps every event written so far."""
+        for event, streams in events:
+            self.write(event, streams)
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""

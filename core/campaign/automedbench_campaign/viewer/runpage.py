@@ -226,8 +226,11 @@ def _event(event: dict[str, Any]) -> str:
                     if call.get("source") else ""
                 parts.append(f'<div class="call">call <code>{esc(call.get("id"), 80)}</code>{source}'
                              f"{_arguments(call)}</div>")
-        meta = (f'<p class="note">tokens {esc(event.get("tokens_in"), 12)} in / {esc(event.get("tokens_out"), 12)} '
-                f'out · {esc(event.get("latency_s"), 12)} s · finish {esc(event.get("finish_reason"), 30)}</p>')
+        unmetered = event.get("observed_by") and not (event.get("tokens_in") or event.get("tokens_out"))
+        tokens = "tokens not reported by the provider" if unmetered else \
+            f'tokens {esc(event.get("tokens_in"), 12)} in / {esc(event.get("tokens_out"), 12)} out'
+        meta = (f'<p class="note">{tokens} · {esc(event.get("latency_s"), 12)} s · finish '
+                f'{esc(event.get("finish_reason"), 30)}</p>')
         return "".join(parts) + meta
     if kind == "tool":
         if "result" in event:
