@@ -11,9 +11,10 @@
   and handing it to that run's step ledger. A `local-plain` call covered the sockets under /run and /tmp that
   existed when it started, nothing else: a plain agent that waited for a concurrent (verified) run's gateway to
   appear, or found one outside /tmp, got model replies on that run's key and budget. Now the gateway of a run in
-  a sandbox with a network of its own answers only peers in another network namespace than the harness's (a
-  plain call shares the harness's), and a plain call can no longer make namespaces (a seccomp filter), so it
-  cannot step into a network namespace of its own either.
+  a sandbox with a root of its own answers only peers whose root folder is not the harness's, and a plain call
+  can change its root neither by chroot (the capability is dropped) nor in a namespace of its own (a seccomp
+  filter); a plain process that makes itself undumpable (unreadable in /proc to a non-root harness) is still
+  the harness's user, and refused.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ except OSError as exc:
 
 def _plain_attacker(sock: Path) -> str:
     """The plain agent's code: say it has started, wait for the other run's gateway, ask it for a model reply
-    directly and from a user and network namespace of its own."""
+    directly, from a user and network namespace of its own, from a chroot holding the socket, and undumpable."""
     return (f"import pathlib, subprocess, sys, time\n"
             f"pathlib.Path('ask.py').write_text({ASK!r})\n"
             f"pathlib.Path('waiting').write_text('1')\n"
@@ -116,7 +117,14 @@ def _plain_attacker(sock: Path) -> str:
             f"    time.sleep(0.05)\n"
             f"subprocess.run([sys.executable, 'ask.py', {str(sock)!r}, 'direct'])\n"
             f"done = subprocess.run(['unshare', '-U', '-n', sys.executable, 'ask.py', {str(sock)!r}, 'own-netns'])\n"
-            f"print('own-netns exit', done.returncode)\n")
+            f"print('own-netns exit', done.returncode)\n"
+            f"chroot = ('import json, os, socket, sys; os.chroot(sys.argv[1]); '\n"
+            f"          'sys.argv = [0, \"/model.sock\", \"chroot\"]; ')\n"
+            f"done = subprocess.run([sys.executable, '-c', chroot + 'exec(open(0).read())', {str(sock.parent)!r}],\n"
+            f"                      input=pathlib.Path('ask.py').read_text(), text=True)\n"
+            f"print('chroot exit', done.returncode)\n"
+            f"hidden = 'import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); exec(open(\"ask.py\").read())'\n"
+            f"subprocess.run([sys.executable, '-c', hidden, {str(sock)!r}, 'undumpable'])\n")
 
 
 def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, data_root, tmp_path):
@@ -152,7 +160,7 @@ def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, d
     result, run_dir = done["run"]
     calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
     said = calls[0]["stdout"]
-    assert "direct" in said and "own-netns" in said, said  # both attempts were made, after the socket appeared
+    assert all(w in said for w in ("direct", "own-netns", "chroot", "undumpable")), said  # every attempt made
     assert gateway.totals()["calls"] == 0 and not fake_llm.requests, said
     assert gateway.totals()["foreign_peers"] >= 1  # counted, for the other run's record
     assert "reply b'HTTP/1.1 200" not in said

@@ -16,10 +16,10 @@ agent's code runs:
 - capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
   device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
   agent nor anything it runs (set-uid programs included) gets them back;
-- no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64): a plain call
-  stays in the harness's network namespace, which is how a model gateway tells it from another run's sandbox
-  (a plain agent that reached a concurrent run's gateway socket from a user and network namespace of its own
-  was served on that run's key and budget), and gets no capabilities back in a user namespace either.
+- no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64) and no chroot:
+  a plain call keeps the harness's root folder, which is how a model gateway tells it from another run's
+  sandbox (a plain agent that reached a concurrent run's gateway socket was served on that run's key and
+  budget), and gets no capabilities back in a user namespace either.
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
 "shm_mb"}. It imports only the standard library (the harness package is not on its path). Where this cannot be
@@ -44,9 +44,10 @@ PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
 CAP_SETPCAP = 8
 # capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
-# sys_module, sys_rawio, sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time,
-# sys_tty_config, mknod, audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
-DROPPED_CAPS = (2, 9, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
+# sys_module, sys_rawio, sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
+# sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time, sys_tty_config, mknod,
+# audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
+DROPPED_CAPS = (2, 9, 16, 17, 18, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}

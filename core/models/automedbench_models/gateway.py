@@ -19,10 +19,10 @@ counted, not kept.
 The socket is a file of the run's workspace, so anything that can reach that path can connect: a `local-plain`
 call of another run could (it sees the host's files; it covers the sockets that existed when it started, not a
 gateway started later), and was served on this run's key and budget, its requests in this run's step ledger. A
-gateway whose run has a sandbox with a network of its own (`host_peers=False`) therefore answers only peers in
-another network namespace than the harness's (the peer's, by SO_PEERCRED); a plain call shares the harness's and
-cannot make another (`plainns` loads a seccomp filter against new namespaces). Refused connections are counted
-(`foreign_peers`).
+gateway whose run has a sandbox with a root of its own (`host_peers=False`: bubblewrap, docker) therefore answers
+only peers whose root folder is not the harness's (the peer's, by SO_PEERCRED); a plain call keeps the harness's
+and cannot change it (`plainns` drops the chroot capability and loads a seccomp filter against new namespaces).
+Refused connections are counted (`foreign_peers`).
 """
 
 from __future__ import annotations
@@ -211,26 +211,28 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             self.slots.release()
 
 
-def peer_in_own_netns(request: socket.socket) -> bool:
-    """Whether the process at the other end of a unix socket is in a network namespace other than this one's
-    (by the credentials the kernel recorded when it connected). A process this harness may not inspect (another
-    user's, e.g. docker's) or not see (another PID namespace than its own or one below) counts as in another one:
-    a plain call runs as the harness's user, in a PID namespace below the harness's."""
+def peer_in_own_sandbox(request: socket.socket) -> bool:
+    """Whether the process at the other end of a unix socket has a root folder of its own (a sandbox's: bubblewrap
+    and docker give each call one), by the credentials the kernel recorded when it connected. A `local-plain`
+    call keeps the harness's root and can make no other (no chroot capability, no new namespaces). A process
+    this harness may not inspect counts as a sandbox's only if it runs as another user (docker's); one of this
+    user's that hides itself (not dumpable) does not. One outside this PID namespace (pid 0) is no plain call
+    either: those run in namespaces below the harness's."""
     try:
-        pid = struct.unpack("3i", request.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                      struct.calcsize("3i")))[0]
-        own = os.stat("/proc/self/ns/net")
+        pid, uid, _ = struct.unpack("3i", request.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+        own = os.stat("/proc/self/root")
     except OSError:
         return False
-    if pid <= 0:  # outside this PID namespace: not a plain call (those run in namespaces below the harness's)
+    if pid <= 0:
         return True
     try:
-        info = os.stat(f"/proc/{pid}/ns/net")
+        peer = os.stat(f"/proc/{pid}/root")
     except PermissionError:
-        return True
+        return uid != os.geteuid()
     except OSError:  # gone already
         return False
-    return (info.st_dev, info.st_ino) != (own.st_dev, own.st_ino)
+    return (peer.st_dev, peer.st_ino) != (own.st_dev, own.st_ino)
 
 
 class ModelGateway:
@@ -239,8 +241,8 @@ class ModelGateway:
     `max_calls` and `deadline` (a `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
     tokens_out, cached)` is the cost of one call; `watcher.request(body)` is called as each request arrives
     (before it is forwarded or refused) and `watcher.reply(request_body, status, reply_body, usage)` once a reply
-    was forwarded. `host_peers=False`: only peers in a network namespace other than the harness's are served (the
-    run's sandbox has its own network; see the module's docstring)."""
+    was forwarded. `host_peers=False`: only peers with another root folder than the harness's are served (the
+    run's sandbox has a root of its own; see the module's docstring)."""
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
                  price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
@@ -297,7 +299,7 @@ class ModelGateway:
         self.thread.start()
 
     def _admit(self, request: socket.socket) -> bool:
-        if peer_in_own_netns(request):
+        if peer_in_own_sandbox(request):
             return True
         with self.lock:
             self.counts["foreign_peers"] += 1
