@@ -38,8 +38,9 @@ import attrs
 import pytest
 from attrs import define, field
 from automedbench.agent import Agent
+from automedbench.conversation import MAX_CALLS_PER_REPLY
 from automedbench.records import AgentTurn, Result, ToolCall
-from automedbench.runner import MAX_CALLS_PER_REPLY, Run, RunOptions
+from automedbench.runner import Run, RunOptions
 from automedbench.sandboxes import netns, quota
 from automedbench.serialize import read_json
 from review_steps import DEMO, register_agent
