@@ -15,6 +15,13 @@
   can change its root neither by chroot (the capability is dropped) nor in a namespace of its own (a seccomp
   filter); a plain process that makes itself undumpable (unreadable in /proc to a non-root harness) is still
   the harness's user, and refused.
+- **A daemon started during a plain run** (class 4): the same snapshot covered a docker engine's socket only if
+  the engine ran when the call started; one started later (/run/docker.sock) answered the plain agent, and
+  through it the host. /run in a plain call now shows only what it held when the call started.
+- **The VQA demo's question set** (class 1): a scan without lesions is asked no side or shape question, and a
+  scan's questions shared one image numbered in the generator's order: a blind agent grouping questions by image
+  bytes answered every presence question (A on every staging). Each question now has its own render, one file
+  size, a secret number.
 """
 
 from __future__ import annotations
@@ -226,3 +233,54 @@ def test_the_vqa_demo_question_set_gives_no_answer_away(reg, tmp_path):
     blind = evaluate_outputs(VQA, submission=tmp_path / "blind", data_root=tmp_path / "one", work=tmp_path / "eval",
                              registry=reg)
     assert blind.aggregate.rating not in ("A", "B"), (blind.task.partial, blind.aggregate.rating_reason)
+
+
+# ------------------------------------------------------------------ a daemon started while a plain run runs (class 4)
+
+
+@pytest.mark.skipif(not os.access("/run", os.W_OK), reason="a stand-in daemon socket needs a writable /run (root)")
+def test_a_daemon_started_during_a_plain_run_is_out_of_its_reach(reg, data_root, tmp_path):
+    """A `local-plain` call covered the daemon sockets that existed when it started. A docker engine started while
+    a plain run ran (scripts/docker-up.sh makes /run/docker.sock) was reachable: the engine runs as root outside
+    every namespace (a container with the host's / mounted: the harness key, any result). Before: the stand-in
+    socket made in /run after the call began answered the plain agent. Now /run in a plain call shows what was
+    there when it started."""
+    import socket
+    import uuid
+
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    sock = f"/run/amb-redteam-{uuid.uuid4().hex[:8]}.sock"
+    code = (f"import pathlib, socket, time\n"
+            f"pathlib.Path('waiting').write_text('1')\n"
+            f"for _ in range(600):\n"
+            f"    if pathlib.Path('go').exists(): break\n"
+            f"    time.sleep(0.05)\n"
+            f"s = socket.socket(socket.AF_UNIX)\n"
+            f"try:\n"
+            f"    s.connect({sock!r}); print('daemon reached')\n"
+            f"except OSError as exc:\n"
+            f"    print('daemon unreachable', exc)\n")
+    done: dict = {}
+    thread = threading.Thread(target=lambda: done.update(run=run_task(
+        "toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=data_root, sandbox="local-plain",
+        agent_options={"steps": [["python", code]]})))
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (waiting := list((tmp_path / "runs").rglob("waiting"))) and thread.is_alive() \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    daemon = socket.socket(socket.AF_UNIX)
+    try:
+        daemon.bind(sock)
+        daemon.listen(4)
+        (waiting[0].parent / "go").write_text("1")
+        thread.join(180)
+    finally:
+        daemon.close()
+        os.unlink(sock)
+    result, run_dir = done["run"]
+    calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
+    said = calls[0]["stdout"]
+    assert "daemon unreachable" in said and "No such file" in said, said
+    assert result.state in ("scored", "agent_failure")

@@ -10,6 +10,9 @@ agent's code runs:
 - the state folder is covered by an empty read-only tmpfs (so are Ray's session folder and every unix socket
   under /run and /tmp: the docker engine's, containerd's, Ray's; a daemon reached through one runs outside
   this namespace);
+- /run shows only what was in it when the call started (a tmpfs with each entry bound back, container engines'
+  folders empty): a socket a daemon makes there later (dockerd's /run/docker.sock, started while a plain run
+  ran) is not reachable;
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
   a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
 - as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
@@ -55,6 +58,8 @@ SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
 HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
 DEVICES_TOO = ("/dev/mem", "/dev/kmem", "/dev/port")
 SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
+RUN = "/run"
+ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -174,6 +179,31 @@ def _hide(path: str) -> None:
         _cover_file(path)
 
 
+def _snapshot_run(workspace: str) -> None:
+    """RUN replaced by a tmpfs holding what it held now: folders and files bound back (with what is mounted or
+    covered in them), links made again, sockets and container engines' folders left out. A daemon started later
+    makes its socket in the host's RUN, which this namespace no longer shows."""
+    if not os.path.isdir(RUN) or os.path.islink(RUN) or _under(RUN, [workspace]):
+        return
+    old = os.open(RUN, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in os.scandir(old)]
+        _mount("tmpfs", RUN, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,mode={stat.S_IMODE(os.fstat(old).st_mode):o}")
+        for name, info in entries:
+            source, target = f"/proc/self/fd/{old}/{name}", os.path.join(RUN, name)
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(source), target)
+            elif stat.S_ISDIR(info.st_mode):
+                os.mkdir(target, stat.S_IMODE(info.st_mode))
+                if name not in ENGINE_DIRS:
+                    _mount(source, target, None, MS_BIND | MS_REC)
+            elif stat.S_ISREG(info.st_mode):
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                _mount(source, target, None, MS_BIND)
+    finally:
+        os.close(old)
+
+
 def _devices() -> None:
     """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
     for path in _block_nodes("/dev", 3) + [d for d in DEVICES_TOO if os.path.exists(d)]:
@@ -273,6 +303,7 @@ def enter(spec: dict) -> None:
                     _cover_file(sock)
     if os.geteuid() == 0 and spec.get("real_root"):
         _devices()
+    _snapshot_run(workspace)
     _read_only([workspace])
     os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
     _drop_capabilities()
