@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -134,39 +135,48 @@ def _plain_attacker(sock: Path) -> str:
             f"subprocess.run([sys.executable, '-c', hidden, {str(sock)!r}, 'undumpable'])\n")
 
 
+@contextlib.contextmanager
+def _plain_run_started(reg, data_root: Path, out: Path, code: str):
+    """A `local-plain` run of `code` (one call) on a thread, entered once the call wrote `waiting` in its workspace;
+    yields (that workspace, a dict); on leaving, the run has ended and the dict holds `result`, `run_dir` and
+    `said` (what the call printed)."""
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    done: dict = {}
+    thread = threading.Thread(target=lambda: done.update(zip(("result", "run_dir"), run_task(
+        "toy/vowels", StepsAgent.name, out=out, data_root=data_root, sandbox="local-plain",
+        agent_options={"steps": [["python", code]]}), strict=True)))
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not (waiting := list(out.rglob("waiting"))) and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        yield (waiting[0].parent if waiting else out), done
+    finally:
+        thread.join(180)
+    calls = [e for e in RunFolder(done["run_dir"]).events()
+             if e.get("type") == "tool" and e.get("name") == "execute_code"]
+    done["said"] = calls[0]["stdout"]
+
+
 def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, data_root, tmp_path):
     from automedbench_models.gateway import ModelGateway
     from automedbench_models.installed import open_path
 
     fake_llm.fallback = lambda request: openai_reply("a reply paid for by the other run")
-    register_toy_track()
-    register_agent(StepsAgent, reg)
     other = tmp_path / "other-run" / "workspace"  # a verified run's workspace, its gateway started later
     other.mkdir(parents=True)
     sock = other / "model.sock"
-    done: dict = {}
-
-    def plain_run() -> None:
-        done["run"] = run_task("toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=data_root,
-                               sandbox="local-plain", agent_options={"steps": [["python", _plain_attacker(sock)]]})
-
-    thread = threading.Thread(target=plain_run)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not list((tmp_path / "runs").rglob("waiting")) and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
     gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
                            deadline=time.monotonic() + 300, host_peers=False)
     fd = open_path(tmp_path / "other-run", "workspace")
     try:
-        gateway.start(fd)
-        thread.join(180)
+        with _plain_run_started(reg, data_root, tmp_path / "runs", _plain_attacker(sock)) as (_, done):
+            gateway.start(fd)
     finally:
         gateway.close()
         os.close(fd)
-    result, run_dir = done["run"]
-    calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
-    said = calls[0]["stdout"]
+    result, said = done["result"], done["said"]
     assert all(w in said for w in ("direct", "own-netns", "chroot", "undumpable")), said  # every attempt made
     assert gateway.totals()["calls"] == 0 and not fake_llm.requests, said
     assert gateway.totals()["foreign_peers"] >= 1  # counted, for the other run's record
@@ -248,8 +258,6 @@ def test_a_daemon_started_during_a_plain_run_is_out_of_its_reach(reg, data_root,
     import socket
     import uuid
 
-    register_toy_track()
-    register_agent(StepsAgent, reg)
     sock = f"/run/amb-redteam-{uuid.uuid4().hex[:8]}.sock"
     code = (f"import pathlib, socket, time\n"
             f"pathlib.Path('waiting').write_text('1')\n"
@@ -261,26 +269,16 @@ def test_a_daemon_started_during_a_plain_run_is_out_of_its_reach(reg, data_root,
             f"    s.connect({sock!r}); print('daemon reached')\n"
             f"except OSError as exc:\n"
             f"    print('daemon unreachable', exc)\n")
-    done: dict = {}
-    thread = threading.Thread(target=lambda: done.update(run=run_task(
-        "toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=data_root, sandbox="local-plain",
-        agent_options={"steps": [["python", code]]})))
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not (waiting := list((tmp_path / "runs").rglob("waiting"))) and thread.is_alive() \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
     daemon = socket.socket(socket.AF_UNIX)
     try:
-        daemon.bind(sock)
-        daemon.listen(4)
-        (waiting[0].parent / "go").write_text("1")
-        thread.join(180)
+        with _plain_run_started(reg, data_root, tmp_path / "runs", code) as (workspace, done):
+            daemon.bind(sock)
+            daemon.listen(4)
+            (workspace / "go").write_text("1")
     finally:
         daemon.close()
-        os.unlink(sock)
-    result, run_dir = done["run"]
-    calls = [e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code"]
-    said = calls[0]["stdout"]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(sock)
+    result, said = done["result"], done["said"]
     assert "daemon unreachable" in said and "No such file" in said, said
     assert result.state in ("scored", "agent_failure")
