@@ -191,3 +191,28 @@ def test_a_first_pycache_folder_in_a_package_is_no_change(tmp_path):
     assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == []
     (package / "n.py").write_text("Y = 2\n")
     assert snapshot_changes(before, environment_snapshot([str(tmp_path / "site")])) == [str(package / "n.py")]
+
+
+def test_another_interpreters_site_packages_inside_an_import_folder_is_left_out_unless_imported(tmp_path):
+    """The base interpreter's `site-packages` sits inside its standard library (an import folder): no import
+    reaches it there, and walking it was 51 000 of a snapshot's 125 000 entries. A change in it is no change;
+    a change beside it (the standard library's own modules), or in a site-packages that is an import folder
+    itself (the venv's), still is."""
+    from automedbench.evaluator import environment_snapshot, snapshot_changes
+
+    stdlib = tmp_path / "lib" / "python3"
+    (stdlib / "site-packages" / "other").mkdir(parents=True)
+    (stdlib / "os2.py").write_text("X = 1\n")
+    venv = tmp_path / "venv" / "site-packages"
+    venv.mkdir(parents=True)
+    paths = [str(stdlib), str(venv)]
+    before = environment_snapshot(paths)
+    assert not any("site-packages/other" in p for p in before) and str(venv) in before
+    (stdlib / "site-packages" / "other" / "m.py").write_text("SCORE = 1\n")
+    assert snapshot_changes(before, environment_snapshot(paths)) == []
+    (venv / "m.py").write_text("SCORE = 1\n")
+    (stdlib / "os2.py").write_text("X = 2\n")
+    assert snapshot_changes(before, environment_snapshot(paths)) == [str(stdlib / "os2.py"), str(venv / "m.py")]
+    # the same folder named as an import folder itself is walked
+    both = environment_snapshot([*paths, str(stdlib / "site-packages")])
+    assert str(stdlib / "site-packages" / "other" / "m.py") in both

@@ -108,10 +108,18 @@ def _same_warm_and_cold(tmp_path, task_id, staged, outputs: Path) -> None:
     assert _without_duration(warm.evaluation) == _without_duration(cold.evaluation)
 
 
-def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, service, run_agent, staged):
-    _, run_dir = run_agent("reference", warm_evaluator=False)  # the outputs of a cold run, the service untouched
-    outputs = tmp_path / "outputs"
+@pytest.fixture(scope="module")
+def reference_outputs(run_agent, tmp_path_factory) -> Path:
+    """The segmentation demo's reference outputs: the session's shared reference run (other modules' too, so
+    no run of its own where one was made), set up before a test's private service exists (never served by it)."""
+    _, run_dir = run_agent("reference")
+    outputs = tmp_path_factory.mktemp("reference") / "outputs"
     shutil.copytree(run_dir / "submission", outputs, ignore=shutil.ignore_patterns("MANIFEST.json"))
+    return outputs
+
+
+def test_segmentation_demo_scores_the_same_warm_and_cold(tmp_path, reference_outputs, service, staged):
+    outputs = reference_outputs
     _same_warm_and_cold(tmp_path, "segmentation/demo", staged, outputs)
     _same_warm_and_cold(tmp_path / "again", "segmentation/demo", staged, outputs)  # served warm a second time
     assert service.started == 1 and service.served == 2

@@ -52,6 +52,8 @@ def test_public_table_attackers(tmp_path):
                                   data_root=tmp_path / "root", work=tmp_path / f"eval-{len(scores)}")
         scores[name] = result.task.partial
     by_id, by_position, by_text = scores.values()
-    assert by_id < 0.25 and by_position < 0.25, scores  # chance: one of 15 words
+    # chance is about 0.07 (one of 15 words); a bound of 0.25 was passed by chance about once in 700 runs
+    # (simulated), 0.5 about once in 10^9; a leak scores 1.0 (main's ids: every answer)
+    assert by_id < 0.5 and by_position < 0.5, scores
     assert by_text == 1.0, scores  # the content of a public dataset cannot be hidden: the task declares it
     assert task.public_source.startswith("https://") and task.network
