@@ -124,7 +124,8 @@ def pid_namespace_prefix() -> tuple[str, ...]:
 def plain_spec(workspace: Path, real_root: bool) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
     return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
-                       "real_root": real_root})
+                       "real_root": real_root,
+                       "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
 def plain_prefix(workspace: Path) -> tuple[str, ...]:

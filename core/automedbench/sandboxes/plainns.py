@@ -10,13 +10,19 @@ agent's code runs:
 - the state folder is covered by an empty read-only tmpfs (so are Ray's session folder and every unix socket
   under /run and /tmp: the docker engine's, containerd's, Ray's; a daemon reached through one runs outside
   this namespace);
+- /run shows only what was in it when the call started (a tmpfs with each entry bound back, container engines'
+  folders empty): a socket a daemon makes there later (dockerd's /run/docker.sock, started while a plain run
+  ran) is not reachable;
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
   a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
 - as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
 - capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
   device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
-  agent nor anything it runs (set-uid programs included) gets them back. A user namespace the agent makes
-  itself gets the mounts locked together (the kernel refuses to uncover them there).
+  agent nor anything it runs (set-uid programs included) gets them back;
+- no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64) and no chroot:
+  a plain call keeps the harness's root folder, which is how a model gateway tells it from another run's
+  sandbox (a plain agent that reached a concurrent run's gateway socket was served on that run's key and
+  budget), and gets no capabilities back in a user namespace either.
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
 "shm_mb"}. It imports only the standard library (the harness package is not on its path). Where this cannot be
@@ -39,11 +45,13 @@ MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
 FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
 CAP_SETPCAP = 8
 # capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
-# sys_module, sys_rawio, sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time,
-# sys_tty_config, mknod, audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
-DROPPED_CAPS = (2, 9, 16, 17, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
+# sys_module, sys_rawio, sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
+# sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time, sys_tty_config, mknod,
+# audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
+DROPPED_CAPS = (2, 9, 16, 17, 18, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -51,6 +59,8 @@ SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
 HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
 DEVICES_TOO = ("/dev/mem", "/dev/kmem", "/dev/port")
 SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
+RUN = "/run"
+ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -176,6 +186,31 @@ def _hide(path: str) -> None:
         _cover_file(path)
 
 
+def _snapshot_run(workspace: str) -> None:
+    """RUN replaced by a tmpfs holding what it held now: folders and files bound back (with what is mounted or
+    covered in them), links made again, sockets and container engines' folders left out. A daemon started later
+    makes its socket in the host's RUN, which this namespace no longer shows."""
+    if not os.path.isdir(RUN) or os.path.islink(RUN) or _under(RUN, [workspace]):
+        return
+    old = os.open(RUN, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in os.scandir(old)]
+        _mount("tmpfs", RUN, "tmpfs", MS_NOSUID | MS_NODEV, f"size=64k,mode={stat.S_IMODE(os.fstat(old).st_mode):o}")
+        for name, info in entries:
+            source, target = f"/proc/self/fd/{old}/{name}", os.path.join(RUN, name)
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(source), target)
+            elif stat.S_ISDIR(info.st_mode):
+                os.mkdir(target, stat.S_IMODE(info.st_mode))
+                if name not in ENGINE_DIRS:
+                    _mount(source, target, None, MS_BIND | MS_REC)
+            elif stat.S_ISREG(info.st_mode):
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                _mount(source, target, None, MS_BIND)
+    finally:
+        os.close(old)
+
+
 def _devices() -> None:
     """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
     for path in _block_nodes("/dev", 3) + [d for d in DEVICES_TOO if os.path.exists(d)]:
@@ -237,6 +272,24 @@ def _drop_capabilities() -> None:
         raise Refused(f"capset: {os.strerror(ctypes.get_errno())}")
 
 
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _load_filter(program: bytes) -> None:
+    """Install a seccomp filter (an array of 8-byte `struct sock_filter`) on this process and all it starts."""
+    if not program or len(program) % 8:
+        raise Refused("a seccomp program is a non-empty array of 8-byte instructions")
+    code = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(code))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        raise Refused(f"no_new_privs: {os.strerror(ctypes.get_errno())}")
+    if _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0)) != 0:
+        raise Refused(f"seccomp filter: {os.strerror(ctypes.get_errno())}")
+
+
 def enter(spec: dict) -> None:
     """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
@@ -257,9 +310,12 @@ def enter(spec: dict) -> None:
                     _cover_file(sock)
     if os.geteuid() == 0 and spec.get("real_root"):
         _devices()
+    _snapshot_run(workspace)
     _read_only([workspace])
     os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
     _drop_capabilities()
+    if spec.get("seccomp"):
+        _load_filter(bytes.fromhex(spec["seccomp"]))
 
 
 def main(argv: list[str]) -> int:

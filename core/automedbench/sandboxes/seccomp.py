@@ -53,11 +53,16 @@ def supported() -> str | None:
     return None if machine == "x86_64" else f"no seccomp program for {machine} (x86_64 only)"
 
 
+def _prologue() -> list[bytes]:
+    """x86_64 only (another architecture's call is killed), the call number loaded, the x32 ABI refused (another
+    number space)."""
+    return [_ins(_LD_ABS, _ARCH), _ins(_JEQ, AUDIT_ARCH_X86_64, 1, 0), _ins(_RET, RET_KILL_PROCESS),
+            _ins(_LD_ABS, _NR), _ins(_JGE, X32_SYSCALL_BIT, 0, 1), _ins(_RET, RET_ERRNO | EPERM)]
+
+
 def program() -> bytes:
     """The filter as bwrap's --seccomp expects it: an array of `struct sock_filter`."""
-    out = [_ins(_LD_ABS, _ARCH), _ins(_JEQ, AUDIT_ARCH_X86_64, 1, 0), _ins(_RET, RET_KILL_PROCESS),
-           _ins(_LD_ABS, _NR),
-           _ins(_JGE, X32_SYSCALL_BIT, 0, 1), _ins(_RET, RET_ERRNO | EPERM)]  # the x32 ABI: another number space
+    out = _prologue()
     for nr in sorted(X86_64_DENIED.values()):
         out += [_ins(_JEQ, nr, 0, 1), _ins(_RET, RET_ERRNO | EPERM)]
     # clone3 passes its flags in memory a filter cannot read: ENOSYS makes libc fall back to clone(2)
@@ -69,6 +74,20 @@ def program() -> bytes:
     out += [_ins(_JEQ, X86_64["fcntl"], 0, n + 3), _ins(_LD_ABS, _ARG1)]
     out += [_ins(_JEQ, cmd, n - i, 0) for i, cmd in enumerate(LOCK_SET_COMMANDS)]
     out += [_ins(_RET, RET_ALLOW), _ins(_RET, RET_ERRNO | 0)]
+    out.append(_ins(_RET, RET_ALLOW))
+    return b"".join(out)
+
+
+def namespace_program() -> bytes:
+    """A filter that refuses new namespaces only (unshare, setns, clone with a CLONE_NEW* flag; clone3 ENOSYS):
+    what a `local-plain` call loads (`plainns`), so that it cannot step into a network namespace of its own, where
+    a model gateway would take it for another run's sandbox, nor make a user namespace to regain capabilities."""
+    out = _prologue()
+    for nr in (X86_64_DENIED["unshare"], X86_64_DENIED["setns"]):
+        out += [_ins(_JEQ, nr, 0, 1), _ins(_RET, RET_ERRNO | EPERM)]
+    out += [_ins(_JEQ, X86_64["clone3"], 0, 1), _ins(_RET, RET_ERRNO | ENOSYS)]
+    out += [_ins(_JEQ, X86_64["clone"], 0, 3), _ins(_LD_ABS, _ARG0), _ins(_JSET, CLONE_NEW, 0, 1),
+            _ins(_RET, RET_ERRNO | EPERM)]
     out.append(_ins(_RET, RET_ALLOW))
     return b"".join(out)
 

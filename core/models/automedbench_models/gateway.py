@@ -15,6 +15,14 @@ client treats as final. Each exchange is kept as a `ModelCall` (no prompt or rep
 program took in between. Anything in the sandbox can talk to the socket, so it is bounded: a few requests at a
 time (more are answered 429 at once), an idle connection is dropped, and past a number of records calls are
 counted, not kept.
+
+The socket is a file of the run's workspace, so anything that can reach that path can connect: a `local-plain`
+call of another run could (it sees the host's files; it covers the sockets that existed when it started, not a
+gateway started later), and was served on this run's key and budget, its requests in this run's step ledger. A
+gateway whose run has a sandbox with a root of its own (`host_peers=False`: bubblewrap, docker) therefore answers
+only peers whose root folder is not the harness's (the peer's, by SO_PEERCRED); a plain call keeps the harness's
+and cannot change it (`plainns` drops the chroot capability and loads a seccomp filter against new namespaces).
+Refused connections are counted (`foreign_peers`).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import json
 import os
 import socket
 import socketserver
+import struct
 import threading
 import time
 import urllib.parse
@@ -172,10 +181,14 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     allow_reuse_address = False
     request_queue_size = 64
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, admit: Callable[[socket.socket], bool] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.slots = threading.BoundedSemaphore(MAX_ACTIVE)
         self.overloaded = 0
+        self.admit = admit
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        return self.admit is None or self.admit(request)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):
@@ -198,16 +211,42 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             self.slots.release()
 
 
+def peer_in_own_sandbox(request: socket.socket) -> bool:
+    """Whether the process at the other end of a unix socket has a root folder of its own (a sandbox's: bubblewrap
+    and docker give each call one), by the credentials the kernel recorded when it connected. A `local-plain`
+    call keeps the harness's root and can make no other (no chroot capability, no new namespaces). A process
+    this harness may not inspect counts as a sandbox's only if it runs as another user (docker's); one of this
+    user's that hides itself (not dumpable) does not. One outside this PID namespace (pid 0) is no plain call
+    either: those run in namespaces below the harness's."""
+    try:
+        pid, uid, _ = struct.unpack("3i", request.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                             struct.calcsize("3i")))
+        own = os.stat("/proc/self/root")
+    except OSError:
+        return False
+    if pid <= 0:
+        return True
+    try:
+        peer = os.stat(f"/proc/{pid}/root")
+    except PermissionError:
+        return uid != os.geteuid()
+    except OSError:  # gone already
+        return False
+    return (peer.st_dev, peer.st_ino) != (own.st_dev, own.st_ino)
+
+
 class ModelGateway:
     """Forward the sandbox's model requests to `upstream` (scheme://host[:port][/prefix]) with the real key.
 
     `max_calls` and `deadline` (a `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
     tokens_out, cached)` is the cost of one call; `watcher.request(body)` is called as each request arrives
     (before it is forwarded or refused) and `watcher.reply(request_body, status, reply_body, usage)` once a reply
-    was forwarded."""
+    was forwarded. `host_peers=False`: only peers with another root folder than the harness's are served (the
+    run's sandbox has a root of its own; see the module's docstring)."""
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
-                 price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None) -> None:
+                 price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
+                 host_peers: bool = True) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"the model base URL {upstream!r} is not an http(s) URL")
@@ -216,8 +255,9 @@ class ModelGateway:
         self.max_calls, self.deadline = max_calls, deadline
         self.price, self.watcher = price, watcher
         self.calls: list[ModelCall] = []
+        self.host_peers = host_peers
         self.counts = {"calls": 0, "refused": 0, "tokens_in": 0, "tokens_out": 0, "tokens_cached": 0,
-                       "cost_usd": 0.0, "model_s": 0.0, "unmetered": 0}
+                       "cost_usd": 0.0, "model_s": 0.0, "unmetered": 0, "foreign_peers": 0}
         self.watch_errors: list[str] = []
         self.lock = threading.Lock()
         self.started = time.monotonic()
@@ -246,7 +286,7 @@ class ModelGateway:
 
             timeout = IDLE_TIMEOUT_S
 
-        server = _Server(path, Handler, bind_and_activate=False)
+        server = _Server(path, Handler, bind_and_activate=False, admit=None if self.host_peers else self._admit)
         try:
             server.server_bind()
             server.server_activate()
@@ -257,6 +297,13 @@ class ModelGateway:
         self.server = server
         self.thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
+
+    def _admit(self, request: socket.socket) -> bool:
+        if peer_in_own_sandbox(request):
+            return True
+        with self.lock:
+            self.counts["foreign_peers"] += 1
+        return False
 
     def close(self) -> None:
         server, self.server = self.server, None

@@ -348,8 +348,13 @@ class InstalledAgent(CliAgent):
         deadline = time.monotonic() + max(1.0, (context.time_limit_s or 3600) - GATEWAY_MARGIN_S)
         # every step the model asks for and the program answers is handed to the run's recorder as it happens
         self.ledger = StepLedger(self.system.name, self.ledger_wire, context.steps, text_mode=self.text_mode)
+        # a sandbox that shows the workspace at the host's own path has no root of its own (local-plain, local
+        # without bubblewrap): there the program's relay is a host process; elsewhere only processes under another
+        # root than the harness's are answered, never another run's plain call (gateway.py)
+        host_peers = os.path.realpath(context.workspace_dir) == os.path.realpath(ws)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
-                                    max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger)
+                                    max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger,
+                                    host_peers=host_peers)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 

@@ -8,21 +8,21 @@ questions that look alike to a blind agent, chance agreement is what the answer 
 gold distribution give when independent; a blind agent's observed agreement is that and no more
 (κ ≈ 0), a model that reads the image agrees more.
 
-Groups: MCQ or text, then the question's wording when at least TEMPLATE_MIN answered questions share
-it, else its form (polar "Is/Does ...?" or open). Agreement is a correct answer (score 1: letter,
-yes/no, exact or judge-equivalent); chance uses the answer keys, and for MCQ the larger of the letter
-and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
-one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa
-when fewer than QUESTIONS_MIN questions remain. Every expected question counts, answered or not. A blank one (no
-valid answer, key UNANSWERED, or a wrong answer that is no gold answer of its group: made up) is a blind guess
-that missed: it agrees with nothing (observed 0, as its score is) while the chance side counts it as its group's
-commonest gold answer, the guess with the best odds. Each of the two moves kappa down or leaves it (kappa falls
-as observed falls or chance rises, and the commonest gold answer raises chance by at least as much as any
-answer it replaces), so leaving a question out, or writing nonsense there, never raises kappa over any answer
-to that question. Earlier rules let it: five blanks dropped the count below QUESTIONS_MIN (C -> A), nonsense for
-the wrong answers lowered chance (kappa 0.00 -> 0.23, C -> A), and a blank credited as its group's commonest
-given answer let a third of the questions left out (the wrong ones) reach kappa 0.1 (A). The price: a reader
-that leaves many questions out needs more right among the rest to show it reads the image.
+Groups: MCQ or text, then the question's wording when at least TEMPLATE_MIN answered questions share it, else its
+form (polar "Is/Does ...?" or open). Agreement is a correct answer (score 1: letter, yes/no, exact or judge-
+equivalent; keyed as the gold answer it was credited for); chance uses the answer keys, and for MCQ the larger of
+the letter and option-text chances (a letter prior and an option-text prior are both blind). A group whose gold is
+one answer throughout carries no evidence (the wording alone answers it) and is left out; so is kappa when fewer
+than QUESTIONS_MIN questions remain. Every expected question counts, answered or not. A blank one (no valid
+answer, key UNANSWERED, or a wrong answer that is no gold answer of its group: made up) is a blind guess that
+missed: it agrees with nothing (observed 0, as its score is) while the chance side counts it as its group's
+commonest gold answer, the guess with the best odds. Each of the two moves kappa down or leaves it (kappa falls as
+observed falls or chance rises, and the commonest gold answer raises chance by at least as much as any answer it
+replaces), so leaving a question out, or writing nonsense there, never raises kappa over any answer to that
+question. Earlier rules let it: five blanks dropped the count below QUESTIONS_MIN (C -> A), nonsense for the wrong
+answers lowered chance (kappa 0.00 -> 0.23, C -> A), and a blank credited as its group's commonest given answer
+let a third of the questions left out (the wrong ones) reach kappa 0.1 (A). The price: a reader that leaves many
+questions out needs more right among the rest to show it reads the image.
 """
 
 from __future__ import annotations
@@ -42,21 +42,28 @@ def _chance(pairs: list[tuple[str, str]]) -> float:
     return sum(answers[k] * golds[k] for k in answers) / len(pairs)
 
 
+def _credited(row: dict[str, Any]) -> bool:
+    return float(row.get("score") or 0.0) >= 1.0
+
+
 def _blank(row: dict[str, Any], field: str, golds: set[str]) -> bool:
     """An answer that stands for no answer: none given, or a wrong one that is no gold answer of its group (a
     made-up string never agrees by chance; counted as given it would lower the chance a blind answerer needs,
     so unique nonsense in place of its wrong answers lifted kappa from 0.00 to 0.23, C -> A)."""
     answer = row.get(field, UNANSWERED)
-    return answer == UNANSWERED or (answer not in golds and float(row.get("score") or 0.0) < 1.0)
+    return answer == UNANSWERED or (answer not in golds and not _credited(row))
 
 
 def _filled(members: list[dict[str, Any]], field: str, gold_field: str) -> tuple[list[tuple[str, str]], list[bool]]:
     """(answer, gold) per question, a blank one (`_blank`) given its group's commonest gold answer (the blind
-    guess with the best odds: the chance side can only rise), and which questions were blank."""
+    guess with the best odds: the chance side can only rise), a credited one its gold answer (the scorer found
+    them equal: a model judge credits paraphrases, and one-off wordings of a blind guess, each its own key,
+    could never agree by chance: kappa 0.0 -> 0.35, C -> A), and which questions were blank."""
     golds = {r[gold_field] for r in members}
     blank = [_blank(r, field, golds) for r in members]
     stand_in = Counter(r[gold_field] for r in members).most_common(1)[0][0]
-    pairs = [(stand_in if b else r[field], r[gold_field]) for r, b in zip(members, blank, strict=True)]
+    pairs = [(stand_in if b else r[gold_field] if _credited(r) else r[field], r[gold_field])
+             for r, b in zip(members, blank, strict=True)]
     return pairs, blank
 
 
@@ -80,7 +87,7 @@ def agreement_beyond_chance(rows: list[dict[str, Any]]) -> dict[str, float | Non
             continue
         n += len(members)
         pairs, blank = _filled(members, "answer_key", "gold_key")
-        observed += sum(not b and float(r.get("score") or 0.0) >= 1.0 for r, b in zip(members, blank, strict=True))
+        observed += sum(not b and _credited(r) for r, b in zip(members, blank, strict=True))
         chance = _chance(pairs)
         if kind == "mcq" and all("answer_text_key" in r and "gold_text_key" in r for r in members):
             chance = max(chance, _chance(_filled(members, "answer_text_key", "gold_text_key")[0]))

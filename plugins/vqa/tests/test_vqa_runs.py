@@ -35,8 +35,9 @@ def test_demo_stages_every_question_with_facts(vqa_staged):
     assert len(vqa_staged.case_ids) == 24
     modes = {json.loads((vqa_staged.public / q / "question.json").read_text())["mode"] for q in vqa_staged.case_ids}
     assert modes == {"open_ended", "multiple_choice"}
-    frames = json.loads((vqa_staged.public / vqa_staged.case_ids[-1] / "question.json").read_text())
-    assert len(frames["image_paths"]) == 5
+    docs = [json.loads((vqa_staged.public / q / "question.json").read_text()) for q in vqa_staged.case_ids]
+    frames = [d for d in docs if d["question_type"] == "frames"]  # numbered in a secret order, not last
+    assert len(frames) == 2 and all(len(d["image_paths"]) == 5 for d in frames)
     assert not any(p.name == "answer.json" for p in vqa_staged.public.rglob("*"))
 
 

@@ -28,8 +28,10 @@ FRAMES = 5
 
 
 def _png(image: Image.Image) -> bytes:
+    """Stored, not compressed: every image of one size has one file size. Compressed, a flat bright lesion saved
+    bytes over the noise around it, so the file sizes alone ranked the scans by lesion count."""
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
+    image.save(buffer, format="PNG", compress_level=0)
     return buffer.getvalue()
 
 
@@ -99,21 +101,30 @@ def dealt_scans(seed: int) -> list[tuple[int, str, str, str]]:
 
 
 def demo_questions(seed: int) -> list[tuple[dict[str, Any], list[tuple[str, bytes]], dict[str, str]]]:
-    """(public question fields, images, gold) for every demo question, in a fixed order."""
+    """(public question fields, images, gold) for every demo question, in a fixed order (`stage_demo` numbers them
+    in a secret one).
+
+    Each question has a render of its own (its own noise and lesion places, the scan's facts): a scan without
+    lesions is asked no side or shape question, so when its questions shared one image, the images with no side
+    question were the "no" and "0" answers, and a blind agent grouping questions by their image's bytes (or by
+    the numbering, which followed this order) rated A on the demo (kappa 0.15-0.20; tests/test_redteam_round9.py)."""
     items = []
     for index, (count, side, shape, system) in enumerate(dealt_scans(seed)):
-        scan = [("image", make_scan(index, count, side, shape, seed))]
+        def scan(kind: int, index: int = index, count: int = count, side: str = side,
+                 shape: str = shape) -> list[tuple[str, bytes]]:
+            return [("image", make_scan(4 * index + kind, count, side, shape, seed))]
+
         common = {"dataset": "vqa-demo", "split": "test", "body_system": system, "modality": "synthetic CT"}
         items.append(({**common, "question": "Is there a bright lesion in this image?", "mode": "open_ended",
-                       "question_type": "presence"}, scan, {"answer_text": "yes" if count else "no"}))
+                       "question_type": "presence"}, scan(0), {"answer_text": "yes" if count else "no"}))
         items.append(({**common, "question": "How many bright lesions are visible?", "mode": "open_ended",
-                       "question_type": "count"}, scan, {"answer_text": str(count)}))
+                       "question_type": "count"}, scan(1), {"answer_text": str(count)}))
         if count:
             items.append(({**common, "question": "On which side of the image are the bright lesions?",
-                           "mode": "open_ended", "question_type": "side"}, scan, {"answer_text": side}))
+                           "mode": "open_ended", "question_type": "side"}, scan(2), {"answer_text": side}))
             options, label = _options(np.random.default_rng([seed, 2000 + index]), shape, SHAPES)
             items.append(({**common, "question": "What shape are the bright lesions?", "mode": "multiple_choice",
-                           "options": options, "question_type": "shape"}, scan,
+                           "options": options, "question_type": "shape"}, scan(3),
                           {"answer_text": shape, "answer_label": label}))
     for index in range(2):
         frames, peak = make_frames(index, seed)
@@ -131,8 +142,9 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
     seed = int(task.params.get("seed", 20261202))
     with staging_area(dest) as area:
         qids = []
-        for index, (question, images, gold) in enumerate(demo_questions(seed)):
-            qid = f"demo_q{index:02d}"
-            write_question(area.root, qid, question, images, gold)
+        items = demo_questions(seed)
+        for number, index in enumerate(area.secret.shuffled(range(len(items)), "order")):
+            qid = f"demo_q{number:02d}"
+            write_question(area.root, qid, *items[index])
             qids.append(qid)
         return finish(area, qids, task.params)
