@@ -160,22 +160,30 @@ def _plain_run_started(reg, data_root: Path, out: Path, code: str):
 
 
 def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, data_root, tmp_path):
+    import shutil
+    import tempfile
+
     from automedbench_models.gateway import ModelGateway
     from automedbench_models.installed import open_path
 
     fake_llm.fallback = lambda request: openai_reply("a reply paid for by the other run")
-    other = tmp_path / "other-run" / "workspace"  # a verified run's workspace, its gateway started later
+    # the other run's folder in the host's /tmp, which a plain call can write (a declared gap): the attacker's
+    # connections reach the gateway there, so its peer check is what refuses them (elsewhere, e.g. pytest's
+    # folders in /var/tmp, the plain call's read-only mounts refuse the connect before the gateway sees it)
+    base = Path(tempfile.mkdtemp(prefix="rt9", dir="/tmp"))
+    other = base / "other-run" / "workspace"  # a verified run's workspace, its gateway started later
     other.mkdir(parents=True)
     sock = other / "model.sock"
     gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
                            deadline=time.monotonic() + 300, host_peers=False)
-    fd = open_path(tmp_path / "other-run", "workspace")
+    fd = open_path(base / "other-run", "workspace")
     try:
         with _plain_run_started(reg, data_root, tmp_path / "runs", _plain_attacker(sock)) as (_, done):
             gateway.start(fd)
     finally:
         gateway.close()
         os.close(fd)
+        shutil.rmtree(base, ignore_errors=True)
     result, said = done["result"], done["said"]
     assert all(w in said for w in ("direct", "own-netns", "chroot", "undumpable")), said  # every attempt made
     assert gateway.totals()["calls"] == 0 and not fake_llm.requests, said
