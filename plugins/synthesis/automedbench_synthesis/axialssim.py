@@ -21,7 +21,6 @@ PAD = (WIN - 1) // 2
 K1, K2 = 0.01, 0.03
 COV_NORM = WIN * WIN / (WIN * WIN - 1.0)  # scikit-image's sample covariance: NP / (NP - 1)
 MIN_MASK = 16  # a masked plane with fewer mask voxels is not scored
-CHUNK_BYTES = 2 << 20  # prediction planes converted to float64 together (at least one plane)
 
 
 def _box(image: np.ndarray) -> np.ndarray:
@@ -89,8 +88,8 @@ class AxialSSIM:
         if not self.planes:
             return {"ssim": None, "ssim_full_plane": None}
         full, masked = [], []
-        moments = np.empty((3, *self.shape[:2]))
-        for terms, y in self._clipped(prediction):
+        for terms in self.kept if self.kept is not None else self._prepare():
+            y = np.clip(np.asarray(prediction[:, :, terms.index], dtype=np.float64), self.lo, self.hi)
             if np.array_equal(y, terms.ref):
                 # scikit-image's value for a plane equal to the reference's, without the filtering: every term of
                 # the map's numerator then equals its denominator's, bit for bit, so the map is 1.0 everywhere
@@ -98,7 +97,7 @@ class AxialSSIM:
                 full.append(1.0)
                 masked.append(1.0)
                 continue
-            smap = self._map(terms, y, moments)
+            smap = self._map(terms, y)
             value = float(smap[PAD:-PAD, PAD:-PAD].mean(dtype=np.float64))
             full.append(value)
             if terms.inside is not None:
@@ -106,29 +105,11 @@ class AxialSSIM:
         whole = float(np.mean(full))
         return {"ssim": float(np.mean(masked)) if self.mask is not None else whole, "ssim_full_plane": whole}
 
-    def _clipped(self, prediction: np.ndarray) -> Iterator[tuple[PlaneTerms, np.ndarray]]:
-        """Each scored plane's terms with the prediction's plane as clipped float64, converted a block of
-        neighbouring planes (about CHUNK_BYTES) at a time: one strided gather per block, not per plane (a plane
-        of an (x, y, z) volume is every z-th value); the values are the per-plane conversion's, exactly."""
-        per = max(1, CHUNK_BYTES // (8 * self.shape[0] * self.shape[1]))
-        block, start = None, 0
-        for terms in self.kept if self.kept is not None else self._prepare():
-            if block is None or not start <= terms.index < start + len(block):
-                start = terms.index
-                block = np.moveaxis(prediction[:, :, start:start + per], 2, 0).astype(np.float64, order="C")
-                np.clip(block, self.lo, self.hi, out=block)
-            yield terms, block[terms.index - start]
-
-    def _map(self, t: PlaneTerms, y: np.ndarray, moments: np.ndarray) -> np.ndarray:
-        """The SSIM map of one clipped float64 plane `y`: scikit-image's formula, the reference's terms from `t`.
-        Its three moment images are box-filtered together in `moments` (3, X, Y): the same two 1-D passes
-        (axis 0, then axis 1 in place, as `uniform_filter` runs them) over every line, in two calls, not six."""
-        np.copyto(moments[0], y)
-        np.multiply(y, y, out=moments[1])
-        np.multiply(t.ref, y, out=moments[2])
-        ndimage.uniform_filter1d(moments, WIN, axis=1, output=moments)
-        ndimage.uniform_filter1d(moments, WIN, axis=2, output=moments)
-        uy, uyy, uxy = moments
+    def _map(self, t: PlaneTerms, y: np.ndarray) -> np.ndarray:
+        """The SSIM map of one clipped float64 plane `y`: scikit-image's formula, the reference's terms from `t`."""
+        uy = _box(y)
+        uyy = _box(y * y)
+        uxy = _box(t.ref * y)
         uy2 = uy * uy  # the same value as uy ** 2
         vy = COV_NORM * (uyy - uy2)
         vxy = COV_NORM * (uxy - t.ux * uy)
