@@ -122,9 +122,13 @@ def test_the_socket_walk_finds_sockets_only_within_its_depth_and_follows_no_link
     listing; only the rest is stat'ed)."""
     import shutil
     import socket
+    import stat
     import tempfile
 
-    from automedbench.sandboxes.plainns import _sockets
+    from automedbench.sandboxes.plainns import _nodes
+
+    def _sockets(root: str, depth: int, budget: int) -> list[str]:
+        return _nodes(root, depth, stat.S_ISSOCK, budget)
 
     tmp_path = Path(tempfile.mkdtemp(prefix="sw", dir="/tmp"))  # a unix socket's path must stay under 108 bytes
 

@@ -38,6 +38,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC = 32, 1024, 2048, 4096, 16384
@@ -137,12 +138,14 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
-def _sockets(root: str, depth: int, budget: int) -> list[str]:
-    """Unix sockets below `root` (not following links), breadth first, at most `budget` entries looked at.
-    An entry the directory listing types as a regular file, a link or a folder needs no stat call of its own
-    (most of a busy /tmp: a stat per entry made each plain call cost up to 0.3 CPU-s)."""
+def _nodes(root: str, depth: int, kind: Callable[[int], bool], budget: int | None = None,
+           skip: tuple[str, ...] = ()) -> list[str]:
+    """Files of one type (`kind`: a `stat.S_IS*` test) below `root`, not following links, breadth first, `depth`
+    levels down, at most `budget` entries looked at; folders in `skip` not entered. An entry the directory listing
+    types as a regular file, a link or a folder needs no stat call of its own (most of a busy /tmp: a stat per
+    entry made each plain call cost up to 0.3 CPU-s)."""
     found, queue, seen = [], collections.deque([(root, 0)]), 0
-    while queue and seen < budget:
+    while queue and (budget is None or seen < budget):
         folder, level = queue.popleft()
         try:
             entries = list(os.scandir(folder))
@@ -152,7 +155,7 @@ def _sockets(root: str, depth: int, budget: int) -> list[str]:
             seen += 1
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if level < depth:
+                    if level < depth and entry.path not in skip:
                         queue.append((entry.path, level + 1))
                     continue
                 if entry.is_file(follow_symlinks=False) or entry.is_symlink():
@@ -160,7 +163,7 @@ def _sockets(root: str, depth: int, budget: int) -> list[str]:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if stat.S_ISSOCK(info.st_mode):
+            if kind(info.st_mode):
                 found.append(entry.path)
     return found
 
@@ -213,22 +216,9 @@ def _snapshot_run(workspace: str) -> None:
 
 def _devices() -> None:
     """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
-    for path in _block_nodes("/dev", 3) + [d for d in DEVICES_TOO if os.path.exists(d)]:
+    for path in _nodes("/dev", 3, stat.S_ISBLK, skip=("/dev/pts", "/dev/shm")) + \
+            [d for d in DEVICES_TOO if os.path.exists(d)]:
         _cover_file(path)
-
-
-def _block_nodes(root: str, depth: int) -> list[str]:
-    found, queue = [], [(root, 0)]
-    while queue:
-        folder, level = queue.pop()
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(folder):
-                info = entry.stat(follow_symlinks=False)
-                if stat.S_ISBLK(info.st_mode):
-                    found.append(entry.path)
-                elif stat.S_ISDIR(info.st_mode) and level < depth and entry.path not in ("/dev/pts", "/dev/shm"):
-                    queue.append((entry.path, level + 1))
-    return found
 
 
 def _read_only(keep_rw: list[str]) -> None:
@@ -304,7 +294,7 @@ def enter(spec: dict) -> None:
         if not _under(workspace, [path]):
             _hide(path)
     for root, depth, budget in SOCKET_ROOTS:
-        for sock in _sockets(root, depth, budget):
+        for sock in _nodes(root, depth, stat.S_ISSOCK, budget):
             if not _under(sock, [workspace, *hidden]):
                 with contextlib.suppress(Refused):  # gone since the walk saw it
                     _cover_file(sock)
