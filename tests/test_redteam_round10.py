@@ -1,0 +1,50 @@
+"""Round ten of the red team: attacks through the real runner that got through, each now a test that failed before.
+
+- **A number no JSON can hold** (class 7, agent bytes): the evaluator writes its record with `allow_nan=False`, and
+  nothing between a track's numbers and that write kept them finite. An enhancement output saved as float128
+  (a float kind the contract accepts) holding one finite pixel beyond float64's range passed the contract's
+  finiteness check, and the output facts computed in float64 (`out_max`) became `inf`: the evaluator exited on
+  "Out of range float values are not JSON compliant" and the run ended `infrastructure_failure` (which sweeps retry
+  and leaderboards drop). Now every number of the evaluation that is not finite is written as null (a Task value
+  as 0), counted in the metric's components, whatever track made it.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from automedbench.testing import run_steps
+
+ENHANCEMENT = "enhancement/demo-ldct"
+
+# each case's input, returned as float128 with one pixel finite there but past float64's largest value
+BEYOND_FLOAT64 = """
+import os, numpy as np
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+for case in sorted(os.listdir(data)):
+    if not os.path.isfile(os.path.join(data, case, 'input.npy')):
+        continue
+    image = np.load(os.path.join(data, case, 'input.npy')).astype(np.longdouble)
+    image[0, 0] = np.longdouble('1e4000')
+    assert np.isfinite(image).all() and image.dtype.kind == 'f'
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    np.save(os.path.join(out, case, 'enhanced.npy'), image)
+print('written')
+"""
+
+
+@pytest.mark.slow  # one enhancement demo run
+def test_a_number_beyond_float64_in_an_output_never_fails_the_harness(data_root, tmp_path):
+    """Before: infrastructure_failure, 'evaluator failed: ... ValueError: Out of range float values are not JSON
+    compliant: inf'."""
+    result, run_dir = run_steps(ENHANCEMENT, [("python", BEYOND_FLOAT64)], out=tmp_path / "runs",
+                                data_root=data_root, warm_evaluator=False)
+    assert result.state == "scored", (result.state, result.error)
+    evaluation = json.loads((run_dir / "evaluation.json").read_text())
+    rows = evaluation["metric"]["per_case"]
+    assert rows and all(row["valid"] for row in rows)  # the contract accepts these outputs: they are scored
+    assert all(row["out_max"] is None for row in rows)  # the one number no JSON holds, written as null
+    assert all(0 < row["ssim"] <= 1 for row in rows)  # everything else as it was
+    assert evaluation["metric"]["components"]["non_finite_numbers"] == len(rows)
+    assert result.task is not None and result.task.partial > 0
