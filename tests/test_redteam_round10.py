@@ -16,16 +16,16 @@ import json
 import pytest
 from automedbench.testing import run_steps
 
-ENHANCEMENT = "enhancement/demo-ldct"
-
-# each case's input, returned as float128 with one pixel finite there but past float64's largest value
+# each case's input (2x2 repeated for super-resolution), returned as float128 with one pixel finite there but past
+# float64's largest value
 BEYOND_FLOAT64 = """
 import os, numpy as np
+scale = {scale}
 data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
 for case in sorted(os.listdir(data)):
     if not os.path.isfile(os.path.join(data, case, 'input.npy')):
         continue
-    image = np.load(os.path.join(data, case, 'input.npy')).astype(np.longdouble)
+    image = np.load(os.path.join(data, case, 'input.npy')).repeat(scale, 0).repeat(scale, 1).astype(np.longdouble)
     image[0, 0] = np.longdouble('1e4000')
     assert np.isfinite(image).all() and image.dtype.kind == 'f'
     os.makedirs(os.path.join(out, case), exist_ok=True)
@@ -34,13 +34,15 @@ print('written')
 """
 
 
-@pytest.mark.slow  # one enhancement demo run
-def test_a_number_beyond_float64_in_an_output_never_fails_the_harness(data_root, tmp_path):
+@pytest.mark.slow  # one enhancement demo run each
+@pytest.mark.parametrize(("task_id", "scale"), [("enhancement/demo-ldct", 1), ("enhancement/demo-sr", 2)])
+def test_a_number_beyond_float64_in_an_output_never_fails_the_harness(data_root, tmp_path, task_id, scale):
     """Before: infrastructure_failure, 'evaluator failed: ... ValueError: Out of range float values are not JSON
-    compliant: inf'."""
-    result, run_dir = run_steps(ENHANCEMENT, [("python", BEYOND_FLOAT64)], out=tmp_path / "runs",
+    compliant: inf'. The error-code detectors read the null too (the super-resolution one compared it with a number)."""
+    result, run_dir = run_steps(task_id, [("python", BEYOND_FLOAT64.format(scale=scale))], out=tmp_path / "runs",
                                 data_root=data_root, warm_evaluator=False)
     assert result.state == "scored", (result.state, result.error)
+    assert not [c for c in result.error_codes if c.code.startswith("H-")], result.error_codes
     evaluation = json.loads((run_dir / "evaluation.json").read_text())
     rows = evaluation["metric"]["per_case"]
     assert rows and all(row["valid"] for row in rows)  # the contract accepts these outputs: they are scored
