@@ -50,3 +50,56 @@ def test_a_number_beyond_float64_in_an_output_never_fails_the_harness(data_root,
     assert all(0 < row["ssim"] <= 1 for row in rows)  # everything else as it was
     assert evaluation["metric"]["components"]["non_finite_numbers"] == len(rows)
     assert result.task is not None and result.task.partial > 0
+
+
+# ------------------------------------------------------------------ synthesis: one volume, six encodings (held)
+
+# each case's input copied back in another encoding of the very same values: float64; big-endian float32; NIfTI-2;
+# uncompressed bytes under the .gz name; halved values with scl_slope 2; values less 1024 in float64 with scl_inter
+# 1024 and a 512 KB header extension. Each decodes to the input's float32 values exactly.
+SIX_ENCODINGS = """
+import os, numpy as np, nibabel as nib
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+cases = sorted(c for c in os.listdir(data) if os.path.isfile(os.path.join(data, c, 'ct.nii.gz')))
+for k, case in enumerate(cases):
+    source = nib.load(os.path.join(data, case, 'ct.nii.gz'))
+    volume, affine = np.asarray(source.dataobj, dtype=np.float32), source.affine
+    kind = k % 6
+    if kind == 0:
+        image = nib.Nifti1Image(volume.astype(np.float64), affine)
+    elif kind == 1:
+        image = nib.Nifti1Image(volume.astype('>f4'), affine)
+    elif kind == 2:
+        image = nib.Nifti2Image(volume, affine)
+    elif kind == 3:
+        image = nib.Nifti1Image(volume, affine)
+    elif kind == 4:
+        image = nib.Nifti1Image(volume / np.float32(2), affine)
+        image.header.set_slope_inter(2.0, 0.0)
+    else:
+        image = nib.Nifti1Image(volume.astype(np.float64) - 1024.0, affine)
+        image.header.set_slope_inter(1.0, 1024.0)
+        image.header.extensions.append(nib.nifti1.Nifti1Extension(6, b'x' * (512 << 10)))
+    folder = os.path.join(out, case)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, 'sct.nii.gz')
+    if kind == 3:
+        open(path, 'wb').write(image.to_bytes())
+    else:
+        nib.save(image, path)
+print(len(cases), 'written')
+"""
+
+
+@pytest.mark.slow  # one synthesis demo run
+def test_the_same_volume_in_any_encoding_scores_as_the_input_itself(data_root, tmp_path):
+    """Held (the axial SSIM was rewritten for speed): every encoding the contract accepts scores bit for bit what
+    the unchanged input scores at staging, is read as the input copy, and never more."""
+    result, run_dir = run_steps("synthesis/demo", [("python", SIX_ENCODINGS)], out=tmp_path / "runs",
+                                data_root=data_root, warm_evaluator=False)
+    assert result.state == "scored", (result.state, result.error)
+    rows = json.loads((run_dir / "evaluation.json").read_text())["metric"]["per_case"]
+    assert len(rows) == 6 and all(row["valid"] for row in rows), rows
+    assert all(row["ssim"] == row["ssim_identity"] for row in rows), [(r["ssim"], r["ssim_identity"]) for r in rows]
+    assert all(row["same_as_input"] for row in rows)
+    assert result.aggregate.rating not in ("A", "B"), result.aggregate.rating_reason
