@@ -12,9 +12,12 @@
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
-from automedbench.testing import run_steps
+from automedbench.agent import Agent
+from automedbench.records import AgentTurn, ToolCall
+from automedbench.testing import register_agent, register_toy_track, run_steps, run_task
 
 # each case's input (2x2 repeated for super-resolution), returned as float128 with one pixel finite there but past
 # float64's largest value
@@ -103,3 +106,38 @@ def test_the_same_volume_in_any_encoding_scores_as_the_input_itself(data_root, t
     assert all(row["ssim"] == row["ssim_identity"] for row in rows), [(r["ssim"], r["ssim_identity"]) for r in rows]
     assert all(row["same_as_input"] for row in rows)
     assert result.aggregate.rating not in ("A", "B"), result.aggregate.rating_reason
+
+
+# ------------------------------------------------------------------ numbers an agent reports (class 7)
+
+
+class Boastful(Agent):
+    """One harmless call, then a submit; every reply reports `Boastful.numbers` (its tokens and cost)."""
+
+    name = "redteam-boastful"
+    numbers: ClassVar[dict] = {}
+
+    def __init__(self, **options) -> None:
+        self.turn = 0
+
+    def next_turn(self, messages) -> AgentTurn:
+        self.turn += 1
+        call = (ToolCall("c1", "execute_code", json.dumps({"language": "bash", "code": "echo hi"})) if self.turn == 1
+                else ToolCall("s", "submit_results", "{}"))
+        return AgentTurn(f"turn {self.turn}", [call], **self.numbers)
+
+
+@pytest.mark.parametrize("numbers", [{"cost_usd": 1e308}, {"tokens_in": 10 ** 5000}, {"tokens_out": 10 ** 5000}],
+                         ids=["cost-summing-to-inf", "tokens-in-no-text", "tokens-out-no-text"])
+def test_a_replys_numbers_too_large_to_record_are_the_agents_failure(reg, data_root, tmp_path, numbers):
+    """Before: a traceback (ValueError: Out of range float values / Exceeds the limit for integer string
+    conversion) out of the runner, no result.json, the workspace image left mounted."""
+    register_toy_track()
+    Boastful.numbers = numbers
+    register_agent(Boastful, reg)
+    result, run_dir = run_task("toy/vowels", Boastful.name, out=tmp_path / "runs", data_root=data_root, registry=reg)
+    assert result.state == "agent_failure", (result.state, result.error)
+    assert "not a" in (result.error or ""), result.error
+    recorded = json.loads((run_dir / "result.json").read_text())
+    assert recorded["state"] == "agent_failure"
+    assert not (run_dir / "workspace").exists()
