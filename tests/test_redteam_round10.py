@@ -141,3 +141,34 @@ def test_a_replys_numbers_too_large_to_record_are_the_agents_failure(reg, data_r
     recorded = json.loads((run_dir / "result.json").read_text())
     assert recorded["state"] == "agent_failure"
     assert not (run_dir / "workspace").exists()
+
+
+# ------------------------------------------------------------------ synthesis: a header nibabel refuses (class 7)
+
+BAD_MAGIC = """
+import os, numpy as np, nibabel as nib
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+case = sorted(c for c in os.listdir(data) if os.path.isfile(os.path.join(data, c, 'ct.nii.gz')))[0]
+source = nib.load(os.path.join(data, case, 'ct.nii.gz'))
+raw = bytearray(nib.Nifti1Image(np.asarray(source.dataobj, dtype=np.float32), source.affine).to_bytes())
+raw[344:348] = b'xx\\0\\0'  # the magic: nibabel raises HeaderDataError, not ValueError
+os.makedirs(os.path.join(out, case), exist_ok=True)
+open(os.path.join(out, case, 'sct.nii.gz'), 'wb').write(bytes(raw))
+"""
+
+
+@pytest.mark.slow  # one synthesis demo run
+def test_a_header_nibabel_refuses_is_a_contract_reason_for_the_gate_and_the_checker(data_root, tmp_path):
+    """Before: the contract turned only ValueError into a reason; nibabel's HeaderDataError escaped it, so the
+    pre-submit gate failed open (one broken file and nothing else was accepted as a submission) and the checker's
+    verdict was a 'checker error'."""
+    result, run_dir = run_steps("synthesis/demo", [("python", BAD_MAGIC)], out=tmp_path / "runs",
+                                data_root=data_root, warm_evaluator=False)
+    events = [json.loads(line) for line in (run_dir / "trajectory.jsonl").read_text().splitlines()]
+    submits = [e for e in events if e.get("name") == "submit_results"]
+    assert submits and submits[0].get("refused") is True, submits
+    assert "sct.nii.gz: " in submits[0]["result"]["reason"] and "magic" in submits[0]["result"]["reason"]
+    assert not [e for e in events if "submit gate error" in str(e.get("note", ""))]
+    case = next(c for c in json.loads((run_dir / "evaluation.json").read_text())["cases"] if c["present"])
+    assert case["reasons"][0].startswith("sct.nii.gz: ") and "magic" in case["reasons"][0], case
+    assert result.state == "scored"
