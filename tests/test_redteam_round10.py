@@ -7,6 +7,18 @@
   "Out of range float values are not JSON compliant" and the run ended `infrastructure_failure` (which sweeps retry
   and leaderboards drop). Now every number of the evaluation that is not finite is written as null (a Task value
   as 0), counted in the metric's components, whatever track made it.
+- **A reply's cost or token count too large to record** (class 7, an agent plugin's numbers): `turn_problem` refused a
+  NaN cost and a token count that is not a count, but two replies of a finite 1e308 USD each summed to an infinite
+  run cost, and a token count of 10**5000 has no decimal text Python will write: the run ended in a traceback with
+  no result.json at all and its workspace image still mounted. A reply now counts at most 10**12 tokens of each
+  kind and 10**9 USD; past that it is the agent's failure, like a NaN.
+- **A NIfTI header nibabel refuses** (synthesis): the contract turned ValueError into a reason, but nibabel refuses a
+  bad magic or an unknown data type with HeaderDataError, which escaped: the pre-submit gate failed open (a broken
+  first case and nothing else was accepted as a submission, no E5) and the checker said 'checker error'. Every
+  header refusal is now the contract's reason, for the gate and the checker alike.
+
+Held (a test here, cheap): the synthesis demo's input in six encodings (float64, big-endian, NIfTI-2, uncompressed,
+scl_slope, scl_inter with a 512 KB extension) scores bit for bit the input's staged SSIM after the SSIM rewrite.
 """
 
 from __future__ import annotations
