@@ -11,7 +11,8 @@
   NaN cost and a token count that is not a count, but two replies of a finite 1e308 USD each summed to an infinite
   run cost, and a token count of 10**5000 has no decimal text Python will write: the run ended in a traceback with
   no result.json at all and its workspace image still mounted. A reply now counts at most 10**12 tokens of each
-  kind and 10**9 USD; past that it is the agent's failure, like a NaN.
+  kind and 10**9 USD; past that it is the agent's failure, like a NaN. And any fault while scoring or writing the
+  record (a track hook's bug) now releases the workspace before the error propagates.
 - **A NIfTI header nibabel refuses** (synthesis): the contract turned ValueError into a reason, but nibabel refuses a
   bad magic or an unknown data type with HeaderDataError, which escaped: the pre-submit gate failed open (a broken
   first case and nothing else was accepted as a submission, no E5) and the checker said 'checker error'. Every
@@ -24,6 +25,8 @@ scl_slope, scl_inter with a 512 KB extension) scores bit for bit the input's sta
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -184,3 +187,20 @@ def test_a_header_nibabel_refuses_is_a_contract_reason_for_the_gate_and_the_chec
     case = next(c for c in json.loads((run_dir / "evaluation.json").read_text())["cases"] if c["present"])
     assert case["reasons"][0].startswith("sct.nii.gz: ") and "magic" in case["reasons"][0], case
     assert result.state == "scored"
+
+
+def test_a_fault_while_recording_leaves_no_workspace_mounted(reg, data_root, tmp_path, monkeypatch):
+    """What the unrecordable numbers above also showed: an exception out of scoring or the record's write (here a
+    track hook's bug) left the run's workspace image loop-mounted on the host after the runner had returned."""
+    register_toy_track()
+    track, _ = reg.task("toy/vowels")
+
+    def broken_cap(task, metric):
+        raise RuntimeError("a track hook's bug")
+
+    monkeypatch.setattr(track, "rating_cap", broken_cap)
+    with pytest.raises(RuntimeError, match="a track hook's bug"):
+        run_task("toy/vowels", "reference", out=tmp_path / "runs", data_root=data_root, registry=reg)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert not os.path.ismount(run_dir / "workspace")
+    assert str(run_dir) not in Path("/proc/self/mountinfo").read_text()

@@ -198,6 +198,12 @@ class Run:
             # interrupted twice while scoring: the run is recorded as cancelled all the same, never half-scored
             st.fail("cancelled", errors.END_CANCELLED, interrupt.reason())
             return self._finish(st, t0, reserve)
+        except Exception:
+            # a fault while scoring or writing the record (a track hook's bug) stays visible, but never leaves the
+            # workspace image mounted on the host
+            with contextlib.suppress(Exception):
+                self._release_workspace(keep=self.o.keep_workspace)
+            raise
 
     def _open_folder(self) -> Path:
         """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""
