@@ -189,9 +189,11 @@ def test_a_header_nibabel_refuses_is_a_contract_reason_for_the_gate_and_the_chec
     assert result.state == "scored"
 
 
-def test_a_fault_while_recording_leaves_no_workspace_mounted(reg, data_root, tmp_path, monkeypatch):
+def test_a_fault_while_recording_leaves_no_workspace_mounted(reg, data_root, tmp_path, monkeypatch, capsys):
     """What the unrecordable numbers above also showed: an exception out of scoring or the record's write (here a
-    track hook's bug) left the run's workspace image loop-mounted on the host after the runner had returned."""
+    track hook's bug) left the run's workspace image loop-mounted on the host after the runner had returned, and
+    no record of the run. Now the run is recorded as the harness's failure, naming the fault (traceback on
+    stderr), its workspace released."""
     register_toy_track()
     track, _ = reg.task("toy/vowels")
 
@@ -199,8 +201,11 @@ def test_a_fault_while_recording_leaves_no_workspace_mounted(reg, data_root, tmp
         raise RuntimeError("a track hook's bug")
 
     monkeypatch.setattr(track, "rating_cap", broken_cap)
-    with pytest.raises(RuntimeError, match="a track hook's bug"):
-        run_task("toy/vowels", "reference", out=tmp_path / "runs", data_root=data_root, registry=reg)
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    result, run_dir = run_task("toy/vowels", "reference", out=tmp_path / "runs", data_root=data_root, registry=reg)
+    assert result.state == "infrastructure_failure" and "a track hook's bug" in result.error
+    assert "RuntimeError: a track hook's bug" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_dir.name]
+    recorded = json.loads((run_dir / "result.json").read_text())
+    assert recorded["state"] == "infrastructure_failure" and "a track hook's bug" in recorded["error"]
     assert not os.path.ismount(run_dir / "workspace")
     assert str(run_dir) not in Path("/proc/self/mountinfo").read_text()
