@@ -81,6 +81,11 @@ def _case_deadline(seconds: float):
 
 
 MAX_EXTRA = 200
+# what one case's verdict keeps of the reasons a track gave: a track may quote the agent's file in a reason (VQA
+# quoted a 1 MB question_id whole, three bytes a character once escaped), and every reason is stored twice
+# (evaluation.json and result.json), so the record stays small whatever the agent wrote
+MAX_REASONS = 10
+MAX_REASON_CHARS = 500
 MAX_GRADE_REQUESTS_PER_CASE = 8  # the model-graded step answers them (`grade_evaluation`)
 
 
@@ -186,6 +191,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
                 verdict = track.check_case(task, case_id, case_dir, staged.public / case_id)
         except Exception as exc:  # a checker crash on odd input is a verdict, not a harness failure
             verdict = CaseVerdict(case_id, True, False, [f"checker error: {type(exc).__name__}: {exc}"[:500]])
+        verdict.reasons = bounded_reasons(verdict.reasons)
         verdicts.append(verdict)
         if not verdict.valid or scoring is None:
             scores.append(None)
@@ -356,6 +362,15 @@ def request_exclude(request: EvalRequest) -> list[Path]:
     """Folders the evaluator's import path must not reach into for this request: run folder and data."""
     return [Path(request.out).resolve().parent, Path(request.submission).resolve().parent,
             Path(request.public).resolve().parent]
+
+
+def bounded_reasons(reasons: list[Any]) -> list[str]:
+    """A verdict's reasons as the record keeps them: the first MAX_REASONS, each cut to MAX_REASON_CHARS, and how
+    many more there were (a track's reason may quote whatever the agent wrote)."""
+    kept = [str(r)[:MAX_REASON_CHARS] for r in reasons[:MAX_REASONS]]
+    if len(reasons) > MAX_REASONS:
+        kept.append(f"... and {len(reasons) - MAX_REASONS} more")
+    return kept
 
 
 def _aggregate(scoring: TaskEvaluation, scores: list[CaseScore | None], case_ids: list[str]) -> MetricBlock:
