@@ -9,6 +9,13 @@ every reader opens; never `infrastructure_failure`, a hang past the run's limits
   verify, the leaderboards and the sweep's resume refuse it unread), and at about 85 the evaluator reaches its own
   256 MB file limit: the whole run is the agent's failure at Task 0. A verdict now keeps at most ten reasons of
   500 characters, whatever the track wrote (`evaluator.bounded_reasons`).
+- **Replies that fill the host's disk** (any agent): the trajectory keeps every reply whole (its code twice: in the
+  reply and in the call's event), in the run folder on the host's disk, outside the agent's quota. Six replies of
+  20 MB of code filled a 160 MB disk, and the run ended `infrastructure_failure`, blamed on "another process on the
+  host" (the agent was confined to its quota, so a full disk could not be its doing): a sweep retries that, and a
+  leaderboard drops it. A reply now holds at most 4 Mi characters (`agent.MAX_REPLY_CHARS`, eight times the longest
+  a model API returns) and the agent phase writes at most 256 MB of trajectory
+  (`trajectory.MAX_AGENT_PHASE_BYTES`); past either, the agent's failure.
 
 Held (driven through the real runner, each ending `scored` with its record and run page; no test kept unless noted):
 tool-call arguments nested 200 000 deep (as the whole argument, as `code`, beside it, and in `submit_results`),
@@ -24,8 +31,14 @@ rewriting outputs when its call ends, a FIFO named as a script the calls ran.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from typing import ClassVar
 
-from automedbench.testing import run_steps
+import pytest
+from automedbench.agent import Agent
+from automedbench.records import AgentTurn, ToolCall
+from automedbench.testing import register_agent, register_toy_track, run_steps, run_task
 
 # every case's answer.json is well formed but names a question_id of 200 000 apostrophes and a quote (repr escapes
 # each apostrophe: three bytes a character in the stored reason)
@@ -66,3 +79,72 @@ def test_bounded_reasons_keeps_the_first_ten_and_says_how_many_more():
     assert len(kept) == MAX_REASONS + 1 and kept[-1] == f"... and {25 - MAX_REASONS} more"
     assert all(len(r) == MAX_REASON_CHARS for r in kept[:-1])
 
+
+
+# ------------------------------------------------------------------ replies that fill the host's disk
+
+
+class Verbose(Agent):
+    """`Verbose.turns` replies, each one call whose code is a print and a comment of `Verbose.size` characters."""
+
+    name = "redteam-verbose"
+    size: ClassVar[int] = 0
+    turns: ClassVar[int] = 0
+
+    def __init__(self, **options) -> None:
+        self.turn = 0
+
+    def next_turn(self, messages) -> AgentTurn:
+        self.turn += 1
+        if self.turn > self.turns:
+            return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
+        code = "print('turn')\n#" + "x" * self.size
+        return AgentTurn(f"turn {self.turn}", [ToolCall(f"c{self.turn}",
+                                                        "execute_code", json.dumps({"language": "python",
+                                                                                    "code": code}))])
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 160 MB filesystem of its own for the runs folder (a tmpfs; root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small disk needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", str(disk)]).returncode:
+        pytest.skip("could not mount a tmpfs")
+    yield disk
+    subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_replies_that_fill_the_hosts_disk_are_the_agents_failure(reg, data_root, small_disk):
+    """Before: infrastructure_failure, 'disk full while recording the run (No space left on device); the agent's
+    writes were confined to its workspace quota, so another process on the host filled the disk' (a 147 MB
+    trajectory)."""
+    register_toy_track()
+    Verbose.size, Verbose.turns = 20 << 20, 6
+    register_agent(Verbose, reg)
+    result, run_dir = run_task("toy/vowels", Verbose.name, out=small_disk / "runs", data_root=data_root, registry=reg,
+                               workspace_quota_mb=16)
+    assert result.state == "agent_failure", (result.state, result.error)
+    assert "characters (at most" in result.error
+    assert (run_dir / "trajectory.jsonl").stat().st_size < 1 << 20
+    assert json.loads((run_dir / "result.json").read_text())["state"] == "agent_failure"
+    assert not os.path.ismount(run_dir / "workspace")
+
+
+def test_the_agent_phase_writes_a_bounded_trajectory(reg, data_root, tmp_path, monkeypatch):
+    """Replies each within the per-reply bound still add up: past what the agent phase may write (made small here:
+    8 MB) the run is the agent's failure, its record written. Before: scored, whatever the trajectory's size."""
+    import automedbench.runner
+
+    register_toy_track()
+    monkeypatch.setattr(automedbench.runner, "MAX_AGENT_PHASE_BYTES", 8 << 20, raising=False)
+    Verbose.size, Verbose.turns = 1 << 20, 12
+    register_agent(Verbose, reg)
+    result, run_dir = run_task("toy/vowels", Verbose.name, out=tmp_path / "runs", data_root=data_root, registry=reg)
+    assert result.state == "agent_failure", (result.state, result.error)
+    assert "the trajectory may hold" in result.error
+    assert (run_dir / "trajectory.jsonl").stat().st_size <= (8 << 20) + 4096  # the closing event after it
+    assert result.runtime.turns < 12
+    assert json.loads((run_dir / "result.json").read_text())["state"] == "agent_failure"

@@ -136,6 +136,9 @@ class Agent(ABC):
 # (two replies of 1e308 USD summed to infinity; 10**5000 tokens have no decimal text Python will write)
 MAX_REPLY_TOKENS = 10 ** 12
 MAX_REPLY_COST_USD = 1e9
+# What one reply may hold in characters (text, reasoning and every call's fields): four times the longest reply a
+# model API returns (128k output tokens, about 512 KB). The trajectory keeps replies whole, on the host's disk.
+MAX_REPLY_CHARS = 4 << 20
 
 
 def turn_problem(reply: Any) -> str | None:
@@ -167,7 +170,18 @@ def turn_problem(reply: Any) -> str | None:
         if isinstance(call.id, bool) or not isinstance(call.id, str | int | None) or \
                 not isinstance(call.source, str | None):
             return f"tool call {str(call.id)[:40]!r}: its id and source must be text"
+    size = reply_chars(reply)
+    if size > MAX_REPLY_CHARS:
+        return f"the reply holds {size} characters (at most {MAX_REPLY_CHARS} a reply)"
     return None
+
+
+def reply_chars(reply: AgentTurn) -> int:
+    """A reply's characters as the trajectory keeps them: text, reasoning and each call's id, name, arguments."""
+    texts = [reply.content, reply.reasoning, reply.finish_reason]
+    for call in reply.tool_calls:
+        texts += [call.name, call.arguments, call.source, call.id if isinstance(call.id, str) else None]
+    return sum(len(t) for t in texts if t)
 
 
 def _shown(value: Any) -> str:

@@ -72,7 +72,7 @@ from .sandbox import SandboxSession, SandboxSpec
 from .scoring import ScoreInputs, judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
-from .trajectory import TrajectoryWriter
+from .trajectory import MAX_AGENT_PHASE_BYTES, TrajectoryWriter
 from .tripwire import Tripwire, plant_decoys
 
 # Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
@@ -410,7 +410,8 @@ class Run:
                                         agent=agent, reg=self.reg, folder=self.folder, pilots=self.pilots,
                                         observed=self.observed, cpu=self.cpu, progress=self.progress)
             events = conversation.events(st, loop, context)
-            self.traj.write_all(events)  # each as it happens: a crash keeps every turn so far
+            # each as it happens (a crash keeps every turn so far), within what the agent phase may write
+            self.traj.write_all(events, limit=MAX_AGENT_PHASE_BYTES)
         finally:
             t_close = time.monotonic()
             session.close()

@@ -16,12 +16,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .errors import AgentError
 from .fsutil import encode_text
 from .serialize import json_line
 
 INLINE_LIMIT = 16_000
 # Side files of one run together: past this, long streams keep only their inline head and tail.
 SIDE_BUDGET_CHARS = 256 << 20
+# What the agent phase may write into trajectory.jsonl (its replies and what they caused, the side files' streams
+# apart): the run folder is on the host's disk, outside the agent's quota, so past this the run is the agent's
+# failure. Six replies of 20 MB of code each filled a 160 MB disk, and the run ended an infrastructure failure
+# blamed on "another process on the host".
+MAX_AGENT_PHASE_BYTES = 256 << 20
 MODEL_STDOUT_TAIL = 3000
 MODEL_STDERR_TAIL = 2000
 
@@ -48,15 +54,19 @@ class TrajectoryWriter:
     def elapsed(self) -> float:
         return round(time.monotonic() - self._t0, 3)
 
-    def write(self, event: dict[str, Any], streams: dict[str, str] | None = None) -> None:
+    def write(self, event: dict[str, Any], streams: dict[str, str] | None = None, limit: int | None = None) -> None:
         """Append one event as a line (fsynced); `streams` (a tool call's stdout and stderr) go in as fields,
-        the long ones spilled to side files (`stream_field`)."""
+        the long ones spilled to side files (`stream_field`). `limit`: the file's size this event may not pass
+        (AgentError, nothing written: the agent phase's events are the agent's doing)."""
         for name, text in (streams or {}).items():  # an observed step may name no call: its side file says "step"
             event = {**event, **self.stream_field(event.get("turn", 0), str(event.get("call_id") or "step"), name,
                                                   text)}
         event = {"t": self.elapsed(), **event}
         # lone surrogates (agent text decoded from JSON escapes) are written as visible \udXXX text, not a crash
         data = json_line(event)
+        if limit is not None and self.size + len(data) > limit:
+            raise AgentError(f"the agent's turns passed the {limit >> 20} MB the trajectory may hold (an event of "
+                             f"{len(data)} bytes after {self.size})")
         fd = self._handle.fileno()
         try:
             view = memoryview(data)
@@ -71,10 +81,10 @@ class TrajectoryWriter:
         self.digest.update(data)
         self.ended = self.ended or event.get("type") == "end"
 
-    def write_all(self, events: Iterable[tuple[dict[str, Any], dict[str, str]]]) -> None:
+    def write_all(self, events: Iterable[tuple[dict[str, Any], dict[str, str]]], limit: int | None = None) -> None:
         """Append each (event, streams) as it comes (`write`): a crash keeps every event written so far."""
         for event, streams in events:
-            self.write(event, streams)
+            self.write(event, streams, limit)
 
     def stream_field(self, turn: int, call_id: str, name: str, text: str) -> dict[str, Any]:
         """Inline short streams; spill long ones to a side file and keep a pointer."""
