@@ -44,17 +44,18 @@ def _tmpfs(tmp_path, size: str):
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 128 MB tmpfs: the disk the run folders live on."""
-    disk = _tmpfs(tmp_path, "128m")
+    """A 512 MB tmpfs: the disk the run folders live on (a small workspace and what is promised with it)."""
+    disk = _tmpfs(tmp_path, "512m")
     yield disk
     subprocess.run(["umount", "-l", str(disk)])
 
 
 @pytest.fixture
 def demo_disk(tmp_path):
-    """A 3 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace and
-    the copies promised with it (the freeze, up to 1 GB, and the pilots', 512 MB: `quota.copies_of`)."""
-    disk = _tmpfs(tmp_path, "3g")
+    """A 3.5 GB tmpfs (memory only for what is written: the images are sparse): room for a demo's 1 GB workspace and
+    the copies promised with it (the freeze, up to 1 GB, the pilots', 512 MB, and the records the agent can make
+    the harness write, 261 MB: `quota.copies_of`)."""
+    disk = _tmpfs(tmp_path, "3584m")
     yield disk
     subprocess.run(["umount", "-l", str(disk)])
 

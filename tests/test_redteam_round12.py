@@ -14,8 +14,15 @@ every reader opens; never `infrastructure_failure`, a hang past the run's limits
   20 MB of code filled a 160 MB disk, and the run ended `infrastructure_failure`, blamed on "another process on the
   host" (the agent was confined to its quota, so a full disk could not be its doing): a sweep retries that, and a
   leaderboard drops it. A reply now holds at most 4 Mi characters (`agent.MAX_REPLY_CHARS`, eight times the longest
-  a model API returns) and the agent phase writes at most 256 MB of trajectory
+  a model API returns) and the agent phase writes at most 128 MB of trajectory
   (`trajectory.MAX_AGENT_PHASE_BYTES`); past either, the agent's failure.
+- **One file copied once per name** (any run): plan.md, plan.png and up to twenty plots were each copied into the
+  run folder whole, without the freeze's refusal of hard links and sparse files, so one 12 MB file hard-linked
+  under those 22 names put 264 MB on the host's disk from a 16 MB quota (on a 160 MB disk: `infrastructure_failure`,
+  "another process filled the disk"). The plan's copies now share one 64 MB budget, and everything the agent can
+  make the harness write beside its image (trajectory, tool-output side files, now 64 MB in bytes, plan copies,
+  kept scripts: 261 MB) is promised with the image in the machine's disk ledger (`quota.copies_of`), so a full
+  disk while the agent was confined is again never its doing.
 
 Held (driven through the real runner, each ending `scored` with its record and run page; no test kept unless noted):
 tool-call arguments nested 200 000 deep (as the whole argument, as `code`, beside it, and in `submit_results`),
@@ -106,12 +113,13 @@ class Verbose(Agent):
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 160 MB filesystem of its own for the runs folder (a tmpfs; root only)."""
+    """A 768 MB filesystem of its own for the runs folder (a tmpfs, root only): room for a 16 MB workspace and
+    everything the run's reservation promises with it (`quota.copies_of`), and not much more."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small disk needs root")
     disk = tmp_path / "disk"
     disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160m", "tmpfs", str(disk)]).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=768m", "tmpfs", str(disk)]).returncode:
         pytest.skip("could not mount a tmpfs")
     yield disk
     subprocess.run(["umount", "-l", str(disk)], check=False)
@@ -119,10 +127,10 @@ def small_disk(tmp_path):
 
 def test_replies_that_fill_the_hosts_disk_are_the_agents_failure(reg, data_root, small_disk):
     """Before: infrastructure_failure, 'disk full while recording the run (No space left on device); the agent's
-    writes were confined to its workspace quota, so another process on the host filled the disk' (a 147 MB
-    trajectory)."""
+    writes were confined to its workspace quota, so another process on the host filled the disk' (measured on a
+    160 MB disk: six such replies, a 147 MB trajectory; the twenty here write 880 MB)."""
     register_toy_track()
-    Verbose.size, Verbose.turns = 20 << 20, 6
+    Verbose.size, Verbose.turns = 20 << 20, 20
     register_agent(Verbose, reg)
     result, run_dir = run_task("toy/vowels", Verbose.name, out=small_disk / "runs", data_root=data_root, registry=reg,
                                workspace_quota_mb=16)
@@ -148,3 +156,36 @@ def test_the_agent_phase_writes_a_bounded_trajectory(reg, data_root, tmp_path, m
     assert (run_dir / "trajectory.jsonl").stat().st_size <= (8 << 20) + 4096  # the closing event after it
     assert result.runtime.turns < 12
     assert json.loads((run_dir / "result.json").read_text())["state"] == "agent_failure"
+
+
+# one 12 MB file in the workspace, hard-linked as plan.md, plan.png and twenty plots
+LINKED_PLAN = """
+import os
+plan, blob = os.path.join(os.environ['WORKSPACE_DIR'], 'plan'), os.path.join(os.environ['WORKSPACE_DIR'], 'blob')
+os.makedirs(plan, exist_ok=True)
+with open(blob, 'wb') as handle:
+    handle.write(os.urandom(12 << 20))
+for name in ['plan.md', 'plan.png'] + ['summary%02d.png' % i for i in range(20)]:
+    os.link(blob, os.path.join(plan, name))
+print('linked')
+"""
+
+
+def test_plan_copies_stay_within_what_the_run_reserved(data_root, small_disk):
+    """Before: each name copied whole (22 x 12 MB: 264 MB onto the host's disk from 12 MB of a 16 MB quota; on a
+    160 MB disk the run ended infrastructure_failure, 'another process on the host filled the disk'). Now the plan's
+    files and plots are copied within MAX_ARTEFACT_BYTES, and what the agent can make the harness write beside its
+    image (trajectory, side files, plan copies, scripts) is promised with the image."""
+    from automedbench.plan_artefacts import MAX_ARTEFACT_BYTES, MAX_SCRIPT_BYTES, MAX_SCRIPTS
+    from automedbench.sandboxes import quota
+    from automedbench.trajectory import MAX_AGENT_PHASE_BYTES, SIDE_BUDGET_BYTES
+
+    register_toy_track()
+    result, run_dir = run_steps("toy/vowels", [("python", LINKED_PLAN)], out=small_disk / "runs", data_root=data_root,
+                                workspace_quota_mb=16)
+    assert result.state == "scored", (result.state, result.error)
+    copied = sum(p.stat().st_size for p in (run_dir / "artefacts").rglob("*") if p.is_file())
+    assert 0 < copied <= MAX_ARTEFACT_BYTES
+    assert (run_dir / "artefacts" / "plan.md").stat().st_size == 12 << 20  # the plan's own files come first
+    extra = quota.copies_of(16 << 20) - 2 * (16 << 20)
+    assert extra >= MAX_AGENT_PHASE_BYTES + SIDE_BUDGET_BYTES + MAX_ARTEFACT_BYTES + MAX_SCRIPTS * MAX_SCRIPT_BYTES

@@ -21,13 +21,14 @@ from .fsutil import encode_text
 from .serialize import json_line
 
 INLINE_LIMIT = 16_000
-# Side files of one run together: past this, long streams keep only their inline head and tail.
-SIDE_BUDGET_CHARS = 256 << 20
+# Side files of one run together, in bytes (reserved with the run's disk, as the trajectory): past this, long streams
+# keep only their inline head and tail.
+SIDE_BUDGET_BYTES = 64 << 20
 # What the agent phase may write into trajectory.jsonl (its replies and what they caused, the side files' streams
-# apart): the run folder is on the host's disk, outside the agent's quota, so past this the run is the agent's
-# failure. Six replies of 20 MB of code each filled a 160 MB disk, and the run ended an infrastructure failure
-# blamed on "another process on the host".
-MAX_AGENT_PHASE_BYTES = 256 << 20
+# apart; a long run's is a few MB): the run folder is on the host's disk, outside the agent's quota, so past this
+# the run is the agent's failure, and the run's disk reservation holds this much. Six replies of 20 MB of code each
+# filled a 160 MB disk, and the run ended an infrastructure failure blamed on "another process on the host".
+MAX_AGENT_PHASE_BYTES = 128 << 20
 MODEL_STDOUT_TAIL = 3000
 MODEL_STDERR_TAIL = 2000
 
@@ -46,7 +47,7 @@ class TrajectoryWriter:
         self._handle = path.open("ab", buffering=0)
         self.size = self._handle.seek(0, os.SEEK_END)
         self._t0 = time.monotonic()
-        self.side_chars = 0
+        self.side_bytes = 0
         # a running hash of every byte this writer appended: what the harness wrote, to compare the file with
         self.digest = hashlib.sha256()
         self.ended = False  # the closing {"type": "end"} event is written
@@ -91,9 +92,10 @@ class TrajectoryWriter:
         if len(text) <= INLINE_LIMIT:
             return {name: text}
         short = {name: text[:2000] + "\n[...]\n" + text[-4000:], f"{name}_chars": len(text)}
-        if self.side_chars + len(text) > SIDE_BUDGET_CHARS:  # harness files must not grow without bound
+        data = encode_text(text)
+        if self.side_bytes + len(data) > SIDE_BUDGET_BYTES:  # harness files must not grow without bound
             return {**short, f"{name}_file": None}
-        self.side_chars += len(text)
+        self.side_bytes += len(data)
         self.side.mkdir(exist_ok=True)
         # the call id comes from the model: only safe characters, bounded, and never overwriting
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id)[:64].lstrip(".") or "call"
@@ -102,7 +104,7 @@ class TrajectoryWriter:
         while side.exists():
             n += 1
             side = self.side / f"turn{turn:04d}_{safe}_{name}.{n}.txt"
-        side.write_bytes(encode_text(text))
+        side.write_bytes(data)
         return {**short, f"{name}_file": str(side.relative_to(self.path.parent))}
 
     def close(self) -> None:

@@ -22,8 +22,10 @@ from attrs import define
 from ..errors import UserError
 from ..freeze import MAX_TOTAL_BYTES
 from ..pilot import MAX_PILOT_BYTES
+from ..plan_artefacts import MAX_ARTEFACT_BYTES, MAX_SCRIPT_BYTES, MAX_SCRIPTS
 from ..records import MIN_WORKSPACE_MB
 from ..sandbox import DEFAULT_QUOTA_MB  # noqa: F401 (the default lives with the Sandbox interface)
+from ..trajectory import MAX_AGENT_PHASE_BYTES, SIDE_BUDGET_BYTES
 from .plainns import decode_path as _decode
 from .reservations import Ledger, largest
 
@@ -164,10 +166,18 @@ def _mkfs() -> str:
                                             if p.exists())
 
 
+# What the agent can make the harness write beside its image, whatever the image's size: the trajectory of the agent
+# phase, the tool output's side files, the plan artefacts and the scripts its calls named. Promised with the image,
+# so a full disk while the agent was confined is never its doing (before, a reply of 20 MB of code six times, or
+# one file hard-linked as every plot, filled the disk outside the quota: an infrastructure failure).
+RECORD_WRITES = MAX_AGENT_PHASE_BYTES + SIDE_BUDGET_BYTES + MAX_ARTEFACT_BYTES + MAX_SCRIPTS * MAX_SCRIPT_BYTES
+
+
 def copies_of(size: int) -> int:
     """What a run copies of an image of `size` bytes onto the run folder's disk, at most: the freeze of its
-    outputs and the pilots' copies (reserved with the image, so a concurrent run cannot take that room)."""
-    return min(size, MAX_TOTAL_BYTES) + min(size, MAX_PILOT_BYTES)
+    outputs and the pilots' copies, and what the agent can make the harness write beside them (RECORD_WRITES),
+    reserved with the image, so a concurrent run cannot take that room."""
+    return min(size, MAX_TOTAL_BYTES) + min(size, MAX_PILOT_BYTES) + RECORD_WRITES
 
 
 class NoRoom(UserError):
