@@ -103,7 +103,8 @@ class _Config:
 def test_loadfile_hands_out_a_group_whole_and_other_files_alone(request):
     """tests/conftest.py's scheduler (scripts/test.sh's `--dist loadfile`): a group's tests share one scope (xdist
     gives a scope to one worker), every other file is its own scope; other modes keep xdist's own scheduler."""
-    pytest.importorskip("xdist")
+    if not request.config.pluginmanager.hasplugin("xdist"):
+        pytest.skip("pytest-xdist is not loaded (-p no:xdist)")
     hook = request.config.pluginmanager.hook.pytest_xdist_make_scheduler
     scheduler = hook(config=_Config("loadfile"), log=None)
     group, files = next(iter(file_order.GROUPS.items()))
