@@ -9,8 +9,9 @@ The table only orders: a file missing from it goes first (a new file may be long
 
 Files that pay the same cost the first time a process needs it, or share a cached run, form a group (`GROUPS`):
 one unit of work that xdist hands to one worker whole (tests/conftest.py's scheduler), ordered by the group's
-summed seconds. Spread over the workers, each one paid the cost again: three torch + MONAI files took 30.5
-CPU-s in three processes and 10.8 in one; five report_gen files (METEOR's JVM, nltk) 92.4 and 57.8.
+summed seconds. Spread over the workers, each one paid the cost again (fast tier, CPU-s of a cgroup around pytest
+`-n 0`): the six torch files took 94 in six processes, 45 in one; five report_gen files (METEOR, nltk) 92 and 58;
+the run page test's classification case and the classification tests' slow tier 98 and 74 (one run fewer).
 """
 
 from __future__ import annotations
@@ -59,14 +60,17 @@ GROUPS: dict[str, tuple[str, ...]] = {
     # report_gen's evaluations start METEOR's JVM in the process's warm evaluator, its metric tests import nltk
     "report_gen-meteor": tuple(f"plugins/report_gen/tests/test_report_gen_{name}.py" for name in (
         "reference_reach", "demo_seeds", "metric", "grader", "runs", "stagers", "stager_conformance")),
-    # torch + MONAI imported in the test process (the reference SSIM, Dice and surface metrics)
-    "torch-monai-in-process": ("plugins/enhancement/tests/test_enhancement_metric.py",
-                               "plugins/segmentation/tests/test_segmentation_primary_label.py",
-                               "plugins/segmentation/tests/test_segmentation_dice.py",
-                               "plugins/segmentation/tests/test_segmentation_surface.py"),
-    # the classification demo's Standard reference run (amb_run), torch + transformers in each sandboxed call
-    "classification-standard-run": ("tests/test_runpage_demos.py",
-                                    "plugins/classification/tests/test_classification_runs.py"),
+    # torch (+ MONAI, which imports transformers, or transformers) in the test process: the reference SSIM, Dice
+    # and surface metrics, the CheXbert and Hugging Face scorers, the shipped classification checkpoint; and the
+    # run page test, which shares the classification demo's Standard reference run with the classification tests
+    "torch-in-process": ("plugins/enhancement/tests/test_enhancement_metric.py",
+                         "plugins/segmentation/tests/test_segmentation_primary_label.py",
+                         "plugins/segmentation/tests/test_segmentation_dice.py",
+                         "plugins/segmentation/tests/test_segmentation_surface.py",
+                         "plugins/report_gen/tests/test_report_gen_chexbert.py",
+                         "plugins/report_gen/tests/test_report_gen_hf.py",
+                         "plugins/classification/tests/test_classification_runs.py",
+                         "tests/test_runpage_demos.py"),
 }
 _GROUP_OF = {name: group for group, files in GROUPS.items() for name in files}
 
