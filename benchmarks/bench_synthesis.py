@@ -18,6 +18,11 @@ volumes (the target as the evaluator caches it, the output as the checker decode
   timed) and, in a second column, with the conversion timed.
 CPU time (`time.process_time`) per pass over every case, alternating, medians and the ratio pair by pair; the
 values are printed to 12 significant digits and must be equal.
+
+Then the axial SSIM alone (`--ssim-only`: just this), one-off as a cold evaluator computes it (`AxialSSIM`
+preparing the reference's terms in the call, every plane filtered) against scikit-image's
+`structural_similarity` per plane on the clipped float64 volumes: CPU time per pass over every case,
+alternating, medians and the ratio pair by pair; every case's value must be equal (==).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--errors-only", action="store_true", help="only the error-metric comparison")
+    parser.add_argument("--ssim-only", action="store_true", help="only the one-off axial SSIM comparison")
     args = parser.parse_args()
     import attrs
     import nibabel as nib
@@ -55,6 +61,9 @@ def main() -> None:
         write_baseline(task, "cubic", staged, root / "sub")
         if args.errors_only:
             compare_errors(staged, root / "sub", max(args.repeats, 5))
+            return
+        if args.ssim_only:
+            compare_ssim(staged, root / "sub", max(args.repeats, 5))
             return
 
         def harness() -> float:
@@ -136,6 +145,47 @@ def compare_errors(staged, sub: Path, repeats: int) -> None:
         shown = [(f"{x:.12g}", f"{float(y):.12g}") for x, y in zip(a, b, strict=True)]
         print(f"  {case} | " + " | ".join(f"{x} / {y}" for x, y in shown))
         assert all(x == y for x, y in shown), (case, shown)
+
+
+def compare_ssim(staged, sub: Path, repeats: int) -> None:
+    """Axial SSIM of each case, one-off (`AxialSSIM`, nothing kept) against scikit-image per plane, CPU time."""
+    from automedbench_synthesis import contract, refcache
+    from automedbench_synthesis.axialssim import AxialSSIM
+    from automedbench_synthesis.metric import HU_HI, HU_LO
+    from skimage.metrics import structural_similarity
+
+    pairs = []
+    for case in staged.case_ids:
+        ref = refcache.reference(staged.private, case, HU_LO, HU_HI, cache=False)
+        pred, _ = contract.read_volume(sub, case, contract.OUTPUT, ref.target.shape, ref.affine)
+        pairs.append((ref.target, pred))
+
+    def ours() -> list[float]:
+        return [AxialSSIM(target, None, HU_LO, HU_HI)(pred)["ssim"] for target, pred in pairs]
+
+    def scikit_image() -> list[float]:
+        values = []
+        for target, pred in pairs:
+            t, p = (np.clip(np.asarray(v, dtype=np.float64), HU_LO, HU_HI) for v in (target, pred))
+            values.append(float(np.mean([structural_similarity(t[:, :, k], p[:, :, k], data_range=HU_HI - HU_LO)
+                                         for k in range(t.shape[2])])))
+        return values
+
+    runs = {"ours": ours, "scikit-image": scikit_image}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    values = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            started = time.process_time()
+            values[name] = fn()
+            times[name].append(time.process_time() - started)
+    print(f"axial SSIM, one-off, {len(pairs)} cases of {pairs[0][1].shape}, CPU s per pass (median of {repeats}):")
+    for name, spent in times.items():
+        ratios = [o / t for o, t in zip(times["ours"], spent, strict=True)]
+        print(f"  {name:13s} {statistics.median(spent):.4f} s  (ours / this, pair by pair: median "
+              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f})")
+    assert values["ours"] == values["scikit-image"], values
+    print(f"  every case's SSIM equal (==): {', '.join(f'{v:.12g}' for v in values['ours'])}")
 
 
 if __name__ == "__main__":

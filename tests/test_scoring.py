@@ -189,6 +189,29 @@ def test_score_result_reads_one_inputs_record():
     assert [c.code for c in zeroed.error_codes] == ["H-BREACH"] and zeroed.error_codes[0].evidence_turns == [3]
 
 
+def test_an_evaluation_with_numbers_written_as_null_rates_no_better_than_c():
+    """The evaluator writes NaN/inf as null and counts them (`non_finite_numbers`); a track's caps read a null as
+    no value and would pass it, so the rating fails closed: a Task in the A band is held at C, naming why."""
+    import attrs
+    from automedbench.plugins import registry
+    from automedbench.records import Header, Isolation, Runtime, SubmissionManifest
+    from automedbench.testing import register_toy_track
+
+    register_toy_track()
+    track, task = registry().task("toy/vowels")
+    header = Header("r1", task.id, task.track, "lite", "a", "local", "rules", "2025-01-01T00:00:00+00:00")
+    made = evaluation(4, 4, strict=1.0)  # every case right (positive evidence)
+    clean = attrs.evolve(made, metric=attrs.evolve(made.metric, per_case=[
+        {"case_id": c.case_id, "correct": 1.0} for c in made.cases]))
+    inputs = scoring.ScoreInputs(track=track, task=task, header=header, state="scored", end_reason="submitted",
+                                 runtime=Runtime(), isolation=Isolation("local"), manifest=SubmissionManifest(),
+                                 evaluation=clean, judged=False)
+    assert scoring.score_result(inputs).aggregate.rating == "A"
+    odd = attrs.evolve(clean, metric=attrs.evolve(clean.metric, components={"non_finite_numbers": 2.0}))
+    held = scoring.score_result(attrs.evolve(inputs, evaluation=odd)).aggregate
+    assert held.rating == "C" and "2 number(s) of the evaluation were not finite" in held.rating_reason
+
+
 def test_s4_s5_items_name_the_cases_they_were_decided_from():
     """Where an item falls short it names the missing, invalid or non-positive cases (the run page links their
     rows); S5's evidence names the positive cases; an item every case earned names none (the whole table)."""

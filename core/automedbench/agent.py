@@ -132,6 +132,12 @@ class Agent(ABC):
         """Release clients and processes."""
 
 
+# What one reply may count: more has no plausible source, and the run's sums must stay numbers its record can hold
+# (two replies of 1e308 USD summed to infinity; 10**5000 tokens have no decimal text Python will write)
+MAX_REPLY_TOKENS = 10 ** 12
+MAX_REPLY_COST_USD = 1e9
+
+
 def turn_problem(reply: Any) -> str | None:
     """Why an agent's turn cannot be recorded or acted on (the runner ends the run as the agent's failure), or
     None. An agent is a plugin: a turn with a tool name that is not text, a token count that is text or a NaN
@@ -144,11 +150,12 @@ def turn_problem(reply: Any) -> str | None:
             return f"{name} is {type(getattr(reply, name)).__name__}, not text"
     for name in ("tokens_in", "tokens_out", "tokens_cached"):
         value = getattr(reply, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-            return f"{name} is {value!r:.40}, not a count"
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= MAX_REPLY_TOKENS:
+            return f"{name} is {_shown(value)}, not a count (0 to {MAX_REPLY_TOKENS} a reply)"
     cost = reply.cost_usd
-    if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not math.isfinite(cost) or cost < 0:
-        return f"cost_usd is {cost!r:.40}, not a finite amount"
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not math.isfinite(cost) or \
+            not 0 <= cost <= MAX_REPLY_COST_USD:
+        return f"cost_usd is {_shown(cost)}, not a finite amount (0 to {MAX_REPLY_COST_USD:g} USD a reply)"
     if not isinstance(reply.tool_calls, list | tuple):
         return f"tool_calls is {type(reply.tool_calls).__name__}, not a list"
     for call in reply.tool_calls:
@@ -161,6 +168,13 @@ def turn_problem(reply: Any) -> str | None:
                 not isinstance(call.source, str | None):
             return f"tool call {str(call.id)[:40]!r}: its id and source must be text"
     return None
+
+
+def _shown(value: Any) -> str:
+    """A reported number, briefly: an integer too long for decimal text by its size (repr would raise)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) > 10 ** 40:
+        return f"an integer of {int(value).bit_length()} bits"
+    return f"{value!r:.40}"
 
 
 def normalise_turn(reply: AgentTurn) -> AgentTurn:

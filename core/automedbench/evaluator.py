@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import math
+import numbers
 import os
 import resource
 import signal
@@ -205,8 +207,8 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
     if len(extra) > MAX_EXTRA:  # the record stays small whatever the agent left in outputs/
         extra = [*extra[:MAX_EXTRA], f"... and {len(extra) - MAX_EXTRA} more"]
-    metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else _aggregate(
-        scoring, scores, staged.case_ids)
+    metric = MetricBlock("contract check only", 0.0, 0.0) if scoring is None else finite_metric(_aggregate(
+        scoring, scores, staged.case_ids))
     if writer is not None:
         writer.close()
     # a case's requests are stamped with that case's id: one case can never ask for another's grade
@@ -364,6 +366,33 @@ def _aggregate(scoring: TaskEvaluation, scores: list[CaseScore | None], case_ids
         return scoring.aggregate(scores, case_ids)
     except Exception as exc:  # MemoryError under the address-space limit lands here too
         return MetricBlock(f"aggregate error: {type(exc).__name__}: {exc}"[:500], 0.0, 0.0)
+
+
+def finite_metric(metric: MetricBlock) -> MetricBlock:
+    """The metric with every number JSON cannot hold (NaN, an infinity) written as null, a Task value as 0, and how
+    many there were in the component `non_finite_numbers`. The evaluation record is written strictly, and a track's
+    arithmetic on agent values can leave one (a float128 output past float64's range made `out_max` infinite):
+    the agent's bytes must never fail that write, whatever track made the number."""
+    found = 0
+
+    def finite(value: Any) -> Any:
+        nonlocal found
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
+            found += 1
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [finite(v) for v in value]
+        return value
+
+    components, per_case = finite(metric.components), finite(metric.per_case)
+    strict, partial = (finite(v) for v in (metric.strict, metric.partial))
+    strict, partial = 0.0 if strict is None else strict, 0.0 if partial is None else partial
+    if not found:
+        return metric
+    return attrs.evolve(metric, strict=strict, partial=partial, per_case=per_case,
+                        components={**components, "non_finite_numbers": float(found)})
 
 
 def failed_evaluation(task_id: str, staged: StagedData, manifest: SubmissionManifest, reason: str) -> Evaluation:

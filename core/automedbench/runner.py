@@ -21,6 +21,7 @@ import resource
 import secrets
 import shutil
 import time
+import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -198,6 +199,21 @@ class Run:
             # interrupted twice while scoring: the run is recorded as cancelled all the same, never half-scored
             st.fail("cancelled", errors.END_CANCELLED, interrupt.reason())
             return self._finish(st, t0, reserve)
+        except Exception as exc:
+            # a fault while scoring or writing the record (a track hook's bug) is the harness's: the run is still
+            # recorded, as an infrastructure failure naming it (its traceback on stderr), without the evaluation
+            # the fault came from; if even that record cannot be made, the fault propagates, and it never leaves
+            # the workspace image mounted on the host
+            traceback.print_exc()
+            if not self.folder.result.exists():
+                st.fail("infrastructure_failure", errors.END_INFRA_ERROR,
+                        f"fault while recording the run: {type(exc).__name__}: {exc}"[:500])
+                st.evaluation = None
+                with contextlib.suppress(Exception):
+                    return self._finish(st, t0, reserve)
+            with contextlib.suppress(Exception):
+                self._release_workspace(keep=self.o.keep_workspace)
+            raise
 
     def _open_folder(self) -> Path:
         """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""

@@ -311,7 +311,7 @@ def score_result(inputs: ScoreInputs) -> Result:
         stages, metric = [], None
     if isolation.breached:
         stages, metric = zero_for_breach(stages, metric)
-    cap = track.rating_cap(task, metric) if metric is not None else None
+    cap = (non_finite_cap(metric) or track.rating_cap(task, metric)) if metric is not None else None
     rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached, positive, cap)
     agg = aggregate(stages, metric, rating) if stages else Aggregate(
         None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), RULE)
@@ -322,3 +322,11 @@ def score_result(inputs: ScoreInputs) -> Result:
     return Result(inputs.header, state, inputs.end_reason, inputs.runtime, stages, metric, agg, isolation,
                   inputs.manifest, evaluation.cases if evaluation else [], codes, inputs.verdict, inputs.error,
                   describe_conditions(resolved.rubric) if judged and resolved is not None else None)
+
+
+def non_finite_cap(metric: MetricBlock) -> str | None:
+    """A Task whose evaluation held numbers JSON cannot hold (the evaluator wrote them as null: `finite_metric`)
+    rates no better than C: a track's caps read a null as no value, so they would pass it; this fails closed."""
+    count = metric.components.get("non_finite_numbers") or 0
+    return f"{count:.0f} number(s) of the evaluation were not finite (written as null)" if count else None
+

@@ -27,6 +27,9 @@ _STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
 MAX_LITERALS = 500
 MAX_HEREDOCS = 200  # heredocs looked into per call; later ones are read as plain lines
 _RUNS = re.compile(r"(?:python3?|bash|sh)\s+(\S+)")  # the word after an interpreter: a script it runs
+_QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
+_WORD = re.compile(r"[^\W_]+")  # the runs of letters and digits an echo is compared by
+MAX_SPELL_STEPS = 200_000  # word-splitting steps per call; past them a word counts as spelt from the literals
 
 
 # ------------------------------------------------------------------ python
@@ -110,7 +113,11 @@ def python_literals(code: str) -> list[str]:
     for tok in tokens:
         if tok.type == tokenize.STRING:
             prefix, body = _string_body(tok.string)
-            found += _FSTRING_EXPR.split(body)[::2] if "f" in prefix else [body]
+            if "f" in prefix:  # the text around the expressions, and the strings inside them ({'model'})
+                parts = _FSTRING_EXPR.split(body)
+                found += parts[::2] + [a or b for expr in parts[1::2] for a, b in _QUOTED.findall(expr)]
+            else:
+                found.append(body)
         elif tok.type == tokenize.NUMBER:
             found.append(tok.string)
     return found
@@ -257,18 +264,52 @@ def code_literals(language: str, code: str) -> list[str]:
 
 
 def observed_output(language: str, code: str, stdout: str) -> str:
-    """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence)."""
+    """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence).
+
+    Compared without case and word by word: a line is an echo when each of its words is a literal's word or
+    several of them run together, so `'MODEL LOADED'.lower()`, `'mo' + 'del loaded'` and `f"{'model'} loaded"`
+    are echoes as `'model loaded'` is. A word computed otherwise (a shape, a digest) keeps the line."""
     literals = code_literals(language, code)
-    pieces = sorted({p.strip() for lit in literals for p in lit.splitlines() if len(p.strip()) >= 3},
+    pieces = sorted({p.strip().casefold() for lit in literals for p in lit.splitlines() if len(p.strip()) >= 3},
                     key=len, reverse=True)[:MAX_LITERALS]
     numbers = {lit for lit in literals if re.fullmatch(r"[\d.eE+-]+", lit)}
+    spelling = _Spelling({w.casefold() for lit in literals for w in _WORD.findall(lit)})
     lines = (stdout or "").split("\n")
     # one pass over the whole output (longest piece first at each place), not a pass per piece per line
     echoes = re.compile("|".join(re.escape(p) for p in pieces)) if pieces else None
-    rests = echoes.sub(" ", "\n".join(lines)).split("\n") if echoes else lines
+    folded = "\n".join(lines).casefold()  # casefolding never adds or removes a line break
+    rests = echoes.sub(" ", folded).split("\n") if echoes else folded.split("\n")
     kept = []
     for line, rest in zip(lines, rests, strict=True):
         rest = " ".join(w for w in re.split(r"[\s,;:()\[\]{}'\"]+", rest) if w and w not in numbers)
-        if re.search(r"[A-Za-z0-9]", rest):
+        if any(not spelling.spelt(w) for w in _WORD.findall(rest)):
             kept.append(line)
     return "\n".join(kept)
+
+
+class _Spelling:
+    """Whether a word is one of the literals' words or, letters only, several run together (`mo` + `del`), by dynamic
+    programming over the word's positions; bounded per call (past the budget a word counts as spelt: an
+    outsized output loses evidence rather than letting an echo count)."""
+
+    def __init__(self, words: set[str]) -> None:
+        self.words = words
+        self.lengths = sorted({len(w) for w in words})
+        self.steps = 0
+        self.known: dict[str, bool] = {}
+
+    def spelt(self, word: str) -> bool:
+        if word in self.words:
+            return True
+        if not word.isalpha():  # a number or a digest is computed unless it is a literal itself
+            return False
+        if word not in self.known:
+            reach = [True] + [False] * len(word)
+            for end in range(1, len(word) + 1):
+                self.steps += len(self.lengths)
+                if self.steps > MAX_SPELL_STEPS:
+                    return True
+                reach[end] = any(n <= end and reach[end - n] and word[end - n:end] in self.words
+                                 for n in self.lengths)
+            self.known[word] = reach[-1]
+        return self.known[word]

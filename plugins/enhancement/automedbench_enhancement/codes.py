@@ -27,7 +27,7 @@ class EnhancementOutputDetector(Detector):
         kind = (ctx.result.header.task or "").split("/")[-1]
         sr = "sr" in kind
         if sr:
-            off = [r["case_id"] for r in rows if r.get("out_max", 0.0) > UNIT_SCALE_MAX]
+            off = [r["case_id"] for r in rows if r.get("out_max") is not None and r["out_max"] > UNIT_SCALE_MAX]
             what = f"outside the [0, 1] scale (max > {UNIT_SCALE_MAX})"
         else:
             off = [r["case_id"] for r in rows if r.get("out_max") is not None and r["out_max"] < HU_SCALE_MAX]

@@ -66,5 +66,5 @@ class SegmentationTrack(PackagedTrack):
         against an empty reference is no evidence). Here, not in the metric module: scoring a run in the harness
         must not load nibabel and numpy for it."""
         if task.params.get("kind") == "multilabel":
-            return any(row.get(f"dice_{k}", 0.0) > 0 for k in row.get("reference_labels", []))
-        return any(row.get(f"{part}_positive") and row.get(f"{part}_dice", 0.0) > 0 for part in ("organ", "lesion"))
+            return any((row.get(f"dice_{k}") or 0.0) > 0 for k in row.get("reference_labels", []))
+        return any(row.get(f"{part}_positive") and (row.get(f"{part}_dice") or 0.0) > 0 for part in ("organ", "lesion"))

@@ -23,8 +23,23 @@ COV_NORM = WIN * WIN / (WIN * WIN - 1.0)  # scikit-image's sample covariance: NP
 MIN_MASK = 16  # a masked plane with fewer mask voxels is not scored
 
 
-def _box(image: np.ndarray) -> np.ndarray:
-    return ndimage.uniform_filter(image, size=WIN)
+def box_means(by_columns: np.ndarray, by_rows: np.ndarray) -> None:
+    """scikit-image's box filter (scipy's `uniform_filter`: a running mean along plane axis 0, then along axis 1,
+    reflected at the edges) of a stack of planes given transposed (`by_columns`, C-ordered, (k, n1, n0)), into
+    `by_rows` ((k, n0, n1)); `by_columns` is overwritten.
+
+    Each pass runs along contiguous memory: the first filters the transposed planes along their rows (the planes'
+    columns), the result is transposed back in blocks for the second. Each line is the same numbers in the same
+    order as scipy's, so the values are equal; the strided pass `uniform_filter` would run costs about three
+    times a contiguous one, and one call filters the whole stack."""
+    ndimage.uniform_filter1d(by_columns, WIN, axis=2, output=by_columns)  # along plane axis 0
+    for start in range(0, by_rows.shape[2], _BLOCK):  # transposed in blocks: about half a whole copy's time
+        stop = start + _BLOCK
+        np.copyto(by_rows[:, :, start:stop], by_columns[:, start:stop, :].transpose(0, 2, 1))
+    ndimage.uniform_filter1d(by_rows, WIN, axis=2, output=by_rows)  # along plane axis 1
+
+
+_BLOCK = 32  # planes' columns transposed at a time (measured: 8 and 64 slower on 128 x 128 planes)
 
 
 class PlaneTerms:
@@ -34,10 +49,13 @@ class PlaneTerms:
 
     def __init__(self, index: int, plane: np.ndarray, lo: float, hi: float, mask: np.ndarray | None) -> None:
         self.index = index
-        ref = np.clip(np.asarray(plane, dtype=np.float64), lo, hi)
-        self.ref_t = np.ascontiguousarray(ref.T)  # the layout the prediction's first filter pass uses
-        ux = _box(ref)
-        uxx = _box(ref * ref)
+        ref_t = np.empty((2, plane.shape[1], plane.shape[0]), dtype=np.float64)
+        np.copyto(ref_t[0], plane.T, casting="unsafe")
+        np.clip(ref_t[0], lo, hi, out=ref_t[0])
+        self.ref_t = ref_t[0].copy()  # the clipped plane, transposed: the layout the prediction's first pass uses
+        np.multiply(ref_t[0], ref_t[0], out=ref_t[1])
+        ux, uxx = means = np.empty((2, *plane.shape), dtype=np.float64)
+        box_means(ref_t, means)
         self.vx = COV_NORM * (uxx - ux * ux)  # grouped as scikit-image groups it, so the bits match
         self.ux, self.two_ux, self.ux2 = ux, 2 * ux, ux ** 2
         self.inside: np.ndarray | None = None
@@ -92,7 +110,7 @@ class AxialSSIM:
         work = _Work(self.shape[:2])
         for terms in self.kept if self.kept is not None else self._prepare():
             y_t = work.clipped(prediction[:, :, terms.index], self.lo, self.hi)
-            if np.array_equal(y_t, terms.ref_t):
+            if np.array_equal(y_t[0], terms.ref_t[0]) and np.array_equal(y_t, terms.ref_t):  # first row: a cheap no
                 # scikit-image's value for a plane equal to the reference's, without the filtering: every term of
                 # the map's numerator then equals its denominator's, bit for bit, so the map is 1.0 everywhere
                 # (CT-SR: the slices the degradation kept, which any interpolation passes through)
@@ -132,16 +150,10 @@ class AxialSSIM:
         return a1
 
 
-_BLOCK = 32  # planes' columns transposed at a time (measured: 8 and 64 slower on 128 x 128 planes)
-
 
 class _Work:
-    """One prediction's buffers, reused plane after plane, and its box filter: scikit-image's (scipy's
-    `uniform_filter`: a running mean along plane axis 0, then along axis 1, reflected at the edges) with each pass
-    run along contiguous memory. The first pass filters the transposed plane along its rows, which are the
-    plane's columns; the result is transposed back for the second. Each line is the same numbers in the same
-    order as scipy's, so the values are equal; the strided pass scipy would run costs about three times a
-    contiguous one. The three moment images (y, y*y, ref*y) are stacked, one filter call per pass."""
+    """One prediction's buffers, reused plane after plane: its clipped plane and moment images (y, y*y, ref*y)
+    stacked transposed for `box_means`, their means, and the map's intermediate terms."""
 
     __slots__ = ("by_columns", "by_rows", "spare")
 
@@ -162,8 +174,4 @@ class _Work:
         y_t = self.by_columns[0]
         np.multiply(y_t, y_t, out=self.by_columns[1])
         np.multiply(ref_t, y_t, out=self.by_columns[2])
-        ndimage.uniform_filter1d(self.by_columns, WIN, axis=2, output=self.by_columns)  # along plane axis 0
-        for start in range(0, self.by_rows.shape[2], _BLOCK):  # transposed in blocks: about half a whole copy's time
-            stop = start + _BLOCK
-            np.copyto(self.by_rows[:, :, start:stop], self.by_columns[:, start:stop, :].transpose(0, 2, 1))
-        ndimage.uniform_filter1d(self.by_rows, WIN, axis=2, output=self.by_rows)  # along plane axis 1
+        box_means(self.by_columns, self.by_rows)

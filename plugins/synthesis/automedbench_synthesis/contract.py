@@ -37,9 +37,12 @@ def header_shape(raw: bytes) -> tuple[tuple[int, ...], np.dtype, type]:
     else:
         raise ValueError("not a NIfTI file (bad sizeof_hdr)")
     klass = nib.Nifti1Header if size == 348 else nib.Nifti2Header
-    header = klass.from_fileobj(io.BytesIO(raw[:size]))
-    image_class = nib.Nifti1Image if size == 348 else nib.Nifti2Image
-    return tuple(int(d) for d in header.get_data_shape()), np.dtype(header.get_data_dtype()), image_class
+    try:  # nibabel's own refusals (a bad magic, an unknown data type) are HeaderDataError, not ValueError
+        header = klass.from_fileobj(io.BytesIO(raw[:size]))
+        dims, dtype = tuple(int(d) for d in header.get_data_shape()), np.dtype(header.get_data_dtype())
+    except Exception as exc:
+        raise ValueError(f"unreadable header ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    return dims, dtype, nib.Nifti1Image if size == 348 else nib.Nifti2Image
 
 
 def parse_nifti(data: bytes, shape: tuple[int, ...] | None, origin: str) -> tuple[np.ndarray, np.ndarray]:

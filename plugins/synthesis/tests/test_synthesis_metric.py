@@ -187,6 +187,31 @@ def test_axial_ssim_is_scikit_image_bit_for_bit_with_and_without_kept_terms(fort
         assert kept(ref)["ssim"] == 1.0  # every plane equal: exactly scikit-image's 1.0
 
 
+@pytest.mark.parametrize("dtype", ["<i2", ">f4", "<f8", "<f2", "<u2"])
+def test_axial_ssim_is_scikit_image_bit_for_bit_for_any_voxel_type(dtype):
+    """Volumes of other voxel types (what an output or a target may hold: integers, half, double, big-endian) give
+    scikit-image's value (==) on the same voxels converted to float64, then clipped (its order), prediction and
+    reference alike, in either memory order; a plane equal to the reference's only after clipping scores 1.0."""
+    from automedbench_synthesis.axialssim import AxialSSIM
+    from skimage.metrics import structural_similarity
+
+    rng = np.random.default_rng(11)
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else np.finfo(dtype)
+    lo, hi = max(float(info.min), -5000.0), min(float(info.max), 5000.0)
+    for fortran in (False, True):
+        ref, pred = (np.clip(v, lo, hi).astype(dtype) for v in _random_pair(rng, (23, 17, 6), fortran))
+        if fortran:
+            ref, pred = np.asfortranarray(ref), np.asfortranarray(pred)
+        rc, pc = (np.clip(np.asarray(v, dtype=np.float64), -1024, 3071) for v in (ref, pred))
+        expected = float(np.mean([structural_similarity(rc[:, :, k], pc[:, :, k], data_range=4095)
+                                  for k in range(ref.shape[2])]))
+        for keep in (True, False):
+            assert AxialSSIM(ref, None, -1024, 3071, keep=keep)(pred)["ssim_full_plane"] == expected
+    if np.dtype(dtype).kind != "u":  # beyond the window on both sides, differently: equal once clipped
+        below = np.full((9, 8, 1), -3000, dtype=dtype)
+        assert AxialSSIM(below, None, -1024, 3071)(np.full((9, 8, 1), -2000, dtype=dtype))["ssim"] == 1.0
+
+
 def test_a_warm_evaluation_decodes_each_output_once_and_rereads_a_changed_reference(tmp_path, monkeypatch):
     """The checker's decode serves the scorer; the staged target is decoded once per file version (a restaged
     file is read again, never served stale); the input-copy fact matches np.array_equal."""
