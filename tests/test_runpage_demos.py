@@ -3,7 +3,8 @@ skip-validate run (Lite: S3 fails, Lite's items auto-pass), every stage item lin
 failing S3 links to the turn where it failed (the batch that came without a pilot), and each case has its picture
 (input, output, reference) drawn within the budget, only in the run folder.
 
-Two runs per demo, each checked many ways; every demo is its own test so the slow tier spreads them."""
+Two runs per demo, each checked many ways, one test per demo; the runs come from the session's `amb_run` cache, shared
+with the tracks' own tests in the same worker (`--dist loadfile` gives this file to one worker whole)."""
 
 from __future__ import annotations
 
