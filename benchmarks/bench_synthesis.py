@@ -31,7 +31,9 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +101,25 @@ def main() -> None:
         compare_errors(staged, root / "sub", max(args.repeats, 5))
 
 
+def alternate(runs: dict[str, Callable[[], Any]], repeats: int, title: str) -> dict[str, Any]:
+    """Each run's CPU time over `repeats` alternating passes, printed as medians and the ratio of the first run
+    ("ours") to each, pair by pair; each run's last value."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    values = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            started = time.process_time()
+            values[name] = fn()
+            times[name].append(time.process_time() - started)
+    print(f"{title}, CPU s per pass (median of {repeats}):")
+    width = max(len(name) for name in runs)
+    for name, spent in times.items():
+        ratios = [o / t for o, t in zip(times["ours"], spent, strict=True)]
+        print(f"  {name:{width}s} {statistics.median(spent):.4f} s  (ours / this, pair by pair: median "
+              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f})")
+    return values
+
+
 def compare_errors(staged, sub: Path, repeats: int) -> None:
     """MAE/RMSE/PSNR: ours against scikit-learn + scikit-image on the same volumes, CPU time, same process."""
     from automedbench_synthesis import contract, refcache
@@ -128,18 +149,7 @@ def compare_errors(staged, sub: Path, repeats: int) -> None:
                           for r, p in pairs])
 
     runs = {"ours": ours, "libraries": lambda: libraries(as64), "libraries + conversion": converting}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    values = {}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            started = time.process_time()
-            values[name] = fn()
-            times[name].append(time.process_time() - started)
-    print(f"error metrics, {len(pairs)} cases of {pairs[0][1].shape}, CPU s per pass (median of {repeats}):")
-    for name, spent in times.items():
-        ratios = [o / t for o, t in zip(times["ours"], spent, strict=True)]
-        print(f"  {name:24s} {statistics.median(spent):.4f} s  (ours / this, pair by pair: median "
-              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f})")
+    values = alternate(runs, repeats, f"error metrics, {len(pairs)} cases of {pairs[0][1].shape}")
     print("  case | MAE (HU) ours / libraries | RMSE (HU) ours / libraries | PSNR (dB) ours / libraries")
     for case, a, b in zip(staged.case_ids, values["ours"], values["libraries"], strict=True):
         shown = [(f"{x:.12g}", f"{float(y):.12g}") for x, y in zip(a, b, strict=True)]
@@ -171,19 +181,8 @@ def compare_ssim(staged, sub: Path, repeats: int) -> None:
                                          for k in range(t.shape[2])])))
         return values
 
-    runs = {"ours": ours, "scikit-image": scikit_image}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    values = {}
-    for _ in range(repeats):
-        for name, fn in runs.items():
-            started = time.process_time()
-            values[name] = fn()
-            times[name].append(time.process_time() - started)
-    print(f"axial SSIM, one-off, {len(pairs)} cases of {pairs[0][1].shape}, CPU s per pass (median of {repeats}):")
-    for name, spent in times.items():
-        ratios = [o / t for o, t in zip(times["ours"], spent, strict=True)]
-        print(f"  {name:13s} {statistics.median(spent):.4f} s  (ours / this, pair by pair: median "
-              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f})")
+    values = alternate({"ours": ours, "scikit-image": scikit_image}, repeats,
+                       f"axial SSIM, one-off, {len(pairs)} cases of {pairs[0][1].shape}")
     assert values["ours"] == values["scikit-image"], values
     print(f"  every case's SSIM equal (==): {', '.join(f'{v:.12g}' for v in values['ours'])}")
 

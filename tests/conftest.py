@@ -9,7 +9,10 @@ import file_order
 import pytest
 from automedbench.plugins import registry
 from automedbench.runner import Run, RunOptions
-from automedbench.testing import amb_docker, pytest_configure  # noqa: F401 - the checkout's own data folder
+
+# the test kit as the tracks' tests load it: its pytest_configure (the checkout's own data folder), amb_docker, and
+# amb_run registered once, so its session cache is the one the tracks' tests fill (a run is not made twice)
+pytest_plugins = ["automedbench.testing"]
 
 DEMO = "segmentation/demo"
 
@@ -30,6 +33,21 @@ def pytest_collection_modifyitems(items):
     rank = {name: k for k, name in enumerate(file_order.order(tiers, file_order.load()))}
     items.sort(key=lambda item: rank[file_order.file_of(item.nodeid)])
     return outcome
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (scripts/test.sh) hands out whole files, and each group of tests/file_order.py (files
+    paying the same first-in-process cost, or sharing a cached run) whole to one worker: one cost per tier."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return file_order.unit_of(file_order.file_of(nodeid))
+
+    return FilesAndGroups(config, log)
 
 
 _SPENT: dict[str, dict[str, float]] = {}

@@ -6,6 +6,12 @@ collection order. Longest first, the workers end within about one short file of 
 while the other had finished. tests/conftest.py sorts the collection with `order` and, with
 AUTOMEDBENCH_FILE_TIMES=update, writes the seconds a session measured into the table with `merge`.
 The table only orders: a file missing from it goes first (a new file may be long), a stale entry is harmless.
+
+Files that pay the same cost the first time a process needs it, or share a cached run, form a group (`GROUPS`):
+one unit of work that xdist hands to one worker whole (tests/conftest.py's scheduler), ordered by the group's
+summed seconds. Spread over the workers, each one paid the cost again (fast tier, CPU-s of a cgroup around pytest
+`-n 0`): the six torch files took 94 in six processes, 45 in one; five report_gen files (METEOR, nltk) 92 and 58;
+the run page test's classification case and the classification tests' slow tier 98 and 74 (one run fewer).
 """
 
 from __future__ import annotations
@@ -49,14 +55,46 @@ def load(path: Path = FILE_TIMES) -> dict[str, dict[str, float]]:
     return table
 
 
-def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str, float]]) -> list[str]:
-    """The files, longest first: a file's length is its seconds in the tiers its selected tests are in; files
-    the table does not name come first, in their given order (the sort is stable)."""
+# group name -> its files (repository-relative, as in the table); a file is in at most one group
+GROUPS: dict[str, tuple[str, ...]] = {
+    # report_gen's evaluations start METEOR's JVM in the process's warm evaluator, its metric tests import nltk
+    "report_gen-meteor": tuple(f"plugins/report_gen/tests/test_report_gen_{name}.py" for name in (
+        "reference_reach", "demo_seeds", "metric", "grader", "runs", "stagers", "stager_conformance")),
+    # torch (+ MONAI, which imports transformers, or transformers) in the test process: the reference SSIM, Dice
+    # and surface metrics, the CheXbert and Hugging Face scorers, the shipped classification checkpoint; and the
+    # run page test, which shares the classification demo's Standard reference run with the classification tests
+    "torch-in-process": ("plugins/enhancement/tests/test_enhancement_metric.py",
+                         "plugins/segmentation/tests/test_segmentation_primary_label.py",
+                         "plugins/segmentation/tests/test_segmentation_dice.py",
+                         "plugins/segmentation/tests/test_segmentation_surface.py",
+                         "plugins/report_gen/tests/test_report_gen_chexbert.py",
+                         "plugins/report_gen/tests/test_report_gen_hf.py",
+                         "plugins/classification/tests/test_classification_runs.py",
+                         "tests/test_runpage_demos.py"),
+}
+_GROUP_OF = {name: group for group, files in GROUPS.items() for name in files}
+
+
+def unit_of(name: str, groups: Mapping[str, Iterable[str]] | None = None) -> str:
+    """The unit of work a file goes to a worker in: its group's name (`group:NAME`), or the file itself."""
+    group = _GROUP_OF.get(name) if groups is None else next((g for g, files in groups.items() if name in files), None)
+    return f"group:{group}" if group else name
+
+
+def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str, float]],
+          groups: Mapping[str, Iterable[str]] | None = None) -> list[str]:
+    """The files, longest unit first: a file's length is its seconds in the tiers its selected tests are in, a
+    group's the sum of its files' (`GROUPS`, or `groups`), whose files follow each other, longest first; files
+    the table does not name come first, in their given order (the sorts are stable)."""
     def seconds(name: str) -> float:
         known = table.get(name)
         return float("inf") if known is None else sum(known.get(tier, 0.0) for tier in tiers_by_file[name])
 
-    return sorted(tiers_by_file, key=seconds, reverse=True)
+    units: dict[str, list[str]] = {}
+    for name in tiers_by_file:
+        units.setdefault(unit_of(name, groups), []).append(name)
+    ranked = sorted(units.values(), key=lambda files: sum(seconds(name) for name in files), reverse=True)
+    return [name for files in ranked for name in sorted(files, key=seconds, reverse=True)]
 
 
 def merge(spent: Mapping[str, Mapping[str, float]], path: Path = FILE_TIMES) -> None:

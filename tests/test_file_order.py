@@ -68,3 +68,48 @@ def test_the_repositorys_table_is_well_formed():
     raw = json.loads(file_order.FILE_TIMES.read_text())
     assert raw and raw == file_order.load()
     assert all(name.endswith(".py") and "/test_" in name for name in raw)
+
+
+def test_a_groups_files_follow_each_other_ordered_by_the_groups_sum():
+    """A group is one unit: placed by its files' summed seconds, its files together, longest first; files in no
+    group and unknown files keep the plain order (above)."""
+    table = {"a.py": {"fast": 25.0}, "b.py": {"fast": 20.0}, "g1.py": {"fast": 15.0}, "g2.py": {"fast": 12.0},
+             "c.py": {"fast": 5.0}}
+    groups = {"jvm": ("g2.py", "g1.py", "absent.py")}
+    tiers = {name: {"fast"} for name in ["c.py", "g2.py", "a.py", "new.py", "g1.py", "b.py"]}
+    assert file_order.order(tiers, table, groups) == ["new.py", "g1.py", "g2.py", "a.py", "b.py", "c.py"]
+    assert file_order.order(tiers, table, {}) == ["new.py", "a.py", "b.py", "g1.py", "g2.py", "c.py"]
+    assert file_order.unit_of("g2.py", groups) == file_order.unit_of("g1.py", groups) == "group:jvm"
+    assert file_order.unit_of("a.py", groups) == "a.py"
+
+
+def test_the_groups_name_existing_test_files_once_each():
+    root = file_order.FILE_TIMES.parent.parent
+    named = [name for files in file_order.GROUPS.values() for name in files]
+    assert len(named) == len(set(named))
+    assert all((root / name).is_file() and "/test_" in name for name in named), named
+
+
+class _Config:
+    """What xdist's schedulers read from the configuration: the distribution mode and the workers."""
+
+    def __init__(self, dist: str) -> None:
+        self.values = {"dist": dist, "tx": ["2*popen"]}
+
+    def getvalue(self, name: str):
+        return self.values[name]
+
+
+def test_loadfile_hands_out_a_group_whole_and_other_files_alone(request):
+    """tests/conftest.py's scheduler (scripts/test.sh's `--dist loadfile`): a group's tests share one scope (xdist
+    gives a scope to one worker), every other file is its own scope; other modes keep xdist's own scheduler."""
+    if not request.config.pluginmanager.hasplugin("xdist"):
+        pytest.skip("pytest-xdist is not loaded (-p no:xdist)")
+    hook = request.config.pluginmanager.hook.pytest_xdist_make_scheduler
+    scheduler = hook(config=_Config("loadfile"), log=None)
+    group, files = next(iter(file_order.GROUPS.items()))
+    scopes = {scheduler._split_scope(f"{name}::test_x[1]") for name in files}
+    assert scopes == {f"group:{group}"}
+    assert scheduler._split_scope("tests/test_file_order.py::test_x") == "tests/test_file_order.py"
+    assert scheduler._split_scope("tests/test_file_order.py::Cls::test_x") == "tests/test_file_order.py"
+    assert type(hook(config=_Config("load"), log=None)).__name__ != type(scheduler).__name__

@@ -84,6 +84,27 @@ def test_text_leaks_are_found_whatever_the_whitespace_encoding_or_invalid_bytes(
     assert all(leak.source == str(tmp_path / "pkg" / leak.source.rsplit("/", 1)[-1]) for leak in leaks)
 
 
+def test_needles_sharing_a_screen_word_are_each_found_once_in_the_files_that_hold_them(tmp_path):
+    """Needles whose longest words coincide or hold one another (a report demo's twelve texts screen on two
+    words, `consolidation` inside `consolidation.`) are screened once per distinct word and shortest first:
+    every needle is still found in each file holding it (plain, gzip with an upper-case suffix), in none that
+    holds only the shorter word, the longer one or neither."""
+    texts = {f"n{i}": f"Dense consolidation{tail} seen at the {side} base on this film, number {i} of the set."
+             for i, (tail, side) in enumerate([("", "left"), ("", "right"), (".", "left"), (".", "right")])}
+    readable = tmp_path / "pkg"
+    readable.mkdir()
+    for name, text in texts.items():
+        (readable / f"{name}.txt").write_text(f"header\n{text}\n")
+    (readable / "n3.TXT.GZ").write_bytes(gzip.compress(texts["n3"].encode()))
+    (readable / "short_word.md").write_text("consolidation only, and nothing else from any reference text")
+    (readable / "long_word.md").write_text("consolidation. only: a sentence that is no needle at all")
+    (readable / "neither.md").write_text("an unrelated package's documentation " * 5)
+    leaks = find_reference_leaks({}, [tmp_path], texts=texts)
+    found = sorted((leak.reference, leak.source.rsplit("/", 1)[-1]) for leak in leaks)
+    assert found == [("n0", "n0.txt"), ("n1", "n1.txt"), ("n2", "n2.txt"), ("n3", "n3.TXT.GZ"), ("n3", "n3.txt")]
+    assert all(leak.how == "same text" for leak in leaks)
+
+
 def test_mirrored_and_flipped_remapped_copies_are_found_for_every_reference(tmp_path):
     """Each flip of a monotone-remapped copy is found, for several references of one shape (the rank
     arrays a candidate shares across references and flips)."""

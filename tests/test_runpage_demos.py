@@ -3,16 +3,16 @@ skip-validate run (Lite: S3 fails, Lite's items auto-pass), every stage item lin
 failing S3 links to the turn where it failed (the batch that came without a pilot), and each case has its picture
 (input, output, reference) drawn within the budget, only in the run folder.
 
-Two runs per demo, each checked many ways; every demo is its own test so the slow tier spreads them."""
+Two runs per demo, each checked many ways, one test per demo; the runs come from the session's `amb_run` cache, shared
+with the tracks' own tests in the same worker (`--dist loadfile` gives this file to one worker whole)."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from automedbench.plugins import registry
-from automedbench.testing import register_toy_track, run_task
+from automedbench.testing import register_toy_track
 from runpage_checks import check_run_page
 
 register_toy_track()
@@ -28,10 +28,11 @@ def _tier(task: str, preferred: str) -> str:
 
 @pytest.mark.slow  # two whole runs per demo
 @pytest.mark.parametrize("task", DEMOS)
-def test_every_item_links_its_evidence_and_every_case_has_its_picture(task, tmp_path, demo_data):
+def test_every_item_links_its_evidence_and_every_case_has_its_picture(task, amb_run):
     images = task not in TEXT_ONLY
-    result, run_dir = run_task(task, "reference", out=tmp_path, data_root=demo_data,
-                               tier=_tier(task, "standard"))
+    # the session's cached runs (`amb_run`): the track's own tests read the same reference run (classification's
+    # Standard one, ~25 CPU-s, in the same worker: tests/file_order.py's GROUPS); nothing here writes to them
+    result, run_dir = amb_run(task, "reference", tier=_tier(task, "standard"))
     assert result.state == "scored", result.error
     page = check_run_page(run_dir, images=images)
     text = (run_dir / "view.html").read_text()
@@ -50,7 +51,7 @@ def test_every_item_links_its_evidence_and_every_case_has_its_picture(task, tmp_
     assert (run_dir / "pictures" / "index.json").is_file()
     assert not list((run_dir / "submission").rglob("case-*.png"))
 
-    flawed, flawed_dir = run_task(task, "skip-validate", out=tmp_path, data_root=demo_data, tier="lite")
+    flawed, flawed_dir = amb_run(task, "skip-validate", tier="lite")
     assert flawed.state == "scored", flawed.error
     check_run_page(flawed_dir, images=images)
     s3 = next(s for s in flawed.stages if s.stage == "S3")
@@ -70,11 +71,3 @@ def test_demo_list_covers_every_track():
     tracks = {t.split("/", 1)[0] for t in DEMOS}
     assert {t for t in REG.tasks() if not t.startswith("toy/")} and tracks >= {
         t.split("/", 1)[0] for t in REG.tasks() if REG.task(t)[1].demo}
-
-
-@pytest.fixture
-def demo_data() -> Path:
-    """The checkout's staged demos (`automedbench.testing` sets AUTOMEDBENCH_DATA), shared with other tests."""
-    from automedbench.staging import default_data_root
-
-    return default_data_root()

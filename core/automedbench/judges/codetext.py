@@ -270,19 +270,12 @@ def observed_output(language: str, code: str, stdout: str) -> str:
     several of them run together, so `'MODEL LOADED'.lower()`, `'mo' + 'del loaded'` and `f"{'model'} loaded"`
     are echoes as `'model loaded'` is. A word computed otherwise (a shape, a digest) keeps the line."""
     literals = code_literals(language, code)
-    pieces = sorted({p.strip().casefold() for lit in literals for p in lit.splitlines() if len(p.strip()) >= 3},
-                    key=len, reverse=True)[:MAX_LITERALS]
-    numbers = {lit for lit in literals if re.fullmatch(r"[\d.eE+-]+", lit)}
+    # a literal echoed whole is words of literals too: the word check alone marks it, with no pass removing the
+    # literals first (that pass compiled an alternation of up to 500 literals per call)
     spelling = _Spelling({w.casefold() for lit in literals for w in _WORD.findall(lit)})
-    lines = (stdout or "").split("\n")
-    # one pass over the whole output (longest piece first at each place), not a pass per piece per line
-    echoes = re.compile("|".join(re.escape(p) for p in pieces)) if pieces else None
-    folded = "\n".join(lines).casefold()  # casefolding never adds or removes a line break
-    rests = echoes.sub(" ", folded).split("\n") if echoes else folded.split("\n")
     kept = []
-    for line, rest in zip(lines, rests, strict=True):
-        rest = " ".join(w for w in re.split(r"[\s,;:()\[\]{}'\"]+", rest) if w and w not in numbers)
-        if any(not spelling.spelt(w) for w in _WORD.findall(rest)):
+    for line in (stdout or "").split("\n"):
+        if any(not spelling.spelt(w) for w in _WORD.findall(line.casefold())):
             kept.append(line)
     return "\n".join(kept)
 

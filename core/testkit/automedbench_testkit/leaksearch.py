@@ -244,6 +244,7 @@ def find_reference_leaks(images: dict[str, np.ndarray], roots: list[Path], *, pr
     targets = {name: _target(np.asarray(image, np.float64)) for name, image in images.items()}
     sizes = {size for size, _ in hashes}
     tokens = _needle_tokens(needles)
+    screens = _screens(tokens)
     for name_, size in _walk_paths(roots, max_files):
         if size in sizes:
             found = hashes.get((size, _sha256(Path(name_))))
@@ -251,8 +252,8 @@ def find_reference_leaks(images: dict[str, np.ndarray], roots: list[Path], *, pr
                 leaks.append(Leak(found, name_, "same bytes", 1.0))
         suffix = _suffix(name_)
         if needles and size <= max_text_bytes and (suffix in TEXT_SUFFIXES or suffix == ".gz"):
-            leaks += [Leak(name, name_, "same text", 1.0) for name in _texts_in(Path(name_), needles, tokens,
-                                                                               max_text_bytes)]
+            leaks += [Leak(name, name_, "same text", 1.0) for name in _texts_in(name_, suffix, needles, tokens,
+                                                                               screens, max_text_bytes)]
         if images and size <= max_image_bytes and (suffix in IMAGE_SUFFIXES or (not suffix and _is_dicom(Path(name_)))):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -289,14 +290,38 @@ def _needle_tokens(needles: dict[str, str]) -> dict[str, bytes | None]:
     return tokens
 
 
-def _texts_in(path: Path, needles: dict[str, str], tokens: dict[str, bytes | None], max_text_bytes: int) -> list[str]:
-    """The needles the file's whitespace-normalised text (a .gz decompressed) holds, in `needles`' order."""
+def _screens(tokens: dict[str, bytes | None]) -> tuple[bytes, ...]:
+    """The distinct tokens, shortest first (the order `_tokens_present` searches them in)."""
+    return tuple(sorted({t for t in tokens.values() if t is not None}, key=len))
+
+
+def _tokens_present(raw: bytes, screens: tuple[bytes, ...]) -> set[bytes]:
+    """The tokens (`_screens`) found in `raw`, each searched for once: a token holding a shorter one that is
+    absent is absent too, unsearched. (Needles share words: a report demo's 12 reference texts screen on 2
+    distinct tokens, one inside the other; searching each needle's token in each of the ~55 000 readable text
+    files was 5.3 of the search's 8.6 CPU-s.)"""
+    present: set[bytes] = set()
+    absent: list[bytes] = []
+    for token in screens:
+        if not any(shorter in token for shorter in absent) and token in raw:
+            present.add(token)
+        else:
+            absent.append(token)
+    return present
+
+
+def _texts_in(path: str, suffix: str, needles: dict[str, str], tokens: dict[str, bytes | None],
+              screens: tuple[bytes, ...], max_text_bytes: int) -> list[str]:
+    """The needles the file's whitespace-normalised text (a .gz, by its `suffix`, decompressed) holds, in
+    `needles`' order. The path stays a string: a `Path` per file cost as much as the reads here."""
     try:
-        raw = path.read_bytes()
-        raw = gzip.decompress(raw)[:max_text_bytes] if path.suffix.lower() == ".gz" else raw
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        raw = gzip.decompress(raw)[:max_text_bytes] if suffix == ".gz" else raw
     except (OSError, EOFError, gzip.BadGzipFile, ValueError):
         raw = b""
-    wanted = [name for name, token in tokens.items() if token is None or token in raw]
+    present = _tokens_present(raw, screens)
+    wanted = [name for name, token in tokens.items() if token is None or token in present]
     if not wanted:
         return []
     try:
