@@ -32,7 +32,9 @@ a string, a language that is a list or holds a NUL, NUL and lone surrogates insi
 sockets (made at the end of a call, after the pilot check), names that are not UTF-8, bidi and BOM names, 30 000
 files in one case folder (2.9 CPU-s); plan.md a symlink to /etc/shadow and plan.png a folder; on local and
 local-plain: a fork bomb, a memory bomb, a full disk and /tmp, the image's inodes exhausted, a background loop
-rewriting outputs when its call ends, a FIFO named as a script the calls ran.
+rewriting outputs when its call ends, a FIFO named as a script the calls ran; the run page of 19 replies of 32
+calls with HTML and bidi controls in the words, the code and the output (escaped, 2.7 MB); a VQA answer of 300 000
+quotes in every field of a valid answer (the record stays small: reasons only quoted them).
 """
 
 from __future__ import annotations
