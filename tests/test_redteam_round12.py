@@ -173,6 +173,7 @@ print('linked')
 """
 
 
+@pytest.mark.slow  # 8 s: 12 MB of random bytes made, copied and hashed
 def test_plan_copies_stay_within_what_the_run_reserved(data_root, small_disk):
     """Before: each name copied whole (22 x 12 MB: 264 MB onto the host's disk from 12 MB of a 16 MB quota; on a
     160 MB disk the run ended infrastructure_failure, 'another process on the host filled the disk'). Now the plan's
