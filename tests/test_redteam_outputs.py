@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,18 @@ def test_bidi_controls_in_agent_text_do_not_reorder_the_run_page(tmp_path):
     page = (run_dir / "view.html").read_text()
     assert "gpj." in page and "reversed" in page  # the file name and the output are on the page
     assert not any(char in page for char in BIDI), [hex(ord(c)) for c in BIDI if c in page]
+
+
+@pytest.mark.parametrize("name", ["SIGKILL", "SIGXCPU", "SIGXFSZ", "SIGSEGV", "SIGABRT", "SIGBUS"])
+def test_an_evaluator_killed_by_a_limit_signal_is_the_submissions_failure(name):
+    """An evaluator child that dies of a limit's signal failed on the submission (agent_failure, Task 0), never a
+    retryable harness failure: the kernel's limits, and native code failing to allocate under the address-space
+    limit (a C++ library's uncaught allocation failure aborts: SIGABRT, before only SIGSEGV counted)."""
+    from automedbench.engine import submission_failure
+
+    reason = submission_failure(getattr(signal, name), [])
+    assert reason is not None and "limit on this submission" in reason
+    assert submission_failure(signal.SIGTERM, []) is None  # stopped from outside: not the submission's doing
 
 
 # A scorer bug one answer triggers (the evaluator process dies on it), as tests/test_warm_evaluator.py stands in

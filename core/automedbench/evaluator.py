@@ -53,8 +53,10 @@ EVAL_CPU_S = 3 * 3600
 EVAL_FILE_BYTES = 256 << 20  # evaluation.json and nothing else is written
 CASE_TIMEOUT_S = 300.0
 PICTURE_TIMEOUT_S = 60.0  # one case's picture
+# how a child at a limit dies: the kernel's SIGKILL/SIGXCPU/SIGXFSZ, or a native library failing to allocate under
+# the address-space limit (SIGSEGV; SIGABRT from an uncaught allocation failure in C++ code such as ITK's; SIGBUS)
 LIMIT_SIGNALS = {signal.SIGKILL: "memory", signal.SIGXCPU: "CPU time", signal.SIGXFSZ: "file size",
-                 signal.SIGSEGV: "memory"}
+                 signal.SIGSEGV: "memory", signal.SIGABRT: "memory", signal.SIGBUS: "memory"}
 
 
 class CaseTimeout(Exception):
