@@ -3,6 +3,9 @@ the hooks a third party uses."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from automedbench.api import hookimpl
 
 
@@ -40,10 +43,19 @@ def automedbench_register_agents(register) -> None:
     register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl")
     register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml")
 
-    from .installed import factories  # light: the systems' declarations, no program is looked up until a run
+    from .systems import SYSTEMS  # light: the systems' declarations; the agent's module is imported by its run
 
-    for name, (factory, description) in factories().items():
-        register(name, factory, description)
+    for name, system in SYSTEMS.items():
+        register(name, partial(_installed_agent, system),
+                 f"{system.title} run inside the sandbox ({system.install}): model=, base_url=, api_key_env=, bin=")
+
+
+def _installed_agent(system: Any, **options: Any) -> Any:
+    """An installed agent system's agent (`installed.InstalledAgent`), its module imported only now: the gateway and
+    relay it brings cost a run of any other agent ~27 ms of start-up."""
+    from .installed import InstalledAgent
+
+    return InstalledAgent(system, **options)
 
 
 @hookimpl
