@@ -104,18 +104,27 @@ class HostileSteps(StepsAgent):
         return attrs.evolve(turn, content=self.text, reasoning=self.text * 50)
 
 
-def agent_code(archive: bytes, text: str) -> str:
-    return f"""
+CHUNK_CHARS = 2 << 20  # what one step's code carries of the outputs' archive: a reply holds at most 4 Mi characters
+
+
+def agent_steps(archive: bytes, text: str) -> list[list[str]]:
+    """The agent's steps: the outputs' archive carried in pieces (a demo's volumes are more than one reply may
+    hold), then unpacked into outputs/, with the hostile text in the plan, stdout and stderr."""
+    encoded = base64.b64encode(archive).decode()
+    carry = [["python", f"open(__import__('os').environ['WORKSPACE_DIR'] + '/archive.b64', 'a').write("
+                        f"{encoded[at:at + CHUNK_CHARS]!r})"] for at in range(0, len(encoded), CHUNK_CHARS)]
+    return [*carry, ["python", f"""
 import base64, io, os, sys, tarfile
 ws = os.environ['WORKSPACE_DIR']
-with tarfile.open(fileobj=io.BytesIO(base64.b64decode({base64.b64encode(archive).decode()!r}))) as tar:
+with open(ws + '/archive.b64') as f, tarfile.open(fileobj=io.BytesIO(base64.b64decode(f.read()))) as tar:
     tar.extractall(ws + '/outputs')
+os.remove(ws + '/archive.b64')
 text = {text!r}
 os.makedirs(ws + '/plan', exist_ok=True)
 open(ws + '/plan/plan.md', 'wb').write(text.encode('utf-8', 'surrogatepass') * 100 + b'\\xff')
 sys.stdout.buffer.write(text.encode('utf-8', 'surrogatepass') * 2000)
 sys.stderr.write(text.encode('utf-8', 'surrogatepass').decode('utf-8', 'replace'))
-"""
+"""]]
 
 
 @pytest.mark.slow  # one demo run per track
@@ -128,7 +137,7 @@ def test_hostile_text_in_every_contract_field_ends_scored(reg, data_root, tmp_pa
     HostileSteps.text = text
     register_agent(HostileSteps, reg)
     result, run_dir = run_task(task_id, HostileSteps.name, out=work / "runs", data_root=data_root,
-                               agent_options={"steps": [["python", agent_code(archive, text)]]},
+                               agent_options={"steps": agent_steps(archive, text)},
                                warm_evaluator=False)  # the cold evaluator: `run`'s default path
     assert result.state == "scored", (task_id, result.state, result.error)
     assert not [c for c in result.error_codes if c.code in ("H-HOOK", "H-DETECTOR")], result.error_codes
