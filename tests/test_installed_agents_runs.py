@@ -28,7 +28,8 @@ from automedbench.runner import Run, RunOptions
 from automedbench.testing import register_toy_track
 from automedbench.trajectory import read_events
 from automedbench_models.gateway import RELAY, SOCKET_NAME, ModelGateway, read_usage
-from automedbench_models.installed import SYSTEMS, agents_home, find_binary
+from automedbench_models.installed import find_binary
+from automedbench_models.systems import SYSTEMS, agents_home
 
 sys.path.insert(0, str(Path(__file__).parent))
 from scripted_model_server import ScriptedModelServer, Step, steps_script

@@ -40,7 +40,7 @@ from .errors import InfrastructureError, SubmissionError
 from .fsutil import open_dir, sha256_file, walk_fd
 from .grades import NO_GRADER, Grade, GradeLog, GraderUse
 from .pictures import PICTURES_DIR, PictureWriter
-from .records import CaseVerdict, Evaluation, MetricBlock, SubmissionManifest, TaskSpec
+from .records import NON_FINITE_COMPONENT, CaseVerdict, Evaluation, MetricBlock, SubmissionManifest, TaskSpec
 from .runfolder import RunFolder
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, TaskEvaluation, Track
@@ -409,7 +409,7 @@ def finite_metric(metric: MetricBlock) -> MetricBlock:
     if not found:
         return metric
     return attrs.evolve(metric, strict=strict, partial=partial, per_case=per_case,
-                        components={**components, "non_finite_numbers": float(found)})
+                        components={**components, NON_FINITE_COMPONENT: float(found)})
 
 
 def failed_evaluation(task_id: str, staged: StagedData, manifest: SubmissionManifest, reason: str) -> Evaluation:

@@ -243,6 +243,11 @@ class CaseVerdict:
     reasons: list[str] = Factory(list)
 
 
+# the component that counts a metric's numbers JSON cannot hold, written as null (evaluator.finite_metric); a
+# rating reads it (scoring.non_finite_cap)
+NON_FINITE_COMPONENT = "non_finite_numbers"
+
+
 @define
 class MetricBlock:
     """The task metric: `strict` is completeness-gated (any missing or invalid case gives 0)."""

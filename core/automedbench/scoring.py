@@ -20,6 +20,7 @@ from attrs import Factory, define
 
 from .judge import JudgeInput
 from .records import (
+    NON_FINITE_COMPONENT,
     STAGE_NAMES,
     STAGE_WEIGHTS,
     STAGES,
@@ -327,6 +328,6 @@ def score_result(inputs: ScoreInputs) -> Result:
 def non_finite_cap(metric: MetricBlock) -> str | None:
     """A Task whose evaluation held numbers JSON cannot hold (the evaluator wrote them as null: `finite_metric`)
     rates no better than C: a track's caps read a null as no value, so they would pass it; this fails closed."""
-    count = metric.components.get("non_finite_numbers") or 0
+    count = metric.components.get(NON_FINITE_COMPONENT) or 0
     return f"{count:.0f} number(s) of the evaluation were not finite (written as null)" if count else None
 

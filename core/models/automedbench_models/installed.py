@@ -37,7 +37,7 @@ from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
 from .gateway import RELAY, SOCKET_NAME, ModelGateway
 from .gatewaysteps import StepLedger
 from .pricing import price_table
-from .systems import AGENTS_HOME_ENV, NODE_ADDRESS_SPACE_MB, SYSTEMS, AgentSystem, agents_home  # noqa: F401
+from .systems import AgentSystem
 from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
 
 DUMMY_KEY = "automedbench-gateway"  # what the sandbox holds in place of the key
