@@ -102,7 +102,12 @@ def test_incomplete_is_strict_zero(flawed):
     # half the batch, plus the pilot study when the (secretly seeded) demo puts it in the other half
     assert sum(c.present for c in result.cases) in (6, 7)
     assert result.task.strict == 0.0 and 0 < result.task.partial < 1
-    assert stage_scores(result)["S5"] == 0.5
+    # S5: not every output valid; positive evidence unless the template cap holds (each missing study counts as the
+    # blind template it stands for, so half missing plus a few near-identical normal reports reach it on some
+    # stagings: the secret draw decides, and CI met one)
+    from automedbench_report_gen.codes import templated
+
+    assert stage_scores(result)["S5"] == (0.0 if templated(result.task.components) else 0.5)
 
 
 @pytest.mark.slow  # a whole demo run of a flawed agent (the reference run is fast-tier)
