@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import exec_folders
 import file_order
 import pytest
 from automedbench.plugins import registry
@@ -15,6 +16,7 @@ from automedbench.runner import Run, RunOptions
 pytest_plugins = ["automedbench.testing"]
 
 DEMO = "segmentation/demo"
+exec_folders.track()  # every sandbox call folder this process makes, checked at the session's end (below)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -66,6 +68,16 @@ def pytest_sessionfinish(session):
     """... go into tests/file_times.json at the end: the files this session ran, the tiers it ran them in."""
     if _SPENT and not hasattr(session.config, "workerinput"):
         file_order.merge(_SPENT)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_call_folder_left():
+    """At the end of the (worker's) session, no sandbox call folder a test made is left in the temp dir: each
+    is a sandbox session never closed (tests/exec_folders.py). Those left are removed and named, with their tests."""
+    yield
+    left = exec_folders.leaked(remove=True)
+    assert not left, "sandbox sessions never closed left call folders: " + "; ".join(
+        f"{path.name} by {test}" for path, test in sorted(left.items(), key=lambda kv: kv[1]))
 
 
 @pytest.fixture(scope="session")

@@ -135,8 +135,12 @@ def test_gpu_is_given_explicitly(tmp_path):
     none = LocalSandbox().open(SandboxSpec(tmp_path / "ws", tmp_path / "pub"))
     one = LocalSandbox().open(SandboxSpec(tmp_path / "ws", tmp_path / "pub", gpus=["1"]))
     probe = "import os; print(repr(os.environ['CUDA_VISIBLE_DEVICES']))"
-    assert none.execute("python", probe, 10).stdout.strip() == "''"
-    assert one.execute("python", probe, 10).stdout.strip() == "'1'"
+    try:
+        assert none.execute("python", probe, 10).stdout.strip() == "''"
+        assert one.execute("python", probe, 10).stdout.strip() == "'1'"
+    finally:
+        none.close()
+        one.close()
 
 
 class NeighbourReads(Agent):

@@ -21,13 +21,20 @@ def layout(tmp_path):
     (tmp_path / "public" / "c1" / "ct.txt").write_text("input")
     (tmp_path / "private" / "c1").mkdir(parents=True)
     (tmp_path / "private" / "c1" / "lesion.txt").write_text("SECRET-REFERENCE")
-    return tmp_path
+    yield tmp_path
+    for opened in OPENED.pop(tmp_path, []):  # closed again after a test that closed it: close() is idempotent
+        opened.close()
+
+
+OPENED: dict = {}  # layout -> the sessions `session` opened on it, closed when the layout's test ends
 
 
 def session(layout, isolation="auto", **kw):
     decoy = plant_decoys(layout / "private", layout / "decoy")
     spec = SandboxSpec(layout / "ws", layout / "public", decoys={"/data/private": decoy}, **kw)
-    return LocalSandbox(isolation).open(spec), decoy
+    opened = LocalSandbox(isolation).open(spec)
+    OPENED.setdefault(layout, []).append(opened)
+    return opened, decoy
 
 
 @needs_bwrap
