@@ -165,6 +165,7 @@ def env(request, tmp_path_factory):
     session = _sandbox(backend).open(spec)
     wire = Tripwire()
     if not wire.active:
+        session.close()
         pytest.skip("inotify unavailable")
     for watched in (decoy, root / "private"):
         wire.watch_tree(watched)

@@ -373,38 +373,42 @@ class Run:
         decoy = self._prepare_workspace(st, staged)
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
         session = self._open_sandbox(st, staged, decoys)
-        with st.step("brief"):  # as the agent sees it (its paths inside the sandbox), stored and hashed
-            brief = render_brief(self.task, self.o.tier, self.track.template_dir(), data_dir=session.data_dir,
-                                 workspace_dir=session.workspace_dir, case_ids=staged.case_ids,
-                                 extra={"assets_dir": session.assets_dir})
-            atomic_write_text(self.folder.brief, brief)
-            st.header.hashes["brief"] = sha256_text(brief)
-        kickoff = KICKOFF[self.o.tier]
-        with st.step("tripwire"):  # the decoy (and, without filesystem isolation, the real references) watched
-            tripwire = Tripwire()
-            tripwire.watch_tree(decoy)
-            if not session.isolates_filesystem:
-                # the agent could reach the real references: any open of them during the agent phase is a breach
-                tripwire.watch_tree(staged.private)
-            why = ("inotify unavailable: reads of private files are not detected" if not tripwire.active else
-                   f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched"
-                   if tripwire.unwatched else "")
-            if why:
-                st.isolation.gaps.append(why)
-                if not session.isolates_filesystem:  # the tripwire is all that stands between agent and references
-                    st.isolation.distrust(f"the tripwire could not arm ({why})")
-        agent = self.agent
-        loop = AgentLoop(staged, session, tripwire, decoy, decoys,
-                         [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}],
-                         self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
-                         self.o.exec_timeout_s or self.task.exec_timeout_s,
-                         agent.continues if agent.continues is not None else self.task.text_reply_continues,
-                         count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
-        st.runtime.time_limit_counts = self.task.time_limit_counts
-        self.observed = ObservedSteps(self.folder.outputs, staged.case_ids, self.pilots, self.progress)
-        context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
-                               session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
-                               max_turns=loop.max_turns, time_limit_s=loop.time_limit, steps=self.observed)
+        try:  # a failure before the turns' own try below must not leave the session (and its call folder) open
+            with st.step("brief"):  # as the agent sees it (its paths inside the sandbox), stored and hashed
+                brief = render_brief(self.task, self.o.tier, self.track.template_dir(), data_dir=session.data_dir,
+                                     workspace_dir=session.workspace_dir, case_ids=staged.case_ids,
+                                     extra={"assets_dir": session.assets_dir})
+                atomic_write_text(self.folder.brief, brief)
+                st.header.hashes["brief"] = sha256_text(brief)
+            kickoff = KICKOFF[self.o.tier]
+            with st.step("tripwire"):  # the decoy (and, without filesystem isolation, the real references) watched
+                tripwire = Tripwire()
+                tripwire.watch_tree(decoy)
+                if not session.isolates_filesystem:
+                    # the agent could reach the real references: any open of them during the agent phase is a breach
+                    tripwire.watch_tree(staged.private)
+                why = ("inotify unavailable: reads of private files are not detected" if not tripwire.active else
+                       f"inotify watch limit: {tripwire.unwatched} private/decoy path(s) unwatched"
+                       if tripwire.unwatched else "")
+                if why:
+                    st.isolation.gaps.append(why)
+                    if not session.isolates_filesystem:  # the tripwire is all that stands between agent and references
+                        st.isolation.distrust(f"the tripwire could not arm ({why})")
+            agent = self.agent
+            loop = AgentLoop(staged, session, tripwire, decoy, decoys,
+                             [{"role": "system", "content": brief}, {"role": "user", "content": kickoff}],
+                             self.o.max_turns or self.task.max_turns, self.o.time_limit_s or self.task.time_limit_s,
+                             self.o.exec_timeout_s or self.task.exec_timeout_s,
+                             agent.continues if agent.continues is not None else self.task.text_reply_continues,
+                             count_model_time=self.task.time_limit_counts == "wall", repeat_limit=self.o.repeat_limit)
+            st.runtime.time_limit_counts = self.task.time_limit_counts
+            self.observed = ObservedSteps(self.folder.outputs, staged.case_ids, self.pilots, self.progress)
+            context = AgentContext(self.task, self.o.tier, brief, kickoff, TOOLS, session.data_dir,
+                                   session.workspace_dir, self.track, dict(self.o.agent_options), str(self.workspace),
+                                   max_turns=loop.max_turns, time_limit_s=loop.time_limit, steps=self.observed)
+        except BaseException:
+            session.close()
+            raise
         try:
             conversation = Conversation(run_id=self.run_id, task=self.task, track=self.track, o=self.o,
                                         agent=agent, reg=self.reg, folder=self.folder, pilots=self.pilots,
