@@ -211,7 +211,8 @@ def attack_turns() -> list[list[list[str]]]:
     forge = ("import os\nw = os.environ['WORKSPACE_DIR']\n"
              f"d = os.path.join(w, 'outputs', {FORGED_NAME!r})\nos.makedirs(d, exist_ok=True)\n"
              f"open(os.path.join(d, 'f.txt'), 'w').write('x')\nprint({FORGED_STDOUT!r})")
-    padding = [["python", f"{PAD}\nprint('pad {i} ' * 100)"] for i in range(5)]  # > the per-turn bound
+    # > the per-turn bound; bash, which starts in milliseconds (120 calls: a Python start each cost ~7 CPU-s)
+    padding = [["bash", f"{PAD}\nprintf 'pad {i} %.0s' $(seq 100); echo"] for i in range(5)]
     fail = [[["bash", f"echo attempt {n}; python3 -c 'import missing_module_{n}'"]] for n in range(3)]
     return [[["python", plan]], [["python", forge]], *[padding] * 12, *fail, *[padding] * 12]
 
