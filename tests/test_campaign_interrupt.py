@@ -19,7 +19,11 @@ CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
 
 
 def start_sweep(out: Path, data_root: Path, repeats: int, workers: int) -> subprocess.Popen:
-    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data_root)}
+    # the sweep's temporary folders beside its out: a worker the stop kills leaves its sandbox's call folder
+    # (automedbench-exec-*) there, removed with the test's, not in /tmp
+    scratch = out.with_name(out.name + "-tmp")
+    scratch.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data_root), "TMPDIR": str(scratch)}
     return subprocess.Popen([*CLI, "sweep", "--agents", "reference", "--tasks", "segmentation/demo", "--repeats",
                              str(repeats), "--workers", str(workers), "--out", str(out), "--data-root",
                              str(data_root)], env=env, start_new_session=True, stdout=subprocess.PIPE,

@@ -82,10 +82,12 @@ def start_sleeper(out: Path, data_root: Path) -> tuple[str, subprocess.Popen, Pa
     """`automedbench run` of the sleeper with a 64 MB workspace quota, in its own session, once its workspace is
     mounted and its call sleeps: (the sleep's mark, the process, the workspace)."""
     mark = f"{600 + os.getpid() % 1000}.{time.time_ns() % 10**6:06d}"  # a sleep no other test runs
+    scratch = out.with_name(out.name + "-tmp")  # a run killed here leaves its call folder there, not in /tmp
+    scratch.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([sys.executable, "-c", CLI_WITH_SLEEPER, "run", "--task", "segmentation/demo", "--agent",
                              "sleeper", "--out", str(out), "--data-root", str(data_root), "--workspace-quota-mb",
                              "64", mark], start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, env={**os.environ, "TMPDIR": str(scratch)})
     try:
         workspace = Path(wait_until(lambda: under(mount_points(), out), proc, "the workspace mount")[0])
         wait_until(lambda: sandbox_sleepers(mark), proc, "the agent's call to start")
