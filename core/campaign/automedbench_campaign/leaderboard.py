@@ -21,6 +21,7 @@ from .store import FINISHED, RunTable
 SCORES = ("overall", "agentic", "task", *STAGES)
 RATINGS = ("A", "B", "C", "F")
 GROUP_KEYS = ("agent", "task_id", "track", "tier")
+CONDITIONS = "conditions"  # added to the keys when the runs counted were made under different conditions
 
 
 @define
@@ -63,6 +64,15 @@ def _groups(table: RunTable, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.
     return {k: np.array(v) for k, v in sorted(groups.items())}
 
 
+def _mixed_conditions(table: RunTable, by: tuple[str, ...]) -> bool:
+    """Whether some row of `by` would pool runs made under different conditions."""
+    seen: dict[tuple[str, ...], str] = {}
+    for i, condition in enumerate(table[CONDITIONS]):
+        if seen.setdefault(tuple(table[k][i] for k in by), condition) != condition:
+            return True
+    return False
+
+
 def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
           seed: int = 0, include_unverified: bool = False) -> Leaderboard:
     """Cells and analyses over finished runs; unverified runs (no filesystem isolation...) only when asked."""
@@ -82,6 +92,10 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
             excluded["unverified"] = int(unverified.sum())
         finished &= table["verified"]
     used = table.select(finished)
+    if _mixed_conditions(used, by):
+        # runs made under other budgets, task score, judge, sandbox or options are another row, never pooled:
+        # a run with ten times the turns or a lenient task score would lift the row it joined
+        by = (*by, CONDITIONS)
     matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
     cells = []
     for key, index in _groups(used, by).items():
