@@ -11,6 +11,12 @@ leaderboard, state shared across trust levels; through the real runner.
   agent could hold two models. Each result now carries `header.hashes.conditions` (the score-changing options but
   agent and tier), and a leaderboard whose counted runs differ in it keys every row by it too (a `conditions`
   column in the terminal, CSV, JSON, HTML and the site): such runs are other rows, never pooled.
+- **An `evaluate` result counted as an agent's run** (leaderboards): `automedbench evaluate` scores a folder of
+  outputs anyone made (`--baseline perfect` copies the references; `--submission DIR` takes any folder) and writes
+  a genuine, signed result, state `scored`, agent `baseline:perfect` or `folder:DIR`. Put in a runs folder, the
+  leaderboard counted it as a finished run: a row rated A with Task 1.0 in the ranking beside the agents, and in
+  every pooled mean (`--by task_id` or `track`: an agent's Task 0.0 on toy/vowels became 0.5; the stage analyses).
+  A result with no agent (`end_reason` `no_agent`) is now listed apart ("no agent (evaluate)"), never counted.
 
 Held (through the real runner unless noted; no test kept): the demo stagers' public trees (classification,
 detection, enhancement x2, report_gen, segmentation x3, synthesis x2, VQA, staged here once each): inode numbers
@@ -107,3 +113,24 @@ def test_conditions_split_rows_only_where_a_row_would_pool_them():
     assert pooled.by[-1] == "conditions" and sorted(c.n for c in pooled.cells) == [1, 1, 1]
     across = build(RunTable.from_rows([row("a", "x", 0.0), row("b", "y", 1.0)]), by=("track",), resamples=20)
     assert across.by == ("track", "conditions") and len(across.cells) == 2
+
+
+def test_an_evaluate_result_is_no_agents_run_on_a_leaderboard(data_root, tmp_path):
+    """Before: `automedbench evaluate --baseline perfect` (or `--submission` of any folder, named as the user
+    likes) into the runs folder was a finished, genuine run: a row `baseline:perfect`, Task 1.0, rating A, in the
+    ranking beside agents, and in every pooled mean (`--by task_id`, the stage analyses). Now it is listed apart."""
+    from automedbench.testing import evaluate_outputs
+    from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.store import load_table
+
+    runs = tmp_path / "runs"
+    run, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    made = evaluate_outputs("toy/vowels", data_root=data_root, work=runs / "gpt-5", baseline="perfect")
+    assert made.state == "scored" and made.aggregate.task == 1.0 and made.header.agent == "baseline:perfect"
+    table = load_table([runs])
+    assert len(table) == 2 and not table.rejected  # both genuine: the harness wrote them
+    for by in (("agent", "task_id", "tier"), ("task_id",), ("track",)):
+        board = build(table, by=by, resamples=20)
+        assert board.runs_used == 1 and board.excluded.get("no agent (evaluate)") == 1
+        assert [c.scores["task"]["mean"] for c in board.cells] == [run.aggregate.task]
+        assert all(c.key.get("agent") != "baseline:perfect" for c in board.cells)

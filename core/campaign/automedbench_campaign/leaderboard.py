@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from attrs import define, field
-from automedbench.api import E_CODES, STAGE_NAMES, STAGES, TAXONOMY
+from automedbench.api import E_CODES, END_NO_AGENT, STAGE_NAMES, STAGES, TAXONOMY
 
 from .stats import bootstrap_means, group_seed
 from .store import FINISHED, RunTable
@@ -86,6 +86,12 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
             excluded[state] = excluded.get(state, 0) + 1
     if table.rejected:
         excluded["not harness-written"] = len(table.rejected)
+    # an `evaluate` result scores a folder of outputs anyone made (a baseline, the references themselves): genuine,
+    # but no agent's run, so never a row or a mean beside agents' runs
+    agentless = finished & np.array([r == END_NO_AGENT for r in table["end_reason"]], dtype=bool)
+    if agentless.any():
+        excluded["no agent (evaluate)"] = int(agentless.sum())
+        finished &= ~agentless
     if not include_unverified:
         unverified = finished & ~table["verified"]
         if unverified.any():
