@@ -71,11 +71,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "plugins/report_gen/tests/test_report_gen_hf.py",
                          "plugins/classification/tests/test_classification_runs.py",
                          "tests/test_runpage_demos.py"),
-    # the segmentation demo's Lite reference run, cached per process by tests/conftest.py's `run_agent` (about 6
-    # CPU-s): these files compare their runs with it or read its folder; spread over three workers, each ran it
+    # the segmentation demo's Lite runs cached per process by tests/conftest.py's `run_agent` (about 5 CPU-s each):
+    # these files compare their runs with the reference's or read its folder, and test_scripted_runs.py and
+    # test_codes_detectors.py run the same flawed variants; spread over the workers, each worker ran them again
     "segmentation-reference-run": tuple(f"tests/test_{name}.py" for name in (
         "scripted_runs", "warm_evaluator", "judge_trust", "backends_anthropic", "backends_replay_cli",
-        "backends_openai", "cli_newuser", "codes_detectors")),
+        "backends_openai", "cli_newuser", "codes_detectors", "rubric_model")),
 }
 _GROUP_OF = {name: group for group, files in GROUPS.items() for name in files}
 

@@ -15,12 +15,12 @@ def scores(result) -> dict[str, float | None]:
 
 
 @pytest.fixture(scope="module")
-def flawed(run_agent, reg):
-    """A flawed variant's run (or the reference at another tier), scored by one evaluator kept warm for this
-    module's runs where the campaign built-in offers it (the verdicts are the cold path's,
-    tests/test_warm_evaluator.py); the Lite reference run, shared with other modules, stays cold."""
-    warm = "warm" in reg.components["evaluator"]
-    return lambda agent, tier="lite": run_agent(agent, tier, warm_evaluator=warm)
+def flawed(run_agent):
+    """A flawed variant's run (or the reference at another tier), scored on the warm evaluator where the campaign
+    built-in offers it, as every run is by default (the verdicts are the cold path's, tests/test_warm_evaluator.py).
+    With the default options, the cache key of `run_agent`: test_codes_detectors.py, in the same file group
+    (tests/file_order.py), reads the same runs of the same variants instead of running them again."""
+    return lambda agent, tier="lite": run_agent(agent, tier)
 
 
 def test_reference_run_is_competent(run_agent):
