@@ -215,15 +215,18 @@ def _keyring_closed(p: Probe) -> str:
 def _locks_private(p: Probe) -> str:
     """A lock the sandbox takes on a public file must not be visible to (or block) the host or other runs."""
     target = p.spec.public / "c1" / "input.txt"
+    marker = p.spec.workspace / "locks-taken"  # written once both locks are held: the host probes from then on
     code = ("import fcntl, os, time\nfh = open(os.environ['DATA_DIR'] + '/c1/input.txt')\n"
             "fcntl.flock(fh, fcntl.LOCK_EX)\nfh2 = open(os.environ['DATA_DIR'] + '/c1/input.txt')\n"
-            "fcntl.lockf(fh2, fcntl.LOCK_SH)\nprint('LOCKED', flush=True)\ntime.sleep(4)\n")
+            "fcntl.lockf(fh2, fcntl.LOCK_SH)\nprint('LOCKED', flush=True)\n"
+            "open(os.environ['WORKSPACE_DIR'] + '/locks-taken', 'w').close()\ntime.sleep(2)\n")
     call = threading.Thread(target=p.run, args=("python", code, 30))
     call.start()
     held = []
     try:
         deadline = time.monotonic() + 25
-        time.sleep(2.0)
+        while time.monotonic() < deadline and call.is_alive() and not marker.exists():
+            time.sleep(0.05)
         while time.monotonic() < deadline and call.is_alive() and not held:
             with open(target, "rb+") as fh:
                 try:
@@ -236,7 +239,7 @@ def _locks_private(p: Probe) -> str:
                     fcntl.lockf(fh, fcntl.LOCK_UN)
                 except OSError:
                     held.append("fcntl")
-            time.sleep(0.5)
+            time.sleep(0.2)
     finally:
         call.join()
     return (f"a lock taken in the sandbox on a public file held on the host ({', '.join(held)}): a channel "
