@@ -1,0 +1,125 @@
+"""Round fourteen of the red team: state shared across trust levels (attacked through the real runner) and hidden
+answers public information decides.
+
+- **Another sandbox's model relay on the shared loopback** (class 4): an installed agent reaches its model through
+  a relay the run script starts inside the sandbox (127.0.0.1:<port> -> the gateway's socket in the workspace).
+  Round 9 made the gateway of a sandbox with a root of its own answer only peers under that root, but the peer it
+  sees is the relay, which is always inside. Where the sandbox shares the host's network (bubblewrap on a
+  network-enabled task without a network namespace of its own: the harness not root, or no slirp4netns; every
+  release classification task sets `network: true`; and every `local-plain` run), the relay's port is on the
+  host's loopback: a concurrent `local-plain` agent (or any local user) that connected to it got model replies on
+  the other run's real key and turn budget, its requests in that run's step ledger. Before: the attacker's request
+  was answered 200 and the provider saw the victim's key. Now the relay serves only a peer whose socket a process
+  of its own PID namespace (its sandbox) holds, found through /proc/net/tcp; everyone else's connection is closed.
+
+Held (through the real runner unless noted; no test kept): a `local-plain` agent's writes outside its workspace
+(/tmp, /var/tmp, HOME/.cache, the checkout's __pycache__, the data root and its staging, the runs folder: every
+mount is read-only in its namespace, so nothing is planted for the harness, the warm evaluator, the judge or the
+next run of the task); the warm evaluator talks over pipes only and its working folders are 0700 under /tmp,
+out of a plain call's write reach; signals (a PID namespace per call: no harness PID is addressable); mounts made
+on the host after the call started (a concurrent run's workspace image) do not propagate into it (private
+propagation). Advisory locks remain shared with the host (declared): a plain agent holding an `flock` on the
+machine's disk ledger lock or a task's staging lock delays another run's start or staging for as long as its
+call lasts, and is released when the call's PID namespace dies; no run ends `infrastructure_failure` for it.
+Hidden answers: the release stagers publish inputs written again from their voxels or pixels (segmentation's
+`publish_volume`, classification's and detection's re-encoded JPEG/PNG, report_gen's PNG, enhancement's and
+synthesis' float32 arrays), with secret case ids and draws (public-knowledge tests in each track); VQA's image
+bytes are the source's, which a public table maps to answers only with network access, where the task declares
+its `public_source` and leaderboards set such runs apart.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from automedbench.runfolder import RunFolder
+from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
+from automedbench_models.gateway import RELAY, SOCKET_NAME, ModelGateway
+from automedbench_models.installed import open_path
+from test_backends_fakes import openai_reply, serve_fake_llm
+
+fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
+
+# one request to a relay on the host's loopback, as a model CLI sends it (the sandbox's dummy key)
+ASK = """
+import http.client, json, sys
+try:
+    conn = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]), timeout=10)
+    conn.request('POST', '/v1/chat/completions', json.dumps({'model': 'm', 'messages': []}),
+                 {'authorization': 'Bearer automedbench-gateway', 'content-type': 'application/json'})
+    print(sys.argv[2], 'status', conn.getresponse().status)
+except (OSError, http.client.HTTPException) as exc:
+    print(sys.argv[2], 'refused', type(exc).__name__)
+"""
+
+# the victim's sandbox: a root and PID namespace of its own, the host's network: the relay started as the run
+# script starts it, then the sandbox's own client asks through it
+SANDBOX = """
+import pathlib, subprocess, sys, time
+here = pathlib.Path(sys.argv[1])
+relay = subprocess.Popen([sys.executable, str(here / 'relay.py'), sys.argv[2], str(here / 'relay.port')])
+for _ in range(200):
+    if (here / 'relay.port').exists(): break
+    time.sleep(0.05)
+port = (here / 'relay.port').read_text()
+own = subprocess.run([sys.executable, str(here / 'ask.py'), port, 'inside'], capture_output=True, text=True)
+(here / 'inside.txt').write_text(own.stdout)
+(here / 'ready').write_text(port)
+while not (here / 'stop').exists(): time.sleep(0.05)
+relay.kill()
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("unshare") is None or os.geteuid() != 0,
+                    reason="needs bubblewrap, unshare and root (a local-plain run)")
+def test_a_plain_run_cannot_use_another_sandboxs_model_relay_on_the_shared_loopback(fake_llm, reg, data_root,
+                                                                                     tmp_path):
+    """Before: the plain agent's request through the other sandbox's relay was answered 200, the provider saw the
+    other run's key. Now the relay closes it; the sandbox's own client is still served."""
+    fake_llm.fallback = lambda request: openai_reply("a reply paid for by the other run")
+    victim = Path(tempfile.mkdtemp(prefix="rt14"))  # the victim's session folder (the gateway socket, the relay)
+    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
+                           deadline=time.monotonic() + 300, host_peers=False)
+    fd = open_path(victim.parent, victim.name)
+    gateway.start(fd)
+    for name, text in (("relay.py", RELAY), ("ask.py", ASK), ("sandbox.py", SANDBOX)):
+        (victim / name).write_text(text)
+    # bubblewrap as the local sandbox runs it, its network shared (a network task, no namespace of its own)
+    system = [a for d in ("/usr", "/bin", "/lib", "/lib64", "/etc", sys.prefix, sys.base_prefix)
+              if os.path.isdir(d)
+              for a in ("--ro-bind", d, d)]
+    sandbox = subprocess.Popen(["bwrap", *system, "--dev", "/dev", "--proc", "/proc", "--bind", str(victim),
+                                str(victim), "--unshare-all", "--share-net", "--die-with-parent",
+                                sys.executable, str(victim / "sandbox.py"), str(victim), str(victim / SOCKET_NAME)])
+    try:
+        for _ in range(400):
+            if (victim / "ready").exists() or sandbox.poll() is not None:
+                break
+            time.sleep(0.05)
+        port = (victim / "ready").read_text()
+        inside = (victim / "inside.txt").read_text()
+        served = len(fake_llm.requests)
+        register_toy_track()
+        register_agent(StepsAgent, reg)
+        attack = ASK.replace("sys.argv[1]", repr(port)).replace("sys.argv[2]", "'plain'")
+        result, run_dir = run_task("toy/vowels", StepsAgent.name, out=tmp_path / "runs", data_root=data_root,
+                                   sandbox="local-plain", agent_options={"steps": [["python", attack]]})
+    finally:
+        (victim / "stop").write_text("1")
+        sandbox.wait(30)
+        gateway.close()
+        os.close(fd)
+        shutil.rmtree(victim, ignore_errors=True)
+    said = next(e for e in RunFolder(run_dir).events()
+                if e.get("type") == "tool" and e.get("name") == "execute_code")["stdout"]
+    assert "inside status 200" in inside and served == 1, inside  # the sandbox's own program is served
+    assert "plain" in said and "plain status 200" not in said, said
+    assert len(fake_llm.requests) == 1  # nothing more reached the provider on the other run's key
+    assert result.state in ("scored", "agent_failure")
