@@ -123,3 +123,39 @@ def test_a_plain_run_cannot_use_another_sandboxs_model_relay_on_the_shared_loopb
     assert "plain" in said and "plain status 200" not in said, said
     assert len(fake_llm.requests) == 1  # nothing more reached the provider on the other run's key
     assert result.state in ("scored", "agent_failure")
+
+
+# ------------------------------------------------------------------ a class told apart by its colour mode (class 1)
+
+
+def test_a_class_the_download_stores_in_another_colour_mode_is_not_told_apart_by_the_jpeg_header(tmp_path):
+    """Kermany's chest X-rays are grey, but the download saves some of one class as RGB JPEGs: the stager kept each
+    image's mode, so an agent reading only the staged JPEG headers (PIL's `mode`, the SOF's component count)
+    labelled every RGB case pneumonia and every grey one normal: accuracy 1.0 (rating A) on noise images. Now a
+    staging whose images are all grey in content publishes every case grey: the attacker is at chance."""
+    import json
+
+    import attrs
+    from automedbench.testing import evaluate_outputs, load_task, stage_from_folder
+    from PIL import Image
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "plugins" / "classification" / "tests"))
+    import classification_layouts as layouts
+
+    download = layouts.kermany(tmp_path / "download", per_class=20)
+    for path in (download / "test" / "PNEUMONIA").glob("*.jpeg"):
+        with Image.open(path) as image:
+            image.convert("RGB").save(path)  # grey content in three channels, as the download stores some
+    track, task = load_task("classification/chest-xray-pneumonia")
+    staged = stage_from_folder(track, attrs.evolve(task, case_count=40), tmp_path / "root", download)
+    out = tmp_path / "by-mode"
+    modes = {}
+    for case in staged.case_ids:
+        with Image.open(staged.public / case / "image.jpg") as image:
+            modes[case] = image.mode
+        (out / case).mkdir(parents=True)
+        label = "pneumonia" if modes[case] == "RGB" else "normal"
+        (out / case / "prediction.json").write_text(json.dumps({"label": label}) + "\n")
+    result = evaluate_outputs(task.id, submission=out, data_root=tmp_path / "root", work=tmp_path / "eval")
+    assert result.task.partial <= 0.5 and result.aggregate.rating not in ("A", "B"), result.task.partial
+    assert set(modes.values()) == {"L"}  # one mode for the whole staging
