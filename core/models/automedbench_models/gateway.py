@@ -22,7 +22,10 @@ gateway started later), and was served on this run's key and budget, its request
 gateway whose run has a sandbox with a root of its own (`host_peers=False`: bubblewrap, docker) therefore answers
 only peers whose root folder is not the harness's (the peer's, by SO_PEERCRED); a plain call keeps the harness's
 and cannot change it (`plainns` drops the chroot capability and loads a seccomp filter against new namespaces).
-Refused connections are counted (`foreign_peers`).
+Refused connections are counted (`foreign_peers`). That check sees the relay, always inside: where the sandbox
+shares the host's network (plain calls; bubblewrap on a network task without a namespace of its own) the relay's
+port is on the host's loopback, so the relay itself serves only a peer whose socket a process of its own PID
+namespace holds (`ours`, through /proc/net/tcp); another run's agent or another user is closed on.
 """
 
 from __future__ import annotations
