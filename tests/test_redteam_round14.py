@@ -11,21 +11,29 @@ answers public information decides.
   the other run's real key and turn budget, its requests in that run's step ledger. Before: the attacker's request
   was answered 200 and the provider saw the victim's key. Now the relay serves only a peer whose socket a process
   of its own PID namespace (its sandbox) holds, found through /proc/net/tcp; everyone else's connection is closed.
+  (The README had declared this gap for bubblewrap without a network namespace; it is closed now.)
+- **A class told apart by its colour mode** (classification, class 1): the stager re-encoded every image as
+  JPEG (no EXIF, no source bytes) but kept each image's mode, grey or RGB. A download that saves one class's grey
+  radiographs as RGB files (as Kermany's chest X-ray folders mix modes) gave that mode to every staged case of
+  the class: an agent reading only the JPEG headers (PIL's `mode`) scored accuracy 1.0 (rating A) on noise
+  images of the chest-xray-pneumonia layout. Every case of a staging is now written in one mode: grey when every
+  drawn image's content is grey (three channels within JPEG chroma noise), else RGB; the attacker scores 0.5.
 
-Held (through the real runner unless noted; no test kept): a `local-plain` agent's writes outside its workspace
-(/tmp, /var/tmp, HOME/.cache, the checkout's __pycache__, the data root and its staging, the runs folder: every
-mount is read-only in its namespace, so nothing is planted for the harness, the warm evaluator, the judge or the
-next run of the task); the warm evaluator talks over pipes only and its working folders are 0700 under /tmp,
-out of a plain call's write reach; signals (a PID namespace per call: no harness PID is addressable); mounts made
-on the host after the call started (a concurrent run's workspace image) do not propagate into it (private
-propagation). Advisory locks remain shared with the host (declared): a plain agent holding an `flock` on the
-machine's disk ledger lock or a task's staging lock delays another run's start or staging for as long as its
-call lasts, and is released when the call's PID namespace dies; no run ends `infrastructure_failure` for it.
-Hidden answers: the release stagers publish inputs written again from their voxels or pixels (segmentation's
-`publish_volume`, classification's and detection's re-encoded JPEG/PNG, report_gen's PNG, enhancement's and
-synthesis' float32 arrays), with secret case ids and draws (public-knowledge tests in each track); VQA's image
-bytes are the source's, which a public table maps to answers only with network access, where the task declares
-its `public_source` and leaderboards set such runs apart.
+Held (through the real runner unless noted; no test kept): a `local-plain` agent writing outside its workspace
+(/tmp, /var/tmp, ~/.cache, the checkout's core/automedbench/__pycache__, the data root, the runs folder, /run: each
+refused EROFS; /dev/shm is its own), so nothing is planted for the harness, the warm evaluator (pipes only, 0700
+working folders under /tmp), the judge or the next run of the task; its /proc lists one PID (no harness process to
+signal); a tmpfs the host mounted during the call (as a concurrent run's workspace image is) was not visible in it
+and not writable through it (private propagation). Advisory locks stay shared with the host (declared): the plain
+agent took an exclusive `flock` on the task's staging lock (the disk ledger's folder is hidden), which delays a
+concurrent `stage` of that task while its call lasts and dies with the call's PID namespace; no run ends
+`infrastructure_failure` for it. Hidden answers (code read, fixtures where noted): the release stagers publish
+inputs written again from their voxels or pixels (segmentation's `publish_volume` drops descrip/aux_file/
+intent_name and the gzip stream; classification's and detection's JPEG/PNG, report_gen's PNG named 01.png...,
+VQA's PNG, enhancement's and synthesis' float32 arrays with the source names in the private manifest only),
+with secret case ids and draws (each track's public-knowledge tests); multiple-choice options keep the source's
+order, but an answerer with no per-question information has kappa about 0 and the chance cap holds its rating;
+every release VQA, segmentation and classification task that anyone can fetch declares its `public_source`.
 """
 
 from __future__ import annotations
