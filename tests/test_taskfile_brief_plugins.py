@@ -124,3 +124,60 @@ def test_yaml_files_fail_in_one_line(tmp_path, content, needle):
         load_task_file(path)
     with pytest.raises(UserError, match=f"price file {path}: {needle}"):
         read_yaml(path, "price file")
+
+
+def _packaged_track(tmp_path: Path):
+    """A PackagedTrack over a copy of the segmentation demo's task file, plus whatever files a test adds."""
+    from automedbench.track import PackagedTrack
+
+    (tmp_path / "tasks").mkdir()
+    data = demo_data()
+    data["id"], data["track"] = "lazy/demo", "lazy"
+    (tmp_path / "tasks" / "demo.yaml").write_text(yaml.safe_dump(data))
+
+    class Lazy(PackagedTrack):
+        name = "lazy"
+        root = tmp_path
+
+        def check_case(self, *args, **kwargs):  # never called: only task files are read here
+            raise AssertionError("not used")
+
+    return Lazy, data
+
+
+def test_a_task_looked_up_by_id_reads_its_own_file_alone(tmp_path):
+    """A run asks for one task: a broken sibling file does not stop it (and is not read), the listing still
+    reports it; a file whose name is not its id is found by the listing."""
+    Lazy, data = _packaged_track(tmp_path)
+    (tmp_path / "tasks" / "broken.yaml").write_text("id: [unclosed")
+    data["id"] = "lazy/other-name"
+    (tmp_path / "tasks" / "renamed.yaml").write_text(yaml.safe_dump(data))
+    track = Lazy()
+    assert track.task("lazy/demo").id == "lazy/demo"
+    assert track._tasks is None  # the listing was never read
+    with pytest.raises(UserError, match=r"broken\.yaml"):
+        track.tasks()
+    (tmp_path / "tasks" / "broken.yaml").unlink()
+    assert Lazy().task("lazy/other-name").id == "lazy/other-name"  # the full listing's answer
+    with pytest.raises(UserError, match="no lazy task 'lazy/nope'"):
+        Lazy().task("lazy/nope")
+    for odd in ("lazy/../demo", "lazy/.demo", "lazy/", "other/demo"):
+        with pytest.raises(UserError):
+            Lazy().task(odd)
+
+
+def test_plugin_name_and_version_read_from_the_metadata_headers_match_the_full_parse():
+    """The registry reads Name and Version from the metadata's header lines: the same as the e-mail parse of
+    the whole file, for every distribution installed here (editable or not, a README as description or not)."""
+    import importlib.metadata as md
+
+    from automedbench.plugins import _name_and_version
+
+    checked = 0
+    for dist in md.distributions():
+        meta = dist.metadata
+        if meta is None or meta["Name"] is None:
+            continue
+        assert _name_and_version(dist) == (meta["Name"], meta["Version"] or "?"), dist
+        checked += 1
+    assert checked > 50

@@ -169,6 +169,16 @@ def score_record(options: RunOptions) -> dict[str, Any]:
     return {f.name: getattr(options, f.name) for f in attrs.fields(RunOptions) if f.metadata[META].scores}
 
 
+# What a leaderboard row already names: the rest of the score-changing options are the run's conditions
+ROW_OPTIONS = ("agent", "tier")
+
+
+def conditions_record(options: RunOptions) -> dict[str, Any]:
+    """The score-changing options but the agent and the tier (budgets, task score, judge, sandbox, agent and
+    evaluator options...): runs whose conditions differ are never pooled in one leaderboard row."""
+    return {k: v for k, v in score_record(options).items() if k not in ROW_OPTIONS}
+
+
 def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Click options for the named fields, in that order; `overrides[name]` changes click keywords for one
     command (e.g. `agent={"required": True}` or a help text that fits a sweep)."""

@@ -259,9 +259,7 @@ class Registry:
         name = task_id.split("/", 1)[0]
         if name in self.components["track"]:
             with contextlib.suppress(Exception):  # a track that fails to load is reported by the full scan below
-                found = next((spec for spec in self.track(name).tasks() if spec.id == task_id), None)
-                if found is not None:
-                    return self.track(name), found
+                return self.track(name), self.track(name).task(task_id)
         tasks = self.tasks()
         if task_id not in tasks:
             track = task_id.split("/", 1)[0]
@@ -279,14 +277,25 @@ class Registry:
 
 
 def _name_and_version(dist: Any) -> tuple[str, str]:
-    """A distribution's name and version from one parse of its metadata (`.name` and `.version` parse it each)."""
+    """A distribution's name and version from the header lines of its metadata file.
+
+    `.metadata` (and `.name`, `.version`, which read it) parses the whole file as an e-mail message, the long
+    description (a README) included: ~1 ms a plugin, every start-up. The two fields are header lines, which
+    end at the first blank line."""
     if dist is None:
         return "?", "?"
     try:
-        meta = dist.metadata
-        return str(meta["Name"] or "?"), str(meta["Version"] or "?")
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
     except Exception:  # not a full Distribution (a stand-in): what it has
+        text = None
+    if not text:
         return str(getattr(dist, "name", "?")), str(getattr(dist, "version", "?"))
+    fields: dict[str, str] = {}
+    for line in text[:65536].split("\n\n", 1)[0].splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key in ("Name", "Version"):
+            fields.setdefault(key, value.strip())
+    return fields.get("Name") or "?", fields.get("Version") or "?"
 
 
 _REGISTRY: Registry | None = None

@@ -52,7 +52,7 @@ from .harnessstate import state_dir
 from .judge import Judge
 from .needs import sandbox_gap
 from .observed import ObservedSteps
-from .options import RunOptions, score_record, warm_wanted
+from .options import RunOptions, conditions_record, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
 from .provenance import versions
@@ -240,11 +240,13 @@ class Run:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _new_state(self) -> RunState:
+        hashes = {"task": sha256_text(dumps(self.task)), "options": sha256_text(dumps(score_record(self.o))),
+                  # a leaderboard never pools runs whose conditions differ (budgets, task score, judge...)
+                  "conditions": sha256_text(dumps(conditions_record(self.o))),
+                  **staging.digests(self.task, self.data_root)}
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        versions(self.reg, self.task.track), {"task": sha256_text(dumps(self.task)),
-                                                             "options": sha256_text(dumps(score_record(self.o))),
-                                                             **staging.digests(self.task, self.data_root)},
+                        versions(self.reg, self.task.track), hashes,
                         public_source=self.task.public_source if self.task.network else "")
         if self.assets is not None:  # a changed weight file shows in the record, as changed data does
             header.hashes["assets"] = tree_digest(self.assets)

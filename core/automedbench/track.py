@@ -317,9 +317,15 @@ class PackagedTrack(Track):
             cls.root = Path(sys.modules[cls.__module__].__file__ or ".").parent
 
     def __init__(self) -> None:
-        from .taskfile import load_task_dir
+        self._tasks: dict[str, TaskSpec] | None = None  # every task file, read on first listing
+        self._one: dict[str, TaskSpec] = {}  # tasks read alone by `task` before any listing
 
-        self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+    def _all(self) -> dict[str, TaskSpec]:
+        if self._tasks is None:
+            from .taskfile import load_task_dir
+
+            self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+        return self._tasks
 
     def part(self, reference: str) -> Any:
         """The object a "module:attribute" reference names, the module relative to the track's package."""
@@ -330,7 +336,25 @@ class PackagedTrack(Track):
         return getattr(loaded, attribute) if attribute else loaded
 
     def tasks(self) -> list[TaskSpec]:
-        return list(self._tasks.values())
+        return list(self._all().values())
+
+    def task(self, task_id: str) -> TaskSpec:
+        """One task by id, reading its own file (`tasks/<name>.yaml` for `<track>/<name>`) when that file
+        declares it: a run reads one task file, not the track's every one (17 for segmentation, ~1 ms each).
+        Any other case (no such file, another id in it) is the full listing's answer."""
+        if self._tasks is None:
+            if task_id in self._one:
+                return self._one[task_id]
+            track, _, name = task_id.partition("/")
+            path = self.root / "tasks" / f"{name}.yaml"
+            if track == self.name and name and "/" not in name and not name.startswith(".") and path.is_file():
+                from .taskfile import load_task_file
+
+                spec = load_task_file(path)
+                if spec.id == task_id:
+                    self._one[task_id] = spec
+                    return spec
+        return super().task(task_id)
 
     def template_dir(self) -> Path:
         return self.root / "templates"

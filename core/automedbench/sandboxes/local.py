@@ -219,7 +219,9 @@ class LocalSession(SandboxSession):
                     self.exec_dir.write_new("resolv.conf", netns.RESOLV_CONF)
         self.pids = PidsGroup(PIDS_LIMIT)
         self.memory = MemoryGroup(spec.memory_mb)
-        self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap)
+        # under bwrap a call is its own PID namespace (--unshare-all), torn down by the kernel when the call's
+        # first process exits: nothing of it can outlive it, so only a plain call's processes are swept
+        self.sweep = ProcessSweep(subreaper=not self.pids.available and not bwrap, active=not bwrap)
         weakref.finalize(self, self.pids.close)
         weakref.finalize(self, self.memory.close)
         self.seccomp_gap = seccomp.supported() if bwrap else None

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from attrs import define, field
-from automedbench.api import E_CODES, STAGE_NAMES, STAGES, TAXONOMY
+from automedbench.api import E_CODES, END_NO_AGENT, STAGE_NAMES, STAGES, TAXONOMY
 
 from .stats import bootstrap_means, group_seed
 from .store import FINISHED, RunTable
@@ -21,6 +21,7 @@ from .store import FINISHED, RunTable
 SCORES = ("overall", "agentic", "task", *STAGES)
 RATINGS = ("A", "B", "C", "F")
 GROUP_KEYS = ("agent", "task_id", "track", "tier")
+CONDITIONS = "conditions"  # added to the keys when the runs counted were made under different conditions
 
 
 @define
@@ -63,6 +64,15 @@ def _groups(table: RunTable, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.
     return {k: np.array(v) for k, v in sorted(groups.items())}
 
 
+def _mixed_conditions(table: RunTable, by: tuple[str, ...]) -> bool:
+    """Whether some row of `by` would pool runs made under different conditions."""
+    seen: dict[tuple[str, ...], str] = {}
+    for i, condition in enumerate(table[CONDITIONS]):
+        if seen.setdefault(tuple(table[k][i] for k in by), condition) != condition:
+            return True
+    return False
+
+
 def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
           seed: int = 0, include_unverified: bool = False) -> Leaderboard:
     """Cells and analyses over finished runs; unverified runs (no filesystem isolation...) only when asked."""
@@ -76,12 +86,22 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
             excluded[state] = excluded.get(state, 0) + 1
     if table.rejected:
         excluded["not harness-written"] = len(table.rejected)
+    # an `evaluate` result scores a folder of outputs anyone made (a baseline, the references themselves): genuine,
+    # but no agent's run, so never a row or a mean beside agents' runs
+    agentless = finished & np.array([r == END_NO_AGENT for r in table["end_reason"]], dtype=bool)
+    if agentless.any():
+        excluded["no agent (evaluate)"] = int(agentless.sum())
+        finished &= ~agentless
     if not include_unverified:
         unverified = finished & ~table["verified"]
         if unverified.any():
             excluded["unverified"] = int(unverified.sum())
         finished &= table["verified"]
     used = table.select(finished)
+    if _mixed_conditions(used, by):
+        # runs made under other budgets, task score, judge, sandbox or options are another row, never pooled:
+        # a run with ten times the turns or a lenient task score would lift the row it joined
+        by = (*by, CONDITIONS)
     matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
     cells = []
     for key, index in _groups(used, by).items():

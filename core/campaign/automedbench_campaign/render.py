@@ -15,7 +15,7 @@ from rich.table import Table
 from .leaderboard import RATINGS, Leaderboard, flat_rows, null_overall_runs
 from .viewer.page import num
 
-LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier"}
+LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier", "conditions": "Conditions"}
 
 
 def pct(value: float | None) -> str:

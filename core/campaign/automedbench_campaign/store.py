@@ -30,7 +30,8 @@ RESULT = RunFolder.RESULT
 RUN_MARKS = RunFolder.MARKS
 NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
            "judge_cost_usd")
-TEXT = ("run_id", "agent", "task_id", "track", "tier", "state", "end_reason", "rating", "path")
+TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path")
+CONDITIONS_CHARS = 12  # of the conditions digest, as a leaderboard row shows it
 FINISHED = ("scored", "agent_failure")
 
 
@@ -41,7 +42,10 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
     codes = sorted({c["code"] for c in data.get("error_codes") or [] if is_error_code(c["code"])})
     return {
         "run_id": header["run_id"], "agent": header["agent"], "task_id": header["task"], "track": header["track"],
-        "tier": header["tier"], "state": data["state"], "end_reason": data.get("end_reason", ""),
+        "tier": header["tier"], "state": data["state"],
+        # the score-changing options but agent and tier, hashed (empty for a result written before they were)
+        "conditions": str((header.get("hashes") or {}).get("conditions", ""))[:CONDITIONS_CHARS],
+        "end_reason": data.get("end_reason", ""),
         "rating": agg.get("rating", ""), "path": path,
         "overall": agg.get("overall"), "agentic": agg.get("agentic"), "task": agg.get("task"),
         **{s: stages.get(s) for s in STAGES},
