@@ -105,7 +105,7 @@ def _automedbench_distributions(python: Path) -> set[str]:
     """The automedbench distributions the venv of `python` holds, as its own interpreter finds them (what `pip
     list` shows, without a pip start: 0.9 CPU-s a call)."""
     code = ("import importlib.metadata as m, json; "
-            "print(json.dumps([d.metadata['Name'] for d in m.distributions()]))")
+            "print(json.dumps([d.metadata['Name'] or '' for d in m.distributions()]))")
     out = subprocess.run([str(python), "-I", "-c", code], check=True, capture_output=True, text=True).stdout
     return {name.lower().replace("_", "-") for name in json.loads(out) if name.lower().startswith("automedbench")}
 
