@@ -22,7 +22,10 @@ gateway started later), and was served on this run's key and budget, its request
 gateway whose run has a sandbox with a root of its own (`host_peers=False`: bubblewrap, docker) therefore answers
 only peers whose root folder is not the harness's (the peer's, by SO_PEERCRED); a plain call keeps the harness's
 and cannot change it (`plainns` drops the chroot capability and loads a seccomp filter against new namespaces).
-Refused connections are counted (`foreign_peers`).
+Refused connections are counted (`foreign_peers`). That check sees the relay, always inside: where the sandbox
+shares the host's network (plain calls; bubblewrap on a network task without a namespace of its own) the relay's
+port is on the host's loopback, so the relay itself serves only a peer whose socket a process of its own PID
+namespace holds (`ours`, through /proc/net/tcp); another run's agent or another user is closed on.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ KEY_HEADER = {"anthropic": ("x-api-key", "{}"), "gemini": ("x-goog-api-key", "{}
 # The relay run inside the sandbox: 127.0.0.1:<free port> -> the gateway's unix socket. It writes the port to a
 # file, then copies bytes both ways per connection. Only the Python standard library (any sandbox has Python).
 RELAY = r'''
-import os, socket, sys, threading
+import os, socket, struct, sys, threading
 sock_path, port_file = sys.argv[1], sys.argv[2]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", 0)); srv.listen(64)
@@ -79,7 +82,35 @@ def pipe(a, b):
         for s in (a, b):
             try: s.shutdown(socket.SHUT_RDWR)
             except OSError: pass
+def _addr(text):
+    ip, port = text.split(":")
+    return socket.inet_ntoa(struct.pack("=I", int(ip, 16))), int(port, 16)
+def ours(client):
+    # a sandbox sharing the host's network shares its loopback: only a peer whose socket a process of this PID
+    # namespace (this sandbox) holds is relayed, never another run's agent or another user's process
+    try:
+        peer, me = client.getpeername(), client.getsockname()
+        with open("/proc/net/tcp") as table:
+            rows = [line.split() for line in list(table)[1:]]
+        inodes = {r[9] for r in rows if len(r) > 9 and _addr(r[1]) == peer and _addr(r[2]) == me}
+    except (OSError, ValueError):
+        return False
+    wanted = {"socket:[%s]" % i for i in inodes if i != "0"}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%s/fd/%s" % (pid, fd)) in wanted:
+                    return True
+            except OSError:
+                pass
+    return False
 def serve(client):
+    if not ours(client):
+        client.close(); return
     upstream = socket.socket(socket.AF_UNIX)
     try: upstream.connect(sock_path)
     except OSError: client.close(); return

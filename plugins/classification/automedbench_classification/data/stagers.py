@@ -49,6 +49,7 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one 
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # decoded pixels per image (a decompression bomb stops here)
 MAX_FILES = 500_000
+GREY_CHROMA = 1.0  # the mean of |R-G| and |G-B| below which three channels hold a grey image (JPEG chroma noise)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 HAM_DX = {"akiec": "actinic_keratoses", "bcc": "basal_cell_carcinoma", "bkl": "benign_keratosis_like_lesions",
           "df": "dermatofibroma", "mel": "melanoma", "nv": "melanocytic_nevi", "vasc": "vascular_lesions"}
@@ -102,13 +103,28 @@ def _zip_reader(archive: zipfile.ZipFile, name: str) -> Callable[[], bytes]:
     return lambda: read_zip_member(archive, name, MAX_IMAGE_BYTES)
 
 
+def holds_grey(pixels: np.ndarray) -> bool:
+    """Whether an image's content is grey: one channel, or three that differ only by JPEG's chroma noise."""
+    return pixels.ndim == 2 or float(np.abs(np.diff(pixels.astype(np.int16), axis=2)).mean()) < GREY_CHROMA
+
+
+def in_mode(pixels: np.ndarray, grey: bool) -> np.ndarray:
+    """The pixels as one grey channel (`grey`) or three: every case of a staging in the same colour mode."""
+    if grey:
+        return pixels if pixels.ndim == 2 else np.asarray(Image.fromarray(pixels).convert("L"))
+    return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
+
+
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[Item]) -> StagedData:
-    """Write the chosen items as cases whose ids are drawn from the staging's secret."""
+    """Write the chosen items as cases whose ids are drawn from the staging's secret, all in one colour mode
+    (grey when every image's content is grey, else RGB): a class the download stores in another mode (grey
+    radiographs saved as RGB in one class folder) would otherwise be told apart by the JPEG header alone."""
     params = task.params
     classes = [str(c) for c in params["classes"]]
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
+    grey = all(holds_grey(decode_image(read(), name)) for _, read, name, _ in chosen)
     for case_id, (source_id, read, name, label) in zip(case_ids, chosen, strict=True):
-        pixels = decode_image(read(), name)
+        pixels = in_mode(decode_image(read(), name), grey)
         write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
     return area.commit(case_ids)
 
