@@ -9,7 +9,6 @@ import exec_folders
 import file_order
 import pytest
 from automedbench.plugins import registry
-from automedbench.runner import Run, RunOptions
 
 # the test kit as the tracks' tests load it: its pytest_configure (the checkout's own data folder), amb_docker, and
 # amb_run registered once, so its session cache is the one the tracks' tests fill (a run is not made twice)
@@ -20,7 +19,7 @@ exec_folders.track()  # every sandbox call folder this process makes, checked at
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
     """Before the other implementations (so before `-m` deselects): a test that needs the docker engine (it uses
     the `amb_docker` fixture) is marked `docker`, so that scripts/test.sh runs it in the slow tier, after the
     images it builds in the background. After them: the selected tests file by file, longest file first
@@ -32,7 +31,8 @@ def pytest_collection_modifyitems(items):
     tiers: dict[str, set[str]] = {}
     for item in items:
         tiers.setdefault(file_order.file_of(item.nodeid), set()).add(file_order.tier_of(item.keywords))
-    rank = {name: k for k, name in enumerate(file_order.order(tiers, file_order.load()))}
+    groups = file_order.groups_for(file_order.session_tier(config.getoption("markexpr")))
+    rank = {name: k for k, name in enumerate(file_order.order(tiers, file_order.load(), groups))}
     items.sort(key=lambda item: rank[file_order.file_of(item.nodeid)])
     return outcome
 
@@ -40,14 +40,17 @@ def pytest_collection_modifyitems(items):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile` (scripts/test.sh) hands out whole files, and each group of tests/file_order.py (files
-    paying the same first-in-process cost, or sharing a cached run) whole to one worker: one cost per tier."""
+    paying the same first-in-process cost, or sharing a cached run; the slow tier's groups where `-m` selects slow
+    tests) whole to one worker: one cost per tier."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    tier = file_order.session_tier(config.getvalue("markexpr"))
+
     class FilesAndGroups(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return file_order.unit_of(file_order.file_of(nodeid))
+            return file_order.unit_of(file_order.file_of(nodeid), tier=tier)
 
     return FilesAndGroups(config, log)
 
@@ -86,8 +89,10 @@ def reg():
 
 
 @pytest.fixture(scope="session")
-def data_root(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("data")
+def data_root(amb_data_root) -> Path:
+    """The test kit's data root (`amb_data_root`): one per worker session for these tests and the tracks' tests, so a
+    worker stages each task once, not once for each fixture."""
+    return amb_data_root
 
 
 @pytest.fixture(scope="session")
@@ -99,22 +104,7 @@ def staged(reg, data_root):
 
 
 @pytest.fixture(scope="session")
-def run_task(reg, data_root, tmp_path_factory):
-    """Run an agent on a task once per session; results cached by (task, agent, tier, options)."""
-    cache: dict[tuple, tuple] = {}
-    out = tmp_path_factory.mktemp("runs")
-
-    def _run(task: str, agent: str, tier: str = "lite", **kw):
-        key = (task, agent, tier, tuple(sorted(kw.items())))
-        if key not in cache:
-            runner = Run(RunOptions(task, tier, agent, out=out, data_root=data_root, **kw), reg)
-            cache[key] = (runner.execute(), runner.run_dir)
-        return cache[key]
-
-    return _run
-
-
-@pytest.fixture(scope="session")
-def run_agent(run_task, staged):
-    """`run_task` on the segmentation demo."""
-    return lambda agent, tier="lite", **kw: run_task(DEMO, agent, tier, **kw)
+def run_agent(amb_run, staged):
+    """A run on the segmentation demo, once per session per arguments: the test kit's `amb_run` cache, which the
+    tracks' tests and the run page test fill too, so a worker never makes the same run twice."""
+    return lambda agent, tier="lite", **kw: amb_run(DEMO, agent, tier, **kw)

@@ -80,12 +80,51 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "scripted_runs", "warm_evaluator", "judge_trust", "backends_anthropic", "backends_replay_cli",
         "backends_openai", "cli_newuser", "codes_detectors", "rubric_model")),
 }
-_GROUP_OF = {name: group for group, files in GROUPS.items() for name in files}
+
+# groups for the slow tier only: group name -> files that join GROUPS' group of that name (or form one) in a session
+# running slow tests. Their fast tests share nothing with the group's, so in the fast tier each file goes alone.
+SLOW_GROUPS: dict[str, tuple[str, ...]] = {
+    # the run page test's skip-validate Lite run of these demos (and synthesis/demo-mrct's Standard reference run)
+    # is the same run (same `amb_run` key) as these files' slow tests make: ~17 CPU-s of runs made once
+    "torch-in-process": tuple(f"plugins/{track}/tests/test_{track}_runs.py"
+                              for track in ("detection", "enhancement", "synthesis", "vqa")),
+    # their slow tests compare their runs with the segmentation demo's Lite (and Pro) reference run
+    "segmentation-reference-run": tuple(f"tests/test_{name}.py"
+                                        for name in ("inspect_bridge", "backends_openweight", "paper_rules")),
+}
 
 
-def unit_of(name: str, groups: Mapping[str, Iterable[str]] | None = None) -> str:
-    """The unit of work a file goes to a worker in: its group's name (`group:NAME`), or the file itself."""
-    group = _GROUP_OF.get(name) if groups is None else next((g for g, files in groups.items() if name in files), None)
+def groups_for(tier: str) -> dict[str, tuple[str, ...]]:
+    """The groups of a session whose tests are of `tier` ("slow": a session running any slow test): GROUPS, with
+    SLOW_GROUPS' files joined in for the slow tier."""
+    groups = dict(GROUPS)
+    if tier == "slow":
+        for group, files in SLOW_GROUPS.items():
+            groups[group] = (*groups.get(group, ()), *files)
+    return groups
+
+
+def session_tier(markexpr: str) -> str:
+    """The tier whose groups a session selected by `-m markexpr` uses: "slow" when it selects slow or docker tests
+    (scripts/test.sh's slow tier, or no `-m` at all), "fast" otherwise. Both the collection's order and xdist's
+    scheduler (which sees node ids, not markers) read it from the same option, so they agree."""
+    if not markexpr:
+        return "slow"
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates (pytest exports no public name)
+
+    expr = Expression.compile(markexpr)
+    return "slow" if any(expr.evaluate(lambda name, /, mark=mark, **_: name == mark) for mark in ("slow", "docker")) \
+        else "fast"
+
+
+_GROUP_OF = {tier: {name: group for group, files in groups_for(tier).items() for name in files} for tier in TIERS}
+
+
+def unit_of(name: str, groups: Mapping[str, Iterable[str]] | None = None, tier: str = "fast") -> str:
+    """The unit of work a file goes to a worker in: its group's name (`group:NAME`), or the file itself; the groups
+    are `groups`, or else the tier's (`groups_for`)."""
+    group = (_GROUP_OF[tier].get(name) if groups is None
+             else next((g for g, files in groups.items() if name in files), None))
     return f"group:{group}" if group else name
 
 

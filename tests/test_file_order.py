@@ -20,7 +20,8 @@ def test_this_session_runs_its_files_longest_first(request):
             assert name not in files, f"{name}: its tests are not together"
             files.append(name)
         tiers.setdefault(name, set()).add(file_order.tier_of(item.keywords))
-    assert files == file_order.order(tiers, table)
+    groups = file_order.groups_for(file_order.session_tier(request.config.getoption("markexpr")))
+    assert files == file_order.order(tiers, table, groups)
     assert "tests/test_file_order.py" in files
 
 
@@ -85,16 +86,41 @@ def test_a_groups_files_follow_each_other_ordered_by_the_groups_sum():
 
 def test_the_groups_name_existing_test_files_once_each():
     root = file_order.FILE_TIMES.parent.parent
-    named = [name for files in file_order.GROUPS.values() for name in files]
-    assert len(named) == len(set(named))
-    assert all((root / name).is_file() and "/test_" in name for name in named), named
+    for tier in file_order.TIERS:
+        named = [name for files in file_order.groups_for(tier).values() for name in files]
+        assert len(named) == len(set(named)), tier
+        assert all((root / name).is_file() and "/test_" in name for name in named), named
+
+
+@pytest.mark.parametrize(("markexpr", "tier"), [
+    ("slow or docker", "slow"), ("not slow and not docker", "fast"), ("", "slow"), ("docker", "slow"),
+    ("not slow", "slow"), ("not slow and not docker and not gpu", "fast"), ("slow and not docker", "slow")])
+def test_a_session_uses_the_slow_groups_when_its_mark_expression_selects_slow_tests(markexpr, tier):
+    """scripts/test.sh's two tiers, a plain run (both), and expressions that select docker tests (slow tier)."""
+    assert file_order.session_tier(markexpr) == tier
+
+
+def test_slow_only_groups_join_their_group_in_the_slow_tier_and_leave_the_fast_tiers_alone():
+    assert file_order.groups_for("fast") == file_order.GROUPS
+    slow = file_order.groups_for("slow")
+    for group, files in file_order.SLOW_GROUPS.items():
+        assert slow[group] == (*file_order.GROUPS.get(group, ()), *files)
+        for name in files:
+            assert file_order.unit_of(name, tier="slow") == f"group:{group}"
+            assert file_order.unit_of(name, tier="fast") == file_order.unit_of(name) == name
+    # in the slow tier a group's extra files are placed with it, by the whole group's seconds
+    table = {"a.py": {"fast": 30.0, "slow": 30.0}, "g.py": {"slow": 20.0}, "x.py": {"fast": 25.0, "slow": 15.0}}
+    tiers = {name: {"slow"} for name in table}
+    groups = {"run": ("g.py",)}
+    assert file_order.order(tiers, table, groups) == ["a.py", "g.py", "x.py"]
+    assert file_order.order(tiers, table, {"run": ("g.py", "x.py")}) == ["g.py", "x.py", "a.py"]
 
 
 class _Config:
     """What xdist's schedulers read from the configuration: the distribution mode and the workers."""
 
-    def __init__(self, dist: str) -> None:
-        self.values = {"dist": dist, "tx": ["2*popen"]}
+    def __init__(self, dist: str, markexpr: str = "") -> None:
+        self.values = {"dist": dist, "tx": ["2*popen"], "markexpr": markexpr}
 
     def getvalue(self, name: str):
         return self.values[name]
@@ -113,3 +139,17 @@ def test_loadfile_hands_out_a_group_whole_and_other_files_alone(request):
     assert scheduler._split_scope("tests/test_file_order.py::test_x") == "tests/test_file_order.py"
     assert scheduler._split_scope("tests/test_file_order.py::Cls::test_x") == "tests/test_file_order.py"
     assert type(hook(config=_Config("load"), log=None)).__name__ != type(scheduler).__name__
+
+
+@pytest.mark.parametrize("markexpr", ["slow or docker", "not slow and not docker"])
+def test_loadfile_hands_out_the_slow_tiers_groups_only_in_the_slow_tier(request, markexpr):
+    if not request.config.pluginmanager.hasplugin("xdist"):
+        pytest.skip("pytest-xdist is not loaded (-p no:xdist)")
+    hook = request.config.pluginmanager.hook.pytest_xdist_make_scheduler
+    scheduler = hook(config=_Config("loadfile", markexpr), log=None)
+    slow = file_order.session_tier(markexpr) == "slow"
+    for group, files in file_order.SLOW_GROUPS.items():
+        for name in files:
+            assert scheduler._split_scope(f"{name}::test_x") == (f"group:{group}" if slow else name)
+        for name in file_order.GROUPS.get(group, ()):
+            assert scheduler._split_scope(f"{name}::test_x") == f"group:{group}"

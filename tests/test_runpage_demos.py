@@ -30,8 +30,10 @@ def _tier(task: str, preferred: str) -> str:
 @pytest.mark.parametrize("task", DEMOS)
 def test_every_item_links_its_evidence_and_every_case_has_its_picture(task, amb_run):
     images = task not in TEXT_ONLY
-    # the session's cached runs (`amb_run`): the track's own tests read the same reference run (classification's
-    # Standard one, ~25 CPU-s, in the same worker: tests/file_order.py's GROUPS); nothing here writes to them
+    # the session's cached runs (`amb_run`): the track's own tests read the same runs (classification's Standard
+    # reference run, ~25 CPU-s; detection's, enhancement-SR's, MR-CT's and VQA's skip-validate Lite runs, MR-CT's
+    # Standard reference run) in the same worker: tests/file_order.py's GROUPS and SLOW_GROUPS; nothing here
+    # writes to them
     result, run_dir = amb_run(task, "reference", tier=_tier(task, "standard"))
     assert result.state == "scored", result.error
     page = check_run_page(run_dir, images=images)
