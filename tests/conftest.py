@@ -50,7 +50,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class FilesAndGroups(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return file_order.unit_of(file_order.file_of(nodeid), tier=tier)
+            return file_order.scope_of(nodeid, tier)
 
     return FilesAndGroups(config, log)
 

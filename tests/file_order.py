@@ -93,6 +93,15 @@ SLOW_GROUPS: dict[str, tuple[str, ...]] = {
                                         for name in ("inspect_bridge", "backends_openweight", "paper_rules")),
 }
 
+# single tests that go with a group in the slow tier (node id -> group), not with their file: xdist's scheduler
+# hands out node ids, so one case of a parametrized test can run where its costs are paid already
+SLOW_TESTS: dict[str, str] = {
+    # the run page of report_gen/demo: its two runs are evaluated on the warm evaluator, whose METEOR JVM the
+    # report_gen group's worker has started already (alone with test_caps_omissions.py 35.5 CPU-s, together 23.9)
+    "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
+    "[report_gen/demo]": "report_gen-meteor",
+}
+
 
 def groups_for(tier: str) -> dict[str, tuple[str, ...]]:
     """The groups of a session whose tests are of `tier` ("slow": a session running any slow test): GROUPS, with
@@ -126,6 +135,12 @@ def unit_of(name: str, groups: Mapping[str, Iterable[str]] | None = None, tier: 
     group = (_GROUP_OF[tier].get(name) if groups is None
              else next((g for g, files in groups.items() if name in files), None))
     return f"group:{group}" if group else name
+
+
+def scope_of(nodeid: str, tier: str) -> str:
+    """The unit a test goes to a worker in: its own (SLOW_TESTS, slow tier), else its file's (`unit_of`)."""
+    group = SLOW_TESTS.get(nodeid) if tier == "slow" else None
+    return f"group:{group}" if group else unit_of(file_of(nodeid), tier=tier)
 
 
 def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str, float]],

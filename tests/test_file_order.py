@@ -4,6 +4,8 @@ of this very session, the order function, the table's reading limits and its upd
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import file_order
 import pytest
@@ -153,3 +155,16 @@ def test_loadfile_hands_out_the_slow_tiers_groups_only_in_the_slow_tier(request,
             assert scheduler._split_scope(f"{name}::test_x") == (f"group:{group}" if slow else name)
         for name in file_order.GROUPS.get(group, ()):
             assert scheduler._split_scope(f"{name}::test_x") == f"group:{group}"
+    for nodeid, group in file_order.SLOW_TESTS.items():
+        assert scheduler._split_scope(nodeid) == (f"group:{group}" if slow else file_order.unit_of(
+            file_order.file_of(nodeid)))
+
+
+def test_the_slow_tests_routed_to_a_group_are_collected_and_their_groups_exist():
+    """A renamed test or case would silently go back to its file's worker: each id must be one pytest collects."""
+    root = file_order.FILE_TIMES.parent.parent
+    assert all(group in file_order.groups_for("slow") for group in file_order.SLOW_TESTS.values())
+    files = sorted({file_order.file_of(nodeid) for nodeid in file_order.SLOW_TESTS})
+    listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                             "-p", "no:xdist", *files], cwd=root, capture_output=True, text=True, timeout=120)
+    assert set(file_order.SLOW_TESTS) <= set(listed.stdout.splitlines()), listed.stdout[-2000:]

@@ -4,7 +4,8 @@ failing S3 links to the turn where it failed (the batch that came without a pilo
 (input, output, reference) drawn within the budget, only in the run folder.
 
 Two runs per demo, each checked many ways, one test per demo; the runs come from the session's `amb_run` cache, shared
-with the tracks' own tests in the same worker (`--dist loadfile` gives this file to one worker whole)."""
+with the tracks' own tests in the same worker (`--dist loadfile` gives this file to one worker whole, but for
+report_gen's case, which runs with report_gen's group: tests/file_order.py's SLOW_TESTS)."""
 
 from __future__ import annotations
 
