@@ -31,11 +31,10 @@ def task_classes(task: TaskSpec) -> tuple[list[str], str | None]:
 
 
 def micro_prf(tp: int, n_pred: int, n_gt: int) -> dict[str, float]:
-    """Micro precision/recall/F1; both sides empty counts as perfect (nothing to find, nothing claimed)."""
-    if n_pred == 0 and n_gt == 0:
-        return {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    precision = tp / n_pred if n_pred else 0.0
-    recall = tp / n_gt if n_gt else 0.0
+    """Micro precision/recall/F1 with the original's empty-side rule: no box claimed is precision 1, nothing to
+    find is recall 1 (so both empty is perfect, and one empty side still gives F1 0)."""
+    precision = tp / n_pred if n_pred else 1.0
+    recall = tp / n_gt if n_gt else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {"precision": precision, "recall": recall, "f1": f1}
 

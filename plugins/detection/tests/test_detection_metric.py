@@ -103,7 +103,7 @@ def test_empty_sides():
 def test_micro_precision_recall_f1():
     assert micro_prf(3, 4, 6) == pytest.approx({"precision": 0.75, "recall": 0.5, "f1": 0.6})
     assert micro_prf(0, 0, 0) == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    assert micro_prf(0, 0, 5) == {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    assert micro_prf(0, 0, 5) == {"precision": 1.0, "recall": 0.0, "f1": 0.0}
 
 
 def test_voc_variants_hand_computed():

@@ -16,10 +16,24 @@ SCORED_SECTION = "FINDINGS"
 FINDINGS_ALIASES = ("FINDINGS", "FINDING", "REFERENCE FINDINGS", "CHEST, TWO VIEWS")
 
 
+# Report section names read as headers in any case (our departure: "Findings:", "Impression:"); any other
+# line opening "Name:" is a header only when upper-case, as the original reads it, so a "Heart size: normal"
+# or "Lungs: clear" line inside the findings stays part of them.
+SECTION_NAMES = frozenset({*FINDINGS_ALIASES, "IMPRESSION", "CONCLUSION", "FINDINGS AND IMPRESSION",
+                           "FINDINGS/IMPRESSION", "FINDINGS/ IMPRESSION", "INDICATION", "INDICATIONS", "HISTORY",
+                           "CLINICAL HISTORY", "COMPARISON", "COMPARISONS", "TECHNIQUE", "EXAMINATION", "EXAM",
+                           "REASON FOR EXAM", "REASON FOR EXAMINATION", "RECOMMENDATION", "RECOMMENDATIONS",
+                           "NOTIFICATION", "WET READ"})
+
+
+def _is_header(name: str) -> bool:
+    return name == name.upper() or name.strip().upper() in SECTION_NAMES
+
+
 def sections(text: str) -> dict[str, str]:
     """Upper-cased header -> its first non-empty body, in the order the report has them (text before the first
     header is dropped; an empty section is skipped, as the original skips it)."""
-    found = list(HEADER.finditer(text))
+    found = [m for m in HEADER.finditer(text) if _is_header(m.group(1))]
     out: dict[str, str] = {}
     for i, match in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(text)

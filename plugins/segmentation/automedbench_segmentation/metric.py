@@ -58,6 +58,7 @@ def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Pat
     values["reference_labels"] = present
     if task.params.get("surface_metrics") and not surface.unavailable():
         spacing = ref_image.header.get_zooms()[:3]
+        ref = dice.integer_labels(ref)  # a float reference read as rounded labels, as its Dice reads it
         for k in labels:
             values.update(_surface(task, f"label_{k}", pred == k, ref == k, spacing))
     return CaseScore(case_id, values)

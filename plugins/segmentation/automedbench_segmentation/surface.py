@@ -40,8 +40,13 @@ def surface_metrics(pred: np.ndarray, ref: np.ndarray, spacing: Sequence[float],
                     tolerance_mm: float = 2.0) -> dict[str, float | None]:
     """HD95 (mm) and surface Dice at `tolerance_mm` of two binary masks; None where undefined or unavailable."""
     pred, ref = pred.astype(bool, copy=False), ref.astype(bool, copy=False)
-    if unavailable() or not pred.any() or not ref.any():
+    if unavailable():
         return {"hd95_mm": None, "surface_dice": None}
+    has_pred, has_ref = bool(pred.any()), bool(ref.any())
+    if not (has_pred and has_ref):
+        # MONAI's conventions: no surface on either side -> both undefined; on one side only -> no surface point
+        # within tolerance (NSD 0, counted in the mean), the distance undefined (NaN: left out)
+        return {"hd95_mm": None, "surface_dice": 0.0 if has_pred or has_ref else None}
     import torch
     from monai.metrics import compute_hausdorff_distance, compute_surface_dice
 

@@ -50,7 +50,9 @@ def test_hand_computed_single_voxels():
     assert surface.surface_metrics(pred, ref, (1.0, 1.0, 2.0), tolerance_mm=6.5)["surface_dice"] == 1.0
 
 
-def test_undefined_when_a_mask_is_empty():
+def test_empty_masks_follow_monai():
+    """One side empty: surface Dice 0 (MONAI's), HD95 undefined; both empty: both undefined."""
     empty = np.zeros((5, 5, 5), bool)
     full = np.ones((5, 5, 5), bool)
-    assert surface.surface_metrics(empty, full, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": None}
+    assert surface.surface_metrics(empty, full, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": 0.0}
+    assert surface.surface_metrics(empty, empty, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": None}
