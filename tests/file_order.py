@@ -100,6 +100,10 @@ SLOW_TESTS: dict[str, str] = {
     # report_gen group's worker has started already (alone with test_caps_omissions.py 35.5 CPU-s, together 23.9)
     "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
     "[report_gen/demo]": "report_gen-meteor",
+    # the run page of segmentation/demo: its skip-validate Lite run is test_codes_detectors.py's (run_agent is
+    # amb_run): with that file's slow tests in one process 45.9 CPU-s with separate caches, 40.3 with one
+    "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
+    "[segmentation/demo]": "segmentation-reference-run",
 }
 
 

@@ -5,7 +5,7 @@ failing S3 links to the turn where it failed (the batch that came without a pilo
 
 Two runs per demo, each checked many ways, one test per demo; the runs come from the session's `amb_run` cache, shared
 with the tracks' own tests in the same worker (`--dist loadfile` gives this file to one worker whole, but for
-report_gen's case, which runs with report_gen's group: tests/file_order.py's SLOW_TESTS)."""
+report_gen's and segmentation/demo's cases, which run with their tracks' groups: tests/file_order.py's SLOW_TESTS)."""
 
 from __future__ import annotations
 
