@@ -216,3 +216,26 @@ def test_another_interpreters_site_packages_inside_an_import_folder_is_left_out_
     # the same folder named as an import folder itself is walked
     both = environment_snapshot([*paths, str(stdlib / "site-packages")])
     assert str(stdlib / "site-packages" / "other" / "m.py") in both
+
+
+def test_the_harness_writing_its_own_folders_below_an_import_folder_is_no_environment_change(tmp_path):
+    """A checkout on the import path holds the harness's state folders (another run's grading cache), data and
+    runs: a concurrent harness writing there during the agent phase marked a plain run unverified (CI met it).
+    Those folders are skipped, unless one is or holds an import folder; a change anywhere else still shows."""
+    from automedbench.evaluator import environment_snapshot, snapshot_changes
+
+    root = tmp_path / "checkout"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("x = 1\n")
+    state = root / ".state" / "gw0"
+    state.mkdir(parents=True)
+    skip = [str(state), str(root / ".data")]
+    before = environment_snapshot([str(root)], skip=skip)
+    (state / "grade_cache.jsonl").write_text("{}\n")
+    assert snapshot_changes(before, environment_snapshot([str(root)], skip=skip)) == []
+    assert snapshot_changes(before, environment_snapshot([str(root)])) != []  # not skipped: seen
+    (root / "pkg" / "__init__.py").write_text("x = 2\n")
+    assert snapshot_changes(before, environment_snapshot([str(root)], skip=skip)) == [str(root / "pkg" / "__init__.py")]
+    # a skip folder that is (or holds) an import folder is walked all the same
+    assert str(root / "pkg" / "__init__.py") in environment_snapshot([str(root)], skip=[str(root)])
+    assert str(root / "pkg" / "__init__.py") in environment_snapshot([str(root / "pkg")], skip=[str(root)])

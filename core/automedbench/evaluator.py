@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +293,8 @@ def evaluator_path(exclude: list[Path]) -> list[str]:
     return found
 
 
-def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[str, tuple[int, ...]]:
+def environment_snapshot(paths: list[str], max_entries: int = 400_000,
+                         skip: Collection[str] = ()) -> dict[str, tuple[int, ...]]:
     """(size, mtime, inode, ctime) of every file and (inode,) of every folder below the evaluator's import path
     and of the interpreter. A file's ctime is set by the kernel on every write and cannot be set back (a
     rewrite at the same size with its mtime reset still shows). A folder's size and times move with its
@@ -306,12 +308,21 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000) -> dict[s
     A `site-packages` (or `dist-packages`) folder directly inside an import folder is left out unless it is an
     import folder itself: no import reaches it through its parent (the name is no identifier, and the evaluator
     runs without `site`), yet the base interpreter's, inside its standard library, held 51 000 of a snapshot's
-    125 000 entries."""
+    125 000 entries.
+
+    Folders in `skip` (resolved paths: the harness's state folders, data root and runs folder) are not walked:
+    harness processes write there during any run (another run's grading cache, its staging), no import reads
+    them, and a checkout on the import path holds them all (a concurrent run's write marked this one unverified)."""
     found: dict[str, tuple[int, ...]] = {}
     roots = set(paths)
+    # never a folder that is an import folder or holds one (`--out .` inside a checkout on the path)
+    skipped = {s for s in map(os.path.realpath, skip)
+               if not any(r == s or r.startswith(s.rstrip(os.sep) + os.sep) for r in map(os.path.realpath, roots))}
     stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
     while stack and len(found) < max_entries:
         path = stack.pop()
+        if path in skipped:
+            continue
         try:
             info = os.lstat(path)
         except OSError:

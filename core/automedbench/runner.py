@@ -48,7 +48,7 @@ from .fsutil import (
     sha256_text,
     tree_digest,
 )
-from .harnessstate import state_dir
+from .harnessstate import known_state_dirs, state_dir
 from .judge import Judge
 from .needs import sandbox_gap
 from .observed import ObservedSteps
@@ -139,6 +139,7 @@ class Run:
         self.confined = False
         # without filesystem isolation: the evaluator's import path and its state before the agent ran
         self.env_paths: list[str] = []
+        self.env_skip: list[str] = []
         self.env_before: dict[str, tuple[int, ...]] | None = None
 
     # ------------------------------------------------------------------ main
@@ -422,7 +423,7 @@ class Run:
             t_close = time.monotonic()
             session.close()
             if self.env_before is not None:
-                changed = snapshot_changes(self.env_before, environment_snapshot(self.env_paths))
+                changed = snapshot_changes(self.env_before, environment_snapshot(self.env_paths, skip=self.env_skip))
                 if changed:
                     st.isolation.distrust(f"the harness's Python environment changed during the agent phase "
                                           f"({len(changed)} path(s), e.g. {printable(max(changed, key=len))[:200]})")
@@ -477,7 +478,9 @@ class Run:
             self.progress({"kind": "warning", "text": "UNVERIFIED: " + UNVERIFIED_PLAIN})
             # the agent runs as the harness's user: what the evaluator will import is watched for changes
             self.env_paths = evaluator_path([self.run_dir.resolve(), staged.root.resolve()])
-            self.env_before = environment_snapshot(self.env_paths)
+            # where harness processes write during any run: never imported, and below a checkout on the path
+            self.env_skip = [str(p) for p in (*known_state_dirs(), self.data_root, self.run_dir.parent)]
+            self.env_before = environment_snapshot(self.env_paths, skip=self.env_skip)
         isolation.protections, isolation.gaps = session.protections()
         if self.quota is not None:
             isolation.protections.append(self.quota.describe())
