@@ -22,7 +22,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder
 
-from .leaderboard import RATINGS, Leaderboard, build
+from .leaderboard import CONDITIONS, RATINGS, Leaderboard, build
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -80,7 +80,8 @@ Links = dict[str, Callable[[dict[str, str]], str]]
 def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None) -> str:
     """One row per cell, best Overall first; `links` maps a key column to the href of its cell (the runs). Runs
     made under different conditions are other cells (`leaderboard.build`): their column is shown then."""
-    keys = (*keys, *[k for k in board.by if k not in keys and k == "conditions"])
+    if CONDITIONS in board.by and CONDITIONS not in keys:
+        keys = (*keys, CONDITIONS)
     head = "".join(f"<th>{esc(k)}</th>" for k in keys)
     head += "".join(f'<th class="n">{esc(m)}</th>' for m in ("n", "Overall", "Agentic", "Task", *STAGES))
     head += '<th>ratings</th><th class="n">turns</th><th class="n">cost $</th><th class="n">with codes</th>'
