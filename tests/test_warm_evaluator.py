@@ -248,6 +248,12 @@ def test_the_process_serves_the_cap_its_parent_set(tmp_path, monkeypatch, toy):
         assert evalservice.EvalService().max_requests == cap
 
 
+def test_a_test_session_keeps_one_warm_process_for_its_evaluations():
+    """The test kit's session default: the shared service's process serves up to 1000 evaluations (a worker makes
+    a few hundred; at a sweep's 50 it restarted and loaded torch, MONAI or METEOR's JVM again several times)."""
+    assert evalservice.service().max_requests == 1000
+
+
 def _request(tmp_path: Path, staged, **change) -> dict:
     folder = RunFolder(tmp_path / "run")
     request = EvalRequest(TOY, str(folder.submission), str(staged.public), str(staged.private), staged.case_ids,
