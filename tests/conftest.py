@@ -73,6 +73,15 @@ def pytest_runtest_logreport(report):
         spent[tier] = spent.get(tier, 0.0) + report.duration
 
 
+def pytest_sessionstart(session):
+    """Every test session starts with no graded reply cached. The grading step's cache lives in the (worker's) state
+    folder, which outlives the session: tests that count the requests reaching a scripted grader found the replies
+    of the previous test run in this checkout there, and none reached it (a second run of the suite failed)."""
+    from automedbench_models.grading import default_cache_path
+
+    default_cache_path().unlink(missing_ok=True)
+
+
 def pytest_sessionfinish(session):
     """... go into tests/file_times.json at the end: the files this session ran, the tiers it ran them in."""
     if _SPENT and not hasattr(session.config, "workerinput"):
