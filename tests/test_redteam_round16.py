@@ -1,0 +1,90 @@
+"""Round sixteen of the red team: results anyone can put on a leaderboard, hidden answers public information
+decides, state shared across trust levels; through the real runner.
+
+- **Runs of another harness version or task definition pooled into a row** (leaderboards, class 2): round 13 keyed
+  a row by `header.hashes.conditions`, the score-changing options, but a run's result also depends on the code
+  that scored it and the task it was given. Every genuine result stays countable however old (the proof key
+  outlives upgrades), so a runs folder that grew across an upgrade pooled runs scored by the old scorer (one a
+  later red-team round found exploitable: round 14's colour-mode staging gave accuracy 1.0) with runs scored by
+  the fixed one, and runs made on an older task definition (other thresholds, cases, brief) with the current
+  ones: one row, one mean. On toy/vowels, three runs of one agent (the current harness, a run recorded by
+  harness 0.0.9, a run on the task with its rating thresholds changed) were one row of three. The conditions
+  digest now also covers the task definition's digest and the harness's and track's versions (not Python's or
+  the platform's): those runs are rows apart, each with its own conditions.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from automedbench.testing import run_steps
+
+# answers three of the six words right (the first three case folders in name order), writes nothing else
+HALF = """
+import os
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+cases = sorted(c for c in os.listdir(data) if os.path.isdir(os.path.join(data, c)))
+for case in cases[:3]:
+    word = open(os.path.join(data, case, 'input.txt')).read().strip()
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    open(os.path.join(out, case, 'answer.txt'), 'w').write(str(sum(ch in 'aeiou' for ch in word)))
+"""
+
+
+def test_runs_of_another_harness_version_or_task_definition_are_never_pooled(data_root, tmp_path, monkeypatch):
+    """Before: one row (StepsAgent, toy/vowels, lite) of three runs: the current harness's, one recorded by
+    harness 0.0.9 and one on the task with other rating thresholds. Now three rows, one per condition; runs of
+    the same harness and task definition still share one."""
+    from automedbench import plugins, provenance
+    from automedbench_campaign.leaderboard import build, flat_rows
+    from automedbench_campaign.store import load_table
+
+    runs = tmp_path / "runs"
+    current, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    with monkeypatch.context() as patch:  # a run recorded by an older harness (its scorer may have differed)
+        patch.setattr(provenance, "__version__", "0.0.9")
+        older, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    lookup = plugins.Registry.task
+
+    def redefined(self, task_id):  # the same task id on an earlier definition: another rating threshold
+        track, spec = lookup(self, task_id)
+        return track, attrs.evolve(spec, rating=attrs.evolve(spec.rating, okay=0.4))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(plugins.Registry, "task", redefined)
+        other_task, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
+                                  warm_evaluator=False)
+    made = (current, older, other_task)
+    assert [r.state for r in made] == ["scored"] * 3, [r.error for r in made]
+    assert older.header.versions["automedbench"] == "0.0.9" != current.header.versions["automedbench"]
+    assert other_task.header.hashes["task"] != current.header.hashes["task"]
+    assert len({r.header.hashes["options"] for r in made}) == 1  # the options alone do not tell them apart
+
+    board = build(load_table([runs]), resamples=50)
+    assert board.runs_used == 3
+    assert sorted(c.n for c in board.cells) == [1, 1, 1]
+    assert board.by == ("agent", "task_id", "tier", "conditions")
+    assert len({r.header.hashes["conditions"] for r in made}) == 3
+    assert len({r["conditions"] for r in flat_rows(board)}) == 3
+
+    # the same harness, task definition and options: one row as before (Python's version is not a condition)
+    with monkeypatch.context() as patch:
+        patch.setattr(provenance.platform, "python_version", lambda: "3.99.0")
+        again, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
+                             warm_evaluator=False)
+    assert again.header.versions["python"] == "3.99.0"
+    assert again.header.hashes["conditions"] == current.header.hashes["conditions"]
+    board = build(load_table([runs]), resamples=50)
+    assert sorted(c.n for c in board.cells) == [1, 1, 2]
+
+
+@pytest.mark.parametrize("versions", [{"automedbench": "1", "track:x": "2", "python": "3.12", "platform": "p"}])
+def test_conditions_take_the_scoring_versions_only(versions):
+    """The harness's and the track's versions are conditions; Python's and the host's are not."""
+    from automedbench.options import RunOptions, conditions_record
+
+    options = RunOptions(task="toy/vowels", agent="reference")
+    record = conditions_record(options, "d" * 64, versions)
+    assert record["versions"] == {"automedbench": "1", "track:x": "2"}
+    assert record["task definition"] == "d" * 64
+    assert conditions_record(options) == {k: v for k, v in record.items() if k not in ("versions", "task definition")}
