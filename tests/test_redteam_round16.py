@@ -18,17 +18,7 @@ from __future__ import annotations
 import attrs
 import pytest
 from automedbench.testing import run_steps
-
-# answers three of the six words right (the first three case folders in name order), writes nothing else
-HALF = """
-import os
-data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
-cases = sorted(c for c in os.listdir(data) if os.path.isdir(os.path.join(data, c)))
-for case in cases[:3]:
-    word = open(os.path.join(data, case, 'input.txt')).read().strip()
-    os.makedirs(os.path.join(out, case), exist_ok=True)
-    open(os.path.join(out, case, 'answer.txt'), 'w').write(str(sum(ch in 'aeiou' for ch in word)))
-"""
+from test_redteam_round13 import HALF  # answers three of the six words right
 
 
 def test_runs_of_another_harness_version_or_task_definition_are_never_pooled(data_root, tmp_path, monkeypatch):
