@@ -78,3 +78,60 @@ def test_conditions_take_the_scoring_versions_only(versions):
     assert record["versions"] == {"automedbench": "1", "track:x": "2"}
     assert record["task definition"] == "d" * 64
     assert conditions_record(options) == {k: v for k, v in record.items() if k not in ("versions", "task definition")}
+
+
+# ------------------------------------------------------------------ a class told apart by its image size (class 1)
+
+# labels each case by the width in its JPEG header alone: the wider class folder is `normal`
+BY_SIZE = """
+import json, os
+from PIL import Image
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+sizes = {}
+for case in sorted(os.listdir(data)):
+    if os.path.isfile(os.path.join(data, case, 'image.jpg')):
+        with Image.open(os.path.join(data, case, 'image.jpg')) as image:
+            sizes[case] = image.size
+widths = sorted(w for w, _ in sizes.values())
+cut = (widths[0] + widths[-1]) / 2
+for case, (w, h) in sizes.items():
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    label = 'normal' if w > cut else 'pneumonia'
+    open(os.path.join(out, case, 'prediction.json'), 'w').write(json.dumps({'label': label}))
+print('sizes', sorted(set(sizes.values())))
+"""
+
+
+def test_a_class_the_download_stores_at_other_sizes_is_not_told_apart_by_the_jpeg_header(tmp_path):
+    """Kermany's normal radiographs are larger than its pneumonia ones (and the Brain Tumor MRI Dataset's no-tumour
+    slices are other sizes than its 512x512 tumour slices): the stager kept every image's size, so an agent reading
+    only the staged JPEG headers (PIL's `size`) labelled the wider cases normal: accuracy 1.0, rating A, on noise
+    images, through the real runner. Now every case of a staging has one size (the drawn images' median): the
+    attacker is at chance."""
+    import sys
+    from pathlib import Path
+
+    from automedbench.testing import load_task, stage_from_folder
+    from PIL import Image
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "plugins" / "classification" / "tests"))
+    import classification_layouts as layouts
+
+    download = layouts.kermany(tmp_path / "download", per_class=50)
+    for folder, size in (("NORMAL", (48, 40)), ("PNEUMONIA", (40, 32))):
+        for path in (download / "test" / folder).glob("*.jpeg"):
+            with Image.open(path) as image:
+                image.resize(size).save(path)
+    track, task = load_task("classification/chest-xray-pneumonia")
+    root = tmp_path / "root"
+    staged = stage_from_folder(track, task, root, download)
+    assert len(staged.case_ids) == 100
+    result, _ = run_steps(task.id, [("python", BY_SIZE)], out=tmp_path / "runs", data_root=root,
+                                warm_evaluator=False, workspace_quota_mb=64)
+    assert result.state == "scored", result.error
+    assert result.task.partial <= 0.6 and result.aggregate.rating not in ("A", "B"), result.task.partial
+    sizes = set()
+    for case in staged.case_ids:
+        with Image.open(staged.public / case / "image.jpg") as image:
+            sizes.add(image.size)
+    assert sizes == {(44, 36)}, sizes  # one size: the median of 48/40 wide and 40/32 high
