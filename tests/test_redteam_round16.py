@@ -74,10 +74,11 @@ def test_conditions_take_the_scoring_versions_only(versions):
     from automedbench.options import RunOptions, conditions_record
 
     options = RunOptions(task="toy/vowels", agent="reference")
-    record = conditions_record(options, "d" * 64, versions)
+    record = conditions_record(options, "d" * 64, versions, "a" * 64)
     assert record["versions"] == {"automedbench": "1", "track:x": "2"}
-    assert record["task definition"] == "d" * 64
-    assert conditions_record(options) == {k: v for k, v in record.items() if k not in ("versions", "task definition")}
+    assert record["task definition"] == "d" * 64 and record["assets"] == "a" * 64
+    assert conditions_record(options) == {k: v for k, v in record.items()
+                                          if k not in ("versions", "task definition", "assets")}
 
 
 # ------------------------------------------------------------------ a class told apart by its image size (class 1)

@@ -243,15 +243,16 @@ class Run:
     def _new_state(self) -> RunState:
         task_digest, software = sha256_text(dumps(self.task)), versions(self.reg, self.task.track)
         hashes = {"task": task_digest, "options": sha256_text(dumps(score_record(self.o))),
-                  # a leaderboard never pools runs whose conditions differ (budgets, task score, judge..., the
-                  # task's definition, the harness's and track's versions)
-                  "conditions": sha256_text(dumps(conditions_record(self.o, task_digest, software))),
                   **staging.digests(self.task, self.data_root)}
+        if self.assets is not None:  # a changed weight file shows in the record, as changed data does
+            hashes["assets"] = tree_digest(self.assets)
+        # a leaderboard never pools runs whose conditions differ (budgets, task score, judge..., the task's
+        # definition, the harness's and track's versions, the pinned weights)
+        hashes["conditions"] = sha256_text(dumps(conditions_record(self.o, task_digest, software,
+                                                                   hashes.get("assets", ""))))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"), software, hashes,
                         public_source=self.task.public_source if self.task.network else "")
-        if self.assets is not None:  # a changed weight file shows in the record, as changed data does
-            header.hashes["assets"] = tree_digest(self.assets)
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:
