@@ -10,7 +10,27 @@ decides, state shared across trust levels; through the real runner.
   ones: one row, one mean. On toy/vowels, three runs of one agent (the current harness, a run recorded by
   harness 0.0.9, a run on the task with its rating thresholds changed) were one row of three. The conditions
   digest now also covers the task definition's digest and the harness's and track's versions (not Python's or
-  the platform's): those runs are rows apart, each with its own conditions.
+  the platform's) and the digest of the track's pinned weights: those runs are rows apart, each with its own
+  conditions.
+- **A class told apart by its image size** (classification, class 1): round 14 published every case of a staging
+  in one colour mode, but each image kept its own size. Kermany's normal radiographs are larger than its
+  pneumonia ones, and the Brain Tumor MRI Dataset's no-tumour slices come from another source than its 512x512
+  tumour slices: on a chest-xray-pneumonia layout whose two class folders differ in size, an agent reading only
+  the JPEG headers (PIL's `size`) scored accuracy 1.0, rating A, through the real runner. Every case of a
+  staging is now published at one size (the drawn images' median height and width, others resampled with
+  Lanczos); a download whose images share one size (HAM10000, NCT-CRC-HE, PCam) is published as before. The
+  attacker is at chance (0.5). Residual, measured: resampling leaves a trace of the source's size in pixel
+  statistics (a Laplacian-variance threshold told 10 upsampled from 10 downsampled synthetic textures of the same
+  pixel scale apart); that needs image analysis, as any acquisition shortcut does, not the header.
+
+Held (through the real runner or code read; no test kept): a daemon left by a bwrap call (no process sweep since
+e04d0b7) died with the call's PID namespace (setsid'd `sleep; echo` never wrote); the relay's PID-namespace check
+(an IPv6-mapped or other-namespace client finds no socket inode in the relay's /proc, refused); `PackagedTrack.task`
+with `..`, `.hidden` or `a/b` names falls back to the full listing and a file declaring another id is not taken;
+the classification, detection and VQA demos' public headers (one size and mode per staging, every class); the
+synthesis reference cache's voxel sample is only a fast reject before a full sha256; a grading-cache line is keyed
+by the whole prompt (a plain run's cached reply is what the grader says to that exact text). The plain run's
+environment snapshot `skip=` only narrows what marks a plain run (unverified anyway) as changed.
 """
 
 from __future__ import annotations
