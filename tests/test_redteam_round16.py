@@ -8,10 +8,11 @@ decides, state shared across trust levels; through the real runner.
   later red-team round found exploitable: round 14's colour-mode staging gave accuracy 1.0) with runs scored by
   the fixed one, and runs made on an older task definition (other thresholds, cases, brief) with the current
   ones: one row, one mean. On toy/vowels, three runs of one agent (the current harness, a run recorded by
-  harness 0.0.9, a run on the task with its rating thresholds changed) were one row of three. The conditions
-  digest now also covers the task definition's digest and the harness's and track's versions (not Python's or
-  the platform's) and the digest of the track's pinned weights: those runs are rows apart, each with its own
-  conditions.
+  harness 0.0.9, a run on the task with its rating thresholds changed) were one row of three. A result now also
+  carries the digest of the task definition, the harness's and track's versions (not Python's or
+  the platform's) and the digest of the track's pinned weights, hashed as `header.hashes.scoring`: one task's
+  runs that differ in it are rows apart (runs of different tasks in a `--by agent` row differ in it by nature and
+  stay pooled).
 - **A class told apart by its image size** (classification, class 1): round 14 published every case of a staging
   in one colour mode, but each image kept its own size. Kermany's normal radiographs are larger than its
   pneumonia ones, and the Brain Tumor MRI Dataset's no-tumour slices come from another source than its 512x512
@@ -36,7 +37,6 @@ environment snapshot `skip=` only narrows what marks a plain run (unverified any
 from __future__ import annotations
 
 import attrs
-import pytest
 from automedbench.testing import run_steps
 from test_redteam_round13 import HALF  # answers three of the six words right
 
@@ -69,12 +69,13 @@ def test_runs_of_another_harness_version_or_task_definition_are_never_pooled(dat
     assert older.header.versions["automedbench"] == "0.0.9" != current.header.versions["automedbench"]
     assert other_task.header.hashes["task"] != current.header.hashes["task"]
     assert len({r.header.hashes["options"] for r in made}) == 1  # the options alone do not tell them apart
+    assert len({r.header.hashes["conditions"] for r in made}) == 1
 
     board = build(load_table([runs]), resamples=50)
     assert board.runs_used == 3
     assert sorted(c.n for c in board.cells) == [1, 1, 1]
     assert board.by == ("agent", "task_id", "tier", "conditions")
-    assert len({r.header.hashes["conditions"] for r in made}) == 3
+    assert len({r.header.hashes["scoring"] for r in made}) == 3
     assert len({r["conditions"] for r in flat_rows(board)}) == 3
 
     # the same harness, task definition and options: one row as before (Python's version is not a condition)
@@ -83,22 +84,39 @@ def test_runs_of_another_harness_version_or_task_definition_are_never_pooled(dat
         again, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
                              warm_evaluator=False)
     assert again.header.versions["python"] == "3.99.0"
-    assert again.header.hashes["conditions"] == current.header.hashes["conditions"]
+    assert again.header.hashes["scoring"] == current.header.hashes["scoring"]
     board = build(load_table([runs]), resamples=50)
     assert sorted(c.n for c in board.cells) == [1, 1, 2]
 
 
-@pytest.mark.parametrize("versions", [{"automedbench": "1", "track:x": "2", "python": "3.12", "platform": "p"}])
-def test_conditions_take_the_scoring_versions_only(versions):
-    """The harness's and the track's versions are conditions; Python's and the host's are not."""
-    from automedbench.options import RunOptions, conditions_record
+def test_scoring_takes_the_scoring_versions_only_and_splits_one_tasks_runs_only():
+    """The harness's and the track's versions score; Python's and the host's do not. Runs of different tasks (a
+    `--by agent` or `--by track` row) differ in their scoring by nature and stay pooled; one task's runs that
+    differ in it are rows apart whatever the grouping."""
+    from automedbench.provenance import scoring_record
+    from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.store import RunTable
 
-    options = RunOptions(task="toy/vowels", agent="reference")
-    record = conditions_record(options, "d" * 64, versions, "a" * 64)
-    assert record["versions"] == {"automedbench": "1", "track:x": "2"}
-    assert record["task definition"] == "d" * 64 and record["assets"] == "a" * 64
-    assert conditions_record(options) == {k: v for k, v in record.items()
-                                          if k not in ("versions", "task definition", "assets")}
+    record = scoring_record("d" * 64, {"automedbench": "1", "track:x": "2", "python": "3.12", "platform": "p"}, "a")
+    assert record == {"task definition": "d" * 64, "versions": {"automedbench": "1", "track:x": "2"}, "assets": "a"}
+
+    def row(task_id, scoring, task):
+        return {"run_id": f"{task_id}{scoring}", "agent": "a", "task_id": task_id, "track": "toy", "tier": "lite",
+                "conditions": "c", "scoring": scoring, "state": "scored", "end_reason": "", "rating": "C",
+                "path": "", "overall": task, "agentic": task, "task": task,
+                **{s: task for s in ("S1", "S2", "S3", "S4", "S5")}, "turns": 1, "wall_s": 1.0, "tokens_in": 0,
+                "tokens_out": 0, "cost_usd": 0.0, "judge_cost_usd": 0.0, "codes": [], "breached": False,
+                "submitted": True}
+
+    tasks = RunTable.from_rows([row("toy/one", "x", 0.0), row("toy/two", "y", 1.0)])
+    for by in (("agent",), ("track",), ("agent", "task_id", "tier")):
+        board = build(tasks, by=by, resamples=20)
+        assert "conditions" not in board.by and sum(c.n for c in board.cells) == 2
+    assert [c.n for c in build(tasks, by=("agent",), resamples=20).cells] == [2]
+    versions = RunTable.from_rows([row("toy/one", "x", 0.0), row("toy/one", "old", 1.0), row("toy/two", "y", 1.0)])
+    for by in (("agent",), ("agent", "task_id", "tier")):
+        board = build(versions, by=by, resamples=20)
+        assert board.by[-1] == "conditions" and sorted(c.n for c in board.cells) == [1, 1, 1]
 
 
 # ------------------------------------------------------------------ a class told apart by its image size (class 1)

@@ -173,25 +173,10 @@ def score_record(options: RunOptions) -> dict[str, Any]:
 ROW_OPTIONS = ("agent", "tier")
 
 
-# Of a result's software versions, those that score: the harness's and the track's (never Python's or the host's)
-SCORING_VERSIONS = ("automedbench", "track:")
-
-
-def conditions_record(options: RunOptions, task_digest: str = "", versions: dict[str, str] | None = None,
-                      assets_digest: str = "") -> dict[str, Any]:
+def conditions_record(options: RunOptions) -> dict[str, Any]:
     """The score-changing options but the agent and the tier (budgets, task score, judge, sandbox, agent and
-    evaluator options...), the task definition's digest, the harness's and track's versions and the digest of
-    the track's pinned weights: runs whose conditions differ are never pooled in one leaderboard row (a run
-    scored by an older scorer or made on an older task definition is another row, not a lift or a drag on the
-    current one)."""
-    record = {k: v for k, v in score_record(options).items() if k not in ROW_OPTIONS}
-    if task_digest:
-        record["task definition"] = task_digest
-    if versions:
-        record["versions"] = {k: v for k, v in sorted(versions.items()) if k.startswith(SCORING_VERSIONS)}
-    if assets_digest:
-        record["assets"] = assets_digest
-    return record
+    evaluator options...): runs whose conditions differ are never pooled in one leaderboard row."""
+    return {k: v for k, v in score_record(options).items() if k not in ROW_OPTIONS}
 
 
 def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
