@@ -50,7 +50,7 @@ class DetectionEvaluation(TaskEvaluation):
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         meta = contract.read_meta(self.staged.public / case_id)
-        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, meta, self.extra)
+        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, meta, self.extra, self.task_class)
         if not parsed.valid:
             raise ValueError("; ".join(parsed.reasons))
         self.predictions[case_id] = parsed
