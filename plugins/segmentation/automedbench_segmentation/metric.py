@@ -124,7 +124,9 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         lesion_vals = [s.values["lesion_dice"] if s else 0.0 for s, p in zip(scores, positive, strict=True) if p]
         lesion = float(np.mean(lesion_vals)) if lesion_vals else None
         partial = 0.5 * organ + 0.5 * lesion if lesion is not None else organ
-        comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive))}
+        comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive)),
+                 # the original's previous weighting, which the paper's worked example (App. I.1) prints as Task
+                 "organ25_lesion75": 0.25 * organ + 0.75 * lesion if lesion is not None else organ}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
 
