@@ -26,6 +26,7 @@ from automedbench.records import (
 )
 from automedbench.rubric import default_rubric, resolve
 from automedbench.testing import run_steps
+from test_redteam_round13 import HALF as FIRST_HALF
 
 
 def _evaluation(present: int, valid: int, expected: int) -> Evaluation:
@@ -71,16 +72,7 @@ def test_each_stage_missing_in_turn_leaves_agentic_null(missing):
     assert agg.agentic_nulls_as_zero == pytest.approx(round(lower, 4))
 
 
-# answers the first three of six cases correctly (a first turn), then would answer the rest (a turn never run)
-FIRST_HALF = """
-import os
-data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
-cases = sorted(c for c in os.listdir(data) if os.path.isdir(os.path.join(data, c)))
-for case in cases[:3]:
-    word = open(os.path.join(data, case, 'input.txt')).read().strip()
-    os.makedirs(os.path.join(out, case), exist_ok=True)
-    open(os.path.join(out, case, 'answer.txt'), 'w').write(str(sum(ch in 'aeiou' for ch in word)))
-"""
+# the first three of six cases answered right (a first turn); the other three (a turn the budget never runs)
 SECOND_HALF = FIRST_HALF.replace("cases[:3]", "cases[3:]")
 
 
