@@ -89,3 +89,15 @@ def test_an_over_budget_run_is_scored_on_what_it_wrote(data_root, tmp_path):
     assert result.task.strict == 0.0 and result.task.partial == pytest.approx(0.5)
     assert result.aggregate.task == 0.0 and result.aggregate.rating == "F"
     assert result.submission.submitted is False
+
+
+def test_the_papers_worked_example_aggregates_as_printed():
+    """Paper App. I.1 (Opus 4.6, kidney tumour, Lite): stages S1 1.0, S2 1.0, S3 0.5, S4 1.0, S5 0.3166 (as printed),
+    Task 0.3073 (0.25·organ 0.9160 + 0.75·lesion 0.1045: the segmentation component `organ25_lesion75`); printed
+    Agentic 0.7567 and Overall 0.5320. Our weights and one-rounding Overall give the same numbers."""
+    printed = {"S1": 1.0, "S2": 1.0, "S3": 0.5, "S4": 1.0, "S5": 0.3166}
+    stages = [StageScore(k, k, v, STAGE_WEIGHTS[k]) for k, v in printed.items()]
+    task = 0.25 * 0.9160 + 0.75 * 0.1045
+    agg = scoring.aggregate(stages, MetricBlock("dice", task, task), ("C", ""))
+    assert agg.agentic == pytest.approx(0.7567, abs=1e-4)
+    assert agg.overall == pytest.approx(0.5320, abs=1e-4)

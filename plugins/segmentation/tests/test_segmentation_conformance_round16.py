@@ -108,15 +108,13 @@ def test_label_maps_without_the_originals_rule_keep_integral_values(tmp_path):
     assert not verdict.valid and "non-integer values" in verdict.reasons[0]
 
 
-def test_the_papers_worked_example_reproduces_from_our_components(tmp_path):
-    """Paper App. I.1 (Opus 4.6, kidney tumour, Lite): organ Dice 0.9160, lesion Dice 0.1045, stages S1 1.0, S2 1.0,
-    S3 0.5, S4 1.0, S5 0.3166 as printed; Agentic 0.7567, Task 0.3073, Overall 0.5320. Its Task is the original's
-    previous weighting 0.25·organ + 0.75·lesion, which we report as the component `organ25_lesion75` (before this
-    round there was no such component); our Task keeps the original's current 0.5·organ + 0.5·lesion (0.5103
-    here), as the README's differences table says."""
-    from automedbench import scoring
+def test_the_papers_worked_example_task_is_our_organ25_lesion75_component(tmp_path):
+    """Paper App. I.1 (Opus 4.6, kidney tumour, Lite): organ Dice 0.9160, lesion Dice 0.1045, Task 0.3073 — the
+    original's previous weighting 0.25·organ + 0.75·lesion, which we report as the component `organ25_lesion75`
+    (before this round there was no such component); our Task keeps the original's current 0.5·organ + 0.5·lesion
+    (0.5103 here), as the README's differences table says. The example's Agentic and Overall are checked in
+    `tests/test_rubric_conformance_round16.py`."""
     from automedbench.api import CaseScore
-    from automedbench.records import STAGE_WEIGHTS, StageScore
 
     task = load_task("segmentation/kidney")[1]
     score = CaseScore("c0", {"organ_dice": 0.9160, "lesion_dice": 0.1045, "lesion_positive": True})
@@ -124,10 +122,3 @@ def test_the_papers_worked_example_reproduces_from_our_components(tmp_path):
                              tmp_path)
     assert block.components["organ25_lesion75"] == pytest.approx(0.3073, abs=1e-4)
     assert block.value == pytest.approx(0.5 * 0.9160 + 0.5 * 0.1045)
-    printed = {"S1": 1.0, "S2": 1.0, "S3": 0.5, "S4": 1.0, "S5": 0.3166}
-    stages = [StageScore(k, k, v, STAGE_WEIGHTS[k]) for k, v in printed.items()]
-    weighted = block.components["organ25_lesion75"]
-    paper_task = attrs.evolve(block, strict=weighted, partial=weighted)
-    agg = scoring.aggregate(stages, paper_task, ("C", ""))
-    assert agg.agentic == pytest.approx(0.7567, abs=1e-4)
-    assert agg.overall == pytest.approx(0.5320, abs=1e-4)
