@@ -3,7 +3,8 @@
 `{"boxes": [{"class": str, "score": float in [0, 1], "x1", "y1", "x2", "y2"}]}`: known class names only
 (a task whose Task reads every box as one class, VinDr-CXR's "abnormality", takes any non-empty name as that
 class, as the original's single-class scorer does), finite corners with 0 <= x1 < x2 <= width and
-0 <= y1 < y2 <= height, a score on every box (with tied scores the result depends on image order).
+0 <= y1 < y2 <= height, a score in [0, 1] (a box without one counts as 1.0, the original's default; ties rank by
+case id, then box order, and the count of such boxes is kept for the error-code detector).
 `{"boxes": []}` is a valid answer for an image without findings. Files over MAX_BYTES, nesting deeper than
 MAX_DEPTH or more than MAX_BOXES boxes are refused before or without building large objects. Reasons use
 fixed phrases that the error-code detectors read.
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .reasons import BAD_SCORE, NO_SCORE, OUTSIDE, SWAP_HINT, UNKNOWN_CLASS
+from .reasons import BAD_SCORE, OUTSIDE, SWAP_HINT, UNKNOWN_CLASS
 
 PREDICTION_FILE = "prediction.json"
 META_FILE = "meta.json"
@@ -29,6 +30,7 @@ MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 4
 MAX_BOXES = 20_000
 MAX_REASONS = 5
+DEFAULT_SCORE = 1.0  # the original's value for a box without a score
 COORDS = ("x1", "y1", "x2", "y2")
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
@@ -49,6 +51,7 @@ class Parsed:
     score: np.ndarray = field(default_factory=lambda: np.zeros(0))
     box: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
     reasons: list[str] = field(default_factory=list)
+    unscored: int = 0  # boxes that gave no score (read as 1.0)
 
     @property
     def valid(self) -> bool:
@@ -106,9 +109,7 @@ def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int],
     if cls is None:
         shown = ", ".join(meta.classes[:6]) + (", …" if len(meta.classes) > 6 else "")
         return f"box {i}: {UNKNOWN_CLASS} {str(name)[:40]!r} (classes: {shown})", None
-    if "score" not in box:
-        return f"box {i}: {NO_SCORE} (every box needs a confidence in [0, 1])", None
-    score = _number(box["score"])
+    score = _number(box.get("score", DEFAULT_SCORE))
     if score is None or not 0.0 <= score <= 1.0:
         return f"box {i}: {BAD_SCORE} ({str(box['score'])[:20]})", None
     coords = [_number(box.get(k)) for k in COORDS]
@@ -158,4 +159,5 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
     if reasons:
         return Parsed(reasons=reasons)
     table = np.array(rows, dtype=np.float64).reshape(-1, 6)
-    return Parsed(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:6])
+    unscored = sum(1 for box in boxes if "score" not in box)
+    return Parsed(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:6], unscored=unscored)

@@ -5,6 +5,10 @@ a box's `class` must be a non-empty string, and whatever it says, the box counts
 round a VinDr-CXR box named outside the 14 `meta.json` names (a model's own label, e.g. "Nodule" for "Nodule/Mass")
 made its case invalid, so the strict Task was 0 where the original scores the boxes. Tasks that score per class
 (BCCD, DENTEX, GRAZPEDWRI-DX) keep refusing an unknown name: there a name decides which class a box is scored in.
+
+The original's box schema makes `score` optional (1.0 when absent). Before this round a box without a score made
+its case invalid (strict Task 0); now it counts as 1.0, ties ranked by case id then box order (the original's
+stable sort over images read in order), and the count is kept (`unscored_boxes`) for the E5 detector.
 """
 
 from __future__ import annotations
@@ -82,3 +86,42 @@ def test_per_class_tasks_keep_refusing_unknown_names(tmp_path):
     _write(tmp_path, "c", [{"class": "white cell", "score": 0.5, "x1": 1, "y1": 1, "x2": 9, "y2": 9}])
     parsed = parse_prediction(tmp_path / "c" / "prediction.json", META)
     assert not parsed.valid and "unknown class" in parsed.reasons[0]
+
+
+@pytest.mark.parametrize("task_id", ["detection/vindr-cxr", "detection/bccd"])
+def test_a_box_without_a_score_counts_as_one(vindr, tmp_path, task_id):
+    """The same boxes with no `score` key and with `score: 1.0` score the same Task; the case is valid."""
+    from automedbench.testing import stage_task
+
+    if task_id == "detection/bccd":
+        root = tmp_path / "bccd"
+        track, task = load_task(task_id)
+        stage_from_folder(track, task, root / "data", layouts.voc(root / "download", count=80, split=76, varied=True))
+    else:
+        root = vindr
+    staged = stage_task(task_id, root / "data")
+    values = []
+    for scored in (True, False):
+        outputs = tmp_path / f"outputs-{scored}"
+        for k, case_id in enumerate(staged.case_ids):
+            truth = read_truth(staged.private / case_id)["boxes"]
+            boxes = [{"class": b["class"] if task_id.endswith("bccd") else "abnormality",
+                      **{c: b[c] for c in ("x1", "y1", "x2", "y2")}} for b in truth]
+            if k % 2:  # a false positive in every other image, so the ranking matters
+                boxes.append({"class": boxes[0]["class"] if boxes else "abnormality",
+                              "x1": 0.0, "y1": 0.0, "x2": 3.0, "y2": 3.0})
+            if scored:
+                boxes = [{**b, "score": 1.0} for b in boxes]
+            _write(outputs, case_id, boxes)
+        evaluation = evaluate_frozen(task_id, outputs, data_root=root / "data", work=tmp_path / f"w-{scored}")
+        assert all(c.valid for c in evaluation.cases), [c.reasons for c in evaluation.cases if not c.valid]
+        values.append((evaluation.metric.value, evaluation.metric.components["unscored_boxes"]))
+    (with_scores, none_unscored), (without, unscored) = values
+    assert without == pytest.approx(with_scores) and 0.0 < without < 1.0
+    assert none_unscored == 0.0 and unscored > 0
+
+
+def test_a_score_outside_the_range_is_still_refused(tmp_path):
+    for bad in (1.5, -0.1, "0.9", True, None):
+        _write(tmp_path, "c", [{"class": "RBC", "score": bad, "x1": 1, "y1": 1, "x2": 9, "y2": 9}])
+        assert not parse_prediction(tmp_path / "c" / "prediction.json", META).valid, bad
