@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import exec_folders
@@ -16,6 +17,11 @@ pytest_plugins = ["automedbench.testing"]
 
 DEMO = "segmentation/demo"
 exec_folders.track()  # every sandbox call folder this process makes, checked at the session's end (below)
+# A test run started as a background job of a non-interactive shell (`bash scripts/test.sh &`) inherits SIGINT
+# ignored, which Python then keeps, and so does every sweep the interrupt tests start: their Ctrl-C would be lost
+# and they would fail for the way the suite was started. The suite's processes take Ctrl-C as a terminal gives it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True)
