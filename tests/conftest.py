@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import exec_folders
@@ -16,6 +17,11 @@ pytest_plugins = ["automedbench.testing"]
 
 DEMO = "segmentation/demo"
 exec_folders.track()  # every sandbox call folder this process makes, checked at the session's end (below)
+# A test run started as a background job of a non-interactive shell (`bash scripts/test.sh &`) inherits SIGINT
+# ignored, which Python then keeps, and so does every sweep the interrupt tests start: their Ctrl-C would be lost
+# and they would fail for the way the suite was started. The suite's processes take Ctrl-C as a terminal gives it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -65,6 +71,15 @@ def pytest_runtest_logreport(report):
         spent = _SPENT.setdefault(file_order.file_of(report.nodeid), {})
         tier = file_order.tier_of(report.keywords)
         spent[tier] = spent.get(tier, 0.0) + report.duration
+
+
+def pytest_sessionstart(session):
+    """Every test session starts with no graded reply cached. The grading step's cache lives in the (worker's) state
+    folder, which outlives the session: tests that count the requests reaching a scripted grader found the replies
+    of the previous test run in this checkout there, and none reached it (a second run of the suite failed)."""
+    from automedbench_models.grading import default_cache_path
+
+    default_cache_path().unlink(missing_ok=True)
 
 
 def pytest_sessionfinish(session):

@@ -55,7 +55,7 @@ from .observed import ObservedSteps
 from .options import RunOptions, conditions_record, score_record, warm_wanted
 from .pilot import PilotTracker
 from .plugins import Registry
-from .provenance import versions
+from .provenance import scoring_record, versions
 from .records import (
     BreachEvidence,
     FiredCode,
@@ -241,16 +241,18 @@ class Run:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _new_state(self) -> RunState:
-        hashes = {"task": sha256_text(dumps(self.task)), "options": sha256_text(dumps(score_record(self.o))),
-                  # a leaderboard never pools runs whose conditions differ (budgets, task score, judge...)
-                  "conditions": sha256_text(dumps(conditions_record(self.o))),
+        task_digest, software = sha256_text(dumps(self.task)), versions(self.reg, self.task.track)
+        hashes = {"task": task_digest, "options": sha256_text(dumps(score_record(self.o))),
                   **staging.digests(self.task, self.data_root)}
-        header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
-                        self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                        versions(self.reg, self.task.track), hashes,
-                        public_source=self.task.public_source if self.task.network else "")
         if self.assets is not None:  # a changed weight file shows in the record, as changed data does
-            header.hashes["assets"] = tree_digest(self.assets)
+            hashes["assets"] = tree_digest(self.assets)
+        # a leaderboard never pools runs whose conditions differ (budgets, task score, judge...), nor runs of
+        # one task scored differently (the task's definition, the harness's and track's versions, the weights)
+        hashes["conditions"] = sha256_text(dumps(conditions_record(self.o)))
+        hashes["scoring"] = sha256_text(dumps(scoring_record(task_digest, software, hashes.get("assets", ""))))
+        header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
+                        self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"), software, hashes,
+                        public_source=self.task.public_source if self.task.network else "")
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:

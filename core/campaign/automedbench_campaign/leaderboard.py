@@ -22,6 +22,7 @@ SCORES = ("overall", "agentic", "task", *STAGES)
 RATINGS = ("A", "B", "C", "F")
 GROUP_KEYS = ("agent", "task_id", "track", "tier")
 CONDITIONS = "conditions"  # added to the keys when the runs counted were made under different conditions
+SCORING = "scoring"  # what scored a run besides its options: runs of one task that differ in it are rows apart
 
 
 @define
@@ -64,13 +65,22 @@ def _groups(table: RunTable, keys: tuple[str, ...]) -> dict[tuple[str, ...], np.
     return {k: np.array(v) for k, v in sorted(groups.items())}
 
 
-def _mixed_conditions(table: RunTable, by: tuple[str, ...]) -> bool:
-    """Whether some row of `by` would pool runs made under different conditions."""
+def _mixed(table: RunTable, by: tuple[str, ...], column: str) -> bool:
+    """Whether some group of `by` would pool runs that differ in `column`."""
     seen: dict[tuple[str, ...], str] = {}
-    for i, condition in enumerate(table[CONDITIONS]):
-        if seen.setdefault(tuple(table[k][i] for k in by), condition) != condition:
-            return True
-    return False
+    groups = (tuple(table[k][i] for k in by) for i in range(len(table)))
+    return any(seen.setdefault(group, value) != value for group, value in zip(groups, table[column], strict=True))
+
+
+def _split_conditions(table: RunTable, by: tuple[str, ...]) -> tuple[RunTable, bool]:
+    """The runs, with what tells apart runs no row may pool in their conditions column, and whether `by` needs it:
+    other options anywhere in a row, or one task's runs scored differently (another task definition, harness or
+    track version, weights; runs of different tasks in a `--by agent` row differ in it by nature)."""
+    scored_apart = _mixed(table, (*by, "task_id"), SCORING)
+    if scored_apart:  # the conditions column then names both
+        marked = [f"{c}/{s}" for c, s in zip(table[CONDITIONS], table[SCORING], strict=True)]
+        table = RunTable({**table.columns, CONDITIONS: marked}, table.skipped, table.rejected)
+    return table, scored_apart or _mixed(table, by, CONDITIONS)
 
 
 def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
@@ -97,10 +107,11 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
         if unverified.any():
             excluded["unverified"] = int(unverified.sum())
         finished &= table["verified"]
-    used = table.select(finished)
-    if _mixed_conditions(used, by):
+    used, split = _split_conditions(table.select(finished), by)
+    if split:
         # runs made under other budgets, task score, judge, sandbox or options are another row, never pooled:
-        # a run with ten times the turns or a lenient task score would lift the row it joined
+        # a run with ten times the turns or a lenient task score would lift the row it joined; so are runs of a
+        # task scored by another harness or track version or made on another task definition
         by = (*by, CONDITIONS)
     matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
     cells = []

@@ -22,7 +22,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder
 
-from .leaderboard import CONDITIONS, RATINGS, Leaderboard, build
+from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, build
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -174,6 +174,13 @@ def _agent_colours(agents: list[str]) -> dict[str, str]:
     return {a: AGENT_COLOURS[i % len(AGENT_COLOURS)] for i, a in enumerate(agents)}
 
 
+def _who(cell: Cell) -> str:
+    """A cell's agent as charts and per-tier tables name it: with its conditions when the board split a row by
+    them, so two conditions of one agent are two labelled bars and rows, never one hiding the other."""
+    condition = cell.key.get(CONDITIONS)
+    return f"{cell.key['agent']} [{condition}]" if condition else cell.key["agent"]
+
+
 def _ranking(table: RunTable, resamples: int, seed: int) -> str:
     board = build(table, by=("agent",), resamples=resamples, seed=seed, include_unverified=True)
     used, total = board.runs_used, board.runs_total
@@ -183,9 +190,10 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
             + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
               f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
     colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
+    rows = _agent_colours(sorted({_who(c) for c in board.cells}))
     charts = [
-        _bars([("Overall", [(c.key["agent"], c.scores["overall"]["mean"]) for c in board.cells])], colours,
-              "Mean Overall per agent"),
+        _bars([("Overall", [(_who(c), c.scores["overall"]["mean"]) for c in board.cells])], rows,
+              "Mean Overall per agent" + (" and conditions" if CONDITIONS in board.by else "")),
         _bars([(stage, [(a, v["stages"].get(stage, {}).get("mean")) for a, v in
                         sorted(board.analyses["stages"]["by_agent"].items())]) for stage in STAGES], colours,
               "Mean stage score per agent"),
@@ -194,14 +202,15 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
     ]
     return ("<h1>Ranking per agent</h1>" + note
             + _table(board, ("agent",), {"agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"})
-            + _legend(list(colours.items())) + f'<div class="charts">{"".join(charts)}</div>')
+            + _legend(list(colours.items()) + [item for item in rows.items() if item[0] not in colours])
+            + f'<div class="charts">{"".join(charts)}</div>')
 
 
 def _tiers(table: RunTable, resamples: int, seed: int) -> str:
     board = build(table, by=("agent", "tier"), resamples=resamples, seed=seed, include_unverified=True)
     tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
-    agents = sorted({c.key["agent"] for c in board.cells})
-    by = {(c.key["agent"], c.key["tier"]): c for c in board.cells}
+    agents = sorted({_who(c) for c in board.cells})
+    by = {(_who(c), c.key["tier"]): c for c in board.cells}
     rows = []
     for agent in agents:
         cells = "".join(f'<td class="n">{_ci(by[(agent, t)].scores["overall"]) if (agent, t) in by else "–"}</td>'
@@ -341,8 +350,8 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
     rows, sub, board = _subset(table, "task_id", task_id, resamples, seed)
     track = sub["track"][0] if len(sub) else ""
     tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
-    agents = sorted({c.key["agent"] for c in board.cells})
-    by = {(c.key["agent"], c.key["tier"]): c for c in board.cells}
+    agents = sorted({_who(c) for c in board.cells})
+    by = {(_who(c), c.key["tier"]): c for c in board.cells}
     chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
                   {t: TIER_COLOURS[t] for t in tiers}, f"Overall per agent on {task_id}, one bar per tier")
     return (f'<h1>Task {esc(task_id, 200)}</h1><p>Track <a href="../{_track_page(track)}">{esc(track, 200)}</a>; '

@@ -45,6 +45,8 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "tier": header["tier"], "state": data["state"],
         # the score-changing options but agent and tier, hashed (empty for a result written before they were)
         "conditions": str((header.get("hashes") or {}).get("conditions", ""))[:CONDITIONS_CHARS],
+        # what scored it besides the options: task definition, harness and track versions, weights (empty before)
+        "scoring": str((header.get("hashes") or {}).get("scoring", ""))[:CONDITIONS_CHARS],
         "end_reason": data.get("end_reason", ""),
         "rating": agg.get("rating", ""), "path": path,
         "overall": agg.get("overall"), "agentic": agg.get("agentic"), "task": agg.get("task"),
@@ -107,6 +109,7 @@ class RunTable:
             cols[key] = np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
         cols["codes"] = [tuple(r["codes"]) for r in rows]
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
+        cols["scoring"] = [str(r.get("scoring", "")) for r in rows]
         cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
         cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)

@@ -32,12 +32,14 @@ class BoxFormatDetector(Detector):
         if unknown:
             fired.append(self.fire("E5", f"class names not from meta.json's list in {len(unknown)} case(s) "
                                          f"({', '.join(unknown[:3])})", turns, "S4"))
-        unscored = cases_with(reasons.NO_SCORE)
-        if unscored:
-            fired.append(self.fire("E5", f"boxes without a score in {len(unscored)} case(s) "
-                                         f"({', '.join(unscored[:3])}): mAP needs a confidence per box", turns, "S4"))
         swapped_invalid = cases_with(reasons.SWAP_HINT)
         metric = ctx.result.task
+        rows = metric.per_case if metric is not None else []
+        unscored = sorted(str(r.get("case_id")) for r in rows if (r.get("unscored_boxes") or 0) > 0)
+        if unscored:
+            fired.append(self.fire("E5", f"boxes without a score in {len(unscored)} case(s) "
+                                         f"({', '.join(unscored[:3])}): each counts as 1.0, so their ranking is "
+                                         "only the case order", turns, "S4"))
         comps = metric.components if metric is not None else {}
         normalised = comps.get("diag_normalised_cases") or 0.0
         if normalised:

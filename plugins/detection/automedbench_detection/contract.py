@@ -1,10 +1,13 @@
 """The output contract: `<case>/prediction.json` boxes in absolute pixels, checked with bounded parsing.
 
-`{"boxes": [{"class": str, "score": float in [0, 1], "x1", "y1", "x2", "y2"}]}`: known class names only,
-finite corners with 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height, a score on every box (with tied
-scores the result depends on image order). `{"boxes": []}` is a valid answer for an image without
-findings. Files over MAX_BYTES, nesting deeper than MAX_DEPTH or more than MAX_BOXES boxes are refused
-before or without building large objects. Reasons use fixed phrases that the error-code detectors read.
+`{"boxes": [{"class": str, "score": float in [0, 1], "x1", "y1", "x2", "y2"}]}`: known class names only
+(a task whose Task reads every box as one class, VinDr-CXR's "abnormality", takes any non-empty name as that
+class, as the original's single-class scorer does), finite corners with 0 <= x1 < x2 <= width and
+0 <= y1 < y2 <= height, a score in [0, 1] (a box without one counts as 1.0, the original's default; ties rank by
+case id, then box order, and the count of such boxes is kept for the error-code detector).
+`{"boxes": []}` is a valid answer for an image without findings. Files over MAX_BYTES, nesting deeper than
+MAX_DEPTH or more than MAX_BOXES boxes are refused before or without building large objects. Reasons use
+fixed phrases that the error-code detectors read.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .reasons import BAD_SCORE, NO_SCORE, OUTSIDE, SWAP_HINT, UNKNOWN_CLASS
+from .reasons import BAD_SCORE, OUTSIDE, SWAP_HINT, UNKNOWN_CLASS
 
 PREDICTION_FILE = "prediction.json"
 META_FILE = "meta.json"
@@ -27,6 +30,7 @@ MAX_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 4
 MAX_BOXES = 20_000
 MAX_REASONS = 5
+DEFAULT_SCORE = 1.0  # the original's value for a box without a score
 COORDS = ("x1", "y1", "x2", "y2")
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
@@ -47,6 +51,7 @@ class Parsed:
     score: np.ndarray = field(default_factory=lambda: np.zeros(0))
     box: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
     reasons: list[str] = field(default_factory=list)
+    unscored: int = 0  # boxes that gave no score (read as 1.0)
 
     @property
     def valid(self) -> bool:
@@ -93,16 +98,18 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int]) -> tuple[str | None, tuple | None]:
+def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int],
+                 any_name: int | None = None) -> tuple[str | None, tuple | None]:
     if not isinstance(box, dict):
         return f"box {i}: not an object", None
     name = box.get("class")
-    if not isinstance(name, str) or name not in index:
+    cls = index.get(name) if isinstance(name, str) else None
+    if cls is None and any_name is not None and isinstance(name, str) and name.strip():
+        cls = any_name  # any finding counts for the one Task class
+    if cls is None:
         shown = ", ".join(meta.classes[:6]) + (", …" if len(meta.classes) > 6 else "")
         return f"box {i}: {UNKNOWN_CLASS} {str(name)[:40]!r} (classes: {shown})", None
-    if "score" not in box:
-        return f"box {i}: {NO_SCORE} (every box needs a confidence in [0, 1])", None
-    score = _number(box["score"])
+    score = _number(box.get("score", DEFAULT_SCORE))
     if score is None or not 0.0 <= score <= 1.0:
         return f"box {i}: {BAD_SCORE} ({str(box['score'])[:20]})", None
     coords = [_number(box.get(k)) for k in COORDS]
@@ -118,11 +125,13 @@ def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int]) -> tuple[s
             hint = f"; {SWAP_HINT}"
         return (f"box {i}: {OUTSIDE} {meta.width}x{meta.height} "
                 f"({x1:g}, {y1:g}, {x2:g}, {y2:g}){hint}"), None
-    return None, (index[name], score, x1, y1, x2, y2)
+    return None, (cls, score, x1, y1, x2, y2)
 
 
-def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()) -> Parsed:
-    """Check one prediction file; class indices follow `meta.classes + extra_classes`."""
+def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = (),
+                     any_name_as: str | None = None) -> Parsed:
+    """Check one prediction file; class indices follow `meta.classes + extra_classes`. With `any_name_as` (one of
+    `extra_classes`: the task's one Task class) a non-empty name outside them is read as that class."""
     if not path.is_file():
         return Parsed(reasons=[f"{PREDICTION_FILE} missing"])
     doc, problem = load_json(path)
@@ -135,9 +144,10 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
         return Parsed(reasons=[f"{PREDICTION_FILE}: {len(boxes)} boxes (at most {MAX_BOXES})"])
     names = list(meta.classes) + [c for c in extra_classes if c not in meta.classes]
     index = {name: k for k, name in enumerate(names)}
+    any_name = index[any_name_as] if any_name_as is not None else None
     rows, reasons, bad = [], [], 0
     for i, box in enumerate(boxes):
-        problem, row = _box_problem(i, box, meta, index)
+        problem, row = _box_problem(i, box, meta, index, any_name)
         if problem:
             bad += 1
             if len(reasons) < MAX_REASONS:
@@ -149,4 +159,5 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
     if reasons:
         return Parsed(reasons=reasons)
     table = np.array(rows, dtype=np.float64).reshape(-1, 6)
-    return Parsed(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:6])
+    unscored = sum(1 for box in boxes if "score" not in box)
+    return Parsed(table[:, 0].astype(np.int64), table[:, 1], table[:, 2:6], unscored=unscored)

@@ -50,7 +50,7 @@ class DetectionEvaluation(TaskEvaluation):
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         meta = contract.read_meta(self.staged.public / case_id)
-        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, meta, self.extra)
+        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, meta, self.extra, self.task_class)
         if not parsed.valid:
             raise ValueError("; ".join(parsed.reasons))
         self.predictions[case_id] = parsed
@@ -108,6 +108,7 @@ class DetectionEvaluation(TaskEvaluation):
         components.update({f"micro_{k}": v for k, v in micro.items()})
         components.update(self._diagnostics(det, gt, order, sizes))
         components.update(self._hedging(det, gt, n_cls))
+        components["unscored_boxes"] = float(sum(p.unscored for p in self.predictions.values()))
         components.update({"gt_boxes": float(len(gt)), "predicted_boxes": float(len(det)),
                            "iou_threshold": self.iou, "score_threshold": self.score_threshold})
         per_case = self._per_case(order, det, gt, tp & confident, confident)
@@ -126,6 +127,7 @@ class DetectionEvaluation(TaskEvaluation):
             valid = case_id in self.predictions
             rows.append({"case_id": case_id, "valid": valid, "gt_boxes": int(truth[k]),
                          "predicted_boxes": int(np.sum(det.image == k)) if valid else None,
+                         "unscored_boxes": self.predictions[case_id].unscored if valid else None,
                          "tp_at_threshold": int(tp[k]), "fp_at_threshold": int(pred[k] - tp[k]),
                          "fn_at_threshold": int(truth[k] - tp[k])})
         return rows

@@ -3,7 +3,6 @@
 Apart from contract.py so that the detectors (loaded when plugins are listed) import no numpy."""
 
 UNKNOWN_CLASS = "unknown class"
-NO_SCORE = "no score"
 BAD_SCORE = "score outside [0, 1]"
 OUTSIDE = "outside the image"
 SWAP_HINT = "fits if x and y are swapped"

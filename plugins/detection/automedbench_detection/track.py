@@ -23,7 +23,8 @@ class DetectionTrack(PackagedTrack):
 
         path = submitted / contract.PREDICTION_FILE
         _, task_class = task_classes(task)
-        parsed = contract.parse_prediction(path, contract.read_meta(public), (task_class,) if task_class else ())
+        parsed = contract.parse_prediction(path, contract.read_meta(public), (task_class,) if task_class else (),
+                                           task_class)
         return CaseVerdict(case_id, True, parsed.valid, parsed.reasons)
 
     def rubric(self, task: TaskSpec) -> Rubric:

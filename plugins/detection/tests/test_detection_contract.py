@@ -34,7 +34,6 @@ def test_valid_and_empty(tmp_path):
 
 @pytest.mark.parametrize(("bad", "phrase"), [
     (box(**{"class": "rbc"}), phrase.UNKNOWN_CLASS),
-    ({k: v for k, v in box().items() if k != "score"}, phrase.NO_SCORE),
     (box(score=1.5), phrase.BAD_SCORE),
     (box(score=True), phrase.BAD_SCORE),
     (box(x2=5), "x1 < x2"),

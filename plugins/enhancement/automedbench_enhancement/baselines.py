@@ -158,7 +158,7 @@ def bands(table: dict[str, dict[str, float]]) -> dict[str, float]:
     """A/B/C edges from the best classical baseline by mean SSIM (the original's construction)."""
     best = max(v["ssim"] for v in table.values())
     return {"good": round(min(1.0, best + BAND_A), 4), "okay": round(best + BAND_B, 4),
-            "floor": round(max(0.0, best + BAND_C), 4), "min_valid": 0.5}
+            "floor": round(max(0.0, best + BAND_C), 4), "min_valid": 1.0}
 
 
 def main(argv: list[str] | None = None) -> int:

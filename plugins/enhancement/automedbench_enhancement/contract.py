@@ -99,13 +99,17 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path) -> CaseVerdict:
     return CaseVerdict(case_id, present, present and not reasons, reasons)
 
 
+GATE_SHARE = 0.5  # the original's submit_results refuses until half the cases have a valid output
+
+
 def gate(task: TaskSpec, case_ids: list[str], outputs: Path) -> str | None:
-    """The pre-submit refusal: fewer than ceil(min_valid x N) valid outputs (upstream: half the cases)."""
+    """The pre-submit refusal: fewer than ceil(GATE_SHARE x N) valid outputs (the original's gate). The rating
+    asks more (`rating.min_valid` 1.0: the original rates F unless every file is valid)."""
     shape = output_shape(task)
 
     def problem(case_id: str) -> str | None:
         _, reasons, _ = read_output(outputs, case_id, OUTPUT, shape)
         return reasons[0] if reasons else None
 
-    return valid_output_gate(case_ids, task.rating.min_valid, problem, OUTPUT,
+    return valid_output_gate(case_ids, GATE_SHARE, problem, OUTPUT,
                              f"a 2-D finite float array of shape {shape}")

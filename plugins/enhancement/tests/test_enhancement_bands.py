@@ -10,7 +10,7 @@ from automedbench_enhancement.track import EnhancementTrack
 
 def test_bands_from_the_best_classical_baseline():
     table = {"identity": {"ssim": 0.8, "psnr": 30.0}, "nlm": {"ssim": 0.95, "psnr": 40.0}}
-    assert baselines.bands(table) == {"good": 0.97, "okay": 0.93, "floor": 0.9, "min_valid": 0.5}
+    assert baselines.bands(table) == {"good": 0.97, "okay": 0.93, "floor": 0.9, "min_valid": 1.0}
     assert baselines.bands({"x": {"ssim": 0.99, "psnr": 0.0}})["good"] == 1.0  # capped: perfect still rates A
 
 
@@ -40,4 +40,4 @@ def test_real_tasks_carry_the_originals_published_bands(task_id):
     anchor = {"enhancement/ldct": 0.9663, "enhancement/mri-sr": 0.6132}[task_id]
     assert (task.rating.good, task.rating.okay, task.rating.floor) == pytest.approx(
         (anchor + 0.02, anchor - 0.02, anchor - 0.05))
-    assert task.rating.min_valid == 0.5 and task.task_score == "partial"
+    assert task.rating.min_valid == 1.0 and task.task_score == "partial"

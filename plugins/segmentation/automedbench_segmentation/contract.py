@@ -14,7 +14,7 @@ import numpy as np
 from automedbench.api import CaseVerdict, TaskSpec
 
 from .io import CaseCache, precheck
-from .labels import task_labels
+from .labels import rounds_labels, task_labels
 
 CHUNK = 1 << 20
 
@@ -30,8 +30,9 @@ def _flat(data: np.ndarray) -> np.ndarray:
     return data.reshape(-1, order="A")
 
 
-def value_problems(name: str, data: np.ndarray, allowed: set[int]) -> list[str]:
-    """Why the voxel values break the contract (empty list = fine)."""
+def value_problems(name: str, data: np.ndarray, allowed: set[int], rounded: bool = False) -> list[str]:
+    """Why the voxel values break the contract (empty list = fine). `rounded`: a float map is read rounded to the
+    nearest integer (the original's multi-class rule) and only the rounded values must be in `allowed`."""
     if data.dtype.kind not in "iubf":
         return [f"{name}: unsupported dtype {data.dtype}"]
     if data.size == 0:
@@ -49,7 +50,10 @@ def value_problems(name: str, data: np.ndarray, allowed: set[int]) -> list[str]:
                 part = part[finite]
                 if not part.size:
                     continue
-            fractional += int(np.count_nonzero(part != np.rint(part)))
+            if rounded:
+                part = np.rint(part)
+            else:
+                fractional += int(np.count_nonzero(part != np.rint(part)))
         lo, hi = min(lo, part.min()), max(hi, part.max())
     lo, hi = float(lo), float(hi)
     if bad_finite == flat.size:
@@ -63,7 +67,9 @@ def value_problems(name: str, data: np.ndarray, allowed: set[int]) -> list[str]:
     if len(allowed) != int(max(allowed)) - int(min(allowed)) + 1:  # gaps: min/max cannot rule values out
         counts = np.zeros(int(hi) + 1, dtype=np.int64)
         for start in range(0, flat.size, CHUNK):
-            counts += np.bincount(flat[start:start + CHUNK].astype(np.intp), minlength=int(hi) + 1)
+            part = flat[start:start + CHUNK]
+            part = np.rint(part) if rounded and data.dtype.kind == "f" else part
+            counts += np.bincount(part.astype(np.intp), minlength=int(hi) + 1)
         extra = sorted(set(np.flatnonzero(counts).tolist()) - allowed)
         if extra:
             return [f"{name}: labels {extra} not in {sorted(allowed)}"]
@@ -71,7 +77,7 @@ def value_problems(name: str, data: np.ndarray, allowed: set[int]) -> list[str]:
 
 
 def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: set[int],
-               cache: CaseCache | None = None) -> list[str]:
+               cache: CaseCache | None = None, rounded: bool = False) -> list[str]:
     """Problems with one output file (empty list = valid)."""
     if not path.is_file():
         return [f"{path.name}: missing"]
@@ -94,7 +100,7 @@ def check_file(path: Path, shape: tuple[int, ...], affine: np.ndarray, allowed: 
     problems = []
     if not np.allclose(image.affine, affine, atol=1e-3):
         problems.append(f"{path.name}: affine differs from the input's")
-    return problems + value_problems(path.name, data, allowed)
+    return problems + value_problems(path.name, data, allowed, rounded)
 
 
 def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path,
@@ -103,6 +109,6 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path,
     shape, affine = reference.shape, reference.affine
     reasons: list[str] = []
     for name in task.output_files:
-        reasons += check_file(submitted / name, shape, affine, allowed_values(task, name), cache)
+        reasons += check_file(submitted / name, shape, affine, allowed_values(task, name), cache, rounds_labels(task))
     present = any((submitted / n).exists() for n in task.output_files)
     return CaseVerdict(case_id, present, not reasons, reasons)

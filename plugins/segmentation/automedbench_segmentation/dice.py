@@ -120,7 +120,8 @@ def integer_labels(array: np.ndarray) -> np.ndarray:
 def dice_and_present(pred: np.ndarray, ref: np.ndarray,
                      labels: Sequence[int] = (1,)) -> tuple[dict[int, float], list[int]]:
     """`dice` and, from the same pass, the labels the reference contains. A float reference is read as
-    rounded labels (the original's rule); a prediction needs no rounding: the contract admits integral values only."""
+    rounded labels (the original's rule); a prediction is not rounded here: the contract admits integral values
+    only, except where the task reads a float map rounded (FeTA), and there the caller rounds it first."""
     ref = integer_labels(ref)
     n_pred, n_ref, n_both = label_counts(pred, ref, labels)
     present = [int(k) for k, n in zip(labels, n_ref, strict=True) if n > 0]

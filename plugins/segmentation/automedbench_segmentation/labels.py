@@ -8,3 +8,9 @@ from automedbench.api import TaskSpec
 def task_labels(task: TaskSpec) -> dict[int, str]:
     """Foreground label -> name of a multi-label task (YAML or JSON keys, int or str)."""
     return {int(k): str(v) for k, v in task.params["labels"].items()}
+
+
+def rounds_labels(task: TaskSpec) -> bool:
+    """Whether a float label map is read rounded to the nearest label (`params.round_labels`: FeTA, as the original's
+    multi-class checker reads `dseg.nii.gz`); elsewhere a fractional value breaks the contract."""
+    return task.params.get("kind") == "multilabel" and bool(task.params.get("round_labels"))

@@ -15,7 +15,9 @@ import nibabel as nib
 import numpy as np
 from automedbench.api import CasePicture, Panel, TaskSpec, focus_index, max_projection, volume_slice
 
+from .dice import integer_labels
 from .io import CaseCache, precheck
+from .labels import rounds_labels
 
 AXIAL, CORONAL = 2, 1
 
@@ -23,7 +25,8 @@ AXIAL, CORONAL = 2, 1
 def label_map(task: TaskSpec, folder: Path, cache: CaseCache) -> np.ndarray:
     """The case's masks in one label volume: organ 1 and lesion 2 (lesion drawn over organ), or the label map."""
     if task.params.get("kind") == "multilabel":
-        return np.asarray(cache.load(folder / task.output_files[0])[1])
+        labels = np.asarray(cache.load(folder / task.output_files[0])[1])
+        return integer_labels(labels) if rounds_labels(task) else labels
     labels = None
     for value, name in enumerate(task.output_files, start=1):
         mask = np.asarray(cache.load(folder / name)[1]) > 0

@@ -115,16 +115,36 @@ def in_mode(pixels: np.ndarray, grey: bool) -> np.ndarray:
     return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
 
 
+def one_size(sizes: list[tuple[int, int]]) -> tuple[int, int]:
+    """The (height, width) every case of a staging is published at: the median of the drawn images' own."""
+    return int(np.median([h for h, _ in sizes])), int(np.median([w for _, w in sizes]))
+
+
+def at_size(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """The pixels resampled (Lanczos) to `size` (height, width); unchanged when already that size."""
+    if pixels.shape[:2] == size:
+        return pixels
+    return np.asarray(Image.fromarray(pixels).resize((size[1], size[0]), Image.Resampling.LANCZOS))
+
+
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[Item]) -> StagedData:
     """Write the chosen items as cases whose ids are drawn from the staging's secret, all in one colour mode
-    (grey when every image's content is grey, else RGB): a class the download stores in another mode (grey
-    radiographs saved as RGB in one class folder) would otherwise be told apart by the JPEG header alone."""
+    (grey when every image's content is grey, else RGB) and one size (the drawn images' median height and
+    width): a class the download stores in another mode (grey radiographs saved as RGB in one class folder) or
+    at other sizes (Kermany's normal radiographs are larger than its pneumonia ones; the Brain Tumor MRI
+    Dataset's no-tumour slices come from another source than its 512x512 tumour slices) would otherwise be
+    told apart by the JPEG header alone. A download whose images share one size is published as it is."""
     params = task.params
     classes = [str(c) for c in params["classes"]]
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
-    grey = all(holds_grey(decode_image(read(), name)) for _, read, name, _ in chosen)
+    grey, sizes = True, []
+    for _, read, name, _ in chosen:
+        pixels = decode_image(read(), name)
+        grey = grey and holds_grey(pixels)
+        sizes.append(pixels.shape[:2])
+    size = one_size(sizes)
     for case_id, (source_id, read, name, label) in zip(case_ids, chosen, strict=True):
-        pixels = in_mode(decode_image(read(), name), grey)
+        pixels = at_size(in_mode(decode_image(read(), name), grey), size)
         write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
     return area.commit(case_ids)
 
