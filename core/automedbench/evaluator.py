@@ -321,7 +321,7 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
     stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
     while stack and len(found) < max_entries:
         path = stack.pop()
-        if path in skipped:
+        if path in skipped or path in found:  # an import folder inside another (the venv in a checkout): once
             continue
         try:
             info = os.lstat(path)
