@@ -55,16 +55,36 @@ def add_blobs(image: np.ndarray, rng: np.random.Generator, count: tuple[int, int
     out = image.astype(np.float64).copy()
     h, w = image.shape
     points = np.argwhere(where) if where is not None and where.any() else None
-    yy, xx = np.mgrid[:h, :w]
     for _ in range(int(rng.integers(count[0], count[1] + 1))):
         cy, cx = points[rng.integers(len(points))] if points is not None else (rng.uniform(0, h), rng.uniform(0, w))
         ry, rx = rng.uniform(*radius_px, 2)
         theta = rng.uniform(0, np.pi)
+        blob = np.zeros((h, w))
+        window = _blob_window(cy, cx, max(ry, rx), h, w)
+        yy, xx = np.mgrid[window]
         u = ((yy - cy) * np.cos(theta) + (xx - cx) * np.sin(theta)) / ry
         v = (-(yy - cy) * np.sin(theta) + (xx - cx) * np.cos(theta)) / rx
-        blob = ndimage.gaussian_filter(((u * u + v * v) <= 1.0).astype(np.float64), 1.5)
+        blob[window] = ndimage.gaussian_filter(((u * u + v * v) <= 1.0).astype(np.float64), BLOB_SIGMA)
         out += rng.choice([-1.0, 1.0]) * rng.uniform(*contrast) * blob
     return out
+
+
+BLOB_SIGMA = 1.5
+# scipy's default truncation (4 sigma): how far the Gaussian reaches from the ellipse
+_BLOB_REACH = int(4.0 * BLOB_SIGMA + 0.5)
+
+
+def _blob_window(cy: float, cx: float, radius: float, h: int, w: int) -> tuple[slice, slice]:
+    """The part of the image a blob's smoothed ellipse can touch, with a margin past the filter's reach.
+
+    Filtering only this window gives the whole image's values bit for bit (each output is the same taps over
+    the same inputs; a window edge inside the image reflects zeros, as the image there holds zeros) and zeros
+    elsewhere, for a fraction of the CPU: each of an enhancement demo staging's dozens of small ellipses was
+    smoothed over the whole 512x512 image (~0.7 CPU-s of a demo-ldct staging)."""
+    margin = radius + 2 * _BLOB_REACH + 2
+    rows = slice(max(0, int(np.floor(cy - margin))), min(h, int(np.ceil(cy + margin)) + 1))
+    cols = slice(max(0, int(np.floor(cx - margin))), min(w, int(np.ceil(cx + margin)) + 1))
+    return rows, cols
 
 
 def secret_variant(image: np.ndarray, seed: Any, *, fill: float | None = None, blobs: dict[str, Any] | None = None,

@@ -21,53 +21,71 @@ lies millimetres off every case: mapped through the same table it scores below t
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import tempfile
-from collections.abc import Iterator
+import importlib.util
+import itertools
+from pathlib import Path
 
 import numpy as np
 
 HU_AIR, HU_CSF, HU_GM, HU_WM = -1000.0, 8.0, 40.0, 28.0
 
 
-@contextlib.contextmanager
-def _scratch_nilearn_data() -> Iterator[None]:
-    """NILEARN_DATA pointed at a throwaway folder while nilearn runs, so nothing lands under ~."""
-    before = os.environ.get("NILEARN_DATA")
-    with tempfile.TemporaryDirectory(prefix="amb-nilearn-") as scratch:
-        os.environ["NILEARN_DATA"] = scratch
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("NILEARN_DATA", None)
-            else:
-                os.environ["NILEARN_DATA"] = before
+# nilearn's bundled MNI152 files (1 mm, uint8), the ones its `load_mni152_*_template` functions read
+TEMPLATE_FILES = {"t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
+                  "gm": "mni_icbm152_gm_tal_nlin_sym_09a_converted.nii.gz",
+                  "wm": "mni_icbm152_wm_tal_nlin_sym_09a_converted.nii.gz"}
+BRAIN_THRESHOLD = 0.2  # nilearn's `load_mni152_brain_mask`: the rescaled T1 above 0.2
+
+
+def template_folder() -> Path:
+    """Where the installed nilearn keeps its bundled templates, found without importing nilearn (its
+    `datasets` package imports scikit-learn and more: ~1.7 CPU-s a staging process)."""
+    spec = importlib.util.find_spec("nilearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("synthesis/demo-mrct needs nilearn (its bundled MNI152 template)")
+    return Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data"
+
+
+def _onto_grid(volume: np.ndarray, affine: np.ndarray, resolution: int) -> np.ndarray:
+    """`volume` (on an axis-aligned `affine`) resampled onto `resolution`-mm voxels over the same box, by the
+    cubic spline: what nilearn's `resample_img(img, np.eye(3) * resolution)` computes (same grid, same scipy
+    call, the values clipped to the input's range with 0), without nilearn's imports."""
+    from scipy import ndimage
+
+    scale = np.diag(affine)[:3]
+    if not np.array_equal(affine[:3, :3], np.diag(scale)):
+        raise ValueError("the template is expected on an axis-aligned grid")
+    corners = np.array(list(itertools.product(*((0, n - 1) for n in volume.shape))), dtype=float)
+    mm = corners * scale + affine[:3, 3]
+    low, high = (mm / resolution).min(axis=0), (mm / resolution).max(axis=0)
+    shape = tuple(int(np.ceil(top - bottom)) + 1 for bottom, top in zip(low, high, strict=True))
+    step = resolution / scale  # output voxel -> input voxel: a zoom and a shift per axis
+    shift = (low * resolution - affine[:3, 3]) / scale
+    out = np.zeros(shape, dtype=volume.dtype, order="F")
+    ndimage.affine_transform(volume, step, offset=shift, output_shape=shape, output=out, cval=0.0, order=3)
+    return out.clip(min(float(np.nanmin(volume)), 0.0), max(float(np.nanmax(volume)), 0.0), out=out)
 
 
 @functools.lru_cache(maxsize=2)
 def template_maps(resolution: int = 2) -> tuple[dict[str, np.ndarray], float]:
-    """The MNI152 maps as float32 arrays on one grid ({t1, gm, wm, brain}) and their voxel size in mm."""
-    with _scratch_nilearn_data():
-        from nilearn.datasets import (
-            load_mni152_brain_mask,
-            load_mni152_gm_template,
-            load_mni152_template,
-            load_mni152_wm_template,
-        )
+    """The MNI152 maps as float32 arrays on one grid ({t1, gm, wm, brain}) and their voxel size in mm: nilearn's
+    `load_mni152_template` / `_gm_` / `_wm_` / `load_mni152_brain_mask` at `resolution`, value for value
+    (tests/test_synthesis_demo_mrct.py compares them), read from its files with nibabel."""
+    import nibabel as nib
 
-        images = {"t1": load_mni152_template(resolution=resolution),
-                  "gm": load_mni152_gm_template(resolution=resolution),
-                  "wm": load_mni152_wm_template(resolution=resolution),
-                  "brain": load_mni152_brain_mask(resolution=resolution)}
-        maps = {name: np.asarray(image.get_fdata(), dtype=np.float32) for name, image in images.items()}
-        voxel = float(abs(images["t1"].affine[0, 0]))
+    folder, maps, affine = template_folder(), {}, None
+    for name, filename in TEMPLATE_FILES.items():
+        image = nib.load(folder / filename)
+        volume = np.asanyarray(image.dataobj).astype(np.float32)
+        volume /= volume.max()  # nilearn's rescale to [0, 1]
+        maps[name] = volume if resolution == 1 else _onto_grid(volume, image.affine, resolution)
+        affine = image.affine
+    maps["brain"] = (maps["t1"] > BRAIN_THRESHOLD).astype(np.float32)
     shapes = {m.shape for m in maps.values()}
     if len(shapes) != 1:
         raise ValueError(f"MNI152 maps on different grids: {shapes}")
-    return maps, voxel
+    return maps, float(abs(affine[0, 0])) if resolution == 1 else float(resolution)
 
 
 def _rotation(angles: np.ndarray) -> np.ndarray:
