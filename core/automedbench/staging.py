@@ -93,7 +93,50 @@ def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
     if not task.demo or (stamp.exists() and not stale_demo(stamp, track)):
         return load(task, data_root)
     data_root.mkdir(parents=True, exist_ok=True)
+    shared = _demo_shares.get(Path(os.path.abspath(data_root)))
+    if shared is not None and not task_dir(data_root, task).exists() and _as_installed(track, task):
+        return _copy_shared_demo(track, task, shared, data_root)
     return stage(track, task, data_root)
+
+
+def _as_installed(track: Track, task: TaskSpec) -> bool:
+    """Whether `task` is the track's own spec of it: a changed one (a test's other case count) is staged where
+    it is asked for, never into the shared staging the other roots copy."""
+    try:
+        return track.task(task.id) == task
+    except UserError:  # a task the track does not list (made in code): no sharing, the plain staging
+        return False
+
+
+# data roots whose demos are copied from one staging shared between processes (`share_demos`): root -> shared root
+_demo_shares: dict[Path, Path] = {}
+
+
+def share_demos(data_root: Path, shared: Path) -> None:
+    """In this process, a demo `ensure` finds missing under `data_root` is staged once under `shared` (by the first
+    process to need it, under its staging lock: the others wait for it) and copied from there, not generated again.
+
+    For the test kit: each pytest-xdist worker keeps its own data root (tests may re-stage or damage what it
+    holds), and generating every demo in every worker cost each of them ~15 CPU-s. A copy holds the same files,
+    stamp and secret as the shared staging; `stage` (a forced or a download's staging) is unaffected."""
+    _demo_shares[Path(os.path.abspath(data_root))] = Path(os.path.abspath(shared))
+
+
+def _copy_shared_demo(track: Track, task: TaskSpec, shared: Path, data_root: Path) -> StagedData:
+    """`task`'s demo staged (or found) under `shared`, then copied whole into `data_root` (a new folder renamed
+    into place under its staging lock, so a reader finds all of it or nothing)."""
+    shared.mkdir(parents=True, exist_ok=True)
+    ensure(track, task, shared)
+    source, dest = task_dir(shared, task), task_dir(data_root, task)
+    with staging_lock(dest):
+        if dest.exists():  # another thread of this process copied or staged it meanwhile
+            return ensure(track, task, data_root)
+        temp = dest.with_name(f".{dest.name}.copy-{os.getpid()}")
+        shutil.rmtree(temp, ignore_errors=True)
+        with staging_lock(source):  # not re-staged while we copy
+            shutil.copytree(source, temp, symlinks=True, ignore=shutil.ignore_patterns(INCOMING, PREVIOUS, DISCARD))
+        temp.rename(dest)
+    return load(task, data_root)
 
 
 def load(task: TaskSpec, data_root: Path) -> StagedData:

@@ -321,8 +321,17 @@ if pytest is not None:
 
     @pytest.fixture(scope="session")
     def amb_data_root(tmp_path_factory) -> Path:
-        """One data root per test session, so each task is staged once."""
-        return tmp_path_factory.mktemp("amb-data")
+        """One data root per test session, so each task is staged once. Under pytest-xdist each worker has its
+        own, and the demos in them are copies of one staging the workers share (`staging.share_demos`: the
+        first worker to need a demo stages it, the others copy it): every worker generating every demo cost
+        ~15 CPU-s a worker."""
+        root = tmp_path_factory.mktemp("amb-data")
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            from .staging import share_demos
+
+            # the workers' base folders (popen-gwN) lie in the session's own: the shared staging is this session's
+            share_demos(root, tmp_path_factory.getbasetemp().parent / "amb-demos")
+        return root
 
     @pytest.fixture(scope="session")
     def amb_run(amb_data_root, tmp_path_factory) -> Callable[..., tuple[Result, Path]]:
