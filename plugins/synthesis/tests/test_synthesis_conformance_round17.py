@@ -71,3 +71,23 @@ def test_a_missing_output_keeps_the_bands(amb_data_root, tmp_path, perfect):
     on the bands (5/6 is below B here: C), F only below half the cases (the spec's "incomplete")."""
     result = evaluate(amb_data_root, tmp_path, submission(tmp_path, perfect, lambda path: path.unlink()))
     assert result.aggregate.rating == "C", result.aggregate.rating_reason
+
+
+def test_an_identity_affine_scores_as_the_release(amb_data_root, tmp_path, perfect):
+    """The targets' voxels saved with `np.eye(4)` (the commonest way an agent drops the header): the release checks
+    the shape only and scores the array, Task 1.0, A; before, every case was refused (affine differs): Task 0, F.
+    The mismatch is reported, not hidden."""
+    import nibabel as nib
+    import numpy as np
+
+    def identity_header(path):
+        nib.save(nib.Nifti1Image(np.asarray(nib.load(path).dataobj, np.float32), np.eye(4)), path)
+
+    outputs = submission(tmp_path, perfect)
+    for case_id in perfect[1]:
+        identity_header(outputs / case_id / contract.OUTPUT)
+    result = evaluate(amb_data_root, tmp_path, outputs)
+    assert all(c.valid for c in result.cases)
+    assert result.task.strict == pytest.approx(1.0) and result.aggregate.rating == "A"
+    assert result.task.components["affine_mismatch_cases"] == len(perfect[1])
+    assert all(row["affine_matches"] is False for row in result.task.per_case)
