@@ -239,3 +239,24 @@ def test_the_harness_writing_its_own_folders_below_an_import_folder_is_no_enviro
     # a skip folder that is (or holds) an import folder is walked all the same
     assert str(root / "pkg" / "__init__.py") in environment_snapshot([str(root)], skip=[str(root)])
     assert str(root / "pkg" / "__init__.py") in environment_snapshot([str(root / "pkg")], skip=[str(root)])
+
+
+def test_a_checkouts_version_control_store_is_no_environment_change(tmp_path):
+    """A checkout on the import path (pytest puts its root there) holds `.git`, where a commit or fetch in another
+    worktree of the same repository writes during any run: that marked a plain run unverified (seen while helpers
+    committed beside the suite). Nothing imports from it; a change beside it still shows."""
+    from automedbench.evaluator import environment_snapshot, snapshot_changes
+
+    root = tmp_path / "checkout"
+    (root / ".git" / "objects" / "01").mkdir(parents=True)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("x = 1\n")
+    before = environment_snapshot([str(root)])
+    assert not any(".git" in p for p in before) and str(root / "pkg" / "__init__.py") in before
+    (root / ".git" / "objects" / "01" / "abc").write_bytes(b"blob")
+    assert snapshot_changes(before, environment_snapshot([str(root)])) == []
+    (root / "pkg" / "__init__.py").write_text("x = 2\n")
+    assert snapshot_changes(before, environment_snapshot([str(root)])) == [str(root / "pkg" / "__init__.py")]
+    # a `.git` deeper than an import folder's own children (inside a package) is walked as before
+    (root / "pkg" / ".git").mkdir()
+    assert str(root / "pkg" / ".git") in environment_snapshot([str(root)])
