@@ -1,0 +1,89 @@
+"""Round seventeen of the red team: what conformance round 16 relaxed, what round 16 left, hidden answers public
+information decides, state shared across trust levels; through the real runner.
+
+- **A public fact that names the answer** (VQA, class 2): the OmniMedVQA and MMMU stagers published the release's
+  `modality_type` / `img_type` in `question.json` as `modality`, and OmniMedVQA's source set ("Chest CT Scan") as
+  `body_system`. A "modality recognition" question is answered by that field: an agent matching each option's
+  text against the record's other fields (no image read, no model) scored accuracy 1.0 on a 40-question
+  OmniMedVQA layout of modality questions over blank images, rating A, through the real runner. The original
+  stages no OmniMedVQA or MMMU record (its question.json gives modality/organ for some of its own five sets), so
+  both now reach the private answer record only, where the breakdowns read them; the attacker is at chance.
+  SLAKE's and MedFrameQA's `modality` stay public: those are among the original's sets whose question.json
+  carries modality/organ (upstream-automedbench.md, the VQA file contract).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from automedbench.testing import load_task, run_steps, stage_from_folder
+from PIL import Image
+
+MODALITIES = ("CT", "MRI", "X-Ray", "Ultrasound")
+SETS = {"Chest CT Scan": "CT", "Brain Tumor MRI": "MRI", "Knee X-Ray": "X-Ray", "Thyroid Ultrasound": "Ultrasound"}
+
+# reads only the question records: the option whose text a field other than the question and options names
+BY_FIELDS = """
+import os, json
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+for case in sorted(os.listdir(data)):
+    path = os.path.join(data, case, 'question.json')
+    if not os.path.isfile(path):
+        continue
+    q = json.load(open(path))
+    told = ' '.join(str(v) for k, v in q.items() if k not in ('question', 'options', 'image_paths')).casefold()
+    pick = next((k for k, v in sorted(q['options'].items()) if v.casefold() in told), 'A')
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    record = {"question_id": case, "predicted_label": pick, "predicted_answer": q['options'][pick],
+              "raw_model_output": pick, "model_name": "fields", "runtime_s": 0.1}
+    json.dump(record, open(os.path.join(out, case, 'answer.json'), 'w'))
+print('answered')
+"""
+
+
+def omnimed_modality_layout(root, per_set: int = 10):
+    """An OmniMedVQA download of "Modality Recognition" questions only, over one blank image: the pixels tell
+    nothing, the options come in a rotating order, each set is one modality (as the release's sets are)."""
+    base = root / "OmniMedVQA"
+    buffer = io.BytesIO()
+    Image.new("L", (32, 32), 90).save(buffer, format="PNG")
+    for s, (name, modality) in enumerate(SETS.items()):
+        records = []
+        for i in range(per_set):
+            image = f"Images/{name}/img_{i}.png"
+            (base / image).parent.mkdir(parents=True, exist_ok=True)
+            (base / image).write_bytes(buffer.getvalue())
+            shift = (s + i) % len(MODALITIES)
+            order = MODALITIES[shift:] + MODALITIES[:shift]
+            records.append({"dataset": name, "question_id": f"{name}_{i}", "question_type": "Modality Recognition",
+                            "question": "What imaging modality was used to take this image?",
+                            "gt_answer": modality, "image_path": image, "modality_type": modality,
+                            **{f"option_{letter}": text for letter, text in zip("ABCD", order, strict=True)}})
+        folder = base / "QA_information" / "Open-access"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps(records))
+    return root
+
+
+@pytest.mark.slow
+def test_a_public_fact_never_names_the_answer_to_a_modality_question(tmp_path):
+    """Before: `modality` and the source set in each public question.json; the field-matching agent answered all
+    40 modality questions right (accuracy 1.0, rating A). Now neither is published (the private record keeps both
+    for the breakdowns) and the agent is at chance (a quarter, four options)."""
+    track, task = load_task("vqa/omnimedvqa")
+    root = tmp_path / "root"
+    staged = stage_from_folder(track, task, root, omnimed_modality_layout(tmp_path / "download"))
+    assert len(staged.case_ids) == 40
+    for qid in staged.case_ids:
+        public = json.loads((staged.public / qid / "question.json").read_text())
+        private = json.loads((staged.private / qid / "answer.json").read_text())
+        assert "modality" not in public and "body_system" not in public, public
+        assert SETS[private["body_system"]] == private["modality"] == private["answer_text"]
+    result, _ = run_steps(task.id, [("python", BY_FIELDS)], out=tmp_path / "runs", data_root=root,
+                          warm_evaluator=False, workspace_quota_mb=64)
+    assert result.state == "scored", result.error
+    assert result.task.partial <= 0.45 and result.aggregate.rating not in ("A", "B"), result.task.partial
+    comps = result.task.components
+    assert comps["modality=CT"] <= 0.6 and "body_system=Chest CT Scan" in comps, comps  # breakdowns kept
