@@ -10,6 +10,15 @@ information decides, state shared across trust levels; through the real runner.
   both now reach the private answer record only, where the breakdowns read them; the attacker is at chance.
   SLAKE's and MedFrameQA's `modality` stay public: those are among the original's sets whose question.json
   carries modality/organ (upstream-automedbench.md, the VQA file contract).
+- **A class told apart by its colour mode** (detection, class 1, round 14's classification class): the detection
+  stagers published each image in its own mode (grey PNG for a grey source, RGB for a colour one), so a download
+  whose images of one finding were saved in another mode than the rest (a grey radiograph exported as RGB by one
+  site's converter) told the class by the PNG header. On a BCCD layout of 72 grey-content smears, one cell each at
+  a visible position, WBC images stored as grey JPEGs and RBC images as RGB ones, an agent that found the cell by
+  thresholding and named its class by the PNG mode scored mAP 1.0, rating A, through the real runner. Every case
+  of a staging is now published in one mode (RGB when any source image is colour, grey otherwise): the agent is
+  at a guess. Each image keeps its own size: the boxes are in its pixel frame, as the original publishes them
+  (meta.json's width and height); resizing would change every answer's coordinates.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 
+import numpy as np
 import pytest
 from automedbench.testing import load_task, run_steps, stage_from_folder
 from PIL import Image
@@ -87,3 +97,70 @@ def test_a_public_fact_never_names_the_answer_to_a_modality_question(tmp_path):
     assert result.task.partial <= 0.45 and result.aggregate.rating not in ("A", "B"), result.task.partial
     comps = result.task.components
     assert comps["modality=CT"] <= 0.6 and "body_system=Chest CT Scan" in comps, comps  # breakdowns kept
+
+
+# ------------------------------------------------------------------ a class told apart by its colour mode (class 1)
+
+# finds the bright cell by a threshold (honest detection), names its class by the PNG's mode alone
+BY_MODE = """
+import json, os
+import numpy as np
+from PIL import Image
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+modes = set()
+for case in sorted(os.listdir(data)):
+    path = os.path.join(data, case, 'image.png')
+    if not os.path.isfile(path):
+        continue
+    with Image.open(path) as image:
+        mode = image.mode
+        ys, xs = np.nonzero(np.asarray(image.convert('L')) > 150)
+    modes.add(mode)
+    box = {'class': 'WBC' if mode == 'L' else 'RBC', 'score': 0.9,
+           'x1': float(xs.min()), 'y1': float(ys.min()), 'x2': float(xs.max() + 1), 'y2': float(ys.max() + 1)}
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    open(os.path.join(out, case, 'prediction.json'), 'w').write(json.dumps({'boxes': [box]}))
+print('modes', sorted(modes))
+"""
+
+
+def bccd_by_mode(root, count: int = 72):
+    """BCCD's VOC layout: grey-content smears with one bright 12x12 cell each at a position of its own; the WBC
+    images are grey JPEGs, the RBC images RGB JPEGs of the same grey pixels."""
+    base = root / "BCCD"
+    for folder in ("JPEGImages", "Annotations", "ImageSets/Main"):
+        (base / folder).mkdir(parents=True, exist_ok=True)
+    stems = []
+    for k in range(count):
+        stem, name = f"BloodImage_{k:05d}", ("WBC", "RBC")[k % 2]
+        x, y = 4 + (k * 7) % 44, 4 + (k * 5) % 28
+        pixels = np.full((48, 64), 60, dtype=np.uint8)
+        pixels[y:y + 12, x:x + 12] = 230
+        image = Image.fromarray(pixels)
+        (image if name == "WBC" else image.convert("RGB")).save(base / "JPEGImages" / f"{stem}.jpg", quality=95)
+        (base / "Annotations" / f"{stem}.xml").write_text(
+            f"<annotation><filename>{stem}.jpg</filename><object><name>{name}</name><bndbox><xmin>{x + 1}</xmin>"
+            f"<ymin>{y + 1}</ymin><xmax>{x + 12}</xmax><ymax>{y + 12}</ymax></bndbox></object></annotation>")
+        stems.append(stem)
+    (base / "ImageSets" / "Main" / "test.txt").write_text("\n".join(stems) + "\n")
+    return root
+
+
+@pytest.mark.slow
+def test_a_class_the_download_stores_in_another_colour_mode_is_not_told_apart_by_the_png_header(tmp_path):
+    """Before: WBC cases published as grey PNGs, RBC cases as RGB; the mode-reading agent scored mAP 1.0, rating
+    A. Now every case is RGB (a source image is colour) and the agent names one class for all: what guessing one
+    class for every well-placed box scores."""
+    track, task = load_task("detection/bccd")
+    root = tmp_path / "root"
+    staged = stage_from_folder(track, task, root, bccd_by_mode(tmp_path / "download"))
+    modes = set()
+    for case in staged.case_ids:
+        with Image.open(staged.public / case / "image.png") as image:
+            modes.add(image.mode)
+    assert modes == {"RGB"}, modes
+    result, _ = run_steps(task.id, [("python", BY_MODE)], out=tmp_path / "runs", data_root=root,
+                          warm_evaluator=False, workspace_quota_mb=64)
+    assert result.state == "scored", result.error
+    # one class named for all: what a localiser guessing one class scores (0.25-0.30 by the staging's case order)
+    assert result.task.partial <= 0.4 and result.aggregate.rating != "A", result.task.partial

@@ -95,6 +95,24 @@ def read_image(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB" if image.mode in ("RGB", "RGBA", "P", "CMYK") else "L"))
 
 
+def stored_in_colour(path: Path) -> bool:
+    """Whether a source image's header declares colour (read_image then gives RGB); a DICOM is grey unless it
+    declares more than one sample a pixel. Only the header is read."""
+    if path.suffix.lower() in (".dicom", ".dcm"):
+        import pydicom
+
+        return int(getattr(pydicom.dcmread(str(path), stop_before_pixels=True), "SamplesPerPixel", 1)) > 1
+    with Image.open(path) as image:
+        return image.mode in ("RGB", "RGBA", "P", "CMYK")
+
+
+def in_mode(pixels: np.ndarray, colour: bool) -> np.ndarray:
+    """The pixels in the staging's one colour mode: three channels (`colour`) or one."""
+    if colour:
+        return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
+    return pixels if pixels.ndim == 2 else np.asarray(Image.fromarray(pixels).convert("L"))
+
+
 def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> list[str]:
     """`count` of the items, chosen from the staging's secret (never the split file's or the table's order)."""
     items = sorted(set(items))
@@ -105,11 +123,15 @@ def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> l
 
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[tuple[str, Path, list[GTBox]]],
                classes: list[str]) -> StagedData:
-    """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret."""
+    """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret, all
+    in one colour mode (RGB when any source image is stored in colour, grey otherwise): a finding whose images
+    the download stores in another mode than the rest would otherwise be told by the PNG header. Each image keeps
+    its size: the boxes are in its pixel frame (meta.json's width and height), as the original publishes them."""
     params = task.params
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
+    colour = any(stored_in_colour(path) for _, path, _ in chosen)
     for case_id, (source_id, path, boxes) in zip(case_ids, chosen, strict=True):
-        pixels = read_image(path)
+        pixels = in_mode(read_image(path), colour)
         height, width = pixels.shape[:2]
         kept = []
         for cls, *corners in boxes:
