@@ -10,6 +10,12 @@ information decides, state shared across trust levels; through the real runner.
   both now reach the private answer record only, where the breakdowns read them; the attacker is at chance.
   SLAKE's and MedFrameQA's `modality` stay public: those are among the original's sets whose question.json
   carries modality/organ (upstream-automedbench.md, the VQA file contract).
+- **The sub-collection that answers the instrument questions** (VQA, class 2, same class): the Kvasir-VQA stager
+  published each row's `source` ("hyper-kvasir" or "kvasir-instrument"); every kvasir-instrument image shows an
+  instrument, so "Are there any instruments in the image?" was answered by the field. On a 40-question layout
+  (instrument questions, one blank image), an agent answering "Yes" exactly for kvasir-instrument rows scored
+  accuracy 1.0, rating A, through the real runner; the field is no longer published (the original stages no
+  Kvasir-VQA) and the agent is at the yes/no base rate.
 - **A class told apart by its colour mode** (detection, class 1, round 14's classification class): the detection
   stagers published each image in its own mode (grey PNG for a grey source, RGB for a colour one), so a download
   whose images of one finding were saved in another mode than the rest (a grey radiograph exported as RGB by one
@@ -34,8 +40,11 @@ from PIL import Image
 MODALITIES = ("CT", "MRI", "X-Ray", "Ultrasound")
 SETS = {"Chest CT Scan": "CT", "Brain Tumor MRI": "MRI", "Knee X-Ray": "X-Ray", "Thyroid Ultrasound": "Ultrasound"}
 
-# reads only the question records: the option whose text a field other than the question and options names
-BY_FIELDS = """
+
+def answering(rule: str) -> str:
+    """An agent step that reads only each question.json (`q`) and answers with `rule`, code setting `label` and
+    `text` from it: no image read, no model."""
+    return f"""
 import os, json
 data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
 for case in sorted(os.listdir(data)):
@@ -43,14 +52,20 @@ for case in sorted(os.listdir(data)):
     if not os.path.isfile(path):
         continue
     q = json.load(open(path))
-    told = ' '.join(str(v) for k, v in q.items() if k not in ('question', 'options', 'image_paths')).casefold()
-    pick = next((k for k, v in sorted(q['options'].items()) if v.casefold() in told), 'A')
+{rule}
     os.makedirs(os.path.join(out, case), exist_ok=True)
-    record = {"question_id": case, "predicted_label": pick, "predicted_answer": q['options'][pick],
-              "raw_model_output": pick, "model_name": "fields", "runtime_s": 0.1}
+    record = {{"question_id": case, "predicted_label": label, "predicted_answer": text, "raw_model_output": text,
+              "model_name": "fields", "runtime_s": 0.1}}
     json.dump(record, open(os.path.join(out, case, 'answer.json'), 'w'))
 print('answered')
 """
+
+
+# the option whose text a field other than the question and options names
+BY_FIELDS = answering("""
+    told = ' '.join(str(v) for k, v in q.items() if k not in ('question', 'options', 'image_paths')).casefold()
+    label = next((k for k, v in sorted(q['options'].items()) if v.casefold() in told), 'A')
+    text = q['options'][label]""")
 
 
 def omnimed_modality_layout(root, per_set: int = 10):
@@ -97,6 +112,46 @@ def test_a_public_fact_never_names_the_answer_to_a_modality_question(tmp_path):
     assert result.task.partial <= 0.45 and result.aggregate.rating not in ("A", "B"), result.task.partial
     comps = result.task.components
     assert comps["modality=CT"] <= 0.6 and "body_system=Chest CT Scan" in comps, comps  # breakdowns kept
+
+
+# ------------------------------------------------------------------ the sub-collection that answers (class 2)
+
+BY_SOURCE = answering("""
+    label, text = '', 'Yes' if 'instrument' in str(q.get('source', '')) else 'No'""")
+
+
+def kvasir_instrument_layout(root, count: int = 40):
+    """Kvasir-VQA's parquet: the instrument question on one blank image per row; the kvasir-instrument rows
+    answer Yes, the hyper-kvasir ones No (as in the release, where every kvasir-instrument image shows one)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 32), (120, 60, 60)).save(buffer, format="PNG")
+    rows = [{"image": {"bytes": buffer.getvalue(), "path": f"img{i}.jpg"},
+             "source": "kvasir-instrument" if i % 2 else "hyper-kvasir",
+             "question": "Are there any instruments in the image?", "answer": "Yes" if i % 2 else "No",
+             "img_id": f"img{i}"} for i in range(count)]
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), root / "data" / "raw-00000-of-00001.parquet")
+    return root
+
+
+@pytest.mark.slow
+def test_the_sub_collection_never_answers_the_instrument_question(tmp_path):
+    """Before: `source` in each public question.json; the agent answering Yes for kvasir-instrument rows scored
+    accuracy 1.0, rating A. Now the field is gone and the agent answers No everywhere: the base rate, 0.5."""
+    pytest.importorskip("pyarrow")
+    track, task = load_task("vqa/kvasir-vqa")
+    root = tmp_path / "root"
+    staged = stage_from_folder(track, task, root, kvasir_instrument_layout(tmp_path / "download"))
+    assert len(staged.case_ids) == 40
+    assert not any("source" in json.loads((staged.public / q / "question.json").read_text())
+                   for q in staged.case_ids)
+    result, _ = run_steps(task.id, [("python", BY_SOURCE)], out=tmp_path / "runs", data_root=root,
+                          warm_evaluator=False, workspace_quota_mb=64)
+    assert result.state == "scored", result.error
+    assert result.task.partial <= 0.55, result.task.partial
 
 
 # ------------------------------------------------------------------ a class told apart by its colour mode (class 1)

@@ -108,7 +108,9 @@ def kvasir(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item
         text = str(row["question"])
         question = {"dataset": "kvasir-vqa", "split": p.get("split", "raw"), "question": text, "mode": "open_ended",
                     "question_type": kvasir_question_type(text), "modality": "endoscopy",
-                    "body_system": "gastrointestinal", "source": str(row.get("source", "") or "")}
+                    "body_system": "gastrointestinal"}
+        # the row's sub-collection is left out: every kvasir-instrument image shows an instrument, so it answered
+        # the "any instruments?" / "which instrument?" questions
         yield qid, question, [("image", cell_image(row["image"], qid))], {"answer_text": str(row["answer"]).strip()}
 
 
