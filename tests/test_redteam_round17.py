@@ -179,9 +179,9 @@ print('modes', sorted(modes))
 """
 
 
-def bccd_by_mode(root, count: int = 72):
-    """BCCD's VOC layout: grey-content smears with one bright 12x12 cell each at a position of its own; the WBC
-    images are grey JPEGs, the RBC images RGB JPEGs of the same grey pixels."""
+def bccd_by_mode(root, count: int = 72, rgb: str = "RBC"):
+    """BCCD's VOC layout: grey-content smears with one bright 12x12 cell each at a position of its own; the `rgb`
+    class's images are RGB JPEGs of the same grey pixels, the others grey JPEGs."""
     base = root / "BCCD"
     for folder in ("JPEGImages", "Annotations", "ImageSets/Main"):
         (base / folder).mkdir(parents=True, exist_ok=True)
@@ -192,7 +192,7 @@ def bccd_by_mode(root, count: int = 72):
         pixels = np.full((48, 64), 60, dtype=np.uint8)
         pixels[y:y + 12, x:x + 12] = 230
         image = Image.fromarray(pixels)
-        (image if name == "WBC" else image.convert("RGB")).save(base / "JPEGImages" / f"{stem}.jpg", quality=95)
+        (image.convert("RGB") if name == rgb else image).save(base / "JPEGImages" / f"{stem}.jpg", quality=95)
         (base / "Annotations" / f"{stem}.xml").write_text(
             f"<annotation><filename>{stem}.jpg</filename><object><name>{name}</name><bndbox><xmin>{x + 1}</xmin>"
             f"<ymin>{y + 1}</ymin><xmax>{x + 12}</xmax><ymax>{y + 12}</ymax></bndbox></object></annotation>")
@@ -219,3 +219,15 @@ def test_a_class_the_download_stores_in_another_colour_mode_is_not_told_apart_by
     assert result.state == "scored", result.error
     # one class named for all: what a localiser guessing one class scores (0.25-0.30 by the staging's case order)
     assert result.task.partial <= 0.4 and result.aggregate.rating != "A", result.task.partial
+
+
+def test_the_colour_check_reads_a_hostile_download_through_check_image(tmp_path):
+    """The mode is read from every drawn image's header before any is decoded, after `check_image`: a file that is
+    no image is its one-line reason ("unreadable image header"), not the stager wrapper's generic one."""
+    from automedbench.api import UserError
+
+    track, task = load_task("detection/bccd")
+    download = bccd_by_mode(tmp_path / "download", rgb="")  # all grey: every header is read
+    (download / "BCCD" / "JPEGImages" / "BloodImage_00005.jpg").write_bytes(b"not a JPEG at all")
+    with pytest.raises(UserError, match=r"BloodImage_00005\.jpg: unreadable image header"):
+        stage_from_folder(track, task, tmp_path / "root", download)

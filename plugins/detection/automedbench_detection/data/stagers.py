@@ -46,6 +46,7 @@ from .staged import GTBox, clip_box, png_bytes, write_case
 
 MAX_TEXT_BYTES = 256 * 1024 * 1024  # an annotation file larger than this is not one of these datasets
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dicom", ".dcm")
+COLOUR_MODES = ("RGB", "RGBA", "P", "CMYK")  # PIL modes read as RGB; every other mode is read as grey
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -92,18 +93,22 @@ def read_image(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         if image.mode in ("I;16", "I;16B", "I", "F"):
             return to_uint8(np.asarray(image))
-        return np.asarray(image.convert("RGB" if image.mode in ("RGB", "RGBA", "P", "CMYK") else "L"))
+        return np.asarray(image.convert("RGB" if image.mode in COLOUR_MODES else "L"))
 
 
 def stored_in_colour(path: Path) -> bool:
     """Whether a source image's header declares colour (read_image then gives RGB); a DICOM is grey unless it
-    declares more than one sample a pixel. Only the header is read."""
+    declares more than one sample a pixel. Only the header is read, after `check_image` (no symlink, one line for
+    a file that is no image)."""
+    check_image(path)
     if path.suffix.lower() in (".dicom", ".dcm"):
-        import pydicom
-
+        try:
+            import pydicom
+        except ImportError:
+            return False  # read_image says what to install
         return int(getattr(pydicom.dcmread(str(path), stop_before_pixels=True), "SamplesPerPixel", 1)) > 1
     with Image.open(path) as image:
-        return image.mode in ("RGB", "RGBA", "P", "CMYK")
+        return image.mode in COLOUR_MODES
 
 
 def in_mode(pixels: np.ndarray, colour: bool) -> np.ndarray:
