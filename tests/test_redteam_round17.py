@@ -25,6 +25,20 @@ information decides, state shared across trust levels; through the real runner.
   of a staging is now published in one mode (RGB when any source image is colour, grey otherwise): the agent is
   at a guess. Each image keeps its own size: the boxes are in its pixel frame, as the original publishes them
   (meta.json's width and height); resizing would change every answer's coordinates.
+
+Held (code read unless noted; no test kept): what conformance round 16 relaxed. Detection's unscored box is a
+box scored 1.0 (an agent could always send equal scores; ties by case id, then box order, rank no better than
+its own scores would); at most 20 000 boxes and 8 MiB a file, so millions of unscored boxes or a flood of
+VinDr class names are refused or bounded; a non-string, empty or blank name is still an unknown class.
+FeTA's float map: NaN/Inf voxels are refused before rounding, rounded values outside the labels are refused
+before the bincount, the scorer rounds the same map the checker admitted. Enhancement's all-cases rule only
+lowers an incomplete submission's rating. The demo's noise and variant seeds are the staging's secret (the task
+file's `seed` is replaced). VQA's `raw_fallback=true` grades the raw output as a second guess (a yes/no
+question answered "no" with raw "yes" scores 1 either way): the original's rule, off by default, opt-in and a
+score-changing option. Left: SLAKE's and MedFrameQA's public `modality` (the original's question.json carries
+modality/organ "for some" of its sets; which ones the reference does not say field by field); the resampling
+trace of classification's one size (round 16); a detection download whose findings come at another bit depth
+(16-bit sources are min-max scaled: a pixel-statistics trace, not a header).
 """
 
 from __future__ import annotations
