@@ -69,6 +69,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "plugins/segmentation/tests/test_segmentation_primary_label.py",
                          "plugins/segmentation/tests/test_segmentation_dice.py",
                          "plugins/segmentation/tests/test_segmentation_surface.py",
+                         "plugins/segmentation/tests/test_segmentation_conformance_round15.py",
                          "plugins/report_gen/tests/test_report_gen_chexbert.py",
                          "plugins/report_gen/tests/test_report_gen_hf.py",
                          "plugins/classification/tests/test_classification_runs.py",

@@ -228,6 +228,32 @@ def test_the_service_restarts_after_n_requests(tmp_path, monkeypatch, toy):
         svc.close()
 
 
+def test_the_process_serves_the_cap_its_parent_set(tmp_path, monkeypatch, toy):
+    """The service process's environment is scrubbed, so it learns its cap from its parent: with a cap of 2 it
+    exits by itself after its second answer (it used to keep its own default of 50, so a parent allowed more than
+    50 met a dead process and scored that run cold). The cap comes from AUTOMEDBENCH_WARM_EVAL_MAX when a service
+    is made; a value that is not a positive whole number of a few digits leaves the default."""
+    monkeypatch.setenv(evalservice.MAX_REQUESTS_ENV, "2")
+    svc = evalservice.EvalService()
+    monkeypatch.setattr(evalservice, "_SERVICE", svc)
+    try:
+        for i in range(2):
+            assert _evaluate(TOY, toy, _folder(tmp_path / str(i), toy), "warm").metric.strict == 1.0
+        assert svc.started == 1 and svc.proc is not None
+        assert svc.proc.wait(timeout=60) == 0  # exited on its own after its cap
+    finally:
+        svc.close()
+    for raw, cap in (("0", 50), ("-3", 50), ("x", 50), ("9" * 5000, 50), ("\u00b2", 50), ("400", 400)):
+        monkeypatch.setenv(evalservice.MAX_REQUESTS_ENV, raw)
+        assert evalservice.EvalService().max_requests == cap
+
+
+def test_a_test_session_keeps_one_warm_process_for_its_evaluations():
+    """The test kit's session default: the shared service's process serves up to 1000 evaluations (a worker makes
+    a few hundred; at a sweep's 50 it restarted and loaded torch, MONAI or METEOR's JVM again several times)."""
+    assert evalservice.service().max_requests == 1000
+
+
 def _request(tmp_path: Path, staged, **change) -> dict:
     folder = RunFolder(tmp_path / "run")
     request = EvalRequest(TOY, str(folder.submission), str(staged.public), str(staged.private), staged.case_ids,

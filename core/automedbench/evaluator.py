@@ -308,7 +308,7 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
     A `site-packages` (or `dist-packages`) folder directly inside an import folder is left out unless it is an
     import folder itself: no import reaches it through its parent (the name is no identifier, and the evaluator
     runs without `site`), yet the base interpreter's, inside its standard library, held 51 000 of a snapshot's
-    125 000 entries.
+    125 000 entries. So is a checkout's `.git` (`.hg`, `.svn`): no identifier either, and written by any commit.
 
     Folders in `skip` (resolved paths: the harness's state folders, data root and runs folder) are not walked:
     harness processes write there during any run (another run's grading cache, its staging), no import reads
@@ -321,7 +321,7 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
     stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
     while stack and len(found) < max_entries:
         path = stack.pop()
-        if path in skipped:
+        if path in skipped or path in found:  # an import folder inside another (the venv in a checkout): once
             continue
         try:
             info = os.lstat(path)
@@ -337,7 +337,9 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
     return found
 
 
-UNIMPORTED_CHILDREN = ("site-packages", "dist-packages")  # inside an import folder: another interpreter's packages
+# inside an import folder: another interpreter's packages, and a checkout's version-control store (a commit or a
+# fetch in another worktree of the repository writes there during any run; no import reads it)
+UNIMPORTED_CHILDREN = ("site-packages", "dist-packages", ".git", ".hg", ".svn")
 
 
 def snapshot_changes(before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]) -> list[str]:

@@ -282,8 +282,12 @@ def pytest_configure(config: Any) -> None:
     Runs that do not choose their evaluator score on the warm one where it is installed (the sweeps' path:
     same isolation and scores, tests/test_warm_evaluator.py): no interpreter start per run, ~20 % less CPU in a
     run-heavy test file (what counts on a loaded machine; about the same wall on a quiet one);
-    a test of the cold path says `warm_evaluator=False` (an explicit AUTOMEDBENCH_WARM_EVALUATOR=0 turns it off)."""
+    a test of the cold path says `warm_evaluator=False` (an explicit AUTOMEDBENCH_WARM_EVALUATOR=0 turns it off).
+    Its process serves a whole session (up to 1000 evaluations) rather than a sweep's 50: a test worker makes a
+    few hundred, and each fresh process loads its scorers again (torch and MONAI, METEOR's JVM: 2-12 s a start);
+    tests of the restart set their own cap."""
     os.environ.setdefault("AUTOMEDBENCH_WARM_EVALUATOR", "1")  # options.WARM_EVALUATOR_ENV (not imported: light)
+    os.environ.setdefault("AUTOMEDBENCH_WARM_EVAL_MAX", "1000")  # evalservice.MAX_REQUESTS_ENV (read per service)
     os.environ.setdefault("AUTOMEDBENCH_DATA", str(Path(config.rootpath) / ".data"))
     os.environ.setdefault("AUTOMEDBENCH_STATE", str(Path(config.rootpath) / ".state"))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")

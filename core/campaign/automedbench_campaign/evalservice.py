@@ -40,13 +40,28 @@ from automedbench.engine import (
     serve_request,
 )
 
-MAX_REQUESTS = int(os.environ.get("AUTOMEDBENCH_WARM_EVAL_MAX", "50"))
+MAX_REQUESTS_ENV = "AUTOMEDBENCH_WARM_EVAL_MAX"
+MAX_REQUESTS = 50  # evaluations per process before a fresh one (MAX_REQUESTS_ENV changes it)
 MAX_LINE = 1 << 20  # a request or a reply: both small JSON lines
 STOP_GRACE_S = 10.0
 
-# Started like the cold evaluator (see evaluator.BOOT), running this module's `serve` instead.
+# Started like the cold evaluator (see evaluator.BOOT), running this module's `serve` instead. Its arguments: the
+# import path (popped by the boot line) and the number of requests to serve (the parent's cap: the process's own
+# environment is scrubbed, so a cap set there never reached it, and a parent allowed more than it served scored the
+# extra request cold after a dead process).
 SERVE_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv.pop(1)); import runpy; "
               "runpy.run_module('automedbench_campaign.evalservice', run_name='__main__', alter_sys=True)")
+
+
+def max_requests_setting() -> int:
+    """The evaluations a warm process serves before a fresh one starts: MAX_REQUESTS_ENV when it is a positive
+    whole number (read when a service is made, so a test session's setting applies), else MAX_REQUESTS."""
+    return _whole(os.environ.get(MAX_REQUESTS_ENV, "")) or MAX_REQUESTS
+
+
+def _whole(raw: str) -> int:
+    """A positive whole number of at most seven digits, else 0."""
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 7 else 0
 
 
 class ServiceBroken(Exception):
@@ -74,8 +89,8 @@ def _read_line(fd: int, deadline: float | None, buffer: bytearray) -> bytes | No
 class EvalService:
     """The parent's handle on one warm evaluator process (started lazily, one request at a time)."""
 
-    def __init__(self, max_requests: int = MAX_REQUESTS) -> None:
-        self.max_requests = max(1, max_requests)
+    def __init__(self, max_requests: int | None = None) -> None:
+        self.max_requests = max(1, max_requests if max_requests is not None else max_requests_setting())
         self.proc: subprocess.Popen[bytes] | None = None
         self.path: list[str] = []
         self.served = 0  # requests served by the current process
@@ -90,7 +105,7 @@ class EvalService:
         self._buffer.clear()
         self._stderr.clear()
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", SERVE_BOOT, json.dumps(path)],
+            [sys.executable, "-I", "-S", "-c", SERVE_BOOT, json.dumps(path), str(self.max_requests)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=evaluator_env(),
             cwd="/", preexec_fn=evaluator_limits, start_new_session=True, close_fds=True)
         self.path, self.served = path, 0
@@ -243,7 +258,8 @@ def main() -> int:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return serve(channel_in, channel_out)
+    cap = sys.argv[1] if len(sys.argv) > 1 else ""
+    return serve(channel_in, channel_out, _whole(cap) or MAX_REQUESTS)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,15 @@ import nibabel as nib
 import numpy as np
 import pytest
 from automedbench.api import UserError
+from automedbench_segmentation.data import panther
 
-sitk = pytest.importorskip("SimpleITK")
+sitk = None  # SimpleITK, loaded by the fixture below when a test here runs (not at collection: every worker would)
 
-from automedbench_segmentation.data import panther  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _simpleitk():
+    global sitk
+    sitk = pytest.importorskip("SimpleITK")
 
 SPACING = (0.7, 0.9, 3.0)
 ORIGIN = (-120.5, 33.25, 17.0)

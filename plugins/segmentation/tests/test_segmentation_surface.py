@@ -56,3 +56,33 @@ def test_empty_masks_follow_monai():
     full = np.ones((5, 5, 5), bool)
     assert surface.surface_metrics(empty, full, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": 0.0}
     assert surface.surface_metrics(empty, empty, (1, 1, 1)) == {"hd95_mm": None, "surface_dice": None}
+
+
+def test_monai_loads_without_transformers_and_leaves_it_importable():
+    """A fresh process (an evaluator's) loads the surface metrics without importing Hugging Face transformers,
+    which MONAI's eager import would pull in for a network no metric uses (2.9 of its 7.1 CPU-s); the metrics are
+    the same as with it, and transformers still imports afterwards (report_gen's scorers share warm evaluators)."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\nimport numpy as np\nfrom automedbench_segmentation import surface\n"
+        "assert surface.unavailable() == '', surface.unavailable()\n"
+        "hidden = 'transformers' not in sys.modules and not any(m.startswith('transformers.') for m in sys.modules)\n"
+        "grid = np.indices((40, 36, 30))\n"
+        "ref = ((grid[0] - 20) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 15) ** 2) <= 49\n"
+        "pred = ((grid[0] - 22) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 14) ** 2) <= 36\n"
+        "values = surface.surface_metrics(pred, ref, (0.8, 0.8, 2.5), tolerance_mm=2.0)\n"
+        "from transformers import BertConfig\n"
+        "print(json.dumps({'hidden': hidden, 'values': values, 'bert': BertConfig().model_type}))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["hidden"], "importing MONAI's metrics imported transformers"
+    assert found["bert"] == "bert"
+    grid = np.indices((40, 36, 30))
+    ref = ((grid[0] - 20) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 15) ** 2) <= 49
+    pred = ((grid[0] - 22) ** 2 + (grid[1] - 18) ** 2 + (grid[2] - 14) ** 2) <= 36
+    hd, nsd = _full_monai(pred, ref, [0.8, 0.8, 2.5], 2.0)  # this process: MONAI imported with transformers
+    assert found["values"] == {"hd95_mm": pytest.approx(hd), "surface_dice": pytest.approx(nsd)}
+    assert 0 < found["values"]["surface_dice"] < 1

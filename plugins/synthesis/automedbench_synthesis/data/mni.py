@@ -97,19 +97,32 @@ def warped_maps(shape: tuple[int, int, int], spacing: tuple[float, float, float]
     coarse = [max(2, round(n / 12)) for n in shape]  # a smooth field: random vectors on a coarse grid, zoomed
     for axis in range(3):
         field = rng.normal(0, 2.0 * strength, coarse)
-        moved[..., axis] += ndimage.zoom(field, [n / c for n, c in zip(shape, coarse, strict=True)], order=3)
+        moved[..., axis] += _zoom_cubic(field, shape)
     centre = (np.asarray(maps["t1"].shape) - 1) / 2
     coords = [moved[..., axis] / voxel + centre[axis] for axis in range(3)]
     return {name: ndimage.map_coordinates(volume, coords, order=1, mode="constant", cval=0.0).astype(np.float32)
             for name, volume in maps.items()}
 
 
-def _smooth_field(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float) -> np.ndarray:
-    """A slowly varying field in [low, high] (random values on a 4-point grid, zoomed cubically)."""
+def _zoom_cubic(coarse: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`scipy.ndimage.zoom(coarse, shape / coarse.shape, order=3)`, one axis at a time: the spline zoom is the
+    product of one 1D operator per axis (each the zoom of the unit vectors, a small matrix), so applying those
+    in turn gives its values to ~1e-14 for a fraction of the CPU (a 3D zoom costs 64 taps per output voxel:
+    0.25 CPU-s a field here, 27 fields a staging of the demo)."""
     from scipy import ndimage
 
+    out = np.asarray(coarse, dtype=np.float64)
+    for axis, n in enumerate(shape):
+        c = coarse.shape[axis]
+        operator = ndimage.zoom(np.eye(c), (n / c, 1.0), order=3)  # column j: the zoom of the j-th unit vector
+        out = np.moveaxis(np.tensordot(operator, out, axes=([1], [axis])), 0, axis)
+    return out
+
+
+def _smooth_field(rng: np.random.Generator, shape: tuple[int, ...], low: float, high: float) -> np.ndarray:
+    """A slowly varying field in [low, high] (random values on a 4-point grid, zoomed cubically)."""
     coarse = rng.uniform(low, high, (4, 4, 4))
-    return np.clip(ndimage.zoom(coarse, [n / 4 for n in shape], order=3), low, high)[tuple(slice(n) for n in shape)]
+    return np.clip(_zoom_cubic(coarse, shape), low, high)[tuple(slice(n) for n in shape)]
 
 
 def tissue_maps(maps: dict[str, np.ndarray], spacing: tuple[float, float, float],
