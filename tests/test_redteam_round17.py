@@ -106,7 +106,6 @@ def omnimed_modality_layout(root, per_set: int = 10):
     return root
 
 
-@pytest.mark.slow
 def test_a_public_fact_never_names_the_answer_to_a_modality_question(tmp_path):
     """Before: `modality` and the source set in each public question.json; the field-matching agent answered all
     40 modality questions right (accuracy 1.0, rating A). Now neither is published (the private record keeps both
@@ -151,7 +150,6 @@ def kvasir_instrument_layout(root, count: int = 40):
     return root
 
 
-@pytest.mark.slow
 def test_the_sub_collection_never_answers_the_instrument_question(tmp_path):
     """Before: `source` in each public question.json; the agent answering Yes for kvasir-instrument rows scored
     accuracy 1.0, rating A. Now the field is gone and the agent answers No everywhere: the base rate, 0.5."""
@@ -215,7 +213,6 @@ def bccd_by_mode(root, count: int = 72, rgb: str = "RBC"):
     return root
 
 
-@pytest.mark.slow
 def test_a_class_the_download_stores_in_another_colour_mode_is_not_told_apart_by_the_png_header(tmp_path):
     """Before: WBC cases published as grey PNGs, RBC cases as RGB; the mode-reading agent scored mAP 1.0, rating
     A. Now every case is RGB (a source image is colour) and the agent names one class for all: what guessing one
