@@ -172,12 +172,16 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     for path in tampered:  # a changed case is rejected as a whole, like a file refused at freeze
         rejected.setdefault(path, "changed after the freeze (does not match the manifest's hash)")
     expected = set(staged.case_ids)
+    # a top-level file answering for many cases (frozen copy: written by the harness, no link followed into it)
+    shared = {name for name in track.shared_outputs(task) if (submission / name).is_file() or name in rejected}
+    # a shared file refused at freeze or changed since answers for no case: every case it might answer is invalid
+    shared_bad = {name: rejected[name] for name in shared if name in rejected}
     verdicts: list[CaseVerdict] = []
     scores: list[CaseScore | None] = []
     for case_id in staged.case_ids:
         case_dir = submission / case_id
-        bad = {p: r for p, r in rejected.items() if p.split("/", 1)[0] == case_id}
-        present = (case_dir.is_dir() and any(case_dir.iterdir())) or bool(bad)
+        bad = {p: r for p, r in rejected.items() if p.split("/", 1)[0] == case_id} | shared_bad
+        present = (case_dir.is_dir() and any(case_dir.iterdir())) or bool(bad) or bool(shared)
         if not present:
             verdicts.append(CaseVerdict(case_id, False, False, ["no outputs for this case"]))
             scores.append(None)
@@ -211,7 +215,7 @@ def evaluate(track: Track, task, staged: StagedData, submission: Path, manifest:
     extra = sorted(
         p.relative_to(submission).as_posix()
         for p in (submission.iterdir() if submission.is_dir() else [])
-        if p.name not in expected and p.name != "MANIFEST.json"
+        if p.name not in expected and p.name != "MANIFEST.json" and p.name not in shared
     )
     extra += sorted(p for p in rejected if p.split("/", 1)[0] not in expected)
     if len(extra) > MAX_EXTRA:  # the record stays small whatever the agent left in outputs/

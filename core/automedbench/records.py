@@ -54,12 +54,15 @@ class RatingThresholds:
 
     `min_valid` is the share of cases that must be present and valid, else F (1.0: every case, as
     upstream segmentation; VQA tasks use 0.5 as upstream VQA did). `floor` is the C band's lower edge
-    for tracks whose bands come from baselines (enhancement: best classical - 0.05); None = no floor."""
+    for tracks whose bands come from baselines (enhancement: best classical - 0.05); None = no floor.
+    `present_valid`: F as soon as one output that is present fails the checker, however few are missing
+    (the original synthesis format check: missing files do not fail it, a failing one does)."""
 
     good: float
     okay: float
     min_valid: float = 1.0
     floor: float | None = None
+    present_valid: bool = False
 
 
 @define(frozen=True)

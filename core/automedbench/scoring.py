@@ -186,6 +186,9 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
     if evaluation.valid_cases < need or evaluation.valid_cases == 0:
         bad = expected - evaluation.valid_cases
         return "F", f"invalid: {bad} case(s) missing or failing the output checker"
+    if thresholds.present_valid and evaluation.valid_cases < evaluation.present_cases:
+        failing = evaluation.present_cases - evaluation.valid_cases
+        return "F", f"invalid: {failing} present output(s) fail the output checker"
     if positive_cases == 0:
         return "F", "no case shows positive metric evidence (an empty or trivial output)"
     value = metric.value  # unrounded: 0.39995 is below 0.40; the reason shows it truncated, never rounded up

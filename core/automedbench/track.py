@@ -148,6 +148,12 @@ class Track(ABC):
         `options` holds only keys from `evaluation_options` (and the `<grader>.*` keys of `model_graders`)."""
         raise NotImplementedError(f"track {self.name} has no evaluation(): it cannot score {task.id}")
 
+    def shared_outputs(self, task: TaskSpec) -> tuple[str, ...]:
+        """Files at the outputs folder's top that answer for several cases at once (classification's
+        `predictions.csv`, as the original accepts): each case is then checked even without its own folder
+        (`check_case` says whether the case was answered), and the files are not listed as extra."""
+        return ()
+
     def rubric(self, task: TaskSpec) -> Rubric:
         """This track's S1–S3 rubric (stage rules, items, tier rules, conditions); the default is the
         core's generic one. Build on `default_rubric()` with `reword`, `with_items` and `with_ladder`."""

@@ -70,7 +70,7 @@ class ClassificationEvaluation(TaskEvaluation):
         self.predictions: dict[str, str] = {}
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
-        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, self.classes, self.aliases)
+        _, parsed = contract.case_prediction(submitted.parent, case_id, self.classes, self.aliases)
         if not parsed.valid or parsed.label is None:
             raise ValueError("; ".join(parsed.reasons))
         self.predictions[case_id] = parsed.label

@@ -22,8 +22,13 @@ class ClassificationTrack(PackagedTrack):
         from . import contract
 
         classes, aliases = contract.task_labels(task.params)
-        parsed = contract.parse_prediction(submitted / contract.PREDICTION_FILE, classes, aliases)
-        return CaseVerdict(case_id, True, parsed.valid, parsed.reasons)
+        present, parsed = contract.case_prediction(submitted.parent, case_id, classes, aliases)
+        return CaseVerdict(case_id, present, parsed.valid, parsed.reasons)
+
+    def shared_outputs(self, task: TaskSpec) -> tuple[str, ...]:
+        from . import contract
+
+        return (contract.CSV_FILE,)
 
     def rubric(self, task: TaskSpec) -> Rubric:
         from .rubric import classification_rubric

@@ -1,4 +1,8 @@
-"""The output contract: `<case>/sct.nii.gz`, a finite 3-D NIfTI in HU on the input's grid (shape and affine).
+"""The output contract: `<case>/sct.nii.gz`, a finite 3-D NIfTI in HU with the input's shape.
+
+As the release's checker, the affine is not part of validity: the voxel array is scored as stored (SSIM along
+array axis 2) whatever header it carries; an affine unlike the input's is reported (`affine_matches` per case,
+`affine_mismatch_cases` in the components), never refused.
 
 Every file is opened below the outputs folder with O_NOFOLLOW at each level (no symlink followed, no
 hard link, regular files only), read with a size limit derived from the expected shape, decompressed
@@ -93,44 +97,56 @@ def _remembered(info: os.stat_result, shape: tuple[int, ...], name: str) -> tupl
 
 def read_volume(root: Path, case_id: str, name: str, shape: tuple[int, ...],
                 affine: np.ndarray | None, remember: bool = False) -> tuple[np.ndarray | None, list[str]]:
-    """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, affine, finite.
+    """(volume or None, reasons it is invalid) for root/case_id/name: present, readable, shape, finite, and the
+    affine when one is given (the stagers' own reads; the output checker passes None, as the release).
     `remember`: keep the parsed volume for the next read of the same bytes (the checker, before the scorer)."""
+    volume, got_affine, reasons = read_output(root, case_id, name, shape, remember)
+    if volume is not None and affine is not None and not affine_matches(got_affine, affine):
+        return None, [f"{name}: affine differs from the input's (keep the input's header: same grid, spacing "
+                      "and orientation)"]
+    return volume, reasons
+
+
+def affine_matches(got: np.ndarray | None, expected: np.ndarray) -> bool:
+    return got is not None and bool(np.allclose(got, expected, atol=AFFINE_TOL))
+
+
+def read_output(root: Path, case_id: str, name: str, shape: tuple[int, ...],
+                remember: bool = False) -> tuple[np.ndarray | None, np.ndarray | None, list[str]]:
+    """(volume or None, its affine, reasons it is invalid): present, readable, the given shape, finite."""
     try:
         fd = open_below(root, [case_id, name])
     except FileNotFoundError:
-        return None, [f"{name}: missing"]
+        return None, None, [f"{name}: missing"]
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            return None, [f"{name}: a symlink or a non-folder on the path (not followed)"]
-        return None, [f"{name}: cannot open ({exc.strerror})"]
+            return None, None, [f"{name}: a symlink or a non-folder on the path (not followed)"]
+        return None, None, [f"{name}: cannot open ({exc.strerror})"]
     limit = math.prod(shape) * 8 + HEADER_SLACK
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            return None, [f"{name}: not a regular file"]
+            return None, None, [f"{name}: not a regular file"]
         if info.st_nlink > 1:
-            return None, [f"{name}: a hard link (shares its inode with another file)"]
+            return None, None, [f"{name}: a hard link (shares its inode with another file)"]
         if info.st_size > limit:
-            return None, [f"{name}: {info.st_size} bytes, more than a {tuple(shape)} volume can need"]
+            return None, None, [f"{name}: {info.st_size} bytes, more than a {tuple(shape)} volume can need"]
         parsed = _remembered(info, shape, name)
         data = handle.read(limit + 1) if parsed is None else b""
     if parsed is None:
         try:
             parsed = parse_nifti(data, shape, name)
         except ValueError as exc:
-            return None, [f"{name}: {exc}"]
+            return None, None, [f"{name}: {exc}"]
         parsed[0].flags.writeable = False  # the scorer may get this very array: nothing may change it
         if remember:
             global _PARSED
             _PARSED = (_identity(info), tuple(shape), name, *parsed)
     volume, got_affine = parsed
-    if affine is not None and not np.allclose(got_affine, affine, atol=AFFINE_TOL):
-        return None, [f"{name}: affine differs from the input's (keep the input's header: same grid, spacing "
-                      "and orientation)"]
     bad = int(volume.size - np.count_nonzero(np.isfinite(volume)))
     if bad:
-        return None, [f"{name}: {bad} NaN/Inf voxel(s)"]
-    return volume, []
+        return None, None, [f"{name}: {bad} NaN/Inf voxel(s)"]
+    return volume, got_affine, []
 
 
 def input_geometry(task: TaskSpec, public_case: Path) -> tuple[tuple[int, ...], np.ndarray]:
@@ -143,8 +159,8 @@ def input_geometry(task: TaskSpec, public_case: Path) -> tuple[tuple[int, ...], 
 
 def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> CaseVerdict:
     """The checker's verdict for one case folder (`submitted`: the frozen copy; `public`: the case's inputs)."""
-    shape, affine = input_geometry(task, public)
-    _, reasons = read_volume(submitted.parent, case_id, OUTPUT, shape, affine, remember=True)
+    shape, _ = input_geometry(task, public)
+    _, _, reasons = read_output(submitted.parent, case_id, OUTPUT, shape, remember=True)
     present = reasons[:1] != [f"{OUTPUT}: missing"]
     return CaseVerdict(case_id, present, not reasons, reasons)
 
@@ -152,8 +168,8 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path, public: Path) -> C
 def gate(task: TaskSpec, case_ids: list[str], public: Path, outputs: Path) -> str | None:
     """The pre-submit refusal: fewer than ceil(min_valid x N) valid outputs."""
     def problem(case_id: str) -> str | None:
-        _, reasons = read_volume(outputs, case_id, OUTPUT, *input_geometry(task, public / case_id))
+        _, _, reasons = read_output(outputs, case_id, OUTPUT, input_geometry(task, public / case_id)[0])
         return reasons[0] if reasons else None
 
     return valid_output_gate(case_ids, task.rating.min_valid, problem, OUTPUT,
-                             "a finite 3-D NIfTI in HU with the input's shape and affine")
+                             "a finite 3-D NIfTI in HU with the input's shape")

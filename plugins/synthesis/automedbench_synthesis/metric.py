@@ -125,6 +125,8 @@ def fold(scores: list[CaseScore | None], case_ids: list[str], identity: dict[str
         "ssim_identity_mean": identity_mean,
         "gain_over_input": None if identity_mean is None else round(partial - identity_mean, 6),
         "valid_cases": float(len(valid)),
+        # scored as stored, as the release (it checks the shape only): a header unlike the input's is told apart
+        "affine_mismatch_cases": float(sum(s.values.get("affine_matches") is False for s in valid)),
         "expected_cases": float(n),
     }
     return MetricBlock("ssim", round(strict, 6), round(partial, 6), task_score, components, rows)
@@ -142,11 +144,12 @@ class SynthesisEvaluation(TaskEvaluation):
 
     def score_case(self, case_id: str, submitted: Path) -> CaseScore:
         ref = refcache.reference(self.staged.private, case_id, HU_LO, HU_HI)
-        prediction, reasons = contract.read_volume(submitted.parent, case_id, contract.OUTPUT, ref.target.shape,
-                                                   ref.affine)
+        prediction, affine, reasons = contract.read_output(submitted.parent, case_id, contract.OUTPUT,
+                                                           ref.target.shape)
         if prediction is None:
             raise ValueError("; ".join(reasons))
         values: dict[str, Any] = dict(ref.ssim(prediction))
+        values["affine_matches"] = contract.affine_matches(affine, ref.affine)  # reported, never refused
         values.update(errors(ref.target, prediction, ref.mask, (ref.target_min, ref.target_max)))
         if self.task.params["kind"] == "ctsr":  # an input copy is a fact the error-code detector reads
             staged_input = refcache.input_voxels(self.staged.public, case_id, self.task.input_files[0])

@@ -55,4 +55,4 @@ def input_floor(task: TaskSpec, metric: MetricBlock | None) -> RatingThresholds:
     okay = max(bands.okay, identity + float(margin["okay"]))
     good = min(1.0, max(bands.good, identity + float(margin["good"])))
     return RatingThresholds(round(max(good, min(okay, 1.0)), 6), round(min(okay, 1.0), 6), bands.min_valid,
-                            bands.floor)
+                            bands.floor, bands.present_valid)

@@ -96,7 +96,7 @@ def test_kvasir_stages_open_questions_with_embedded_images(tmp_path):
     assert sorted(src) == [f"kvasir_{i:05d}" for i in range(8)] and not set(src) & set(found)
     q = found[src["kvasir_00001"]]
     assert q["mode"] == "open_ended" and q["question_type"] == "color" and q["image_paths"] == ["image.png"]
-    assert q["source"] == "hyper-kvasir" and gold(staged, src["kvasir_00001"])["body_system"] == "gastrointestinal"
+    assert "source" not in q and gold(staged, src["kvasir_00001"])["body_system"] == "gastrointestinal"
     assert "answer" not in json.dumps(q).lower().replace("answer.json", "")
     assert gold(staged, src["kvasir_00001"])["answer_text"] == "Pink; Red"
     assert same_pixels(staged.public / src["kvasir_00003"] / "image.png", png(3))
@@ -169,7 +169,9 @@ def test_omnimedvqa_maps_types_options_and_gold_letters(tmp_path):
         "other_biological_attributes"}
     assert gold(staged, src["omnimedvqa_00000"])["answer_label"] == "A"  # glaucoma
     assert gold(staged, src["omnimedvqa_00001"])["answer_label"] == "B"  # normal
-    assert found[src["omnimedvqa_00004"]]["body_system"] == "Chest CT Scan"
+    assert "body_system" not in found[src["omnimedvqa_00004"]] and "modality" not in first  # they name answers
+    assert gold(staged, src["omnimedvqa_00004"])["body_system"] == "Chest CT Scan"
+    assert gold(staged, src["omnimedvqa_00000"])["modality"] == "Fundus Photography"
 
 
 def test_omnimedvqa_hostile_image_paths(tmp_path):
@@ -314,6 +316,8 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     open_q = found[src["validation_Public_Health_4"]]
     assert open_q["mode"] == "open_ended" and "options" not in open_q and open_q["question_type"] == "open"
     assert gold(staged, src["validation_Public_Health_4"])["answer_text"] == "24 mmHg"
+    assert not any("modality" in q for q in found.values())  # img_type names "which modality" answers
+    assert gold(staged, src["validation_Public_Health_4"])["modality"].startswith("['Body Scans")
     assert gold(staged, src["validation_Public_Health_3"])["answer_label"] == "C"
     assert "validation_Pharmacy_5" not in src  # seven options
 

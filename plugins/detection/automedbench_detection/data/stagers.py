@@ -46,6 +46,7 @@ from .staged import GTBox, clip_box, png_bytes, write_case
 
 MAX_TEXT_BYTES = 256 * 1024 * 1024  # an annotation file larger than this is not one of these datasets
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".dicom", ".dcm")
+COLOUR_MODES = ("RGB", "RGBA", "P", "CMYK")  # PIL modes read as RGB; every other mode is read as grey
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -92,7 +93,29 @@ def read_image(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         if image.mode in ("I;16", "I;16B", "I", "F"):
             return to_uint8(np.asarray(image))
-        return np.asarray(image.convert("RGB" if image.mode in ("RGB", "RGBA", "P", "CMYK") else "L"))
+        return np.asarray(image.convert("RGB" if image.mode in COLOUR_MODES else "L"))
+
+
+def stored_in_colour(path: Path) -> bool:
+    """Whether a source image's header declares colour (read_image then gives RGB); a DICOM is grey unless it
+    declares more than one sample a pixel. Only the header is read, after `check_image` (no symlink, one line for
+    a file that is no image)."""
+    check_image(path)
+    if path.suffix.lower() in (".dicom", ".dcm"):
+        try:
+            import pydicom
+        except ImportError:
+            return False  # read_image says what to install
+        return int(getattr(pydicom.dcmread(str(path), stop_before_pixels=True), "SamplesPerPixel", 1)) > 1
+    with Image.open(path) as image:
+        return image.mode in COLOUR_MODES
+
+
+def in_mode(pixels: np.ndarray, colour: bool) -> np.ndarray:
+    """The pixels in the staging's one colour mode: three channels (`colour`) or one."""
+    if colour:
+        return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
+    return pixels if pixels.ndim == 2 else np.asarray(Image.fromarray(pixels).convert("L"))
 
 
 def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> list[str]:
@@ -105,11 +128,15 @@ def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> l
 
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[tuple[str, Path, list[GTBox]]],
                classes: list[str]) -> StagedData:
-    """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret."""
+    """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret, all
+    in one colour mode (RGB when any source image is stored in colour, grey otherwise): a finding whose images
+    the download stores in another mode than the rest would otherwise be told by the PNG header. Each image keeps
+    its size: the boxes are in its pixel frame (meta.json's width and height), as the original publishes them."""
     params = task.params
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
+    colour = any(stored_in_colour(path) for _, path, _ in chosen)
     for case_id, (source_id, path, boxes) in zip(case_ids, chosen, strict=True):
-        pixels = read_image(path)
+        pixels = in_mode(read_image(path), colour)
         height, width = pixels.shape[:2]
         kept = []
         for cls, *corners in boxes:

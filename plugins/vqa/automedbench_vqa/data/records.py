@@ -2,7 +2,9 @@
 
 Shared by the demo generator and every dataset stager so that all VQA tasks look the same to agents
 and to the scorer. Breakdown facts (question type, body system, modality) are copied into the private
-record too, so questions an agent never answered still count in their group.
+record too, so questions an agent never answered still count in their group. A stager passes a fact in the gold
+instead when publishing it would state answers (OmniMedVQA's modality for its "modality recognition" questions):
+it then reaches the private record only.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def image_extension(data: bytes, origin: str) -> str:
 
 def write_question(staged_root: Path, qid: str, question: dict[str, Any], images: list[tuple[str, bytes]],
                    gold: dict[str, Any]) -> None:
-    """Write one question. `images` are (stem, encoded bytes); the extension follows the bytes."""
+    """Write one question. `images` are (stem, encoded bytes); the extension follows the bytes. A breakdown fact
+    given in `gold` (kept from the agent) takes the place of the public one in the private record."""
     public, private = staged_root / "public" / qid, staged_root / "private" / qid
     paths = []
     for stem, data in images:
@@ -67,7 +70,7 @@ def write_question(staged_root: Path, qid: str, question: dict[str, Any], images
     atomic_write_text(public / QUESTION_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     answer = {"question_id": qid, "answer_text": str(gold.get("answer_text", "")),
               "answer_label": str(gold.get("answer_label", "")),
-              **{k: str(question.get(k, "") or "") for k in FACTS}}
+              **{k: str(gold.get(k, question.get(k, "")) or "") for k in FACTS}}
     if gold.get("source_id"):
         answer["source_id"] = str(gold["source_id"])
     atomic_write_text(private / ANSWER_FILE, json.dumps(answer, indent=2, ensure_ascii=False) + "\n")

@@ -108,7 +108,9 @@ def kvasir(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item
         text = str(row["question"])
         question = {"dataset": "kvasir-vqa", "split": p.get("split", "raw"), "question": text, "mode": "open_ended",
                     "question_type": kvasir_question_type(text), "modality": "endoscopy",
-                    "body_system": "gastrointestinal", "source": str(row.get("source", "") or "")}
+                    "body_system": "gastrointestinal"}
+        # the row's sub-collection is left out: every kvasir-instrument image shows an instrument, so it answered
+        # the "any instruments?" / "which instrument?" questions
         yield qid, question, [("image", cell_image(row["image"], qid))], {"answer_text": str(row["answer"]).strip()}
 
 
@@ -154,12 +156,13 @@ def omnimedvqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[
         if raw_type not in OMNIMED_TYPES:
             raise UserError(f"{origin}: question_type {raw_type!r} is none of {', '.join(OMNIMED_TYPES)}")
         question = {"dataset": "omnimedvqa", "split": access, "question": str(row["question"]),
-                    "mode": "multiple_choice", "options": options, "question_type": OMNIMED_TYPES[raw_type],
-                    "modality": str(row.get("modality_type", row.get("modality", "")) or ""),
-                    "body_system": subset}
+                    "mode": "multiple_choice", "options": options, "question_type": OMNIMED_TYPES[raw_type]}
+        # the modality and the source set ("Chest CT Scan") answer the "modality recognition" questions, and the
+        # original publishes no OmniMedVQA record: both are breakdown facts for the private record only
+        facts = {"modality": str(row.get("modality_type", row.get("modality", "")) or ""), "body_system": subset}
         label = _gold_label(row["gt_answer"], options, origin)
         image = read_relative(root, str(row["image_path"]), qid)
-        yield qid, question, [("image", image)], {"answer_label": label, "answer_text": options[label]}
+        yield qid, question, [("image", image)], {"answer_label": label, "answer_text": options[label], **facts}
 
 
 # ---------------------------------------------------------------- PMC-VQA
@@ -281,17 +284,17 @@ def mmmu(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
             raise UserError(f"{origin}: no image")
         images = [(f"image_{n}", cell_image(row[k], qid)) for n, k in frames]
         common = {"dataset": "mmmu-medical", "split": str(p.get("split", "validation")),
-                  "question": str(row["question"]),
-                  "body_system": subject, "modality": str(row.get("img_type", "") or ""),
+                  "question": str(row["question"]), "body_system": subject,
                   "subfield": str(row.get("subfield", "") or "")}
-        if str(row.get("question_type", "")) == "open" or not options:
+        private = {"modality": str(row.get("img_type", "") or "")}  # img_type ("['CT Scans']") names the answer
+        if str(row.get("question_type", "")) == "open" or not options:  # to "which modality" questions
             question = {**common, "mode": "open_ended", "question_type": "open"}
-            yield qid, question, images, {"answer_text": str(row["answer"]).strip()}
+            yield qid, question, images, {"answer_text": str(row["answer"]).strip(), **private}
             continue
         lettered = dict(zip(LETTERS, options, strict=False))
         question = {**common, "mode": "multiple_choice", "options": lettered, "question_type": "multiple_choice"}
         label = _gold_label(row["answer"], lettered, origin)
-        yield qid, question, images, {"answer_label": label, "answer_text": lettered[label]}
+        yield qid, question, images, {"answer_label": label, "answer_text": lettered[label], **private}
 
 
 RELEASE_READERS = {"kvasir": kvasir, "omnimedvqa": omnimedvqa, "pmcvqa": pmcvqa, "mmmu": mmmu}
