@@ -409,8 +409,9 @@ PNG_MODES = frozenset({"1", "L", "LA", "I;16", "RGB", "RGBA", "P"})  # PNG holds
 
 
 # the mean of |R-G| and |G-B| below which three channels hold a grey image: what storage leaves (JPEG's chroma
-# noise, a dithered or colour-managed export), not colour in the picture
-GREY_CHROMA = 1.0
+# noise, a dithered or colour-managed export: a level or two), not colour anyone sees in the picture (H&E,
+# dermoscopy and smears differ by tens of levels)
+GREY_CHROMA = 3.0
 
 
 def grey_content(pixels: Any) -> bool:
