@@ -5,7 +5,13 @@ Off by default (`--agent-option text_tool_calls=true`). Recognised, in this orde
 - Hermes / Qwen: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (an unclosed last tag counts);
 - Llama 3: `<|python_tag|>{"name": ..., "parameters": {...}}` (several separated by `;`), or raw Python
   after the tag (Llama's built-in code interpreter), taken as `execute_code` in Python;
-- a fenced JSON block (```json … ```) holding an object with `name` and `arguments` (or `parameters`).
+- a fenced JSON block (```json … ```) holding an object with `name` and `arguments` (or `parameters`);
+- failing all three, such an object (or a list of them) written bare at the start of a line outside any
+  fence, for a call to one of `tools` only: prose around it is common, so the name must be an offered one.
+
+Every object gets the repairs a structured call's arguments get (`repair_json`: raw line breaks and tabs
+inside strings, trailing commas): a model writing code over several lines inside a JSON string is the rule,
+not the exception, and was read as no call at all.
 
 Small open-weight models often put the code in a Python triple-quoted string (three quote marks around it),
 which is not JSON. With `tools` given, such an object is repaired (each triple-quoted string read as the Python
@@ -27,6 +33,8 @@ from typing import Any
 
 from attrs import define
 
+from .chat_common import repair_json
+
 MAX_TEXT = 200_000
 MAX_OBJECT = 100_000
 MAX_DEPTH = 16
@@ -36,6 +44,10 @@ _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
 _PYTHON_TAG = re.compile(r"<\|python_tag\|>(.*?)(?:<\|eom_id\|>|<\|eot_id\|>|\Z)", re.S)
 _FENCE = re.compile(r"```(?:json|JSON|tool_call)?[ \t]*\n(.*?)\n?```", re.S)
 _TRIPLE = re.compile(r'("""|\'\'\')(.*?)\1', re.S)
+_ANY_FENCE = re.compile(r"```.*?(?:```|\Z)", re.S)  # any fenced block, an unclosed last one to the end
+_LINE_OBJECT = re.compile(r"^[ \t]*[{\[]", re.M)  # an object (or list) opened at the start of a line
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.?)*"?|[{}\[\]]', re.S)  # a JSON string (escapes kept inside) or a bracket
+MAX_BARE_TRIES = 2 * MAX_CALLS  # line-start objects examined per reply
 
 
 @define
@@ -63,7 +75,7 @@ def _load(text: str) -> Any:
     if not text or len(text) > MAX_OBJECT:
         return None
     try:
-        value = json.loads(text)
+        value = json.loads(repair_json(text))  # what JSON refuses is given the structured calls' repairs
     except (json.JSONDecodeError, RecursionError):
         return None
     return value if _depth(value) <= MAX_DEPTH else None
@@ -112,9 +124,45 @@ def _fenced(body: str, tools: frozenset[str]) -> list[TextCall]:
     return [c for c in found if c and c.name in tools]
 
 
+def _balanced(text: str, start: int) -> int | None:
+    """The end of the object or list opened at `text[start]`, or None when it does not close within
+    `MAX_OBJECT` characters. Strings are single tokens (an unclosed one runs to the end), so one linear pass."""
+    depth = 0
+    for token in _TOKEN.finditer(text, start, min(len(text), start + MAX_OBJECT)):
+        bracket = token.group()
+        if bracket in ("{", "["):
+            depth += 1
+        elif bracket in ("}", "]"):
+            depth -= 1
+            if depth == 0:
+                return token.end()
+    return None
+
+
+def _bare(text: str, tools: frozenset[str]) -> list[TextCall]:
+    """Calls to offered tools written as JSON at the start of a line, outside fenced blocks."""
+    text = _ANY_FENCE.sub("\n", text)
+    calls: list[TextCall] = []
+    position = 0
+    for tries, match in enumerate(_LINE_OBJECT.finditer(text)):
+        if tries >= MAX_BARE_TRIES or len(calls) >= MAX_CALLS:
+            break
+        start = match.end() - 1
+        if start < position:
+            continue  # inside an object already read
+        end = _balanced(text, start)
+        if end is None:
+            continue
+        position = end
+        calls += [TextCall(c.name, c.arguments, c.source.replace("fenced", "bare"))
+                  for c in _fenced(text[start:end], tools) if c.name in tools]
+    return calls
+
+
 def find_text_calls(text: str, tools: frozenset[str] = frozenset()) -> list[TextCall]:
     """The tool calls written in `text`, in the first format that yields any (empty if none); `tools` (the
-    names offered) turns on the triple-quote repair of fenced blocks, for calls to those tools only."""
+    names offered) turns on the triple-quote repair of fenced blocks and bare objects, for calls to those
+    tools only."""
     text = (text or "")[:MAX_TEXT]
     calls: list[TextCall] = []
     if "<tool_call>" in text:
@@ -132,4 +180,6 @@ def find_text_calls(text: str, tools: frozenset[str] = frozenset()) -> list[Text
     else:
         for body in _FENCE.findall(text):
             calls += _fenced(body, tools)
+        if not calls and tools:
+            calls = _bare(text, tools)
     return calls[:MAX_CALLS]
