@@ -12,7 +12,7 @@ import pytest
 from automedbench.agent import TOOLS
 from automedbench_models.replyhint import diagnose
 from automedbench_models.textcalls import MAX_CALLS, MAX_TEXT, find_text_calls
-from test_backends_fakes import serve_fake_llm
+from test_backends_fakes import openai_reply, serve_fake_llm
 from test_backends_openweight import KEY_ENV, TextModel, run_cli
 
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
@@ -135,3 +135,31 @@ def test_calls_written_sloppily_in_text_score_like_the_reference(fake_llm, monke
     ran = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
     assert ran and all(e["exit_code"] == 0 for e in ran)
     assert [e["code"] for e in ran] == [s.code for s in model.inner.steps if not s.submit]
+
+
+def test_a_bare_call_that_is_not_a_valid_call_gets_the_hint_a_fenced_one_gets():
+    assert diagnose('Here:\n{"name": "S1_Plan", "arguments": {}}', TOOLS).kind == "unknown_tool"
+    hint = diagnose('{"name": "execute_code", "arguments": {"language": "rust", "code": "x"}}', TOOLS)
+    assert hint.kind == "bad_arguments" and "must be one of python, bash" in hint.detail
+    hint = diagnose('{"name": "execute_code", "arguments": {"code": """x"""}}', TOOLS)
+    assert hint.kind == "invalid_json" and hint.detail.startswith("a JSON call outside a fence is not valid JSON")
+    assert "triple quotes" in hint.message
+    assert diagnose('Settings:\n{"threshold": 0.5}', TOOLS).kind == "no_call"  # an object, no call attempt
+
+
+def test_bare_calls_through_the_cli_a_stage_name_is_told_then_the_repaired_call_runs(fake_llm, monkeypatch,
+                                                                                    tmp_path, data_root):
+    """No whole demo: a stage-named bare call (answered with the unknown-tool hint, not "no tool call"), then a
+    bare call with its code over several lines, then a bare submit."""
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    code = 'import os\nprint(sorted(os.listdir("/data/public")))'
+    replies = ['I start with the plan.\n{"name": "S1_Plan", "arguments": {"step": "plan"}}',
+               "Listing the data:\n" + multiline_json("execute_code", {"language": "python", "code": code}),
+               '{"name": "submit_results", "arguments": {}}']
+    fake_llm.fallback = lambda request: openai_reply(replies.pop(0) if replies else "done")
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "text_tool_calls=true", "continues=1")
+    (nudge,) = [e for e in events if e["type"] == "no_tool_call"]
+    assert nudge["hint"] == "unknown_tool" and "'S1_Plan' is not a tool" in nudge["detail"]
+    (ran,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert ran["code"] == code and ran["exit_code"] == 0 and "case" in ran["stdout"]
+    assert result.end_reason == "submitted" and result.runtime.recovered_calls == 2

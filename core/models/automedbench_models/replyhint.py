@@ -16,6 +16,8 @@ from typing import Any
 
 from automedbench.api import ReplyHint, continue_message, execute_code_example
 
+from .textcalls import bare_objects
+
 MAX_SCAN = 20_000  # characters of the reply examined
 MAX_BLOCKS = 8  # fenced blocks tried per reply
 ECHO_PROBE = 200  # a reply whose first this-many characters appear verbatim in the prompt is an echo
@@ -99,21 +101,20 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
     schemas = {str(t.get("name")): (t.get("parameters") or {}) for t in tools}
     if not text.strip():
         return ReplyHint("no_call", "the reply was empty", _message("Your reply was empty.", tools, data_dir))
-    for index, match in enumerate(_FENCE.finditer(text)):
-        if index >= MAX_BLOCKS:
-            break
-        body = match.group(2).strip()
+    fenced = [("a fenced block", m.group(2).strip()) for _, m in zip(range(MAX_BLOCKS), _FENCE.finditer(text))]
+    bare = [("a JSON call outside a fence", body) for body in bare_objects(text, MAX_BLOCKS) if _NAME_FIELD.search(body)]
+    for where, body in fenced + bare:  # a call written bare at a line's start is a call attempt too
         if not body.startswith(("{", "[")) and not _NAME_FIELD.search(body):
             continue  # an ordinary code block, not a call attempt
         try:
             value = json.loads(body)
         except json.JSONDecodeError as exc:
-            detail = f"a fenced block is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            detail = f"{where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             hint = ' (JSON has no triple quotes: put the code in one string with \\n for new lines)' \
                 if '"""' in body or "'''" in body else ""
             return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}{hint}.", tools, data_dir))
         except RecursionError:
-            detail = "a fenced block is nested too deeply to parse"
+            detail = f"{where} is nested too deeply to parse"
             return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}.", tools, data_dir))
         value = value[0] if isinstance(value, list) and value else value
         if not isinstance(value, dict):

@@ -139,24 +139,29 @@ def _balanced(text: str, start: int) -> int | None:
     return None
 
 
-def _bare(text: str, tools: frozenset[str]) -> list[TextCall]:
-    """Calls to offered tools written as JSON at the start of a line, outside fenced blocks."""
-    text = _ANY_FENCE.sub("\n", text)
-    calls: list[TextCall] = []
+def bare_objects(text: str, limit: int = MAX_BARE_TRIES) -> list[str]:
+    """The JSON-looking objects (or lists) opened at the start of a line outside fenced blocks, as text: at most
+    `limit` line starts are examined, each at most `MAX_OBJECT` characters."""
+    text = _ANY_FENCE.sub("\n", text[:MAX_TEXT])
+    found: list[str] = []
     position = 0
     for tries, match in enumerate(_LINE_OBJECT.finditer(text)):
-        if tries >= MAX_BARE_TRIES or len(calls) >= MAX_CALLS:
+        if tries >= limit:
             break
         start = match.end() - 1
         if start < position:
             continue  # inside an object already read
         end = _balanced(text, start)
-        if end is None:
-            continue
-        position = end
-        calls += [TextCall(c.name, c.arguments, c.source.replace("fenced", "bare"))
-                  for c in _fenced(text[start:end], tools) if c.name in tools]
-    return calls
+        if end is not None:
+            found.append(text[start:end])
+            position = end
+    return found
+
+
+def _bare(text: str, tools: frozenset[str]) -> list[TextCall]:
+    """Calls to offered tools written as JSON at the start of a line, outside fenced blocks."""
+    return [TextCall(c.name, c.arguments, c.source.replace("fenced", "bare"))
+            for body in bare_objects(text) for c in _fenced(body, tools) if c.name in tools]
 
 
 def find_text_calls(text: str, tools: frozenset[str] = frozenset()) -> list[TextCall]:
