@@ -10,6 +10,7 @@ asks for it through the hook `automedbench_reply_hint` on every reply without a 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -101,8 +102,10 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
     schemas = {str(t.get("name")): (t.get("parameters") or {}) for t in tools}
     if not text.strip():
         return ReplyHint("no_call", "the reply was empty", _message("Your reply was empty.", tools, data_dir))
-    fenced = [("a fenced block", m.group(2).strip()) for _, m in zip(range(MAX_BLOCKS), _FENCE.finditer(text))]
-    bare = [("a JSON call outside a fence", body) for body in bare_objects(text, MAX_BLOCKS) if _NAME_FIELD.search(body)]
+    fenced = [("a fenced block", m.group(2).strip())
+              for m in itertools.islice(_FENCE.finditer(text), MAX_BLOCKS)]
+    bare = [("a JSON call outside a fence", body)
+            for body in bare_objects(text, MAX_BLOCKS) if _NAME_FIELD.search(body)]
     for where, body in fenced + bare:  # a call written bare at a line's start is a call attempt too
         if not body.startswith(("{", "[")) and not _NAME_FIELD.search(body):
             continue  # an ordinary code block, not a call attempt
