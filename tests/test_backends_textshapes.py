@@ -12,7 +12,7 @@ import pytest
 from automedbench.agent import TOOLS
 from automedbench_models.replyhint import diagnose
 from automedbench_models.textcalls import MAX_CALLS, MAX_TEXT, find_text_calls
-from test_backends_fakes import openai_reply, serve_fake_llm
+from test_backends_fakes import Reply, openai_reply, serve_fake_llm
 from test_backends_openweight import KEY_ENV, TextModel, run_cli
 
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
@@ -162,4 +162,41 @@ def test_bare_calls_through_the_cli_a_stage_name_is_told_then_the_repaired_call_
     assert nudge["hint"] == "unknown_tool" and "'S1_Plan' is not a tool" in nudge["detail"]
     (ran,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
     assert ran["code"] == code and ran["exit_code"] == 0 and "case" in ran["stdout"]
+    assert result.end_reason == "submitted" and result.runtime.recovered_calls == 2
+
+
+# ------------------------------------------------------------------ replies cut off at the output limit
+
+LISTING = '```json\n{"name": "execute_code", "arguments": {"language": "python", "code": "print(123 * 2)"}}\n```'
+
+
+def cut_reply(text: str) -> Reply:
+    return openai_reply(text, finish_reason="length")
+
+
+def test_a_text_call_before_the_output_limit_runs_and_the_reply_is_not_continued(fake_llm, monkeypatch, tmp_path,
+                                                                                   data_root):
+    """A small model writes its call, then rambles until max_tokens: the call was there, so the model is not
+    told its reply was cut off before any tool call (it was told so, and the call was lost)."""
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    fake_llm.push(cut_reply(LISTING + "\nNext I will explain every step in detail. First, the data" + " ..." * 200),
+                  openai_reply('```json\n{"name": "submit_results", "arguments": {}}\n```'))
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "text_tool_calls=true", "continues=1")
+    (ran,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert ran["exit_code"] == 0 and ran["stdout"].strip() == "246"
+    assert not any("cut off" in json.dumps(r["body"]["messages"][-1]) for r in fake_llm.requests)
+    assert len(fake_llm.requests) == 2 and result.end_reason == "submitted"
+
+
+def test_a_text_call_split_by_the_output_limit_is_read_from_the_continued_reply(fake_llm, monkeypatch, tmp_path,
+                                                                                data_root):
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    head, tail = LISTING[:60], LISTING[60:]
+    fake_llm.push(cut_reply(head), openai_reply(tail),
+                  openai_reply('```json\n{"name": "submit_results", "arguments": {}}\n```'))
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "text_tool_calls=true", "continues=1")
+    assert "cut off" in json.dumps(fake_llm.requests[1]["body"]["messages"][-1])  # it was continued
+    (ran,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert ran["exit_code"] == 0 and ran["stdout"].strip() == "246"
+    assert not [e for e in events if e["type"] == "no_tool_call"]
     assert result.end_reason == "submitted" and result.runtime.recovered_calls == 2

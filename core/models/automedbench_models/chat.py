@@ -201,6 +201,8 @@ class ChatAgent(Agent):
                 call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
         if self.cfg.text_tool_calls and not reply.tool_calls:
             reply.tool_calls = self._recover(reply.content)
+            if not reply.tool_calls and partial:  # a call cut off at the limit, finished in the continuation
+                reply.tool_calls = self._recover("".join([*partial, reply.content]))
         cost = self.backend.prices.cost(self.cfg.model, usage)
         content = "\n".join(p for p in [*partial, reply.content] if p)
         return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
@@ -212,7 +214,9 @@ class ChatAgent(Agent):
         for attempt in range(self.cfg.length_retries + 1):
             reply = self.backend.complete(sent + extra, tools=self.tools, max_tokens=self.max_tokens)
             usage = add_usage(usage, reply.usage)
-            cut = reply.finish_reason == "length" and not reply.tool_calls
+            # a call written in the text before the limit is a call: the reply is not continued
+            cut = reply.finish_reason == "length" and not reply.tool_calls and not (
+                self.cfg.text_tool_calls and find_text_calls(reply.content, self._names()))
             if cut and attempt < self.cfg.length_retries:
                 partial.append(reply.content)
                 extra += [{"role": "assistant", "content": reply.content or "(cut off)"},
@@ -227,10 +231,12 @@ class ChatAgent(Agent):
         self.window = max(1024, exc.limit if exc.limit and exc.limit < tried else int(tried * 0.7))
         self.max_tokens = min(self.max_tokens, max(256, self.window // 4))
 
+    def _names(self) -> frozenset[str]:
+        return frozenset(str(t.get("name")) for t in self.tools)
+
     def _recover(self, text: str) -> list[ToolCall]:
         calls = []
-        names = frozenset(str(t.get("name")) for t in self.tools)
-        for found in find_text_calls(text, names):
+        for found in find_text_calls(text, self._names()):
             self.recovered += 1
             calls.append(ToolCall(f"text_{self.recovered:03d}", found.name, found.arguments,
                                   source=f"text:{found.source}"))
