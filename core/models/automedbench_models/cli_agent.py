@@ -143,6 +143,13 @@ def session_exit_code(messages: list[dict[str, Any]]) -> int | None:
     return int(head) if content.startswith("exit_code: ") and head.lstrip("-").isdigit() else None
 
 
+def stop_message(name: str, code: int | None, turn: int) -> str:
+    """Why a session agent stops: the session's exit code and, on a turn after the harness's own submit (which
+    ended the run when accepted), that the submission was refused. The code is the session's, not the
+    submit's (read again after the submit, it was None: "exited None")."""
+    return f"{name} exited {code}; " + ("the submission was refused; stopping." if turn > 2 else "stopping.")
+
+
 class CliAgent(Agent):
     session_calls = True  # turn 1 runs the CLI itself: its steps are what it logged (imported) or the harness saw
 
@@ -218,11 +225,13 @@ class CliAgent(Agent):
             args = json.dumps({"language": "bash", "code": self.script()})
             return AgentTurn(f"Running the {self.spec.name} CLI inside the sandbox with the brief.",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
-        code = self.exit_code = session_exit_code(messages)
+        if self.turn == 2:  # the answer to the session call; later answers are the harness's submit
+            self.exit_code = session_exit_code(messages)
+        code = self.exit_code
         if self.turn == 2 and code == 0 and self.spec.submit:
             submit = ToolCall("cli_submit", "submit_results", "{}")
             return AgentTurn(f"{self.spec.name} finished; submitting.", [submit], finish_reason="cli")
-        return AgentTurn(f"{self.spec.name} exited {code}; stopping.", [], finish_reason="cli", final=True)
+        return AgentTurn(stop_message(self.spec.name, code, self.turn), [], finish_reason="cli", final=True)
 
     def drain_events(self) -> list[dict[str, Any]]:
         if self.turn != 1:

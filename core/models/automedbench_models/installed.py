@@ -33,7 +33,7 @@ from automedbench.api import (
     read_regular,
 )
 
-from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code
+from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code, stop_message
 from .gateway import RELAY, SOCKET_NAME, ModelGateway
 from .gatewaysteps import StepLedger
 from .pricing import price_table
@@ -281,7 +281,9 @@ class InstalledAgent(CliAgent):
             args = json.dumps({"language": "bash", "code": self.script()})
             return AgentTurn(f"Running {self.system.title} inside the sandbox with the brief (model {self.model}).",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
-        code = self.exit_code = session_exit_code(messages)
+        if self.turn == 2:  # the answer to the session call; later answers are the harness's submit
+            self.exit_code = session_exit_code(messages)
+        code = self.exit_code
         # what the recorded replies carried the runner has counted already (their turns); the rest (side calls,
         # replies that were not turns) comes with this turn
         totals = self.gateway.totals() if self.gateway is not None else {}
@@ -301,7 +303,7 @@ class InstalledAgent(CliAgent):
         if self.turn == 2 and code == 0:
             return AgentTurn(f"{self.system.title} finished; submitting.",
                              [ToolCall("cli_submit", "submit_results", "{}")], finish_reason="cli", **usage)
-        return AgentTurn(f"{self.system.title} exited {code}; stopping.", [], finish_reason="cli", final=True,
+        return AgentTurn(stop_message(self.system.title, code, self.turn), [], finish_reason="cli", final=True,
                          **(usage if self.turn == 2 else {}))
 
     def drain_events(self) -> list[dict[str, Any]]:
