@@ -200,3 +200,17 @@ def test_a_text_call_split_by_the_output_limit_is_read_from_the_continued_reply(
     assert ran["exit_code"] == 0 and ran["stdout"].strip() == "246"
     assert not [e for e in events if e["type"] == "no_tool_call"]
     assert result.end_reason == "submitted" and result.runtime.recovered_calls == 2
+
+
+def test_a_tool_schema_echoed_back_is_not_a_call():
+    """Small models echo the tool list; a flat schema (name, description, parameters) has the shape of a Llama-
+    style call whose arguments are the schema: it ran as execute_code with arguments type/properties."""
+    schema = {"name": "execute_code", "description": "Run code", "parameters": {
+        "type": "object", "properties": {"language": {"type": "string"}, "code": {"type": "string"}},
+        "required": ["language", "code"]}}
+    for text in (json.dumps(schema), "```json\n" + json.dumps(schema, indent=2) + "\n```",
+                 "<|python_tag|>" + json.dumps(schema)):
+        assert found(text) == [], text
+    # a call's own arguments named type/properties still count when written as `arguments`
+    odd = {"name": "execute_code", "arguments": {"type": "object", "properties": {}, "language": "bash", "code": "ls"}}
+    assert [c[0] for c in found(json.dumps(odd))] == ["execute_code"]

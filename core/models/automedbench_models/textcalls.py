@@ -105,6 +105,8 @@ def _as_call(value: Any, source: str) -> TextCall | None:
         args = _load(args) if args.strip() else {}
     if not isinstance(args, dict):
         return None
+    if "arguments" not in value and args.get("type") == "object" and isinstance(args.get("properties"), dict):
+        return None  # a tool's schema echoed back (name, description, parameters), not a call
     return TextCall(value["name"].strip(), json.dumps(args), source)
 
 
