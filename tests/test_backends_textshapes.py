@@ -214,3 +214,23 @@ def test_a_tool_schema_echoed_back_is_not_a_call():
     # a call's own arguments named type/properties still count when written as `arguments`
     odd = {"name": "execute_code", "arguments": {"type": "object", "properties": {}, "language": "bash", "code": "ls"}}
     assert [c[0] for c in found(json.dumps(odd))] == ["execute_code"]
+
+
+def test_an_echo_with_the_tool_list_in_an_xml_block_is_an_echo_not_invalid_json(fake_llm, monkeypatch, tmp_path,
+                                                                                 data_root):
+    """What the real model sent on the detection demo (anthropic wire): the prompt echoed with the tool list in an
+    ```xml block; it was told "a fenced block is not valid JSON at line 1 column 1"."""
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    tools = ('```xml\n<tools>\n{"type": "function", "function": {"name": "execute_code", "parameters": {}}}\n'
+             '</tools>\n```')
+
+    def echo(request: dict) -> Reply:
+        brief = request["body"]["messages"][0]["content"]
+        return openai_reply(brief[:1500] + "\n\n### Tools\n" + tools)
+
+    fake_llm.push(echo, openai_reply('```json\n{"name": "submit_results", "arguments": {}}\n```'))
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "text_tool_calls=true", "continues=1")
+    (nudge,) = [e for e in events if e["type"] == "no_tool_call"]
+    assert nudge["hint"] == "echo", nudge["detail"]
+    assert diagnose("```python\n{\"name\": \"x\", \"arguments\": 1}\n```", TOOLS).kind == "no_call"
+    assert result.end_reason == "submitted"

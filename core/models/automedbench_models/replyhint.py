@@ -102,8 +102,10 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
     schemas = {str(t.get("name")): (t.get("parameters") or {}) for t in tools}
     if not text.strip():
         return ReplyHint("no_call", "the reply was empty", _message("Your reply was empty.", tools, data_dir))
-    fenced = [("a fenced block", m.group(2).strip())
-              for m in itertools.islice(_FENCE.finditer(text), MAX_BLOCKS)]
+    # a block tagged with another language (```xml around an echoed tool list, ```python) is no call attempt:
+    # text-call recovery reads only untagged, json and tool_call blocks
+    fenced = [("a fenced block", m.group(2).strip()) for m in itertools.islice(_FENCE.finditer(text), MAX_BLOCKS)
+              if m.group(1).lower() in ("", "json", "tool_call")]
     bare = [("a JSON call outside a fence", body)
             for body in bare_objects(text, MAX_BLOCKS) if _NAME_FIELD.search(body)]
     for where, body in fenced + bare:  # a call written bare at a line's start is a call attempt too
