@@ -118,6 +118,30 @@ def test_demo_accuracy_equals_the_originals_on_held_out_spellings(amb_data_root,
     assert 0.2 < result.task.partial < 0.9  # the spellings both earn and lose credit
 
 
+def test_label_only_mcq_answers_are_scored_as_the_original(amb_data_root, tmp_path):
+    """An MCQ answer with its label and an empty predicted_answer: the original's checker passes it (it compares a
+    non-empty text only) and its scorer reads the label. Before this round ours refused it ("not the text of
+    option"), so every such answer counted 0 and a label-only submission rated F."""
+    staged = stage_task(DEMO, amb_data_root)
+    outputs = tmp_path / "outputs"
+    expected = []
+    for k, qid in enumerate(staged.case_ids):
+        gold = read_private(staged.private, qid)
+        label = gold.get("answer_label") or ""
+        if label and k % 3 == 0:
+            label = "A" if label != "A" else "C"  # a wrong letter now and then
+        answer = "" if label else gold["answer_text"]
+        record = {"question_id": qid, "predicted_label": label.lower(), "predicted_answer": answer,
+                  "raw_model_output": f"The answer is {label or answer}.", "model_name": "m", "runtime_s": 1}
+        (outputs / qid).mkdir(parents=True)
+        (outputs / qid / "answer.json").write_text(json.dumps(record), "utf-8")
+        expected.append(original_score(record, gold))
+    result = evaluate_outputs(DEMO, data_root=amb_data_root, work=tmp_path / "w", submission=outputs)
+    assert all(c.valid for c in result.cases), [c.reasons for c in result.cases if not c.valid][:3]
+    assert result.task.strict == pytest.approx(sum(expected) / len(expected), abs=1e-12)
+    assert 0 < sum(expected) < len(expected)
+
+
 @pytest.mark.parametrize(("prediction", "gold", "expected"), [
     ("\u00a0Two\u2003lesions\u3000", "2 lesions", 1.0),  # Unicode spaces collapse like ASCII ones
     ("two lesions\u3002", "2 lesions", 0.5 * 0 + 0.5 * 0.5),  # an ideographic full stop is not ASCII punctuation
