@@ -104,12 +104,20 @@ def class_key(name: str) -> str:
     return name.strip().lower()
 
 
+def class_index(names: list[str]) -> dict[str, int]:
+    """Each name's index, by the name and by its `class_key`; a key two names share is left out (a task whose names
+    differ only in case keeps exact matching for them)."""
+    keys = [class_key(n) for n in names]
+    index = {key: k for k, key in enumerate(keys) if keys.count(key) == 1}
+    return index | {name: k for k, name in enumerate(names)}
+
+
 def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int],
                  any_name: int | None = None) -> tuple[str | None, tuple | None]:
     if not isinstance(box, dict):
         return f"box {i}: not an object", None
     name = box.get("class")
-    cls = index.get(class_key(name)) if isinstance(name, str) else None
+    cls = index.get(name, index.get(class_key(name))) if isinstance(name, str) else None
     if cls is None and any_name is not None and isinstance(name, str) and name.strip():
         cls = any_name  # any finding counts for the one Task class
     if cls is None:
@@ -149,8 +157,8 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
     if len(boxes) > MAX_BOXES:
         return Parsed(reasons=[f"{PREDICTION_FILE}: {len(boxes)} boxes (at most {MAX_BOXES})"])
     names = list(meta.classes) + [c for c in extra_classes if c not in meta.classes]
-    index = {class_key(name): k for k, name in enumerate(names)}
-    any_name = index[class_key(any_name_as)] if any_name_as is not None else None
+    index = class_index(names)
+    any_name = index[any_name_as] if any_name_as is not None else None
     rows, reasons, bad = [], [], 0
     for i, box in enumerate(boxes):
         problem, row = _box_problem(i, box, meta, index, any_name)

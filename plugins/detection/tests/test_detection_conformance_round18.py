@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from automedbench.testing import evaluate_outputs, load_task, stage_task
 from automedbench_detection.average_precision import Boxes, mean_average_precision
-from automedbench_detection.contract import class_key
+from automedbench_detection.contract import class_index, class_key
 from automedbench_detection.data.staged import read_truth
 from automedbench_detection.metric import micro_prf
 
@@ -222,3 +222,11 @@ def test_release_task_parameters(task_id, classes, task_class):
     assert len(names) == classes and task.params.get("task_class") == task_class
     assert len({class_key(n) for n in names} | ({class_key(task_class)} if task_class else set())) == \
         classes + (1 if task_class else 0)
+
+
+def test_names_that_differ_only_in_case_keep_exact_matching():
+    """A task (a third party's) whose names differ only in case: those keep exact matching, the others are read as
+    the original reads them."""
+    index = class_index(["Mass", "mass", "Nodule"])
+    assert index["Mass"] == 0 and index["mass"] == 1 and "MASS" not in index and " mass" not in index
+    assert index[class_key(" NODULE ")] == 2 and index["Nodule"] == 2
