@@ -98,12 +98,26 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def class_key(name: str) -> str:
+    """A class name as the original scorer compares it: surrounding whitespace dropped, lower case, so " rbc " is
+    RBC (a model's own spelling of the task's names)."""
+    return name.strip().lower()
+
+
+def class_index(names: list[str]) -> dict[str, int]:
+    """Each name's index, by the name and by its `class_key`; a key two names share is left out (a task whose names
+    differ only in case keeps exact matching for them)."""
+    keys = [class_key(n) for n in names]
+    index = {key: k for k, key in enumerate(keys) if keys.count(key) == 1}
+    return index | {name: k for k, name in enumerate(names)}
+
+
 def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int],
                  any_name: int | None = None) -> tuple[str | None, tuple | None]:
     if not isinstance(box, dict):
         return f"box {i}: not an object", None
     name = box.get("class")
-    cls = index.get(name) if isinstance(name, str) else None
+    cls = index.get(name, index.get(class_key(name))) if isinstance(name, str) else None
     if cls is None and any_name is not None and isinstance(name, str) and name.strip():
         cls = any_name  # any finding counts for the one Task class
     if cls is None:
@@ -143,7 +157,7 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
     if len(boxes) > MAX_BOXES:
         return Parsed(reasons=[f"{PREDICTION_FILE}: {len(boxes)} boxes (at most {MAX_BOXES})"])
     names = list(meta.classes) + [c for c in extra_classes if c not in meta.classes]
-    index = {name: k for k, name in enumerate(names)}
+    index = class_index(names)
     any_name = index[any_name_as] if any_name_as is not None else None
     rows, reasons, bad = [], [], 0
     for i, box in enumerate(boxes):
