@@ -86,9 +86,13 @@ class RunOptions:
         ("--agent",), "Agent name, e.g. reference (scripted, offline), openai, anthropic "
         "(see `automedbench plugins`).", scores=True))
     sandbox: str = field(default="local", metadata=meta(
-        ("--sandbox",), "Sandbox backend.", scores=True, show_default=True))
+        ("--sandbox",), "Sandbox backend: local (bubblewrap where it works here, else plain), local-plain (no "
+        "filesystem isolation) or docker (the [docker] extra; `automedbench images build` first); see "
+        "`automedbench plugins`.", scores=True, show_default=True))
     judge: str = field(default="rules", metadata=meta(
-        ("--judge",), "Judge backend for S1–S3.", scores=True, show_default=True))
+        ("--judge",), "Judge backend for S1–S3: rules (offline, deterministic) or an LLM judge, openai, anthropic "
+        "or llm (the [models] extra; its model and endpoint with --judge-option); the verdict, model and cost "
+        "are kept in judge.json and result.json.", scores=True, show_default=True))
     out: Path = field(default=Path("runs"), metadata=meta(
         ("--out",), "Folder that receives runs/<run-id>/.", type=click.Path(file_okay=False), show_default=True,
         parse=_path))
@@ -96,9 +100,12 @@ class RunOptions:
         ("--data-root",), "Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].",
         type=click.Path(file_okay=False), parse=data_root_or_default))
     agent_options: dict[str, Any] = field(factory=dict, metadata=meta(
-        ("--agent-option",), "Option passed to the agent factory; repeatable.", scores=True, **KV))
+        ("--agent-option",), "Option passed to the agent, e.g. model=NAME, base_url=URL, api_key_env=VAR (each "
+        "agent's options: `automedbench plugins`; scripted agents take none, `scripted` takes variant=NAME); "
+        "repeatable.", scores=True, **KV))
     judge_options: dict[str, Any] = field(factory=dict, metadata=meta(
-        ("--judge-option",), "Option passed to the judge factory; repeatable.", scores=True, **KV))
+        ("--judge-option",), "Option passed to the judge, e.g. model=NAME, base_url=URL, api_key_env=VAR, or "
+        "config=FILE entry=NAME (the rules judge takes none); repeatable.", scores=True, **KV))
     max_turns: int | None = field(default=None, metadata=meta(
         ("--max-turns",), "Override the task's turn budget.", type=click.IntRange(1), scores=True))
     time_limit_s: float | None = field(default=None, metadata=meta(
