@@ -188,3 +188,22 @@ def test_every_option_of_every_command_says_what_it_does():
     run_help = CliRunner().invoke(main, ["run", "--help"], terminal_width=200).output
     for shown in ("local-plain", "docker", "rules (offline, deterministic)", "model=NAME"):
         assert shown in run_help
+
+
+def test_the_run_page_shows_each_cases_own_metric_in_the_tracks_order(amb_run, tmp_path):
+    """The run page's case table kept the first 8 per-case values by name: VQA's score and token F1 (and
+    enhancement's SSIM, report generation's METEOR) were never shown. Now the track's order, its metric first."""
+    import re
+
+    result, run_dir = amb_run("vqa/demo", "reference")
+    page = tmp_path / "page.html"
+    shown = CliRunner().invoke(main, ["view", str(run_dir), "--out", str(page)], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    table = page.read_text().split('id="cases"', 1)[1].split("</table>", 1)[0]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
+    assert header[:3] == ["case", "status", "score"], header
+    assert {"token_f1", "exact_match"} <= set(header) and "valid" not in header
+    rows = re.findall(r'<tr id="case-\d+"><td>([^<]*)</td><td>.*?</td><td class="n">([^<]*)</td>', table)
+    scores = {row["case_id"]: row["score"] for row in result.task.per_case}
+    assert len(rows) == len(scores) > 8
+    assert all(float(cell) == pytest.approx(scores[case], abs=1e-3) for case, cell in rows)
