@@ -47,7 +47,8 @@ def test_a_sweep_refuses_an_option_its_agents_do_not_take_before_any_run(cli, tm
     """Before: every run ended infrastructure_failure, retried twice, exit 3."""
     out = tmp_path / "sweep"
     _one_line(cli("sweep", "--agents", "reference,noop", "--tasks", "toy/vowels", "--agent-option", "model=x",
-                  "--out", out), "the reference agent takes no options")
+                  "--out", out), "the reference agent takes no options (--agent-option model=...); every agent of a "
+              "sweep gets the same --agent-option: sweep reference in a sweep of its own")
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -150,6 +151,7 @@ def test_agreement_between_two_option_sets_of_one_judge_backend_grades_each_with
 def test_a_long_wait_says_it_is_still_working(cli, tmp_path, monkeypatch):
     """Scoring the report demo was ~30 s of silence after one line (METEOR's Java); off a terminal a line every
     interval now says the run is still working, and on which step."""
+    import automedbench.evaluate_cmd as evaluate_module
     import automedbench.runner as runner_module
 
     scored = runner_module.run_isolated
@@ -161,6 +163,7 @@ def test_a_long_wait_says_it_is_still_working(cli, tmp_path, monkeypatch):
         return scored(*args, **kwargs)
 
     monkeypatch.setattr(runner_module, "run_isolated", slow)
+    monkeypatch.setattr(evaluate_module, "run_isolated", slow)
     monkeypatch.setenv("AUTOMEDBENCH_PROGRESS_S", "0.1")
     result = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs")
     assert result.exit_code == 0, result.output
@@ -170,6 +173,10 @@ def test_a_long_wait_says_it_is_still_working(cli, tmp_path, monkeypatch):
     assert ticks and all("scoring in the isolated evaluator" in line for line in ticks[:2])
     assert lines.index(ticks[0]) == start + 1  # shown under the step it waits on, before the judge's line
     assert not any("still working" in line for line in lines if line.startswith("Agentic"))
+    # `evaluate` waits on the same evaluator: said on stderr, the result on stdout unchanged
+    alone = cli("evaluate", "--task", "toy/vowels", "--baseline", "perfect")
+    assert alone.exit_code == 0 and "Rating A" in alone.stdout and "still working" not in alone.stdout
+    assert "scoring toy/vowels in the isolated evaluator: still working" in alone.stderr
 
 
 def test_every_option_of_every_command_says_what_it_does():

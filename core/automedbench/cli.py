@@ -220,10 +220,16 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
     if keep_in and Path(keep_in).exists() and any(Path(keep_in).iterdir()):
         raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
     work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
+    ticker = WaitTicker(err_console)  # scoring can take a while (report generation: METEOR's Java start-up)
     try:
-        result = evaluate_folder(reg, EvaluateOptions(
-            task=o["task"], data_root=o["data_root"], work=work, submission=Path(submission) if submission else None,
-            baseline=baseline, task_score=o["task_score"], eval_options=o["eval_options"]))
+        ticker.start(f"scoring {o['task']} in the isolated evaluator")
+        try:
+            result = evaluate_folder(reg, EvaluateOptions(
+                task=o["task"], data_root=o["data_root"], work=work,
+                submission=Path(submission) if submission else None, baseline=baseline, task_score=o["task_score"],
+                eval_options=o["eval_options"]))
+        finally:
+            ticker.stop()
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)

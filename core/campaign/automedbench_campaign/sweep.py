@@ -150,7 +150,13 @@ def validate(config: SweepConfig, registry: Any) -> None:
     if config.repeats < 1 or config.workers < 1 or config.retries < 0:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
     for agent in config.agents:  # every agent gets the same --agent-option: each must take them all
-        check_options(registry.get("agent", agent), config.run.agent_options)
+        try:
+            check_options(registry.get("agent", agent), config.run.agent_options)
+        except UserError as exc:
+            if len(config.agents) == 1:
+                raise
+            raise UserError(f"{exc}; every agent of a sweep gets the same --agent-option: sweep {agent} "
+                            "in a sweep of its own") from None
     sandbox = registry.get("sandbox", config.run.sandbox)
     check_options(registry.get("judge", config.run.judge), config.run.judge_options)
     backend = sandbox.factory()
