@@ -52,6 +52,19 @@ def test_a_sweep_refuses_an_option_its_agents_do_not_take_before_any_run(cli, tm
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.parametrize("gpus", ["all", "0;1", "cuda:0"])
+def test_gpu_ids_that_cuda_would_not_read_are_refused(cli, tmp_path, gpus):
+    """`--gpus all` went into CUDA_VISIBLE_DEVICES as it stood: a run without the GPU it asked for, silently."""
+    out = tmp_path / "runs"
+    needle = f"--gpus takes device ids separated by commas, e.g. 0 or 0,1 (or GPU-/MIG- UUIDs), not {gpus!r}"
+    _one_line(cli("run", "--task", "toy/vowels", "--agent", "noop", "--gpus", gpus, "--out", out), needle)
+    _one_line(cli("sweep", "--agents", "noop", "--tasks", "toy/vowels", "--gpus", gpus, "--out", out), needle)
+    assert not out.exists() or not any(out.iterdir())
+    from automedbench.options import gpu_ids
+
+    assert gpu_ids(" 0, 1 ") == "0,1" and gpu_ids("GPU-8a2c-44f1") == "GPU-8a2c-44f1" and gpu_ids("") == ""
+
+
 def _path_without(program: str, tmp_path: Path) -> str:
     """A PATH holding every program of this one but `program`: links in one folder."""
     folder = tmp_path / f"no-{program}"

@@ -43,6 +43,19 @@ def _path(value: str | None) -> Path | None:
     return None if value is None else Path(value).expanduser()
 
 
+def gpu_ids(value: str | None) -> str:
+    """`--gpus`: comma-separated device indices or CUDA UUIDs (`GPU-…`, `MIG-…`); anything else (`all`, `0;1`)
+    was handed to CUDA_VISIBLE_DEVICES as it stood, a run without the GPU it asked for, silently."""
+    import re
+
+    ids = [part.strip() for part in (value or "").split(",") if part.strip()]
+    bad = [part for part in ids if not re.fullmatch(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+", part)]
+    if bad:
+        raise UserError(f"--gpus takes device ids separated by commas, e.g. 0 or 0,1 (or GPU-/MIG- UUIDs), not "
+                        f"{bad[0]!r}; leave it out for no GPU")
+    return ",".join(ids)
+
+
 def data_root_or_default(value: str | None) -> Path:
     """The flag's folder, or the default data root (resolved when the command starts, as the help says)."""
     from .staging import default_data_root
@@ -133,7 +146,7 @@ class RunOptions:
         type=click.IntRange(0), metavar="MB", scores=True))
     gpus: str = field(default="", metadata=meta(
         ("--gpus",), "GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; "
-        "none by default).", metavar="IDS"))
+        "none by default).", metavar="IDS", parse=gpu_ids))
     eval_options: dict[str, str] = field(factory=dict, metadata=meta(
         ("--eval-option",), "Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.",
         scores=True, **KV))
