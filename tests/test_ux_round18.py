@@ -161,6 +161,24 @@ def test_agreement_between_two_option_sets_of_one_judge_backend_grades_each_with
               "unknown amb-harsh judge option(s) harhs (did you mean 'harsh'?)")
 
 
+def test_a_run_regraded_by_another_model_says_which_model_graded_it(harsh_registry, run_agent, tmp_path):
+    """The summary named the judge's backend only (`judge openai`): after swapping the judge's model a user could not
+    tell from `show` which model's verdict the stages hold. The verdict's version (an LLM judge's `1/<model>`) is
+    shown beside it."""
+    _, source = run_agent("reference")
+    run_dir = tmp_path / source.name  # a result is signed for its folder's name
+    shutil.copytree(source, run_dir, ignore=shutil.ignore_patterns("workspace"))
+    runner = CliRunner()
+    shown = runner.invoke(main, ["show", str(run_dir)], terminal_width=200, catch_exceptions=False)
+    assert "judge rules (version 1)" in shown.output
+    regraded = runner.invoke(main, ["rejudge", str(run_dir), "--judge", "amb-harsh", "--judge-option", "harsh=1"],
+                             terminal_width=200, catch_exceptions=False)
+    assert regraded.exit_code == 0, regraded.output
+    shown = runner.invoke(main, ["show", str(run_dir)], terminal_width=200, catch_exceptions=False)
+    assert "judge amb-harsh (version 1/harsh=1)" in shown.output
+    assert json.loads((run_dir / "judge.json").read_text())["judge_version"] == "1/harsh=1"
+
+
 def test_a_long_wait_says_it_is_still_working(cli, tmp_path, monkeypatch):
     """Scoring the report demo was ~30 s of silence after one line (METEOR's Java); off a terminal a line every
     interval now says the run is still working, and on which step."""

@@ -30,8 +30,10 @@ def fmt_component(value: float | None, name: str = "") -> str:
 
 def render(result: Result, console: Console, *, items: bool = False) -> None:
     h, a = result.header, result.aggregate
+    # the judge's version names its model for an LLM judge (`1/gpt-4o`): which model graded, beside the backend
+    version = f" (version {escape(result.judge.judge_version)})" if result.judge and result.judge.judge_version else ""
     console.print(f"[bold]run {h.run_id}[/]  task {h.task}  tier {h.tier}  agent {h.agent}  "
-                  f"sandbox {h.sandbox}  judge {h.judge}")
+                  f"sandbox {h.sandbox}  judge {h.judge}{version}")
     console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
                   f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s "
                   f"({result.runtime.harness_cpu_s:.2f} CPU-s)")
