@@ -119,6 +119,15 @@ class _HarshJudge(RulesJudge):
         return verdict
 
 
+class _DownJudge(RulesJudge):
+    """An LLM judge whose endpoint does not answer."""
+
+    name = "amb-down"
+
+    def grade(self, judge_input):
+        raise ConnectionError("POST http://127.0.0.1:9/v1/chat/completions: connection refused")
+
+
 @pytest.fixture()
 def harsh_registry(monkeypatch):
     module = types.ModuleType("amb_harsh_judge")
@@ -126,6 +135,7 @@ def harsh_registry(monkeypatch):
     @hookimpl
     def automedbench_register_judges(register):
         register("amb-harsh", _HarshJudge, "test: the rules judge, or every item failed with harsh=1")
+        register("amb-down", _DownJudge, "test: a judge whose endpoint does not answer")
 
     module.automedbench_register_judges = automedbench_register_judges
     reg = Registry()
@@ -177,6 +187,17 @@ def test_a_run_regraded_by_another_model_says_which_model_graded_it(harsh_regist
     shown = runner.invoke(main, ["show", str(run_dir)], terminal_width=200, catch_exceptions=False)
     assert "judge amb-harsh (version 1/harsh=1)" in shown.output
     assert json.loads((run_dir / "judge.json").read_text())["judge_version"] == "1/harsh=1"
+
+
+def test_a_judge_that_could_not_grade_says_why_in_the_summary(harsh_registry, cli, tmp_path):
+    """S1–S3 were null with only "a stage is null" under the table; the judge's error (an endpoint down, a key
+    refused) was in result.json and the run page but not in the terminal, nor how to grade later."""
+    result = cli("run", "--task", "toy/vowels", "--agent", "reference", "--judge", "amb-down", "--quiet",
+                 "--out", tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if "the judge could not grade" in x]
+    assert "connection refused" in line and "automedbench rejudge <run folder> --judge amb-down" in line
+    assert "Agentic null" in result.stdout
 
 
 def test_a_long_wait_says_it_is_still_working(cli, tmp_path, monkeypatch):

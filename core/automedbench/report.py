@@ -69,6 +69,10 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:
         console.print(f"  a stage is null; with nulls as 0 Agentic would be {fmt(a.agentic_nulls_as_zero)}")
+    if result.judge is not None and result.judge.error:  # why S1–S3 are null, and how to grade them later
+        console.print("[yellow]  the judge could not grade:[/] " + escape(result.judge.error)
+                      + f" (once it answers: automedbench rejudge <run folder> --judge {escape(h.judge)} ...)",
+                      soft_wrap=True)
     if result.summary_plots is not None:  # Pro: asked for by the brief, reported, never scored
         plots = result.summary_plots
         console.print("summary plots (Pro, not scored): " + (escape(f"{len(plots)} present: {', '.join(plots[:8])}")
