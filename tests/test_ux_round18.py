@@ -266,3 +266,23 @@ def test_the_run_page_shows_each_cases_own_metric_in_the_tracks_order(amb_run, t
     scores = {row["case_id"]: row["score"] for row in result.task.per_case}
     assert len(rows) == len(scores) > 8
     assert all(float(cell) == pytest.approx(scores[case], abs=1e-3) for case, cell in rows)
+
+
+def test_the_wait_line_never_outlives_its_wait_when_events_come_from_two_threads():
+    """An installed agent's gateway reports steps from its own thread: two starts at once must not leave a ticker
+    printing "still working" under the summary."""
+    import io
+    import threading
+
+    from automedbench.progress import WaitTicker
+    from rich.console import Console
+
+    ticker = WaitTicker(Console(file=io.StringIO(), force_terminal=False))
+    threads = [threading.Thread(target=lambda n=n: [ticker.start(f"step {n}.{i}") for i in range(20)])
+               for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ticker.stop()
+    assert not [t for t in threading.enumerate() if t.name == "wait-ticker"]

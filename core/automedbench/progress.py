@@ -120,15 +120,21 @@ class WaitTicker:
         self.lines = 0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # events may come from another thread (an installed agent's gateway)
 
     def start(self, label: str) -> None:
-        self.stop()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, args=(label, self._stop, time.monotonic()),
-                                        name="wait-ticker", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self._end()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._loop, args=(label, self._stop, time.monotonic()),
+                                            name="wait-ticker", daemon=True)
+            self._thread.start()
 
     def stop(self) -> None:
+        with self._lock:
+            self._end()
+
+    def _end(self) -> None:
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=5)
