@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from automedbench.testing import evaluate_outputs, load_task, stage_task
 from automedbench_detection.average_precision import Boxes, mean_average_precision
-from automedbench_detection.contract import class_index, class_key
+from automedbench_detection.contract import Meta, class_key, parse_prediction
 from automedbench_detection.data.staged import read_truth
 from automedbench_detection.metric import micro_prf
 
@@ -224,9 +224,17 @@ def test_release_task_parameters(task_id, classes, task_class):
         classes + (1 if task_class else 0)
 
 
-def test_names_that_differ_only_in_case_keep_exact_matching():
+def test_names_that_differ_only_in_case_keep_exact_matching(tmp_path):
     """A task (a third party's) whose names differ only in case: those keep exact matching, the others are read as
-    the original reads them."""
-    index = class_index(["Mass", "mass", "Nodule"])
-    assert index["Mass"] == 0 and index["mass"] == 1 and "MASS" not in index and " mass" not in index
-    assert index[class_key(" NODULE ")] == 2 and index["Nodule"] == 2
+    the original reads them; through the checker (review 19: "MASS" and " Mass " were read as "mass", the exact
+    name equal to their shared key, instead of being unknown)."""
+    meta = Meta(width=100, height=100, classes=["Mass", "mass", "Nodule"])
+
+    def parsed(name: str):
+        path = tmp_path / "prediction.json"
+        path.write_text(json.dumps({"boxes": [{"class": name, "score": 0.9, "x1": 1, "y1": 1, "x2": 9, "y2": 9}]}))
+        return parse_prediction(path, meta)
+
+    assert [int(parsed(n).cls[0]) for n in ("Mass", "mass", "Nodule", " NODULE ", "nodule")] == [0, 1, 2, 2, 2]
+    for name in ("MASS", " Mass ", "mass ", "Mass\n"):
+        assert not parsed(name).valid and "unknown class" in parsed(name).reasons[0], name
