@@ -60,6 +60,25 @@ def test_fenced_json_objects_with_name_and_arguments_only():
     assert calls(text) == [("execute_code", {"language": "bash", "code": "pwd"}, "fenced_json")]
 
 
+def test_triple_quoted_code_is_repaired_for_an_offered_tool_only():
+    """Python triple quotes (both kinds, escapes read as Python reads them) in a fenced call to an offered tool;
+    without the tool names, or for a name not offered (a stage), nothing is recovered: the hint explains."""
+    tools = frozenset({"execute_code", "submit_results"})
+    double = '{"name": "execute_code", "arguments": {"language": "python", "code": """\nprint(\\"a\\")\n"""}}'
+    single = "{\"name\": \"execute_code\", \"arguments\": {\"language\": \"bash\", \"code\": '''ls\\tx'''}}"
+    text = f"```json\n{double}\n```\nthen\n```json\n{single}\n```"
+    assert [(c.name, json.loads(c.arguments)["code"], c.source) for c in find_text_calls(text, tools)] == [
+        ("execute_code", '\nprint("a")\n', "fenced_json_triple_quotes"),
+        ("execute_code", "ls\tx", "fenced_json_triple_quotes")]
+    assert find_text_calls(text) == []
+    stage = '```json\n{"name": "S1_Plan", "arguments": {"code": """\nprint(1)\n"""}}\n```'
+    assert find_text_calls(stage, tools) == []
+    # a valid JSON call keeps its own source: the repair only runs on what JSON refused
+    plain = '```json\n{"name": "execute_code", "arguments": {"language": "bash", "code": "echo \\"\\"\\""}}\n```'
+    assert [(c.source, json.loads(c.arguments)["code"]) for c in find_text_calls(plain, tools)] == [
+        ("fenced_json", 'echo """')]
+
+
 @pytest.mark.parametrize("text", [
     "I will now list the files with ls.",  # prose
     "<tool_call>{not json}</tool_call>",

@@ -174,6 +174,27 @@ def test_a_weak_model_that_never_follows_ends_cleanly_with_the_reason(fake_llm, 
     assert stop["action"] == "stop" and stop["hint"] == "xml_plan"
 
 
+# what a real 0.5B model wrote on every turn of a VQA demo run
+TRIPLE_QUOTED_CALL = ('```json\n{\n  "name": "execute_code",\n  "arguments": {\n    "language": "python",\n'
+                      '    "code": """\nimport os; print(sorted(os.listdir(\\"/data/public\\"))[:20])\n"""\n'
+                      '  }\n}\n```')
+
+
+@needs("openai")
+def test_a_call_to_a_tool_with_its_code_in_triple_quotes_runs(fake_llm, monkeypatch, tmp_path, data_root):
+    """The real model never took the corrective message (four turns, no call ran): a fenced call to an offered
+    tool whose code is a Python triple-quoted string now runs as that code."""
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    replies = [TRIPLE_QUOTED_CALL, '```json\n{"name": "submit_results", "arguments": {}}\n```']
+    fake_llm.fallback = lambda request: openai_reply(replies.pop(0) if replies else "done")
+    result, events = run_cli(fake_llm, tmp_path, data_root, "text_tool_calls=true", "continues=1")
+    ran = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert len(ran) == 1 and ran[0]["exit_code"] == 0, ran
+    assert ran[0]["code"] == '\nimport os; print(sorted(os.listdir("/data/public"))[:20])\n'
+    assert not [e for e in events if e["type"] == "no_tool_call"]
+    assert result.end_reason == "submitted" and result.runtime.recovered_calls == 2
+
+
 @needs("openai")
 def test_a_prompt_that_cannot_fit_the_declared_context_is_a_user_error_before_the_run(fake_llm, monkeypatch,
                                                                                      tmp_path, data_root):

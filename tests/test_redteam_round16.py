@@ -150,8 +150,8 @@ def test_a_class_the_download_stores_at_other_sizes_is_not_told_apart_by_the_jpe
     import sys
     from pathlib import Path
 
-    from automedbench.testing import load_task, stage_from_folder
     from PIL import Image
+    from test_redteam_round18 import stage_and_run
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "plugins" / "classification" / "tests"))
     import classification_layouts as layouts
@@ -161,12 +161,8 @@ def test_a_class_the_download_stores_at_other_sizes_is_not_told_apart_by_the_jpe
         for path in (download / "test" / folder).glob("*.jpeg"):
             with Image.open(path) as image:
                 image.resize(size).save(path)
-    track, task = load_task("classification/chest-xray-pneumonia")
-    root = tmp_path / "root"
-    staged = stage_from_folder(track, task, root, download)
+    staged, result = stage_and_run("classification/chest-xray-pneumonia", download, BY_SIZE, tmp_path)
     assert len(staged.case_ids) == 100
-    result, _ = run_steps(task.id, [("python", BY_SIZE)], out=tmp_path / "runs", data_root=root,
-                                warm_evaluator=False, workspace_quota_mb=64)
     assert result.state == "scored", result.error
     assert result.task.partial <= 0.6 and result.aggregate.rating not in ("A", "B"), result.task.partial
     sizes = set()

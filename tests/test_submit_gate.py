@@ -62,3 +62,31 @@ def test_task_file_rating_floor_must_sit_below_okay():
     assert parse_task({**base, "rating": {"good": 0.9, "okay": 0.8}}, "x.yaml").rating.floor is None
     with pytest.raises(UserError, match="floor"):
         parse_task({**base, "rating": {"good": 0.9, "okay": 0.8, "floor": 0.85}}, "x.yaml")
+
+
+WRITE_SHARED = """
+import os
+out = os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+os.makedirs(out, exist_ok=True)
+open(os.path.join(out, 'all.csv'), 'w').write('case,answer\\n')
+"""
+
+
+def test_submit_reply_names_a_shared_answer_file_instead_of_calling_every_case_missing(
+        reg, data_root, tmp_path, toy_track, monkeypatch):
+    """A track whose one file answers several cases (classification's predictions.csv): an agent that wrote only
+    that file was told every case is missing and `complete: false`. Now `complete` is unknown (null), the file is
+    named and the note says the evaluation reads it; without the file the reply is as before."""
+    from automedbench.testing import run_steps
+
+    monkeypatch.setattr(toy_track, "shared_outputs", lambda task: ("all.csv",))
+    _, run_dir = run_steps(TOY, [("python", WRITE_SHARED)], out=tmp_path / "shared", data_root=data_root,
+                           warm_evaluator=False)
+    reply = next(e for e in _events(run_dir) if e.get("name") == "submit_results")["result"]
+    assert reply["accepted"] is True and reply["complete"] is None and reply["shared_outputs"] == ["all.csv"]
+    assert reply["missing_count"] > 0 and "all.csv" in reply["note"]
+
+    _, run_dir = run_steps(TOY, [("python", "print('nothing')")], out=tmp_path / "none", data_root=data_root,
+                           warm_evaluator=False)
+    reply = next(e for e in _events(run_dir) if e.get("name") == "submit_results")["result"]
+    assert reply["complete"] is False and "shared_outputs" not in reply and reply["missing_count"] > 0

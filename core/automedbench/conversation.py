@@ -306,6 +306,11 @@ class Conversation:
             missing = self._missing_outputs(staged)
             reply = {"accepted": True, "complete": not missing, "missing": missing[:50],
                      "missing_count": len(missing)}
+            shared = self._shared_outputs_present() if missing else []
+            if shared:  # cases it answers have no folder of their own: whether they are answered is the evaluation's
+                reply.update(complete=None, shared_outputs=shared,
+                             note=f"{', '.join(shared)} answers for several cases; a case listed as missing counts "
+                                  "as answered when its row there is, as the evaluation reads it")
             return json.dumps(reply), {**base, "result": reply}, True, {}
         if call.name != "execute_code":
             return (f"ERROR: unknown tool {call.name[:80]!r}; tools are execute_code and submit_results. "
@@ -340,6 +345,16 @@ class Conversation:
             yield {"type": "note", "note": f"submit gate error: {type(exc).__name__}: {exc}"}, {}
             return None
         return str(refusal)[:2000] if refusal else None
+
+    def _shared_outputs_present(self) -> list[str]:
+        """The track's several-case files (`Track.shared_outputs`) the agent left at the outputs folder's top."""
+        fd = open_path(self.folder.workspace, "outputs")
+        if fd is None:
+            return []
+        try:
+            return [name for name in self.track.shared_outputs(self.task) if _regular_at(fd, name)]
+        finally:
+            os.close(fd)
 
     def _missing_outputs(self, staged: StagedData) -> list[str]:
         missing = []

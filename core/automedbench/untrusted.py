@@ -408,6 +408,37 @@ def check_pixels(dims: list[int], itemsize: int, origin: str, max_pixels: int = 
 PNG_MODES = frozenset({"1", "L", "LA", "I;16", "RGB", "RGBA", "P"})  # PNG holds these as they are
 
 
+# the mean of |R-G| and |G-B| below which three channels hold a grey image: what storage leaves (JPEG's chroma
+# noise, a dithered or colour-managed export: a level or two), not colour anyone sees in the picture (H&E,
+# dermoscopy and smears differ by tens of levels)
+GREY_CHROMA = 3.0
+
+
+def grey_content(pixels: Any) -> bool:
+    """Whether uint8 pixels hold a grey image: one channel, or three less than a level apart on average."""
+    import numpy as np
+
+    pixels = np.asarray(pixels)
+    return pixels.ndim == 2 or float(np.abs(np.diff(pixels.astype(np.int16), axis=2)).mean()) < GREY_CHROMA
+
+
+def one_colour_mode(pixels: Any, colour: bool) -> Any:
+    """uint8 pixels in a staging's one colour mode: one channel, or three (`colour`). A grey image gets three equal
+    channels whatever its storage: a download's RGB export of a grey radiograph keeps a level of noise between
+    them that a grey-stored one lacks, so `R == G == B` would tell how (and, when a class was stored apart, which
+    class) the download stored each case."""
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(pixels)
+    grey = pixels if pixels.ndim == 2 else None
+    if grey is None and (not colour or grey_content(pixels)):
+        grey = np.asarray(Image.fromarray(np.ascontiguousarray(pixels)).convert("L"))
+    if grey is None:
+        return pixels
+    return np.repeat(grey[..., None], 3, axis=2) if colour else grey
+
+
 def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
     """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF),
     never byte for byte `avoid` (the source file: a PNG PIL wrote at one compression level is written at

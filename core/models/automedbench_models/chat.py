@@ -229,7 +229,8 @@ class ChatAgent(Agent):
 
     def _recover(self, text: str) -> list[ToolCall]:
         calls = []
-        for found in find_text_calls(text):
+        names = frozenset(str(t.get("name")) for t in self.tools)
+        for found in find_text_calls(text, names):
             self.recovered += 1
             calls.append(ToolCall(f"text_{self.recovered:03d}", found.name, found.arguments,
                                   source=f"text:{found.source}"))

@@ -7,6 +7,11 @@ Off by default (`--agent-option text_tool_calls=true`). Recognised, in this orde
   after the tag (Llama's built-in code interpreter), taken as `execute_code` in Python;
 - a fenced JSON block (```json … ```) holding an object with `name` and `arguments` (or `parameters`).
 
+Small open-weight models often put the code in a Python triple-quoted string (three quote marks around it),
+which is not JSON. With `tools` given, such an object is repaired (each triple-quoted string read as the Python
+literal it is, by `ast.literal_eval` of that string alone) and taken when it then parses and names one of
+`tools`; otherwise it stays unrecovered and the corrective message says JSON has no triple quotes.
+
 Only the first `MAX_TEXT` characters are scanned, objects nested deeper than `MAX_DEPTH` or longer than
 `MAX_OBJECT` are ignored and at most `MAX_CALLS` calls are taken per reply. A recovered call becomes an
 ordinary ToolCall (id `text_N`) and meets the same checks as a structured one in the runner (known tool,
@@ -15,6 +20,7 @@ arguments a JSON object, required fields); `source` says which format it came fr
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
@@ -29,6 +35,7 @@ MAX_CALLS = 8
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S)
 _PYTHON_TAG = re.compile(r"<\|python_tag\|>(.*?)(?:<\|eom_id\|>|<\|eot_id\|>|\Z)", re.S)
 _FENCE = re.compile(r"```(?:json|JSON|tool_call)?[ \t]*\n(.*?)\n?```", re.S)
+_TRIPLE = re.compile(r'("""|\'\'\')(.*?)\1', re.S)
 
 
 @define
@@ -62,6 +69,21 @@ def _load(text: str) -> Any:
     return value if _depth(value) <= MAX_DEPTH else None
 
 
+def _triple_repaired(text: str) -> Any:
+    """`text` with each Python triple-quoted string turned into a JSON string, loaded; None when that fails."""
+    if len(text) > MAX_OBJECT or ('"""' not in text and "'''" not in text):
+        return None
+
+    def as_json(match: re.Match[str]) -> str:
+        try:
+            value = ast.literal_eval(match.group(0))  # a string literal alone: no names, no calls
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = match.group(2)  # an escape Python refuses: the characters as written
+        return json.dumps(value if isinstance(value, str) else match.group(2))
+
+    return _load(_TRIPLE.sub(as_json, text))
+
+
 def _as_call(value: Any, source: str) -> TextCall | None:
     """An object with a string `name` and object `arguments`/`parameters` (or JSON text of one)."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"].strip():
@@ -80,8 +102,19 @@ def _objects(text: str) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def find_text_calls(text: str) -> list[TextCall]:
-    """The tool calls written in `text`, in the first format that yields any (empty if none)."""
+def _fenced(body: str, tools: frozenset[str]) -> list[TextCall]:
+    calls = [c for c in (_as_call(v, "fenced_json") for v in _objects(body)) if c]
+    if calls or not tools:
+        return calls
+    repaired = _triple_repaired(body)
+    found = [_as_call(v, "fenced_json_triple_quotes")
+             for v in (repaired if isinstance(repaired, list) else [repaired])]
+    return [c for c in found if c and c.name in tools]
+
+
+def find_text_calls(text: str, tools: frozenset[str] = frozenset()) -> list[TextCall]:
+    """The tool calls written in `text`, in the first format that yields any (empty if none); `tools` (the
+    names offered) turns on the triple-quote repair of fenced blocks, for calls to those tools only."""
     text = (text or "")[:MAX_TEXT]
     calls: list[TextCall] = []
     if "<tool_call>" in text:
@@ -98,5 +131,5 @@ def find_text_calls(text: str) -> list[TextCall]:
             calls += found
     else:
         for body in _FENCE.findall(text):
-            calls += [c for c in (_as_call(v, "fenced_json") for v in _objects(body)) if c]
+            calls += _fenced(body, tools)
     return calls[:MAX_CALLS]

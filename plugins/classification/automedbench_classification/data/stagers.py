@@ -35,6 +35,8 @@ from automedbench.api import (
     TaskSpec,
     UserError,
     check_download_file,
+    grey_content,
+    one_colour_mode,
     open_zip,
     read_download_bytes,
     read_download_text,
@@ -49,7 +51,6 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one 
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # decoded pixels per image (a decompression bomb stops here)
 MAX_FILES = 500_000
-GREY_CHROMA = 1.0  # the mean of |R-G| and |G-B| below which three channels hold a grey image (JPEG chroma noise)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 HAM_DX = {"akiec": "actinic_keratoses", "bcc": "basal_cell_carcinoma", "bkl": "benign_keratosis_like_lesions",
           "df": "dermatofibroma", "mel": "melanoma", "nv": "melanocytic_nevi", "vasc": "vascular_lesions"}
@@ -103,18 +104,6 @@ def _zip_reader(archive: zipfile.ZipFile, name: str) -> Callable[[], bytes]:
     return lambda: read_zip_member(archive, name, MAX_IMAGE_BYTES)
 
 
-def holds_grey(pixels: np.ndarray) -> bool:
-    """Whether an image's content is grey: one channel, or three that differ only by JPEG's chroma noise."""
-    return pixels.ndim == 2 or float(np.abs(np.diff(pixels.astype(np.int16), axis=2)).mean()) < GREY_CHROMA
-
-
-def in_mode(pixels: np.ndarray, grey: bool) -> np.ndarray:
-    """The pixels as one grey channel (`grey`) or three: every case of a staging in the same colour mode."""
-    if grey:
-        return pixels if pixels.ndim == 2 else np.asarray(Image.fromarray(pixels).convert("L"))
-    return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
-
-
 def one_size(sizes: list[tuple[int, int]]) -> tuple[int, int]:
     """The (height, width) every case of a staging is published at: the median of the drawn images' own."""
     return int(np.median([h for h, _ in sizes])), int(np.median([w for _, w in sizes]))
@@ -129,22 +118,23 @@ def at_size(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[Item]) -> StagedData:
     """Write the chosen items as cases whose ids are drawn from the staging's secret, all in one colour mode
-    (grey when every image's content is grey, else RGB) and one size (the drawn images' median height and
-    width): a class the download stores in another mode (grey radiographs saved as RGB in one class folder) or
-    at other sizes (Kermany's normal radiographs are larger than its pneumonia ones; the Brain Tumor MRI
-    Dataset's no-tumour slices come from another source than its 512x512 tumour slices) would otherwise be
-    told apart by the JPEG header alone. A download whose images share one size is published as it is."""
+    (grey when every image's content is grey, else RGB, a grey image's three channels equal) and one size (the
+    drawn images' median height and width): a class the download stores in another mode (grey radiographs saved
+    as RGB in one class folder) or at other sizes (Kermany's normal radiographs are larger than its pneumonia
+    ones; the Brain Tumor MRI Dataset's no-tumour slices come from another source than its 512x512 tumour slices)
+    would otherwise be told apart by the JPEG header alone, or by the noise an RGB export leaves between a grey
+    image's channels. A download whose images share one size is published as it is."""
     params = task.params
     classes = [str(c) for c in params["classes"]]
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
     grey, sizes = True, []
     for _, read, name, _ in chosen:
         pixels = decode_image(read(), name)
-        grey = grey and holds_grey(pixels)
+        grey = grey and grey_content(pixels)
         sizes.append(pixels.shape[:2])
     size = one_size(sizes)
     for case_id, (source_id, read, name, label) in zip(case_ids, chosen, strict=True):
-        pixels = at_size(in_mode(decode_image(read(), name), grey), size)
+        pixels = at_size(one_colour_mode(decode_image(read(), name), not grey), size)
         write_case(area.root, case_id, jpeg_bytes(pixels), classes, label, {"id": source_id, "file": name})
     return area.commit(case_ids)
 

@@ -36,6 +36,7 @@ from automedbench.api import (
     check_image,
     check_pixels,
     loads_json,
+    one_colour_mode,
     parse_xml,
     read_download_text,
     staging_area,
@@ -111,13 +112,6 @@ def stored_in_colour(path: Path) -> bool:
         return image.mode in COLOUR_MODES
 
 
-def in_mode(pixels: np.ndarray, colour: bool) -> np.ndarray:
-    """The pixels in the staging's one colour mode: three channels (`colour`) or one."""
-    if colour:
-        return pixels if pixels.ndim == 3 else np.repeat(pixels[..., None], 3, axis=2)
-    return pixels if pixels.ndim == 2 else np.asarray(Image.fromarray(pixels).convert("L"))
-
-
 def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> list[str]:
     """`count` of the items, chosen from the staging's secret (never the split file's or the table's order)."""
     items = sorted(set(items))
@@ -129,14 +123,16 @@ def _sample(items: list[str], count: int, secret: StagingSecret, what: str) -> l
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[tuple[str, Path, list[GTBox]]],
                classes: list[str]) -> StagedData:
     """Write the chosen (source id, image path, boxes) as cases whose ids are drawn from the staging's secret, all
-    in one colour mode (RGB when any source image is stored in colour, grey otherwise): a finding whose images
-    the download stores in another mode than the rest would otherwise be told by the PNG header. Each image keeps
-    its size: the boxes are in its pixel frame (meta.json's width and height), as the original publishes them."""
+    in one colour mode (RGB when any source image is stored in colour, grey otherwise; a grey image's three
+    channels equal): a finding whose images the download stores in another mode than the rest would otherwise be
+    told by the PNG header, or by the level of noise an RGB export leaves between a grey image's channels. Each
+    image keeps its size: the boxes are in its pixel frame (meta.json's width and height), as the original
+    publishes them."""
     params = task.params
     case_ids = area.secret.case_ids(len(chosen), str(params.get("case_prefix", "case")))
     colour = any(stored_in_colour(path) for _, path, _ in chosen)
     for case_id, (source_id, path, boxes) in zip(case_ids, chosen, strict=True):
-        pixels = in_mode(read_image(path), colour)
+        pixels = one_colour_mode(read_image(path), colour)
         height, width = pixels.shape[:2]
         kept = []
         for cls, *corners in boxes:
