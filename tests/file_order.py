@@ -101,6 +101,10 @@ SLOW_TESTS: dict[str, str] = {
     # report_gen group's worker has started already (alone with test_caps_omissions.py 35.5 CPU-s, together 23.9)
     "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
     "[report_gen/demo]": "report_gen-meteor",
+    # the warm-against-cold check of report_gen/demo: its submission is the run page's Standard reference run (the
+    # same `amb_run` key), made once for both; in its file's group it made a run of its own (38.8 CPU-s with two cold
+    # evaluations, one now: BENCHMARKS.md, "The slow tier mapped")
+    "tests/test_warm_evaluator.py::test_report_demo_scores_the_same_warm_and_cold": "report_gen-meteor",
     # the run page of segmentation/demo: its skip-validate Lite run is test_codes_detectors.py's (run_agent is
     # amb_run): with that file's slow tests in one process 45.9 CPU-s with separate caches, 40.3 with one
     "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"

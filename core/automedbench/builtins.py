@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from .hookspecs import Register, hookimpl
@@ -9,12 +10,23 @@ from .hookspecs import Register, hookimpl
 
 @hookimpl
 def automedbench_register_agents(register: Register) -> None:
-    from .agents.scripted import VARIANTS, ScriptedAgent
+    from .agents.scripted import VARIANTS
 
     for variant, description in VARIANTS.items():
-        register(variant, partial(ScriptedAgent, variant), f"scripted: {description}")
+        register(variant, _core_variant(variant), f"scripted: {description}")
     register("scripted", _track_variant,
              "scripted: a track's own flawed variant (--agent-option variant=NAME, see Track.scripted_variants)")
+
+
+def _core_variant(variant: str) -> Callable[[], object]:
+    """The factory of one of the core's scripted agents: it takes no options (one given is refused by name)."""
+
+    def make() -> object:
+        from .agents.scripted import ScriptedAgent
+
+        return ScriptedAgent(variant)
+
+    return make
 
 
 def _track_variant(variant: str = "reference") -> object:

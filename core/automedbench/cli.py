@@ -16,7 +16,7 @@ from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import CommandContext, install_hint, registry
-from .progress import StagingProgress
+from .progress import StagingProgress, WaitTicker
 from .staging import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
 
@@ -149,7 +149,11 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
         if announce:
             console.print(announce.pop(), soft_wrap=True)  # a path stays on one line, to copy
 
+    # a long wait (an agent's call, the evaluator: METEOR's Java alone takes ~10-30 s, an LLM judge) is shown
+    ticker = WaitTicker(console)
+
     def progress(event: dict[str, Any]) -> None:
+        ticker.stop()  # the wait it showed is over: this event's line comes next
         if event["kind"] == "run_started":  # sent once the data is there and the run folder exists
             announce.append(f"run {event['run_id']}: {options.task} ({options.tier}) with agent {options.agent} "
                             f"-> {event['run_dir']}")
@@ -166,14 +170,21 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
             text = printable_text(event["content"] or "").strip().splitlines()
             line = escape(f"{tools}  {text[0][:80] if text else ''}")  # the model's words are not markup
             console.print(f"[dim]turn {event['turn']:>3}[/] {line}")
+            if event["tools"]:
+                ticker.start(f"turn {event['turn']}: {', '.join(event['tools'])} running")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
             console.print(f"[dim]          exit {event['exit_code']} in {event.get('duration_s') or 0:.2f}s[/]")
         elif event["kind"] == "phase":  # scoring real volumes or an LLM judge can take minutes: say so
             console.print("[dim]scoring " + (f"{event['cases']} case(s) in the isolated evaluator…[/]"
                           if event["phase"] == "evaluate" else f"S1–S3 with the {escape(event['judge'])} judge…[/]"))
+            ticker.start("scoring in the isolated evaluator" if event["phase"] == "evaluate"
+                         else f"judging S1–S3 with the {event['judge']} judge")
 
     runner = Run(options, reg, progress)
-    result = runner.execute()
+    try:
+        result = runner.execute()
+    finally:
+        ticker.stop()
     say_folder()
     render(result, console, items=items)
     for line in warnings:
@@ -209,10 +220,16 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
     if keep_in and Path(keep_in).exists() and any(Path(keep_in).iterdir()):
         raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
     work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
+    ticker = WaitTicker(err_console)  # scoring can take a while (report generation: METEOR's Java start-up)
     try:
-        result = evaluate_folder(reg, EvaluateOptions(
-            task=o["task"], data_root=o["data_root"], work=work, submission=Path(submission) if submission else None,
-            baseline=baseline, task_score=o["task_score"], eval_options=o["eval_options"]))
+        ticker.start(f"scoring {o['task']} in the isolated evaluator")
+        try:
+            result = evaluate_folder(reg, EvaluateOptions(
+                task=o["task"], data_root=o["data_root"], work=work,
+                submission=Path(submission) if submission else None, baseline=baseline, task_score=o["task_score"],
+                eval_options=o["eval_options"]))
+        finally:
+            ticker.stop()
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)
@@ -409,7 +426,8 @@ def tasks() -> None:
 @click.argument("task_id")
 @click.option("--from", "source", type=click.Path(exists=True, file_okay=False), default=None,
               help="The dataset's official download folder (not needed for demo tasks).")
-@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+@click.option("--data-root", type=click.Path(file_okay=False), default=None,
+              help="Where to write the staged task [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].")
 @click.option("--force", is_flag=True, help="Re-stage even if staged already.")
 def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bool) -> None:
     """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders.

@@ -10,7 +10,8 @@ and the core can reorganise everything not named in `__all__`.
 What it holds, by step of a run:
 - the run and its options: `Run`, `RunOptions` and the click helpers that declare run options on a command;
 - the registry: `registry()` (the process-wide one), `Registry`, and `CommandContext` (what a plugin's
-  command gets from the command line: consoles and the registry);
+  command gets from the command line: consoles and the registry), `check_options` (a component's options
+  refused by name before anything starts);
 - staging: `stage`, `ensure_staged`, `default_data_root`, `task_dir`, `STAMP`; what a staging must hold to
   (`check_published`: the public tree's rule; `STAGING_SECRET_FILE`: where its secret is kept; `SEED_PARAM`:
   the parameter names a real task file may not carry); what a task's sandbox needs
@@ -76,7 +77,7 @@ from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
 from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
 from .pictures import PICTURES_DIR, copy_pictures
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
-from .plugins import CommandContext, Registry, registry
+from .plugins import CommandContext, Registry, check_options, registry
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
 from .resultproof import check_bytes, check_evidence, check_folder, check_or_reason, write_result
 from .rubric import check as check_rubric
@@ -125,6 +126,7 @@ __all__ = [
     "check_evidence",
     "check_folder",
     "check_interrupt",
+    "check_options",
     "check_or_reason",
     "check_published",
     "check_rubric",

@@ -12,6 +12,7 @@ from . import errors, staging
 from .evaluator import grade_evaluation, run_isolated
 from .freeze import freeze
 from .fsutil import sha256_text
+from .needs import scoring_gap
 from .plugins import Registry
 from .provenance import versions
 from .records import Header, Isolation, Result, Runtime
@@ -43,6 +44,9 @@ def evaluate_folder(reg: Registry, o: EvaluateOptions) -> Result:
     submission, baseline, data_root, work = o.submission, o.baseline, o.data_root, o.work
     track, task = reg.task(o.task)
     options = track.check_evaluation_options(o.eval_options)
+    gap = scoring_gap(track, task, o.backend)  # before staging: the metric cannot run here, say so in one line
+    if gap is not None:
+        raise errors.UserError(gap)
     staged = staging.ensure(track, task, data_root)
     work.mkdir(parents=True, exist_ok=True)
     if baseline is not None:

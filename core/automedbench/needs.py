@@ -1,7 +1,8 @@
 """What a task's sandbox needs (`TaskSpec.needs`, `Track.sandbox_needs`), checked before a run and by
-`validate-task` and `automedbench tasks`: the modules its reference method imports inside the sandbox, and
-the read-only assets it loads. A gap is one line naming what to install, never a run that scores F because
-the sandbox could not import the model's library."""
+`validate-task` and `automedbench tasks`: the modules its reference method imports inside the sandbox, the
+read-only assets it loads, and what its local evaluator needs to score it (`Track.scoring_gap`). A gap is one
+line naming what to install, never a run that scores F because the sandbox could not import the model's library
+or the evaluator could not run the metric."""
 
 from __future__ import annotations
 
@@ -53,13 +54,26 @@ def install_line(task: TaskSpec, needs: Any) -> str:
     return f"pip install '{what}'" if what and " " not in what else f"pip install {what}"
 
 
+def scoring_gap(track: Any, task: TaskSpec, evaluator: str = "process") -> str | None:
+    """The one line refusing to score `task` with a local `evaluator` backend ("process" or "warm": this
+    machine's Python and programs) that lacks what the metric runs, or None (another backend brings its own)."""
+    if evaluator not in ("process", "warm"):
+        return None
+    gap = track.scoring_gap(task)
+    return None if gap is None else f"{task.id} cannot be scored on this machine: {gap}"
+
+
 def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any) -> str | None:
-    """The one line refusing a run of `task` in `sandbox` (modules its Python lacks, assets not there), or None
-    when the sandbox has what the task's reference method needs (or the backend cannot tell)."""
+    """The one line refusing a run of `task` in `sandbox` (modules its Python lacks, assets not there, a program
+    the local evaluator that scores runs of this sandbox needs), or None when the sandbox has what the task's
+    reference method needs (or the backend cannot tell)."""
     needs = track.sandbox_needs(task)
     problem = assets_problem(track, task)
     if problem is not None:
         return f"{task.id} cannot run: {problem}"
+    gap = scoring_gap(track, task, getattr(sandbox, "evaluator", "process"))
+    if gap is not None:
+        return gap
     if not needs.modules:
         return None
     found = sandbox.missing_modules(list(needs.modules), track.name)
@@ -75,7 +89,7 @@ def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any) -> str | None:
 def ready_here(track: Any, task: TaskSpec) -> tuple[bool, str]:
     """Whether this machine's local sandbox (the harness's Python) has what the task needs, and if not what to
     install: the `Ready` column of `automedbench tasks`."""
-    problem = assets_problem(track, task)
+    problem = assets_problem(track, task) or track.scoring_gap(task)
     if problem is not None:
         return False, problem
     needs = track.sandbox_needs(task)

@@ -43,6 +43,19 @@ def _path(value: str | None) -> Path | None:
     return None if value is None else Path(value).expanduser()
 
 
+def gpu_ids(value: str | None) -> str:
+    """`--gpus`: comma-separated device indices or CUDA UUIDs (`GPU-…`, `MIG-…`); anything else (`all`, `0;1`)
+    was handed to CUDA_VISIBLE_DEVICES as it stood, a run without the GPU it asked for, silently."""
+    import re
+
+    ids = [part.strip() for part in (value or "").split(",") if part.strip()]
+    bad = [part for part in ids if not re.fullmatch(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+", part)]
+    if bad:
+        raise UserError(f"--gpus takes device ids separated by commas, e.g. 0 or 0,1 (or GPU-/MIG- UUIDs), not "
+                        f"{bad[0]!r}; leave it out for no GPU")
+    return ",".join(ids)
+
+
 def data_root_or_default(value: str | None) -> Path:
     """The flag's folder, or the default data root (resolved when the command starts, as the help says)."""
     from .staging import default_data_root
@@ -86,9 +99,13 @@ class RunOptions:
         ("--agent",), "Agent name, e.g. reference (scripted, offline), openai, anthropic "
         "(see `automedbench plugins`).", scores=True))
     sandbox: str = field(default="local", metadata=meta(
-        ("--sandbox",), "Sandbox backend.", scores=True, show_default=True))
+        ("--sandbox",), "Sandbox backend: local (bubblewrap where it works here, else plain), local-plain (no "
+        "filesystem isolation) or docker (the [docker] extra; `automedbench images build` first); see "
+        "`automedbench plugins`.", scores=True, show_default=True))
     judge: str = field(default="rules", metadata=meta(
-        ("--judge",), "Judge backend for S1–S3.", scores=True, show_default=True))
+        ("--judge",), "Judge backend for S1–S3: rules (offline, deterministic) or an LLM judge, openai, anthropic "
+        "or llm (the [models] extra; its model and endpoint with --judge-option); the verdict, model and cost "
+        "are kept in judge.json and result.json.", scores=True, show_default=True))
     out: Path = field(default=Path("runs"), metadata=meta(
         ("--out",), "Folder that receives runs/<run-id>/.", type=click.Path(file_okay=False), show_default=True,
         parse=_path))
@@ -96,9 +113,12 @@ class RunOptions:
         ("--data-root",), "Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].",
         type=click.Path(file_okay=False), parse=data_root_or_default))
     agent_options: dict[str, Any] = field(factory=dict, metadata=meta(
-        ("--agent-option",), "Option passed to the agent factory; repeatable.", scores=True, **KV))
+        ("--agent-option",), "Option passed to the agent, e.g. model=NAME, base_url=URL, api_key_env=VAR (each "
+        "agent's options: `automedbench plugins`; scripted agents take none, `scripted` takes variant=NAME); "
+        "repeatable.", scores=True, **KV))
     judge_options: dict[str, Any] = field(factory=dict, metadata=meta(
-        ("--judge-option",), "Option passed to the judge factory; repeatable.", scores=True, **KV))
+        ("--judge-option",), "Option passed to the judge, e.g. model=NAME, base_url=URL, api_key_env=VAR, or "
+        "config=FILE entry=NAME (the rules judge takes none); repeatable.", scores=True, **KV))
     max_turns: int | None = field(default=None, metadata=meta(
         ("--max-turns",), "Override the task's turn budget.", type=click.IntRange(1), scores=True))
     time_limit_s: float | None = field(default=None, metadata=meta(
@@ -126,7 +146,7 @@ class RunOptions:
         type=click.IntRange(0), metavar="MB", scores=True))
     gpus: str = field(default="", metadata=meta(
         ("--gpus",), "GPUs this run may use, e.g. 0 or 0,1 (sets CUDA_VISIBLE_DEVICES in the sandbox; "
-        "none by default).", metavar="IDS"))
+        "none by default).", metavar="IDS", parse=gpu_ids))
     eval_options: dict[str, str] = field(factory=dict, metadata=meta(
         ("--eval-option",), "Option for the track's evaluator (e.g. answer_judge=offline for VQA); repeatable.",
         scores=True, **KV))

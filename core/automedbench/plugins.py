@@ -81,6 +81,32 @@ class Component:
     declared: dict[str, Any] = Factory(dict)
 
 
+def check_options(component: Component, options: dict[str, Any], flag: str = "") -> None:
+    """Refuse options a component's factory does not take (`--agent-option`, `--judge-option`) in one line naming
+    the ones it does, before anything starts: a typo was a TypeError traceback, and in a sweep an
+    infrastructure failure retried for every run. A factory taking `**options` checks its own. `flag`: the
+    command's option that gave them (default `--<kind>-option`)."""
+    import inspect
+
+    if not options:
+        return
+    try:
+        params = inspect.signature(component.factory).parameters.values()
+    except (TypeError, ValueError):  # a callable without a readable signature: it checks its own options
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    known = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [key for key in options if key not in known]
+    if not unknown:
+        return
+    if not known:
+        raise UserError(f"the {component.name} {component.kind} takes no options "
+                        f"({flag or f'--{component.kind}-option'} {unknown[0]}=...)")
+    known_line = did_you_mean(unknown[0], known) if len(unknown) == 1 else f"; known: {', '.join(sorted(known))}"
+    raise UserError(f"unknown {component.name} {component.kind} option(s) {', '.join(unknown)}{known_line}")
+
+
 @define(frozen=True)
 class CommandContext:
     """What a plugin's command needs of the command line, handed to `automedbench_register_commands` and set
@@ -229,7 +255,9 @@ class Registry:
         return found
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
-        return self.get(kind, name).factory(**options)
+        component = self.get(kind, name)
+        check_options(component, options)
+        return component.factory(**options)
 
     def track(self, name: str) -> Any:
         key = ("track", name)

@@ -110,6 +110,51 @@ class StagingProgress:
                 return
 
 
+class WaitTicker:
+    """While a run waits on one step (an agent's long call, the evaluator, an LLM judge), say that it is still
+    working: a live line with the seconds on a terminal, else a plain line every interval, so a log shows it.
+    `start(label)` replaces the step being waited on; `stop()` ends the wait (before the next line is printed)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.lines = 0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # events may come from another thread (an installed agent's gateway)
+
+    def start(self, label: str) -> None:
+        with self._lock:
+            self._end()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._loop, args=(label, self._stop, time.monotonic()),
+                                            name="wait-ticker", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._end()
+
+    def _end(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def _loop(self, label: str, stop: threading.Event, started: float) -> None:
+        if self.console.is_terminal:
+            if stop.wait(FIRST_AFTER_S):
+                return
+            with self.console.status(escape(label), spinner="dots") as status:
+                while not stop.wait(0.5):
+                    status.update(escape(f"{label} ({time.monotonic() - started:.0f} s)"))
+            return
+        interval = plain_interval()
+        while not stop.wait(interval):
+            self.console.print(escape(f"  … {label}: still working ({time.monotonic() - started:.0f} s)"),
+                               style="dim", soft_wrap=True)
+            self.lines += 1
+
+
 class SweepProgress(Progress):
     """The sweep's bar, with the runs in flight under it (id and seconds running; the first few)."""
 

@@ -30,8 +30,10 @@ def fmt_component(value: float | None, name: str = "") -> str:
 
 def render(result: Result, console: Console, *, items: bool = False) -> None:
     h, a = result.header, result.aggregate
+    # the judge's version names its model for an LLM judge (`1/gpt-4o`): which model graded, beside the backend
+    version = f" (version {escape(result.judge.judge_version)})" if result.judge and result.judge.judge_version else ""
     console.print(f"[bold]run {h.run_id}[/]  task {h.task}  tier {h.tier}  agent {h.agent}  "
-                  f"sandbox {h.sandbox}  judge {h.judge}")
+                  f"sandbox {h.sandbox}  judge {h.judge}{version}")
     console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
                   f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s "
                   f"({result.runtime.harness_cpu_s:.2f} CPU-s)")
@@ -67,6 +69,10 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:
         console.print(f"  a stage is null; with nulls as 0 Agentic would be {fmt(a.agentic_nulls_as_zero)}")
+    if result.judge is not None and result.judge.error:  # why S1–S3 are null, and how to grade them later
+        console.print("[yellow]  the judge could not grade:[/] " + escape(result.judge.error)
+                      + f" (once it answers: automedbench rejudge <run folder> --judge {escape(h.judge)} ...)",
+                      soft_wrap=True)
     if result.summary_plots is not None:  # Pro: asked for by the brief, reported, never scored
         plots = result.summary_plots
         console.print("summary plots (Pro, not scored): " + (escape(f"{len(plots)} present: {', '.join(plots[:8])}")

@@ -54,7 +54,7 @@ from .needs import sandbox_gap
 from .observed import ObservedSteps
 from .options import RunOptions, conditions_record, score_record, warm_wanted
 from .pilot import PilotTracker
-from .plugins import Registry
+from .plugins import Registry, check_options
 from .provenance import scoring_record, versions
 from .records import (
     BreachEvidence,
@@ -117,6 +117,8 @@ class Run:
             registry.get("evaluator", "warm")
         self.warm = warm_wanted(options, "warm" in registry.components["evaluator"])
         # Built here so that a bad option or a missing API key fails before any run folder exists.
+        check_options(self.agent_comp, options.agent_options)
+        check_options(self.judge_comp, options.judge_options)
         self.agent: Agent = self.agent_comp.factory(**options.agent_options)
         self.agent.check_task(self.track, self.task, options.tier)
         self.judge: Judge = self.judge_comp.factory(**options.judge_options)

@@ -226,6 +226,13 @@ class Track(ABC):
         refuses a sandbox without it in one line, `validate-task` checks it, `automedbench tasks` shows it."""
         return task.needs
 
+    def scoring_gap(self, task: TaskSpec) -> str | None:
+        """What this machine lacks to score `task` in a local evaluator process (a program its metric runs, such
+        as Java for METEOR), as one line naming the fix; None when it has it all. `run`, `sweep` and `evaluate`
+        refuse before the agent starts (a run scored without it would rate F through no fault of the agent;
+        the docker evaluator brings its own), and `automedbench tasks` shows it in the Ready column."""
+        return None
+
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")
 

@@ -415,7 +415,7 @@ GREY_CHROMA = 3.0
 
 
 def grey_content(pixels: Any) -> bool:
-    """Whether uint8 pixels hold a grey image: one channel, or three less than a level apart on average."""
+    """Whether uint8 pixels hold a grey image: one channel, or three less than GREY_CHROMA levels apart on average."""
     import numpy as np
 
     pixels = np.asarray(pixels)

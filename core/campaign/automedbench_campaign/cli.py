@@ -155,7 +155,8 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
 @click.argument("runs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @click.option("--tagger", default=None, metavar="JUDGE",
               help="Also ask this judge backend (one with complete(system, prompt)) to tag the runs.")
-@click.option("--tagger-option", "tagger_options", multiple=True, metavar="KEY=VALUE")
+@click.option("--tagger-option", "tagger_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the --tagger judge, e.g. model=NAME or base_url=URL; repeatable.")
 @click.option("--dry-run", is_flag=True, help="Show the codes but do not rewrite result.json.")
 @click.option("--include-unverified", is_flag=True,
               help="Also tag unverified runs (no filesystem isolation...: their trajectories are not trusted).")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 from automedbench.api import UserError
-from automedbench.engine import CommandContext, parse_kv
+from automedbench.engine import CommandContext, check_options, parse_kv
 from rich.markup import escape
 
 
@@ -61,11 +61,16 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--judge-a", required=True, help="First judge (a stored verdict by it is used when present).")
 @click.option("--judge-b", required=True, help="Second judge.")
-@click.option("--judge-a-option", "a_options", multiple=True, metavar="KEY=VALUE")
-@click.option("--judge-b-option", "b_options", multiple=True, metavar="KEY=VALUE")
+@click.option("--judge-a-option", "a_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the first judge, e.g. model=gpt-4o or base_url=URL; repeatable.")
+@click.option("--judge-b-option", "b_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the second judge; repeatable. Two models of one backend (--judge-a openai "
+                   "--judge-b openai, other options) are both graded now: a stored verdict names its backend, not "
+                   "the options it ran with.")
 @click.option("--regrade", is_flag=True, help="Grade with both judges now even when stored verdicts exist.")
 @click.option("--stored-only", is_flag=True, help="Use stored verdicts only; skip runs that lack one.")
-@click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True)
+@click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
+              help="Folder to look in when a RUN is a run id.")
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement table as JSON.")
 @click.pass_obj
 def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, b_options, regrade, stored_only,
@@ -81,21 +86,30 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
 
     if stored_only and regrade:
         raise UserError("--stored-only and --regrade exclude each other")
+    sides = ((judge_a, parse_kv(a_options)), (judge_b, parse_kv(b_options)))
+    # one backend under two sets of options (two models): its stored verdicts cannot tell the sides apart
+    one_backend = judge_a == judge_b and sides[0][1] != sides[1][1]
+    if one_backend and stored_only:
+        raise UserError(f"--judge-a and --judge-b are both {judge_a} with other options: a stored verdict does not "
+                        "say which options graded it; leave out --stored-only to grade both now")
     console, err_console = context.console, context.err_console
     reg = context.registry()
-    judges: dict[str, Any] = {}
+    for (name, options), flag in zip(sides, ("--judge-a-option", "--judge-b-option"), strict=True):
+        check_options(reg.get("judge", name), options, flag)  # a mistyped name or option: one line, before grading
+    judges: dict[tuple[str, str], Any] = {}
     pairs, skipped, reasons = [], [], {}
     for run_id in _track(runs, "grading", err_console):
         folder = RunFolder.locate(run_id, Path(runs_dir))
         result = folder.load_result()
         pair = []
-        for name, options in ((judge_a, a_options), (judge_b, b_options)):
-            verdict = None if regrade else stored_verdict(folder, name)
+        for name, options in sides:
+            verdict = None if regrade or one_backend else stored_verdict(folder, name)
             if verdict is None and not stored_only and not result.isolation.breached:
-                if name not in judges:
-                    judges[name] = reg.create("judge", name, **parse_kv(options))
+                key = (name, repr(sorted(options.items())))  # each side its own judge, made once
+                if key not in judges:
+                    judges[key] = reg.create("judge", name, **options)
                 try:
-                    verdict = grade(reg, folder, result, judges[name])
+                    verdict = grade(reg, folder, result, judges[key])
                 except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
                     reasons[str(folder)] = str(exc)
                     verdict = None

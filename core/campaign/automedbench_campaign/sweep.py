@@ -26,6 +26,7 @@ from automedbench.engine import (
     STAMP,
     RunOptions,
     check_interrupt,
+    check_options,
     default_data_root,
     ensure_staged,
     reap_stale_workspaces,
@@ -148,10 +149,16 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("a sweep needs at least one agent, one task and one tier")
     if config.repeats < 1 or config.workers < 1 or config.retries < 0:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
-    for agent in config.agents:
-        registry.get("agent", agent)
+    for agent in config.agents:  # every agent gets the same --agent-option: each must take them all
+        try:
+            check_options(registry.get("agent", agent), config.run.agent_options)
+        except UserError as exc:
+            if len(config.agents) == 1:
+                raise
+            raise UserError(f"{exc}; every agent of a sweep gets the same --agent-option: sweep {agent} "
+                            "in a sweep of its own") from None
     sandbox = registry.get("sandbox", config.run.sandbox)
-    registry.get("judge", config.run.judge)
+    check_options(registry.get("judge", config.run.judge), config.run.judge_options)
     backend = sandbox.factory()
     if config.run.require_isolation and not getattr(backend, "isolates", lambda: True)():
         raise UserError(f"sandbox {config.run.sandbox} gives no filesystem isolation here (bubblewrap missing or "

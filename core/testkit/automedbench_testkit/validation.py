@@ -98,7 +98,8 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
 
 @click.command("validate-task")
 @click.argument("task_id")
-@click.option("--data-root", type=click.Path(file_okay=False), default=None)
+@click.option("--data-root", type=click.Path(file_okay=False), default=None,
+              help="Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].")
 @click.pass_obj
 def validate_task(context: CommandContext, task_id: str, data_root: str | None) -> None:
     """Checks for track authors: task file, staging, briefs for every tier, rubric, baselines."""

@@ -5,8 +5,8 @@ No harness imports, so the benchmark and the comparison script use exactly what 
 Rules (the README states them for agents):
 - a detection matches the unmatched ground truth of its image and class with the highest IoU, if that
   IoU >= the threshold; detections are taken in descending score, ties by (image order, box index);
-  among ground truths with the same best IoU the last one wins (pycocotools' choice, kept so that
-  the oracle agrees box for box);
+  among ground truths with the same best IoU the first in the file wins (the original scorer's strict `>`;
+  pycocotools keeps the last, so the two differ only on exact IoU ties, which integer boxes make common);
 - detections of a class are pooled over images in the same order; AP is COCO's: the precision envelope
   sampled at the 101 recall points 0, 0.01, …, 1 (0 where the recall is never reached);
 - mAP is the mean over classes with at least one ground-truth box; there is no cap on detections.
@@ -173,12 +173,11 @@ def match(det: Boxes, gt: Boxes, iou_threshold: float = 0.5) -> np.ndarray:
     bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
     free = np.ones(len(gt), dtype=bool)
     sorted_tp = np.zeros(len(det), dtype=bool)
-    last_col = cand.shape[1] - 1
     for k in range(int(rank.max()) + 1):
         rows = by_rank[bounds[k]:bounds[k + 1]]  # at most one detection per group: no conflicts
         options = cand[rows]
         vals = np.where((options >= 0) & free[np.maximum(options, 0)], value[rows], -1.0)
-        pick = last_col - np.argmax(vals[:, ::-1], axis=1)  # the last of equal best IoUs
+        pick = np.argmax(vals, axis=1)  # the first of equal best IoUs (candidates are in file order)
         chosen = options[np.arange(len(rows)), pick]
         hit = vals[np.arange(len(rows)), pick] >= iou_threshold
         sorted_tp[dets[rows[hit]]] = True

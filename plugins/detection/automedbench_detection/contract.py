@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,12 +100,28 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _box_problem(i: int, box: Any, meta: Meta, index: dict[str, int],
+def class_key(name: str) -> str:
+    """A class name as the original scorer compares it: surrounding whitespace dropped, lower case, so " rbc " is
+    RBC (a model's own spelling of the task's names)."""
+    return name.strip().lower()
+
+
+def class_lookup(names: list[str]) -> Callable[[str], int | None]:
+    """A name's index: by the name exactly, else by its `class_key` when no other name has that key (a task whose
+    names differ only in case keeps exact matching for them: "MASS" is neither "Mass" nor "mass"). The keys are
+    looked up apart from the names, so a shared key never reaches the one name spelt as that key."""
+    exact = {name: k for k, name in enumerate(names)}
+    counts = Counter(class_key(n) for n in names)
+    by_key = {class_key(n): k for k, n in enumerate(names) if counts[class_key(n)] == 1}
+    return lambda name: exact.get(name, by_key.get(class_key(name)))
+
+
+def _box_problem(i: int, box: Any, meta: Meta, lookup: Callable[[str], int | None],
                  any_name: int | None = None) -> tuple[str | None, tuple | None]:
     if not isinstance(box, dict):
         return f"box {i}: not an object", None
     name = box.get("class")
-    cls = index.get(name) if isinstance(name, str) else None
+    cls = lookup(name) if isinstance(name, str) else None
     if cls is None and any_name is not None and isinstance(name, str) and name.strip():
         cls = any_name  # any finding counts for the one Task class
     if cls is None:
@@ -143,11 +161,11 @@ def parse_prediction(path: Path, meta: Meta, extra_classes: tuple[str, ...] = ()
     if len(boxes) > MAX_BOXES:
         return Parsed(reasons=[f"{PREDICTION_FILE}: {len(boxes)} boxes (at most {MAX_BOXES})"])
     names = list(meta.classes) + [c for c in extra_classes if c not in meta.classes]
-    index = {name: k for k, name in enumerate(names)}
-    any_name = index[any_name_as] if any_name_as is not None else None
+    lookup = class_lookup(names)
+    any_name = names.index(any_name_as) if any_name_as is not None else None
     rows, reasons, bad = [], [], 0
     for i, box in enumerate(boxes):
-        problem, row = _box_problem(i, box, meta, index, any_name)
+        problem, row = _box_problem(i, box, meta, lookup, any_name)
         if problem:
             bad += 1
             if len(reasons) < MAX_REASONS:

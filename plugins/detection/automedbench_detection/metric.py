@@ -5,8 +5,9 @@ mAP is not a mean of per-case scores, so `score_case` only parses and keeps each
 and computes the cohort metric once. Partial = that value; strict = 0 unless every case was valid
 (the original's completeness gate: a missing prediction.json zeroes the strict Task).
 
-Task params: `classes` (the names in meta.json), `iou_threshold` (0.5), `score_threshold` (micro
-precision/recall/F1 counted on boxes with score >= it), and optionally `task_class`: every box, of
+Task params: `classes` (the names in meta.json), `iou_threshold` (0.5), `score_threshold` (the operating
+point: `micro_*_at_threshold` and the per-case TP/FP/FN count boxes with score >= it; `micro_*` count every
+box, as the original scorer does), and optionally `task_class`: every box, of
 any class, is scored as that one class for the Task (VinDr-CXR's "abnormality"), with per-class AP
 over `classes` as components.
 """
@@ -104,8 +105,10 @@ class DetectionEvaluation(TaskEvaluation):
             components[f"ap_{name}"] = _num(class_ap[k])
         value = 0.0 if np.isnan(value) else float(value)
         confident = det.score >= self.score_threshold
-        micro = micro_prf(int(np.sum(tp & confident)), int(np.sum(confident)), len(gt))
-        components.update({f"micro_{k}": v for k, v in micro.items()})
+        # the original's micro values count every box, whatever its score; the operating point's beside them
+        components.update({f"micro_{k}": v for k, v in micro_prf(int(np.sum(tp)), len(det), len(gt)).items()})
+        at_threshold = micro_prf(int(np.sum(tp & confident)), int(np.sum(confident)), len(gt))
+        components.update({f"micro_{k}_at_threshold": v for k, v in at_threshold.items()})
         components.update(self._diagnostics(det, gt, order, sizes))
         components.update(self._hedging(det, gt, n_cls))
         components["unscored_boxes"] = float(sum(p.unscored for p in self.predictions.values()))

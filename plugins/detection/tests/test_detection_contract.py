@@ -33,7 +33,7 @@ def test_valid_and_empty(tmp_path):
 
 
 @pytest.mark.parametrize(("bad", "phrase"), [
-    (box(**{"class": "rbc"}), phrase.UNKNOWN_CLASS),
+    (box(**{"class": "neutrophil"}), phrase.UNKNOWN_CLASS),  # "rbc" is RBC, as the original reads it (round 18)
     (box(score=1.5), phrase.BAD_SCORE),
     (box(score=True), phrase.BAD_SCORE),
     (box(x2=5), "x1 < x2"),

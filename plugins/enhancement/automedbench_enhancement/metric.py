@@ -170,10 +170,13 @@ def fold(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], lp
         "ssim_mean_valid": _mean([s.values["ssim"] for s in valid]),
         "psnr_mean_valid": _mean([s.values["psnr"] for s in valid]),
         "lpips_mean_valid": _mean([s.values.get("lpips") for s in valid]),
-        "composite_mean_valid": _mean([s.values.get("composite") for s in valid]),
         "valid_cases": float(len(valid)),
         "expected_cases": float(n),
     }
+    # the original's composite normalises the cohort means (its `clinical_score(mean_psnr, mean_ssim, mean_lpips)`),
+    # not each case: clipping is not linear, so one 99 dB case beside a 30 dB one is 1.0 there, not 0.5
+    means = (components["psnr_mean_valid"], components["ssim_mean_valid"], components["lpips_mean_valid"])
+    components["composite"] = None if None in means else composite(*means, task.params["composite"])
     if task.params.get("soft_window"):
         components["ssim_soft_tissue_mean_valid"] = _mean([s.values.get("ssim_soft_tissue") for s in valid])
     if lpips_note and rows:

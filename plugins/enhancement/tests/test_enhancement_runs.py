@@ -43,7 +43,7 @@ def test_reference_on_demo_ldct(amb_run):
     assert 0.955 < result.task.partial == result.task.strict < 0.99
     comps = result.task.components
     assert comps["psnr_mean_valid"] > 40 and comps["lpips_mean_valid"] is None
-    assert comps["composite_mean_valid"] is None  # LPIPS weights are not on disk: never downloaded
+    assert comps["composite"] is None  # LPIPS weights are not on disk: never downloaded
     assert 0.7 < comps["ssim_soft_tissue_mean_valid"] < result.task.partial
     assert result.aggregate.rating == "B"  # nlm is the best classical baseline: B by construction
     assert [c.code for c in result.error_codes] == []

@@ -29,10 +29,16 @@ def minimums(task: TaskSpec | None) -> tuple[int, int]:
     return int(params.get("min_chars", MIN_CHARS)), int(params.get("min_letters", MIN_LETTERS))
 
 
+def decode_report(data: bytes) -> str:
+    """A report's text as the original reads it (`Path.read_text`, universal newlines): CRLF and a lone CR become
+    one newline, so a Windows-written line counts one character for its end, in the length rules and the text."""
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def check_report_bytes(data: bytes, min_chars: int = MIN_CHARS, min_letters: int = MIN_LETTERS) -> list[str]:
     """Reasons the report is invalid (empty list: valid)."""
     try:
-        text = data.decode("utf-8")
+        text = decode_report(data)
     except UnicodeDecodeError as exc:
         return [f"{REPORT_FILE}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"]
     reasons = []
@@ -64,7 +70,7 @@ def check_report_file(path: Path, task: TaskSpec | None = None) -> tuple[bool, l
 
 def read_report(path: Path) -> str:
     """The text of a report that passed the checker."""
-    return path.read_bytes()[:MAX_BYTES].decode("utf-8")
+    return decode_report(path.read_bytes()[:MAX_BYTES])
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

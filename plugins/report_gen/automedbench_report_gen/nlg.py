@@ -94,14 +94,22 @@ def _close_meteor() -> None:
 atexit.register(_close_meteor)
 
 
+def java_missing() -> str | None:
+    """Why METEOR cannot run here (no `java` on PATH), naming the fix; None when it can."""
+    if shutil.which("java") is None:
+        return ("METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
+                "or install a headless JRE (apt-get install default-jre-headless)")
+    return None
+
+
 def meteor(references: list[str], hypotheses: list[str]) -> tuple[float, list[float]]:
     """METEOR 1.5 (`-l en -norm`): the jar's aggregate over all cases, and its per-case scores.
 
     Each call sends its own SCORE lines and one EVAL over exactly those, so a reused JVM gives the same
     numbers as a fresh one; a call that fails drops the JVM (the next call starts a new one)."""
-    if shutil.which("java") is None:
-        raise JavaMissing("METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
-                          "or install a headless JRE (apt-get install default-jre-headless)")
+    missing = java_missing()
+    if missing is not None:
+        raise JavaMissing(missing)
     scorer = _meteor_scorer()
     try:
         score, per_case = scorer.compute_score(_coco(references, True), _coco(hypotheses, True))

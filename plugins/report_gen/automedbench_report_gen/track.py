@@ -39,6 +39,12 @@ class ReportTrack(PackagedTrack):
         present, reasons = contract.check_report_file(submitted / contract.REPORT_FILE, task)
         return CaseVerdict(case_id, present, present and not reasons, reasons)
 
+    def scoring_gap(self, task: TaskSpec) -> str | None:
+        """Every task's Task holds METEOR, whose jar needs a Java runtime in the evaluator."""
+        from .nlg import java_missing
+
+        return java_missing()
+
     def evaluation_options(self) -> dict[str, str]:
         return {"clinical_backend": "rules (default, offline: Task is 'mlrg-offline') or models (the real CheXbert "
                                     "from chexbert_weights + bert_dir; with radgraph=1 also RadGraph: 'mlrg-7')",

@@ -1,7 +1,8 @@
 """Per-case scores and the cohort metric for both task kinds.
 
 organ + lesion: Task = 0.5 · mean lesion Dice over the reference-positive cases + 0.5 · mean organ
-Dice over all cases (only organ Dice when no case has a lesion). Multi-label: Task = macro mean over
+Dice over all cases; with no reference-positive case the lesion term is 0 (the original's `mean_lesion_dice`
+of an empty list; before round 18 the Task was then the organ Dice alone). Multi-label: Task = macro mean over
 labels of the per-label mean Dice, or, with `primary_label: K` (PANTHER: the tumour), the mean Dice of
 label K alone, the other labels and the macro mean staying as components. A label absent from both
 prediction and reference scores 1. A missing or invalid case counts 0 in the partial value and makes
@@ -122,11 +123,11 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
                     for c, s in zip(case_ids, scores, strict=True)]
         organ = float(np.mean([s.values["organ_dice"] if s else 0.0 for s in scores])) if scores else 0.0
         lesion_vals = [s.values["lesion_dice"] if s else 0.0 for s, p in zip(scores, positive, strict=True) if p]
-        lesion = float(np.mean(lesion_vals)) if lesion_vals else None
-        partial = 0.5 * organ + 0.5 * lesion if lesion is not None else organ
+        lesion = float(np.mean(lesion_vals)) if lesion_vals else 0.0  # no positive case: 0, as the original
+        partial = 0.5 * organ + 0.5 * lesion
         comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive)),
                  # the original's previous weighting, which the paper's worked example (App. I.1) prints as Task
-                 "organ25_lesion75": 0.25 * organ + 0.75 * lesion if lesion is not None else organ}
+                 "organ25_lesion75": 0.25 * organ + 0.75 * lesion}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
 

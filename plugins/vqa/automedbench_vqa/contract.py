@@ -116,7 +116,9 @@ def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> 
         if label not in letters:
             return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} names none of the "
                                            f"options {', '.join(letters)}"], record)
-        if not _same_text(answer, str(options.get(label, answer))):
+        # the label decides an MCQ answer: an empty text is the original checker's pass (it compares a non-empty
+        # text only), so a label-only record is valid and scored as there; a text naming another option is not
+        if answer and not _same_text(answer, str(options.get(label, answer))):
             return AnswerCheck("invalid", [f"predicted_answer {answer[:60]!r} is not the text of option {label} "
                                            f"({str(options.get(label))[:60]!r})"], record)
     elif not answer:

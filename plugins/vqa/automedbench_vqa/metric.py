@@ -67,7 +67,10 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     if label:
         return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq",
                 "answer_key": _letter_key(record.get("predicted_label")), "gold_key": _letter_key(label),
-                "answer_text_key": _answer_key(record.get("predicted_answer")),
+                # a label-only answer (a blank text, valid as the original's: the checker strips it) is read as
+                # the text of its option
+                "answer_text_key": _answer_key(str(record.get("predicted_answer") or "").strip() or (
+                    question.get("options") or {}).get(normalize_label(record.get("predicted_label")), "")),
                 "gold_text_key": _answer_key(gold.get("answer_text")),
                 **facts}, []
     prediction = str(record.get("predicted_answer") or "")

@@ -19,6 +19,7 @@ from .page import document, esc, num, pre
 
 MAX_TURNS = 400  # turns rendered; later turns are listed as left out, with the count
 MAX_CASES = 2000  # per-case rows
+MAX_VALUE_COLUMNS = 16  # per-case metric values shown as columns, in the order the track reports them
 TURN_EVENTS = ("assistant", "tool", "no_tool_call", "context_overflow", "context_trimmed", "api_retry", "breach",
                "note")
 
@@ -129,7 +130,10 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
         if isinstance(entry, dict):
             files[str(entry.get("path", "")).split("/", 1)[0]].append(entry)
     cases = list(dict.fromkeys([*verdicts, *per_case]))
-    value_keys = sorted({k for c in per_case.values() for k in c if k != "case_id"})[:8]
+    # the track's own order (its metric first: SSIM, a VQA score, BLEU...), not the alphabet's: cut at the first 8
+    # sorted names, the page hid the per-case SSIM, VQA score and METEOR; validity is the status column already
+    named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid")))
+    value_keys = named[:MAX_VALUE_COLUMNS]
     index_of = picture_index(folder) if pictures else {}
     rows, figures = [], []
     for index, case in enumerate(cases[:MAX_CASES]):
@@ -146,6 +150,9 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
         if index_of:
             figures.append(case_figure(folder, index_of.get(case), index, case, status))
     more = (f'<p class="note">{len(cases) - MAX_CASES} more cases not shown.</p>' if len(cases) > MAX_CASES else "")
+    if len(named) > len(value_keys):
+        more += (f'<p class="note">{len(named) - len(value_keys)} more per-case values not shown: '
+                 f'{esc(", ".join(named[len(value_keys):]), 600)} (all in evaluation.json).</p>')
     table = ('<div class="scroll" id="cases"><table><tr><th>case</th><th>status</th>'
              + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
              + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
