@@ -157,7 +157,7 @@ def repair_json(text: str) -> str:
     try:
         json.loads(text)
         return text
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # ValueError: also a number past Python's int-digit limit
         pass
     candidate = text.strip()
     if candidate.startswith("```"):
@@ -166,7 +166,7 @@ def repair_json(text: str) -> str:
     try:
         json.loads(candidate)
         return candidate
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -118,8 +118,9 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
             hint = ' (JSON has no triple quotes: put the code in one string with \\n for new lines)' \
                 if '"""' in body or "'''" in body else ""
             return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}{hint}.", tools, data_dir))
-        except RecursionError:
-            detail = f"{where} is nested too deeply to parse"
+        except (RecursionError, ValueError) as exc:  # ValueError: a number past Python's int-digit limit
+            why = "is nested too deeply" if isinstance(exc, RecursionError) else "holds a number too long"
+            detail = f"{where} {why} to parse"
             return ReplyHint("invalid_json", detail, _message(f"Your reply had {detail}.", tools, data_dir))
         value = value[0] if isinstance(value, list) and value else value
         if not isinstance(value, dict):
@@ -136,8 +137,8 @@ def diagnose(reply: str, tools: list[dict[str, Any]], prompt: str = "", data_dir
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as exc:
-                detail = f"the arguments of {name} are not valid JSON: {exc.msg}"
+            except (ValueError, RecursionError) as exc:
+                detail = f"the arguments of {name} are not valid JSON: {getattr(exc, 'msg', type(exc).__name__)}"
                 return ReplyHint("bad_arguments", detail, _message(f"In your reply {detail}.", tools, data_dir))
         problem = _schema_problem(args, schemas[name])
         if problem:

@@ -76,7 +76,7 @@ def _load(text: str) -> Any:
         return None
     try:
         value = json.loads(repair_json(text))  # what JSON refuses is given the structured calls' repairs
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: JSON's, or a number past Python's int-digit limit
         return None
     return value if _depth(value) <= MAX_DEPTH else None
 

@@ -1,0 +1,42 @@
+"""Red team round 19: what this session relaxed, attacked through the real runner and CLI.
+
+A model's reply holding a JSON number past Python's 4,300-digit int limit (valid JSON; `json.loads` raises a
+plain ValueError, not JSONDecodeError) crashed the chat agent's loop in the text-call recovery and in the
+structured calls' argument repair: the run ended agent_failure (agent_error) instead of the model being told."""
+
+from __future__ import annotations
+
+import pytest
+from test_backends_fakes import openai_reply, serve_fake_llm
+from test_backends_openweight import KEY_ENV, run_cli
+
+fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
+
+HUGE = "1" * 5000
+CALL = '{"name": "execute_code", "arguments": {"language": "python", "code": "print(1)", "n": ' + HUGE + "}}"
+SUBMIT = '```json\n{"name": "submit_results", "arguments": {}}\n```'
+
+
+@pytest.mark.parametrize("shape", ["fenced", "bare", "hermes"])
+def test_a_text_call_with_a_huge_number_is_told_not_a_crash(fake_llm, monkeypatch, tmp_path, data_root, shape):
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    text = {"fenced": f"```json\n{CALL}\n```", "bare": f"Running:\n{CALL}",
+            "hermes": f"<tool_call>{CALL}</tool_call>"}[shape]
+    fake_llm.push(openai_reply(text), openai_reply(SUBMIT))
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "continues=1", "text_tool_calls=true")
+    assert (result.state, result.end_reason) == ("scored", "submitted"), result.error
+    (nudge,) = [e for e in events if e["type"] == "no_tool_call"]
+    assert nudge["action"] == "continue"
+    if shape != "hermes":  # the hint reads fenced and bare calls
+        assert nudge["hint"] == "invalid_json" and "number too long" in nudge["detail"], nudge
+
+
+def test_a_structured_call_with_a_huge_number_is_answered_not_a_crash(fake_llm, monkeypatch, tmp_path, data_root):
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    args = CALL.split('"arguments": ', 1)[1][:-1]
+    fake_llm.push(openai_reply("", [("c1", "execute_code", args)]),
+                  openai_reply("", [("c2", "submit_results", "{}")]))
+    result, events, _ = run_cli(fake_llm, tmp_path, data_root, "openai", "continues=1")
+    assert (result.state, result.end_reason) == ("scored", "submitted"), result.error
+    (told,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
+    assert "exit_code" not in told or told["exit_code"] is None, told  # not run
