@@ -40,3 +40,24 @@ def test_a_structured_call_with_a_huge_number_is_answered_not_a_crash(fake_llm, 
     assert (result.state, result.end_reason) == ("scored", "submitted"), result.error
     (told,) = [e for e in events if e["type"] == "tool" and e["name"] == "execute_code"]
     assert "exit_code" not in told or told["exit_code"] is None, told  # not run
+
+
+def test_an_installed_cli_s_log_line_python_refuses_is_skipped_not_the_run_s_end(reg, data_root, tmp_path):
+    """The CLI agent's own log (written in the sandbox: the agent's) is read line by line and a line that is not
+    JSON is skipped; a huge number or a deep nesting raised ValueError / RecursionError out of drain_events and
+    ended the whole run agent_failure."""
+    from automedbench.runner import Run, RunOptions
+    from automedbench.trajectory import read_events
+
+    lines = ['{"type": "message", "content": "before"}', '{"type": "message", "n": ' + HUGE + "}",
+             "[" * 100_000 + "]" * 100_000, '{"type": "message", "content": "after"}']
+    (tmp_path / "log.txt").write_text("\n".join(lines) + "\n")
+    spec = tmp_path / "odd-cli.yaml"
+    spec.write_text("name: odd-cli\nfiles: {odd.log: log.txt}\ncommand: cp {dir}/odd.log {log}\n"
+                    "log_format: steps-jsonl\n")
+    runner = Run(RunOptions("segmentation/demo", "lite", "cli", out=tmp_path / "runs", data_root=data_root,
+                            agent_options={"spec": str(spec)}), reg)
+    result = runner.execute()
+    assert result.state == "scored", result.error
+    imported = [e["content"] for e in read_events(runner.run_dir / "trajectory.jsonl") if e.get("imported")]
+    assert imported == ["before", "after"]

@@ -38,7 +38,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 def _arguments(text: str) -> dict[str, Any]:
     try:
         value = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # ValueError: also a number past Python's int-digit limit
         return {"_unparsed_arguments": text}
     return value if isinstance(value, dict) else {"_arguments": value}
 

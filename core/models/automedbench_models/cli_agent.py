@@ -64,7 +64,7 @@ def parse_steps_jsonl(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             item = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
             continue
         if not isinstance(item, dict):
             continue
@@ -86,7 +86,7 @@ def parse_claude_stream_json(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             item = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
             continue
         message = item.get("message") if isinstance(item, dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
