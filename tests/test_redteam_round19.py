@@ -61,3 +61,23 @@ def test_an_installed_cli_s_log_line_python_refuses_is_skipped_not_the_run_s_end
     assert result.state == "scored", result.error
     imported = [e["content"] for e in read_events(runner.run_dir / "trajectory.jsonl") if e.get("imported")]
     assert imported == ["before", "after"]
+
+
+@pytest.mark.parametrize("option", ["overflow_retries=-1", "timeout_s=nan", "max_tokens=0", "length_retries=-2",
+                                    "temperature=inf"])
+def test_a_model_option_out_of_range_is_refused_in_one_line_before_any_run_folder(monkeypatch, tmp_path, data_root,
+                                                                                   option):
+    """overflow_retries=-1 ran and ended agent_error (UnboundLocalError in the agent loop); timeout_s=nan and
+    max_tokens=0 made every call fail: each a run folder with a failed run for a typo on the command line."""
+    from automedbench.cli import main
+    from click.testing import CliRunner
+
+    monkeypatch.setenv(KEY_ENV, "sk-fake")
+    out = tmp_path / "runs"
+    args = ["run", "--task", "segmentation/demo", "--agent", "openai", "--out", str(out), "--data-root",
+            str(data_root), "--quiet"]
+    for opt in ("model=m", "base_url=http://127.0.0.1:9/v1", f"api_key_env={KEY_ENV}", option):
+        args += ["--agent-option", opt]
+    cli = CliRunner().invoke(main, args)
+    assert cli.exit_code == 2 and option.split("=")[0] in cli.output and "Traceback" not in cli.output, cli.output
+    assert not out.exists() or not any(out.iterdir())

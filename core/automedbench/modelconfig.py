@@ -22,6 +22,7 @@ anything is sent — a placeholder is never sent literally.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,6 +77,7 @@ class ModelConfig:
 
 _FIELDS = {f.name: f for f in attrs.fields(ModelConfig)}
 _OPTION_ONLY = {"config", "entry", "api_key"}
+_POSITIVE = {"max_tokens", "context_window", "timeout_s"}  # 0 would refuse every call
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
@@ -92,10 +94,12 @@ def _coerce(name: str, value: Any, where: str) -> Any:
             if str(value).lower() in ("0", "false", "no", "off"):
                 return False
             raise ValueError("expected true or false")
-        if kind.startswith("int"):
-            return int(value)
-        if kind.startswith("float"):
-            return float(value)
+        if kind.startswith(("int", "float")):  # counts, sizes, seconds, temperature: finite, not negative
+            # (continues has its own bounds below)
+            number = (int if kind.startswith("int") else float)(value)
+            if name != "continues" and (not math.isfinite(number) or number < 0 or (number == 0 and name in _POSITIVE)):
+                raise ValueError("expected a finite number " + ("above 0" if name in _POSITIVE else ">= 0"))
+            return number
         if kind.startswith("list"):
             return [str(v) for v in value] if isinstance(value, list) else [s for s in str(value).split(",") if s]
         if kind.startswith("dict"):
