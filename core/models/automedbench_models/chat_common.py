@@ -170,6 +170,9 @@ def repair_json(text: str) -> str:
         return text
 
 
+_NEXT_CHAR = re.compile(r"\s*(.?)", re.S)  # the first character after whitespace ("" at the end)
+
+
 def _repair_pass(text: str) -> str:
     """One walk over the text: escape raw control characters inside strings, drop trailing commas."""
     out, in_string, escaped = [], False, False
@@ -185,8 +188,8 @@ def _repair_pass(text: str) -> str:
                 ch = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch]
         elif ch == '"':
             in_string = True
-        elif ch == "," and text[i + 1:].lstrip()[:1] in ("}", "]"):
-            continue
+        elif ch == "," and _NEXT_CHAR.match(text, i + 1).group(1) in ("}", "]"):
+            continue  # a trailing comma (the lookahead skips whitespace only: linear over the text)
         out.append(ch)
     return "".join(out)
 
