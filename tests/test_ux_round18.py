@@ -286,3 +286,25 @@ def test_the_wait_line_never_outlives_its_wait_when_events_come_from_two_threads
         thread.join()
     ticker.stop()
     assert not [t for t in threading.enumerate() if t.name == "wait-ticker"]
+
+
+def test_the_case_tables_columns_do_not_depend_on_which_case_comes_first(tmp_path):
+    """The columns are capped at 8: in a VQA staging whose first case is a multiple-choice question, its label keys
+    came first and pushed the open questions' exact_match and token_f1 off the table (a fresh clone's staging
+    decides the order). Values (numbers, flags) now come ahead of labels, each group in the track's order."""
+    import re
+
+    from automedbench.engine import RunFolder
+    from automedbench_campaign.viewer.runpage import MAX_VALUE_COLUMNS, _task
+
+    labels = {k: "x" for k in ("kind", "answer_key", "gold_key", "question_key", "form", "answer_text_key",
+                               "gold_text_key", "option_key")}
+    per_case = [{"case_id": "q1", "score": 1.0, **labels, "valid": True},
+                {"case_id": "q2", "score": 0.5, **labels, "exact_match": 0.0, "token_f1": 0.5, "yes_no_strict": False}]
+    html = _task({"task": {"per_case": per_case}}, None, None, RunFolder(tmp_path), pictures=False)
+    table = html.split('id="cases"', 1)[1].split("</table>", 1)[0]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</tr>", 1)[0])
+    values = header[2:2 + MAX_VALUE_COLUMNS]
+    assert values[:4] == ["score", "exact_match", "token_f1", "yes_no_strict"], header
+    assert values[4:] == ["kind", "answer_key", "gold_key", "question_key"] and "valid" not in header
+    assert "4 more per-case values not shown" in html

@@ -135,6 +135,11 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
     # the track's own order (its metric first: SSIM, a VQA score, BLEU...), not the alphabet's: cut at the first 8
     # sorted names, the page hid the per-case SSIM, VQA score and METEOR; validity is the status column already
     named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid")))
+    # values (numbers, flags) ahead of labels (answer keys, kinds), each in that order: which keys come first
+    # depends on which case comes first (a VQA staging opening with a multiple-choice question names its keys
+    # before the open questions' exact_match and token_f1), and the columns are capped
+    numeric = {k for c in per_case.values() for k, v in c.items() if isinstance(v, (int, float))}
+    named.sort(key=lambda k: k not in numeric)
     value_keys = named[:MAX_VALUE_COLUMNS]
     index_of = picture_index(folder) if pictures else {}
     rows, figures = [], []
