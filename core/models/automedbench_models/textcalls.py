@@ -116,12 +116,13 @@ def _objects(text: str) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _fenced(body: str, tools: frozenset[str]) -> list[TextCall]:
-    calls = [c for c in (_as_call(v, "fenced_json") for v in _objects(body)) if c]
+def _fenced(body: str, tools: frozenset[str], where: str = "fenced") -> list[TextCall]:
+    """The calls in one block's body; `where` ("fenced" or "bare") names the shape in each call's source."""
+    calls = [c for c in (_as_call(v, f"{where}_json") for v in _objects(body)) if c]
     if calls or not tools:
         return calls
     repaired = _triple_repaired(body)
-    found = [_as_call(v, "fenced_json_triple_quotes")
+    found = [_as_call(v, f"{where}_json_triple_quotes")
              for v in (repaired if isinstance(repaired, list) else [repaired])]
     return [c for c in found if c and c.name in tools]
 
@@ -162,8 +163,7 @@ def bare_objects(text: str, limit: int = MAX_BARE_TRIES) -> list[str]:
 
 def _bare(text: str, tools: frozenset[str]) -> list[TextCall]:
     """Calls to offered tools written as JSON at the start of a line, outside fenced blocks."""
-    return [TextCall(c.name, c.arguments, c.source.replace("fenced", "bare"))
-            for body in bare_objects(text) for c in _fenced(body, tools) if c.name in tools]
+    return [c for body in bare_objects(text) for c in _fenced(body, tools, "bare") if c.name in tools]
 
 
 def find_text_calls(text: str, tools: frozenset[str] = frozenset()) -> list[TextCall]:
