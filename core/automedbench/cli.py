@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
-from .options import RunOptions, click_options, data_root_or_default, from_cli
+from .options import DATA_ROOT_DEFAULT, RunOptions, click_options, data_root_or_default, from_cli
 from .plugins import CommandContext, install_hint, registry
 from .progress import StagingProgress, WaitTicker
 from .staging import INCOMING
@@ -427,7 +427,7 @@ def tasks() -> None:
 @click.option("--from", "source", type=click.Path(exists=True, file_okay=False), default=None,
               help="The dataset's official download folder (not needed for demo tasks).")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
-              help="Where to write the staged task [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].")
+              help=f"Where to write the staged task {DATA_ROOT_DEFAULT}.")
 @click.option("--force", is_flag=True, help="Re-stage even if staged already.")
 def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bool) -> None:
     """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders.

@@ -93,6 +93,7 @@ from .staging import ensure as ensure_staged
 from .taskfile import SEED_PARAM
 
 __all__ = [
+    "DATA_ROOT_DEFAULT",  # noqa: F822
     "EVAL_CPU_S",
     "EVAL_FILE_BYTES",
     "EVAL_MEMORY_MB",
@@ -186,7 +187,7 @@ def __getattr__(name: str) -> Any:
         from .runner import Run
 
         return Run
-    if name in ("RunOptions", "click_options", "data_root_or_default", "from_cli", "parse_kv"):
+    if name in ("RunOptions", "click_options", "DATA_ROOT_DEFAULT", "data_root_or_default", "from_cli", "parse_kv"):
         from . import options
 
         return getattr(options, name)

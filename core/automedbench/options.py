@@ -56,6 +56,10 @@ def gpu_ids(value: str | None) -> str:
     return ",".join(ids)
 
 
+# Every command's --data-root help says where the default comes from, in these words.
+DATA_ROOT_DEFAULT = "[default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data]"
+
+
 def data_root_or_default(value: str | None) -> Path:
     """The flag's folder, or the default data root (resolved when the command starts, as the help says)."""
     from .staging import default_data_root
@@ -110,7 +114,7 @@ class RunOptions:
         ("--out",), "Folder that receives runs/<run-id>/.", type=click.Path(file_okay=False), show_default=True,
         parse=_path))
     data_root: Path | None = field(default=None, metadata=meta(
-        ("--data-root",), "Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].",
+        ("--data-root",), f"Where staged data lives {DATA_ROOT_DEFAULT}.",
         type=click.Path(file_okay=False), parse=data_root_or_default))
     agent_options: dict[str, Any] = field(factory=dict, metadata=meta(
         ("--agent-option",), "Option passed to the agent, e.g. model=NAME, base_url=URL, api_key_env=VAR (each "

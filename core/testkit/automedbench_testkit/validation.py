@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from automedbench.api import ASSETS_MOUNT, CONDITIONS, TIERS
 from automedbench.engine import (
+    DATA_ROOT_DEFAULT,
     CommandContext,
     Registry,
     check_rubric,
@@ -99,7 +100,7 @@ def validate(reg: Registry, task_id: str, data_root: Path, console: Console) -> 
 @click.command("validate-task")
 @click.argument("task_id")
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
-              help="Where staged data lives [default: $AUTOMEDBENCH_DATA or ~/.cache/automedbench/data].")
+              help=f"Where staged data lives {DATA_ROOT_DEFAULT}.")
 @click.pass_obj
 def validate_task(context: CommandContext, task_id: str, data_root: str | None) -> None:
     """Checks for track authors: task file, staging, briefs for every tier, rubric, baselines."""
