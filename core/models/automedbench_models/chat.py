@@ -38,7 +38,7 @@ from .chat_common import (
     with_retries,
 )
 from .pricing import config_prices
-from .textcalls import find_text_calls
+from .textcalls import TextCall, find_text_calls
 
 TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
                    "briefly: state the next step in a sentence and make one tool call.")
@@ -182,7 +182,7 @@ class ChatAgent(Agent):
                                       keep_turns=keep)
             self.context_stats = stats
             try:
-                usage, partial, reply = self._complete(sent)
+                usage, partial, reply, found = self._complete(sent)
                 break
             except ContextOverflow as exc:
                 last = attempt == self.cfg.overflow_retries
@@ -200,7 +200,7 @@ class ChatAgent(Agent):
             if fixed != call.arguments:
                 call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
         if self.cfg.text_tool_calls and not reply.tool_calls:
-            reply.tool_calls = self._recover(reply.content)
+            reply.tool_calls = self._recover(reply.content if found is None else found)
             if not reply.tool_calls and partial:  # a call cut off at the limit, finished in the continuation
                 reply.tool_calls = self._recover("".join([*partial, reply.content]))
         cost = self.backend.prices.cost(self.cfg.model, usage)
@@ -208,22 +208,25 @@ class ChatAgent(Agent):
         return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
                          cost.usd, reply.finish_reason)
 
-    def _complete(self, sent: list[dict[str, Any]]) -> tuple[Usage, list[str], Completion]:
-        """One reply, continued while it is cut off at the token limit before any tool call."""
+    def _complete(self, sent: list[dict[str, Any]]) -> tuple[Usage, list[str], Completion, list[TextCall] | None]:
+        """One reply, continued while it is cut off at the token limit before any tool call; with it the text
+        calls already read from the last reply (None when it was not read), so it is parsed once."""
         usage, partial, extra = Usage(), [], []
         for attempt in range(self.cfg.length_retries + 1):
             reply = self.backend.complete(sent + extra, tools=self.tools, max_tokens=self.max_tokens)
             usage = add_usage(usage, reply.usage)
+            found = None
+            if reply.finish_reason == "length" and not reply.tool_calls and self.cfg.text_tool_calls:
+                found = find_text_calls(reply.content, self._names())
             # a call written in the text before the limit is a call: the reply is not continued
-            cut = reply.finish_reason == "length" and not reply.tool_calls and not (
-                self.cfg.text_tool_calls and find_text_calls(reply.content, self._names()))
+            cut = reply.finish_reason == "length" and not reply.tool_calls and not found
             if cut and attempt < self.cfg.length_retries:
                 partial.append(reply.content)
                 extra += [{"role": "assistant", "content": reply.content or "(cut off)"},
                           {"role": "user", "content": TRUNCATED_NUDGE}]
                 continue
             break
-        return usage, partial, reply
+        return usage, partial, reply, found
 
     def _shrink(self, exc: ContextOverflow, sent_tokens: int) -> None:
         """Smaller context for this and later turns: the server's stated limit, else 70% of what failed."""
@@ -234,9 +237,10 @@ class ChatAgent(Agent):
     def _names(self) -> frozenset[str]:
         return frozenset(str(t.get("name")) for t in self.tools)
 
-    def _recover(self, text: str) -> list[ToolCall]:
+    def _recover(self, text: str | list[TextCall]) -> list[ToolCall]:
+        """The calls written in a reply's text (or already read from it), as tool calls numbered for the run."""
         calls = []
-        for found in find_text_calls(text, self._names()):
+        for found in find_text_calls(text, self._names()) if isinstance(text, str) else text:
             self.recovered += 1
             calls.append(ToolCall(f"text_{self.recovered:03d}", found.name, found.arguments,
                                   source=f"text:{found.source}"))
