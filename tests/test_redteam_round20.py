@@ -1,0 +1,88 @@
+"""Red team round 20: results anyone can put on a leaderboard, hidden answers public information decides, state
+shared across trust levels; through the real runner and CLI.
+
+- **A re-graded run pooled with the runs graded as they were made** (leaderboards, class 2): round 13 keyed a row
+  by `header.hashes.conditions` (the score-changing options, the judge and its options among them) and round 16
+  by `header.hashes.scoring` (the task definition, the harness's and track's versions), but `rejudge` rewrote
+  and re-signed S1-S3 and the aggregate with another judge, its options and the rubric installed now, and kept
+  both digests as the run had them. Two runs of one agent on toy/vowels graded by the rules judge, one of them
+  re-graded by a judge that credits every item (any judge plugin, or an LLM judge told by its options to use a
+  lenient model): one row of two runs, its S1 the mean of the two judges' (the lenient grade lifting the row it
+  joined). Now a re-graded result's digests name the grading (`provenance.regraded_hashes`): it is a row of
+  its own, runs re-graded alike pool together, and grading again with the same judge changes nothing.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+from automedbench.api import ItemVerdict, Judge, JudgeVerdict, hookimpl
+from automedbench.testing import run_cli, run_steps, stage_scores
+from test_redteam_round13 import HALF
+
+GENEROUS = "generous-test-judge"
+
+
+class GenerousJudge(Judge):
+    """A judge that credits every item it is asked: the grading a lenient judge (or model) gives."""
+
+    name = GENEROUS
+
+    def grade(self, judge_input: Any) -> JudgeVerdict:
+        items = [ItemVerdict(i.id, i.stage, i.description, 1.0, "credited") for i in judge_input.rubric]
+        return JudgeVerdict(self.name, self.version, items)
+
+
+@pytest.fixture
+def generous(reg):
+    module = types.ModuleType("test_generous_judge")
+
+    @hookimpl
+    def automedbench_register_judges(register: Any) -> None:
+        register(GENEROUS, GenerousJudge, "test judge: every item credited")
+
+    module.automedbench_register_judges = automedbench_register_judges  # type: ignore[attr-defined]
+    reg.add_plugin(module, name=module.__name__)
+    yield GENEROUS
+    reg.remove_plugin(module.__name__)
+
+
+def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as_made(generous, data_root,
+                                                                                    tmp_path):
+    """Before: one row of two runs, S1 the mean of the rules judge's grade and the generous judge's 1.0. Now two
+    rows, each with its own run's grade; the same judge twice gives the same digests (runs re-graded alike pool)."""
+    from automedbench.runfolder import RunFolder
+    from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.store import load_table
+
+    runs = tmp_path / "runs"
+    first, first_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
+                                 warm_evaluator=False)
+    second, second_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
+                                   warm_evaluator=False)
+    assert first.header.hashes["conditions"] == second.header.hashes["conditions"]
+    rules_s1 = stage_scores(first)["S1"]
+    assert rules_s1 is not None and rules_s1 < 1.0 and stage_scores(second)["S1"] == rules_s1
+
+    regraded = run_cli("rejudge", str(second_dir), "--judge", generous)
+    assert regraded.exit_code == 0, regraded.output
+    after = RunFolder(second_dir).load_result()
+    assert after.header.judge == generous and stage_scores(after)["S1"] == 1.0
+    assert after.header.hashes["conditions"] != first.header.hashes["conditions"]
+    assert after.header.hashes["run_conditions"] == first.header.hashes["conditions"]
+
+    table = load_table([runs])
+    assert len(table) == 2 and not table.rejected  # both genuine: rejudge re-signs what it verified
+    board = build(table, resamples=50)
+    assert board.by[-1] == "conditions" and sorted(c.n for c in board.cells) == [1, 1]
+    assert sorted(c.scores["S1"]["mean"] for c in board.cells) == [pytest.approx(rules_s1), 1.0]
+
+    # graded again by the same judge: the same digests, so runs re-graded alike are one row again
+    again = run_cli("rejudge", str(second_dir), "--judge", generous)
+    assert again.exit_code == 0, again.output
+    assert RunFolder(second_dir).load_result().header.hashes == after.header.hashes
+    assert run_cli("rejudge", str(first_dir), "--judge", generous).exit_code == 0
+    pooled = build(load_table([runs]), resamples=50)
+    assert pooled.by == ("agent", "task_id", "tier") and [c.n for c in pooled.cells] == [2]
