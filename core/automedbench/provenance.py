@@ -31,23 +31,24 @@ def scoring_record(task_digest: str, software: dict[str, str], assets_digest: st
             "assets": assets_digest}
 
 
-# The digests a run was first recorded with, kept in its header once it is graded again (`regraded_hashes`)
-RUN_CONDITIONS, RUN_SCORING = "run_conditions", "run_scoring"
+# Prefix of the digests a run was first recorded with, kept in its header once it is graded again
+RUN_PREFIX = "run_"
 
 
 def regraded_hashes(hashes: dict[str, str], judge: str, judge_options: dict[str, Any], registry: Registry,
                     task: Any) -> dict[str, str]:
     """A result's digests once `rejudge` graded it again: the judge and its options are score-changing options
-    (part of `conditions`), and the stages are scored by this harness on `task` as installed now (part of
-    `scoring`), so both digests name the grading too. Kept, they pooled a run graded by a lenient judge (or by
+    (in `options` and `conditions`), and the stages are scored by this harness on `task` as installed now (in
+    `scoring`), so these digests name the grading too. Kept, they pooled a run graded by a lenient judge (or by
     another harness, on another rubric) with the runs still graded as they were made.
 
-    Derived from the run's first digests (kept as RUN_CONDITIONS / RUN_SCORING), so grading again with the same
-    judge gives the same digests however often it is done: runs graded alike by one rejudge pool together."""
-    first_conditions = hashes.get(RUN_CONDITIONS) or hashes.get("conditions", "")
-    first_scoring = hashes.get(RUN_SCORING) or hashes.get("scoring", "")
+    Derived from the run's first digests (kept as `run_options`, `run_conditions`, `run_scoring`), so grading
+    again with the same judge gives the same digests however often it is done: runs graded alike pool together."""
     graded = {"judge": judge, "judge_options": judge_options}
     scored = scoring_record(sha256_text(dumps(task)), versions(registry, task.track))
-    return {**hashes, RUN_CONDITIONS: first_conditions, RUN_SCORING: first_scoring,
-            "conditions": sha256_text(dumps({"run": first_conditions, "graded again by": graded})),
-            "scoring": sha256_text(dumps({"run": first_scoring, "graded again by": scored}))}
+    out = dict(hashes)
+    for name, by in (("options", graded), ("conditions", graded), ("scoring", scored)):
+        first = hashes.get(RUN_PREFIX + name) or hashes.get(name, "")
+        out[RUN_PREFIX + name] = first
+        out[name] = sha256_text(dumps({"run": first, "graded again by": by}))
+    return out
