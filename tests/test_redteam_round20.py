@@ -10,6 +10,11 @@ shared across trust levels; through the real runner and CLI.
   lenient model): one row of two runs, its S1 the mean of the two judges' (the lenient grade lifting the row it
   joined). Now a re-graded result's digests name the grading (`provenance.regraded_hashes`): it is a row of
   its own, runs re-graded alike pool together, and grading again with the same judge changes nothing.
+- **A stage profile that pools what the ranking keeps apart** (leaderboards and the site, same class): the ranking
+  splits an agent's runs by their conditions, but the stage profile per agent (`analyses.stages.by_agent`: the
+  site's "Mean stage score per agent" chart on the ranking page, the stages page, the HTML report) pooled every run
+  of the agent, whatever its options or grading: above, the agent's S1 was 0.5, the lenient grade lifting it. It is
+  now keyed as a board by agent keys its rows (`leaderboard.agent_labels`): S1 0.0 and 1.0, each labelled.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     rows, each with its own run's grade; the same judge twice gives the same digests (runs re-graded alike pool)."""
     from automedbench.runfolder import RunFolder
     from automedbench_campaign.leaderboard import build
+    from automedbench_campaign.site import write_site
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
@@ -78,6 +84,15 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     board = build(table, resamples=50)
     assert board.by[-1] == "conditions" and sorted(c.n for c in board.cells) == [1, 1]
     assert sorted(c.scores["S1"]["mean"] for c in board.cells) == [pytest.approx(rules_s1), 1.0]
+    # and so is the stage profile per agent (before: one agent, S1 the mean of both judges' grades)
+    profile = board.analyses["stages"]["by_agent"]
+    assert sorted(v["stages"]["S1"]["mean"] for v in profile.values()) == [pytest.approx(rules_s1), 1.0]
+    site = tmp_path / "site"
+    write_site(table, site, resamples=20)
+    ranking, stages = (site / "index.html").read_text(), (site / "stages.html").read_text()
+    (track_page,) = (site / "track").glob("toy-*.html")
+    track = track_page.read_text()
+    assert all(label in ranking and label in stages and label in track for label in profile)
 
     # graded again by the same judge: the same digests, so runs re-graded alike are one row again
     again = run_cli("rejudge", str(second_dir), "--judge", generous)
@@ -86,3 +101,4 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     assert run_cli("rejudge", str(first_dir), "--judge", generous).exit_code == 0
     pooled = build(load_table([runs]), resamples=50)
     assert pooled.by == ("agent", "task_id", "tier") and [c.n for c in pooled.cells] == [2]
+    assert list(pooled.analyses["stages"]["by_agent"]) == [first.header.agent]
