@@ -15,16 +15,26 @@ shared across trust levels; through the real runner and CLI.
   site's "Mean stage score per agent" chart on the ranking page, the stages page, the HTML report) pooled every run
   of the agent, whatever its options or grading: above, the agent's S1 was 0.5, the lenient grade lifting it. It is
   now keyed as a board by agent keys its rows (`leaderboard.agent_labels`): S1 0.0 and 1.0, each labelled.
+- **A cached grade answering for another grader** (state shared across runs, the grading cache): replies were
+  keyed by the grader, `provider:model` and the prompt; a model served at another `base_url` under one name, asked
+  at another temperature, or named by a models file's entry (no `model` option: every entry was "provider:") got
+  the other configuration's cached grade (1.0 for its own 0.0, no call). VQA's model answer judge folds its
+  grades into the Task, and a VQA answer ("yes", "the left lung") recurs across runs of one staging, so the first
+  configuration to grade it decided for every later run, whatever grader those runs named (their conditions
+  differ, their grades did not). The key now holds every setting that can change a reply
+  (`grades.grader_identity`).
 """
 
 from __future__ import annotations
 
+import json
 import types
 from typing import Any
 
 import pytest
 from automedbench.api import ItemVerdict, Judge, JudgeVerdict, hookimpl
 from automedbench.testing import run_cli, run_steps, stage_scores
+from test_grading import model  # noqa: F401 (a fixture: the scripted grader model's registry)
 from test_redteam_round13 import HALF
 
 GENEROUS = "generous-test-judge"
@@ -102,3 +112,37 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     pooled = build(load_table([runs]), resamples=50)
     assert pooled.by == ("agent", "task_id", "tier") and [c.n for c in pooled.cells] == [2]
     assert list(pooled.analyses["stages"]["by_agent"]) == [first.header.agent]
+
+
+@pytest.mark.parametrize("setting", ["base_url", "temperature", "entry"])
+def test_a_cached_grade_answers_only_the_grader_settings_that_gave_it(model, tmp_path, monkeypatch, setting):  # noqa: F811
+    """Before: the grading cache keyed a reply by `provider:model` and the prompt only. A grader model served at
+    another `base_url` under the same name (a lenient local stand-in, a cheaper quantisation), asked at another
+    temperature, or named by a models file's entry (no `model` option: every entry keyed "scripted:") was
+    answered from the cache with the other's grade, 1.0 where its own was 0.0, without a call: a VQA answer
+    judge's grades are its Task. Now the key holds every setting that can change a reply; the same settings
+    still hit."""
+    from test_grading import OPTIONS, ScriptedModel, evaluation, grade, request
+
+    models_file = tmp_path / "models.yaml"
+    models_file.write_text("models:\n  lenient: {provider: scripted, model: m-lenient}\n"
+                           "  strict: {provider: scripted, model: m-strict}\n")
+    first, second = {
+        "base_url": ({**OPTIONS, "judge.base_url": "http://127.0.0.1:1/v1"},
+                     {**OPTIONS, "judge.base_url": "http://127.0.0.1:2/v1"}),
+        "temperature": ({**OPTIONS, "judge.temperature": "1.5"}, OPTIONS),
+        "entry": ({"judge.provider": "scripted", "judge.config": str(models_file), "judge.entry": "lenient"},
+                  {"judge.provider": "scripted", "judge.config": str(models_file), "judge.entry": "strict"}),
+    }[setting]
+    monkeypatch.setattr(ScriptedModel, "reply", staticmethod(lambda s, p: '{"score": 1, "rationale": "lenient"}'))
+    lenient, _ = grade(model, evaluation(request("q1", "the left lung")), tmp_path, first)
+    assert lenient.metric.per_case[0]["judge"] == 1.0 and len(ScriptedModel.calls) == 1
+
+    monkeypatch.setattr(ScriptedModel, "reply", staticmethod(lambda s, p: '{"score": 0, "rationale": "strict"}'))
+    strict, folder = grade(model, evaluation(request("q1", "the left lung")), tmp_path, second)
+    assert strict.metric.per_case[0]["judge"] == 0.0 and len(ScriptedModel.calls) == 2
+    assert json.loads((folder / "grades.json").read_text())["grades"][0]["cached"] is False
+
+    again, folder = grade(model, evaluation(request("q1", "the left lung")), tmp_path, second)
+    assert again.metric.per_case[0]["judge"] == 0.0 and len(ScriptedModel.calls) == 2  # its own reply, cached
+    assert json.loads((folder / "grades.json").read_text())["grades"][0]["cached"] is True
