@@ -23,6 +23,8 @@ shared across trust levels; through the real runner and CLI.
   configuration to grade it decided for every later run, whatever grader those runs named (their conditions
   differ, their grades did not). The key now holds every setting that can change a reply
   (`grades.grader_identity`).
+- **A GPU run pooled with CPU-only runs** (leaderboards, round 13's class): `--gpus` was not among the conditions,
+  as `--memory-mb` is; the GPU count now is (not the device ids, which a sweep varies).
 """
 
 from __future__ import annotations
@@ -146,3 +148,20 @@ def test_a_cached_grade_answers_only_the_grader_settings_that_gave_it(model, tmp
     again, folder = grade(model, evaluation(request("q1", "the left lung")), tmp_path, second)
     assert again.metric.per_case[0]["judge"] == 0.0 and len(ScriptedModel.calls) == 2  # its own reply, cached
     assert json.loads((folder / "grades.json").read_text())["grades"][0]["cached"] is True
+
+
+def test_runs_given_gpus_are_other_conditions_than_runs_without():
+    """Before: `--gpus` was no score-changing option, so a run whose agent could train on a GPU was pooled with
+    CPU-only runs in one leaderboard row (`--memory-mb` was kept apart). Now the GPU count is in the conditions:
+    a run with GPUs is another row, runs with as many GPUs (other devices: a sweep spreads them) share one, and
+    a run without any keeps the digest it always had."""
+    from automedbench.engine import RunOptions
+    from automedbench.options import conditions_record, score_record
+
+    def conditions(gpus: str) -> dict[str, Any]:
+        return conditions_record(RunOptions("toy/vowels", "lite", "steps", gpus=gpus))
+
+    assert conditions("") != conditions("0") != conditions("0,1")
+    assert conditions("0") == conditions("1") and conditions("0,1") == conditions("2,3")
+    cpu_only = RunOptions("toy/vowels", "lite", "steps")
+    assert conditions("") == {k: v for k, v in score_record(cpu_only).items() if k not in ("agent", "tier")}
