@@ -47,6 +47,7 @@ from .grades import (
     GraderUse,
     fold_grades,
     grader_backend,
+    grader_identity,
     grader_options,
     render_grade_request,
 )
@@ -265,6 +266,7 @@ __all__ = [
     "from_dict",  # noqa: F822 (defined on first use by __getattr__ below)
     "get_model",
     "grader_backend",
+    "grader_identity",
     "grader_options",
     "grey_content",
     "gunzip",

@@ -78,6 +78,7 @@ from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
 from .pictures import PICTURES_DIR, copy_pictures
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, check_options, registry
+from .provenance import regraded_hashes
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
 from .resultproof import check_bytes, check_evidence, check_folder, check_or_reason, write_result
 from .rubric import check as check_rubric
@@ -163,6 +164,7 @@ __all__ = [
     "reap_stale_workspaces",
     "rearm_interrupt",
     "registry",
+    "regraded_hashes",
     "render_brief",  # noqa: F822
     "render_result",  # noqa: F822
     "request_exclude",

@@ -8,6 +8,8 @@ models; the engine (`evaluator.grade_evaluation`) records its `GradeLog`; a trac
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -16,6 +18,7 @@ from attrs import Factory, define
 
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text
 from .errors import UserError
+from .modelconfig import resolve
 from .models import get_model
 from .records import GradeRequest, MetricBlock
 
@@ -133,6 +136,29 @@ def check_grader_options(options: dict[str, str], grader: str, reg: Any = None) 
     close = getattr(backend, "close", None)
     if callable(close):
         close()
+
+
+# A grader model's settings that cannot change what it replies: how it is reached, retried and priced
+NOT_IN_REPLY = ("api_key_env", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "prices", "pricing")
+
+
+def grader_identity(provider: str, sub: dict[str, str], grader: str, reg: Any) -> tuple[str, str]:
+    """(`provider:model`, a digest of every setting that can change the model's reply) of the model a grader's
+    options name, resolved as its backend will be (a `config=FILE entry=NAME` entry, the provider's defaults).
+
+    A reply is reused only for the same identity: keyed by the `model` option alone, two entries of one models
+    file (no `model` option: both "openai:") or one model name served at another `base_url`, or asked at another
+    temperature, answered for each other from the grading cache."""
+    from .plugins import registry
+
+    try:
+        component = (reg or registry()).get("model", provider)
+        cfg = resolve(provider, dict(sub), "grader", component.declared)
+    except UserError as exc:
+        raise UserError(f"model grader {grader} (--eval-option {grader}.KEY=VALUE): {exc}") from None
+    settings = {k: v for k, v in sorted(attrs.asdict(cfg).items()) if k not in NOT_IN_REPLY}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{provider}:{cfg.model}", digest
 
 
 def grader_backend(provider: str, sub: dict[str, str], grader: str, reg: Any) -> Any:

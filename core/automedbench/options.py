@@ -199,8 +199,15 @@ ROW_OPTIONS = ("agent", "tier")
 
 def conditions_record(options: RunOptions) -> dict[str, Any]:
     """The score-changing options but the agent and the tier (budgets, task score, judge, sandbox, agent and
-    evaluator options...): runs whose conditions differ are never pooled in one leaderboard row."""
-    return {k: v for k, v in score_record(options).items() if k not in ROW_OPTIONS}
+    evaluator options...): runs whose conditions differ are never pooled in one leaderboard row.
+
+    With `--gpus`, how many GPUs the agent had: compute it could train on, as `--memory-mb` is (a GPU run was
+    pooled with CPU-only ones). Their count, not their ids (a sweep gives each concurrent run other devices), and
+    only when there are some (a run without GPUs keeps the digest it always had)."""
+    record = {k: v for k, v in score_record(options).items() if k not in ROW_OPTIONS}
+    if options.gpus:
+        record["gpus"] = len(options.gpus.split(","))
+    return record
 
 
 def click_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -107,7 +107,8 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
         if unverified.any():
             excluded["unverified"] = int(unverified.sum())
         finished &= table["verified"]
-    used, split = _split_conditions(table.select(finished), by)
+    counted = table.select(finished)
+    used, split = _split_conditions(counted, by)
     if split:
         # runs made under other budgets, task score, judge, sandbox or options are another row, never pooled:
         # a run with ten times the turns or a lenient task score would lift the row it joined; so are runs of a
@@ -128,7 +129,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
                           float(np.mean(used["tokens_in"][index] + used["tokens_out"][index])),
                           float(np.mean(used["cost_usd"][index])), float(np.mean(used["judge_cost_usd"][index])),
                           float(np.mean(used["n_codes"][index] > 0))))
-    return Leaderboard(by, cells, analyses(used, resamples=resamples, seed=seed), len(table), len(used),
+    return Leaderboard(by, cells, analyses(counted, resamples=resamples, seed=seed), len(table), len(used),
                        excluded, table.skipped, table.rejected, resamples, seed)
 
 
@@ -145,10 +146,20 @@ def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, A
 
     if not len(table):
         return {"all": {"stages": {}, "weakest": None, "strongest": None}, "by_agent": {}}
-    agents = sorted(set(table["agent"]))
+    labels = agent_labels(table)
     return {"all": one(table, ("stages",)),
-            "by_agent": {a: one(table.select(np.array([x == a for x in table["agent"]])), ("stages", a))
-                         for a in agents}}
+            "by_agent": {a: one(table.select(np.array([x == a for x in labels])), ("stages", a))
+                         for a in sorted(set(labels))}}
+
+
+def agent_labels(table: RunTable) -> list[str]:
+    """Each run's agent as a board by agent keys it: `agent [conditions]` when that board splits an agent's runs
+    by their conditions (`_split_conditions`), so a per-agent mean never pools runs no row would pool (one
+    re-graded by a lenient judge lifted its agent's stage profile while the ranking kept it apart)."""
+    marked, split = _split_conditions(table, ("agent",))
+    if not split:
+        return list(table["agent"])
+    return [f"{a} [{c}]" for a, c in zip(table["agent"], marked[CONDITIONS], strict=True)]
 
 
 def code_analysis(table: RunTable) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from automedbench.engine import (
     ScoreInputs,
     check_or_reason,
     judge_input,
+    regraded_hashes,
     run_rubric,
     score_result,
     write_result,
@@ -81,7 +82,10 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
     _archive_verdict(folder)
     write_json(folder.judge, verdict)
     evaluation = folder.load_evaluation()
-    header = attrs.evolve(result.header, judge=judge_name)
+    # graded by another judge (its options), on the rubric installed now: a run of other conditions, never pooled
+    # with the runs still graded as they were made (the digests say so; the proof signs them)
+    header = attrs.evolve(result.header, judge=judge_name,
+                          hashes=regraded_hashes(result.header.hashes, judge_name, judge_options, reg, task))
     runtime = attrs.evolve(result.runtime, judge_s=verdict.duration_s, judge_cost_usd=verdict.cost_usd)
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again
     task_score = result.task.used if result.task is not None else "strict"

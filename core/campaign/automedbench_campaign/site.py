@@ -195,8 +195,8 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
         _bars([("Overall", [(_who(c), c.scores["overall"]["mean"]) for c in board.cells])], rows,
               "Mean Overall per agent" + (" and conditions" if CONDITIONS in board.by else "")),
         _bars([(stage, [(a, v["stages"].get(stage, {}).get("mean")) for a, v in
-                        sorted(board.analyses["stages"]["by_agent"].items())]) for stage in STAGES], colours,
-              "Mean stage score per agent"),
+                        sorted(board.analyses["stages"]["by_agent"].items())]) for stage in STAGES], rows,
+              "Mean stage score per agent" + (" and conditions" if CONDITIONS in board.by else "")),
         _scatter(table, colours, "Overall against cost per run (one point per run; cost of the agent's model "
                                  "calls and the judge's)"),
     ]
@@ -332,9 +332,9 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
     """One track: its agents per tier, its tasks (each linked to its page), its stage chart and its runs."""
     rows, sub, board = _subset(table, "track", track, resamples, seed)
     tasks = build(sub, by=("task_id",), resamples=resamples, seed=seed, include_unverified=True)
-    colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
-    by_agent = board.analyses["stages"]["by_agent"]
-    chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours if a in by_agent])
+    by_agent = board.analyses["stages"]["by_agent"]  # an agent's runs of other conditions apart (agent_labels)
+    colours = _agent_colours(sorted(by_agent))
+    chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours])
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
     return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
             + "<h2>Per agent and tier</h2>"

@@ -9,7 +9,8 @@ records the grades and hands them to `Track.apply_grades`, which folds them into
 
 Rules: every agent-written prompt part is clipped and fenced (`fence_agent_text`, as the LLM judge
 does); prompts and replies have size limits; one request per case and prompt, so one case's text never
-reaches another case's grade; replies are cached by sha256(grader, model, prompt) in an append-only,
+reaches another case's grade; replies are cached by sha256(grader, model and every setting that can change its
+reply (`grader_identity`: base_url, temperature, a models file's entry...), prompt) in an append-only,
 fsynced, locked JSONL file read with a size limit, kept in the harness's state folder (never the data
 root, never mounted in a sandbox) with every line signed by the harness key: an unsigned line is ignored
 and counted (`grade_cache_rejected` in the metric, `cache_rejected` in `grades.json`). A verdict is read
@@ -44,6 +45,7 @@ from automedbench.api import (
     ReplyError,
     final_json,
     grader_backend,
+    grader_identity,
     grader_options,
     require_keys,
     structured_reply,
@@ -167,11 +169,16 @@ def answer(requests: list[GradeRequest], options: dict[str, str], cache: GradeCa
 def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str, str], cache: GradeCache,
                    reg: Any) -> tuple[list[Grade], GraderUse]:
     provider, sub = grader_options(options, grader)
-    model = f"{provider}:{sub.get('model', '')}" if provider else ""
-    use = GraderUse(grader, provider, sub.get("model", ""), requests=len(requests))
-    backend, down = None, ""
+    model, settings, down = "", "", ""
     if not provider:
         down = f"no model backend named for grader {grader} (--eval-option {grader}.provider=NAME)"
+    else:
+        try:  # the model as its backend resolves it: a reply is reused only for these very settings
+            model, settings = grader_identity(provider, sub, grader, reg)
+        except Exception as exc:  # an unknown backend, a models file gone since the check: recorded, never a crash
+            down = f"backend unavailable: {type(exc).__name__}: {exc}"[:400]
+    use = GraderUse(grader, provider, model.partition(":")[2] or sub.get("model", ""), requests=len(requests))
+    backend = None
     grades, failures, seen = [], 0, {}
     for request in requests:
         grade = Grade(request.case_id, grader, request.tag, model=model)
@@ -180,8 +187,8 @@ def _answer_grader(grader: str, requests: list[GradeRequest], options: dict[str,
         except GradeError as exc:
             grades.append(attrs.evolve(grade, error=str(exc)))
             continue
-        grade.key = cache_key(grader, model, system, prompt)
-        hit = cache.get(grade.key, grader, model, request.levels) if provider else None
+        grade.key = cache_key(grader, f"{model}\0{settings}", system, prompt)
+        hit = cache.get(grade.key, grader, model, request.levels) if provider and not down else None
         if hit is not None:
             grades.append(attrs.evolve(grade, score=float(hit["score"]), rationale=str(hit.get("rationale", "")),
                                        cached=True))
