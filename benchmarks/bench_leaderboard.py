@@ -3,12 +3,15 @@ like real ones), then the same steps `automedbench leaderboard` takes.
 
 Run: `.venv/bin/python benchmarks/bench_leaderboard.py [--runs 10000] [--resamples 2000]`.
 The files are read from the page cache (warm), as on a second look at a campaign.
+The made-up runs are signed with a throwaway harness key (its own $AUTOMEDBENCH_STATE), never the user's:
+kept with --keep, they are not taken for this machine's real runs by a later leaderboard.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -37,6 +40,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="write the runs here and keep them")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="amb-bench-lb-"))
+    state = Path(tempfile.mkdtemp(prefix="amb-bench-lb-state-"))
+    os.environ["AUTOMEDBENCH_STATE"] = str(state)  # this process and the CLI it starts sign/verify with it
     try:
         _, t_write = timed(lambda: write_runs(root, args.runs, seed=0))
         size = sum((p / "result.json").stat().st_size for p in find_runs([root]))
@@ -60,8 +65,12 @@ def main() -> None:
         print(f"in-process total       {t_find + t_load + t_build + t_csv + t_json + t_html:7.2f} s")
         print(f"CLI end to end         {t_cli:7.2f} s (`automedbench leaderboard --quiet --html`, new process)")
         print(f"peak RSS               {rss:7.0f} MB; HTML {len(page) / 1e3:.0f} kB")
+        if args.keep is not None:
+            print(f"kept {root}: signed with the throwaway key in {state}, not yours (set AUTOMEDBENCH_STATE to "
+                  "it to read them as genuine)")
     finally:
         if args.keep is None:
+            shutil.rmtree(state, ignore_errors=True)
             shutil.rmtree(root, ignore_errors=True)
             (root.parent / f"{root.name}.html").unlink(missing_ok=True)
 
