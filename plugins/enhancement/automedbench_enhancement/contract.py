@@ -102,14 +102,21 @@ def check_case(task: TaskSpec, case_id: str, submitted: Path) -> CaseVerdict:
 GATE_SHARE = 0.5  # the original's submit_results refuses until half the cases have a valid output
 
 
+def gate_need(n: int) -> int:
+    """Valid outputs the gate asks of N cases: the original's `max(1, int(0.5 * N))`, half rounded down (2 of 5;
+    ceil asked 3 before round 19)."""
+    return max(1, int(GATE_SHARE * n))
+
+
 def gate(task: TaskSpec, case_ids: list[str], outputs: Path) -> str | None:
-    """The pre-submit refusal: fewer than ceil(GATE_SHARE x N) valid outputs (the original's gate). The rating
-    asks more (`rating.min_valid` 1.0: the original rates F unless every file is valid)."""
+    """The pre-submit refusal: fewer than `gate_need(N)` valid outputs (the original's gate). The rating asks more
+    (`rating.min_valid` 1.0: the original rates F unless every file is valid)."""
     shape = output_shape(task)
+    share = gate_need(len(case_ids)) / len(case_ids) if case_ids else GATE_SHARE  # the core's gate takes a share
 
     def problem(case_id: str) -> str | None:
         _, reasons, _ = read_output(outputs, case_id, OUTPUT, shape)
         return reasons[0] if reasons else None
 
-    return valid_output_gate(case_ids, GATE_SHARE, problem, OUTPUT,
+    return valid_output_gate(case_ids, share, problem, OUTPUT,
                              f"a 2-D finite float array of shape {shape}")

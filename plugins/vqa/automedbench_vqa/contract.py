@@ -85,9 +85,11 @@ def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> 
     problems = []
     if record["question_id"] != qid:
         problems.append(f"question_id {record['question_id']!r} does not match the folder {qid!r}")
+    mcq = is_mcq(question)
     texts = {}
     for key in ("predicted_label", "predicted_answer", "raw_model_output"):
-        value = "" if record[key] is None and key == "predicted_label" else record[key]
+        # an open question's label is never read (the original's checker reads the label of an MCQ only)
+        value = "" if key == "predicted_label" and (record[key] is None or not mcq) else record[key]
         if not isinstance(value, str):
             problems.append(f"{key} must be a string, got {type(value).__name__}")
             value = ""
@@ -101,21 +103,24 @@ def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> 
     if problems:
         return AnswerCheck("invalid", problems, record)
     label, answer, raw = (texts[k].strip() for k in ("predicted_label", "predicted_answer", "raw_model_output"))
-    if not label and not answer and not raw:
+    if not answer and not raw and not (mcq and label):
         return AnswerCheck("skip", [f"{SKIP_PREFIX} no answer given (predicted_answer and raw_model_output empty)"],
                            record)
     why = placeholder_reason(raw)
-    if not why and not raw:
+    if not why and not raw and answer:
+        # the original's rule: an answer *text* without model output is forged; an MCQ letter alone with both texts
+        # empty is not (its checker passes it and its scorer reads the letter, round 19)
         why = "raw_model_output is empty but an answer is given (no model output behind it)"
     if why:
         return AnswerCheck("placeholder", [f"{PLACEHOLDER_PREFIX} {why}"], record)
-    if is_mcq(question):
+    if mcq:
         options = question.get("options") or {}
-        letters = [k for k in LETTERS if k in options] or list(LETTERS)
         label = normalize_label(label)  # `b`, `(B)`, `B.`, `answer: b` -> B, as the scorer reads it
-        if label not in letters:
+        # any letter A-E is an answer, as the original's checker and scorer take it: one naming no option of this
+        # question is a wrong answer (scored 0), not a broken file (round 19)
+        if label not in LETTERS:
             return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} names none of the "
-                                           f"options {', '.join(letters)}"], record)
+                                           f"options {', '.join(LETTERS)}"], record)
         # the label decides an MCQ answer: an empty text is the original checker's pass (it compares a non-empty
         # text only), so a label-only record is valid and scored as there; a text naming another option is not
         if answer and not _same_text(answer, str(options.get(label, answer))):
