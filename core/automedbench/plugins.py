@@ -296,6 +296,12 @@ class Registry:
                 what = "is a task of" if known else "names"
                 raise UserError(f"{task_id!r} {what} the {track} track, which is not installed: "
                                 f"{track_install_line(track).split(': ', 1)[1]}")
+            if "/" not in task_id:  # a track's name where a task id goes: its tasks, not the nearest other id
+                own = sorted(t for t in tasks if t.split("/", 1)[0] == task_id.lower())
+                if own:
+                    first = next((t for t in own if t.endswith("/demo")), own[0])
+                    raise UserError(f"{task_id!r} is a track, not a task: give one of its tasks, e.g. {first} "
+                                    f"(its tasks: {', '.join(own)})")
             raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
         return tasks[task_id]
 
