@@ -415,6 +415,19 @@ def _fit(title: str, width: int) -> str:
 # ---------------------------------------------------------------- the run's pictures folder
 
 
+def picture_marks(picture: CasePicture) -> list[str]:
+    """What the drawn panels carry over their images ("mask", "boxes-<role>"), for the run page's legend: a VQA
+    image, a denoised slice and a detection's boxes each need their own words, not one caption for all."""
+    marks: set[str] = set()
+    drawn = [panel for panel in picture.panels if panel.image is not None][:MAX_PANELS]
+    for panel in drawn:
+        if panel.mask is not None:
+            marks.add("mask")
+        if panel.boxes:  # coloured as `_panel_image` colours them: an unknown role draws as an output
+            marks.add(f"boxes-{panel.role if panel.role in ROLE_COLOURS else 'output'}")
+    return sorted(marks)
+
+
 class PictureWriter:
     """Writes each case's PNG and text panels into `<run>/pictures/` within the run's budget, then the index the
     run page reads (`index.json`: per case its file, texts and any note)."""
@@ -435,6 +448,7 @@ class PictureWriter:
             entry["caption"] = str(picture.caption)[:300]
             entry["texts"] = [{"title": str(p.title)[:120], "text": str(p.text)[:MAX_TEXT_CHARS], "role": p.role}
                               for p in picture.panels if p.text][:6]
+            entry["marks"] = picture_marks(picture)
             if not self.room():
                 entry["note"] = "not drawn: the run's picture budget is spent"
             else:
