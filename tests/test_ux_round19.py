@@ -1,0 +1,114 @@
+"""A demanding user's walk, round 19: what a researcher comparing agents and a track author met after and around a
+run (a track's name where a task id goes, a picture legend written for another modality), each through the CLI."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import test_cli_newuser
+from automedbench.cli import main
+from click.testing import CliRunner
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+
+
+def _one_line(result, needle: str) -> str:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "--task", "segmentation", "--agent", "reference"],
+    ["sweep", "--agents", "noop", "--tasks", "segmentation", "--dry-run"],
+    ["evaluate", "--task", "Segmentation", "--baseline", "perfect"],
+    ["validate-task", "segmentation"],
+])
+def test_a_track_name_given_as_a_task_names_that_tracks_tasks(cli, tmp_path, command):
+    """`--task segmentation` answered "did you mean 'segmentation/feta'?" (the nearest id by spelling) before all
+    60 task ids of every track: the user had typed a track, and wanted its tasks, the demo first."""
+    line = _one_line(cli(*command, *(["--out", tmp_path / "out"] if command[0] in ("run", "sweep") else [])),
+                     "is a track, not a task: give one of its tasks, e.g. segmentation/demo (its tasks: ")
+    listed = line.split("(its tasks: ", 1)[1].rstrip(")").split(", ")
+    assert "segmentation/demo" in listed and all(t.startswith("segmentation/") for t in listed), line
+    assert "did you mean" not in line
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_misspelt_task_id_still_gets_its_nearest_id(cli):
+    """The track hint is for a bare track name only: a task id with a typo keeps "did you mean"."""
+    _one_line(cli("run", "--task", "segmentation/dmeo", "--agent", "reference"), "did you mean 'segmentation/demo'")
+
+
+def _legend(page: str) -> str:
+    found = re.search(r'<h3 id="pictures">Cases in pictures</h3><p class="note">([^<]*)</p>', page)
+    assert found, "no picture legend on the page"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("task,present,absent", [
+    ("vqa/demo", ["question, answer and gold under it"], ["mask", "boxes"]),
+    ("detection/demo", ["output boxes orange", "reference boxes green"], ["mask"]),
+    ("segmentation/demo", ["masks in one colour per label"], ["boxes"]),
+    ("enhancement/demo-ldct", ["the images as they are, no overlay"], ["mask", "boxes"]),
+])
+def test_the_picture_legend_says_what_this_tracks_pictures_show(amb_run, tmp_path, task, present, absent):
+    """Every run page's pictures had one legend: "masks in one colour per label, output boxes orange, reference
+    boxes green" under a VQA image with its question and answer, and under a denoised CT slice. The evaluator now
+    records what it drew over each picture and the legend says only that."""
+    _, run_dir = amb_run(task, "reference")
+    page = tmp_path / "page.html"
+    shown = CliRunner().invoke(main, ["view", str(run_dir), "--out", str(page)], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    legend = _legend(page.read_text())
+    for words in present:
+        assert words in legend, legend
+    for words in absent:
+        assert words not in legend, legend
+
+
+def test_a_value_the_metric_could_not_compute_reads_null_on_the_page(run_agent, tmp_path):
+    """The terminal printed `lpips_mean_valid null` (enhancement's LPIPS without its weights), the run page an empty
+    cell after the name, as if the value were lost; the page now says null too, in the components and per case."""
+    import json
+
+    run_dir = test_cli_newuser._copy_run(run_agent("reference")[1], tmp_path)
+    path = run_dir / "result.json"
+    data = json.loads(path.read_text())
+    data["task"]["components"]["lpips_mean_valid"] = None
+    data["task"]["per_case"][0]["lesion_dice"] = None
+    path.write_text(json.dumps(data))  # no longer as signed: the page says unverified and still shows it
+    page = tmp_path / "page.html"
+    shown = CliRunner().invoke(main, ["view", str(run_dir), "--out", str(page)], catch_exceptions=False)
+    assert shown.exit_code == 0, shown.output
+    html = page.read_text()
+    assert 'lpips_mean_valid <span class="muted">null</span>' in html
+    row = re.search(r'<tr id="case-0">.*?</tr>', html).group(0)
+    assert '<td class="n"><span class="muted">null</span></td>' in row, row
+
+
+def test_rejudge_and_judge_agreement_take_a_folder_of_runs(run_agent, tmp_path):
+    """`leaderboard`, `codes` and `verify` take a sweep's folder; `rejudge sweep/` and `judge-agreement sweep/` said
+    "not a run folder (no result.json); it holds 2 run(s)", and README's `judge-agreement runs/*` met sweep.json.
+    Both now take the folder's runs, each once."""
+    import json
+
+    sweep = tmp_path / "sweep"
+    for agent in ("reference", "skip-validate"):
+        test_cli_newuser._copy_run(run_agent(agent)[1], sweep)
+    (sweep / "sweep.json").write_text("{}")
+    runner = CliRunner()
+    agreed = runner.invoke(main, ["judge-agreement", str(sweep), str(sweep), "--judge-a", "rules", "--judge-b",
+                                  "rules", "--regrade", "--json"], catch_exceptions=False)
+    assert agreed.exit_code == 0, agreed.output
+    assert json.loads(agreed.stdout)["runs"] == 2
+    regraded = runner.invoke(main, ["rejudge", str(sweep), "--judge", "rules"], catch_exceptions=False)
+    assert regraded.exit_code == 0, regraded.output
+    assert regraded.stdout.count("re-graded ") == 2, regraded.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = runner.invoke(main, ["rejudge", str(empty), "--judge", "rules"], catch_exceptions=False)
+    assert refused.exit_code == 2 and "not a run folder (no result.json)" in refused.output, refused.output
