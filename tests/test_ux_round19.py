@@ -9,16 +9,9 @@ import pytest
 import test_cli_newuser
 from automedbench.cli import main
 from click.testing import CliRunner
+from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
-
-
-def _one_line(result, needle: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.output, result.output
-    assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize("command", [
@@ -30,8 +23,9 @@ def _one_line(result, needle: str) -> str:
 def test_a_track_name_given_as_a_task_names_that_tracks_tasks(cli, tmp_path, command):
     """`--task segmentation` answered "did you mean 'segmentation/feta'?" (the nearest id by spelling) before all
     60 task ids of every track: the user had typed a track, and wanted its tasks, the demo first."""
-    line = _one_line(cli(*command, *(["--out", tmp_path / "out"] if command[0] in ("run", "sweep") else [])),
-                     "is a track, not a task: give one of its tasks, e.g. segmentation/demo (its tasks: ")
+    result = cli(*command, *(["--out", tmp_path / "out"] if command[0] in ("run", "sweep") else []))
+    _one_line(result, "is a track, not a task: give one of its tasks, e.g. segmentation/demo (its tasks: ")
+    line = result.stderr.strip()
     listed = line.split("(its tasks: ", 1)[1].rstrip(")").split(", ")
     assert "segmentation/demo" in listed and all(t.startswith("segmentation/") for t in listed), line
     assert "did you mean" not in line
