@@ -1,5 +1,7 @@
 """A demanding user's walk, round 19: what a researcher comparing agents and a track author met after and around a
-run (a track's name where a task id goes, a picture legend written for another modality), each through the CLI."""
+run (a track's name where a task id goes, a picture legend written for another modality, a null value shown as
+nothing, judge commands that refused a sweep's folder, an installed plugin that fails to load called "not
+installed"), each through the CLI."""
 
 from __future__ import annotations
 
@@ -106,3 +108,56 @@ def test_rejudge_and_judge_agreement_take_a_folder_of_runs(run_agent, tmp_path):
     empty.mkdir()
     refused = runner.invoke(main, ["rejudge", str(empty), "--judge", "rules"], catch_exceptions=False)
     assert refused.exit_code == 2 and "not a run folder (no result.json)" in refused.output, refused.output
+
+
+class _FailingEntryPoint:
+    """An installed plugin's entry point whose import fails (a broken install, a missing dependency of its own)."""
+
+    def __init__(self, ep) -> None:
+        self.name, self.dist, self.value, self.group = ep.name, ep.dist, ep.value, ep.group
+
+    def load(self):
+        raise ImportError(f"cannot import name 'helper' from '{self.value.split(':')[0]}'")
+
+
+@pytest.fixture
+def broken(monkeypatch):
+    """The command line's registry with the detection track's and the models built-in's entry points failing."""
+    import importlib.metadata as md
+
+    from automedbench.plugins import Registry
+
+    real = md.entry_points
+
+    def entry_points(**kwargs):
+        return [_FailingEntryPoint(ep) if ep.name in ("detection", "models") else ep for ep in real(**kwargs)]
+
+    monkeypatch.setattr(md, "entry_points", entry_points)
+    reg = Registry()
+    reg.load_entry_points()
+    monkeypatch.setattr(md, "entry_points", real)
+    monkeypatch.setattr("automedbench.cli.registry", lambda **_: reg)
+    return reg
+
+
+def test_an_installed_plugin_that_fails_to_load_is_not_called_not_installed(cli, broken, tmp_path):
+    """With automedbench-detection installed but failing to import, `run --task detection/demo` said "is a task of
+    the detection track, which is not installed: pip install 'automedbench[detection]'" and `tasks` listed its tasks
+    as not installed: the install it named was there, and installing again changed nothing. Now the one line says
+    it is installed, failed to load, and why; so for a built-in's component (`--agent openai`)."""
+    out = tmp_path / "runs"
+    result = cli("run", "--task", "detection/demo", "--agent", "reference", "--out", out)
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert ("track 'detection' comes with automedbench-detection, which is installed but failed to load "
+            "(ImportError: cannot import name 'helper' from 'automedbench_detection.plugin')") in line, line
+    assert "pip install" not in line and "not installed" not in line, line
+    assert not out.exists() or not any(out.iterdir())
+    agent = cli("run", "--task", "toy/vowels", "--agent", "openai", "--out", out)
+    assert agent.exit_code == 2
+    assert ("agent 'openai' comes with automedbench-models, which is installed but failed to load"
+            in agent.stderr.strip().splitlines()[-1]), agent.stderr
+    listing = cli("tasks")
+    assert listing.exit_code == 0, listing.output
+    assert "not loaded: detection/bccd, detection/demo" in listing.stdout
+    assert "not installed: detection/" not in listing.stdout

@@ -418,7 +418,9 @@ def tasks() -> None:
             console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
     for name, info in sorted(reg.missing_release_tracks().items()):
         ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
-        console.print(escape(f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
+        broken = reg.broken_part("track", name)  # installed, but failed to load: a new install would not help
+        console.print(escape(f"not loaded: {ids}: {broken}" if broken else
+                             f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
     print_problems(reg)
 
 
