@@ -161,3 +161,21 @@ def test_an_installed_plugin_that_fails_to_load_is_not_called_not_installed(cli,
     assert listing.exit_code == 0, listing.output
     assert "not loaded: detection/bccd, detection/demo" in listing.stdout
     assert "not installed: detection/" not in listing.stdout
+
+
+def test_a_finished_sweep_names_the_command_that_compares_its_runs(cli, tmp_path):
+    """A sweep ended on its manifest's path: the researcher had to find in the README that `leaderboard` (not
+    `show`, which takes one run) compares the runs. It now ends with that command for its folder, which works."""
+    import json
+    import shlex
+
+    out = tmp_path / "sweep folder"
+    swept = cli("sweep", "--agents", "reference,noop", "--tasks", "toy/vowels", "--executor", "inline", "--out", out)
+    assert swept.exit_code == 0, swept.output
+    (line,) = [x for x in swept.stdout.splitlines() if x.startswith("compare: ")]
+    command = shlex.split(line.removeprefix("compare: ").split(" (--site", 1)[0])
+    assert command[:2] == ["automedbench", "leaderboard"] and command[2] == str(out), line
+    board = cli(*command[1:], "--json", tmp_path / "board.json", "--quiet")
+    assert board.exit_code == 0, board.output
+    rows = json.loads((tmp_path / "board.json").read_text())["rows"]
+    assert {r["agent"] for r in rows} == {"reference", "noop"}, rows
