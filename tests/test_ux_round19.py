@@ -179,3 +179,18 @@ def test_a_finished_sweep_names_the_command_that_compares_its_runs(cli, tmp_path
     assert board.exit_code == 0, board.output
     rows = json.loads((tmp_path / "board.json").read_text())["rows"]
     assert {r["agent"] for r in rows} == {"reference", "noop"}, rows
+
+
+def test_tasks_says_which_tasks_are_staged_and_how_to_stage_the_rest(cli, tmp_path):
+    """`tasks` marked segmentation/kidney Ready; `run` then said it was not staged: which tasks can run now, and what
+    the others need first, was learnt one refusal at a time. `tasks` now names those staged under the data root."""
+    root = tmp_path / "data"
+    assert cli("stage", "toy/vowels", "--data-root", root).exit_code == 0
+    listing = cli("tasks", "--data-root", root)
+    assert listing.exit_code == 0, listing.output
+    (line,) = [x for x in listing.stdout.splitlines() if x.startswith("staged under ")]
+    assert line.startswith(f"staged under {root}: toy/vowels; not staged: "), line
+    assert "dataset task(s), each staged once from its download before it runs: automedbench stage TASK --from PATH" \
+        in line, line
+    empty = cli("tasks", "--data-root", tmp_path / "none")
+    assert f"staged under {tmp_path / 'none'}: none;" in empty.stdout, empty.stdout

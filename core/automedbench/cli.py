@@ -400,9 +400,14 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 
 
 @main.command()
-def tasks() -> None:
+@click.option("--data-root", type=click.Path(file_okay=False), default=None,
+              help="Where staged data lives, to say which tasks are staged [default: $AUTOMEDBENCH_DATA or "
+                   "~/.cache/automedbench/data].")
+def tasks(data_root: str | None) -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
-    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed.
+    method needs (Ready); then which tasks are staged under the data root (a demo stages itself on its first
+    run; any other task once from its download, `automedbench stage TASK --from PATH`), what to install for the
+    tasks that are not ready and the tracks not installed.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
@@ -413,6 +418,13 @@ def tasks() -> None:
     checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
     console.print(tasks_table([spec for _, spec in found.values()], console.width,
                               {task_id: ok for task_id, (ok, _) in checked.items()}))
+    root = data_root_or_default(data_root)
+    staged = sorted(t for t, (_, spec) in found.items() if (staging.task_dir(root, spec) / staging.STAMP).is_file())
+    unstaged = sum(1 for _, spec in found.values() if not spec.demo and spec.id not in staged)
+    console.print(escape(f"staged under {root}: {', '.join(staged) or 'none'}"
+                         + (f"; not staged: {unstaged} dataset task(s), each staged once from its download before "
+                            "it runs: automedbench stage TASK --from PATH" if unstaged else "")
+                         + "; a demo stages itself on its first run"), soft_wrap=True)
     for task_id, (ok, why) in sorted(checked.items()):
         if not ok:
             console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
