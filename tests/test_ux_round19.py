@@ -48,13 +48,14 @@ def _legend(page: str) -> str:
 @pytest.mark.parametrize("task,present,absent", [
     ("vqa/demo", ["question, answer and gold under it"], ["mask", "boxes"]),
     ("detection/demo", ["output boxes orange", "reference boxes green"], ["mask"]),
-    ("segmentation/demo", ["masks in one colour per label"], ["boxes"]),
+    ("segmentation/demo", ["masks: organ red, lesion green"], ["boxes"]),
     ("enhancement/demo-ldct", ["the images as they are, no overlay"], ["mask", "boxes"]),
 ])
 def test_the_picture_legend_says_what_this_tracks_pictures_show(amb_run, tmp_path, task, present, absent):
     """Every run page's pictures had one legend: "masks in one colour per label, output boxes orange, reference
-    boxes green" under a VQA image with its question and answer, and under a denoised CT slice. The evaluator now
-    records what it drew over each picture and the legend says only that."""
+    boxes green" under a VQA image with its question and answer, and under a denoised CT slice, and never said which
+    colour was the organ and which the lesion. The evaluator now records what it drew over each picture (and what
+    a track's mask labels are) and the legend says only that."""
     _, run_dir = amb_run(task, "reference")
     page = tmp_path / "page.html"
     shown = CliRunner().invoke(main, ["view", str(run_dir), "--out", str(page)], catch_exceptions=False)

@@ -123,6 +123,9 @@ def pictures_legend(index_of: dict[str, dict[str, Any]]) -> str:
         return f"{head} (masks in one colour per label, output boxes orange, reference boxes green)."
     marks = {m for e in entries for m in (e.get("marks") or []) if isinstance(m, str)}
     parts = [MARK_WORDS[m] for m in MARK_WORDS if m in marks]
+    named = list(dict.fromkeys(str(n)[:80] for e in entries for n in (e.get("labels") or [])[:10]))[:10]
+    if "mask" in marks and named:  # the track said what its labels are: name them, not their numbers
+        parts[0] = f"masks: {', '.join(named)}"
     titles = list(dict.fromkeys(str(t.get("title"))[:40] for e in entries for t in (e.get("texts") or [])[:6]
                                 if isinstance(t, dict) and t.get("title")))[:6]
     if titles:
