@@ -35,8 +35,19 @@ def test_a_track_name_given_as_a_task_names_that_tracks_tasks(cli, tmp_path, com
 
 
 def test_a_misspelt_task_id_still_gets_its_nearest_id(cli):
-    """The track hint is for a bare track name only: a task id with a typo keeps "did you mean"."""
+    """The track hints are for a bare track name and a track not installed: a typo keeps "did you mean"."""
     _one_line(cli("run", "--task", "segmentation/dmeo", "--agent", "reference"), "did you mean 'segmentation/demo'")
+    _one_line(cli("run", "--task", "segmentaton/demo", "--agent", "reference"), "did you mean 'segmentation/demo'")
+
+
+def test_a_new_tracks_task_before_its_package_is_installed_says_to_install_it(cli, tmp_path):
+    """A track author ran `new-track petct`, then `run --task petct/demo` before `pip install -e`: the answer was
+    "did you mean 'detection/demo'?" and 60 task ids. It now says no track petct is installed, and how one is."""
+    assert cli("new-track", "petct", "--dir", tmp_path).exit_code == 0
+    result = cli("run", "--task", "petct/demo", "--agent", "reference", "--out", tmp_path / "runs")
+    _one_line(result, "unknown task 'petct/demo': no track 'petct' is installed (installed: ")
+    line = result.stderr.strip()
+    assert "segmentation" in line and "pip install -e <its folder>" in line and "did you mean" not in line, line
 
 
 def _legend(page: str) -> str:

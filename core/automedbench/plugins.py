@@ -7,6 +7,7 @@ and the rest still load. The core's built-ins come in through the same entry-poi
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import importlib.metadata as md
 import re
@@ -328,6 +329,12 @@ class Registry:
                     first = next((t for t in own if t.endswith("/demo")), own[0])
                     raise UserError(f"{task_id!r} is a track, not a task: give one of its tasks, e.g. {first} "
                                     f"(its tasks: {', '.join(own)})")
+            installed = sorted({t.split("/", 1)[0] for t in tasks})
+            if "/" in task_id and track not in installed and not difflib.get_close_matches(track, installed, n=1):
+                # no such track, nor a typo of one: a track package not installed yet (`new-track` wrote it)
+                raise UserError(f"unknown task {task_id!r}: no track {track!r} is installed (installed: "
+                                f"{', '.join(installed)}); a track package of your own runs once installed: "
+                                "pip install -e <its folder>, then `automedbench tasks` lists its tasks")
             raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
         return tasks[task_id]
 
