@@ -206,3 +206,23 @@ def test_tasks_says_which_tasks_are_staged_and_how_to_stage_the_rest(cli, tmp_pa
         in line, line
     empty = cli("tasks", "--data-root", tmp_path / "none")
     assert f"staged under {tmp_path / 'none'}: none;" in empty.stdout, empty.stdout
+
+
+def test_evaluate_out_keeps_each_cases_picture_for_its_page(cli, tmp_path):
+    """`evaluate --out DIR` kept result.json but drew no pictures: `view DIR` said "the run was made with
+    --no-pictures", and a researcher scoring a submission saw no case. It now draws them (--no-pictures leaves
+    them out) and names the command that writes the page."""
+    import json
+
+    out = tmp_path / "scored"
+    result = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert f"page: automedbench view {out}" in result.stdout, result.stdout
+    index = json.loads((out / "pictures" / "index.json").read_text())
+    assert len([c for c in index["cases"] if c["file"]]) == 5, index
+    page = tmp_path / "page.html"
+    assert cli("view", out, "--out", page).exit_code == 0
+    assert len(re.findall(r'<figure class="case"', page.read_text())) == 5
+    bare = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect", "--out", tmp_path / "bare",
+               "--no-pictures")
+    assert bare.exit_code == 0 and not (tmp_path / "bare" / "pictures").exists(), bare.output

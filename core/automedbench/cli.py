@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import tempfile
@@ -204,12 +205,16 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
 @click.option("--baseline", default=None, help="Score a built-in baseline instead (e.g. perfect, empty, constant).")
 @click_options("data_root")
 @click.option("--out", "keep_in", type=click.Path(file_okay=False), default=None,  # not RunOptions.out: no run folder
-              help="Keep the frozen copy, evaluation.json and result.json here (a new or empty folder).")
+              help="Keep the frozen copy, evaluation.json, result.json and the cases' pictures here (a new or "
+                   "empty folder), for `automedbench view OUT`.")
 @click_options("task_score", task_score={"help": "strict or partial [default: the task's]."})
 @click.option("--items", is_flag=True, help="Show every stage item in the summary.")
-@click_options("eval_options")
+@click_options("eval_options", "pictures", pictures={
+    "help": "With --out: draw each case's picture (input, output, reference) there for its page (`automedbench "
+            "view OUT`); --no-pictures leaves them out."})
 def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, items: bool, **fields: Any) -> None:
-    """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
+    """Score a folder of outputs without an agent, with the same isolated evaluator as `run`; with --out, the
+    records and each case's picture are kept for `automedbench view OUT`."""
     from .evaluate_cmd import EvaluateOptions, evaluate_folder
     from .report import render
 
@@ -227,12 +232,15 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
             result = evaluate_folder(reg, EvaluateOptions(
                 task=o["task"], data_root=o["data_root"], work=work,
                 submission=Path(submission) if submission else None, baseline=baseline, task_score=o["task_score"],
-                eval_options=o["eval_options"]))
+                eval_options=o["eval_options"], pictures=bool(keep_in) and o["pictures"]))
         finally:
             ticker.stop()
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)
+            if "view" in main.list_commands(click.get_current_context()):  # the page is the campaign built-in's
+                console.print(escape(f"page: automedbench view {shlex.quote(keep_in)} (each case with its reasons "
+                                     "and picture)"), soft_wrap=True)
     finally:
         if not keep_in:
             shutil.rmtree(work, ignore_errors=True)
