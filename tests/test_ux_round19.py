@@ -226,3 +226,24 @@ def test_evaluate_out_keeps_each_cases_picture_for_its_page(cli, tmp_path):
     bare = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect", "--out", tmp_path / "bare",
                "--no-pictures")
     assert bare.exit_code == 0 and not (tmp_path / "bare" / "pictures").exists(), bare.output
+
+
+def test_a_b_rating_names_where_a_starts(cli, tmp_path):
+    """The enhancement demo's reference rated "B (task 0.960 >= 0.9522 (okay))": why not A was in the task file
+    only. A B now says where A starts (the task's own band); a C already named B's."""
+    import shutil
+
+    from automedbench.plugins import registry
+
+    _, task = registry().task("toy/vowels")
+    perfect = cli("evaluate", "--task", "toy/vowels", "--baseline", "perfect", "--out", tmp_path / "perfect")
+    assert perfect.exit_code == 0, perfect.output
+    submission = tmp_path / "submission"
+    shutil.copytree(tmp_path / "perfect" / "baseline", submission)
+    for case in sorted(p for p in submission.iterdir() if p.is_dir())[:2]:  # 4 of 6 right: between the bands
+        answer = case / "answer.txt"
+        answer.write_text(str(int(answer.read_text()) + 1))
+    result = cli("evaluate", "--task", "toy/vowels", "--submission", submission)
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("Agentic ")]
+    assert f"Rating B (task 0.666 >= {task.rating.okay} (okay; A from {task.rating.good}))" in line, line
