@@ -26,7 +26,7 @@ NO_FLAG = {"run_id", "node"}
 # what each command builds its run configuration from (the rest of its flags are its own)
 EXPOSED = {
     "run": {f.name for f in attrs.fields(RunOptions)} - NO_FLAG,
-    "evaluate": {"task", "data_root", "task_score", "eval_options"},
+    "evaluate": {"task", "data_root", "task_score", "eval_options", "pictures"},
     "sweep": {f.name for f in attrs.fields(RunOptions)} - NO_FLAG - set(PER_RUN) - {"keep_workspace"},
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 import tempfile
@@ -204,12 +205,16 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
 @click.option("--baseline", default=None, help="Score a built-in baseline instead (e.g. perfect, empty, constant).")
 @click_options("data_root")
 @click.option("--out", "keep_in", type=click.Path(file_okay=False), default=None,  # not RunOptions.out: no run folder
-              help="Keep the frozen copy, evaluation.json and result.json here (a new or empty folder).")
+              help="Keep the frozen copy, evaluation.json, result.json and the cases' pictures here (a new or "
+                   "empty folder), for `automedbench view OUT`.")
 @click_options("task_score", task_score={"help": "strict or partial [default: the task's]."})
 @click.option("--items", is_flag=True, help="Show every stage item in the summary.")
-@click_options("eval_options")
+@click_options("eval_options", "pictures", pictures={
+    "help": "With --out: draw each case's picture (input, output, reference) there for its page (`automedbench "
+            "view OUT`); --no-pictures leaves them out."})
 def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, items: bool, **fields: Any) -> None:
-    """Score a folder of outputs without an agent, with the same isolated evaluator as `run`."""
+    """Score a folder of outputs without an agent, with the same isolated evaluator as `run`; with --out, the
+    records and each case's picture are kept for `automedbench view OUT`."""
     from .evaluate_cmd import EvaluateOptions, evaluate_folder
     from .report import render
 
@@ -227,12 +232,15 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
             result = evaluate_folder(reg, EvaluateOptions(
                 task=o["task"], data_root=o["data_root"], work=work,
                 submission=Path(submission) if submission else None, baseline=baseline, task_score=o["task_score"],
-                eval_options=o["eval_options"]))
+                eval_options=o["eval_options"], pictures=bool(keep_in) and o["pictures"]))
         finally:
             ticker.stop()
         render(result, console, items=items)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)
+            if "view" in main.list_commands(click.get_current_context()):  # the page is the campaign built-in's
+                console.print(escape(f"page: automedbench view {shlex.quote(keep_in)} (each case with its reasons "
+                                     "and picture)"), soft_wrap=True)
     finally:
         if not keep_in:
             shutil.rmtree(work, ignore_errors=True)
@@ -400,9 +408,14 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 
 
 @main.command()
-def tasks() -> None:
+@click.option("--data-root", type=click.Path(file_okay=False), default=None,
+              help="Where staged data lives, to say which tasks are staged [default: $AUTOMEDBENCH_DATA or "
+                   "~/.cache/automedbench/data].")
+def tasks(data_root: str | None) -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
-    method needs (Ready); then what to install for the tasks that are not ready and the tracks not installed.
+    method needs (Ready); then which tasks are staged under the data root (a demo stages itself on its first
+    run; any other task once from its download, `automedbench stage TASK --from PATH`), what to install for the
+    tasks that are not ready and the tracks not installed.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
@@ -413,12 +426,21 @@ def tasks() -> None:
     checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
     console.print(tasks_table([spec for _, spec in found.values()], console.width,
                               {task_id: ok for task_id, (ok, _) in checked.items()}))
+    root = data_root_or_default(data_root)
+    staged = sorted(t for t, (_, spec) in found.items() if (staging.task_dir(root, spec) / staging.STAMP).is_file())
+    unstaged = sum(1 for _, spec in found.values() if not spec.demo and spec.id not in staged)
+    console.print(escape(f"staged under {root}: {', '.join(staged) or 'none'}"
+                         + (f"; not staged: {unstaged} dataset task(s), each staged once from its download before "
+                            "it runs: automedbench stage TASK --from PATH" if unstaged else "")
+                         + "; a demo stages itself on its first run"), soft_wrap=True)
     for task_id, (ok, why) in sorted(checked.items()):
         if not ok:
             console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
     for name, info in sorted(reg.missing_release_tracks().items()):
         ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
-        console.print(escape(f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
+        broken = reg.broken_part("track", name)  # installed, but failed to load: a new install would not help
+        console.print(escape(f"not loaded: {ids}: {broken}" if broken else
+                             f"not installed: {ids}: pip install 'automedbench[{info['extra']}]'"), soft_wrap=True)
     print_problems(reg)
 
 

@@ -35,6 +35,7 @@ class EvaluateOptions:
     task_score: str | None = None  # strict or partial; None: the task file's
     eval_options: dict[str, str] = Factory(dict)  # the track's evaluation options (`--eval-option`)
     backend: str = "process"  # the evaluator backend that scores it
+    pictures: bool = False  # each case's picture into `work/pictures/` for the page (`evaluate --out`)
 
 
 def evaluate_folder(reg: Registry, o: EvaluateOptions) -> Result:
@@ -62,7 +63,7 @@ def evaluate_folder(reg: Registry, o: EvaluateOptions) -> Result:
     manifest = freeze(submission, folder.submission, submitted=True)
     write_json(folder.manifest, manifest)
     evaluation = run_isolated(task.id, staged, folder.submission, folder.manifest, folder.evaluation,
-                              options=options, backend=o.backend)
+                              options=options, backend=o.backend, pictures=o.pictures)
     evaluation = grade_evaluation(reg, track, task, evaluation, options, work)
     header = Header(f"evaluate-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}", task.id, task.track, "-",
                     f"baseline:{baseline}" if baseline else f"folder:{submission}", "-", "-",

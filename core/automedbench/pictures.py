@@ -40,6 +40,7 @@ TEXT_SUFFIXES = (".json", ".txt", ".md", ".csv", ".tsv")
 ROLE_COLOURS = {"output": (255, 128, 0), "reference": (0, 170, 90), "input": (30, 136, 229)}
 LABEL_COLOURS = [(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
                  (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212)]
+LABEL_COLOUR_NAMES = ["red", "green", "yellow", "blue", "orange", "purple", "cyan", "magenta", "lime", "pink"]
 
 
 @define
@@ -80,6 +81,7 @@ class CasePicture:
 
     panels: list[Panel]
     caption: str = ""
+    labels: dict[int, str] = Factory(dict)  # what a mask's label values mean (1: "organ", 2: "lesion"), for the legend
 
 
 # ---------------------------------------------------------------- helpers a track draws with
@@ -415,6 +417,31 @@ def _fit(title: str, width: int) -> str:
 # ---------------------------------------------------------------- the run's pictures folder
 
 
+def label_legend(labels: dict[Any, Any]) -> list[str]:
+    """A mask's label names with the colour each is drawn in ("organ red"), label by label (at most 10 labels)."""
+    named = []
+    for value, name in list(labels.items())[:len(LABEL_COLOURS)]:
+        try:
+            index = (int(value) - 1) % len(LABEL_COLOURS)
+        except (TypeError, ValueError):
+            continue
+        named.append(f"{str(name)[:60]} {LABEL_COLOUR_NAMES[index]}")
+    return named
+
+
+def picture_marks(picture: CasePicture) -> list[str]:
+    """What the drawn panels carry over their images ("mask", "boxes-<role>"), for the run page's legend: a VQA
+    image, a denoised slice and a detection's boxes each need their own words, not one caption for all."""
+    marks: set[str] = set()
+    drawn = [panel for panel in picture.panels if panel.image is not None][:MAX_PANELS]
+    for panel in drawn:
+        if panel.mask is not None:
+            marks.add("mask")
+        if panel.boxes:  # coloured as `_panel_image` colours them: an unknown role draws as an output
+            marks.add(f"boxes-{panel.role if panel.role in ROLE_COLOURS else 'output'}")
+    return sorted(marks)
+
+
 class PictureWriter:
     """Writes each case's PNG and text panels into `<run>/pictures/` within the run's budget, then the index the
     run page reads (`index.json`: per case its file, texts and any note)."""
@@ -435,6 +462,9 @@ class PictureWriter:
             entry["caption"] = str(picture.caption)[:300]
             entry["texts"] = [{"title": str(p.title)[:120], "text": str(p.text)[:MAX_TEXT_CHARS], "role": p.role}
                               for p in picture.panels if p.text][:6]
+            entry["marks"] = picture_marks(picture)
+            if "mask" in entry["marks"] and isinstance(picture.labels, dict):
+                entry["labels"] = label_legend(picture.labels)
             if not self.room():
                 entry["note"] = "not drawn: the run's picture budget is spent"
             else:

@@ -7,8 +7,10 @@ and the rest still load. The core's built-ins come in through the same entry-poi
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import importlib.metadata as md
+import re
 import traceback
 import types
 from collections.abc import Callable, Collection
@@ -247,11 +249,33 @@ class Registry:
 
     # ------------------------------------------------------------ lookup
 
+    def load_failure(self, distribution: str, plugin: str = "") -> str | None:
+        """Why an installed distribution (or the entry point `plugin`) gave nothing: it failed to load or to
+        register. Its parts are then broken, not missing: "pip install" would not help, and must not be said."""
+        def norm(dist: str) -> str:
+            return re.sub(r"[-_.]+", "-", dist).lower()
+
+        for problem in self.problems:
+            if norm(problem.distribution) == norm(distribution) or (plugin and problem.plugin == plugin):
+                return str(problem.error)
+        return None
+
+    def broken_part(self, kind: str, name: str) -> str | None:
+        """`kind name` belongs to an installed distribution that failed to load: the one line saying so."""
+        owners = [info["distribution"] for track, info in release_tracks().items() if kind == "track" and track == name]
+        owners += [dist for _, dist, parts in OPTIONAL_PARTS if name in parts.get(kind, ())]
+        for dist in owners:
+            failure = self.load_failure(dist, name if kind == "track" else "")
+            if failure:
+                return (f"{kind} {name!r} comes with {dist}, which is installed but failed to load ({failure}): fix "
+                        "or reinstall it, not a new install (`automedbench plugins` shows the problem)")
+        return None
+
     def get(self, kind: str, name: str) -> Component:
         found = self.components[kind].get(name)
         if found is None:
             unknown = f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}"
-            raise UserError(install_hint(kind, name) or unknown)
+            raise UserError(self.broken_part(kind, name) or install_hint(kind, name) or unknown)
         return found
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
@@ -291,11 +315,26 @@ class Registry:
         tasks = self.tasks()
         if task_id not in tasks:
             track = task_id.split("/", 1)[0]
+            broken = self.broken_part("track", track) if track not in self.components["track"] else None
+            if broken:
+                raise UserError(f"{task_id!r}: {broken}")
             if track not in self.components["track"] and track_install_line(track):
                 known = task_id.partition("/")[2] in release_tracks()[track].get("tasks", [])
                 what = "is a task of" if known else "names"
                 raise UserError(f"{task_id!r} {what} the {track} track, which is not installed: "
                                 f"{track_install_line(track).split(': ', 1)[1]}")
+            if "/" not in task_id:  # a track's name where a task id goes: its tasks, not the nearest other id
+                own = sorted(t for t in tasks if t.split("/", 1)[0] == task_id.lower())
+                if own:
+                    first = next((t for t in own if t.endswith("/demo")), own[0])
+                    raise UserError(f"{task_id!r} is a track, not a task: give one of its tasks, e.g. {first} "
+                                    f"(its tasks: {', '.join(own)})")
+            installed = sorted({t.split("/", 1)[0] for t in tasks})
+            if "/" in task_id and track not in installed and not difflib.get_close_matches(track, installed, n=1):
+                # no such track, nor a typo of one: a track package not installed yet (`new-track` wrote it)
+                raise UserError(f"unknown task {task_id!r}: no track {track!r} is installed (installed: "
+                                f"{', '.join(installed)}); a track package of your own runs once installed: "
+                                "pip install -e <its folder>, then `automedbench tasks` lists its tasks")
             raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
         return tasks[task_id]
 

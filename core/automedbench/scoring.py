@@ -196,8 +196,9 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
         return "C", f"task {truncate(value)} held at C: {cap}"
     if value >= thresholds.good:
         return "A", f"task {truncate(value)} >= {thresholds.good} (good)"
+    # a B names A's cut too: a reference rated B ("why not A?") reads it off the line (a C's names B's already)
     if value >= thresholds.okay:
-        return "B", f"task {truncate(value)} >= {thresholds.okay} (okay)"
+        return "B", f"task {truncate(value)} >= {thresholds.okay} (okay; A from {thresholds.good})"
     if thresholds.floor is not None and value < thresholds.floor:
         return "F", f"task {truncate(value)} < {thresholds.floor} (below the C floor)"
     return "C", f"task {truncate(value)} < {thresholds.okay}"

@@ -3,6 +3,7 @@ like a third party's; the engine's command line never imports them."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -147,6 +148,10 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
     console.print(f"sweep: {report.total} run(s) ({report.skipped} skipped, {report.ran} executed, "
                   f"{report.retried} retried): {states}; cost ${report.cost_usd:.2f}; {report.wall_s:.1f}s")
     console.print(f"manifest: {report.manifest}")
+    if report.states.get("scored") or report.states.get("agent_failure"):  # what a sweep is for: the comparison
+        folder = shlex.quote(str(report.manifest.parent))
+        console.print(escape(f"compare: automedbench leaderboard {folder} (--site DIR: linked pages per agent, "
+                             "track, task and run)"), soft_wrap=True)
     if report.states.get("infrastructure_failure"):
         sys.exit(3)
 

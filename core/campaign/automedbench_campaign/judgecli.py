@@ -20,22 +20,39 @@ def _track(items, label: str, err_console):
                  disable=len(items) < 2 or not err_console.is_terminal)
 
 
+def _folders(runs: tuple[str, ...], runs_dir: str) -> list[Any]:
+    """The run folders a user named: a run folder, its result.json, a run id under `runs_dir`, or a folder of runs
+    (a sweep's, as `leaderboard`, `codes` and `verify` take), each run once."""
+    from automedbench.engine import RunFolder, find_runs
+
+    folders: dict[str, Any] = {}
+    for run in runs:
+        path = Path(run)
+        if path.is_dir() and not (path / RunFolder.RESULT).is_file():
+            inside = find_runs([path])
+            if inside:
+                folders.update((str(p.resolve()), RunFolder(p)) for p in inside)
+                continue
+        folder = RunFolder.locate(run, Path(runs_dir))
+        folders.setdefault(str(folder.path.resolve()), folder)
+    return list(folders.values())
+
+
 @click.command()
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--judge", required=True, help="Judge backend to re-grade with (rules, openai, anthropic, ...).")
 @click.option("--judge-option", "judge_options", multiple=True, metavar="KEY=VALUE",
               help="Option for the judge, e.g. model=gpt-4o or config=agents.yaml entry=NAME; repeatable.")
 @click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
-              help="Folder to look in when a RUN is a run id.")
+              help="Folder to look in when a RUN is a run id (a RUN may also be a run folder or a folder of runs).")
 @click.option("--items", is_flag=True, help="Show every rubric item of each re-graded run.")
 @click.pass_obj
 def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_options, runs_dir: str,
             items: bool) -> None:
-    """Re-grade stored runs: new S1–S3 verdicts, stages and aggregate recomputed, result.json rewritten
-    atomically and signed again; the previous verdict is kept as judge.<old-judge>.<timestamp>.json. A run
-    the harness did not write, or whose trajectory, verdict or evaluation changed since, is refused
-    (`automedbench verify` says why) before any run is rewritten."""
-    from automedbench.engine import RunFolder
+    """Re-grade stored runs (run folders, run ids or folders of runs): new S1–S3 verdicts, stages and aggregate
+    recomputed, result.json rewritten atomically and signed again; the previous verdict is kept as
+    judge.<old-judge>.<timestamp>.json. A run the harness did not write, or whose trajectory, verdict or
+    evaluation changed since, is refused (`automedbench verify` says why) before any run is rewritten."""
     from automedbench.engine import render_result as render
 
     from .rejudge import check_genuine
@@ -44,7 +61,7 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     console, err_console = context.console, context.err_console
     reg = context.registry()
     context.print_problems(reg)
-    folders = [RunFolder.locate(r, Path(runs_dir)) for r in runs]
+    folders = _folders(runs, runs_dir)
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
         check_genuine(folder)  # the harness wrote it and its evidence is as signed: re-signed only then
@@ -70,16 +87,16 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
 @click.option("--regrade", is_flag=True, help="Grade with both judges now even when stored verdicts exist.")
 @click.option("--stored-only", is_flag=True, help="Use stored verdicts only; skip runs that lack one.")
 @click.option("--runs-dir", type=click.Path(file_okay=False), default="runs", show_default=True,
-              help="Folder to look in when a RUN is a run id.")
+              help="Folder to look in when a RUN is a run id (a RUN may also be a run folder or a folder of runs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement table as JSON.")
 @click.pass_obj
 def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, b_options, regrade, stored_only,
                     runs_dir, as_json) -> None:
-    """Per-item agreement and Cohen's kappa between two judges over a set of runs (nothing is rewritten)."""
+    """Per-item agreement and Cohen's kappa between two judges over a set of runs (run folders, run ids or
+    folders of runs, e.g. a sweep's); nothing is rewritten."""
     import json
 
     from automedbench.api import to_dict
-    from automedbench.engine import RunFolder
     from rich.table import Table
 
     from .rejudge import agreement, grade, stored_verdict
@@ -98,8 +115,7 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
         check_options(reg.get("judge", name), options, flag)  # a mistyped name or option: one line, before grading
     judges: dict[tuple[str, str], Any] = {}
     pairs, skipped, reasons = [], [], {}
-    for run_id in _track(runs, "grading", err_console):
-        folder = RunFolder.locate(run_id, Path(runs_dir))
+    for folder in _track(_folders(runs, runs_dir), "grading", err_console):
         result = folder.load_result()
         pair = []
         for name, options in sides:

@@ -74,4 +74,13 @@ def case_picture(task: TaskSpec, inputs: Path, outputs: Path | None, reference: 
               Panel("output", image=view, mask=overlay(predicted), role="output") if predicted is not None
               else Panel("output", note="no valid output", role="output"),
               Panel("reference", image=view, mask=overlay(truth), role="reference")]
-    return CasePicture(panels, where)
+    return CasePicture(panels, where, labels=label_names(task))
+
+
+def label_names(task: TaskSpec) -> dict[int, str]:
+    """What each label drawn means: the label map's names (`params.labels`), else the output files' (organ 1,
+    lesion 2): the legend says "organ red, lesion green", not label numbers."""
+    if task.params.get("kind") == "multilabel":
+        named = task.params.get("labels") or {}
+        return {int(k): str(v) for k, v in named.items()} if isinstance(named, dict) else {}
+    return {value: name.split(".", 1)[0] for value, name in enumerate(task.output_files, start=1)}

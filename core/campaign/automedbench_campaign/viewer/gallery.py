@@ -109,6 +109,30 @@ def picture_index(folder: RunFolder) -> dict[str, dict[str, Any]]:
     return {str(e.get("case_id")): e for e in (cases or []) if isinstance(e, dict)}
 
 
+MARK_WORDS = {"mask": "masks in one colour per label (label 1 red, 2 green, 3 yellow)",
+              "boxes-output": "output boxes orange", "boxes-reference": "reference boxes green",
+              "boxes-input": "input boxes blue"}
+
+
+def pictures_legend(index_of: dict[str, dict[str, Any]]) -> str:
+    """What this run's pictures show, from what the evaluator drew (masks, boxes, texts): one caption for every
+    track called a VQA image's boxes orange and a denoised slice's masks coloured."""
+    entries = list(index_of.values())
+    head = "Each case: the input, the agent's output and the reference, drawn after the run by the evaluator"
+    if not any(isinstance(e.get("marks"), list) for e in entries):  # drawn before the index said what it drew
+        return f"{head} (masks in one colour per label, output boxes orange, reference boxes green)."
+    marks = {m for e in entries for m in (e.get("marks") or []) if isinstance(m, str)}
+    parts = [MARK_WORDS[m] for m in MARK_WORDS if m in marks]
+    named = list(dict.fromkeys(str(n)[:80] for e in entries for n in (e.get("labels") or [])[:10]))[:10]
+    if "mask" in marks and named:  # the track said what its labels are: name them, not their numbers
+        parts[0] = f"masks: {', '.join(named)}"
+    titles = list(dict.fromkeys(str(t.get("title"))[:40] for e in entries for t in (e.get("texts") or [])[:6]
+                                if isinstance(t, dict) and t.get("title")))[:6]
+    if titles:
+        parts.append(f"{', '.join(titles[:-1]) + ' and ' if len(titles) > 1 else ''}{titles[-1]} under it")
+    return f"{head}: {'; '.join(parts)}." if parts else f"{head}: the images as they are, no overlay."
+
+
 def case_figure(folder: RunFolder, entry: dict[str, Any] | None, index: int, case: str, status: str) -> str:
     """One case's picture and its texts (input, answer, reference side by side), linked back to its row."""
     body = ""

@@ -14,7 +14,7 @@ from typing import Any
 from automedbench.engine import RunFolder
 
 from .evidence import Anchors, item_links
-from .gallery import case_figure, kept_scripts, picture_index, plan_section, scripts_section
+from .gallery import case_figure, kept_scripts, picture_index, pictures_legend, plan_section, scripts_section
 from .page import document, esc, num, pre
 
 MAX_TURNS = 400  # turns rendered; later turns are listed as left out, with the count
@@ -105,6 +105,10 @@ def _rubric_rules(data: dict[str, Any]) -> str:
 
 
 def _value(value: Any) -> str:
+    """A component's or case's value; None as the terminal shows it ("null"), not an empty cell that reads as a
+    value lost (enhancement's LPIPS where its weights are absent: the case's note says why)."""
+    if value is None:
+        return '<span class="muted">null</span>'
     return num(value) if isinstance(value, float) else esc(value, 40)
 
 
@@ -123,8 +127,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
     head = (f'<h2 id="task">Task: {esc(task.get("name"), 300)}</h2><p>strict <b>{num(task.get("strict"))}</b>, '
             f'partial {num(task.get("partial"))}, Overall uses <b>{esc(task.get("used"), 20)}</b></p>')
     if comps:
-        head += "<p>" + " · ".join(f"{esc(k, 80)} {num(v) if isinstance(v, float) else esc(v, 40)}"
-                                   for k, v in list(comps.items())[:40]) + "</p>"
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {_value(v)}" for k, v in list(comps.items())[:40]) + "</p>"
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -164,8 +167,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
              + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
              + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
     if index_of:
-        note = ('<p class="note">Each case: the input, the agent\'s output and the reference, drawn after the run by '
-                "the evaluator (masks in one colour per label, output boxes orange, reference boxes green).</p>")
+        note = f'<p class="note">{esc(pictures_legend(index_of), 1000)}</p>'
         table += f'<h3 id="pictures">Cases in pictures</h3>{note}<div class="gallery">{"".join(figures)}</div>'
     elif pictures:
         table += ('<p class="note" id="pictures">No case pictures in this run folder (the run was made with '
