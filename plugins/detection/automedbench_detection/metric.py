@@ -114,15 +114,18 @@ class DetectionEvaluation(TaskEvaluation):
         components["unscored_boxes"] = float(sum(p.unscored for p in self.predictions.values()))
         components.update({"gt_boxes": float(len(gt)), "predicted_boxes": float(len(det)),
                            "iou_threshold": self.iou, "score_threshold": self.score_threshold})
-        per_case = self._per_case(order, det, gt, tp & confident, confident)
+        per_case = self._per_case(order, det, gt, tp, confident)
         complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
         return MetricBlock(self.task.metric, value if complete else 0.0, value, components=components,
                            per_case=per_case)
 
     def _per_case(self, order: list[str], det: Boxes, gt: Boxes, hits: np.ndarray,
                   confident: np.ndarray) -> list[dict[str, Any]]:
+        """Per case: true positives at any score (`tp`, S5's evidence: each lifts the mAP above 0, as the
+        original's matching has no score cut) and TP/FP/FN among the boxes scored at the operating point."""
         n = len(order)
-        tp = np.bincount(det.image[hits], minlength=n)
+        found = np.bincount(det.image[hits], minlength=n)
+        tp = np.bincount(det.image[hits & confident], minlength=n)
         pred = np.bincount(det.image[confident], minlength=n)
         truth = np.bincount(gt.image, minlength=n)
         rows = []
@@ -131,7 +134,7 @@ class DetectionEvaluation(TaskEvaluation):
             rows.append({"case_id": case_id, "valid": valid, "gt_boxes": int(truth[k]),
                          "predicted_boxes": int(np.sum(det.image == k)) if valid else None,
                          "unscored_boxes": self.predictions[case_id].unscored if valid else None,
-                         "tp_at_threshold": int(tp[k]), "fp_at_threshold": int(pred[k] - tp[k]),
+                         "tp": int(found[k]), "tp_at_threshold": int(tp[k]), "fp_at_threshold": int(pred[k] - tp[k]),
                          "fn_at_threshold": int(truth[k] - tp[k])})
         return rows
 
