@@ -81,7 +81,7 @@ def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier:
                 items.append(ItemVerdict(item.id, stage, item.description, None,
                                          verdict.error if verdict and verdict.error else "not graded"))
                 continue
-            value = snap(found.value, item.levels) if found.value is not None else None
+            value = snap(found.value, item.levels, item.kind == "binary") if found.value is not None else None
             if item.requires and value:
                 parent = next((x for x in items if x.id == item.requires), None)
                 if parent is not None and parent.value == 0:
@@ -104,9 +104,13 @@ def judged_stages(resolved: Resolved | None, verdict: JudgeVerdict | None, tier:
     return stages
 
 
-def snap(value: float, levels: list[float]) -> float:
+def snap(value: float, levels: list[float], binary: bool = False) -> float:
+    """A judge's value on the item's scale, as the original reads it: a binary item passes from 0.5 up; a
+    ladder takes the nearest level, the lower one on a tie."""
     clamped = min(1.0, max(0.0, float(value)))
-    return min(levels, key=lambda level: abs(level - clamped))
+    if binary:
+        return 1.0 if clamped >= 0.5 else 0.0
+    return min(sorted(levels), key=lambda level: abs(level - clamped))
 
 
 MAX_EVIDENCE_CASES = 20  # case ids an S4/S5 item names as its evidence (the page links each to its row)
