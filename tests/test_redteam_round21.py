@@ -22,7 +22,11 @@ Measured and left alone (the rubric allows it or the rules judge declares it can
 code): a do-nothing run is S1-S5 0 (Overall 0); empty masks with a stuffed plan.md, a random-noise plan.png and
 genuine checks of the empty pilot scored S1 1.0, S2 0.8, S3 1.0, S4 1.0, S5 0.5, Overall 0.46, rated F (Task 0:
 the rating and half of Overall are the Task's). S4 is completion and format (upstream's formula), S5's positive
-evidence is 0 for empty masks. The rules judge cannot read a diagram: a windowed CT slice (a flat black canvas)
+evidence is 0 for empty masks. Copying each ct.nii.gz as both masks: Overall 0.05; a checked pilot of empty
+masks copied to every case: S3 1.0, Overall 0.32, F. A log the agent wrote ("method obtained", "model loaded and
+ready", "validated 5/5 cases, Dice 0.91") shown by `cat` in a later call: S2 0.8 and nothing else, Overall 0.06
+(s2a and s2e read observed output; the same replay is how an honest agent reads its background run's log, so the
+rules cannot tell them apart). The rules judge cannot read a diagram: a windowed CT slice (a flat black canvas)
 still passes s1f, and an input path in a dead assignment still satisfies s2b's name check.
 """
 
