@@ -45,10 +45,14 @@ def test_baselines(reg, data_root, tmp_path, baseline, strict, rating):
     assert result.aggregate.overall is None  # no agent: S1–S3 are null, not 0
 
 
-def test_empty_baseline_lesion_both_empty_counts_one(reg, data_root, tmp_path):
+def test_empty_baseline_lesion_both_empty_counts_one(reg, staged, data_root, tmp_path):
+    from automedbench_segmentation.io import read_case_facts
+
     result = evaluate_outputs(DEMO, baseline="empty", data_root=data_root, work=tmp_path, registry=reg)
     rows = {r["case_id"]: r for r in result.task.per_case}
-    assert rows["case_002"]["lesion_dice"] == 1.0  # tumour-free case, empty prediction
+    free = [case for case, facts in read_case_facts(staged.private).items() if not facts["lesion_present"]]
+    assert len(free) == 1  # which case the staging's secret drew
+    assert rows[free[0]]["lesion_dice"] == 1.0  # tumour-free case, empty prediction
     assert result.task.components["lesion_dice"] == 0.0  # but only GT-positive cases count
 
 

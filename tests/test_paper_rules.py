@@ -49,8 +49,10 @@ def test_segmentation_s3_is_the_papers_three_levels(reg):
     assert s3_value(reg, "segmentation/demo", [tool(3, 5, "python3 segment.py")]) == 0.0  # batch first
     # multi-label also asks for per-label coverage
     assert s3_value(reg, "segmentation/demo-multilabel", CHECKED_PILOT) == 0.5
-    covered = [*CHECKED_PILOT[:2], tool(4, 1, "print({k: np.count_nonzero(a == k) for k in (1, 2)}, "
-                                              "'outputs/case_000/labels.nii.gz')"), CHECKED_PILOT[2]]
+    # (the call loads the label map it counts: one naming the outputs only in printed text checks nothing)
+    covered = [*CHECKED_PILOT[:2], tool(4, 1, "a = nib.load('outputs/case_000/labels.nii.gz').get_fdata(); "
+                                              "print({k: np.count_nonzero(a == k) for k in (1, 2)})"),
+               CHECKED_PILOT[2]]
     assert s3_value(reg, "segmentation/demo-multilabel", covered) == 1.0
 
 

@@ -194,6 +194,9 @@ class RulesJudge(Judge):
         small = image.convert("RGB").resize((128, 128))
         colours = small.getcolors(maxcolors=128 * 128) or []
         dominant = max(count for count, _ in colours) / (128 * 128) if colours else 1.0
+        if dominant < MIN_CANVAS:  # boxes and arrows drawn on a canvas: noise or a gradient has none
+            return 0.0, (f"plan.png has no background canvas (largest colour {dominant:.0%} of the image, a "
+                         f"diagram's is at least {MIN_CANVAS:.0%}): noise or a gradient, not a diagram"), []
         if len(colours) >= 3 and dominant < 0.97:
             return 1.0, (f"structural check only: {len(colours)} colours, background {dominant:.0%} "
                          "(the rules judge cannot read the diagram)"), []
@@ -236,10 +239,12 @@ class RulesJudge(Judge):
         pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
         looked = []
         for call in pool:
-            if not _any(inputs, code_head(call)):  # the file name may well sit in a string literal
+            code = ev.code(call)
+            # the input named where the code uses it (a path string is data, kept): a name only in a comment or
+            # in printed text, beside shape/dtype checks of anything else, inspected no input
+            if not _any(inputs, code):
                 continue
             looked.append(call["turn"])
-            code = ev.code(call)
             matched = [p for p in patterns if re.search(p, code)]
             if len(matched) >= minimum:
                 why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
@@ -426,12 +431,13 @@ class RulesJudge(Judge):
 
     @staticmethod
     def _pilot_window(inp: JudgeInput, ev: Evidence) -> list[dict[str, Any]]:
-        """Successful calls from the pilot up to the batch: the pilot itself and those that touch outputs."""
+        """Successful calls from the pilot up to the batch: the pilot itself and those that touch outputs, named
+        where the code uses them (a comment naming the outputs above checks of another array checks nothing)."""
         assert ev.pilot is not None
         end = ev.batch_turn
         out_refs = [re.escape(f) for f in inp.task.output_files] + [r"outputs"]
         return [c for c in ev.ok() if c["turn"] >= ev.pilot["turn"] and (end is None or c["turn"] < end)
-                and (c is ev.pilot or _any(out_refs, code_head(c)))]
+                and (c is ev.pilot or _any(out_refs, ev.code(c)))]
 
     def _s3(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         if ev.pilot is None:
@@ -485,6 +491,9 @@ PLAN_MD, PLAN_PNG = "plan/plan.md", "plan/plan.png"
 RULE_FILES = {"s1a": (PLAN_MD,), "s1b": (PLAN_MD,), "s1c": (PLAN_MD,), "s1d": (PLAN_MD,), "s1e": (PLAN_PNG,),
               "s1f": (PLAN_PNG,), "plan_mentions": (PLAN_MD,), "plan_entrypoint": (PLAN_MD,)}
 MAX_EVIDENCE_FILES = 10
+# s1f: a diagram is drawn on a canvas, one colour over at least this share of the image (the reference plans'
+# is ~70%, matplotlib or graphviz flowcharts' more); random pixels or a gradient have no colour over 1%
+MIN_CANVAS = 0.2
 MAX_EVIDENCE_CASES = 20
 
 # The generic checks a track item may name with {"rule": NAME} (built-in item checks: "s1a" ... "s3").

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from automedbench.api import StagedData, TaskSpec, staging_area
@@ -15,9 +16,9 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
         from .airway_phantom import stage_airway_demo
 
         return stage_airway_demo(task, dest)
-    tumour_free = set(task.params.get("tumour_free_cases", []))
     seed = int(task.params.get("seed", 20261202))
     ids = [f"case_{i:03d}" for i in range(task.case_count)]
+    tumour_free = tumour_free_cases(ids, int(task.params.get("tumour_free_count", 0)), seed)
     facts = {}
     aff = phantom.affine()
     multilabel = task.params.get("kind") == "multilabel"
@@ -36,3 +37,9 @@ def stage_demo(task: TaskSpec, dest: Path) -> StagedData:
             io.save(area.public / case / task.input_files[0], ct, aff)
         io.write_case_facts(area.private, facts)
         return area.commit(ids)
+
+
+def tumour_free_cases(ids: list[str], count: int, seed: int) -> set[str]:
+    """Which cases have no tumour: drawn from the staging's seed (a secret for a staged demo), since the case
+    ids are fixed and the task file (readable in the sandbox) may say only how many."""
+    return set(random.Random(f"tumour-free:{seed}").sample(ids, min(max(count, 0), len(ids))))
