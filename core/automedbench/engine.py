@@ -74,8 +74,8 @@ from .judges.planimage import PlanImage, read_plan_png
 from .needs import ready_here, sandbox_gap
 from .pictures import INDEX as PICTURE_INDEX
 from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
+from .pictures import MAX_LEGEND_LABELS, PICTURES_DIR, copy_pictures
 from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
-from .pictures import PICTURES_DIR, copy_pictures
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, check_options, registry
 from .provenance import regraded_hashes
@@ -99,6 +99,7 @@ __all__ = [
     "EVAL_FILE_BYTES",
     "EVAL_MEMORY_MB",
     "GRADES_FILE",
+    "MAX_LEGEND_LABELS",
     "MAX_PICTURE_BYTES",
     "MAX_PICTURE_TEXT_CHARS",
     "MAX_RESULT_BYTES",

@@ -417,10 +417,15 @@ def _fit(title: str, width: int) -> str:
 # ---------------------------------------------------------------- the run's pictures folder
 
 
+MAX_LEGEND_LABELS = 40  # label names a case's index entry keeps (the colours repeat from label 11 on)
+
+
 def label_legend(labels: dict[Any, Any]) -> list[str]:
-    """A mask's label names with the colour each is drawn in ("organ red"), label by label (at most 10 labels)."""
+    """A mask's label names with the colour each is drawn in ("organ red"), label by label. Every label up to
+    MAX_LEGEND_LABELS, not the first ten: from label 11 on the colours repeat (`_overlay`), so a 14-organ map's
+    aorta is drawn red like its spleen, and a legend naming only the spleen red named it wrongly."""
     named = []
-    for value, name in list(labels.items())[:len(LABEL_COLOURS)]:
+    for value, name in list(labels.items())[:MAX_LEGEND_LABELS]:
         try:
             index = (int(value) - 1) % len(LABEL_COLOURS)
         except (TypeError, ValueError):

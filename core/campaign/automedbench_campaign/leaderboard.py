@@ -155,11 +155,18 @@ def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, A
 def agent_labels(table: RunTable) -> list[str]:
     """Each run's agent as a board by agent keys it: `agent [conditions]` when that board splits an agent's runs
     by their conditions (`_split_conditions`), so a per-agent mean never pools runs no row would pool (one
-    re-graded by a lenient judge lifted its agent's stage profile while the ranking kept it apart)."""
+    re-graded by a lenient judge lifted its agent's stage profile while the ranking kept it apart). Labelled as
+    the site labels a row (plain `agent` for a result made before conditions were recorded: no digest)."""
     marked, split = _split_conditions(table, ("agent",))
     if not split:
         return list(table["agent"])
-    return [f"{a} [{c}]" for a, c in zip(table["agent"], marked[CONDITIONS], strict=True)]
+    return [agent_label(a, c) for a, c in zip(table["agent"], marked[CONDITIONS], strict=True)]
+
+
+def agent_label(agent: str, condition: str | None) -> str:
+    """An agent's name with the conditions its runs were split by, as charts, tables and stage profiles name it;
+    plain when there is none to name (a result made before conditions were recorded has no digest)."""
+    return f"{agent} [{condition}]" if condition else agent
 
 
 def code_analysis(table: RunTable) -> dict[str, Any]:

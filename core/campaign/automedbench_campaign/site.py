@@ -22,7 +22,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder
 
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, build
+from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -177,8 +177,7 @@ def _agent_colours(agents: list[str]) -> dict[str, str]:
 def _who(cell: Cell) -> str:
     """A cell's agent as charts and per-tier tables name it: with its conditions when the board split a row by
     them, so two conditions of one agent are two labelled bars and rows, never one hiding the other."""
-    condition = cell.key.get(CONDITIONS)
-    return f"{cell.key['agent']} [{condition}]" if condition else cell.key["agent"]
+    return agent_label(cell.key["agent"], cell.key.get(CONDITIONS))
 
 
 def _ranking(table: RunTable, resamples: int, seed: int) -> str:

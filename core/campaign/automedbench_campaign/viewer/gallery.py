@@ -15,9 +15,9 @@ import json
 import re
 from typing import Any
 
+from automedbench.engine import MAX_LEGEND_LABELS, MAX_SCRIPT_BYTES, PICTURES_DIR, SCRIPTS_DIR, RunFolder, read_plan_png
 from automedbench.engine import MAX_PICTURE_BYTES as MAX_CASE_BYTES
 from automedbench.engine import MAX_PICTURE_TEXT_CHARS as MAX_TEXT_CHARS
-from automedbench.engine import MAX_SCRIPT_BYTES, PICTURES_DIR, SCRIPTS_DIR, RunFolder, read_plan_png
 from automedbench.engine import PICTURE_INDEX as INDEX
 
 from .page import esc, pre
@@ -114,6 +114,11 @@ MARK_WORDS = {"mask": "masks in one colour per label (label 1 red, 2 green, 3 ye
               "boxes-input": "input boxes blue"}
 
 
+def _listed(value: Any) -> list[Any]:
+    """An index entry's list field, or none: an entry is read from a run folder, a list is not taken on trust."""
+    return value if isinstance(value, list) else []
+
+
 def pictures_legend(index_of: dict[str, dict[str, Any]]) -> str:
     """What this run's pictures show, from what the evaluator drew (masks, boxes, texts): one caption for every
     track called a VQA image's boxes orange and a denoised slice's masks coloured."""
@@ -121,12 +126,13 @@ def pictures_legend(index_of: dict[str, dict[str, Any]]) -> str:
     head = "Each case: the input, the agent's output and the reference, drawn after the run by the evaluator"
     if not any(isinstance(e.get("marks"), list) for e in entries):  # drawn before the index said what it drew
         return f"{head} (masks in one colour per label, output boxes orange, reference boxes green)."
-    marks = {m for e in entries for m in (e.get("marks") or []) if isinstance(m, str)}
+    marks = {m for e in entries for m in _listed(e.get("marks")) if isinstance(m, str)}
     parts = [MARK_WORDS[m] for m in MARK_WORDS if m in marks]
-    named = list(dict.fromkeys(str(n)[:80] for e in entries for n in (e.get("labels") or [])[:10]))[:10]
+    named = list(dict.fromkeys(str(n)[:80] for e in entries for n in _listed(e.get("labels"))[:MAX_LEGEND_LABELS]))
+    named = named[:MAX_LEGEND_LABELS]
     if "mask" in marks and named:  # the track said what its labels are: name them, not their numbers
         parts[0] = f"masks: {', '.join(named)}"
-    titles = list(dict.fromkeys(str(t.get("title"))[:40] for e in entries for t in (e.get("texts") or [])[:6]
+    titles = list(dict.fromkeys(str(t.get("title"))[:40] for e in entries for t in _listed(e.get("texts"))[:6]
                                 if isinstance(t, dict) and t.get("title")))[:6]
     if titles:
         parts.append(f"{', '.join(titles[:-1]) + ' and ' if len(titles) > 1 else ''}{titles[-1]} under it")

@@ -167,7 +167,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
              + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
              + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
     if index_of:
-        note = f'<p class="note">{esc(pictures_legend(index_of), 1000)}</p>'
+        note = f'<p class="note">{esc(pictures_legend(index_of), 4000)}</p>'
         table += f'<h3 id="pictures">Cases in pictures</h3>{note}<div class="gallery">{"".join(figures)}</div>'
     elif pictures:
         table += ('<p class="note" id="pictures">No case pictures in this run folder (the run was made with '
