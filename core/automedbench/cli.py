@@ -409,8 +409,7 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 
 @main.command()
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
-              help="Where staged data lives, to say which tasks are staged [default: $AUTOMEDBENCH_DATA or "
-                   "~/.cache/automedbench/data].")
+              help=f"Where staged data lives, to say which tasks are staged {DATA_ROOT_DEFAULT}.")
 def tasks(data_root: str | None) -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
     method needs (Ready); then which tasks are staged under the data root (a demo stages itself on its first
