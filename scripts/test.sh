@@ -123,16 +123,16 @@ else
     say "installing ray"
     "${PIP[@]}" "ray>=2.60" || echo "note: ray not installed"
   fi
-  # Bytecode for what the tracks' sandboxed reference solutions import that no harness process imports first:
-  # a sandbox cannot write it (the venv is read-only there), so without it every sandboxed `import torch,
-  # transformers` compiles both from source (6.7 -> 2.9 CPU-s; a classification demo run 61 -> 45 CPU-s). ~18
-  # CPU-s, once per install; the rest is written as the harness's processes first import it (see above).
+  # Bytecode for what the tracks' sandboxed reference solutions import that no harness process imports first: a
+  # sandbox cannot write it (read-only venv), so each sandboxed `import torch, transformers` compiled both (6.7 ->
+  # 2.9 CPU-s) and loading a checkpoint ~630 modules more (sympy, mpmath, tokenizers, ...: one import writes those;
+  # the classification demo's classifier 10.4 -> 6.0 CPU-s a process). Once per install; the rest: see above.
   site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  precompile=()
-  for pkg in torch transformers; do [ -d "$site/$pkg" ] && precompile+=("$site/$pkg"); done
+  precompile=(); for pkg in torch transformers; do [ -d "$site/$pkg" ] && precompile+=("$site/$pkg"); done
   if [ "${#precompile[@]}" -gt 0 ]; then
     say "compiling the bytecode of ${#precompile[@]} packages the sandboxed solutions import"
     .venv/bin/python -m compileall -q -j 0 "${precompile[@]}" >/dev/null 2>&1 || true
+    .venv/bin/python -c 'from transformers import modeling_utils, image_processing_utils, AutoModel, AutoImageProcessor' >/dev/null 2>&1 || true
   fi
   echo "$want" >"$stamp"
 fi
