@@ -6,6 +6,9 @@
   pilot check (S3 0.5). The running call is now read with the script it runs (the latest body an earlier call wrote).
 - **The input found by a glob** (`glob('/data/public/*/*.nii.gz')`, its name only in a printed label): round 21
   stopped reading the label, and the glob named no input. A wildcard pattern that finds an input file now names it.
+- **A header tool** (`nib-ls /data/public/case_000/ct.nii.gz`, `fslinfo`): it prints the shape, type and spacing,
+  but the rule looked for `.shape` / `dtype` in the code (s2b 0). A header tool (the item's `inspectors` hint) run
+  on an input and printing something is now a check.
 - **A photographed whiteboard or a shaded background** (s1f): no exact colour covers 20% of a photo's noisy canvas
   or of a gradient behind the boxes; the canvas is now measured in coarse colour steps (8 a channel). Noise and
   full-range gradients still have none.
@@ -66,6 +69,19 @@ def test_an_input_found_by_a_glob_is_named(reg):
     for pattern in ("*.png", "*"):
         other = code.replace("*/*.nii.gz", "*/" + pattern)
         assert grade(reg, "s2b_compatibility_check", [tool(2, other, language="python"), *batch]) == 0.0, pattern
+
+
+def test_a_header_tool_run_on_the_input_is_an_inspection(reg):
+    batch = [tool(4, PILOT, 1), tool(9, "python3 /workspace/segment.py", 5)]
+    header = "/data/public/case_000/ct.nii.gz float32 [ 64,  64,  32] 1.50x1.50x3.00 sform\n"
+    nib_ls = {**tool(2, "nib-ls /data/public/case_000/ct.nii.gz"), "stdout": header}
+    assert grade(reg, "s2b_compatibility_check", [nib_ls, *batch]) == 1.0
+    # on something that is not an input, silent, in a comment, or after the first output: no check
+    assert grade(reg, "s2b_compatibility_check", [{**nib_ls, "code": "nib-ls /workspace/x.nii.gz"}, *batch]) == 0.0
+    assert grade(reg, "s2b_compatibility_check", [{**nib_ls, "stdout": ""}, *batch]) == 0.0
+    commented = {**nib_ls, "code": "ls /data/public/case_000/ct.nii.gz  # nib-ls"}
+    assert grade(reg, "s2b_compatibility_check", [commented, *batch]) == 0.0
+    assert grade(reg, "s2b_compatibility_check", [batch[0], {**nib_ls, "turn": 5}, batch[1]]) == 0.0
 
 
 def _png(pixels: np.ndarray, boxes: bool = True) -> bytes:

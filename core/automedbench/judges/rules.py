@@ -289,6 +289,11 @@ class RulesJudge(Judge):
             if not _any(inputs, code) and not _globs_match(code, inp.task.input_files):
                 continue
             looked.append(call["turn"])
+            tool = next((t for t in item.hints.get("inspectors", []) if call.get("language") == "bash"
+                         and re.search(t, code)), None)
+            if tool is not None and ev.output(call).strip():  # `nib-ls ct.nii.gz` printed the header it read
+                return 1.0, f"turn {call['turn']} inspected the input with a header tool before inference", [
+                    call["turn"]]
             matched = [p for p in patterns if re.search(p, code)]
             if len(matched) >= minimum:
                 why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
