@@ -30,7 +30,10 @@ GENERIC_HINTS: dict[str, dict[str, Any]] = {
                      r"\bwget\b", r"\bcurl\b", r"git clone", r"torch\.hub", r"(?i)method obtained"],
     },
     "s2b_compatibility_check": {"patterns": [r"\.shape", r"dtype", r"spacing|zooms|affine|pixdim|resolution"],
-                                "minimum": 2},
+                                "minimum": 2,
+                                # header tools whose output is the shape, type and spacing: one on an input is a check
+                                "inspectors": [r"\bnib-ls\b", r"\bfslinfo\b", r"\bfslhd\b", r"\bmrinfo\b",
+                                               r"\bgdalinfo\b", r"\bidentify\b", r"\bdcmdump\b"]},
     "s2c_env_ready": {"patterns": [r"pip install", r"\bvenv\b", r"__version__", r"importlib\.metadata",
                                    r"import \w+"]},
     "s2e_model_loaded": {"patterns": [r"(?i)model (is )?(loaded|ready)", r"(?i)loaded .*model",

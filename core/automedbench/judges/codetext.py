@@ -216,7 +216,7 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
         i += 1
         before = _segments(_bash_words(line[: found.start()]))
         program = _program(before[-1]) if before else ""
-        target = re.search(r">\s*([\w./-]+\.(py|sh))", line)
+        target = _SCRIPT_TARGET.search(line)
         if program in INTERPRETERS:
             language = INTERPRETERS[program]
         elif target and _runs_script(runs := runs if runs is not None else set(_RUNS.findall(code)),
@@ -226,6 +226,27 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
             language = ""
         out.append((line, "\n".join(body), language))
     return out
+
+
+_SCRIPT_TARGET = re.compile(r">\s*([\w./-]+\.(py|sh))")
+
+
+def written_scripts(code: str) -> dict[str, tuple[str, str]]:
+    """The scripts a shell call writes with a heredoc (`cat > check.py <<EOF`): file name -> (language, body), so a
+    later call that runs the script can be read with the code it runs."""
+    found: dict[str, tuple[str, str]] = {}
+    if "<<" not in code:
+        return found
+    for line, body, _ in _split_heredocs(code):
+        target = _SCRIPT_TARGET.search(line) if body else None
+        if target:
+            found[target.group(1).rsplit("/", 1)[-1]] = ("python" if target.group(2) == "py" else "bash", body)
+    return found
+
+
+def run_scripts(code: str) -> set[str]:
+    """The file names of the scripts a call runs with an interpreter (`python3 /workspace/check.py ...`)."""
+    return {word.rsplit("/", 1)[-1] for word in _RUNS.findall(code)}
 
 
 def _runs_script(runs: set[str], name: str) -> bool:

@@ -7,6 +7,8 @@ says so in every rationale. Same input, same verdict.
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import Trace, code_head
-from .codetext import effective, observed_output
+from .codetext import effective, observed_output, run_scripts, written_scripts
 from .planimage import read_plan_png
 
 PHASES = {
@@ -30,6 +32,21 @@ def _any(patterns: Iterable[str], text: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
 
+_GLOB = re.compile(r"[\w.*?\[\]-]*\*[\w.*?\[\]-]*")  # a file-name pattern's last part (after the last '/')
+
+
+def _globs_match(code: str, names: Iterable[str]) -> bool:
+    """Whether a wildcard pattern in the code (`glob('/data/public/*/*.nii.gz')`, `for f in */ct.*`) finds one of
+    the input file names: a pattern with an extension (`*.nii.gz`), not a bare `*` (`import *`, `a * b`)."""
+    bases = [n.rsplit("/", 1)[-1] for n in names]
+    for found in itertools.islice(_GLOB.finditer(code), MAX_GLOBS):
+        pattern = found.group()
+        if "." in pattern.strip("*?") and any(fnmatch.fnmatchcase(b, pattern) for b in bases):
+            return True
+    return False
+
+
+MAX_GLOBS = 200  # wildcard patterns tried per call
 MAX_ANALYSED = 100_000  # characters of one call's code (head) and stdout (tail) the rules analyse
 # All calls together: past this budget each further call is analysed only this far (`Evidence.note` says so).
 MAX_ANALYSED_TOTAL = 8_000_000
@@ -62,11 +79,31 @@ class Evidence:
             self._cap[id(call)] = MAX_ANALYSED if size <= left else MAX_ANALYSED_OVER
             cut += size > left
             left = max(0, left - size)
+        self._carried = self._scripts_run()
         notes = [trace.note] if trace.note else []
         if cut:
             notes.append(f"{cut} calls past the first {MAX_ANALYSED_TOTAL} characters analysed only "
                          f"{MAX_ANALYSED_OVER} characters deep")
         self.note = "; ".join(notes)
+
+    def _scripts_run(self) -> dict[int, list[tuple[str, str]]]:
+        """Per call, the scripts it runs that an earlier successful call wrote with a heredoc (the latest body of
+        each name): `cat > check.py <<EOF ... EOF` in one call and `python3 check.py ct.nii.gz` in the next is one
+        check. Bounded: the bodies carried add up to at most MAX_ANALYSED_TOTAL characters, each one's cap."""
+        written: dict[str, tuple[str, str]] = {}
+        carried: dict[int, list[tuple[str, str]]] = {}
+        left = MAX_ANALYSED_TOTAL
+        for call in self.calls:
+            code = str(call.get("code", ""))[:self._cap[id(call)]]
+            own = written_scripts(code) if call.get("language") == "bash" else {}
+            for name in sorted(run_scripts(code) & written.keys() - own.keys()):
+                language, body = written[name]
+                body = body[:min(self._cap[id(call)], left)]
+                left -= len(body)
+                carried.setdefault(id(call), []).append((language, body))
+            if call.get("exit_code") == 0 and not call.get("imported"):
+                written.update(own)
+        return carried
 
     def _split(self, call: dict[str, Any]) -> tuple[str, str]:
         key = id(call)
@@ -75,11 +112,13 @@ class Evidence:
             cap = self._cap.get(key, MAX_ANALYSED_OVER)
             language, code = str(call.get("language", "")), str(call.get("code", ""))[:cap]
             stdout = str(call.get("stdout", ""))[-cap:]
-            self._text[key] = (effective(language, code), observed_output(language, code, stdout))
+            ran = [effective(lang, body) for lang, body in self._carried.get(key, [])]  # scripts written earlier
+            self._text[key] = ("\n".join([effective(language, code), *ran]), observed_output(language, code, stdout))
         return self._text[key]
 
     def code(self, call: dict[str, Any]) -> str:
-        """The code as it runs: no comments, no string literals (but `python -c` and run heredocs kept)."""
+        """The code as it runs: no comments, no string literals (but `python -c` and run heredocs kept), with the
+        scripts it runs that an earlier call wrote."""
         return self._split(call)[0]
 
     def output(self, call: dict[str, Any]) -> str:
@@ -194,8 +233,12 @@ class RulesJudge(Judge):
         small = image.convert("RGB").resize((128, 128))
         colours = small.getcolors(maxcolors=128 * 128) or []
         dominant = max(count for count, _ in colours) / (128 * 128) if colours else 1.0
-        if dominant < MIN_CANVAS:  # boxes and arrows drawn on a canvas: noise or a gradient has none
-            return 0.0, (f"plan.png has no background canvas (largest colour {dominant:.0%} of the image, a "
+        # the canvas counted in coarse colour steps: a photographed whiteboard or a gently shaded background has
+        # no exact colour over 1%, yet one step holds most of it (noise or a full-range gradient spreads over many)
+        coarse = small.point(lambda v: v // CANVAS_STEP).getcolors(maxcolors=128 * 128) or []
+        canvas = max(count for count, _ in coarse) / (128 * 128) if coarse else 1.0
+        if canvas < MIN_CANVAS:  # boxes and arrows drawn on a canvas: noise or a gradient has none
+            return 0.0, (f"plan.png has no background canvas (largest colour band {canvas:.0%} of the image, a "
                          f"diagram's is at least {MIN_CANVAS:.0%}): noise or a gradient, not a diagram"), []
         if len(colours) >= 3 and dominant < 0.97:
             return 1.0, (f"structural check only: {len(colours)} colours, background {dominant:.0%} "
@@ -240,11 +283,17 @@ class RulesJudge(Judge):
         looked = []
         for call in pool:
             code = ev.code(call)
-            # the input named where the code uses it (a path string is data, kept): a name only in a comment or
-            # in printed text, beside shape/dtype checks of anything else, inspected no input
-            if not _any(inputs, code):
+            # the input named where the code uses it (a path string is data, kept), or a glob that finds it
+            # (`*/*.nii.gz`): a name only in a comment or in printed text, beside shape/dtype checks of anything
+            # else, inspected no input
+            if not _any(inputs, code) and not _globs_match(code, inp.task.input_files):
                 continue
             looked.append(call["turn"])
+            tool = next((t for t in item.hints.get("inspectors", []) if call.get("language") == "bash"
+                         and re.search(t, code)), None)
+            if tool is not None and ev.output(call).strip():  # `nib-ls ct.nii.gz` printed the header it read
+                return 1.0, f"turn {call['turn']} inspected the input with a header tool before inference", [
+                    call["turn"]]
             matched = [p for p in patterns if re.search(p, code)]
             if len(matched) >= minimum:
                 why = f"turn {call['turn']} inspected the input ({len(matched)} properties) before inference"
@@ -494,6 +543,7 @@ MAX_EVIDENCE_FILES = 10
 # s1f: a diagram is drawn on a canvas, one colour over at least this share of the image (the reference plans'
 # is ~70%, matplotlib or graphviz flowcharts' more); random pixels or a gradient have no colour over 1%
 MIN_CANVAS = 0.2
+CANVAS_STEP = 32  # per channel: 8 steps, so a full-range gradient's largest share is 1/8
 MAX_EVIDENCE_CASES = 20
 
 # The generic checks a track item may name with {"rule": NAME} (built-in item checks: "s1a" ... "s3").
