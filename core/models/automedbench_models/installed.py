@@ -162,6 +162,9 @@ class InstalledAgent(CliAgent):
             raise UserError(f"{system.name}: provider must be openai or anthropic, not {provider!r}")
         if wire_api not in ("responses", "chat"):
             raise UserError(f"{system.name}: wire_api must be responses or chat, not {wire_api!r}")
+        if config not in ("", "textbased"):  # any other value silently ran the tool-call config
+            raise UserError(f"{system.name}: config must be textbased (for a model without tool calls) or left out, "
+                            f"not {config!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
         self.binary = native_program(find_binary(system, bin))

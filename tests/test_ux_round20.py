@@ -1,0 +1,64 @@
+"""A demanding user's walk, round 20: a researcher benchmarking the installed agent systems they use (Claude Code,
+Codex, Gemini CLI, Qwen Code, OpenHands, mini-swe-agent) through the command line, before any program runs."""
+
+from __future__ import annotations
+
+import pytest
+import test_cli_newuser
+from automedbench.cli import main
+from automedbench_models.systems import SYSTEMS
+from click.testing import CliRunner
+from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+
+
+@pytest.mark.parametrize("agent,option,needle", [
+    ("codex", "modle=gpt-5-mini", "unknown codex agent option(s) modle (did you mean 'model'?); known: "),
+    ("claude-code", "base-url=http://127.0.0.1:9/v1", "unknown claude-code agent option(s) base-url (did you mean "
+                                                      "'base_url'?)"),
+    # read by other systems only: before, silently ignored (a Claude Code run has no provider to choose)
+    ("claude-code", "provider=anthropic", "unknown claude-code agent option(s) provider; known: "),
+    ("gemini-cli", "wire_api=chat", "unknown gemini-cli agent option(s) wire_api; known: "),
+    ("openhands", "config=textbased", "unknown openhands agent option(s) config; known: "),
+])
+def test_a_misspelt_or_foreign_option_of_an_installed_system_is_one_line(cli, tmp_path, agent, option, needle):
+    """`--agent codex --agent-option modle=gpt-5-mini` was a 25-line TypeError traceback (exit 1); an option another
+    system reads (provider= on claude-code) was dropped without a word, so the run used a model the user did not
+    ask for. Now one line, exit 2, naming the nearest option and this system's own, before anything is written."""
+    result = cli("run", "--task", "toy/vowels", "--agent", agent, "--agent-option", "api_key_env=none",
+                 "--agent-option", option, "--out", tmp_path / "runs")
+    _one_line(result, needle)
+    known = result.stderr.strip().split("known: ", 1)[1].split(", ")
+    assert sorted(known) == sorted(SYSTEMS[agent].options()) and "model" in known, result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_mini_swe_agents_config_takes_only_textbased(cli, tmp_path):
+    """`config=text` (for `textbased`) silently ran the tool-call config against a model without tool calls."""
+    result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+                 "--agent-option", "config=text", "--out", tmp_path / "runs")
+    _one_line(result, "mini-swe-agent: config must be textbased (for a model without tool calls) or left out, not "
+                      "'text'")
+
+
+def test_plugins_lists_every_option_each_installed_system_takes():
+    """`automedbench plugins` said `model=, base_url=, api_key_env=, bin=` for every system: args=, prices= and the
+    per-system provider=, wire_api=, config= (all in the README) were not discoverable from the command line."""
+    result = CliRunner().invoke(main, ["plugins"], prog_name="automedbench", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    descriptions: dict[str, str] = {}  # an agent's description, its wrapped table lines joined
+    name = ""
+    for line in result.output.splitlines():
+        cells = [cell.strip() for cell in line.strip()[1:-1].split("│")]
+        if len(cells) != 5:
+            continue
+        if cells[1]:
+            name = cells[1] if cells[0] == "agent" else ""
+        if name:
+            descriptions[name] = f"{descriptions.get(name, '')} {cells[4]}".strip()
+    for name, system in SYSTEMS.items():
+        assert "run inside the sandbox" in descriptions.get(name, ""), (name, result.output)
+        for option in system.options():
+            assert f" {option}=" in descriptions[name], (name, option, descriptions[name])
+    assert "wire_api" in SYSTEMS["codex"].options() and "config" in SYSTEMS["mini-swe-agent"].options()
