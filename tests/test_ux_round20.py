@@ -3,6 +3,11 @@ Codex, Gemini CLI, Qwen Code, OpenHands, mini-swe-agent) through the command lin
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import test_cli_newuser
 from automedbench.cli import main
@@ -62,3 +67,22 @@ def test_plugins_lists_every_option_each_installed_system_takes():
         for option in system.options():
             assert f" {option}=" in descriptions[name], (name, option, descriptions[name])
     assert "wire_api" in SYSTEMS["codex"].options() and "config" in SYSTEMS["mini-swe-agent"].options()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["-T", "task=toy/vowel"], "automedbench: unknown task 'toy/vowel' (did you mean 'toy/vowels'?); known: "),
+    (["-T", "task=toy/vowels", "-T", "tier=max"], "automedbench: task toy/vowels has no 'max' tier; it offers lite"),
+])
+def test_a_wrong_task_or_tier_in_inspect_eval_is_its_message_not_a_traceback(tmp_path, data_root, args, needle):
+    """`inspect eval automedbench_inspect/automedbench -T task=toy/vowel` printed an 80-line exception-group
+    traceback with the one line that mattered at its end; the task now raises inspect's own prerequisite error,
+    which inspect prints alone. Through the real `inspect` command (~4 CPU-s: inspect_ai's import)."""
+    pytest.importorskip("inspect_ai")
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(data_root), "INSPECT_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.run([str(Path(sys.executable).parent / "inspect"), "eval", "automedbench_inspect/automedbench",
+                           *args, "--model", "mockllm/model", "--display", "plain"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output
+    assert needle in " ".join(output.split()), output  # rich wraps the line at the terminal's width
+    assert not (tmp_path / "runs").exists()
