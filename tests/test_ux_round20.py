@@ -3,6 +3,7 @@ Codex, Gemini CLI, Qwen Code, OpenHands, mini-swe-agent) through the command lin
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,23 @@ def test_a_wrong_task_or_tier_in_inspect_eval_is_its_message_not_a_traceback(tmp
     assert proc.returncode != 0 and "Traceback" not in output, output
     assert needle in " ".join(output.split()), output  # rich wraps the line at the terminal's width
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_program_that_hangs_before_its_first_model_call_is_named_in_the_trajectory(cli, tmp_path):
+    """A Claude Code stuck before its first request (a login prompt, a first-run wizard) ended as a bare "run
+    stopped: time_limit", its `model_gateway` event counting 0 calls and nothing saying so. A stub `claude` that
+    sleeps stands in for the real one (~1 CPU-s, 3 s wall)."""
+    (tmp_path / "bin").mkdir()  # apart from the run folder: a program folder overlapping it is refused
+    stub = tmp_path / "bin" / "claude"
+    stub.write_text("#!/bin/bash\nsleep 600\n")
+    stub.chmod(0o755)
+    result = cli("run", "--task", "toy/vowels", "--agent", "claude-code", "--agent-option", "api_key_env=none",
+                 "--agent-option", f"bin={stub}", "--agent-option", "base_url=http://127.0.0.1:9",
+                 "--time-limit", "3", "--out", tmp_path / "runs")
+    assert "run stopped: time_limit" in result.output, result.output
+    (run,) = (tmp_path / "runs").iterdir()
+    events = [json.loads(line) for line in (run / "trajectory.jsonl").read_text().splitlines()]
+    assert [e["calls"] for e in events if e["type"] == "model_gateway"] == [0]
+    notes = [e["note"] for e in events if e["type"] == "note"]
+    assert any(n.startswith("claude-code made no model call: it ended, or was stopped at the run's limit, before")
+               for n in notes), notes
