@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError  # inspect prints its message alone (pinned 0.3.285)
 from inspect_ai.agent import as_solver, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
@@ -26,7 +27,7 @@ from inspect_ai.tool import Tool, bash, python, tool
 from inspect_ai.util import SandboxEnvironmentSpec, sandbox
 
 from .bridge import RunEnded
-from .engine import Result, registry
+from .engine import Result, UserError, registry
 from .sandboxenv import AutoMedBenchSandbox, BridgeConfig
 from .turns import model_turn
 
@@ -228,9 +229,13 @@ def automedbench_task(task_id: str, tier: str = "lite", sandbox: str = "local", 
                       repeat_limit: int | None = None, keep_workspace: bool = False,
                       judge_options: dict[str, str] | None = None, solver: Solver | None = None) -> Task:
     """One AutoMedBench task as an inspect Task (checked now: an unknown task or tier fails before any sample)."""
-    _, spec = registry().task(task_id)
+    try:
+        _, spec = registry().task(task_id)
+    except UserError as exc:  # `inspect eval` printed this one line at the end of an 80-line traceback
+        raise PrerequisiteError(f"automedbench: {exc}") from exc
     if tier not in spec.tiers:
-        raise ValueError(f"task {task_id} has no {tier!r} tier; it offers {', '.join(spec.tiers)}")
+        raise PrerequisiteError(f"automedbench: task {task_id} has no {tier!r} tier; it offers "
+                                f"{', '.join(spec.tiers)}")
     config = BridgeConfig(task=task_id, tier=tier, sandbox=sandbox, judge=judge, out=out, data_root=data_root,
                           judge_options=tuple(sorted((judge_options or {}).items())), max_turns=max_turns,
                           time_limit_s=time_limit, exec_timeout_s=exec_timeout, repeat_limit=repeat_limit,

@@ -162,6 +162,9 @@ class InstalledAgent(CliAgent):
             raise UserError(f"{system.name}: provider must be openai or anthropic, not {provider!r}")
         if wire_api not in ("responses", "chat"):
             raise UserError(f"{system.name}: wire_api must be responses or chat, not {wire_api!r}")
+        if config not in ("", "textbased"):  # any other value silently ran the tool-call config
+            raise UserError(f"{system.name}: config must be textbased (for a model without tool calls) or left out, "
+                            f"not {config!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
         self.binary = native_program(find_binary(system, bin))
@@ -327,6 +330,11 @@ class InstalledAgent(CliAgent):
                    "records": self.gateway.records()[:500] if self.gateway is not None else []}
         events: list[dict[str, Any]] = [summary]
         events += [e for e in self.transcript.events if e["type"] == "cli_error"][:50]
+        if self.gateway is not None and not gateway.get("calls"):
+            # a program stuck before its first request ended as a bare time limit, with nothing naming it
+            events.append({"type": "note", "turn": 1, "note": (
+                f"{self.system.name} made no model call: it ended, or was stopped at the run's limit, before its "
+                "first request to the model (its last output is the session call's answer)")})
         if gateway.get("unmetered"):
             events.append({"type": "note", "turn": 1, "note": (
                 f"{gateway['unmetered']} of {gateway['calls']} model repl(ies) carried no token counts (the provider "

@@ -47,12 +47,19 @@ def automedbench_register_agents(register) -> None:
 
     for name, system in SYSTEMS.items():
         register(name, partial(_installed_agent, system),
-                 f"{system.title} run inside the sandbox ({system.install}): model=, base_url=, api_key_env=, bin=")
+                 f"{system.title} run inside the sandbox ({system.install}): "
+                 + ", ".join(f"{option}=" for option in system.options()))
 
 
 def _installed_agent(system: Any, **options: Any) -> Any:
     """An installed agent system's agent (`installed.InstalledAgent`), its module imported only now: the gateway and
     relay it brings cost a run of any other agent ~27 ms of start-up."""
+    from automedbench.api import UserError, did_you_mean
+
+    unknown = sorted(set(options) - set(system.options()))
+    if unknown:  # one line, not InstalledAgent's TypeError traceback; a typo'd model= would run the default model
+        raise UserError(f"unknown {system.name} agent option(s) {', '.join(unknown)}"
+                        + did_you_mean(unknown[0], list(system.options())))
     from .installed import InstalledAgent
 
     return InstalledAgent(system, **options)

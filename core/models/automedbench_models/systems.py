@@ -52,6 +52,13 @@ class AgentSystem:
             return f"npm install --prefix {folder} {self.package}"
         return f"python3 -m venv {folder} && {folder}/bin/pip install {self.package}"
 
+    def options(self) -> tuple[str, ...]:
+        """The --agent-option names this system takes: the common ones, then those only some systems read (a name
+        another system reads would otherwise be silently ignored)."""
+        extra = (("provider",) if self.wire == "provider" else ()) + (("wire_api",) if self.name == "codex" else ()) \
+            + (("config",) if self.name == "mini-swe-agent" else ())
+        return ("model", "base_url", "api_key_env", "bin", "args", "prices", *extra)
+
     def missing(self) -> str:
         """The one line a user reads when the program is not installed."""
         return (f"{self.name}: the `{self.binary}` command ({self.title}) is not installed; install it with "
