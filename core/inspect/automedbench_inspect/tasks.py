@@ -17,12 +17,18 @@ from typing import Any
 
 import anyio
 from inspect_ai import Task, task
-from inspect_ai._util.error import PrerequisiteError  # inspect prints its message alone (pinned 0.3.285)
 from inspect_ai.agent import as_solver, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+try:  # inspect prints this error's message alone, no traceback (a private module of the pinned 0.3.285)
+    from inspect_ai._util.error import PrerequisiteError
+except ImportError:  # an inspect_ai that moved it: the same message, after inspect's traceback
+
+    class PrerequisiteError(RuntimeError):  # type: ignore[no-redef]
+        """A task or tier the bridge does not know."""
 from inspect_ai.tool import Tool, bash, python, tool
 from inspect_ai.util import SandboxEnvironmentSpec, sandbox
 
