@@ -169,4 +169,4 @@ def test_a_class_the_download_stores_at_other_sizes_is_not_told_apart_by_the_jpe
     for case in staged.case_ids:
         with Image.open(staged.public / case / "image.jpg") as image:
             sizes.add(image.size)
-    assert sizes == {(44, 36)}, sizes  # one size: the median of 48/40 wide and 40/32 high
+    assert sizes == {(36, 28)}, sizes  # one size: 0.9 of the smallest (40 wide, 32 high; round 22), none enlarged

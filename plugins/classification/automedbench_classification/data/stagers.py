@@ -51,6 +51,7 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one 
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # decoded pixels per image (a decompression bomb stops here)
 MAX_FILES = 500_000
+SHRINK = 0.9  # a download of several sizes is published at this fraction of its smallest drawn height and width
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 HAM_DX = {"akiec": "actinic_keratoses", "bcc": "basal_cell_carcinoma", "bkl": "benign_keratosis_like_lesions",
           "df": "dermatofibroma", "mel": "melanoma", "nv": "melanocytic_nevi", "vasc": "vascular_lesions"}
@@ -105,8 +106,12 @@ def _zip_reader(archive: zipfile.ZipFile, name: str) -> Callable[[], bytes]:
 
 
 def one_size(sizes: list[tuple[int, int]]) -> tuple[int, int]:
-    """The (height, width) every case of a staging is published at: the median of the drawn images' own."""
-    return int(np.median([h for h, _ in sizes])), int(np.median([w for _, w in sizes]))
+    """The (height, width) every case of a staging is published at: the drawn images' own when they share one,
+    else `SHRINK` of the smallest height and width, so every image is shrunk (none enlarged: an enlarged image
+    holds nothing above its source's Nyquist frequency, which tells the class a download stores smaller)."""
+    if len(set(sizes)) == 1:
+        return sizes[0]
+    return (max(1, int(min(h for h, _ in sizes) * SHRINK)), max(1, int(min(w for _, w in sizes) * SHRINK)))
 
 
 def at_size(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -118,8 +123,8 @@ def at_size(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 def _write_all(area: StagingArea, task: TaskSpec, chosen: list[Item]) -> StagedData:
     """Write the chosen items as cases whose ids are drawn from the staging's secret, all in one colour mode
-    (grey when every image's content is grey, else RGB, a grey image's three channels equal) and one size (the
-    drawn images' median height and width): a class the download stores in another mode (grey radiographs saved
+    (grey when every image's content is grey, else RGB, a grey image's three channels equal) and one size
+    (`one_size`: every image shrunk, none enlarged): a class the download stores in another mode (grey radiographs saved
     as RGB in one class folder) or at other sizes (Kermany's normal radiographs are larger than its pneumonia
     ones; the Brain Tumor MRI Dataset's no-tumour slices come from another source than its 512x512 tumour slices)
     would otherwise be told apart by the JPEG header alone, or by the noise an RGB export leaves between a grey
