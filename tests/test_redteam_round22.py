@@ -82,3 +82,14 @@ def test_a_class_the_download_stores_larger_is_not_told_apart_by_the_resampling_
         with Image.open(staged.public / case / "image.jpg") as image:
             sizes.add(image.size)
     assert len(sizes) == 1 and all(w < 64 and h < 56 for w, h in sizes), sizes  # one size, below the smallest
+
+
+def test_a_few_tiny_images_do_not_shrink_the_whole_staging_to_their_size():
+    """The one size follows the 5th-percentile image, not the smallest: a download of 512x512 slices holding
+    three 64x64 thumbnails is published near 512 (the thumbnails enlarged, three cases of a hundred), not at 57;
+    under 21 images the smallest still decides (every image shrunk), and one shared size is kept as it is."""
+    from automedbench_classification.data.stagers import SHRINK, one_size
+
+    assert one_size([(64, 64)] * 3 + [(512, 512)] * 97) == (int(512 * SHRINK), int(512 * SHRINK))
+    assert one_size([(96, 80), (64, 56)] * 5) == (int(64 * SHRINK), int(56 * SHRINK))
+    assert one_size([(300, 200)] * 4) == (300, 200)

@@ -51,7 +51,8 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024  # a label table larger than this is not one 
 MAX_IMAGE_BYTES = 64 * 1024 * 1024
 MAX_PIXELS = 40_000_000  # decoded pixels per image (a decompression bomb stops here)
 MAX_FILES = 500_000
-SHRINK = 0.9  # a download of several sizes is published at this fraction of its smallest drawn height and width
+SHRINK = 0.9  # a download of several sizes is published at this fraction of its small drawn heights and widths
+SMALL_SHARE = 5  # "small": the 5th percentile, so a few tiny outliers do not shrink every image to their size
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 HAM_DX = {"akiec": "actinic_keratoses", "bcc": "basal_cell_carcinoma", "bkl": "benign_keratosis_like_lesions",
           "df": "dermatofibroma", "mel": "melanoma", "nv": "melanocytic_nevi", "vasc": "vascular_lesions"}
@@ -107,11 +108,17 @@ def _zip_reader(archive: zipfile.ZipFile, name: str) -> Callable[[], bytes]:
 
 def one_size(sizes: list[tuple[int, int]]) -> tuple[int, int]:
     """The (height, width) every case of a staging is published at: the drawn images' own when they share one,
-    else `SHRINK` of the smallest height and width, so every image is shrunk (none enlarged: an enlarged image
-    holds nothing above its source's Nyquist frequency, which tells the class a download stores smaller)."""
+    else `SHRINK` of their 5th-percentile height and width (the smallest, under 21 images), so every image but
+    a few outliers is shrunk (an enlarged image holds nothing above its source's Nyquist frequency, which tells
+    the class a download stores smaller), and a few tiny images do not shrink the whole staging to their size
+    (at most one in twenty is enlarged: a trace on that share of the cases, not on a class)."""
     if len(set(sizes)) == 1:
         return sizes[0]
-    return (max(1, int(min(h for h, _ in sizes) * SHRINK)), max(1, int(min(w for _, w in sizes) * SHRINK)))
+
+    def small(values: list[int]) -> int:
+        return max(1, int(float(np.percentile(values, SMALL_SHARE, method="lower")) * SHRINK))
+
+    return small([h for h, _ in sizes]), small([w for _, w in sizes])
 
 
 def at_size(pixels: np.ndarray, size: tuple[int, int]) -> np.ndarray:
