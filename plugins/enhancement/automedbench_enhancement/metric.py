@@ -33,18 +33,19 @@ def window(task: TaskSpec) -> tuple[float, float]:
 
 
 def ssim(reference: np.ndarray, prediction: np.ndarray, lo: float, hi: float) -> float:
-    """SSIM on [lo, hi]-clipped float64 images with data range hi - lo (identical images give exactly 1)."""
+    """SSIM on [lo, hi]-clipped images (read as float32, computed in float64) with data range hi - lo
+    (identical images give exactly 1)."""
     from skimage.metrics import structural_similarity
 
-    ref = np.clip(np.asarray(reference, dtype=np.float64), lo, hi)
-    pred = np.clip(np.asarray(prediction, dtype=np.float64), lo, hi)
+    ref, pred = refssim.windowed(reference, lo, hi), refssim.windowed(prediction, lo, hi)
     return float(structural_similarity(ref, pred, data_range=hi - lo, gaussian_weights=True, sigma=SIGMA,
                                        use_sample_covariance=False, K1=K1, K2=K2))
 
 
 def psnr(reference: np.ndarray, prediction: np.ndarray, lo: float, hi: float) -> float:
-    ref = np.clip(np.asarray(reference, dtype=np.float64), lo, hi)
-    pred = np.clip(np.asarray(prediction, dtype=np.float64), lo, hi)
+    """PSNR on the window, both images read as float32 as the original reads them (its 99 dB cap then holds
+    for an output equal to the reference up to float32 rounding)."""
+    ref, pred = refssim.windowed(reference, lo, hi), refssim.windowed(prediction, lo, hi)
     mse = float(np.mean((ref - pred) ** 2))
     if mse <= 1e-12:
         return PSNR_CAP_DB

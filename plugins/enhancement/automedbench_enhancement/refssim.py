@@ -24,6 +24,13 @@ K1, K2 = 0.01, 0.03
 MAX_ENTRIES = 64  # references kept (demo: 6 cases x 2 windows; each entry ~4 reference-sized float64 images)
 
 
+def windowed(image: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """An image as the metric scores it: rounded to float32 as the original reads every array (so a float64
+    output within float32 rounding of the reference is the reference, 99 dB, not 170), then float64 clipped
+    to the window [lo, hi]."""
+    return np.clip(np.asarray(image, dtype=np.float32).astype(np.float64), lo, hi)
+
+
 def _blur(image: np.ndarray) -> np.ndarray:
     return ndimage.gaussian_filter(image, sigma=SIGMA, mode="reflect", truncate=TRUNCATE)
 
@@ -34,7 +41,7 @@ class ReferenceSSIM:
     def __init__(self, reference: np.ndarray, lo: float, hi: float) -> None:
         self.source = np.array(reference, copy=True)  # the array as read: what a later lookup must equal
         self.lo, self.hi = lo, hi
-        self.ref = np.clip(np.asarray(reference, dtype=np.float64), lo, hi)
+        self.ref = windowed(reference, lo, hi)
         if min(self.ref.shape, default=0) < 2 * PAD + 1:
             raise ValueError(f"an image of shape {self.ref.shape} is smaller than the SSIM window")
         ux = _blur(self.ref)
@@ -48,7 +55,7 @@ class ReferenceSSIM:
     def __call__(self, prediction: np.ndarray) -> float:
         if np.shape(prediction) != self.ref.shape:
             raise ValueError(f"shape {np.shape(prediction)} is not the reference's {self.ref.shape}")
-        y = np.clip(np.asarray(prediction, dtype=np.float64), self.lo, self.hi)
+        y = windowed(prediction, self.lo, self.hi)
         span = self.hi - self.lo
         c1, c2 = (K1 * span) ** 2, (K2 * span) ** 2
         uy = _blur(y)

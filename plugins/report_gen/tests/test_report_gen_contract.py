@@ -46,7 +46,8 @@ def test_findings_section_is_scored_when_present():
 def test_mlrg_preprocessing_detaches_full_stops_and_keeps_case():
     # the original collapses runs of spaces only: a newline or tab stays (its ROUGE-L splits on spaces)
     assert mlrg_preprocess("Heart  normal.\nNo effusion.") == "Heart normal .\nNo effusion ."
-    assert mlrg_preprocess("  Heart\tnormal.  ") == "Heart\tnormal ."
+    # and strips nothing: runs of spaces at either end become one space (round 21)
+    assert mlrg_preprocess("  Heart\tnormal.  ") == " Heart\tnormal . "
 
 
 def test_findings_aliases_are_the_originals():

@@ -106,7 +106,8 @@ def test_corpus_scores_with_meteor_and_rule_slots():
     assert comps["meteor"] == pytest.approx(1.0) and comps["label_micro_f1_rule"] == 1.0
     assert [c["entity_f1"] for c in per_case] == [1.0, 1.0, 1.0, 0.0]
     assert comps["entity_f1_rule"] == 0.75
-    assert value == pytest.approx((6 + 0.75) / 7, abs=1e-6) and case_mean == pytest.approx(value, abs=1e-6)
+    # the original's arithmetic: slots rounded to 4, weighted 0.142857, the sum rounded to 4 (round 21)
+    assert value == round(0.142857 * 6.75, 4) == 0.9643 and case_mean == pytest.approx(6.75 / 7, abs=1e-9)
     assert set(comps) >= {"bleu", "meteor", "rouge_l", "entity_f1_rule", "label_micro_p_rule",
                           "label_micro_r_rule", "label_micro_f1_rule"}
 
