@@ -148,7 +148,9 @@ def _plain_run_started(reg, data_root: Path, out: Path, code: str):
         agent_options={"steps": [["python", code]]}), strict=True)))
     thread.start()
     deadline = time.monotonic() + 120
-    while not (waiting := list(out.rglob("waiting"))) and thread.is_alive() and time.monotonic() < deadline:
+    # the run's own depth only: a recursive walk entered the mounted workspace's lost+found just as the run
+    # unmounted it (FileNotFoundError, seen in a fresh-clone CI run)
+    while not (waiting := list(out.glob("*/workspace/waiting"))) and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         yield (waiting[0].parent if waiting else out), done
