@@ -281,13 +281,15 @@ class Track(ABC):
 
 
 def valid_output_gate(case_ids: list[str], min_valid: float, problem: Callable[[str], str | None], output: str,
-                      valid_means: str) -> str | None:
-    """A `submit_gate` on valid outputs: None once ceil(min_valid x N) cases (at least one) have one (checked in
-    order, stopping when enough are), else the refusal the agent reads: how many are valid and needed, what a
-    valid `output` is (`valid_means`) and the first problems. `problem(case_id)` is the case's first reason."""
+                      valid_means: str, need: int | None = None) -> str | None:
+    """A `submit_gate` on valid outputs: None once ceil(min_valid x N) cases (at least one) have one, or `need`
+    where the track counts otherwise (checked in order, stopping when enough are), else the refusal the agent
+    reads: how many are valid and needed, what a valid `output` is (`valid_means`) and the first problems.
+    `problem(case_id)` is the case's first reason."""
     import math
 
-    need = max(1, math.ceil(round(min_valid * len(case_ids), 9)))
+    if need is None:
+        need = max(1, math.ceil(round(min_valid * len(case_ids), 9)))
     valid, problems = 0, []
     for case_id in case_ids:
         if valid >= need:

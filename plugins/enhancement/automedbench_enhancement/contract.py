@@ -112,11 +112,10 @@ def gate(task: TaskSpec, case_ids: list[str], outputs: Path) -> str | None:
     """The pre-submit refusal: fewer than `gate_need(N)` valid outputs (the original's gate). The rating asks more
     (`rating.min_valid` 1.0: the original rates F unless every file is valid)."""
     shape = output_shape(task)
-    share = gate_need(len(case_ids)) / len(case_ids) if case_ids else GATE_SHARE  # the core's gate takes a share
 
     def problem(case_id: str) -> str | None:
         _, reasons, _ = read_output(outputs, case_id, OUTPUT, shape)
         return reasons[0] if reasons else None
 
-    return valid_output_gate(case_ids, share, problem, OUTPUT,
-                             f"a 2-D finite float array of shape {shape}")
+    return valid_output_gate(case_ids, GATE_SHARE, problem, OUTPUT,
+                             f"a 2-D finite float array of shape {shape}", need=gate_need(len(case_ids)))
