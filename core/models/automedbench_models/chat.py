@@ -200,9 +200,9 @@ class ChatAgent(Agent):
             if fixed != call.arguments:
                 call.error, call.arguments = "arguments repaired (raw control characters / trailing commas)", fixed
         if self.cfg.text_tool_calls and not reply.tool_calls:
-            reply.tool_calls = self._recover(reply.content if found is None else found)
+            reply.tool_calls = self._recover(self._read(reply.content) if found is None else found)
             if not reply.tool_calls and partial:  # a call cut off at the limit, finished in the continuation
-                reply.tool_calls = self._recover("".join([*partial, reply.content]))
+                reply.tool_calls = self._recover(self._read("".join([*partial, reply.content])))
         cost = self.backend.prices.cost(self.cfg.model, usage)
         content = "\n".join(p for p in [*partial, reply.content] if p)
         return AgentTurn(content, reply.tool_calls, reply.reasoning, usage.prompt, usage.completion, usage.cached,
@@ -217,7 +217,7 @@ class ChatAgent(Agent):
             usage = add_usage(usage, reply.usage)
             found = None
             if reply.finish_reason == "length" and not reply.tool_calls and self.cfg.text_tool_calls:
-                found = find_text_calls(reply.content, self._names())
+                found = self._read(reply.content)
             # a call written in the text before the limit is a call: the reply is not continued
             cut = reply.finish_reason == "length" and not reply.tool_calls and not found
             if cut and attempt < self.cfg.length_retries:
@@ -237,10 +237,14 @@ class ChatAgent(Agent):
     def _names(self) -> frozenset[str]:
         return frozenset(str(t.get("name")) for t in self.tools)
 
-    def _recover(self, text: str | list[TextCall]) -> list[ToolCall]:
-        """The calls written in a reply's text (or already read from it), as tool calls numbered for the run."""
+    def _read(self, text: str) -> list[TextCall]:
+        """The calls to offered tools written in a reply's text."""
+        return find_text_calls(text, self._names())
+
+    def _recover(self, found_calls: list[TextCall]) -> list[ToolCall]:
+        """Calls read from a reply's text, as tool calls numbered for the run."""
         calls = []
-        for found in find_text_calls(text, self._names()) if isinstance(text, str) else text:
+        for found in found_calls:
             self.recovered += 1
             calls.append(ToolCall(f"text_{self.recovered:03d}", found.name, found.arguments,
                                   source=f"text:{found.source}"))
