@@ -134,7 +134,8 @@ def test_network_allowed_gives_an_interface(tmp_path):
 def test_reference_agent_scores_like_local_in_docker(reg, data_root, run_agent):
     result, run_dir = run_agent("reference", sandbox="docker")
     local, _ = run_agent("reference")
-    assert result.state == "scored" and not result.isolation.breached
+    assert result.state == "scored", (result.state, result.end_reason, result.error)
+    assert not result.isolation.breached, result.isolation.evidence
     scores = {s.stage: s.score for s in result.stages}
     assert all(scores[k] > 0 for k in ("S1", "S2", "S3", "S4", "S5")), scores
     assert result.aggregate.overall > 0.5

@@ -1,5 +1,6 @@
-"""The agent container's start: a start the engine refuses once is retried on a new container (the refused
-one removed); a second refusal, or a missing image, is the harness failure it always was. No engine needed."""
+"""A container's start (the agent's and the evaluator's): a start the engine refuses once is retried on a new
+container (the refused one removed); a second refusal, or a missing image, is the harness failure it always was.
+No engine needed."""
 
 from __future__ import annotations
 
@@ -66,3 +67,13 @@ def test_a_missing_image_is_not_retried():
     with pytest.raises(InfrastructureError, match="no such image"):
         sandbox.start_container(cli, CONFIG, "automedbench/agent:x")
     assert cli.containers.made == []
+
+
+def test_the_evaluator_container_is_started_the_same_way_and_named_in_the_failure():
+    import inspect
+
+    assert "start_container(cli, config, image, role=\"evaluator\")" in inspect.getsource(sandbox.evaluate_in_container)
+    image, cli = "automedbench/evaluator:latest", FakeClient(refusals=1)
+    assert sandbox.start_container(cli, CONFIG, image, role="evaluator") is cli.containers.made[1]
+    with pytest.raises(InfrastructureError, match="could not start the evaluator container from automedbench/eval"):
+        sandbox.start_container(FakeClient(refusals=2), CONFIG, image, role="evaluator")

@@ -173,10 +173,10 @@ def container_config(spec: SandboxSpec, image: str, *, cpus: float, pids_limit: 
 START_ATTEMPTS = 2
 
 
-def start_container(cli, config: dict, image: str):
-    """Create and start the agent container. A start the engine refuses is tried once more on a new container
-    (seen once under load: runc found no python3 in the image, the next container started), the refused one
-    removed; nothing of the agent has run yet, so the retry repeats none of its work."""
+def start_container(cli, config: dict, image: str, role: str = "agent"):
+    """Create and start a container (`role`: the agent's or the evaluator's). A start the engine refuses is tried
+    once more on a new container (seen under load: runc found no python3 in the image, the next container
+    started), the refused one removed; nothing has run in it yet, so the retry repeats no work."""
     create = {k: v for k, v in config.items() if k != "detach"}
     for attempt in range(1, START_ATTEMPTS + 1):
         container = None
@@ -189,7 +189,7 @@ def start_container(cli, config: dict, image: str):
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
             if attempt == START_ATTEMPTS or type(exc).__name__ == "ImageNotFound":
-                raise InfrastructureError(f"could not start the agent container from {image}: {exc}") from None
+                raise InfrastructureError(f"could not start the {role} container from {image}: {exc}") from None
     raise AssertionError("unreachable")
 
 
@@ -430,8 +430,8 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
                   Mount("/opt/automedbench/site", str(work / "site"), type="bind", read_only=True),
                   Mount("/request", str(work / "request"), type="bind", read_only=True),
                   Mount("/out", str(work / "out"), type="bind", read_only=False)]
-        container = cli.containers.create(
-            image, ["python3", "-I", "-m", "automedbench.evaluator", "/request/request.json"],
+        config = dict(
+            image=image, command=["python3", "-I", "-m", "automedbench.evaluator", "/request/request.json"],
             user=f"{uid}:{gid}", network_mode="none", read_only=True, mounts=mounts, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], pids_limit=256, tmpfs={"/tmp": "rw,nosuid,nodev,size=256m"},
             environment={"LANG": "C.UTF-8", "HOME": "/tmp"}, labels={"org.automedbench.role": "evaluator"},
@@ -440,8 +440,8 @@ def evaluate_in_container(request, timeout_s: float, image: str = EVALUATOR_IMAG
             memswap_limit=f"{EVAL_MEMORY_MB}m" if EVAL_MEMORY_MB > 0 else None,
             ulimits=[Ulimit(name="cpu", soft=EVAL_CPU_S, hard=EVAL_CPU_S + 60),
                      Ulimit(name="fsize", soft=EVAL_FILE_BYTES, hard=EVAL_FILE_BYTES)])
+        container = start_container(cli, config, image, role="evaluator")
         try:
-            container.start()
             try:
                 status = container.wait(timeout=timeout_s)
             except Exception:
