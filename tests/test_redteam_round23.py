@@ -7,8 +7,17 @@
   every question scored 0.60 through `automedbench evaluate`. The stager now re-letters each question's options
   with a draw from the staging's secret (`automedbench_vqa.data.option_order`), remaps the gold letter and
   rewrites the embedded list; "all of the above" keeps its letter and a question naming options by letter
-  ("both A and B") keeps the dataset's order. Always-"A": 0.60 -> 0.20 (any constant letter at most 0.31);
-  answering by the option's text still scores 1.0.
+  ("both A and B") keeps the dataset's order. Measured on that layout (100 questions): always-"A" 0.60 -> 0.19,
+  the best constant letter 0.60 -> 0.28 ("E": the "all of the above" golds stay there), always-the-longest-option
+  0.13 -> 0.13 (a property of the texts, not of their order); answering by the option's text still scores 1.0.
+- **A demo staged with `--from` was generated from the task file's seed** (every track; latent): `automedbench
+  stage vqa/demo --from DIR` is accepted (a demo reads no download), and the staging drew the demo's secret seed
+  only when no folder was given, so the generator ran with the YAML's public seed (20261202): the installed
+  generator called with it regenerated all 24 staged questions' images byte for byte, and their answers. Not
+  reached by a run: that staging's stamp has no generator digest, so the next `ensure` (run, evaluate) staged
+  the demo again with a secret seed (the regenerating attack scored 0.0 through `automedbench evaluate`). Every demo
+  staging now draws its seed from the secret, a folder given or not (`staging.stage`): 24 -> 0 questions' images
+  are the public seed's.
 """
 
 from __future__ import annotations
@@ -145,3 +154,21 @@ def test_dealing_is_the_secret_s_draw_and_keeps_the_place_words():
     assert keeps_place("all of the above") and keeps_place("Neither") and not keeps_place("Vitamin A deficiency")
     assert names_letters("Both A and B") and names_letters("A, C") and names_letters("see option C")
     assert not names_letters("Hepatitis A") and not names_letters("a and b cells")
+
+
+def test_a_demo_staged_from_a_folder_is_not_the_public_seed_s(tmp_path):
+    """`automedbench stage vqa/demo --from DIR`: before, every staged image was the public seed's, byte for byte."""
+    from automedbench.cli import main
+    from automedbench_vqa.data.demo import demo_questions
+    from click.testing import CliRunner
+
+    (tmp_path / "download").mkdir()
+    result = CliRunner().invoke(main, ["stage", "vqa/demo", "--from", str(tmp_path / "download"), "--data-root",
+                                       str(tmp_path / "data")])
+    assert result.exit_code == 0, result.output
+    _, spec = load_task("vqa/demo")
+    public_seed = int(spec.params["seed"])
+    regenerated = {data for _, images, _ in demo_questions(public_seed) for _, data in images}
+    staged = [p.read_bytes() for p in (tmp_path / "data" / "vqa" / "demo" / "public").rglob("*.png")]
+    assert len(staged) >= 24
+    assert not [data for data in staged if data in regenerated]
