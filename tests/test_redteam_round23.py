@@ -7,9 +7,9 @@
   every question scored 0.60 through `automedbench evaluate`. The stager now re-letters each question's options
   with a draw from the staging's secret (`automedbench_vqa.data.option_order`), remaps the gold letter and
   rewrites the embedded list; "all of the above" keeps its letter and a question naming options by letter
-  ("both A and B") keeps the dataset's order. Measured on that layout (100 questions): always-"A" 0.60 -> 0.19,
-  the best constant letter 0.60 -> 0.28 ("E": the "all of the above" golds stay there), always-the-longest-option
-  0.13 -> 0.13 (a property of the texts, not of their order); answering by the option's text still scores 1.0.
+  ("both A and B") keeps the dataset's order. Measured on that layout (100 questions, four stagings): always-"A" 0.60 ->
+  0.19-0.21, the best constant letter 0.60 -> 0.22-0.28, always-the-longest-option 0.14 -> 0.14 (a property of the
+  texts, not of their order); answering by the option's text still scores 1.0.
 - **A demo staged with `--from` was generated from the task file's seed** (every track; latent): `automedbench
   stage vqa/demo --from DIR` is accepted (a demo reads no download), and the staging drew the demo's secret seed
   only when no folder was given, so the generator ran with the YAML's public seed (20261202): the installed
@@ -45,12 +45,12 @@ def _jpeg(value: int) -> bytes:
 
 def _question(i: int) -> tuple[dict[str, str], str, str]:
     """(options, gold letter, question text) of question `i`: gold "A" for 60 %, the rest spread over B-E; every
-    tenth ends with "All of the above" (gold there when i % 20 == 0); two name options by letter."""
+    tenth ends with "All of the above" (gold there for half of them); two name options by letter."""
     options = {k: f"{WORDS[(3 * i + j) % len(WORDS)]} {'type ' * ((i + j) % 3)}{i}" for j, k in enumerate("ABCDE")}
     label = "A" if i % 10 < 6 else "BCDE"[i % 10 - 6]
     if i % 10 == 9:
         options["E"] = "All of the above"
-        label = "E" if i % 20 == 19 else label
+        label = "E" if i % 20 == 19 else "B"
     if i in (7, 8):
         options["E"] = "Both A and B"
     text = f"A patient ({i}) presents with this rash. What is the most likely diagnosis?"
