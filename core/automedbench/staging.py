@@ -190,9 +190,10 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         dest.rename(aside)
     # every hidden choice of this staging comes from a fresh secret (stagesecret.py), never from the task file
     secret = StagingSecret()
-    if task.demo and source is None:
+    if task.demo:
         # a demo is generated from a seed: one drawn from the secret, so the generator (readable in the
-        # sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
+        # sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run. A folder given
+        # (`stage vqa/demo --from DIR`, which a demo ignores) once kept the task file's public seed here
         task = attrs.evolve(task, params={**task.params, "seed": secret.seed("demo")})
     written: list[dict] = []
     generator = generator_digest(track) if task.demo and source is None else ""

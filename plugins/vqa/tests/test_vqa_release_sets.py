@@ -41,6 +41,11 @@ def by_source(staged) -> dict[str, str]:
     return {gold(staged, q)["source_id"]: q for q in staged.case_ids}
 
 
+def dealt(options: dict[str, str], texts: list[str]) -> bool:
+    """`options` hold `texts` on the letters A.. of their count, in whatever order the staging's secret dealt."""
+    return list(options) == list("ABCDE"[:len(texts)]) and sorted(options.values()) == sorted(texts)
+
+
 def same_pixels(path, data: bytes) -> bool:
     """The published image shows the source's pixels (it is written again, never copied byte for byte)."""
     with Image.open(path) as published, Image.open(io.BytesIO(data)) as source:
@@ -161,14 +166,15 @@ def test_omnimedvqa_maps_types_options_and_gold_letters(tmp_path):
     found, src = questions(staged), by_source(staged)
     assert len(found) == 8
     first, second = found[src["omnimedvqa_00000"]], found[src["omnimedvqa_00001"]]
-    assert first["mode"] == "multiple_choice" and first["options"] == {"A": "glaucoma", "B": "normal"}
-    assert second["options"] == {"A": "glaucoma", "B": "normal", "C": "cataract", "D": "diabetic retinopathy"}
+    # the options are dealt in a secret order (option_order.py): the same texts on the letters A.. of their count
+    assert first["mode"] == "multiple_choice" and dealt(first["options"], ["glaucoma", "normal"])
+    assert dealt(second["options"], ["glaucoma", "normal", "cataract", "diabetic retinopathy"])
     assert first["question_type"] == "disease_diagnosis" and second["question_type"] == "anatomy_identification"
     assert {q["question_type"] for q in found.values()} == {
         "disease_diagnosis", "anatomy_identification", "modality_recognition", "lesion_grading",
         "other_biological_attributes"}
-    assert gold(staged, src["omnimedvqa_00000"])["answer_label"] == "A"  # glaucoma
-    assert gold(staged, src["omnimedvqa_00001"])["answer_label"] == "B"  # normal
+    assert first["options"][gold(staged, src["omnimedvqa_00000"])["answer_label"]] == "glaucoma"
+    assert second["options"][gold(staged, src["omnimedvqa_00001"])["answer_label"]] == "normal"
     assert "body_system" not in found[src["omnimedvqa_00004"]] and "modality" not in first  # they name answers
     assert gold(staged, src["omnimedvqa_00004"])["body_system"] == "Chest CT Scan"
     assert gold(staged, src["omnimedvqa_00000"])["modality"] == "Fundus Photography"
@@ -233,11 +239,11 @@ def test_pmcvqa_choices_labels_and_types(tmp_path, packed):
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found, src = questions(staged), by_source(staged)
     q = found[src["pmcvqa_00001"]]
-    assert q["options"] == {"A": "optA", "B": "optB", "C": "optC", "D": "optD"} and q["mode"] == "multiple_choice"
+    assert dealt(q["options"], ["optA", "optB", "optC", "optD"]) and q["mode"] == "multiple_choice"
     assert [found[src[f"pmcvqa_{i:05d}"]]["question_type"] for i in range(3)] == [
         "modality", "anatomy_location", "finding"]
     answer = gold(staged, src["pmcvqa_00001"])
-    assert (answer["answer_label"], answer["answer_text"]) == ("B", "optB")
+    assert answer["answer_text"] == "optB" == q["options"][answer["answer_label"]]
     assert same_pixels(staged.public / src["pmcvqa_00002"] / "image.png", png(2))
 
 
@@ -308,7 +314,7 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found, src = questions(staged), by_source(staged)
     mcq = found[src["validation_Clinical_Medicine_1"]]
-    assert mcq["mode"] == "multiple_choice" and mcq["options"]["D"] == "option 3"
+    assert mcq["mode"] == "multiple_choice" and dealt(mcq["options"], [f"option {k}" for k in range(4)])
     assert mcq["body_system"] == "Clinical_Medicine" and mcq["question_type"] == "multiple_choice"
     two = found[src["validation_Pharmacy_2"]]
     assert two["image_paths"] == ["image_1.png", "image_2.png"]
@@ -318,7 +324,8 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     assert gold(staged, src["validation_Public_Health_4"])["answer_text"] == "24 mmHg"
     assert not any("modality" in q for q in found.values())  # img_type names "which modality" answers
     assert gold(staged, src["validation_Public_Health_4"])["modality"].startswith("['Body Scans")
-    assert gold(staged, src["validation_Public_Health_3"])["answer_label"] == "C"
+    answer = gold(staged, src["validation_Public_Health_3"])
+    assert found[src["validation_Public_Health_3"]]["options"][answer["answer_label"]] == "option 2"  # gold C
     assert "validation_Pharmacy_5" not in src  # seven options
 
 

@@ -10,7 +10,8 @@
   medical_task, body_system, question_type) and the images under `images/` or inside `images.zip`.
 - Kvasir-VQA, OmniMedVQA, PMC-VQA, MMMU (medical): `release_sets.py`.
 
-Which questions are sampled and their published ids come from the staging's secret (`area.secret`): the
+Which questions are sampled, their published ids and the order of a multiple-choice question's options
+(`option_order.deal_options`) come from the staging's secret (`area.secret`): the
 dataset's question id or row goes to `private/<qid>/answer.json` only, and every image is decoded and
 written again as PNG (the same pixels, none of the source's bytes or metadata).
 """
@@ -38,6 +39,7 @@ from automedbench.api import (
 )
 
 from ..answers import LETTERS, question_form
+from .option_order import deal_options
 from .records import finish, reencoded, safe_id, subsample, write_question
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
@@ -295,6 +297,8 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
                     raise UserError(f"{task.id}: duplicate question id {source_id}")
                 seen.add(source_id)
                 qid = next(published)
+                # the options in a secret order, the gold letter following (option_order.py)
+                question, gold = deal_options(question, gold, area.secret.rng(f"options\0{source_id}"))
                 write_question(area.root, qid, question, reencoded(images, qid), {**gold, "source_id": source_id})
                 qids.append(qid)
                 bar.advance(job)

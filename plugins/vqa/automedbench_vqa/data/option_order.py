@@ -1,0 +1,103 @@
+"""A multiple-choice question's options published in an order drawn from the staging's secret.
+
+A dataset's own option order is public (its files, its paper, its leaderboard analyses) and seldom uniform:
+on a MedXpertQA-like layout whose gold is "A" in 60 % of questions, answering "A" to everything scored 0.6
+(tests/test_redteam_round23.py). `deal_options` re-letters each question's options with a draw from the
+staging's secret and remaps the gold letter, so no letter is more likely gold than another; the gold text and
+every option's text are unchanged (an answer naming the right option's text still scores).
+
+What keeps its place, and why:
+
+- an option whose meaning is its place ("all of the above", "none of these", "neither") keeps its letter;
+  the other options are dealt among the remaining letters. Moved, "all of the above" would stand above
+  options it claims to cover.
+- a question whose options or text name options by letter ("both A and B", "A and C", "option B", a
+  lettered list in the text other than the one recognised below) keeps the dataset's order entirely:
+  re-lettering references inside free text is guesswork, and such questions are a small share of a set.
+- an option list embedded in the question ("Answer Choices: (A) ... (B) ...", MedXpertQA's wording) is
+  rewritten in the new order when it lists exactly the options; one that does not keeps the order.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from ..answers import LETTERS
+
+# "all of the above", "none of these", "both of the above", "neither of the options", "all the above" ...
+_PLACE_WORDS = re.compile(
+    r"\b(all|none|both|neither|either|any)\b(\s+\w+){0,2}?\s+(above|below|preceding|previous|foregoing|options|"
+    r"choices|answers|these|those)\b|^\s*(neither|none|all|both)\s*\.?\s*$", re.I)
+_LETTER = r"(?<![\w])[A-E](?![\w])"  # an upper-case A-E standing alone (case-sensitive: "a" is a word)
+_NAMED = re.compile(rf"(?i:\b(options?|choices?|answers?)\s+\(?){_LETTER}")
+_JOINED = re.compile(rf"{_LETTER}\s*(,|&|\+|/|\band\b|\bor\b)\s*{_LETTER}")
+_BRACKETED = re.compile(r"\(([A-E])\)")
+_LINE_LETTER = re.compile(r"(?m)^\s*[A-E][.):]\s")
+_CHOICES = re.compile(r"answer\s+choices\s*:", re.I)
+_CHOICE = re.compile(r"\(([A-E])\)[ \t]*")
+
+
+def keeps_place(option: str) -> bool:
+    """An option whose meaning is where it stands ("all of the above")."""
+    return bool(_PLACE_WORDS.search(option))
+
+
+def names_letters(text: str) -> bool:
+    """Text that refers to options by letter ("both A and B", "option C", "(A) ... (B)", "A. ..." lines)."""
+    return bool(_NAMED.search(text) or _JOINED.search(text) or _BRACKETED.search(text)
+                or len(_LINE_LETTER.findall(text)) >= 2)
+
+
+def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[str, str, str]]] | None:
+    """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order: (text
+    up to the list's first option, [(gap after "(X)", option text, whitespace after it)]); None otherwise."""
+    marker = _CHOICES.search(question)
+    if marker is None:
+        return None
+    tail = question[marker.end():]
+    found = list(_CHOICE.finditer(tail))
+    if [m.group(1) for m in found] != list(options) or not found:
+        return None
+    parts = []
+    for k, m in enumerate(found):
+        raw = tail[m.end(): found[k + 1].start() if k + 1 < len(found) else len(tail)]
+        text = raw.rstrip()
+        if text.strip() != options[m.group(1)].strip():
+            return None
+        parts.append((m.group(0)[3:], text, raw[len(text):]))
+    return question[:marker.end() + found[0].start()], parts
+
+
+def deal_options(question: dict[str, Any], gold: dict[str, Any],
+                 rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(question, gold) with the options re-lettered by `rng` (one of the staging's secret draws) and the gold
+    letter following its option; unchanged for a question that is not multiple choice or that names options by
+    letter (module docstring)."""
+    options = question.get("options")
+    label = str(gold.get("answer_label") or "")
+    if not isinstance(options, dict) or len(options) < 2 or label not in options:
+        return question, gold
+    letters = list(options)
+    if letters != list(LETTERS[:len(letters)]):
+        return question, gold
+    text = str(question.get("question", ""))
+    embedded = _embedded(text, options)
+    rest = text[:len(embedded[0])] if embedded else text
+    if embedded is None and _CHOICES.search(text):
+        return question, gold  # a list that is not the options: its letters would no longer match
+    if names_letters(rest) or any(names_letters(str(o)) for o in options.values()):
+        return question, gold
+    movable = [k for k in letters if not keeps_place(str(options[k]))]
+    dealt = list(movable)
+    rng.shuffle(dealt)
+    source = {k: k for k in letters} | dict(zip(movable, dealt, strict=True))  # new letter -> old letter
+    new_options = {k: options[source[k]] for k in letters}
+    new_label = next(k for k in letters if source[k] == label)
+    new_question = {**question, "options": new_options}
+    if embedded is not None:
+        head, parts = embedded
+        new_question["question"] = head + "".join(
+            f"({k}){gap}{new_options[k].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
+    return new_question, {**gold, "answer_label": new_label}
