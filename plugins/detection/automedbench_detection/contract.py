@@ -96,7 +96,10 @@ def load_json(path: Path) -> tuple[Any, str | None]:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float's range: outside any image (the original's verdict too)
+        return None
     return number if math.isfinite(number) else None
 
 
