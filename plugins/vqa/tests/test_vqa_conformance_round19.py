@@ -44,8 +44,8 @@ def test_label_only_mcq_answers_without_raw_output_are_scored(amb_data_root, tmp
     for k, qid in enumerate(staged.case_ids):
         gold = read_private(staged.private, qid)
         if gold.get("answer_label"):
+            right = mcq % 4 != 0  # counted over MCQs: which cases are MCQs is the staging's draw
             mcq += 1
-            right = k % 4 != 0
             letter = gold["answer_label"] if right else ("A" if gold["answer_label"] != "A" else "B")
             _write(outputs, qid, predicted_label=letter.lower() if k % 2 else letter)
             expected.append(1.0 if right else 0.0)
