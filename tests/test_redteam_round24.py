@@ -1,0 +1,153 @@
+"""Red team round 24: results put on a leaderboard that the harness did not produce as recorded, through the real
+runner and CLI. The adversary is a second user who can write the sweep folder (not the harness's key).
+
+- **Case pictures outside the proof** (leaderboards and the site): the proof bound the trajectory, verdict,
+  evaluation, artefacts and tool output, not `pictures/`; the run page shows each case's picture and the texts of
+  its index (the answer, the reference, a note) as the evaluator's. Another case's picture copied over one and a
+  note of the editor's own ("reviewer confirmed") in the index: `verify` said genuine, the leaderboard counted the
+  run and the site showed both on its page. The pictures are now evidence: the run is "not genuine: pictures/...
+  changed since the harness signed the result", on no page.
+- **One run counted twice** (leaderboards, duplicates): copies counted once only when their bytes were equal; a copy
+  kept from before the run was re-graded or re-tagged (`rejudge`, `codes --tagger`) is another signed body of the
+  same run, so the run was two rows (n 2 over one run). Versions of one run (the same run id and signed
+  trajectory) now count once: "another version of the run at ...".
+- **A re-signing command signing what it read after it checked** (rejudge, codes): both checked the run folder,
+  then read it again to grade or tag it and signed the digests of whatever it held by then. A file swapped in while
+  the judge graded (an LLM judge takes seconds; here a judge that swaps it, standing in for the second user)
+  was graded and signed: another run's evaluation.json put under a half-done run gave it that run's Task 1.0
+  (Task 0.0 -> 1.0, Overall 0.10 -> 0.63, rating F -> A), genuine; a trajectory swapped while `codes` tagged
+  was signed into the run. Both now read a private copy checked file by file against the signed digests
+  (`copy_verified`) and sign those digests (plus rejudge's own verdict): the re-graded run keeps its own Task and
+  a swapped file leaves it not genuine, refused by every reader.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from automedbench.api import ItemVerdict, Judge, JudgeVerdict, hookimpl
+from automedbench.testing import run_cli, run_steps, run_task
+from test_redteam_round13 import HALF
+from test_result_proof import board
+
+TASK = "toy/vowels"
+SWAPPER = "swapping-test-judge"
+SWAP: dict[str, Path] = {}  # the file a "second user" puts in place while the judge or tagger works: dest -> source
+
+
+def _swap() -> None:
+    for dest, source in SWAP.items():
+        shutil.copyfile(source, dest)
+
+
+class SwappingJudge(Judge):
+    """A judge that grades like a slow one and meanwhile (as another user writing the folder would) swaps a file."""
+
+    name = SWAPPER
+
+    def grade(self, judge_input: Any) -> JudgeVerdict:
+        _swap()
+        return JudgeVerdict(self.name, self.version,
+                            [ItemVerdict(i.id, i.stage, i.description, 0.0, "graded") for i in judge_input.rubric])
+
+
+class SwappingPlugins:
+    """The swapping judge, and a tagging step that swaps before the installed one tags (it answers nothing)."""
+
+    @hookimpl
+    def automedbench_register_judges(self, register: Any) -> None:
+        register(SWAPPER, SwappingJudge, "test judge: swaps a file of the run while it grades")
+
+    @hookimpl(tryfirst=True)
+    def automedbench_tag_codes(self, result: Any, run_dir: Path, registry: Any, output_names: list[str],
+                               tagger: Any) -> Any:
+        _swap()
+
+
+@pytest.fixture
+def swapping(reg):
+    name = "test_swapping_plugins"
+    reg.add_plugin(SwappingPlugins(), name=name)
+    try:
+        yield SWAP
+    finally:
+        SWAP.clear()
+        reg.remove_plugin(name)
+
+
+def verify(folder: Path) -> str:
+    return " ".join(run_cli("verify", str(folder)).output.split())
+
+
+def test_a_case_picture_edited_after_the_run_is_on_no_leaderboard_and_no_page(data_root, tmp_path):
+    """Before: verify said genuine, the run counted and the site showed the edited answer and note."""
+    runs = tmp_path / "runs"
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    assert "genuine" in verify(run_dir) and "NOT GENUINE" not in verify(run_dir)
+    index_path = run_dir / "pictures" / "index.json"
+    index = json.loads(index_path.read_text())
+    index["cases"][0]["texts"] = [{"title": "answer", "text": "planted-answer", "role": "output"}]
+    index["cases"][0]["note"] = "planted-note: reviewer confirmed"
+    index_path.write_text(json.dumps(index))
+    assert "NOT GENUINE: pictures/index.json changed since the harness signed the result" in verify(run_dir)
+    data = board(runs)
+    assert data["runs_used"] == 0 and "pictures/index.json changed" in data["rejected"][0], data["rejected"]
+    site = tmp_path / "site"
+    made = run_cli("leaderboard", str(runs), "--site", str(site), "--quiet", "--resamples", "100")
+    assert made.exit_code == 0, made.output
+    pages = " ".join(p.read_text() for p in site.rglob("*.html"))
+    assert "planted-answer" not in pages and "planted-note" not in pages
+
+
+def test_a_version_kept_from_before_a_rejudge_counts_once(data_root, tmp_path):
+    """Before: the copy kept in another sweep folder and the re-graded original were two signed bodies: n 2."""
+    runs, other = tmp_path / "runs", tmp_path / "other"
+    _, run_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    shutil.copytree(run_dir, other / run_dir.name)
+    regraded = run_cli("rejudge", str(run_dir), "--judge", "rules")
+    assert regraded.exit_code == 0, regraded.output
+    assert (run_dir / "result.json").read_bytes() != (other / run_dir.name / "result.json").read_bytes()
+    assert "NOT GENUINE" not in verify(run_dir) + verify(other / run_dir.name)  # both the harness's
+    data = board(runs, other)
+    assert data["runs_used"] == 1 and sum(row["n"] for row in data["rows"]) == 1, data["rows"]
+    (line,) = data["rejected"]
+    assert "another version of the run at" in line and "counted once" in line
+    assert data["excluded"] == {"copy or other version of a counted run": 1}
+    # two runs of the same agent are still two
+    run_steps(TASK, [("python", HALF)], out=other, data_root=data_root, warm_evaluator=False)
+    assert board(runs, other)["runs_used"] == 2
+
+
+def test_an_evaluation_swapped_while_the_judge_grades_is_neither_scored_nor_signed(swapping, data_root, tmp_path):
+    """Before: the half-done run re-graded with the reference run's evaluation.json: its Task 1.0, signed, counted.
+    Now its own Task, and the folder (holding the swapped file) is not genuine."""
+    runs = tmp_path / "runs"
+    donor, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    victim, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    assert victim.aggregate.task < donor.aggregate.task
+    swapping[victim_dir / "evaluation.json"] = donor_dir / "evaluation.json"
+    regraded = run_cli("rejudge", str(victim_dir), "--judge", SWAPPER)
+    assert regraded.exit_code == 0, regraded.output
+    after = json.loads((victim_dir / "result.json").read_text())
+    assert after["aggregate"]["task"] == pytest.approx(victim.aggregate.task)
+    assert "NOT GENUINE: evaluation.json changed since the harness signed the result" in verify(victim_dir)
+    data = board(runs)
+    assert data["runs_used"] == 1 and [r["agent"] for r in data["rows"]] == ["reference"]
+
+
+def test_a_trajectory_swapped_while_codes_tags_is_not_signed_into_the_run(swapping, data_root, tmp_path):
+    """Before: `codes` re-signed the run over the other run's trajectory (genuine, its page showing that work)."""
+    runs = tmp_path / "runs"
+    _, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    honest = run_cli("codes", str(victim_dir))  # nothing swapped: re-tagged and still the harness's
+    assert honest.exit_code == 0 and "NOT GENUINE" not in verify(victim_dir), honest.output
+    swapping[victim_dir / "trajectory.jsonl"] = donor_dir / "trajectory.jsonl"
+    tagged = run_cli("codes", str(victim_dir))
+    assert tagged.exit_code == 0, tagged.output
+    assert "NOT GENUINE: trajectory.jsonl changed since the harness signed the result" in verify(victim_dir)
+    assert board(runs)["runs_used"] == 1
