@@ -19,6 +19,9 @@ runner and CLI. The adversary is a second user who can write the sweep folder (n
   was signed into the run. Both now read a private copy checked file by file against the signed digests
   (`copy_verified`) and sign those digests (plus rejudge's own verdict): the re-graded run keeps its own Task and
   a swapped file leaves it not genuine, refused by every reader.
+- **A run page drawn from the folder after the table was checked** (the site, same class): `write_site` re-read each
+  counted run's folder to draw its page; a result.json (another agent's name) or trajectory rewritten after
+  `load_table` was on the page of a run the ranking counts. Pages are now drawn from a verified copy, or not drawn.
 """
 
 from __future__ import annotations
@@ -151,3 +154,30 @@ def test_a_trajectory_swapped_while_codes_tags_is_not_signed_into_the_run(swappi
     assert tagged.exit_code == 0, tagged.output
     assert "NOT GENUINE: trajectory.jsonl changed since the harness signed the result" in verify(victim_dir)
     assert board(runs)["runs_used"] == 1
+
+
+def test_a_run_page_shows_what_was_signed_not_what_the_folder_holds_by_then(data_root, tmp_path):
+    """Before: the site re-read each counted run's folder to draw its page after the table was checked; a
+    trajectory and result.json rewritten in between (the site of a large sweep takes minutes) were on the page
+    of a run the ranking counted. Now the page is drawn from a copy checked against the proof, or not at all."""
+    from automedbench_campaign.site import write_site
+    from automedbench_campaign.store import load_table
+
+    runs = tmp_path / "runs"
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, other_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    table = load_table([runs])
+    assert len(table) == 2 and not table.rejected
+    result = json.loads((run_dir / "result.json").read_text())
+    result["header"]["agent"] = "planted-agent"
+    (run_dir / "result.json").write_text(json.dumps(result, indent=2))
+    with (other_dir / "trajectory.jsonl").open("a") as log:
+        log.write(json.dumps({"type": "note", "text": "planted-turn"}) + "\n")
+    site = tmp_path / "site"
+    write_site(table, site, resamples=100)
+    pages = " ".join(p.read_text() for p in (site / "runs").glob("*.html"))
+    assert "planted-agent" not in pages and "planted-turn" not in pages
+    # an untouched run keeps its page
+    _, third = run_task(TASK, "reference", out=tmp_path / "more", data_root=data_root, warm_evaluator=False)
+    write_site(load_table([tmp_path / "more"]), tmp_path / "site2", resamples=100)
+    assert (tmp_path / "site2" / "runs" / f"{third.name}.html").is_file()
