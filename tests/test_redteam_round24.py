@@ -22,6 +22,8 @@ runner and CLI. The adversary is a second user who can write the sweep folder (n
 - **A run page drawn from the folder after the table was checked** (the site, same class): `write_site` re-read each
   counted run's folder to draw its page; a result.json (another agent's name) or trajectory rewritten after
   `load_table` was on the page of a run the ranking counts. Pages are now drawn from a verified copy, or not drawn.
+  `show` and `view` likewise read result.json once to show it and again to check it: what they show is now what
+  they checked (`load_checked`; `view` draws a genuine run from its verified copy).
 """
 
 from __future__ import annotations
@@ -181,3 +183,28 @@ def test_a_run_page_shows_what_was_signed_not_what_the_folder_holds_by_then(data
     _, third = run_task(TASK, "reference", out=tmp_path / "more", data_root=data_root, warm_evaluator=False)
     write_site(load_table([tmp_path / "more"]), tmp_path / "site2", resamples=100)
     assert (tmp_path / "site2" / "runs" / f"{third.name}.html").is_file()
+
+
+@pytest.mark.parametrize("command", ["show", "view"])
+def test_show_and_view_check_the_result_they_show(command, data_root, tmp_path, monkeypatch):
+    """Before: `show` and `view` read result.json, then checked the folder with a second read: a result rewritten
+    (another agent's name) and put back in between was shown as genuine. Now the bytes shown are the bytes checked
+    (`view` draws a genuine run from its verified copy)."""
+    from automedbench.runfolder import RunFolder
+
+    _, run_dir = run_task(TASK, "reference", out=tmp_path / "runs", data_root=data_root, warm_evaluator=False)
+    genuine = (run_dir / "result.json").read_bytes()
+    forged = genuine.replace(b'"agent": "reference"', b'"agent": "planted-agent"', 1)
+    assert forged != genuine
+    (run_dir / "result.json").write_bytes(forged)
+    read = RunFolder.result_bytes
+
+    def put_back_then_read(folder: RunFolder) -> bytes | None:  # the second user restores the file meanwhile
+        (run_dir / "result.json").write_bytes(genuine)
+        return read(folder)
+
+    monkeypatch.setattr(RunFolder, "result_bytes", put_back_then_read)
+    shown = run_cli(command, str(run_dir))
+    assert shown.exit_code == 0, shown.output
+    text = " ".join((shown.output if command == "show" else (run_dir / "view.html").read_text()).split())
+    assert "planted-agent" not in text or "not verified as this harness's result" in text

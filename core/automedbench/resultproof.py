@@ -298,6 +298,20 @@ def check_folder(folder: RunFolder | Path, *, evidence: bool = True, extra_keys:
     return check_evidence(folder, data, found)
 
 
+def load_checked(folder: RunFolder) -> tuple[Any, ProofCheck]:
+    """(the folder's Result, its check), both from one read of result.json: a result read apart from the bytes
+    checked could be another (swapped in between) shown as genuine."""
+    from .records import Result
+    from .serialize import decode_record
+
+    data = folder.result_bytes()
+    if data is None:
+        return folder.load_result(), ProofCheck(False, "no readable result.json")  # load_result says why
+    result = decode_record(data, Result, folder.result)
+    found = check_bytes(data, folder.path.name)
+    return result, (check_evidence(folder, data, found) if found.genuine else found)
+
+
 def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCheck:
     """`found` (a genuine `check_bytes` of `data`) unless an evidence file of `folder` differs from the digest
     the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
