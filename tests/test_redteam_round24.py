@@ -24,6 +24,11 @@ runner and CLI. The adversary is a second user who can write the sweep folder (n
   `load_table` was on the page of a run the ranking counts. Pages are now drawn from a verified copy, or not drawn.
   `show` and `view` likewise read result.json once to show it and again to check it: what they show is now what
   they checked (`load_checked`; `view` draws a genuine run from its verified copy).
+- **References another user can write** (state shared across users: the staging, AUTOMEDBENCH_DATA): a staging
+  writable by others (a data root shared with a group, staged by a colleague, or a loose umask) had its references
+  replaced by what the attacker's agent writes ('0' for every vowel count): Task 0.17 -> 1.0, rating C -> A,
+  signed. `staging.load` now refuses (one line, before the run) a staging with any entry, or any folder up to the
+  data root, that belongs to another user or is writable by group or others (`stagetrust.py`).
 """
 
 from __future__ import annotations
@@ -208,3 +213,37 @@ def test_show_and_view_check_the_result_they_show(command, data_root, tmp_path, 
     assert shown.exit_code == 0, shown.output
     text = " ".join((shown.output if command == "show" else (run_dir / "view.html").read_text()).split())
     assert "planted-agent" not in text or "not verified as this harness's result" in text
+
+
+ZERO = """
+import os
+data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
+for case in sorted(c for c in os.listdir(data) if os.path.isdir(os.path.join(data, c))):
+    os.makedirs(os.path.join(out, case), exist_ok=True)
+    open(os.path.join(out, case, 'answer.txt'), 'w').write('0')
+"""
+
+
+@pytest.mark.parametrize("loose", ["file", "folder"])
+def test_references_another_user_can_write_score_no_run(loose, tmp_path):
+    """Before: a staging left writable by others (a shared data root, a umask) had its references replaced by what
+    the attacker's agent writes ('0' for every case): Task 1.0, rating A, signed (0.17, C on the true references).
+    Now the staging is refused with one line before the run starts; fixed, it is used again."""
+    from automedbench.api import UserError
+    from automedbench.testing import stage_task
+
+    root = tmp_path / "shared-data"
+    staged = stage_task(TASK, root)
+    for case in staged.case_ids:
+        (staged.private / case / "answer.txt").write_text("0\n")
+    loosened = staged.private / staged.case_ids[0] / ("answer.txt" if loose == "file" else "")
+    loosened.chmod(0o666 if loose == "file" else 0o777)
+    with pytest.raises(UserError, match="writable by others; another user could change the references"):
+        run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+    cli = run_cli("run", "--task", TASK, "--agent", "reference", "--data-root", str(root), "--out",
+                  str(tmp_path / "runs"))
+    assert cli.exit_code != 0 and "staged data not used" in cli.output, cli.output
+    assert not list((tmp_path / "runs").glob("*/result.json"))
+    loosened.chmod(0o644 if loose == "file" else 0o755)
+    result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+    assert result.aggregate.task == 1.0  # the references as this user left them: used

@@ -1,0 +1,68 @@
+"""Who may change a staging: only the harness's own user (or root), or its references are not the harness's.
+
+A run is scored against `private/` and its agent given `public/`; the result is then signed as the harness's.
+A staging another user can write (a data root shared with a group, staged by a colleague, or left world-writable
+by a umask) lets that user change the references between runs: references replaced by what an agent of theirs
+writes scored it Task 1.0, signed and counted. So a staging is used only when every folder and file of it, and
+every folder from it up to the data root, belongs to this user or root and is writable by no one else (a
+folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UserError
+
+MAX_ENTRIES = 2_000_000  # entries of one staging checked; more is refused (no staging holds that many files)
+
+
+def _problem(path: str, info: os.stat_result, *, sticky_ok: bool = False) -> str | None:
+    """Why `path` could be changed by another user, or None."""
+    if info.st_uid not in (os.geteuid(), 0):
+        return f"{path} belongs to user {info.st_uid}, not this one ({os.geteuid()}) or root"
+    if stat.S_ISLNK(info.st_mode):
+        return None  # a link's own mode means nothing; its folder's does
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
+        return f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}"
+    return None
+
+
+def check_staging_owned(dest: Path, data_root: Path) -> None:
+    """Refuse (one line) a staging at `dest` another user could change: see the module's docstring."""
+    why = _tree_problem(str(dest))
+    if why is None:
+        root = os.path.realpath(data_root)
+        folder = os.path.dirname(os.path.realpath(dest))
+        while why is None and folder.startswith(root) and len(folder) >= len(root):
+            why = _problem(folder, os.lstat(folder), sticky_ok=True)
+            if folder == root or folder == os.path.dirname(folder):
+                break
+            folder = os.path.dirname(folder)
+    if why is not None:
+        raise UserError(f"staged data not used: {why}; another user could change the references a run is scored "
+                        f"against (chown the staging to this user and `chmod -R go-w {dest}`, or stage it again "
+                        "into a data root of your own)")
+
+
+def _tree_problem(top: str) -> str | None:
+    """The first entry of the tree at `top` (links not followed) another user could change, or None."""
+    seen = 0
+    stack = [top]
+    problem = _problem(top, os.lstat(top))
+    while stack and problem is None:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                seen += 1
+                if seen > MAX_ENTRIES:
+                    return f"{top} holds more than {MAX_ENTRIES} entries"
+                info = entry.stat(follow_symlinks=False)
+                problem = _problem(entry.path, info)
+                if problem is not None:
+                    break
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+    return problem
