@@ -28,7 +28,10 @@ runner and CLI. The adversary is a second user who can write the sweep folder (n
   writable by others (a data root shared with a group, staged by a colleague, or a loose umask) had its references
   replaced by what the attacker's agent writes ('0' for every vowel count): Task 0.17 -> 1.0, rating C -> A,
   signed. `staging.load` now refuses (one line, before the run) a staging with any entry, or any folder up to the
-  data root, that belongs to another user or is writable by group or others (`stagetrust.py`).
+  data root, that belongs to another user or is writable by group or others (`ownedpaths.py`); so does a run
+  whose runs folder (or a folder above it, sticky ones excepted) another user can write: there the run folder,
+  moved away while the judge graded and replaced by a copy holding another run's evaluation.json, was signed as
+  the run's record (genuine) and `rejudge` then scored it from that evaluation: Task 0.0 -> 1.0.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from automedbench.api import ItemVerdict, Judge, JudgeVerdict, hookimpl
+from automedbench.api import ItemVerdict, Judge, JudgeVerdict, UserError, hookimpl
 from automedbench.testing import run_cli, run_steps, run_task
 from test_redteam_round13 import HALF
 from test_result_proof import board
@@ -229,7 +232,6 @@ def test_references_another_user_can_write_score_no_run(loose, tmp_path):
     """Before: a staging left writable by others (a shared data root, a umask) had its references replaced by what
     the attacker's agent writes ('0' for every case): Task 1.0, rating A, signed (0.17, C on the true references).
     Now the staging is refused with one line before the run starts; fixed, it is used again."""
-    from automedbench.api import UserError
     from automedbench.testing import stage_task
 
     root = tmp_path / "shared-data"
@@ -247,3 +249,50 @@ def test_references_another_user_can_write_score_no_run(loose, tmp_path):
     loosened.chmod(0o644 if loose == "file" else 0o755)
     result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
     assert result.aggregate.task == 1.0  # the references as this user left them: used
+
+
+class SwappingFolderJudge(Judge):
+    """Grades like a slow judge while another user, able to write the runs folder, moves the run folder away and
+    puts one of their own in its place (an evaluation of another run's, the rest copied)."""
+
+    name = "folder-swapping-test-judge"
+    donor: Path | None = None
+
+    def grade(self, judge_input: Any) -> JudgeVerdict:
+        (run_dir,) = [p for p in RUNS_FOLDER[0].iterdir() if p.is_dir() and p != self.donor and p.name[:1] != "."
+                      and not (p / "result.json").exists()]
+        shutil.copytree(run_dir, run_dir.with_name(".theirs"), ignore=shutil.ignore_patterns("workspace"))
+        shutil.copyfile(self.donor / "evaluation.json", run_dir.with_name(".theirs") / "evaluation.json")
+        run_dir.rename(run_dir.with_name(".moved"))
+        run_dir.with_name(".theirs").rename(run_dir)
+        return JudgeVerdict(self.name, self.version, [])
+
+
+RUNS_FOLDER: list[Path] = []
+
+
+def test_a_runs_folder_another_user_can_write_is_refused(reg, data_root, tmp_path):
+    """Before: in a runs folder writable by others, the run folder swapped while the judge graded (another run's
+    evaluation.json put in) was signed as the run's evidence: genuine, and re-graded from it. Now such a runs folder
+    is refused with one line before the run starts; made private, runs are written there again."""
+    module_name = "test_folder_swapping_judge"
+
+    class Plugin:
+        @hookimpl
+        def automedbench_register_judges(self, register: Any) -> None:
+            register(SwappingFolderJudge.name, SwappingFolderJudge, "test judge: swaps the run folder")
+
+    runs = tmp_path / "shared-runs"
+    _, SwappingFolderJudge.donor = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    RUNS_FOLDER[:] = [runs]
+    runs.chmod(0o777)
+    reg.add_plugin(Plugin(), name=module_name)
+    try:
+        with pytest.raises(UserError, match=r"runs folder .* not used: .* is writable by others"):
+            run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False,
+                      judge=SwappingFolderJudge.name)
+    finally:
+        reg.remove_plugin(module_name)
+    runs.chmod(0o755)
+    result, _ = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    assert result.state == "scored"

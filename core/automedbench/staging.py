@@ -39,9 +39,9 @@ import attrs
 
 from .errors import UserError
 from .fsutil import atomic_write_text, sha256_file, tree_digest
+from .ownedpaths import check_staging_owned
 from .records import TaskSpec
 from .stagesecret import SECRET_FILE, StagingSecret
-from .stagetrust import check_staging_owned
 from .track import StagedData, Track
 from .untrusted import hostile_download_guard
 

@@ -1,4 +1,6 @@
-"""Who may change a staging: only the harness's own user (or root), or its references are not the harness's.
+"""Folders only this user may change: the staging a run is scored against and the folder its record is written in.
+
+A staging must be changeable only by the harness's own user (or root), or its references are not the harness's.
 
 A run is scored against `private/` and its agent given `public/`; the result is then signed as the harness's.
 A staging another user can write (a data root shared with a group, staged by a colleague, or left world-writable
@@ -6,6 +8,10 @@ by a umask) lets that user change the references between runs: references replac
 writes scored it Task 1.0, signed and counted. So a staging is used only when every folder and file of it, and
 every folder from it up to the data root, belongs to this user or root and is writable by no one else (a
 folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours).
+
+The same holds for the folder a run is written in (`--out`, a sweep's folder) and every folder above it: a user
+who can write one of them can rename the run folder away while the run goes on and put one of their own in its
+place (a trajectory, verdict and evaluation of their making), which the harness then signs as the run's evidence.
 """
 
 from __future__ import annotations
@@ -28,6 +34,21 @@ def _problem(path: str, info: os.stat_result, *, sticky_ok: bool = False) -> str
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
         return f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}"
     return None
+
+
+def check_runs_folder(out: Path) -> None:
+    """Refuse (one line) a runs folder that another user could change, it or a folder above it (sticky ones
+    excepted): see the module's docstring."""
+    folder = os.path.realpath(out)
+    while True:
+        why = _problem(folder, os.lstat(folder), sticky_ok=True)
+        if why is not None:
+            raise UserError(f"runs folder {out} not used: {why}; another user could replace a run's folder while it "
+                            "runs and have the harness sign their files as its record (write runs into a folder "
+                            "only you can change)")
+        if folder == os.path.dirname(folder):
+            return
+        folder = os.path.dirname(folder)
 
 
 def check_staging_owned(dest: Path, data_root: Path) -> None:
