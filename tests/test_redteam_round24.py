@@ -37,6 +37,7 @@ runner and CLI. The adversary is a second user who can write the sweep folder (n
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,23 @@ for case in sorted(c for c in os.listdir(data) if os.path.isdir(os.path.join(dat
     os.makedirs(os.path.join(out, case), exist_ok=True)
     open(os.path.join(out, case, 'answer.txt'), 'w').write('0')
 """
+
+
+def test_a_staging_written_under_umask_002_is_used_where_the_group_is_the_users_own(tmp_path):
+    """Group write is no other user's where the group is this user's private one (umask 002 puts it on every file):
+    such a staging is used; a group with other members is refused."""
+    from automedbench.ownedpaths import _own_group
+    from automedbench.testing import stage_task
+
+    root = tmp_path / "data"
+    staged = stage_task(TASK, root)
+    (staged.private / staged.case_ids[0] / "answer.txt").chmod(0o664)
+    if _own_group(os.getegid()):
+        result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+        assert result.state == "scored"
+    else:
+        with pytest.raises(UserError, match="writable by its group"):
+            run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
 
 
 @pytest.mark.parametrize("loose", ["file", "folder"])

@@ -7,7 +7,8 @@ A staging another user can write (a data root shared with a group, staged by a c
 by a umask) lets that user change the references between runs: references replaced by what an agent of theirs
 writes scored it Task 1.0, signed and counted. So a staging is used only when every folder and file of it, and
 every folder from it up to the data root, belongs to this user or root and is writable by no one else (a
-folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours).
+folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours;
+group write is allowed for the user's own private group, where a umask of 002 puts every new file).
 
 The same holds for the folder a run is written in (`--out`, a sweep's folder) and every folder above it: a user
 who can write one of them can rename the run folder away while the run goes on and put one of their own in its
@@ -16,7 +17,10 @@ place (a trajectory, verdict and evaluation of their making), which the harness 
 
 from __future__ import annotations
 
+import functools
+import grp
 import os
+import pwd
 import stat
 from pathlib import Path
 
@@ -25,14 +29,30 @@ from .errors import UserError
 MAX_ENTRIES = 2_000_000  # entries of one staging checked; more is refused (no staging holds that many files)
 
 
+@functools.lru_cache(maxsize=64)
+def _own_group(gid: int) -> bool:
+    """Whether group `gid` is this user's own: its primary group with no other member named (a user private
+    group, which a umask of 002 makes every new file writable by)."""
+    if gid != os.getegid():
+        return False
+    try:
+        members = grp.getgrgid(gid).gr_mem
+        me = pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return False
+    return all(m == me for m in members)
+
+
 def _problem(path: str, info: os.stat_result, *, sticky_ok: bool = False) -> str | None:
     """Why `path` could be changed by another user, or None."""
     if info.st_uid not in (os.geteuid(), 0):
         return f"{path} belongs to user {info.st_uid}, not this one ({os.geteuid()}) or root"
-    if stat.S_ISLNK(info.st_mode):
-        return None  # a link's own mode means nothing; its folder's does
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
-        return f"{path} is writable by {'others' if info.st_mode & stat.S_IWOTH else 'its group'}"
+    if stat.S_ISLNK(info.st_mode) or (sticky_ok and info.st_mode & stat.S_ISVTX):
+        return None  # a link's own mode means nothing (its folder's does); no one renames our entries of a sticky one
+    if info.st_mode & stat.S_IWOTH:
+        return f"{path} is writable by others"
+    if info.st_mode & stat.S_IWGRP and not _own_group(info.st_gid):
+        return f"{path} is writable by its group ({info.st_gid})"
     return None
 
 
