@@ -256,13 +256,12 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     """Re-render a stored result (RUN is a run folder or a run id under --runs). A result the harness did
     not write, or whose evidence changed since (`automedbench verify`), is shown as unverified with why."""
     from .report import render
-    from .resultproof import check_folder
+    from .resultproof import load_checked
     from .runfolder import RunFolder
     from .serialize import dumps
 
     folder = RunFolder.locate(run, Path(runs))
-    result = folder.load_result()
-    found = check_folder(folder)
+    result, found = load_checked(folder)
     if as_json:
         click.echo(json_terminal_safe(dumps(result)))
         if not found.genuine:

@@ -28,7 +28,8 @@ What it holds, by step of a run:
   `csv_cell`; the case pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
-  `check_evidence` and `check_or_reason` check);
+  `check_evidence` and `check_or_reason` check; a command re-signing a run reads `copy_verified`'s copy and
+  signs the digests it checked, adding what it writes with `write_verified`);
 - what sandbox backends share: a folder only the harness can write (`HarnessDir`), the workspace quota
   (`mount_workspace`, `WorkspaceQuota`, `reap_stale_workspaces`), slirp networking (`SlirpNet`,
   `network_gaps`, `network_unsupported`, `SLIRP_DNS`), the harness's private state (`harness_key`,
@@ -80,7 +81,15 @@ from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
 from .plugins import CommandContext, Registry, check_options, registry
 from .provenance import regraded_hashes
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
-from .resultproof import check_bytes, check_evidence, check_folder, check_or_reason, write_result
+from .resultproof import (
+    check_bytes,
+    check_evidence,
+    check_folder,
+    check_or_reason,
+    copy_verified,
+    write_result,
+    write_verified,
+)
 from .rubric import check as check_rubric
 from .rubric import resolve as resolve_rubric
 from .runfolder import MAX_RESULT_BYTES, RunFolder, find_runs
@@ -135,6 +144,7 @@ __all__ = [
     "check_rubric",
     "click_options",  # noqa: F822
     "copy_pictures",
+    "copy_verified",
     "csv_cell",  # noqa: F822
     "data_root_or_default",  # noqa: F822
     "default_data_root",
@@ -180,6 +190,7 @@ __all__ = [
     "tag_codes",
     "task_dir",
     "write_result",
+    "write_verified",
 ]
 
 

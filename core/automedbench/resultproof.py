@@ -14,10 +14,10 @@ result the harness writes ends with a `proof` object over the exact bytes before
 message, which this machine's readers check in microseconds (a leaderboard reads 10 000 results). Both keys
 are derived from the harness key in the state folder that no sandbox sees (`harnessstate`). `files` binds
 the evidence that `rejudge` and `codes` re-read (trajectory, verdict, evaluation, plan artefacts, tool
-output), and `folder` binds the run folder's name, so a genuine result copied to another folder, or beside
-edited evidence, is not genuine there. A result without a proof (written before results were signed, or by
-anyone but the harness), with a changed byte, or signed by a key this harness does not trust is listed
-with the reason and never counted.
+output) and the case pictures the run page shows, and `folder` binds the run folder's name, so a genuine
+result copied to another folder, or beside edited evidence, is not genuine there. A result without a
+proof (written before results were signed, or by anyone but the harness), with a changed byte, or signed
+by a key this harness does not trust is listed with the reason and never counted.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from typing import Any
 
 from attrs import define
 
-from .fsutil import FILE_FLAGS, atomic_write_bytes, encode_text, open_dir, walk_fd
+from .fsutil import FILE_FLAGS, atomic_write_bytes, encode_text, open_dir, open_path, walk_fd
 from .harnessstate import derived_key, state_dir
+from .pictures import PICTURES_DIR
 from .runfolder import RunFolder
 from .serialize import dumps, json_text
 
@@ -50,7 +51,9 @@ TRUSTED_KEYS = "trusted_keys"  # in the state folder: public keys (hex, one a li
 # What readers re-read to recompute a score or a code: bound into the proof by digest
 EVIDENCE_FILES = (RunFolder.TRAJECTORY, RunFolder.BRIEF, RunFolder.JUDGE, RunFolder.EVALUATION, RunFolder.GRADES,
                   RunFolder.MANIFEST, RunFolder.CHECKS)
-EVIDENCE_DIRS = (RunFolder.ARTEFACTS, RunFolder.TOOL_OUTPUT)
+# the case pictures too: the run page shows them (and their captions) as the evaluator's; unbound, anyone able to
+# write the folder put another case's picture and a note of their own on a genuine run's page
+EVIDENCE_DIRS = (RunFolder.ARTEFACTS, RunFolder.TOOL_OUTPUT, PICTURES_DIR)
 MAX_EVIDENCE_FILES = 10_000
 NO_PROOF = ("no proof that this harness wrote it (a result written before results were signed, or by anyone "
             "else); run it again to count it")
@@ -58,13 +61,15 @@ NO_PROOF = ("no proof that this harness wrote it (a result written before result
 
 @define
 class ProofCheck:
-    """A result's proof as checked: `genuine` or why not, the signer's public key (hex), and the sha256 of the
-    signed bytes (the same for a result and its copies, whatever folder they sit in)."""
+    """A result's proof as checked: `genuine` or why not, the signer's public key (hex), the sha256 of the
+    signed bytes (the same for a result and its copies, whatever folder they sit in) and of the signed
+    trajectory (`execution`: the same for every version of one run, re-graded or re-tagged, "" without one)."""
 
     genuine: bool
     reason: str = ""
     key: str = ""
     body: str = ""
+    execution: str = ""
 
 
 # ------------------------------------------------------------------ keys
@@ -122,16 +127,17 @@ def trusted_keys(extra: Iterable[str] = (), folder: Path | None = None) -> set[s
 # ------------------------------------------------------------------ writing
 
 
-def write_result(folder: RunFolder | Path, result: Any) -> str | None:
+def write_result(folder: RunFolder | Path, result: Any, files: dict[str, str] | None = None) -> str | None:
     """Write `result` (a Result record, or its plain JSON as a dict) as the folder's result.json, atomically,
-    with its proof; None, or why it went unsigned.
+    with its proof; None, or why it went unsigned. `files`: the evidence digests to sign (a command re-signing
+    a run signs those it verified, `copy_verified`), else the folder's as they are now.
 
     A record is never lost to a signing problem (a damaged key, an unwritable state folder): the result is
     then written without a proof, reads as not genuine, and the reason is returned for the caller to say."""
     folder = folder if isinstance(folder, RunFolder) else RunFolder(folder)
     body = encode_text(json_text(result, indent=2, allow_nan=False) if isinstance(result, dict) else dumps(result))
     try:
-        data = signed_bytes(body, folder)
+        data = signed_bytes(body, folder, files=files)
         why = None
     except Exception as exc:
         data, why = body + b"\n", f"result not signed: {type(exc).__name__}: {exc}"[:400]
@@ -139,7 +145,8 @@ def write_result(folder: RunFolder | Path, result: Any) -> str | None:
     return why
 
 
-def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None) -> bytes:
+def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None,
+                 files: dict[str, str] | None = None) -> bytes:
     """`body` (a JSON object as written by `dumps`, ending in a newline and a brace) with its proof."""
     if not body.endswith(b"\n}"):
         raise ValueError("a result body must be an indented JSON object")
@@ -147,7 +154,8 @@ def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None) -> b
     signer = _signer(state)
     mac_key = derived_key(MAC_PURPOSE, state)
     assert mac_key is not None
-    claim = {"alg": ALG, "body": hashlib.sha256(body).hexdigest(), "files": evidence_digests(folder),
+    files = evidence_digests(folder) if files is None else dict(sorted(files.items()))
+    claim = {"alg": ALG, "body": hashlib.sha256(body).hexdigest(), "files": files,
              "folder": folder.path.name, "key": _raw_public(signer)}
     message = _message(claim)
     sig = signer.sign(message).hex()
@@ -253,7 +261,8 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     if claim["folder"] != folder_name:
         return ProofCheck(False, f"the harness signed it for the run folder {claim['folder'][:120]!r}, not "
                                  f"{folder_name[:120]!r} (a copied or renamed result)", key, claim["body"])
-    return ProofCheck(True, "", key, claim["body"])
+    execution = claim["files"].get(RunFolder.TRAJECTORY)
+    return ProofCheck(True, "", key, claim["body"], execution if isinstance(execution, str) else "")
 
 
 def _signed(message: bytes, proof: dict[str, Any], key: str, extra_keys: Iterable[str], state: Path) -> bool:
@@ -289,6 +298,20 @@ def check_folder(folder: RunFolder | Path, *, evidence: bool = True, extra_keys:
     return check_evidence(folder, data, found)
 
 
+def load_checked(folder: RunFolder) -> tuple[Any, ProofCheck]:
+    """(the folder's Result, its check), both from one read of result.json: a result read apart from the bytes
+    checked could be another (swapped in between) shown as genuine."""
+    from .records import Result
+    from .serialize import decode_record
+
+    data = folder.result_bytes()
+    if data is None:
+        return folder.load_result(), ProofCheck(False, "no readable result.json")  # load_result says why
+    result = decode_record(data, Result, folder.result)
+    found = check_bytes(data, folder.path.name)
+    return result, (check_evidence(folder, data, found) if found.genuine else found)
+
+
 def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCheck:
     """`found` (a genuine `check_bytes` of `data`) unless an evidence file of `folder` differs from the digest
     the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
@@ -306,3 +329,73 @@ def check_or_reason(folder: RunFolder | Path, **options: Any) -> str | None:
     """None for a genuine run, else the one-line reason (for commands that refuse what is not genuine)."""
     found = check_folder(folder, **options)
     return None if found.genuine else found.reason
+
+
+# ------------------------------------------------------------------ re-signing
+
+
+def copy_verified(folder: RunFolder, into: Path) -> tuple[RunFolder, dict[str, str]] | str:
+    """(a copy in `into` of a genuine run's result.json and evidence, the evidence digests the harness signed),
+    or why the run is not genuine. Each file is read once, no-follow, hashed as it is copied and checked against
+    its signed digest, so the copy is exactly what was signed.
+
+    For the commands that re-sign a run (rejudge, codes): they read the copy and sign the digests it was checked
+    against. Checking the folder and then reading it again let whoever can write it swap a file in between (a
+    run's evaluation or trajectory replaced by another's while the judge graded), graded and signed as the
+    harness's own."""
+    data = folder.result_bytes()
+    if data is None:
+        return "no readable result.json (missing, not a regular file, or too large)"
+    found = check_bytes(data, folder.path.name)
+    if not found.genuine:
+        return found.reason
+    signed: dict[str, str] = split(data)[1]["files"]  # type: ignore[index]
+    copy = RunFolder(into / folder.path.name)
+    copy.path.mkdir(mode=0o700)
+    for name in sorted(signed):
+        parts = name.split("/")
+        if any(p in ("", ".", "..") for p in parts) or name.startswith("/"):
+            return f"its proof names an evidence file outside the folder: {name[:200]!r}"
+        got = _copy_regular(folder, name, copy.path.joinpath(*parts))
+        if got != signed[name]:
+            return f"{name[:200]} {'missing' if got is None else 'changed'} since the harness signed the result"
+    added = sorted(set(evidence_digests(folder)) - set(signed))
+    if added:
+        return f"{added[0][:200]} added since the harness signed the result"
+    atomic_write_bytes(copy.result, data)
+    return copy, dict(signed)
+
+
+def _copy_regular(folder: RunFolder, name: str, dest: Path) -> str | None:
+    """Copy the regular file `name` of `folder` (reached without following links) to `dest`; its sha256, or None
+    when it is absent or not a regular file."""
+    parent, _, leaf = name.rpartition("/")
+    dir_fd = open_path(folder.path, parent)
+    if dir_fd is None:
+        return None
+    try:
+        fd = os.open(leaf, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with open(dest, "xb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        return digest.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def write_verified(folder: RunFolder, name: str, text: str, files: dict[str, str]) -> None:
+    """Write an evidence file a re-signing command made (rejudge's verdict) and put its digest, from the bytes
+    written, into `files`: what is signed is what the command wrote, whatever the folder holds by then."""
+    data = encode_text(text)
+    atomic_write_bytes(folder.path / name, data)
+    files[name] = hashlib.sha256(data).hexdigest()

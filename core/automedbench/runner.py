@@ -53,6 +53,7 @@ from .judge import Judge
 from .needs import sandbox_gap
 from .observed import ObservedSteps
 from .options import RunOptions, conditions_record, score_record, warm_wanted
+from .ownedpaths import check_runs_folder
 from .pilot import PilotTracker
 from .plugins import Registry, check_options
 from .provenance import scoring_record, versions
@@ -224,7 +225,9 @@ class Run:
             raise errors.UserError(f"run directory {self.run_dir} already exists")
         # 0700 while a workspace exists below it: set-id files or device nodes a call left (the agent owns its
         # workspace and may chmod it) are out of reach of every other user on the host
-        self.run_dir.mkdir(parents=True, mode=0o700)
+        self.run_dir.parent.mkdir(parents=True, exist_ok=True)
+        check_runs_folder(self.run_dir.parent)  # no other user can swap the run folder the harness will sign
+        self.run_dir.mkdir(mode=0o700)
         self.made_folder = True
         os.chmod(self.run_dir, 0o700)
         reserve = _reserve_space(self.folder.reserve)

@@ -78,10 +78,17 @@ def read_json(path: Path, cls: type[T]) -> T:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
             raise UserError(f"{path}: not a regular file of at most {MAX_RECORD_BYTES} bytes")
-        try:
-            text = handle.read(MAX_RECORD_BYTES + 1).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UserError(f"{path}: not UTF-8 ({exc.reason})") from None
+        data = handle.read(MAX_RECORD_BYTES + 1)
+    return decode_record(data, cls, path)
+
+
+def decode_record(data: bytes, cls: type[T], path: Path | str) -> T:
+    """A record from a file's bytes already read (`read_json`, or bytes whose proof was checked), errors naming
+    `path`."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 ({exc.reason})") from None
     try:
         return loads(text, cls)
     except RecursionError:

@@ -39,6 +39,7 @@ import attrs
 
 from .errors import UserError
 from .fsutil import atomic_write_text, sha256_file, tree_digest
+from .ownedpaths import check_staging_owned
 from .records import TaskSpec
 from .stagesecret import SECRET_FILE, StagingSecret
 from .track import StagedData, Track
@@ -158,6 +159,7 @@ def load(task: TaskSpec, data_root: Path) -> StagedData:
     for folder in (staged.public, staged.private):
         if not folder.is_dir():
             raise UserError(f"staged data for {task.id} is damaged: {folder} missing; re-stage with --force")
+    check_staging_owned(dest, data_root)  # references only this user can change: a run's score is signed
     return staged
 
 

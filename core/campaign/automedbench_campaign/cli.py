@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,7 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
     harness did not write, or whose evidence changed since it was signed, is left out with the reason
     (`automedbench verify`); a re-tagged result is signed again.
     """
-    from automedbench.engine import RunFolder, check_or_reason, tag_codes, write_result
+    from automedbench.engine import RunFolder, copy_verified
 
     from .store import find_runs
     from .tagger import tagger_from_registry
@@ -186,33 +187,46 @@ def codes(context: CommandContext, runs, tagger, tagger_options, dry_run, includ
         raise UserError("no run folders (with result.json) under " + ", ".join(runs))
     outputs: dict[str, list[str]] = {}
     for run_dir in found:
-        why = check_or_reason(run_dir)
-        if why is not None:
-            console.print(f"{escape(run_dir.name)}: [red]left out (not verified as the harness's: {escape(why)})[/]",
-                          soft_wrap=True)
-            continue
-        result = RunFolder(run_dir).load_result()
-        if not result.isolation.verified and not include_unverified:
-            console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
-            continue
-        if result.header.task not in outputs:
-            try:
-                outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
-            except UserError:
-                outputs[result.header.task] = []
-        fired = tag_codes(result, run_dir, reg, outputs[result.header.task], llm)
-        if fired is None:  # no tagging step installed (automedbench-codes comes with the campaign)
-            raise UserError("no error-code tagging step is installed (it comes with automedbench-codes): "
-                            "pip install 'automedbench[codes]'")
-        if not dry_run:
-            unsigned = write_result(RunFolder(run_dir), result)
-            if unsigned:
-                console.print(f"{escape(run_dir.name)}: [red]{escape(unsigned)}[/]", soft_wrap=True)
-        label = ", ".join(f"{c.code}" for c in fired) or "none"
-        console.print(f"{run_dir.name}: {label}")
-        for c in fired:
-            turns = f" (turns {', '.join(map(str, c.evidence_turns))})" if c.evidence_turns else ""
-            console.print(f"    [dim]{c.code} {escape(c.source)}: {escape(c.message + turns)}[/]")
+        with tempfile.TemporaryDirectory(prefix="automedbench-codes-") as private:
+            # tagged from a verified copy, and signed as verified: the folder may change while a tagger model answers
+            verified = copy_verified(RunFolder(run_dir), Path(private))
+            if isinstance(verified, str):
+                console.print(f"{escape(run_dir.name)}: [red]left out (not verified as the harness's: "
+                              f"{escape(verified)})[/]", soft_wrap=True)
+                continue
+            _tag_one(context, reg, run_dir, verified, outputs, llm, include_unverified, dry_run)
+
+
+def _tag_one(context: Any, reg: Any, run_dir: Path, verified: tuple[Any, dict[str, str]],
+             outputs: dict[str, list[str]], llm: Any, include_unverified: bool, dry_run: bool) -> None:
+    """Tag one run from its verified copy; its result is signed with the evidence digests the copy was checked
+    against."""
+    from automedbench.engine import RunFolder, tag_codes, write_result
+
+    console = context.console
+    copy, files = verified
+    result = copy.load_result()
+    if not result.isolation.verified and not include_unverified:
+        console.print(f"{run_dir.name}: [yellow]left out (unverified; --include-unverified to tag it)[/]")
+        return
+    if result.header.task not in outputs:
+        try:
+            outputs[result.header.task] = list(reg.task(result.header.task)[1].output_files)
+        except UserError:
+            outputs[result.header.task] = []
+    fired = tag_codes(result, copy.path, reg, outputs[result.header.task], llm)
+    if fired is None:  # no tagging step installed (automedbench-codes comes with the campaign)
+        raise UserError("no error-code tagging step is installed (it comes with automedbench-codes): "
+                        "pip install 'automedbench[codes]'")
+    if not dry_run:
+        unsigned = write_result(RunFolder(run_dir), result, files=files)
+        if unsigned:
+            console.print(f"{escape(run_dir.name)}: [red]{escape(unsigned)}[/]", soft_wrap=True)
+    label = ", ".join(f"{c.code}" for c in fired) or "none"
+    console.print(f"{run_dir.name}: {label}")
+    for c in fired:
+        turns = f" (turns {', '.join(map(str, c.evidence_turns))})" if c.evidence_turns else ""
+        console.print(f"    [dim]{c.code} {escape(c.source)}: {escape(c.message + turns)}[/]")
 
 
 @click.command()

@@ -16,7 +16,7 @@ from attrs import define, field
 from automedbench.api import E_CODES, END_NO_AGENT, STAGE_NAMES, STAGES, TAXONOMY
 
 from .stats import bootstrap_means, group_seed
-from .store import FINISHED, RunTable
+from .store import FINISHED, UNVERIFIED, RunTable
 
 SCORES = ("overall", "agentic", "task", *STAGES)
 RATINGS = ("A", "B", "C", "F")
@@ -94,8 +94,11 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
     for state, ok in zip(table["state"], finished, strict=True):
         if not ok:
             excluded[state] = excluded.get(state, 0) + 1
-    if table.rejected:
-        excluded["not harness-written"] = len(table.rejected)
+    forged = sum(UNVERIFIED in why for why in table.rejected)
+    if forged:
+        excluded["not harness-written"] = forged
+    if len(table.rejected) > forged:  # a copy of a run counted elsewhere, or another version of one
+        excluded["copy or other version of a counted run"] = len(table.rejected) - forged
     # an `evaluate` result scores a folder of outputs anyone made (a baseline, the references themselves): genuine,
     # but no agent's run, so never a row or a mean beside agents' runs
     agentless = finished & np.array([r == END_NO_AGENT for r in table["end_reason"]], dtype=bool)

@@ -8,24 +8,28 @@ and Cohen's kappa, per item and pooled over every (run, item) pair both judges g
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import attrs
 from attrs import define
-from automedbench.api import END_NO_AGENT, InfrastructureError, JudgeVerdict, Result, UserError, write_json
+from automedbench.api import END_NO_AGENT, InfrastructureError, JudgeVerdict, Result, UserError, dumps
 from automedbench.engine import (
     Registry,
     RunFolder,
     ScoreInputs,
     check_or_reason,
+    copy_verified,
     judge_input,
     regraded_hashes,
     run_rubric,
     score_result,
     write_result,
+    write_verified,
 )
 
 
@@ -73,15 +77,27 @@ def _archive_verdict(folder: RunFolder) -> None:
 
 
 def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: dict[str, Any]) -> Result:
-    check_genuine(folder)
-    result = folder.load_result()
+    """Re-grade a genuine run from a verified copy of it (`copy_verified`) and sign the evidence as verified plus
+    the new verdict: a file swapped in the folder meanwhile (the judge's grading takes seconds) is neither graded
+    nor signed, and the run then reads as not genuine."""
+    with tempfile.TemporaryDirectory(prefix="automedbench-rejudge-") as private:
+        found = copy_verified(folder, Path(private))
+        if isinstance(found, str):
+            raise UserError(f"{folder.path}: not re-graded: {found}")
+        copy, files = found
+        return _regrade(reg, folder, copy, files, judge_name, judge_options)
+
+
+def _regrade(reg: Registry, folder: RunFolder, copy: RunFolder, files: dict[str, str], judge_name: str,
+             judge_options: dict[str, Any]) -> Result:
+    result = copy.load_result()
     _gradable(folder, result)
     track, task = reg.task(result.header.task)
     judge = reg.create("judge", judge_name, **judge_options)
-    verdict = grade(reg, folder, result, judge)
+    verdict = grade(reg, copy, result, judge)
     _archive_verdict(folder)
-    write_json(folder.judge, verdict)
-    evaluation = folder.load_evaluation()
+    write_verified(folder, RunFolder.JUDGE, dumps(verdict) + "\n", files)
+    evaluation = copy.load_evaluation()
     # graded by another judge (its options), on the rubric installed now: a run of other conditions, never pooled
     # with the runs still graded as they were made (the digests say so; the proof signs them)
     header = attrs.evolve(result.header, judge=judge_name,
@@ -93,9 +109,9 @@ def rejudge(reg: Registry, folder: RunFolder, judge_name: str, judge_options: di
                                    end_reason=result.end_reason, runtime=runtime, isolation=result.isolation,
                                    manifest=result.submission, evaluation=evaluation, verdict=verdict,
                                    error=result.error, codes=codes, task_score=task_score,
-                                   resolved=run_rubric(track, task, header.tier, folder.events())))
+                                   resolved=run_rubric(track, task, header.tier, copy.events())))
     new.summary_plots = result.summary_plots
-    unsigned = write_result(folder, new)
+    unsigned = write_result(folder, new, files=files)
     if unsigned:
         raise InfrastructureError(f"{folder.path}: re-graded, but {unsigned}")
     return new

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
-from automedbench.engine import RunFolder
+from automedbench.engine import RunFolder, copy_verified
 
 from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build
 from .store import RunTable
@@ -360,6 +361,21 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
             + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
+def _verified_page(path: Path, pictures: bool) -> str | None:
+    """A counted run's page, rendered from a private copy checked against its proof (`copy_verified`); None when
+    the folder no longer holds what the harness signed. The table was checked when it was loaded: rendering the
+    folder itself showed whatever another user put there since (a forged result.json or trajectory on the page
+    of a run the ranking counts)."""
+    with tempfile.TemporaryDirectory(prefix="automedbench-site-") as private:
+        copy = copy_verified(RunFolder(path), Path(private))
+        if isinstance(copy, str):
+            return None
+        try:
+            return render_run(copy[0], back="../runs.html", pictures=pictures)
+        except (OSError, ValueError):
+            return None
+
+
 def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int = 0,
                pictures: bool = True) -> list[Path]:
     """Write the site into `out` (created if need be); returns the pages written. Every run in `table` counts:
@@ -373,9 +389,8 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     for i in range(min(len(table), MAX_RUN_PAGES)):
         run_id, path = table["run_id"][i], table["path"][i]
         name = run_page_name(run_id, taken, path)
-        try:
-            text = render_run(RunFolder(path), back="../runs.html", pictures=pictures)
-        except (OSError, ValueError):
+        text = _verified_page(Path(path), pictures)
+        if text is None:
             continue
         # a run page sits one folder down: its own links are in-page anchors only
         atomic_write_text(out / name, text, shared=True)

@@ -33,6 +33,7 @@ NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in"
 TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path")
 CONDITIONS_CHARS = 12  # of the conditions digest, as a leaderboard row shows it
 FINISHED = ("scored", "agent_failure")
+UNVERIFIED = ": unverified: "  # in a `RunTable.rejected` line: the harness did not write it (not a copy)
 
 
 def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
@@ -77,7 +78,8 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     proof = check_bytes(data, folder.path.name)
     if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
         proof = check_evidence(folder, data, proof)
-    return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body}
+    return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body,
+            "execution": proof.execution}
 
 
 @define
@@ -122,6 +124,9 @@ def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
     results the harness did not write, or copies of a run already loaded, in `rejected`: never counted."""
     rows, skipped, rejected = [], [], []
     seen: dict[str, str] = {}  # signed bytes -> the folder counted: a copy of a run (same bytes) counts once
+    # (run id, signed trajectory) -> the folder counted: one run's other versions (a copy kept from before it was
+    # re-graded or re-tagged, both signed) were two bodies, so the run counted twice
+    runs: dict[tuple[str, str], str] = {}
     for run_dir in find_runs(roots):
         try:
             row = read_summary(run_dir)
@@ -130,11 +135,17 @@ def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
                 raise
             skipped.append(str(exc))
             continue
+        execution = (str(row["run_id"]), row["execution"])
         if not row["genuine"]:
-            rejected.append(f"{run_dir}: unverified: {row['proof']}")
+            rejected.append(f"{run_dir}{UNVERIFIED}{row['proof']}")
         elif row["signed_body"] in seen:
             rejected.append(f"{run_dir}: a copy of the run at {seen[row['signed_body']]} (counted once, there)")
+        elif row["execution"] and execution in runs:
+            rejected.append(f"{run_dir}: another version of the run at {runs[execution]} (the same trajectory, "
+                            "graded or tagged again; counted once, there)")
         else:
             seen[row["signed_body"]] = str(run_dir)
+            if row["execution"]:
+                runs[execution] = str(run_dir)
             rows.append(row)
     return RunTable.from_rows(rows, skipped, rejected)

@@ -40,17 +40,26 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
     plan.md and plan.png, the scripts the agent ran, error codes, breach evidence and the trajectory turn by
     turn (long outputs folded). No script and no network: open it in any browser. A result the harness did
     not write (`automedbench verify`) is shown as unverified, with the reason."""
-    from automedbench.engine import RunFolder, check_folder
+    import tempfile
+
+    from automedbench.engine import RunFolder, copy_verified
 
     folder = RunFolder.locate(run, Path(runs))
-    data = folder.json_data(RunFolder.RESULT)
-    found = check_folder(folder)
-    if data is not None and not found.genuine:
-        iso = data["isolation"] if isinstance(data.get("isolation"), dict) else {}
-        reasons = iso.get("unverified") if isinstance(iso.get("unverified"), list) else []
-        data["isolation"] = {**iso, "verified": False,
-                             "unverified": [f"not verified as this harness's result: {found.reason}", *reasons]}
-    click.echo(str(write_view(folder.path, data, out=Path(out) if out else None, pictures=pictures)))
+    target = Path(out) if out else folder.path / RunFolder.VIEW
+    with tempfile.TemporaryDirectory(prefix="automedbench-view-") as private:
+        # a genuine run is drawn from a copy checked against its proof: the folder may change between the check
+        # and the reads that draw the page (a swapped result.json shown without the unverified mark)
+        verified = copy_verified(folder, Path(private))
+        if not isinstance(verified, str):
+            click.echo(str(write_view(verified[0].path, out=target, pictures=pictures)))
+            return
+        data = folder.json_data(RunFolder.RESULT)
+        if data is not None:
+            iso = data["isolation"] if isinstance(data.get("isolation"), dict) else {}
+            reasons = iso.get("unverified") if isinstance(iso.get("unverified"), list) else []
+            data["isolation"] = {**iso, "verified": False,
+                                 "unverified": [f"not verified as this harness's result: {verified}", *reasons]}
+        click.echo(str(write_view(folder.path, data, out=target, pictures=pictures)))
 
 
 def register(cli: click.Group) -> None:
