@@ -16,7 +16,7 @@ from rich.markup import escape
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import DATA_ROOT_DEFAULT, RunOptions, click_options, data_root_or_default, from_cli
-from .plugins import CommandContext, install_hint, registry
+from .plugins import CommandContext, component_options, install_hint, registry
 from .progress import StagingProgress, WaitTicker
 from .staging import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
@@ -358,9 +358,17 @@ def plugins() -> None:
     for kind, comps in [*reg.components.items(), ("command", commands)]:
         for name in sorted(comps):
             c = comps[name]
-            table.add_row(kind, name, c.distribution, c.version, c.description)
+            table.add_row(kind, name, c.distribution, c.version, described(c))
     console.print(table)
     print_problems(reg)
+
+
+def described(component) -> str:
+    """A component's description, plus the options it takes that the description does not name: the listing is
+    where a user finds an agent's or judge's options (replay's rewrite_paths= and allow_torn= were in no listing)."""
+    names = component_options(component) if component.kind in ("agent", "judge") else None
+    missing = [f"{name}=" for name in names or () if f"{name}=" not in component.description]
+    return component.description + (f" (options: {', '.join(missing)})" if missing else "")
 
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the

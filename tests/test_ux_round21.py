@@ -1,0 +1,109 @@
+"""A demanding user's walk, round 21: the agent systems people run, named with options. A factory taking `**options`
+(each installed system's, replay's, a third party's) declares them with `register(..., options=[...])`, so the
+engine's one check refuses a misspelt or foreign option before any run, in `run` and in a sweep alike."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+import test_cli_newuser
+from automedbench.api import hookimpl
+from automedbench.cli import main
+from automedbench.plugins import registry
+from automedbench_models.systems import SYSTEMS
+from click.testing import CliRunner
+from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+
+
+def test_a_sweep_refuses_an_option_one_installed_system_does_not_read_before_any_run(cli, tmp_path):
+    """`sweep --agents codex,claude-code --agent-option wire_api=chat`: codex ran (4 s), then claude-code's factory
+    refused wire_api three times as an infrastructure failure (retried twice, exit 3): the sweep's option check
+    skipped a factory taking **options. Now one line, exit 2, nothing run."""
+    out = tmp_path / "sweep"
+    result = cli("sweep", "--agents", "codex,claude-code", "--tasks", "toy/vowels", "--agent-option",
+                 "api_key_env=none", "--agent-option", "wire_api=chat", "--out", out)
+    _one_line(result, "unknown claude-code agent option(s) wire_api; known: api_key_env, args, base_url, bin, model, "
+                      "prices; every agent of a sweep gets the same --agent-option: sweep claude-code in a sweep of "
+                      "its own")
+    assert not out.exists() or not any(out.iterdir())
+    assert "wire_api" in SYSTEMS["codex"].options() and "wire_api" not in SYSTEMS["claude-code"].options()
+
+
+def test_replays_options_are_checked_and_listed(cli, tmp_path):
+    """`--agent-option allow_tron=true` was found only after the trajectory was (its own check, a second wording);
+    `automedbench plugins` named trajectory= only, not rewrite_paths= or allow_torn=."""
+    result = cli("run", "--task", "toy/vowels", "--agent", "replay", "--agent-option", "trajectory=nowhere.jsonl",
+                 "--agent-option", "allow_tron=true", "--out", tmp_path / "runs")
+    _one_line(result, "unknown replay agent option(s) allow_tron (did you mean 'allow_torn'?); known: allow_torn, "
+                      "rewrite_paths, trajectory")
+    replay = _description("agent", "replay")
+    assert replay.endswith("trajectory=runs/ID/trajectory.jsonl (options: rewrite_paths=, allow_torn=)"), replay
+
+
+def _description(kind: str, name: str) -> str:
+    """A component's description in `automedbench plugins`, its wrapped table lines joined."""
+    listing = CliRunner().invoke(main, ["plugins"], prog_name="automedbench", catch_exceptions=False)
+    assert listing.exit_code == 0, listing.output
+    found: list[str] = []
+    for line in listing.output.splitlines():
+        cells = [cell.strip() for cell in line.strip()[1:-1].split("│")]
+        if len(cells) != 5:
+            continue
+        if cells[:2] == [kind, name] or (found and cells[:2] == ["", ""]):
+            found.append(cells[4])
+        elif found:
+            break
+    return " ".join(found)
+
+
+def _third_party(options: Any, made: list[dict[str, Any]]) -> types.ModuleType:
+    """A plugin registering agent `amb-kw` through the public hook: a factory taking **options, with `options`
+    declared (the agent it makes is the core's noop)."""
+    module = types.ModuleType("amb_kw_plugin")
+
+    @hookimpl
+    def automedbench_register_agents(register) -> None:
+        def factory(**given: Any) -> Any:
+            made.append(given)
+            return registry().create("agent", "noop")
+
+        register("amb-kw", factory, "a third party's agent", options=options)
+
+    module.automedbench_register_agents = automedbench_register_agents  # type: ignore[attr-defined]
+    return module
+
+
+def test_a_third_party_factory_taking_kwargs_declares_its_options(cli, tmp_path):
+    """A third party's `**options` factory had no way to say its options: a typo reached it (a traceback or a run
+    with the default). Declared, a typo is one line before the factory runs; a declared one reaches it."""
+    made: list[dict[str, Any]] = []
+    registry().add_plugin(_third_party(["model", "temperature"], made), name="amb-kw", distribution="amb-kw-dist")
+    try:
+        out = tmp_path / "runs"
+        bad = cli("run", "--task", "toy/vowels", "--agent", "amb-kw", "--agent-option", "modle=m1", "--out", out)
+        _one_line(bad, "unknown amb-kw agent option(s) modle (did you mean 'model'?); known: model, temperature")
+        assert made == [] and (not out.exists() or not any(out.iterdir()))
+        good = cli("run", "--task", "toy/vowels", "--agent", "amb-kw", "--agent-option", "model=m1", "--out", out,
+                   "--quiet")
+        assert made == [{"model": "m1"}], (made, good.output)
+        assert len(list(out.iterdir())) == 1, good.output
+    finally:
+        registry().remove_plugin("amb-kw")
+
+
+@pytest.mark.parametrize("declared", ["model", ["model", 3]])
+def test_options_that_are_not_a_list_of_names_are_a_plugin_problem(declared):
+    """`options="model"` would have declared the options m, o, d, e, l: the component is refused by name instead."""
+    made: list[dict[str, Any]] = []
+    registry().add_plugin(_third_party(declared, made), name="amb-kw", distribution="amb-kw-dist")
+    try:
+        assert "amb-kw" not in registry().components["agent"]
+        listing = CliRunner().invoke(main, ["plugins"], prog_name="automedbench", env={"COLUMNS": "400"})
+        assert "agent 'amb-kw': options= must be a list of option names" in listing.output, listing.output
+    finally:
+        registry().remove_plugin("amb-kw")
+        registry().problems[:] = [p for p in registry().problems if p.plugin != "amb-kw"]
