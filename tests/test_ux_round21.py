@@ -4,6 +4,7 @@ engine's one check refuses a misspelt or foreign option before any run, in `run`
 
 from __future__ import annotations
 
+import sys
 import types
 from typing import Any
 
@@ -12,6 +13,7 @@ import test_cli_newuser
 from automedbench.api import hookimpl
 from automedbench.cli import main
 from automedbench.plugins import registry
+from automedbench.staging import STAMP
 from automedbench_models.systems import SYSTEMS
 from click.testing import CliRunner
 from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
@@ -107,3 +109,23 @@ def test_options_that_are_not_a_list_of_names_are_a_plugin_problem(declared):
     finally:
         registry().remove_plugin("amb-kw")
         registry().problems[:] = [p for p in registry().problems if p.plugin != "amb-kw"]
+
+
+@pytest.mark.parametrize("task,module", [("report_gen/demo", "pydicom")])
+def test_a_demo_whose_staging_lacks_a_library_says_what_to_install(cli, tmp_path, monkeypatch, task, module):
+    """With the report_gen track installed without its dependencies (`pip install --no-deps`), `run report_gen/demo`
+    was a 30-line traceback ending in `No module named 'pydicom'` (exit 1): the demo's staging imports it on the
+    host, where no sandbox check looks. Now one line naming the module and the install, exit 2, no run folder."""
+    from automedbench_report_gen.data import demo
+
+    demo.base_image.cache_clear()  # staged before in this process: the import would not run again
+    monkeypatch.setitem(sys.modules, module, None)  # `import pydicom` fails as on a machine without it
+    out = tmp_path / "runs"
+    try:
+        result = cli("run", "--task", task, "--agent", "reference", "--data-root", tmp_path / "data", "--out", out)
+    finally:
+        demo.base_image.cache_clear()
+    _one_line(result, f"staging {task} needs the Python module '{module}', which this Python cannot import: "
+                      "pip install 'automedbench[report_gen]'")
+    assert not out.exists() or not any(out.iterdir())
+    assert not list((tmp_path / "data").rglob(STAMP)), "a half staging was published"
