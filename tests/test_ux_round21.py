@@ -129,3 +129,36 @@ def test_a_demo_whose_staging_lacks_a_library_says_what_to_install(cli, tmp_path
                       "pip install 'automedbench[report_gen]'")
     assert not out.exists() or not any(out.iterdir())
     assert not list((tmp_path / "data").rglob(STAMP)), "a half staging was published"
+
+
+def test_a_track_installed_without_its_dependencies_is_refused_before_any_work(cli, tmp_path, monkeypatch):
+    """`pip install --no-deps` of a track (or a dependency removed since): `run report_gen/demo` met the first missing
+    library as a traceback while staging, and `automedbench tasks` called the demo ready. Now the run, a sweep and
+    the listing say which requirements are missing and the install, as `pip check` would, before staging."""
+    from automedbench.needs import unmet_requirements
+
+    site = tmp_path / "site"
+    info = site / "amb_needy-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: amb-needy\nVersion: 0.1\n"
+                                   "Requires-Dist: numpy>=1.24\nRequires-Dist: amb-absent-dependency>=1.0\n"
+                                   "Requires-Dist: amb-absent-extra; extra == \"more\"\n")
+    monkeypatch.syspath_prepend(str(site))
+    unmet_requirements.cache_clear()
+    monkeypatch.setattr(registry().components["track"]["report_gen"], "distribution", "amb-needy")
+    needle = ("report_gen/demo cannot run: the report_gen track (amb-needy) is installed without "
+              "amb-absent-dependency, which it requires: pip install 'automedbench[report_gen]'")
+    out, data = tmp_path / "runs", tmp_path / "data"
+    try:
+        _one_line(cli("run", "--task", "report_gen/demo", "--agent", "reference", "--data-root", data, "--out", out),
+                  needle)
+        _one_line(cli("sweep", "--agents", "reference", "--tasks", "report_gen/demo", "--data-root", data, "--out",
+                      out), needle)
+        listing = cli("tasks", "--data-root", data)
+    finally:
+        unmet_requirements.cache_clear()
+    assert not out.exists() and not data.exists()  # nothing staged, no run folder
+    assert listing.exit_code == 0, listing.output
+    assert ("not ready: report_gen/demo: the report_gen track (amb-needy) is installed without amb-absent-dependency, "
+            "which it requires: pip install 'automedbench[report_gen]'") in listing.output, listing.output
+    assert "not ready: vqa/demo" not in listing.output  # every other track's install is whole

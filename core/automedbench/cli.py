@@ -430,7 +430,8 @@ def tasks(data_root: str | None) -> None:
 
     reg = registry()
     found = reg.tasks()
-    checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
+    checked = {task_id: ready_here(track, spec, reg.distribution("track", track.name))
+               for task_id, (track, spec) in found.items()}
     console.print(tasks_table([spec for _, spec in found.values()], console.width,
                               {task_id: ok for task_id, (ok, _) in checked.items()}))
     root = data_root_or_default(data_root)

@@ -296,6 +296,11 @@ class Registry:
             raise UserError(self.broken_part(kind, name) or install_hint(kind, name) or unknown)
         return found
 
+    def distribution(self, kind: str, name: str) -> str:
+        """The distribution that registered `kind name` ("" for none): what its install must have brought."""
+        found = self.components[kind].get(name)
+        return found.distribution if found is not None else ""
+
     def create(self, kind: str, name: str, **options: Any) -> Any:
         component = self.get(kind, name)
         check_options(component, options)
