@@ -261,13 +261,19 @@ def missing_library(track: Track, task: TaskSpec, exc: ModuleNotFoundError) -> s
     """The one line for a stager that imports a library this Python lacks (a track installed without its
     dependencies: a traceback ending in `No module named 'pydicom'`, or for a download "a damaged or crafted
     file?"), naming what to install; None when the module is present or the track's own (a bug, not an install)."""
-    from .needs import missing_here
+    import importlib.util
+
     from .plugins import track_install_line
 
     name = (exc.name or "").split(".")[0]
     own = type(track).__module__.split(".")[0]
-    if not name or name == own or not missing_here([name]):
+    if not name or name == own:
         return None
+    try:
+        if importlib.util.find_spec(name) is not None:  # there: a module inside it is missing (its bug)
+            return None
+    except (ImportError, ValueError):  # ValueError: None in sys.modules, as a blocked import
+        pass
     line = track_install_line(track.name)
     install = line.split(": ", 1)[1] if line else f"install the {track.name} track's package with its dependencies"
     return f"staging {task.id} needs the Python module {name!r}, which this Python cannot import: {install}"
