@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
+    "automedbench.nextstep": ENGINE,  # what a user can do about a run, by how it ended (report and run page)
     "automedbench.observed": ENGINE,  # steps inside an agent program's session, recorded as the runner's own
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,

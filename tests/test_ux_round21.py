@@ -162,3 +162,29 @@ def test_a_track_installed_without_its_dependencies_is_refused_before_any_work(c
     assert ("not ready: report_gen/demo: the report_gen track (amb-needy) is installed without amb-absent-dependency, "
             "which it requires: pip install 'automedbench[report_gen]'") in listing.output, listing.output
     assert "not ready: vqa/demo" not in listing.output  # every other track's install is whole
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--agent", "no-submit", "--max-turns", "2"],
+     "the agent spent the run's whole turn budget and was scored as it stood; to give it more: --max-turns N"),
+    (["--agent", "openai", "--agent-option", "model=x", "--agent-option", "base_url=http://127.0.0.1:9/v1",
+      "--agent-option", "api_key_env=none", "--agent-option", "max_retries=0"],
+     "the agent failed, not the task: fix what the error names (for a model: its endpoint, key or name; for an "
+     "installed system: its program), then run again: automedbench run --task toy/vowels --tier lite --agent openai"),
+])
+def test_a_run_that_did_not_submit_says_what_to_do_next(cli, tmp_path, args, needle):
+    """A run cut off by its turn budget, or whose agent failed, said its state and error in `run`, `show` and on its
+    page, but not what to do about it. Now each says the next step; a submitted run says none."""
+    out = tmp_path / "runs"
+    ran = cli("run", "--task", "toy/vowels", *args, "--out", out, "--quiet")
+    assert ran.exit_code == 0, ran.output
+    (run_dir,) = out.iterdir()
+    shown = cli("show", run_dir)
+    viewed = cli("view", run_dir)
+    assert viewed.exit_code == 0, viewed.output
+    for output in (ran.output, shown.output):
+        assert "next: " + needle in " ".join(output.split()), output
+    page = (run_dir / "view.html").read_text()
+    assert "<dt>next</dt><dd>" + needle.replace("'", "&#x27;") + "</dd>" in page
+    fine = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "fine", "--quiet")
+    assert fine.exit_code == 0 and "next:" not in fine.output, fine.output
