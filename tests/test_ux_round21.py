@@ -188,3 +188,21 @@ def test_a_run_that_did_not_submit_says_what_to_do_next(cli, tmp_path, args, nee
     assert "<dt>next</dt><dd>" + needle.replace("'", "&#x27;") + "</dd>" in page
     fine = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "fine", "--quiet")
     assert fine.exit_code == 0 and "next:" not in fine.output, fine.output
+
+
+def test_a_tracks_page_on_the_site_says_what_the_track_measures(cli, tmp_path):
+    """A track's page on the leaderboard site (`leaderboard --site`) held tables and a chart of numbers and no word
+    of what they score. Now it says what the stages and the Task are, and each task's title and metric, read from
+    the installed track, a task with runs linked to its page."""
+    out, site = tmp_path / "runs", tmp_path / "site"
+    ran = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", out, "--quiet")
+    assert ran.exit_code == 0, ran.output
+    built = cli("leaderboard", out, "--site", site, "--quiet")
+    assert built.exit_code == 0, built.output
+    (page,) = (site / "track").iterdir()
+    text = page.read_text()
+    spec = registry().track("toy").task("toy/vowels")
+    (task_page,) = (site / "task").iterdir()
+    assert (f'<li><a href="../task/{task_page.name}">toy/vowels</a>: {spec.title}; metric: {spec.metric}</li>'
+            in text), text[:3000]
+    assert "Overall is 0.5 Agentic + 0.5 Task" in text and "S3 Validate" in text
