@@ -206,3 +206,16 @@ def test_a_tracks_page_on_the_site_says_what_the_track_measures(cli, tmp_path):
     assert (f'<li><a href="../task/{task_page.name}">toy/vowels</a>: {spec.title}; metric: {spec.metric}</li>'
             in text), text[:3000]
     assert "Overall is 0.5 Agentic + 0.5 Task" in text and "S3 Validate" in text
+
+
+def test_plugins_name_shows_one_components_options(cli):
+    """`automedbench plugins codex` was "Got unexpected extra argument": the one way to find an agent's options was
+    the whole table, its descriptions wrapped in a narrow column. Now NAME shows that component's options in full
+    (declared or from its factory's signature), and a misspelt name is one line with the nearest."""
+    shown = cli("plugins", "codex")
+    assert shown.exit_code == 0, shown.output
+    listed = " ".join(shown.output.split()).split("options: ", 1)[1]
+    assert listed == ", ".join(f"--agent-option {o}=..." for o in SYSTEMS["codex"].options()), listed
+    assert "options: none" in cli("plugins", "reference").output
+    assert "options: --agent-option variant=..." in cli("plugins", "scripted").output
+    _one_line(cli("plugins", "kodex"), "no installed component is named 'kodex' (did you mean 'codex'?); known: ")

@@ -345,22 +345,47 @@ def _trusted_keys(values: tuple[str, ...]) -> list[str]:
 
 
 @main.command()
-def plugins() -> None:
-    """List installed components (tracks, agents, sandboxes, judges, detectors, ...) and plugin commands."""
+@click.argument("name", required=False)
+def plugins(name: str | None) -> None:
+    """List installed components (tracks, agents, sandboxes, judges, detectors, ...) and plugin commands.
+
+    With NAME (e.g. `automedbench plugins codex`), only the components of that name, each with every option it
+    takes (`--agent-option` / `--judge-option`)."""
     from rich.table import Table
 
     reg = registry()
     reg.tasks()
+    commands = reg.commands(reserved=main.commands)
+    every = [(kind, comps[key]) for kind, comps in [*reg.components.items(), ("command", commands)]
+             for key in sorted(comps)]
+    if name is not None:
+        print_component(name, [c for _, c in every if c.name == name],
+                        sorted({c.name for _, c in every}))
+        print_problems(reg)
+        return
     table = Table(show_header=True, header_style="bold")
     for col in ("Kind", "Name", "Distribution", "Version", "Description"):
         table.add_column(col)
-    commands = reg.commands(reserved=main.commands)
-    for kind, comps in [*reg.components.items(), ("command", commands)]:
-        for name in sorted(comps):
-            c = comps[name]
-            table.add_row(kind, name, c.distribution, c.version, described(c))
+    for kind, c in every:
+        table.add_row(kind, c.name, c.distribution, c.version, described(c))
     console.print(table)
     print_problems(reg)
+
+
+def print_component(name: str, found: list, known: list[str]) -> None:
+    """`plugins NAME`: each component of that name, its distribution, description and options, a block each."""
+    if not found:
+        hint = install_hint("agent", name) or install_hint("track", name)
+        raise errors.UserError(hint or f"no installed component is named {name!r}{errors.did_you_mean(name, known)}")
+    for c in found:
+        console.print(f"[bold]{c.kind} {escape(c.name)}[/] ({escape(c.distribution)} {escape(c.version)})")
+        console.print("  " + escape(c.description), soft_wrap=True)
+        if c.kind in ("agent", "judge"):
+            options = component_options(c)
+            flag = f"--{c.kind}-option"
+            said = ("none" if options == [] else "checked by the component itself" if options is None
+                    else ", ".join(f"{flag} {option}=..." for option in options))
+            console.print(f"  options: {said}", soft_wrap=True)
 
 
 def described(component) -> str:
