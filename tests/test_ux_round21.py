@@ -219,3 +219,23 @@ def test_plugins_name_shows_one_components_options(cli):
     assert "options: none" in cli("plugins", "reference").output
     assert "options: --agent-option variant=..." in cli("plugins", "scripted").output
     _one_line(cli("plugins", "kodex"), "no installed component is named 'kodex' (did you mean 'codex'?); known: ")
+
+
+@pytest.mark.parametrize("make_root", [False, True])
+def test_a_dataset_task_not_staged_names_its_download_and_the_stage_command(cli, tmp_path, make_root):
+    """`run segmentation/kidney` before any staging said "data root ... does not exist (set --data-root ...)" on a
+    fresh machine (no task staged yet), and with a root "run: automedbench stage ... --from PATH" without a word of
+    what PATH is. Now both name the task's download (its `dataset`) and the command, in one line."""
+    root = tmp_path / "data"
+    if make_root:
+        root.mkdir()
+    spec = registry().task("segmentation/kidney")[1]
+    where = f"under {root}" if make_root else f"(the data root {root} does not exist; staged elsewhere: --data-root"
+    _one_line(cli("run", "--task", "segmentation/kidney", "--agent", "noop", "--data-root", root, "--out",
+                  tmp_path / "runs"),
+              f"task segmentation/kidney is not staged {where}")
+    result = cli("run", "--task", "segmentation/kidney", "--agent", "noop", "--data-root", root, "--out",
+                 tmp_path / "runs")
+    assert (f"download its data ({spec.dataset}), then: automedbench stage segmentation/kidney --from PATH"
+            in result.stderr), result.stderr
+    assert spec.dataset and not (tmp_path / "runs").exists()

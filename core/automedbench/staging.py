@@ -139,15 +139,27 @@ def _copy_shared_demo(track: Track, task: TaskSpec, shared: Path, data_root: Pat
     return load(task, data_root)
 
 
+def unstaged(task: TaskSpec, data_root: Path) -> str:
+    """The line for a dataset task with no staging: what to download and the command that stages it (it said
+    "data root ... does not exist" when no task was staged yet, and never which download PATH is)."""
+    where = (f"under {data_root}" if data_root.exists() else
+             f"(the data root {data_root} does not exist; staged elsewhere: --data-root or AUTOMEDBENCH_DATA)")
+    download = f" ({task.dataset[:200]})" if task.dataset else ""
+    return (f"task {task.id} is not staged {where}; download its data{download}, then: automedbench stage {task.id} "
+            "--from PATH")
+
+
 def load(task: TaskSpec, data_root: Path) -> StagedData:
     if not data_root.exists():
+        if not task.demo:
+            raise UserError(unstaged(task, data_root))
         raise UserError(f"data root {data_root} does not exist (set --data-root or AUTOMEDBENCH_DATA)")
     dest = task_dir(data_root, task)
     recover_locked(dest)  # a swap a crash interrupted: the previous staging comes back first
     stamp = dest / STAMP
     if not stamp.exists():
-        hint = "" if task.demo else f"; run: automedbench stage {task.id} --from PATH"
-        raise UserError(f"task {task.id} is not staged under {data_root}{hint}")
+        raise UserError(unstaged(task, data_root) if not task.demo else f"task {task.id} is not staged under "
+                        f"{data_root}")
     info = json.loads(stamp.read_text())
     if _format(info) < STAGING_FORMAT:
         raise UserError(f"task {task.id} under {data_root} was staged by an older AutoMedBench (staging format "
