@@ -105,6 +105,7 @@ LAYERS: dict[str, int] = {
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.taskcard": FACE,  # `tasks TASK`: one task's needs in full
     "automedbench.progress": BUILTIN,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,

@@ -239,3 +239,22 @@ def test_a_dataset_task_not_staged_names_its_download_and_the_stage_command(cli,
     assert (f"download its data ({spec.dataset}), then: automedbench stage segmentation/kidney --from PATH"
             in result.stderr), result.stderr
     assert spec.dataset and not (tmp_path / "runs").exists()
+
+
+def test_tasks_task_says_a_demos_needs_in_full(cli, tmp_path):
+    """`automedbench tasks` had no column for a task's time budget or the disk its workspace reserves, and its
+    narrow columns cut what the sandbox must import; `tasks segmentation/demo` was "Got unexpected extra argument".
+    Now TASK prints its budget, disk, sandbox imports with the install, network, readiness and where its data is."""
+    track, spec = registry().task("segmentation/demo")
+    shown = cli("tasks", "segmentation/demo", "--data-root", tmp_path / "data")
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    needs = track.sandbox_needs(spec)
+    assert f"time: {spec.time_limit_s} s per run" in text and f"{spec.max_turns} turns" in text, text
+    assert f"disk: a {spec.workspace_mb} MB workspace, reserved whole before the run starts" in text, text
+    assert f"sandbox: imports {', '.join(needs.modules)} (pip install '{needs.install}')" in text, text
+    assert "network: none" in text and "ready here: yes" in text, text
+    assert "data: generated and staged on its first run (no download)" in text, text
+    kidney = " ".join(cli("tasks", "segmentation/kidney", "--data-root", tmp_path / "data").output.split())
+    assert "then: automedbench stage segmentation/kidney --from PATH" in kidney, kidney
+    _one_line(cli("tasks", "segmentaton/demo"), "unknown task 'segmentaton/demo' (did you mean 'segmentation/demo'?)")

@@ -441,19 +441,31 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 
 
 @main.command()
+@click.argument("task", required=False)
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
               help=f"Where staged data lives, to say which tasks are staged {DATA_ROOT_DEFAULT}.")
-def tasks(data_root: str | None) -> None:
+def tasks(task: str | None, data_root: str | None) -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
     method needs (Ready); then which tasks are staged under the data root (a demo stages itself on its first
     run; any other task once from its download, `automedbench stage TASK --from PATH`), what to install for the
     tasks that are not ready and the tracks not installed.
+
+    With TASK (e.g. `automedbench tasks segmentation/demo`): that task's needs in full, its time and turn
+    budget, the disk its workspace reserves, what its sandbox imports, network, whether this machine is ready
+    and where its data is.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
     from .needs import ready_here
 
     reg = registry()
+    if task is not None:
+        from .taskcard import task_card
+
+        track, spec = reg.task(task)
+        for line in task_card(track, spec, reg.distribution("track", track.name), data_root_or_default(data_root)):
+            console.print(escape(line), soft_wrap=True)
+        return
     found = reg.tasks()
     checked = {task_id: ready_here(track, spec, reg.distribution("track", track.name))
                for task_id, (track, spec) in found.items()}
