@@ -258,3 +258,23 @@ def test_tasks_task_says_a_demos_needs_in_full(cli, tmp_path):
     kidney = " ".join(cli("tasks", "segmentation/kidney", "--data-root", tmp_path / "data").output.split())
     assert "then: automedbench stage segmentation/kidney --from PATH" in kidney, kidney
     _one_line(cli("tasks", "segmentaton/demo"), "unknown task 'segmentaton/demo' (did you mean 'segmentation/demo'?)")
+
+
+@pytest.mark.parametrize("agent", ["mini-swe-agent", "codex"])
+def test_an_installed_system_whose_provider_cannot_be_resolved_is_refused_before_the_run(cli, tmp_path, agent):
+    """On a machine whose DNS cannot resolve the provider (offline, a typo'd host), each system ran and retried for
+    minutes (mini-swe-agent 280 s, gemini-cli 194 s) before an agent_failure; the harness's gateway connects from
+    this machine, without a proxy, so every call was bound to fail. Now one line before any run folder, exit 2.
+    (`.invalid` is reserved: it resolves nowhere.)"""
+    out = tmp_path / "runs"
+    (tmp_path / "bin").mkdir()  # the program need not be installed here: a stub stands in (it never runs)
+    stub = tmp_path / "bin" / agent
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    result = cli("run", "--task", "toy/vowels", "--agent", agent, "--agent-option", "api_key_env=none",
+                 "--agent-option", f"bin={stub}", "--agent-option", "base_url=https://provider.invalid/v1",
+                 "--out", out)
+    _one_line(result, f"{agent}: the model provider's host provider.invalid (https://provider.invalid/v1) cannot be "
+                      "resolved on this machine (")
+    assert "name another endpoint with --agent-option base_url=URL" in result.stderr
+    assert not out.exists() or not any(out.iterdir())
