@@ -75,6 +75,7 @@ LAYERS: dict[str, int] = {
     "automedbench.harnessstate": ENGINE,
     "automedbench.interrupt": ENGINE,  # SIGTERM/SIGHUP as an orderly unwind, installed by the processes that own runs
     "automedbench.needs": ENGINE,  # what a task's sandbox needs, checked before a run
+    "automedbench.nextstep": ENGINE,  # what a user can do about a run, by how it ended (report and run page)
     "automedbench.observed": ENGINE,  # steps inside an agent program's session, recorded as the runner's own
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
@@ -104,6 +105,7 @@ LAYERS: dict[str, int] = {
     # face: the command line (the built-ins' commands included) and the test kit
     "automedbench.builtins": FACE,  # wires every built-in (their commands too) into the registry
     "automedbench.cli": FACE,
+    "automedbench.taskcard": FACE,  # `tasks TASK`: one task's needs in full
     "automedbench.progress": BUILTIN,  # progress of long commands (stage, sweep) on a terminal and off one
     "automedbench.testing": FACE,
     "automedbench_campaign.cli": FACE,

@@ -16,7 +16,7 @@ from rich.markup import escape
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
 from .options import DATA_ROOT_DEFAULT, RunOptions, click_options, data_root_or_default, from_cli
-from .plugins import CommandContext, install_hint, registry
+from .plugins import CommandContext, component_options, install_hint, registry
 from .progress import StagingProgress, WaitTicker
 from .staging import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
@@ -344,22 +344,55 @@ def _trusted_keys(values: tuple[str, ...]) -> list[str]:
 
 
 @main.command()
-def plugins() -> None:
-    """List installed components (tracks, agents, sandboxes, judges, detectors, ...) and plugin commands."""
+@click.argument("name", required=False)
+def plugins(name: str | None) -> None:
+    """List installed components (tracks, agents, sandboxes, judges, detectors, ...) and plugin commands.
+
+    With NAME (e.g. `automedbench plugins codex`), only the components of that name, each with every option it
+    takes (`--agent-option` / `--judge-option`)."""
     from rich.table import Table
 
     reg = registry()
     reg.tasks()
+    commands = reg.commands(reserved=main.commands)
+    every = [(kind, comps[key]) for kind, comps in [*reg.components.items(), ("command", commands)]
+             for key in sorted(comps)]
+    if name is not None:
+        print_component(name, [c for _, c in every if c.name == name],
+                        sorted({c.name for _, c in every}))
+        print_problems(reg)
+        return
     table = Table(show_header=True, header_style="bold")
     for col in ("Kind", "Name", "Distribution", "Version", "Description"):
         table.add_column(col)
-    commands = reg.commands(reserved=main.commands)
-    for kind, comps in [*reg.components.items(), ("command", commands)]:
-        for name in sorted(comps):
-            c = comps[name]
-            table.add_row(kind, name, c.distribution, c.version, c.description)
+    for kind, c in every:
+        table.add_row(kind, c.name, c.distribution, c.version, described(c))
     console.print(table)
     print_problems(reg)
+
+
+def print_component(name: str, found: list, known: list[str]) -> None:
+    """`plugins NAME`: each component of that name, its distribution, description and options, a block each."""
+    if not found:
+        hint = install_hint("agent", name) or install_hint("track", name)
+        raise errors.UserError(hint or f"no installed component is named {name!r}{errors.did_you_mean(name, known)}")
+    for c in found:
+        console.print(f"[bold]{c.kind} {escape(c.name)}[/] ({escape(c.distribution)} {escape(c.version)})")
+        console.print("  " + escape(c.description), soft_wrap=True)
+        if c.kind in ("agent", "judge"):
+            options = component_options(c)
+            flag = f"--{c.kind}-option"
+            said = ("none" if options == [] else "checked by the component itself" if options is None
+                    else ", ".join(f"{flag} {option}=..." for option in options))
+            console.print(f"  options: {said}", soft_wrap=True)
+
+
+def described(component) -> str:
+    """A component's description, plus the options it takes that the description does not name: the listing is
+    where a user finds an agent's or judge's options (replay's rewrite_paths= and allow_torn= were in no listing)."""
+    names = component_options(component) if component.kind in ("agent", "judge") else None
+    missing = [f"{name}=" for name in names or () if f"{name}=" not in component.description]
+    return component.description + (f" (options: {', '.join(missing)})" if missing else "")
 
 
 # Columns of `automedbench tasks` besides the id, in the order a narrow terminal keeps them, with the
@@ -407,21 +440,34 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
 
 
 @main.command()
+@click.argument("task", required=False)
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
               help=f"Where staged data lives, to say which tasks are staged {DATA_ROOT_DEFAULT}.")
-def tasks(data_root: str | None) -> None:
+def tasks(task: str | None, data_root: str | None) -> None:
     """List every task with its tiers and case count, and whether this machine's local sandbox has what its
     method needs (Ready); then which tasks are staged under the data root (a demo stages itself on its first
     run; any other task once from its download, `automedbench stage TASK --from PATH`), what to install for the
     tasks that are not ready and the tracks not installed.
+
+    With TASK (e.g. `automedbench tasks segmentation/demo`): that task's needs in full, its time and turn
+    budget, the disk its workspace reserves, what its sandbox imports, network, whether this machine is ready
+    and where its data is.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
     from .needs import ready_here
 
     reg = registry()
+    if task is not None:
+        from .taskcard import task_card
+
+        track, spec = reg.task(task)
+        for line in task_card(track, spec, reg.distribution("track", track.name), data_root_or_default(data_root)):
+            console.print(escape(line), soft_wrap=True)
+        return
     found = reg.tasks()
-    checked = {task_id: ready_here(track, spec) for task_id, (track, spec) in found.items()}
+    checked = {task_id: ready_here(track, spec, reg.distribution("track", track.name))
+               for task_id, (track, spec) in found.items()}
     console.print(tasks_table([spec for _, spec in found.values()], console.width,
                               {task_id: ok for task_id, (ok, _) in checked.items()}))
     root = data_root_or_default(data_root)

@@ -25,7 +25,8 @@ What it holds, by step of a run:
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
-  `csv_cell`; the case pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
+  `csv_cell`, `next_step` (what a user can do about a run by how it ended); the case pictures the evaluator
+  draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
   `check_evidence` and `check_or_reason` check; a command re-signing a run reads `copy_verified`'s copy and
@@ -73,6 +74,7 @@ from .interrupt import rearm as rearm_interrupt
 from .interrupt import received as interrupt_received
 from .judges.planimage import PlanImage, read_plan_png
 from .needs import ready_here, sandbox_gap
+from .nextstep import next_step
 from .pictures import INDEX as PICTURE_INDEX
 from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
 from .pictures import MAX_LEGEND_LABELS, PICTURES_DIR, copy_pictures
@@ -168,6 +170,7 @@ __all__ = [
     "mount_workspace",
     "network_gaps",
     "network_unsupported",
+    "next_step",
     "parse_kv",  # noqa: F822
     "python_repr",  # noqa: F822
     "read_plan_png",

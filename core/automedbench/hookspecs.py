@@ -1,7 +1,10 @@
 """pluggy hook specifications. Plugins (and the core's own built-ins) implement these with `hookimpl`.
 
 Each hook receives a `register` callable; call it once per component:
-`register(name, factory, description="")` where `factory()` returns the component.
+`register(name, factory, description="")` where `factory()` returns the component. An agent's or judge's options
+(`--agent-option`, `--judge-option`) are its factory's keyword parameters; a factory taking `**options` names them
+with `options=["model", ...]` (`register(name, factory, description, options=[...])`), so a misspelt one is refused
+in one line before any run, also in a sweep (without either, the factory checks its own).
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ or the evaluator could not run the metric."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata as md
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,41 @@ def missing_here(modules: list[str]) -> list[str]:
         if not found:
             missing.append(top)
     return missing
+
+
+@functools.cache
+def unmet_requirements(distribution: str) -> tuple[str, ...]:
+    """The distributions `distribution` requires unconditionally (no extra, no marker) that are not installed, as
+    `pip check` names them (a track installed with `--no-deps`); () for a name that is not installed (a track
+    added in code)."""
+    try:
+        requires = md.requires(distribution) or []
+    except md.PackageNotFoundError:
+        return ()
+    missing = []
+    for requirement in requires:
+        name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip())
+        if ";" in requirement or name is None:  # an extra's or a platform's: not every install has it
+            continue
+        try:
+            md.distribution(name.group(0))
+        except md.PackageNotFoundError:
+            missing.append(name.group(0))
+    return tuple(missing)
+
+
+def dependency_gap(track: Any, distribution: str) -> str | None:
+    """The one line refusing a task of a track whose distribution lacks what it requires, before staging or
+    scoring meets it as a traceback (`No module named 'pydicom'`), else None."""
+    missing = unmet_requirements(distribution) if distribution else ()
+    if not missing:
+        return None
+    from .plugins import track_install_line
+
+    line = track_install_line(track.name)
+    install = line.split(": ", 1)[1] if line else f"pip install '{distribution}'"
+    return (f"the {track.name} track ({distribution}) is installed without {', '.join(missing)}, which it "
+            f"requires: {install}")
 
 
 def assets_problem(track: Any, task: TaskSpec) -> str | None:
@@ -63,10 +101,14 @@ def scoring_gap(track: Any, task: TaskSpec, evaluator: str = "process") -> str |
     return None if gap is None else f"{task.id} cannot be scored on this machine: {gap}"
 
 
-def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any) -> str | None:
-    """The one line refusing a run of `task` in `sandbox` (modules its Python lacks, assets not there, a program
-    the local evaluator that scores runs of this sandbox needs), or None when the sandbox has what the task's
-    reference method needs (or the backend cannot tell)."""
+def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any, distribution: str = "") -> str | None:
+    """The one line refusing a run of `task` in `sandbox` (the track's `distribution` without what it requires,
+    modules the sandbox's Python lacks, assets not there, a program the local evaluator that scores runs of this
+    sandbox needs), or None when the sandbox has what the task's reference method needs (or the backend cannot
+    tell)."""
+    missing_dependency = dependency_gap(track, distribution)
+    if missing_dependency is not None:
+        return f"{task.id} cannot run: {missing_dependency}"
     needs = track.sandbox_needs(task)
     problem = assets_problem(track, task)
     if problem is not None:
@@ -86,10 +128,10 @@ def sandbox_gap(track: Any, task: TaskSpec, sandbox: Any) -> str | None:
             f"{install_line(task, needs)}")
 
 
-def ready_here(track: Any, task: TaskSpec) -> tuple[bool, str]:
+def ready_here(track: Any, task: TaskSpec, distribution: str = "") -> tuple[bool, str]:
     """Whether this machine's local sandbox (the harness's Python) has what the task needs, and if not what to
-    install: the `Ready` column of `automedbench tasks`."""
-    problem = assets_problem(track, task) or track.scoring_gap(task)
+    install: the `Ready` column of `automedbench tasks`. `distribution`: the track's, checked for what it requires."""
+    problem = dependency_gap(track, distribution) or assets_problem(track, task) or track.scoring_gap(task)
     if problem is not None:
         return False, problem
     needs = track.sandbox_needs(task)

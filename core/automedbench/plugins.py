@@ -83,22 +83,33 @@ class Component:
     declared: dict[str, Any] = Factory(dict)
 
 
-def check_options(component: Component, options: dict[str, Any], flag: str = "") -> None:
-    """Refuse options a component's factory does not take (`--agent-option`, `--judge-option`) in one line naming
-    the ones it does, before anything starts: a typo was a TypeError traceback, and in a sweep an
-    infrastructure failure retried for every run. A factory taking `**options` checks its own. `flag`: the
-    command's option that gave them (default `--<kind>-option`)."""
+def component_options(component: Component) -> list[str] | None:
+    """The option names a component takes: those it declared (`register(..., options=[...])`, for a factory taking
+    `**options`, e.g. one shared by several systems), else its factory's keyword parameters; None when neither
+    says (a `**options` factory that declared none checks its own)."""
     import inspect
 
-    if not options:
-        return
+    if "options" in component.declared:
+        return list(component.declared["options"])
     try:
         params = inspect.signature(component.factory).parameters.values()
     except (TypeError, ValueError):  # a callable without a readable signature: it checks its own options
-        return
+        return None
     if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_options(component: Component, options: dict[str, Any], flag: str = "") -> None:
+    """Refuse options a component does not take (`--agent-option`, `--judge-option`) in one line naming the ones it
+    does, before anything starts: a typo was a TypeError traceback, and in a sweep an infrastructure failure
+    retried for every run. The names are `component_options`. `flag`: the command's option that gave them
+    (default `--<kind>-option`)."""
+    if not options:
         return
-    known = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    known = component_options(component)
+    if known is None:
+        return
     unknown = [key for key in options if key not in known]
     if not unknown:
         return
@@ -200,6 +211,13 @@ class Registry:
         distribution, version = self._origin[plugin]
 
         def register(name: str, factory: Callable[..., Any], description: str = "", **declared: Any) -> None:
+            options = declared.get("options")
+            if options is not None:  # names, checked by `check_options`: a bare string would be its letters
+                if isinstance(options, str) or not all(isinstance(o, str) and o for o in options):
+                    self.problems.append(PluginProblem(plugin, distribution, f"{kind} {name!r}: options= must be "
+                                                       f"a list of option names, not {options!r}; not registered", ""))
+                    return
+                declared["options"] = tuple(options)
             existing = self.components[kind].get(name)
             if existing is not None:
                 self.problems.append(
@@ -277,6 +295,11 @@ class Registry:
             unknown = f"unknown {kind} {name!r}{did_you_mean(name, list(self.components[kind]))}"
             raise UserError(self.broken_part(kind, name) or install_hint(kind, name) or unknown)
         return found
+
+    def distribution(self, kind: str, name: str) -> str:
+        """The distribution that registered `kind name` ("" for none): what its install must have brought."""
+        found = self.components[kind].get(name)
+        return found.distribution if found is not None else ""
 
     def create(self, kind: str, name: str, **options: Any) -> Any:
         component = self.get(kind, name)

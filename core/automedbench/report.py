@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .nextstep import next_step
 from .records import Result
 from .scoring import truncate
 
@@ -96,3 +97,6 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
         console.print(f"  code {code.code} ({escape(code.source)}): " + escape(code.message + turns))
     if result.error:
         console.print("[red]error:[/] " + escape(result.error))
+    step = next_step(result.end_reason, {"task": h.task, "tier": h.tier, "agent": h.agent})
+    if step:
+        console.print("[bold]next:[/] " + escape(step))

@@ -111,7 +111,8 @@ class Run:
         self.sandbox_comp = registry.get("sandbox", options.sandbox)
         self.judge_comp = registry.get("judge", options.judge)
         self.sandbox = self.sandbox_comp.factory()
-        gap = sandbox_gap(self.track, self.task, self.sandbox)  # before any folder: one line naming the install
+        # before any folder: one line naming the install
+        gap = sandbox_gap(self.track, self.task, self.sandbox, registry.distribution("track", self.track.name))
         if gap is not None:
             raise errors.UserError(gap)
         if options.warm_evaluator:  # the warm evaluator is a plugin's (the campaign's): missing, say so now

@@ -140,15 +140,27 @@ def _copy_shared_demo(track: Track, task: TaskSpec, shared: Path, data_root: Pat
     return load(task, data_root)
 
 
+def unstaged(task: TaskSpec, data_root: Path) -> str:
+    """The line for a dataset task with no staging: what to download and the command that stages it (it said
+    "data root ... does not exist" when no task was staged yet, and never which download PATH is)."""
+    where = (f"under {data_root}" if data_root.exists() else
+             f"(the data root {data_root} does not exist; staged elsewhere: --data-root or AUTOMEDBENCH_DATA)")
+    download = f" ({task.dataset[:200]})" if task.dataset else ""
+    return (f"task {task.id} is not staged {where}; download its data{download}, then: automedbench stage {task.id} "
+            "--from PATH")
+
+
 def load(task: TaskSpec, data_root: Path) -> StagedData:
     if not data_root.exists():
+        if not task.demo:
+            raise UserError(unstaged(task, data_root))
         raise UserError(f"data root {data_root} does not exist (set --data-root or AUTOMEDBENCH_DATA)")
     dest = task_dir(data_root, task)
     recover_locked(dest)  # a swap a crash interrupted: the previous staging comes back first
     stamp = dest / STAMP
     if not stamp.exists():
-        hint = "" if task.demo else f"; run: automedbench stage {task.id} --from PATH"
-        raise UserError(f"task {task.id} is not staged under {data_root}{hint}")
+        raise UserError(unstaged(task, data_root) if not task.demo else f"task {task.id} is not staged under "
+                        f"{data_root}")
     info = json.loads(stamp.read_text())
     if _format(info) < STAGING_FORMAT:
         raise UserError(f"task {task.id} under {data_root} was staged by an older AutoMedBench (staging format "
@@ -232,28 +244,54 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
 
 def _run_stager(track: Track, task: TaskSpec, dest: Path, source: Path | None) -> StagedData:
     """The track's stager; from a download, its opens of the download guarded (`hostile_download_guard`), and
-    anything it raises but a `UserError` becomes one line too.
+    anything it raises but a `UserError` becomes one line too. A library the stager imports that this Python
+    lacks is one line naming the install, demo or download (`missing_library`).
 
     A download is untrusted input: a damaged archive member (bad CRC), a truncated gzip stream or a header
     holding NaN reaches parsers whose many exception types no stager can list. Whatever they raise is the
     download's fault and is said in one line naming where it was raised, never a traceback."""
     with hostile_download_guard(source, dest):  # nothing when there is no download
-        if source is None:
-            return track.stage(task, dest, source)
         try:
             return track.stage(task, dest, source)
         except UserError as exc:
-            if "\n" not in str(exc):
+            if source is None or "\n" not in str(exc):
                 raise
             raise UserError(" ".join(str(exc).split())) from exc  # a parser's message quoted with its line breaks
         except (KeyboardInterrupt, SystemExit, GeneratorExit):
             raise
         except Exception as exc:
+            missing = missing_library(track, task, exc) if isinstance(exc, ModuleNotFoundError) else None
+            if missing is not None:  # the machine lacks a library, not the download's fault nor a bug
+                raise UserError(missing) from exc
+            if source is None:  # a demo's generator: the track's own code, its traceback says where
+                raise
             frames = traceback.extract_tb(exc.__traceback__)
             where = f" in {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
             detail = " ".join(str(exc).split())[:200]
             raise UserError(f"{task.id}: the download could not be staged ({type(exc).__name__}{where}: "
                             f"{detail}); a damaged or crafted file? Nothing was published") from exc
+
+
+def missing_library(track: Track, task: TaskSpec, exc: ModuleNotFoundError) -> str | None:
+    """The one line for a stager that imports a library this Python lacks (a track installed without its
+    dependencies: a traceback ending in `No module named 'pydicom'`, or for a download "a damaged or crafted
+    file?"), naming what to install; None when the module is present or the track's own (a bug, not an install)."""
+    import importlib.util
+
+    from .plugins import track_install_line
+
+    name = (exc.name or "").split(".")[0]
+    own = type(track).__module__.split(".")[0]
+    if not name or name == own:
+        return None
+    try:
+        if importlib.util.find_spec(name) is not None:  # there: a module inside it is missing (its bug)
+            return None
+    except (ImportError, ValueError):  # ValueError: None in sys.modules, as a blocked import
+        pass
+    line = track_install_line(track.name)
+    install = line.split(": ", 1)[1] if line else f"install the {track.name} track's package with its dependencies"
+    return f"staging {task.id} needs the Python module {name!r}, which this Python cannot import: {install}"
 
 
 def _write_stamp(path: Path, task: TaskSpec, case_ids: list[str], public: Path, private: Path,

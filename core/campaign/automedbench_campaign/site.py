@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
-from automedbench.engine import RunFolder, copy_verified
+from automedbench.engine import RunFolder, copy_verified, registry
 
 from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build
 from .store import RunTable
@@ -336,13 +336,37 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
     colours = _agent_colours(sorted(by_agent))
     chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours])
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
+    ran = {str(sub["task_id"][i]) for i in range(len(sub))}
     return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
-            + "<h2>Per agent and tier</h2>"
+            + _measures(track, ran) + "<h2>Per agent and tier</h2>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + "<h2>Tasks</h2>"
             + _table(tasks, ("task_id",), {"task_id": lambda key: "../" + _task_page(key["task_id"])})
             + _legend(list(colours.items())) + f'<div class="charts">{chart}</div>'
             + _runs(table, pages, rows, up="../", title=f"Runs on {track}", heading="h2"))
+
+
+MAX_MEASURED_TASKS = 60  # tasks listed under "what it measures" on a track's page
+
+
+def _measures(track: str, ran: set[str]) -> str:
+    """What the track measures: the stages every run is graded on, then each task's title and metric from the
+    installed track (a task with runs here linked to its page); a track's page gave numbers only, with no word of
+    what they score."""
+    intro = ("<p>Every run is graded on the five stages of its work (S1 Plan, S2 Setup, S3 Validate, S4 Inference, "
+             "S5 Submit: Agentic) and on its task's metric over the held-out cases (Task); Overall is "
+             "0.5 Agentic + 0.5 Task.</p>")
+    try:
+        specs = registry().track(track).tasks()
+    except Exception:  # not installed here (a site built from another machine's runs): the runs still say it
+        return (intro + f'<p class="note">The {esc(track, 200)} track is not installed here: each run\'s page '
+                "names its task's metric.</p>")
+    items = []
+    for spec in sorted(specs, key=lambda t: (t.id not in ran, t.id))[:MAX_MEASURED_TASKS]:
+        name = (f'<a href="../{_task_page(spec.id)}">{esc(spec.id, 200)}</a>' if spec.id in ran
+                else esc(spec.id, 200))
+        items.append(f"<li>{name}: {esc(spec.title, 300)}; metric: {esc(spec.metric, 400)}</li>")
+    return f'<h2 id="measures">What it measures</h2>{intro}<ul class="measures">{"".join(items)}</ul>'
 
 
 def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:

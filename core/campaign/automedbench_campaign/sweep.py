@@ -167,7 +167,8 @@ def validate(config: SweepConfig, registry: Any) -> None:
     for task_id in config.tasks:
         track, task = registry.task(task_id)
         track.check_evaluation_options(config.run.eval_options)  # one line now, not a failure in every run
-        gap = sandbox_gap(track, task, backend)  # the sandbox lacks what the task's method needs: say so once
+        # the track's install or the sandbox lacks what the task's method needs: say so once
+        gap = sandbox_gap(track, task, backend, registry.distribution("track", track.name))
         if gap is not None:
             raise UserError(gap)
         for tier in config.tiers:

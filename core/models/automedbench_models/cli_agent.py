@@ -153,13 +153,11 @@ def stop_message(name: str, code: int | None, turn: int) -> str:
 class CliAgent(Agent):
     session_calls = True  # turn 1 runs the CLI itself: its steps are what it logged (imported) or the harness saw
 
-    def __init__(self, spec: CliAgentSpec | str | None = None, **options: Any) -> None:
+    def __init__(self, spec: CliAgentSpec | str | None = None) -> None:
         if spec is None:
             raise UserError("the cli agent needs --agent-option spec=cli.yaml (install, command, log_format)")
         if not isinstance(spec, CliAgentSpec):
             spec = load_spec(Path(spec).expanduser())
-        if options:
-            raise UserError(f"cli agent: unknown option(s) {', '.join(sorted(options))}")
         if spec.log_format not in LOG_PARSERS:
             raise UserError(f"cli agent {spec.name}: unknown log_format {spec.log_format!r}; known: "
                             f"{', '.join(LOG_PARSERS)}")

@@ -180,6 +180,12 @@ class InstalledAgent(CliAgent):
         parsed = urllib.parse.urlsplit(self.base_url)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise UserError(f"{system.name}: base_url {self.base_url!r} is not an http(s) URL")
+        unresolved = unresolvable(parsed.hostname)
+        if unresolved:  # every call would fail: the programs retried for minutes (mini-swe-agent 280 s) first
+            raise UserError(f"{system.name}: the model provider's host {parsed.hostname} ({self.base_url}) cannot be "
+                            f"resolved on this machine ({unresolved}), and the harness's gateway reaches it from "
+                            "here: check the network or DNS, or name another endpoint with --agent-option "
+                            "base_url=URL")
         key_env = api_key_env or (("ANTHROPIC_API_KEY" if self.wire == "anthropic" else system.key_env)
                                   if system.wire == "provider" else system.key_env)
         self.api_key: str | None = None
@@ -383,6 +389,20 @@ class InstalledAgent(CliAgent):
         if self.dir_fd is not None:
             os.close(self.dir_fd)
             self.dir_fd = None
+
+
+def unresolvable(host: str) -> str:
+    """Why `host` has no address here (the resolver's words), or "": the gateway connects to the provider from this
+    machine, directly (no proxy), so a name it cannot resolve fails every call of the session."""
+    import socket
+
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return str(exc.strerror or exc)
+    except (OSError, UnicodeError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
 
 
 def _last_error_line(messages: list[dict[str, Any]]) -> str:

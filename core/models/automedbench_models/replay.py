@@ -20,7 +20,7 @@ from automedbench.engine import RunFolder
 class ReplayAgent(Agent):
     name = "replay"
 
-    def __init__(self, trajectory: str = "", **options: Any) -> None:
+    def __init__(self, trajectory: str = "", rewrite_paths: str = "true", allow_torn: str = "false") -> None:
         if not trajectory:
             raise UserError("the replay agent needs --agent-option trajectory=runs/<id>/trajectory.jsonl")
         path = Path(trajectory).expanduser()
@@ -28,12 +28,8 @@ class ReplayAgent(Agent):
             path = RunFolder(path).trajectory
         if not path.is_file():
             raise UserError(f"replay: {path}: no such trajectory")
-        unknown = sorted(set(options) - {"rewrite_paths", "allow_torn"})
-        if unknown:
-            raise UserError(f"replay: unknown option(s) {', '.join(unknown)}; known: trajectory, rewrite_paths, "
-                            "allow_torn")
         torn = torn_line(path)
-        if torn is not None and str(options.get("allow_torn", "false")).lower() not in ("1", "true", "yes"):
+        if torn is not None and str(allow_torn).lower() not in ("1", "true", "yes"):
             raise UserError(f"replay: {path}: line {torn} is not valid JSON (torn or edited); "
                             "--agent-option allow_torn=true replays the turns before it")
         events = read_events(path)
@@ -44,7 +40,7 @@ class ReplayAgent(Agent):
                               if e.get("type") == "tool" and e.get("call_id")}
         start = next((e for e in events if e.get("type") == "start"), {})
         self.old_paths = {k: start.get(k) for k in ("data_dir", "workspace_dir") if start.get(k)}
-        self.rewrite = str(options.get("rewrite_paths", "true")).lower() not in ("0", "false", "no")
+        self.rewrite = str(rewrite_paths).lower() not in ("0", "false", "no")
         self.new_paths: dict[str, str] = {}
         self.position = 0
         self.divergences = 0

@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.engine import RunFolder
+from automedbench.engine import RunFolder, next_step
 
 from .evidence import Anchors, item_links
 from .gallery import case_figure, kept_scripts, picture_index, pictures_legend, plan_section, scripts_section
@@ -49,6 +49,7 @@ def _header(data: dict[str, Any]) -> str:
     rows = [("task", h.get("task")), ("tier", h.get("tier")), ("agent", h.get("agent")),
             ("sandbox", h.get("sandbox")), ("judge", h.get("judge")), ("started", h.get("started_at")),
             ("state", f"{data.get('state')} ({data.get('end_reason')})"), ("error", data.get("error") or "–"),
+            *([("next", step)] if (step := next_step(str(data.get("end_reason") or ""), h)) else []),
             ("versions", ", ".join(f"{k} {v}" for k, v in (h.get("versions") or {}).items())),
             ("cost", f"${rt.get('cost_usd', 0):.4f} agent + ${rt.get('judge_cost_usd', 0):.4f} judge"),
             ("tokens", f"{rt.get('tokens_in', 0)} in, {rt.get('tokens_out', 0)} out"),
