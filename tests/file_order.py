@@ -76,10 +76,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "tests/test_runpage_demos.py"),
     # the segmentation demo's Lite runs cached per process by tests/conftest.py's `run_agent` (about 5 CPU-s each):
     # these files compare their runs with the reference's or read its folder, and test_scripted_runs.py and
-    # test_codes_detectors.py run the same flawed variants; spread over the workers, each worker ran them again
+    # test_codes_detectors.py run the same flawed variants; spread over the workers, each worker ran them again.
+    # The UX rounds' run page tests read the same runs, and both make the VQA demo's Lite reference run
     "segmentation-reference-run": tuple(f"tests/test_{name}.py" for name in (
         "scripted_runs", "warm_evaluator", "judge_trust", "backends_anthropic", "backends_replay_cli",
-        "backends_openai", "cli_newuser", "codes_detectors", "rubric_model")),
+        "backends_openai", "cli_newuser", "codes_detectors", "rubric_model", "ux_round18", "ux_round19")),
 }
 
 # groups for the slow tier only: group name -> files that join GROUPS' group of that name (or form one) in a session
