@@ -5,7 +5,8 @@ collection order. Longest first, the workers end within about one short file of 
 (a hand-kept list of long files first, then the rest as collected) a long file started late held one worker
 while the other had finished. tests/conftest.py sorts the collection with `order` and, with
 AUTOMEDBENCH_FILE_TIMES=update, writes the seconds a session measured into the table with `merge`.
-The table only orders: a file missing from it goes first (a new file may be long), a stale entry is harmless.
+The table only orders: a file missing from it, or from the tier it runs in, goes first (new tests may be long); a
+stale entry costs at most a late long file.
 
 Files that pay the same cost the first time a process needs it, or share a cached run, form a group (`GROUPS`):
 one unit of work that xdist hands to one worker whole (tests/conftest.py's scheduler), ordered by the group's
@@ -157,10 +158,13 @@ def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str
           groups: Mapping[str, Iterable[str]] | None = None) -> list[str]:
     """The files, longest unit first: a file's length is its seconds in the tiers its selected tests are in, a
     group's the sum of its files' (`GROUPS`, or `groups`), whose files follow each other, longest first; files
-    the table does not name come first, in their given order (the sorts are stable)."""
+    the table does not name for a tier their selected tests are in come first, in their given order (the sorts
+    are stable). Such a file's tests in that tier are new: counted as 0 s, a whole-demo-run test added to a file
+    the table knew only in the other tier went last and left its worker running alone."""
     def seconds(name: str) -> float:
-        known = table.get(name)
-        return float("inf") if known is None else sum(known.get(tier, 0.0) for tier in tiers_by_file[name])
+        known = table.get(name, {})
+        tiers = tiers_by_file[name]
+        return sum(known[tier] for tier in tiers) if all(tier in known for tier in tiers) else float("inf")
 
     units: dict[str, list[str]] = {}
     for name in tiers_by_file:
