@@ -91,9 +91,10 @@ SLOW_GROUPS: dict[str, tuple[str, ...]] = {
     # is the same run (same `amb_run` key) as these files' slow tests make: ~17 CPU-s of runs made once
     "torch-in-process": tuple(f"plugins/{track}/tests/test_{track}_runs.py"
                               for track in ("detection", "enhancement", "synthesis", "vqa")),
-    # their slow tests compare their runs with the segmentation demo's Lite (and Pro) reference run
-    "segmentation-reference-run": tuple(f"tests/test_{name}.py"
-                                        for name in ("inspect_bridge", "backends_openweight", "paper_rules")),
+    # their slow tests compare their runs with the segmentation demo's Lite (and Pro) reference run; the red-team
+    # round 21's with the Standard one, the run page's (routed to this group, SLOW_TESTS)
+    "segmentation-reference-run": tuple(f"tests/test_{name}.py" for name in (
+        "inspect_bridge", "backends_openweight", "paper_rules", "backends_textshapes", "redteam_round21")),
 }
 
 # single tests that go with a group in the slow tier (node id -> group), not with their file: xdist's scheduler
