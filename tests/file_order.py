@@ -108,8 +108,9 @@ SLOW_TESTS: dict[str, str] = {
     # same `amb_run` key), made once for both; in its file's group it made a run of its own (38.8 CPU-s with two cold
     # evaluations, one now: BENCHMARKS.md, "The slow tier mapped")
     "tests/test_warm_evaluator.py::test_report_demo_scores_the_same_warm_and_cold": "report_gen-meteor",
-    # the run page of segmentation/demo: its skip-validate Lite run is test_codes_detectors.py's (run_agent is
-    # amb_run): with that file's slow tests in one process 45.9 CPU-s with separate caches, 40.3 with one
+    # the run page of segmentation/demo: its Standard reference run is test_redteam_round21.py's slow test's
+    # (run_agent is amb_run; its skip-validate Lite run was test_codes_detectors.py's slow tests', which now run in
+    # the fast tier beside test_scripted_runs.py's same runs)
     "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
     "[segmentation/demo]": "segmentation-reference-run",
 }
