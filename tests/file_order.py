@@ -5,7 +5,8 @@ collection order. Longest first, the workers end within about one short file of 
 (a hand-kept list of long files first, then the rest as collected) a long file started late held one worker
 while the other had finished. tests/conftest.py sorts the collection with `order` and, with
 AUTOMEDBENCH_FILE_TIMES=update, writes the seconds a session measured into the table with `merge`.
-The table only orders: a file missing from it goes first (a new file may be long), a stale entry is harmless.
+The table only orders: a file missing from it, or from the tier it runs in, goes first (new tests may be long); a
+stale entry costs at most a late long file.
 
 Files that pay the same cost the first time a process needs it, or share a cached run, form a group (`GROUPS`):
 one unit of work that xdist hands to one worker whole (tests/conftest.py's scheduler), ordered by the group's
@@ -76,10 +77,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "tests/test_runpage_demos.py"),
     # the segmentation demo's Lite runs cached per process by tests/conftest.py's `run_agent` (about 5 CPU-s each):
     # these files compare their runs with the reference's or read its folder, and test_scripted_runs.py and
-    # test_codes_detectors.py run the same flawed variants; spread over the workers, each worker ran them again
+    # test_codes_detectors.py run the same flawed variants; spread over the workers, each worker ran them again.
+    # The UX rounds' run page tests read the same runs, and both make the VQA demo's Lite reference run
     "segmentation-reference-run": tuple(f"tests/test_{name}.py" for name in (
         "scripted_runs", "warm_evaluator", "judge_trust", "backends_anthropic", "backends_replay_cli",
-        "backends_openai", "cli_newuser", "codes_detectors", "rubric_model")),
+        "backends_openai", "cli_newuser", "codes_detectors", "rubric_model", "ux_round18", "ux_round19")),
 }
 
 # groups for the slow tier only: group name -> files that join GROUPS' group of that name (or form one) in a session
@@ -89,9 +91,10 @@ SLOW_GROUPS: dict[str, tuple[str, ...]] = {
     # is the same run (same `amb_run` key) as these files' slow tests make: ~17 CPU-s of runs made once
     "torch-in-process": tuple(f"plugins/{track}/tests/test_{track}_runs.py"
                               for track in ("detection", "enhancement", "synthesis", "vqa")),
-    # their slow tests compare their runs with the segmentation demo's Lite (and Pro) reference run
-    "segmentation-reference-run": tuple(f"tests/test_{name}.py"
-                                        for name in ("inspect_bridge", "backends_openweight", "paper_rules")),
+    # their slow tests compare their runs with the segmentation demo's Lite (and Pro) reference run; the red-team
+    # round 21's with the Standard one, the run page's (routed to this group, SLOW_TESTS)
+    "segmentation-reference-run": tuple(f"tests/test_{name}.py" for name in (
+        "inspect_bridge", "backends_openweight", "paper_rules", "backends_textshapes", "redteam_round21")),
 }
 
 # single tests that go with a group in the slow tier (node id -> group), not with their file: xdist's scheduler
@@ -105,8 +108,9 @@ SLOW_TESTS: dict[str, str] = {
     # same `amb_run` key), made once for both; in its file's group it made a run of its own (38.8 CPU-s with two cold
     # evaluations, one now: BENCHMARKS.md, "The slow tier mapped")
     "tests/test_warm_evaluator.py::test_report_demo_scores_the_same_warm_and_cold": "report_gen-meteor",
-    # the run page of segmentation/demo: its skip-validate Lite run is test_codes_detectors.py's (run_agent is
-    # amb_run): with that file's slow tests in one process 45.9 CPU-s with separate caches, 40.3 with one
+    # the run page of segmentation/demo: its Standard reference run is test_redteam_round21.py's slow test's
+    # (run_agent is amb_run; its skip-validate Lite run was test_codes_detectors.py's slow tests', which now run in
+    # the fast tier beside test_scripted_runs.py's same runs)
     "tests/test_runpage_demos.py::test_every_item_links_its_evidence_and_every_case_has_its_picture"
     "[segmentation/demo]": "segmentation-reference-run",
 }
@@ -156,10 +160,13 @@ def order(tiers_by_file: Mapping[str, set[str]], table: Mapping[str, Mapping[str
           groups: Mapping[str, Iterable[str]] | None = None) -> list[str]:
     """The files, longest unit first: a file's length is its seconds in the tiers its selected tests are in, a
     group's the sum of its files' (`GROUPS`, or `groups`), whose files follow each other, longest first; files
-    the table does not name come first, in their given order (the sorts are stable)."""
+    the table does not name for a tier their selected tests are in come first, in their given order (the sorts
+    are stable). Such a file's tests in that tier are new: counted as 0 s, a whole-demo-run test added to a file
+    the table knew only in the other tier went last and left its worker running alone."""
     def seconds(name: str) -> float:
-        known = table.get(name)
-        return float("inf") if known is None else sum(known.get(tier, 0.0) for tier in tiers_by_file[name])
+        known = table.get(name, {})
+        tiers = tiers_by_file[name]
+        return sum(known[tier] for tier in tiers) if all(tier in known for tier in tiers) else float("inf")
 
     units: dict[str, list[str]] = {}
     for name in tiers_by_file:

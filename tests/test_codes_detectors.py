@@ -22,6 +22,12 @@ from click.testing import CliRunner
 OUTPUTS = ["organ.nii.gz", "lesion.nii.gz"]
 
 
+# The tests below read real runs of the scripted agents through `run_agent`, the worker's run cache: the same runs
+# (same agents, same default options) as test_scripted_runs.py makes, in the same file group (tests/file_order.py).
+# They run in the fast tier beside it, where each is a cache hit; in the slow tier they made all nine runs again
+# (34.7 CPU-s there; BENCHMARKS.md, "Test time, round 10"). Alone, one test makes its one run (~5 CPU-s).
+
+
 def e_codes(result) -> set[str]:
     return {c.code for c in result.error_codes if c.code.startswith("E")}
 
@@ -36,7 +42,6 @@ def e_codes(result) -> set[str]:
     ("incomplete", {"E4", "E5"}),
     ("noop", {"E5"}),
 ])
-@pytest.mark.slow  # a whole demo run per flawed agent
 def test_flawed_agents_fire_their_codes(run_agent, agent, expected):
     result, _ = run_agent(agent)
     assert e_codes(result) == expected, [(c.code, c.message) for c in result.error_codes]
@@ -45,7 +50,6 @@ def test_flawed_agents_fire_their_codes(run_agent, agent, expected):
             assert code.source.startswith("detector:") and code.message
 
 
-@pytest.mark.slow  # a whole demo run
 def test_codes_carry_evidence_turns(run_agent):
     result, run_dir = run_agent("skip-validate")
     (e3,) = [c for c in result.error_codes if c.code == "E3"]
@@ -56,7 +60,6 @@ def test_codes_carry_evidence_turns(run_agent):
     assert batch_turns == [batch[0]["turn"]]
 
 
-@pytest.mark.slow  # a whole demo run
 def test_breach_is_not_an_error_code(run_agent):
     result, _ = run_agent("breach")
     assert result.isolation.breached
@@ -64,7 +67,6 @@ def test_breach_is_not_an_error_code(run_agent):
     assert [c.code for c in result.error_codes] == ["H-BREACH"]
 
 
-@pytest.mark.slow  # whole demo runs, retagged
 def test_retagging_never_changes_a_score(run_agent, reg, tmp_path):
     _, run_dir = run_agent("wrong-format")
     dest = tmp_path / run_dir.name
@@ -102,7 +104,6 @@ def test_without_a_tagging_step_a_run_says_why_it_has_no_codes(run_agent, reg):
     assert tagged.error_codes == []  # the reference run fires nothing, and says nothing
     assert tag_run(run_dir, untagged, reg, OUTPUTS) == [] and untagged.error_codes == []
 
-@pytest.mark.slow  # whole demo runs through the CLI
 def test_codes_command_retags_stored_runs(run_agent, tmp_path, monkeypatch):
     _, run_dir = run_agent("no-submit")
     dest = tmp_path / "runs" / run_dir.name

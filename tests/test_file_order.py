@@ -38,6 +38,10 @@ def test_longest_first_by_the_tiers_selected_and_unknown_files_before_all():
     # both tiers at once (a plain `pytest` run): each file's sum
     both = {"a.py": {"fast", "slow"}, "b.py": {"fast"}, "c.py": {"slow"}}
     assert file_order.order(both, table) == ["a.py", "c.py", "b.py"]
+    # a file the table names only for the other tier is as unknown as a new one there (its tests there are new)
+    assert file_order.order({"a.py": {"slow"}, "b.py": {"slow"}, "c.py": {"slow"}}, table) == ["b.py", "a.py", "c.py"]
+    assert file_order.order({"d.py": {"fast"}, "c.py": {"fast", "slow"}, "b.py": {"fast"}}, table) == \
+        ["c.py", "b.py", "d.py"]
 
 
 @pytest.mark.parametrize("text", ["", "[1, 2]", "{not json", '{"a.py": [1]}', '{"a.py": {"fast": "x"}}',
