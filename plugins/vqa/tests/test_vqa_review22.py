@@ -113,3 +113,14 @@ def test_what_names_a_letter_and_what_does_not():
         assert names_letters(text), text
     for text in ("Hepatitis A", "Vitamin B deficiency", "only a few cells", "Type C lesion", "all except the aorta"):
         assert not names_letters(text), text
+
+
+def test_an_answer_nested_too_deep_is_invalid_with_its_reason(tmp_path):
+    """Round 22 gave an integer past the digit limit its own reason; arrays nested 200,000 deep (under 1 MiB)
+    still reached the evaluator as "checker error: RecursionError"."""
+    from automedbench_vqa.contract import check_answer_file
+
+    path = tmp_path / "answer.json"
+    path.write_text('{"question_id": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    check = check_answer_file(path, "q1", {"mode": "open_ended"})
+    assert check.kind == "invalid" and check.reasons == ["answer.json: JSON nested too deep for an answer record"]
