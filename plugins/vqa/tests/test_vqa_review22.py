@@ -124,3 +124,28 @@ def test_an_answer_nested_too_deep_is_invalid_with_its_reason(tmp_path):
     path.write_text('{"question_id": ' + "[" * 200_000 + "]" * 200_000 + "}")
     check = check_answer_file(path, "q1", {"mode": "open_ended"})
     assert check.kind == "invalid" and check.reasons == ["answer.json: JSON nested too deep for an answer record"]
+
+
+def test_an_embedded_list_spaced_or_broken_otherwise_than_the_options_is_dealt_with_them():
+    """The question lists "(B)Holden: oil\\n  paintings" where the options say "Holden: oil paintings" (a wrapped
+    line, no space after the letter, doubled spaces): before, every such question kept the dataset's order (0 of
+    40 dealt); now the list is matched up to spacing, dealt with the options, each option keeping its wording."""
+    import random
+    import re
+
+    from automedbench_vqa.data.option_order import deal_options
+
+    options = {"A": "Farley: sculptures", "B": "Holden: oil paintings", "C": "Garcia:  watercolors", "D": "none"}
+    listed = {"A": "Farley: sculptures", "B": "Holden: oil\n  paintings", "C": "Garcia: watercolors", "D": "none"}
+    text = "Which ordering is acceptable? Answer Choices: " + " ".join(f"({k}){v}" for k, v in listed.items())
+    dealt = 0
+    for seed in range(40):
+        question, gold = deal_options({"question": text, "options": options}, {"answer_label": "B"},
+                                      random.Random(seed))
+        shown = dict(re.findall(r"\(([A-E])\)(.*?)\s*(?=\([A-E]\)|$)", question["question"], re.S))
+        assert {k: " ".join(v.split()) for k, v in shown.items()} == \
+            {k: " ".join(v.split()) for k, v in question["options"].items()}
+        assert " ".join(question["options"][gold["answer_label"]].split()) == "Holden: oil paintings"
+        assert ("Holden: oil\n  paintings" in question["question"]) and question["question"].startswith(text[:46])
+        dealt += question["options"] != options
+    assert dealt >= 30

@@ -63,9 +63,14 @@ def _text_key(text: Any) -> str:
     return " ".join(str(text).casefold().split())
 
 
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[str, str, str]]] | None:
-    """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order: (text
-    up to the list's first option, [(gap after "(X)", option text, whitespace after it)]); None otherwise."""
+    """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order (up to
+    spacing): (text up to the list's first option, [(gap after "(X)", option text as listed, whitespace after
+    it)]); None otherwise."""
     marker = _CHOICES.search(question)
     if marker is None:
         return None
@@ -77,7 +82,7 @@ def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[s
     for k, m in enumerate(found):
         raw = tail[m.end(): found[k + 1].start() if k + 1 < len(found) else len(tail)]
         text = raw.rstrip()
-        if text.strip() != options[m.group(1)].strip():
+        if _spaced(text) != _spaced(options[m.group(1)]):  # a wrapped line or doubled space is the same option
             return None
         parts.append((m.group(0)[3:], text, raw[len(text):]))
     return question[:marker.end() + found[0].start()], parts
@@ -113,6 +118,7 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
     new_question = {**question, "options": new_options}
     if embedded is not None:
         head, parts = embedded
+        listed = {k: shown for k, (_, shown, _) in zip(letters, parts, strict=True)}  # each option as the list words it
         new_question["question"] = head + "".join(
-            f"({k}){gap}{new_options[k].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
+            f"({k}){gap}{listed[source[k]].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
     return new_question, {**gold, "answer_label": new_label}
