@@ -118,7 +118,7 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
     new_question = {**question, "options": new_options}
     if embedded is not None:
         head, parts = embedded
-        listed = {k: shown for k, (_, shown, _) in zip(letters, parts, strict=True)}  # each option as the list words it
+        # each option written as the options give it: a line wrapped where the list wrapped would tell its old place
         new_question["question"] = head + "".join(
-            f"({k}){gap}{listed[source[k]].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
+            f"({k}){gap}{new_options[k].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
     return new_question, {**gold, "answer_label": new_label}
