@@ -150,3 +150,23 @@ def test_an_embedded_list_spaced_or_broken_otherwise_than_the_options_is_dealt_w
         assert "oil\n" not in question["question"] and question["question"].startswith(text[:46])
         dealt += question["options"] != options
     assert dealt >= 30
+
+
+def test_one_secret_deals_one_order_in_any_process():
+    """The draw is the secret's HMAC per source id: the same in processes of other hash seeds, other per key."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom automedbench.api import StagingSecret\n"
+              "from automedbench_vqa.data.option_order import deal_options\n"
+              "secret = StagingSecret(sys.argv[1].encode() * 32)\n"
+              "for i in range(30):\n"
+              "    options = {k: f'{k.lower()} finding {i}' for k in 'ABCDE'}\n"
+              "    q, g = deal_options({'question': 'Q?', 'options': options}, {'answer_label': 'A'},"
+              " secret.rng(f'options\\0MM-{i}'))\n"
+              "    print(''.join(v[0] for v in q['options'].values()), g['answer_label'])\n")
+    runs = [subprocess.run([sys.executable, "-c", script, key], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for key, seed in
+            (("k", "0"), ("k", "1"), ("k", "4242"), ("m", "0"))]
+    assert runs[0] == runs[1] == runs[2] and runs[0] != runs[3] and len(set(runs[0].split())) > 20
