@@ -170,3 +170,20 @@ def test_one_secret_deals_one_order_in_any_process():
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for key, seed in
             (("k", "0"), ("k", "1"), ("k", "4242"), ("m", "0"))]
     assert runs[0] == runs[1] == runs[2] and runs[0] != runs[3] and len(set(runs[0].split())) > 20
+
+
+def test_the_staged_order_is_the_saved_secret_s_draw(staged):
+    """The staging's saved secret deals every staged question again as published (an audit can re-derive it)."""
+    from automedbench.api import StagingSecret
+    from automedbench_vqa.data.option_order import deal_options
+
+    data, _ = staged
+    secret = StagingSecret.load(data.private / "staging.secret")
+    for qid in data.case_ids:
+        question, gold = _read(data, qid)
+        options, label = _question(int(gold["source_id"].split("-")[1]))
+        original = {**question, "options": options, "question": "Case {}: which is right? Answer Choices: ".format(
+            gold["source_id"].split("-")[1]) + " ".join(f"({k}) {v}" for k, v in options.items())}
+        again, again_gold = deal_options(original, {"answer_label": label}, secret.rng(f"options\0{gold['source_id']}"))
+        assert (again["options"], again["question"], again_gold["answer_label"]) == \
+            (question["options"], question["question"], gold["answer_label"])
