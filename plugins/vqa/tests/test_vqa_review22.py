@@ -41,14 +41,17 @@ def _question(i: int) -> tuple[dict[str, str], str]:
     return words, "ABCD"[i % 4]
 
 
+def _text(i: int, options: dict[str, str]) -> str:
+    return f"Case {i}: which is right? Answer Choices: " + " ".join(f"({k}) {v}" for k, v in options.items())
+
+
 def _download(root: Path) -> Path:
     (root / "MM").mkdir(parents=True)
     (root / "images").mkdir()
     lines = []
     for i in range(N):
         options, label = _question(i)
-        text = f"Case {i}: which is right? Answer Choices: " + " ".join(f"({k}) {v}" for k, v in options.items())
-        lines.append(json.dumps({"id": f"MM-{i}", "question": text, "options": options, "label": label,
+        lines.append(json.dumps({"id": f"MM-{i}", "question": _text(i, options), "options": options, "label": label,
                                  "images": [f"MM-{i}.jpeg"], "question_type": "Reasoning"}))
         buffer = io.BytesIO()
         Image.new("RGB", (16, 12), (i, 40, 90)).save(buffer, format="JPEG")
@@ -181,9 +184,9 @@ def test_the_staged_order_is_the_saved_secret_s_draw(staged):
     secret = StagingSecret.load(data.private / "staging.secret")
     for qid in data.case_ids:
         question, gold = _read(data, qid)
-        options, label = _question(int(gold["source_id"].split("-")[1]))
-        original = {**question, "options": options, "question": "Case {}: which is right? Answer Choices: ".format(
-            gold["source_id"].split("-")[1]) + " ".join(f"({k}) {v}" for k, v in options.items())}
+        source = int(gold["source_id"].split("-")[1])
+        options, label = _question(source)
+        original = {**question, "options": options, "question": _text(source, options)}
         again, again_gold = deal_options(original, {"answer_label": label}, secret.rng(f"options\0{gold['source_id']}"))
         assert (again["options"], again["question"], again_gold["answer_label"]) == \
             (question["options"], question["question"], gold["answer_label"])
