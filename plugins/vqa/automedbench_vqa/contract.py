@@ -56,6 +56,8 @@ def read_json_object(path: Path, limit: int = MAX_ANSWER_BYTES) -> tuple[dict[st
         return None, f"{name}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}; truncated?)"
     except ValueError as exc:  # an integer past Python's digit limit: invalid JSON to the original too
         return None, f"{name}: not valid JSON ({str(exc)[:80]})"
+    except RecursionError:  # arrays nested ~1000 deep (a 1 MiB file holds 500,000): no answer has them
+        return None, f"{name}: JSON nested too deep for an answer record"
     if not isinstance(value, dict):
         return None, f"{name}: expected a JSON object, got {type(value).__name__}"
     return value, ""

@@ -11,9 +11,13 @@ What keeps its place, and why:
 - an option whose meaning is its place ("all of the above", "none of these", "neither") keeps its letter;
   the other options are dealt among the remaining letters. Moved, "all of the above" would stand above
   options it claims to cover.
-- a question whose options or text name options by letter ("both A and B", "A and C", "option B", a
-  lettered list in the text other than the one recognised below) keeps the dataset's order entirely:
-  re-lettering references inside free text is guesswork, and such questions are a small share of a set.
+- a question whose options or text name options by letter ("both A and B", "A and C", "option B", "all
+  except C", "A only", a lettered list in the text other than the one recognised below) keeps the dataset's
+  order entirely: re-lettering references inside free text is guesswork, and such questions are a small share
+  of a set. So does one whose options are letters themselves (MMMU's "which labelled structure": A, B, C, D
+  naming marks in the image; dealt, option A would read "C" and a model answering "C" would be refused).
+- a question with two options of one text ("yes" at A and at C) keeps the order: which twin is gold is the
+  dataset's order's, and an answer found by the text takes the first (round 22: dealt, half of them lost).
 - an option list embedded in the question ("Answer Choices: (A) ... (B) ...", MedXpertQA's wording) is
   rewritten in the new order when it lists exactly the options; one that does not keeps the order.
 """
@@ -34,6 +38,10 @@ _LETTER = r"(?<![\w])[A-E](?![\w])"  # an upper-case A-E standing alone (case-se
 _NAMED = re.compile(rf"(?i:\b(options?|choices?|answers?)\s+\(?){_LETTER}")
 _JOINED = re.compile(rf"{_LETTER}\s*(,|&|\+|/|\band\b|\bor\b)\s*{_LETTER}")
 _BRACKETED = re.compile(r"\(([A-E])\)")
+# "all except C", "but not A", "other than B", "A only", "only B", "B alone": one option named by its letter
+_QUALIFIED = re.compile(rf"(?i:\b(except|only|but|not|besides|excluding|than)\s+){_LETTER}"
+                        rf"|{_LETTER}(?i:\s+(only|alone)\b)")
+_BARE = re.compile(r"\s*\(?[A-E][.):]?\s*")  # an option that is a letter: a mark in the image
 _LINE_LETTER = re.compile(r"(?m)^\s*[A-E][.):]\s")
 _CHOICES = re.compile(r"answer\s+choices\s*:", re.I)
 _CHOICE = re.compile(r"\(([A-E])\)[ \t]*")
@@ -46,13 +54,23 @@ def keeps_place(option: str) -> bool:
 
 def names_letters(text: str) -> bool:
     """Text that refers to options by letter ("both A and B", "option C", "(A) ... (B)", "A. ..." lines)."""
-    return bool(_NAMED.search(text) or _JOINED.search(text) or _BRACKETED.search(text)
-                or len(_LINE_LETTER.findall(text)) >= 2)
+    return bool(_NAMED.search(text) or _JOINED.search(text) or _BRACKETED.search(text) or _QUALIFIED.search(text)
+                or _BARE.fullmatch(text) or len(_LINE_LETTER.findall(text)) >= 2)
+
+
+def _text_key(text: Any) -> str:
+    """An option's text as an answer naming it is matched (case and spacing aside)."""
+    return " ".join(str(text).casefold().split())
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[str, str, str]]] | None:
-    """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order: (text
-    up to the list's first option, [(gap after "(X)", option text, whitespace after it)]); None otherwise."""
+    """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order (up to
+    spacing): (text up to the list's first option, [(gap after "(X)", option text as listed, whitespace after
+    it)]); None otherwise."""
     marker = _CHOICES.search(question)
     if marker is None:
         return None
@@ -64,7 +82,7 @@ def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[s
     for k, m in enumerate(found):
         raw = tail[m.end(): found[k + 1].start() if k + 1 < len(found) else len(tail)]
         text = raw.rstrip()
-        if text.strip() != options[m.group(1)].strip():
+        if _spaced(text) != _spaced(options[m.group(1)]):  # a wrapped line or doubled space is the same option
             return None
         parts.append((m.group(0)[3:], text, raw[len(text):]))
     return question[:marker.end() + found[0].start()], parts
@@ -89,6 +107,8 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
         return question, gold  # a list that is not the options: its letters would no longer match
     if names_letters(rest) or any(names_letters(str(o)) for o in options.values()):
         return question, gold
+    if len({_text_key(o) for o in options.values()}) < len(options):
+        return question, gold  # twins: which one is gold is the dataset's order's (module docstring)
     movable = [k for k in letters if not keeps_place(str(options[k]))]
     dealt = list(movable)
     rng.shuffle(dealt)
@@ -98,6 +118,7 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
     new_question = {**question, "options": new_options}
     if embedded is not None:
         head, parts = embedded
+        # each option written as the options give it: a line wrapped where the list wrapped would tell its old place
         new_question["question"] = head + "".join(
             f"({k}){gap}{new_options[k].strip()}{after}" for k, (gap, _, after) in zip(letters, parts, strict=True))
     return new_question, {**gold, "answer_label": new_label}
