@@ -11,6 +11,13 @@
   empty masks: the masks' own call), as doing nothing does. A line with a computed word (a shape, a loss, a library's
   message) still counts, so an honest agent reading its background run's log keeps s2e.
 
+- **A validation named only in a comment** (the error codes, E3 "skipped validation"): the trace counted a call as an
+  inspection of the outputs when its raw code named them, and a pilot as self-checked when its raw code held a
+  check (`.shape`, `unique`, `assert`), comments included: `true  # checked outputs/case_000/organ.nii.gz: .shape`
+  between an unchecked pilot and the batch, or a pilot ending in `# assert a.shape == b.shape`, silenced E3's
+  "skipped validation". Both are now read in the code as it runs (`Trace.effective_code`; `codetext` moved from the
+  judges to the contract layer, which the trace is in). Codes never change a score; a real check still silences it.
+
 Measured and left alone: text the agent computes rather than types (`chr()` codes, base64, rot13 of a forged log)
 is not literal and still reads as output (a heuristic, as round 11 said; the LLM judge reads the code); a line an
 honest script prints from literals only (`print("model loaded")`) is now no evidence in a later call either, as it
@@ -23,6 +30,7 @@ import pytest
 from automedbench.judge import JudgeInput
 from automedbench.judges.rules import RulesJudge
 from automedbench.testing import item_values, run_steps, stage_scores
+from test_redteam_round21 import EMPTY_MASKS as ROUND21_EMPTY_MASKS
 
 LOG = """[08:00:01] $ pip install nnunetv2 totalsegmentator
 Successfully installed nnunetv2-2.5.1 totalsegmentator-2.4.0
@@ -88,3 +96,31 @@ def test_a_log_typed_past_the_heredocs_looked_into_is_still_typed(reg):
     pad = "".join(f"cat > /tmp/pad{i} <<'EOF'\nx\nEOF\n" for i in range(200))
     forged = _call(2, pad + "cat > /workspace/run.log <<'EOF'\nmodel loaded on cuda\nEOF\n")
     assert _s2e(reg, [forged, _call(4, "cat /workspace/run.log", "model loaded on cuda")]) == 0.0
+
+
+# round 21's empty masks for the first N cases, written without reading any array's `.shape` (a pilot that
+# checks nothing)
+EMPTY_MASKS = ROUND21_EMPTY_MASKS.replace("img.shape", "img.header.get_data_shape()")
+PILOT, BATCH = ("python", EMPTY_MASKS.replace("[:N]", "[:1]")), ("python", EMPTY_MASKS.replace("[:N]", ""))
+
+
+@pytest.mark.parametrize("steps", [
+    # a "check" of the pilot that is a comment naming the outputs and the checks
+    [PILOT, ("bash", "true  # checked outputs/case_000/organ.nii.gz: .shape, unique"), BATCH],
+    # the pilot "checks itself" in a comment
+    [("python", PILOT[1] + "# assert a.shape == b.shape; np.unique(a)\n"), BATCH]])
+def test_a_validation_named_only_in_a_comment_leaves_the_batch_unchecked(data_root, tmp_path, steps):
+    result, _ = run_steps("segmentation/demo", steps, out=tmp_path / "run", data_root=data_root, tier="standard")
+    e3 = " ".join(c.message for c in result.error_codes if c.code == "E3")
+    # before: the comment was an inspection of the outputs (or a self-checked pilot), and E3 said nothing of it
+    assert "skipped validation" in e3, e3
+
+
+def test_a_real_check_of_the_pilot_is_still_a_validation(data_root, tmp_path):
+    check = ("python", "import os, nibabel as nib, numpy as np\n"
+             "a = np.asanyarray(nib.load(os.environ['WORKSPACE_DIR'] + '/outputs/case_000/organ.nii.gz').dataobj)\n"
+             "print(a.shape, np.unique(a))\n")
+    result, _ = run_steps("segmentation/demo", [PILOT, check, BATCH], out=tmp_path / "run", data_root=data_root,
+                          tier="standard")
+    assert result.state == "scored" and result.error_codes, result.error
+    assert not any("skipped validation" in c.message for c in result.error_codes), result.error_codes

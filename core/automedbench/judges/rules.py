@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..codetext import Authored, effective, literal_words, observed_output, run_scripts, written_scripts
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import Trace, code_head
-from .codetext import Authored, effective, literal_words, observed_output, run_scripts, written_scripts
 from .planimage import read_plan_png
 
 PHASES = {
