@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from automedbench.judges.codetext import effective, observed_output
+from automedbench.codetext import effective, observed_output
 from automedbench.judges.rules import ENTRYPOINT
 from automedbench.trace import SETUP
 from bench_post_run import analyse as analyse_events  # benchmarks/ is on the path when run as a script

@@ -17,7 +17,7 @@ import re
 import sys
 
 import pytest
-from automedbench.judges.codetext import effective, observed_output
+from automedbench.codetext import effective, observed_output
 from automedbench.judges.rules import ENTRYPOINT, Evidence
 from automedbench.terminal import SafeConsole, csv_cell, json_terminal_safe, terminal_safe
 from automedbench.trace import MAX_CALLS, SETUP, SETUP_PATTERNS, Trace

@@ -355,7 +355,7 @@ def test_plan_image_unit_limits():
     ("python", "\"\"\".shape docstring\"\"\"\nlog.info('np.unique checked')\nx = 1", ["x = 1"], ["shape", "unique"]),
 ])
 def test_effective_code(language, code, keeps, drops):
-    from automedbench.judges.codetext import effective
+    from automedbench.codetext import effective
 
     text = effective(language, code)
     assert all(k in text for k in keeps), text
@@ -363,7 +363,7 @@ def test_effective_code(language, code, keeps, drops):
 
 
 def test_observed_output_drops_printed_literals():
-    from automedbench.judges.codetext import observed_output
+    from automedbench.codetext import observed_output
 
     assert observed_output("python", "print('model loaded')", "model loaded") == ""
     assert observed_output("python", "print('model loaded', 1)", "model loaded 1") == ""

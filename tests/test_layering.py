@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "automedbench.api": CONTRACT,
     "automedbench.agent": CONTRACT,
     "automedbench.agenttext": CONTRACT,
+    "automedbench.codetext": CONTRACT,  # what a call's code runs and what its output observed (trace and rules)
     "automedbench.authoring": CONTRACT,
     "automedbench.detectors": CONTRACT,  # the error-code taxonomy and the detector interface
     "automedbench.errors": CONTRACT,

@@ -50,7 +50,7 @@ def test_a_disguised_echo_earns_no_stage_item(name, data_root, tmp_path):
     ("python", "print(len(cases), 'cases')", "12 cases"),
 ])
 def test_a_line_with_a_computed_word_is_still_evidence(language, code, stdout):
-    from automedbench.judges.codetext import observed_output
+    from automedbench.codetext import observed_output
 
     assert observed_output(language, code, stdout) == stdout
 
@@ -60,7 +60,7 @@ def test_spelling_an_outsized_output_stays_bounded():
     of CPU for the most the judge reads of one call (100 000 characters)."""
     import time
 
-    from automedbench.judges.codetext import observed_output
+    from automedbench.codetext import observed_output
 
     code = "x = [" + ", ".join(repr("ab" * n + "c") for n in range(1, 40)) + "]"
     stdout = "\n".join(" ".join("ab" * 30 + "d" for _ in range(10)) for _ in range(160))

@@ -22,6 +22,8 @@ import re
 from functools import cached_property
 from typing import Any
 
+from .codetext import effective
+
 EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Interrupt))(?::|$)", re.M)
 
 # Agent output is matched only this far (each stream's tail); a call's code only its head.
@@ -130,6 +132,7 @@ class Trace:
         self.assistant = [e for e in events if e.get("type") == "assistant"]
         self.output_names = output_names or []
         self.pilot_checks = pilot_checks
+        self._effective: dict[int, str] = {}
         submits = [e for e in events if e.get("type") == "tool" and e.get("name") == "submit_results"]
         self.submit = submits[-1] if submits else None
 
@@ -215,7 +218,7 @@ class Trace:
         refs = [re.escape(n) for n in self.output_names] + [r"outputs"]
         pattern = re.compile("|".join(refs))
         return [c for c in self.calls if not c.get("changed_cases") and self.outputs_before(c) > 0
-                and pattern.search(code_head(c))]
+                and pattern.search(self.effective_code(c))]
 
     def inspections(self) -> list[dict[str, Any]]:
         """Calls that looked at existing outputs without writing any (pilot checks, verification)."""
@@ -230,7 +233,15 @@ class Trace:
 
     def checked_pilots(self) -> list[dict[str, Any]]:
         """Pilots that wrote and whose own code also checks what they wrote (pilot and check in one call)."""
-        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(code_head(c))]
+        return [c for c in self.pilots if c.get("changed_cases") and CHECKS.search(self.effective_code(c))]
+
+    def effective_code(self, call: dict[str, Any]) -> str:
+        """The head of a call's code as it runs (no comments, no printed or echoed text): an output named or a
+        check written only in a comment looked at nothing (`codetext.effective`)."""
+        key = id(call)
+        if key not in self._effective:
+            self._effective[key] = effective(str(call.get("language", "")), code_head(call))
+        return self._effective[key]
 
     def after(self, call: dict[str, Any] | None) -> list[dict[str, Any]]:
         if call is None:

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..codetext import Authored, effective, literal_words, observed_output, run_scripts, written_scripts
 from ..judge import Judge, JudgeInput
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import Trace, code_head
-from .codetext import effective, observed_output, run_scripts, written_scripts
 from .planimage import read_plan_png
 
 PHASES = {
@@ -80,6 +80,14 @@ class Evidence:
             cut += size > left
             left = max(0, left - size)
         self._carried = self._scripts_run()
+        # the literal text each call typed, in call order: a later call's output made only of it was authored, not
+        # observed (a log written with a heredoc and shown with `cat`, a script written earlier that only prints)
+        self._authored = Authored()
+        self._typed: dict[int, tuple[int, set[str]]] = {}  # per call: its index and the literal words it typed
+        for index, call in enumerate(self.calls):
+            code = str(call.get("code", ""))[:self._cap[id(call)]]
+            self._typed[id(call)] = index, literal_words(str(call.get("language", "")), code, None)
+            self._authored.add(*self._typed[id(call)])
         notes = [trace.note] if trace.note else []
         if cut:
             notes.append(f"{cut} calls past the first {MAX_ANALYSED_TOTAL} characters analysed only "
@@ -113,7 +121,9 @@ class Evidence:
             language, code = str(call.get("language", "")), str(call.get("code", ""))[:cap]
             stdout = str(call.get("stdout", ""))[-cap:]
             ran = [effective(lang, body) for lang, body in self._carried.get(key, [])]  # scripts written earlier
-            self._text[key] = ("\n".join([effective(language, code), *ran]), observed_output(language, code, stdout))
+            index, typed = self._typed.get(key, (0, None))
+            self._text[key] = ("\n".join([effective(language, code), *ran]),
+                               observed_output(language, code, stdout, self._authored.before(index), typed))
         return self._text[key]
 
     def code(self, call: dict[str, Any]) -> str:

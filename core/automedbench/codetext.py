@@ -13,6 +13,7 @@ to "run something that produces it".
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import tokenize
 
@@ -275,25 +276,63 @@ def effective(language: str, code: str) -> str:
     return bash_effective(code) if language == "bash" else python_effective(code)
 
 
-def code_literals(language: str, code: str) -> list[str]:
-    """The text the code could print without computing anything: its string and number literals."""
+def code_literals(language: str, code: str, limit: int | None = MAX_LITERALS) -> list[str]:
+    """The text the code could print without computing anything: its string and number literals (the first
+    `limit`; all of them with None, the code being bounded by its caller)."""
     if language == "bash":
         found: list[str] = []
         bash_effective(code, found)
-        return found[:MAX_LITERALS]
-    return python_literals(code)[:MAX_LITERALS]
+        return found[:limit]
+    return python_literals(code)[:limit]
 
 
-def observed_output(language: str, code: str, stdout: str) -> str:
-    """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence).
+def literal_words(language: str, code: str, limit: int | None = MAX_LITERALS) -> set[str]:
+    """The words (case-folded) of the code's string and number literals: text the agent typed, not computed. A shell
+    call with more heredocs than are looked into types every word it holds (the later bodies are read as lines)."""
+    if language == "bash" and sum(1 for _ in itertools.islice(_HEREDOC.finditer(code), MAX_HEREDOCS + 1)) > \
+            MAX_HEREDOCS:
+        return {w.casefold() for w in _WORD.findall(code)}
+    return {w.casefold() for lit in code_literals(language, code, limit) for w in _WORD.findall(lit)}
+
+
+class Authored:
+    """The literal words of every call so far, each with the index of the first call that typed it: a line a later
+    call shows (`cat run.log`) made only of them is text the agent wrote earlier (a log forged with a heredoc, a
+    script that only prints), replayed. Bounded by what is added (the calls' analysed code)."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, int] = {}
+
+    def add(self, index: int, words: set[str]) -> None:
+        for word in words:
+            self.first.setdefault(word, index)
+
+    def before(self, index: int) -> _Before:
+        return _Before(self, index)
+
+
+class _Before:
+    """The authored words typed by calls before one call (a container for `_Spelling`)."""
+
+    def __init__(self, authored: Authored, index: int) -> None:
+        self.authored, self.index = authored, index
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.authored.first.get(word, self.index) < self.index
+
+
+def observed_output(language: str, code: str, stdout: str, earlier: _Before | None = None,
+                    typed: set[str] | None = None) -> str:
+    """stdout without the lines that only repeat the code's literals (an echo of a keyword is no evidence), or,
+    with `earlier`, literals earlier calls typed (a log the agent wrote and now shows with `cat`); `typed` is the
+    call's own literal words when the caller has them already.
 
     Compared without case and word by word: a line is an echo when each of its words is a literal's word or
     several of them run together, so `'MODEL LOADED'.lower()`, `'mo' + 'del loaded'` and `f"{'model'} loaded"`
     are echoes as `'model loaded'` is. A word computed otherwise (a shape, a digest) keeps the line."""
-    literals = code_literals(language, code)
     # a literal echoed whole is words of literals too: the word check alone marks it, with no pass removing the
     # literals first (that pass compiled an alternation of up to 500 literals per call)
-    spelling = _Spelling({w.casefold() for lit in literals for w in _WORD.findall(lit)})
+    spelling = _Spelling(literal_words(language, code) if typed is None else typed, earlier)
     kept = []
     for line in (stdout or "").split("\n"):
         if any(not spelling.spelt(w) for w in _WORD.findall(line.casefold())):
@@ -306,14 +345,15 @@ class _Spelling:
     programming over the word's positions; bounded per call (past the budget a word counts as spelt: an
     outsized output loses evidence rather than letting an echo count)."""
 
-    def __init__(self, words: set[str]) -> None:
-        self.words = words
-        self.lengths = sorted({len(w) for w in words})
+    def __init__(self, own: set[str], earlier: _Before | None = None) -> None:
+        self.own, self.earlier = own, earlier
+        # pieces run together are the call's own (`'mo' + 'del'`); an earlier call's words count whole
+        self.lengths = sorted({len(w) for w in own})
         self.steps = 0
         self.known: dict[str, bool] = {}
 
     def spelt(self, word: str) -> bool:
-        if word in self.words:
+        if self.known_word(word):
             return True
         if not word.isalpha():  # a number or a digest is computed unless it is a literal itself
             return False
@@ -323,7 +363,10 @@ class _Spelling:
                 self.steps += len(self.lengths)
                 if self.steps > MAX_SPELL_STEPS:
                     return True
-                reach[end] = any(n <= end and reach[end - n] and word[end - n:end] in self.words
+                reach[end] = any(n <= end and reach[end - n] and self.known_word(word[end - n:end])
                                  for n in self.lengths)
             self.known[word] = reach[-1]
         return self.known[word]
+
+    def known_word(self, word: str) -> bool:
+        return word in self.own or (self.earlier is not None and word in self.earlier)
