@@ -31,16 +31,18 @@ MAX_ENTRIES = 2_000_000  # entries of one staging checked; more is refused (no s
 
 @functools.lru_cache(maxsize=64)
 def _own_group(gid: int) -> bool:
-    """Whether group `gid` is this user's own: its primary group with no other member named (a user private
-    group, which a umask of 002 makes every new file writable by)."""
+    """Whether group `gid` is this user's own: its primary group, named after it, with no other member named and
+    no other account's primary group (a user private group, which a umask of 002 makes every new file writable
+    by). A shared primary group (`users`, gid 100) lists none of the accounts that have it as primary."""
     if gid != os.getegid():
         return False
     try:
-        members = grp.getgrgid(gid).gr_mem
+        group = grp.getgrgid(gid)
         me = pwd.getpwuid(os.geteuid()).pw_name
     except KeyError:
         return False
-    return all(m == me for m in members)
+    return group.gr_name == me and all(m == me for m in group.gr_mem) and all(
+        account.pw_gid != gid or account.pw_name == me for account in pwd.getpwall())
 
 
 def _problem(path: str, info: os.stat_result, *, sticky_ok: bool = False) -> str | None:

@@ -1,0 +1,133 @@
+"""Review round 23 of the merged trust and user changes (red team 24, red team 25, UX 21).
+
+- **A shared primary group taken for the user's own** (ownedpaths, red team 24): group write was allowed where the
+  file's group is the user's primary one and `/etc/group` names no other member. A group many users have as their
+  primary one (`users`, gid 100, on SUSE and many LDAP sites) names none of them in its member list, so a staging
+  or runs folder its other users could write was used and signed. The group is the user's own only if no other
+  account has it as its primary group either.
+
+- **A script written in one call and run in another read as a forged log** (codetext.Authored, red team 25): every
+  word of a heredoc that writes a script (`cat > seg.py <<'EOF'`) counted as typed, its code's names included, so
+  the script's honest output in a later `python3 seg.py` ("model loaded: OrganUNet on cpu", a logging line
+  "INFO:seg:model loaded") was no evidence: s2e 0.0, where the same code run in one call (`python3 - <<'EOF'`) scored
+  1.0. For the call that runs it, such a script's words are read as that call's own code is (its literals typed,
+  its names not); a call that only shows it (`cat seg.py`) still finds every word typed.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+from types import SimpleNamespace
+
+import pytest
+from automedbench import ownedpaths
+from automedbench.errors import UserError
+from automedbench.judge import JudgeInput
+from automedbench.judges.rules import RulesJudge
+
+
+def _fake_accounts(monkeypatch, me_gid: int, others_primary: int) -> None:
+    """This user (uid 1000, primary group `me_gid`) and another account (uid 1001) whose primary group is
+    `others_primary`; groups 1000 and 1001 are named after them, others `users`; none lists a member."""
+    accounts = [SimpleNamespace(pw_name="me", pw_uid=1000, pw_gid=me_gid),
+                SimpleNamespace(pw_name="bob", pw_uid=1001, pw_gid=others_primary)]
+    monkeypatch.setattr(ownedpaths.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(ownedpaths.os, "getegid", lambda: me_gid)
+    monkeypatch.setattr(ownedpaths.pwd, "getpwuid", lambda uid: next(a for a in accounts if a.pw_uid == uid))
+    monkeypatch.setattr(ownedpaths.pwd, "getpwall", lambda: accounts)
+    names = {1000: "me", 1001: "bob"}
+    monkeypatch.setattr(ownedpaths.grp, "getgrgid", lambda gid: SimpleNamespace(gr_name=names.get(gid, "users"),
+                                                                               gr_gid=gid, gr_mem=[]))
+    ownedpaths._own_group.cache_clear()
+
+
+@pytest.fixture
+def clean_group_cache():
+    ownedpaths._own_group.cache_clear()
+    yield
+    ownedpaths._own_group.cache_clear()
+
+
+def test_a_primary_group_other_accounts_share_is_not_the_users_own(monkeypatch, tmp_path, clean_group_cache):
+    """Before: another account with the same primary group (not named in the group's member list) could write a
+    group-writable staging, and it was used."""
+    _fake_accounts(monkeypatch, me_gid=100, others_primary=100)
+    assert not ownedpaths._own_group(100)
+    _fake_accounts(monkeypatch, me_gid=1000, others_primary=1000)  # even one named after this user
+    assert not ownedpaths._own_group(1000)
+    _fake_accounts(monkeypatch, me_gid=100, others_primary=1001)
+    staging = tmp_path / "data" / "segmentation" / "demo"
+    staging.mkdir(parents=True)
+    (staging / "answer.txt").write_text("1\n")
+    (staging / "answer.txt").chmod(0o664)
+    if os.stat(staging).st_uid != 0:  # the fake user's files need root to make; the group check above holds alone
+        return
+    for path in (tmp_path / "data", tmp_path / "data" / "segmentation", staging, staging / "answer.txt"):
+        os.chown(path, 1000, 100)
+    with pytest.raises(UserError, match="writable by its group"):
+        ownedpaths.check_staging_owned(staging, tmp_path / "data")
+
+
+def test_a_private_group_is_still_the_users_own(monkeypatch, clean_group_cache):
+    _fake_accounts(monkeypatch, me_gid=1000, others_primary=1001)
+    assert ownedpaths._own_group(1000)
+    assert not ownedpaths._own_group(1001)
+
+
+def test_the_real_accounts_agree_with_the_check(clean_group_cache):
+    """On this machine: the user's group is its own exactly when it is named after the user and no other account
+    has it as primary group or is a member."""
+    gid, me = os.getegid(), pwd.getpwuid(os.geteuid()).pw_name
+    shared = grp.getgrgid(gid).gr_name != me or any(a.pw_gid == gid and a.pw_name != me for a in pwd.getpwall()) or any(
+        m != me for m in grp.getgrgid(gid).gr_mem)
+    assert ownedpaths._own_group(gid) is not shared
+
+
+# ---------------------------------------------------------------- a script written in one call, run in another
+
+SCRIPT = """import logging
+import torch
+logging.basicConfig(level=logging.INFO)
+log = logging.getLogger("seg")
+device = "cuda" if torch.cuda.is_available() else "cpu"
+class OrganUNet(torch.nn.Module):
+    pass
+model = OrganUNet().to(device)
+print(f"model loaded: {type(model).__name__} on {device}")
+log.info("model loaded on %s", device)
+"""
+WRITE = "cat > /workspace/seg.py <<'EOF'\n" + SCRIPT + "EOF"
+INLINE = "python3 - <<'EOF'\n" + SCRIPT + "EOF"
+SHOWN = ["model loaded: OrganUNet on cpu", "INFO:seg:model loaded on cpu"]
+
+
+def _call(turn: int, code: str, stdout: str = "", language: str = "bash") -> dict:
+    return {"type": "tool", "name": "execute_code", "turn": turn, "exit_code": 0, "language": language,
+            "cases_with_outputs": 0, "code": code, "stdout": stdout}
+
+
+def _s2e(reg, events: list[dict]) -> float | None:
+    track, task = reg.task("segmentation/demo")
+    item = track.rubric(task).item("s2e_model_loaded")
+    return RulesJudge().grade(JudgeInput(task, "pro", [item], None, None, events)).items[0].value
+
+
+@pytest.mark.parametrize("shown", SHOWN)
+def test_a_script_written_then_run_is_read_as_the_same_code_run_at_once(reg, shown):
+    """Before: 1.0 run inline, 0.0 written by one call and run by the next (its names counted as typed)."""
+    assert _s2e(reg, [_call(1, INLINE, shown)]) == 1.0
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "python3 /workspace/seg.py", shown)]) == 1.0
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "cd /workspace && python seg.py 2>&1 | tail -5", shown)]) == 1.0
+
+
+@pytest.mark.parametrize("shown", SHOWN)
+def test_a_written_script_shown_rather_than_run_is_still_typed(reg, shown):
+    # `cat` shows the file: every word of it was typed, names included
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "cat /workspace/seg.py", shown)]) == 0.0
+    # the script's own literals printed back are typed whether it is run or not
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "python3 /workspace/seg.py", "model loaded on cpu")]) == 0.0
+    # a log written with words in the script and another file: the other file's words stay typed
+    forged = _call(1, WRITE + "\ncat > /workspace/run.log <<'EOF'\nmodel loaded: OrganUNet on cpu\nEOF")
+    assert _s2e(reg, [forged, _call(2, "python3 /workspace/seg.py; cat /workspace/run.log", SHOWN[0])]) == 0.0
