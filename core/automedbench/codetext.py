@@ -255,14 +255,20 @@ def _runs_script(runs: set[str], name: str) -> bool:
     return any(name in word for word in runs)
 
 
-def bash_effective(code: str, literals: list[str] | None = None) -> str:
+def bash_effective(code: str, literals: list[str] | None = None,
+                   scripts: dict[str, tuple[str, str]] | None = None) -> str:
+    """The shell code as it runs; with `literals`, its literals appended; with `scripts`, the bodies of the scripts
+    it writes and does not run itself (name -> (language, body)) go there, not into `literals`."""
     parts = []
     for line, body, language in _split_heredocs(code):
         parts.append(_bash_line(line, literals))
+        target = _SCRIPT_TARGET.search(line) if body and not language and scripts is not None else None
         if body and language:
             parts.append(effective(language, body))
             if literals is not None:
                 literals += code_literals(language, body)
+        elif target:
+            scripts[target.group(1).rsplit("/", 1)[-1]] = ("python" if target.group(2) == "py" else "bash", body)
         elif body and literals is not None:
             literals.append(body)
     return "\n".join(parts)
@@ -298,27 +304,54 @@ def literal_words(language: str, code: str, limit: int | None = MAX_LITERALS) ->
 class Authored:
     """The literal words of every call so far, each with the index of the first call that typed it: a line a later
     call shows (`cat run.log`) made only of them is text the agent wrote earlier (a log forged with a heredoc, a
-    script that only prints), replayed. Bounded by what is added (the calls' analysed code)."""
+    script that only prints), replayed. Bounded by what is added (the calls' analysed code).
+
+    A script a shell call writes with a heredoc is typed whole too, but a later call that runs it reads its output
+    as the same code run at once is read: only the script's literals are typed (`print(type(model).__name__)` in
+    `seg.py` computes the name it prints when `python3 seg.py` runs it; `cat seg.py` shows it typed)."""
 
     def __init__(self) -> None:
         self.first: dict[str, int] = {}
+        self.scripts: dict[str, dict[str, int]] = {}  # a word of a written script's code -> {script: first call}
 
     def add(self, index: int, words: set[str]) -> None:
         for word in words:
             self.first.setdefault(word, index)
 
-    def before(self, index: int) -> _Before:
-        return _Before(self, index)
+    def add_call(self, index: int, language: str, code: str) -> None:
+        """The words call `index` typed: its literals, and the words of each script it writes and does not run."""
+        scripts: dict[str, tuple[str, str]] = {}
+        if language == "bash" and sum(1 for _ in itertools.islice(_HEREDOC.finditer(code), MAX_HEREDOCS + 1)) <= \
+                MAX_HEREDOCS:
+            found: list[str] = []
+            bash_effective(code, found, scripts)
+            self.add(index, {w.casefold() for lit in found for w in _WORD.findall(lit)})
+        else:
+            self.add(index, literal_words(language, code, None))
+        for name, (script_language, body) in scripts.items():
+            literals = literal_words(script_language, body, None)
+            self.add(index, literals)
+            for word in {w.casefold() for w in _WORD.findall(body)} - literals:
+                self.scripts.setdefault(word, {}).setdefault(name, index)
+
+    def before(self, index: int, runs: set[str] = frozenset()) -> _Before:
+        """The words typed before call `index`; `runs`: the scripts that call runs (their code is not typed text)."""
+        return _Before(self, index, runs)
 
 
 class _Before:
     """The authored words typed by calls before one call (a container for `_Spelling`)."""
 
-    def __init__(self, authored: Authored, index: int) -> None:
-        self.authored, self.index = authored, index
+    def __init__(self, authored: Authored, index: int, runs: set[str] = frozenset()) -> None:
+        self.authored, self.index, self.runs = authored, index, runs
 
     def __contains__(self, word: object) -> bool:
-        return isinstance(word, str) and self.authored.first.get(word, self.index) < self.index
+        if not isinstance(word, str):
+            return False
+        if self.authored.first.get(word, self.index) < self.index:
+            return True
+        return any(first < self.index and not _runs_script(self.runs, name)
+                   for name, first in self.authored.scripts.get(word, {}).items())
 
 
 def observed_output(language: str, code: str, stdout: str, earlier: _Before | None = None,

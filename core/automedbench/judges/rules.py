@@ -87,7 +87,7 @@ class Evidence:
         for index, call in enumerate(self.calls):
             code = str(call.get("code", ""))[:self._cap[id(call)]]
             self._typed[id(call)] = index, literal_words(str(call.get("language", "")), code, None)
-            self._authored.add(*self._typed[id(call)])
+            self._authored.add_call(index, str(call.get("language", "")), code)
         notes = [trace.note] if trace.note else []
         if cut:
             notes.append(f"{cut} calls past the first {MAX_ANALYSED_TOTAL} characters analysed only "
@@ -123,7 +123,8 @@ class Evidence:
             ran = [effective(lang, body) for lang, body in self._carried.get(key, [])]  # scripts written earlier
             index, typed = self._typed.get(key, (0, None))
             self._text[key] = ("\n".join([effective(language, code), *ran]),
-                               observed_output(language, code, stdout, self._authored.before(index), typed))
+                               observed_output(language, code, stdout,
+                                               self._authored.before(index, set(run_scripts(code))), typed))
         return self._text[key]
 
     def code(self, call: dict[str, Any]) -> str:
