@@ -10,8 +10,10 @@
   word of a heredoc that writes a script (`cat > seg.py <<'EOF'`) counted as typed, its code's names included, so
   the script's honest output in a later `python3 seg.py` ("model loaded: OrganUNet on cpu", a logging line
   "INFO:seg:model loaded") was no evidence: s2e 0.0, where the same code run in one call (`python3 - <<'EOF'`) scored
-  1.0. For the call that runs it, such a script's words are read as that call's own code is (its literals typed,
-  its names not); a call that only shows it (`cat seg.py`) still finds every word typed.
+  1.0. Once a call has run it (a background run's log read later included), such a script's words are read as a
+  call's own code is (its literals typed, its names not); a call showing it before any call ran it (`cat seg.py`)
+  still finds every word typed. Left: a script run once and then shown with `cat` reads its names as computed, as
+  a call's own names always were (round 25's "a heuristic").
 """
 
 from __future__ import annotations
@@ -120,12 +122,19 @@ def test_a_script_written_then_run_is_read_as_the_same_code_run_at_once(reg, sho
     assert _s2e(reg, [_call(1, INLINE, shown)]) == 1.0
     assert _s2e(reg, [_call(1, WRITE), _call(2, "python3 /workspace/seg.py", shown)]) == 1.0
     assert _s2e(reg, [_call(1, WRITE), _call(2, "cd /workspace && python seg.py 2>&1 | tail -5", shown)]) == 1.0
+    # run in the background, its log read by a later call
+    background = _call(2, "nohup python3 /workspace/seg.py > /workspace/run.log 2>&1 &")
+    assert _s2e(reg, [_call(1, WRITE), background, _call(3, "sleep 30; cat /workspace/run.log", shown)]) == 1.0
 
 
 @pytest.mark.parametrize("shown", SHOWN)
 def test_a_written_script_shown_rather_than_run_is_still_typed(reg, shown):
-    # `cat` shows the file: every word of it was typed, names included
+    # `cat` shows the file: every word of it was typed, names included (also when another script ran)
     assert _s2e(reg, [_call(1, WRITE), _call(2, "cat /workspace/seg.py", shown)]) == 0.0
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "python3 /workspace/other.py; cat /workspace/seg.py", shown)]) == 0.0
+    # run only after the call that showed it: that call's output was read before
+    assert _s2e(reg, [_call(1, WRITE), _call(2, "cat /workspace/seg.py", shown),
+                      _call(3, "python3 /workspace/seg.py")]) == 0.0
     # the script's own literals printed back are typed whether it is run or not
     assert _s2e(reg, [_call(1, WRITE), _call(2, "python3 /workspace/seg.py", "model loaded on cpu")]) == 0.0
     # a log written with words in the script and another file: the other file's words stay typed

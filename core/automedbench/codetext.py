@@ -306,9 +306,9 @@ class Authored:
     call shows (`cat run.log`) made only of them is text the agent wrote earlier (a log forged with a heredoc, a
     script that only prints), replayed. Bounded by what is added (the calls' analysed code).
 
-    A script a shell call writes with a heredoc is typed whole too, but a later call that runs it reads its output
-    as the same code run at once is read: only the script's literals are typed (`print(type(model).__name__)` in
-    `seg.py` computes the name it prints when `python3 seg.py` runs it; `cat seg.py` shows it typed)."""
+    A script a shell call writes with a heredoc is typed whole too, but once a later call has run it, output is
+    read as the same code run at once is: only the script's literals are typed (`print(type(model).__name__)` in
+    `seg.py` computes the name it prints when `python3 seg.py` runs; `cat seg.py` before that shows it typed)."""
 
     def __init__(self) -> None:
         self.first: dict[str, int] = {}
@@ -335,7 +335,8 @@ class Authored:
                 self.scripts.setdefault(word, {}).setdefault(name, index)
 
     def before(self, index: int, runs: set[str] = frozenset()) -> _Before:
-        """The words typed before call `index`; `runs`: the scripts that call runs (their code is not typed text)."""
+        """The words typed before call `index`; `runs`: the scripts it or an earlier call ran (their code's names
+        are not typed text)."""
         return _Before(self, index, runs)
 
 
