@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import grp
+import json
 import os
 import pwd
 from types import SimpleNamespace
@@ -140,3 +141,38 @@ def test_a_written_script_shown_rather_than_run_is_still_typed(reg, shown):
     # a log written with words in the script and another file: the other file's words stay typed
     forged = _call(1, WRITE + "\ncat > /workspace/run.log <<'EOF'\nmodel loaded: OrganUNet on cpu\nEOF")
     assert _s2e(reg, [forged, _call(2, "python3 /workspace/seg.py; cat /workspace/run.log", SHOWN[0])]) == 0.0
+
+
+# ---------------------------------------------------------------- a result signed before pictures were evidence
+
+
+def test_a_run_signed_before_pictures_were_evidence_still_counts_without_its_pictures(data_root, tmp_path):
+    """Before: a result signed by the harness before pictures were bound into its proof read 'not genuine:
+    pictures/... added since the harness signed the result', as if someone had tampered with it: every such run
+    left the leaderboard. It counts again; its pictures, signed by no one, are on no page."""
+    from automedbench.resultproof import check_folder, evidence_digests, split, write_result
+    from automedbench.runfolder import RunFolder
+    from automedbench.testing import run_cli, run_task
+    from test_result_proof import board
+
+    runs = tmp_path / "runs"
+    _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    folder = RunFolder(run_dir)
+    old = {k: v for k, v in evidence_digests(folder).items() if not k.startswith("pictures/")}
+    assert len(old) < len(evidence_digests(folder))  # the run drew pictures
+    body = split(folder.result_bytes())[0]
+    write_result(folder, json.loads(body), files=old)  # signed as the harness signed before pictures were bound
+    assert check_folder(folder).genuine, check_folder(folder).reason
+    data = board(runs)
+    assert data["runs_used"] == 1, data["rejected"]
+    index = run_dir / "pictures" / "index.json"
+    planted = json.loads(index.read_text())
+    planted["cases"][0]["note"] = "planted-note: reviewer confirmed"
+    index.write_text(json.dumps(planted))
+    site = tmp_path / "site"
+    made = run_cli("leaderboard", str(runs), "--site", str(site), "--quiet", "--resamples", "100")
+    assert made.exit_code == 0, made.output
+    assert "planted-note" not in " ".join(p.read_text() for p in site.rglob("*.html"))
+    # a result signed with its pictures still refuses an edited one
+    write_result(folder, json.loads(body), files={**old, "pictures/index.json": "0" * 64})
+    assert not check_folder(folder).genuine
