@@ -14,6 +14,11 @@
   call's own code is (its literals typed, its names not); a call showing it before any call ran it (`cat seg.py`)
   still finds every word typed. Left: a script run once and then shown with `cat` reads its names as computed, as
   a call's own names always were (round 25's "a heuristic").
+
+- **A run signed before pictures were evidence read as tampered with** (resultproof, red team 24): its proof binds
+  no `pictures/` file, so the pictures beside it read "pictures/index.json added since the harness signed the
+  result": not genuine, off every leaderboard. A proof binding no picture now leaves the pictures out of the check;
+  no reader shows them (each draws a run from `copy_verified`'s copy of the signed files).
 """
 
 from __future__ import annotations
