@@ -439,6 +439,17 @@ def tasks_table(specs: list, width: int, ready: dict[str, bool] | None = None):
     return table
 
 
+def not_ready_lines(checked: dict[str, tuple[bool, str]]) -> list[tuple[str, str, list[str]]]:
+    """The tasks not ready, one (first task, why, the track's other tasks with the same why) per track and
+    reason (its demo first, the task to try first): a track missing one requirement printed one identical line
+    for each of its tasks."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for task_id, (ok, why) in sorted(checked.items(), key=lambda item: (not item[0].endswith("/demo"), item[0])):
+        if not ok:
+            groups.setdefault((task_id.split("/", 1)[0], why), []).append(task_id)
+    return [(ids[0], why, ids[1:]) for (_, why), ids in sorted(groups.items())]
+
+
 @main.command()
 @click.argument("task", required=False)
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
@@ -477,9 +488,9 @@ def tasks(task: str | None, data_root: str | None) -> None:
                          + (f"; not staged: {unstaged} dataset task(s), each staged once from its download before "
                             "it runs: automedbench stage TASK --from PATH" if unstaged else "")
                          + "; a demo stages itself on its first run"), soft_wrap=True)
-    for task_id, (ok, why) in sorted(checked.items()):
-        if not ok:
-            console.print(f"not ready: {task_id}: {escape(why)}", soft_wrap=True)
+    for first, why, rest in not_ready_lines(checked):
+        console.print(f"not ready: {first}: {escape(why)}" + (f"; the same for {', '.join(rest)}" if rest else ""),
+                      soft_wrap=True)
     for name, info in sorted(reg.missing_release_tracks().items()):
         ids = ", ".join(f"{name}/{t}" for t in info.get("tasks", []))
         broken = reg.broken_part("track", name)  # installed, but failed to load: a new install would not help

@@ -24,7 +24,9 @@ class AgentError(AutoMedBenchError):
     """The agent backend failed (API down after retries, CLI crashed): the agent's failure."""
 
 
-def did_you_mean(name: str, choices: list[str]) -> str:
+def did_you_mean(name: str, choices: list[str], most: int | None = None, list_all: str = "") -> str:
+    """The nearest choice as a hint, then the known choices; past `most` of them, only the closest few and
+    `list_all` (the command listing them all): sixty task ids after the one suggested buried it."""
     import difflib
 
     close = difflib.get_close_matches(name, choices, n=1)
@@ -33,6 +35,10 @@ def did_you_mean(name: str, choices: list[str]) -> str:
         near = difflib.get_close_matches(name, list(short), n=1)
         close = [short[near[0]]] if near else []
     hint = f" (did you mean {close[0]!r}?)" if close else ""
+    if most is not None and len(choices) > most:
+        near = difflib.get_close_matches(name, choices, n=most, cutoff=0.5) or close
+        rest = f"{len(choices) - len(near)} more" if near else f"{len(choices)} in all"
+        return f"{hint}; known: {', '.join([*near, rest])} ({list_all} lists them all)"
     listing = ", ".join(sorted(choices)) or "none installed"
     return f"{hint}; known: {listing}"
 

@@ -358,7 +358,7 @@ class Registry:
                 raise UserError(f"unknown task {task_id!r}: no track {track!r} is installed (installed: "
                                 f"{', '.join(installed)}); a track package of your own runs once installed: "
                                 "pip install -e <its folder>, then `automedbench tasks` lists its tasks")
-            raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks))}")
+            raise UserError(f"unknown task {task_id!r}{did_you_mean(task_id, list(tasks), 4, '`automedbench tasks`')}")
         return tasks[task_id]
 
     def missing_release_tracks(self) -> dict[str, dict[str, Any]]:

@@ -184,7 +184,8 @@ class InstalledAgent(CliAgent):
         if unresolved:  # every call would fail: the programs retried for minutes (mini-swe-agent 280 s) first
             raise UserError(f"{system.name}: the model provider's host {parsed.hostname} ({self.base_url}) cannot be "
                             f"resolved on this machine ({unresolved}), and the harness's gateway reaches it from "
-                            "here: check the network or DNS, or name another endpoint with --agent-option "
+                            "here directly (it uses no HTTP(S)_PROXY, so a proxy-only network cannot reach it): "
+                            "check the network or DNS, or name another endpoint with --agent-option "
                             "base_url=URL")
         key_env = api_key_env or (("ANTHROPIC_API_KEY" if self.wire == "anthropic" else system.key_env)
                                   if system.wire == "provider" else system.key_env)
