@@ -199,9 +199,16 @@ def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_
     assert after.task == before.task and after.runtime.judge_cost_usd == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
     (archived,) = judged_run.glob("judge.openai.*.json")
     assert read_json(archived, JudgeVerdict) == before.judge
-    # agreement over the stored verdicts: 10 of 12 items agree
+    # the archived openai verdict is outside the proof: --stored-only has none it can trust, so the run is skipped
     cli = CliRunner().invoke(main, ["judge-agreement", str(judged_run), "--judge-a", "openai", "--judge-b",
                                     "anthropic", "--stored-only", "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert json.loads(cli.output)["runs"] == 0 and json.loads(cli.output)["skipped"] == [str(judged_run)]
+    # openai graded again now (the same reply), anthropic's verdict the signed judge.json: 10 of 12 items agree
+    fake_llm.push(openai_reply(json.dumps(verdict_json(OPENAI_VALUES)), model="gpt-4o"))
+    cli = CliRunner().invoke(main, ["judge-agreement", str(judged_run), "--judge-a", "openai", "--judge-b",
+                                    "anthropic", "--json", *[f"--judge-a-option={o}" for o in (
+                                        "model=gpt-4o", f"base_url={fake_llm.url}/v1", f"api_key_env={KEY_ENV}")]])
     assert cli.exit_code == 0, cli.output
     report = json.loads(cli.output)
     assert report["runs"] == 1 and report["pooled"]["n"] == 12

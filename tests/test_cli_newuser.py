@@ -125,7 +125,8 @@ def test_rejudge_refuses_a_torn_trajectory_and_rewrites_nothing(cli, run_agent, 
 
     agreement = cli("judge-agreement", good, torn, "--judge-a", "rules", "--judge-b", "rules", "--regrade")
     assert agreement.exit_code == 0 and "over 1 run(s)" in agreement.stdout
-    assert f"skipped {torn}" in agreement.stderr and "not valid JSON" in agreement.stderr
+    # torn after the harness signed it: not the run it wrote, left out (a genuine torn run is skipped, as graded)
+    assert f"left out {torn}" in agreement.stderr and "trajectory.jsonl changed" in agreement.stderr
 
 
 def test_replay_of_a_torn_trajectory_needs_allow_torn(reg, run_agent, tmp_path):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     import json
 
     from automedbench.api import to_dict
+    from automedbench.engine import copy_verified
     from rich.table import Table
 
-    from .rejudge import agreement, grade, stored_verdict
+    from .rejudge import agreement
 
     if stored_only and regrade:
         raise UserError("--stored-only and --regrade exclude each other")
@@ -114,23 +116,16 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     for (name, options), flag in zip(sides, ("--judge-a-option", "--judge-b-option"), strict=True):
         check_options(reg.get("judge", name), options, flag)  # a mistyped name or option: one line, before grading
     judges: dict[tuple[str, str], Any] = {}
-    pairs, skipped, reasons = [], [], {}
+    pairs, skipped, reasons, left_out = [], [], {}, {}
     for folder in _track(_folders(runs, runs_dir), "grading", err_console):
-        result = folder.load_result()
-        pair = []
-        for name, options in sides:
-            verdict = None if regrade or one_backend else stored_verdict(folder, name)
-            if verdict is None and not stored_only and not result.isolation.breached:
-                key = (name, repr(sorted(options.items())))  # each side its own judge, made once
-                if key not in judges:
-                    judges[key] = reg.create("judge", name, **options)
-                try:
-                    verdict = grade(reg, folder, result, judges[key])
-                except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
-                    reasons[str(folder)] = str(exc)
-                    verdict = None
-                verdict = None if verdict is None or verdict.error else verdict
-            pair.append(verdict)
+        with tempfile.TemporaryDirectory(prefix="automedbench-agreement-") as private:
+            # graded and read from a verified copy: a run the harness did not write, or whose verdict, trajectory
+            # or evaluation was edited, would set the figures published about the judges
+            found = copy_verified(folder, Path(private))
+            if isinstance(found, str):
+                left_out[str(folder)] = found
+                continue
+            pair = _pair(reg, found[0], sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
         if None in pair:
             skipped.append(str(folder))
         else:
@@ -138,6 +133,7 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     items, pooled = agreement(pairs)
     if as_json:
         click.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
+                               "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
                                "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
         return
     table = Table(show_header=True, header_style="bold")
@@ -146,11 +142,43 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     for row in [*items, pooled]:
         table.add_row(row.item, str(row.n), "-" if row.agreement is None else f"{row.agreement:.3f}",
                       "undefined" if row.kappa is None else f"{row.kappa:.3f}")
-    console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)")
+    console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)" + (
+        f"; {len(left_out)} left out, not verified as the harness's (`automedbench verify` says why)"
+        if left_out else ""))
     console.print(table)
+    for folder, why in left_out.items():
+        err_console.print(f"[red]left out[/] {escape(folder)}: not verified as the harness's: {escape(why)}",
+                          soft_wrap=True)
     for folder in skipped:
         reason = reasons.get(folder, "no usable verdict from one of the judges")
         err_console.print(f"[yellow]skipped[/] {escape(folder)}: {escape(reason)}", soft_wrap=True)
+
+
+def _pair(reg: Any, copy: Any, sides, judges: dict[tuple[str, str], Any], grade_now: bool, stored_only: bool,
+          reasons: dict[str, str], name: str) -> list[Any]:
+    """Both judges' verdicts on one verified run copy (None for a side with no usable one). A stored verdict is the
+    signed judge.json only: an archived judge.<name>.*.json is outside the proof, anyone could have edited it."""
+    from .rejudge import grade, stored_verdict
+
+    result = copy.load_result()
+    pair = []
+    for judge_name, options in sides:
+        verdict = None if grade_now else stored_verdict(copy, judge_name)
+        if verdict is None and stored_only and not grade_now:
+            reasons.setdefault(name, f"no signed {judge_name} verdict (judge.json); an archived one is not signed, "
+                                     "leave out --stored-only to grade it now")
+        if verdict is None and not stored_only and not result.isolation.breached:
+            key = (judge_name, repr(sorted(options.items())))  # each side its own judge, made once
+            if key not in judges:
+                judges[key] = reg.create("judge", judge_name, **options)
+            try:
+                verdict = grade(reg, copy, result, judges[key])
+            except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
+                reasons[name] = str(exc)
+                verdict = None
+            verdict = None if verdict is None or verdict.error else verdict
+        pair.append(verdict)
+    return pair
 
 
 def register(cli: click.Group) -> None:
