@@ -31,6 +31,18 @@ class Reply:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that left before its (delayed) reply was written is expected here (timeout tests): the handler
+    thread outlives its test, and the default report of that BrokenPipeError went to whatever sys.stderr was then
+    (a later test's CliRunner capture, which it failed: seen once in a fresh-clone run)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+            super().handle_error(request, client_address)
+
+
 class FakeLLMServer:
     def __init__(self) -> None:
         self.script: deque[Reply | Responder] = deque()
@@ -66,7 +78,7 @@ class FakeLLMServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
 
