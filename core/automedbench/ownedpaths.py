@@ -61,15 +61,20 @@ def _problem(path: str, info: os.stat_result, *, sticky_ok: bool = False) -> str
 def check_runs_folder(out: Path) -> None:
     """Refuse (one line) a runs folder that another user could change, it or a folder above it (sticky ones
     excepted): see the module's docstring."""
-    folder = os.path.realpath(out)
+    why = _upward_problem(os.path.realpath(out), "/")
+    if why is not None:
+        raise UserError(f"runs folder {out} not used: {why}; another user could replace a run's folder while it "
+                        "runs and have the harness sign their files as its record (write runs into a folder "
+                        "only you can change)")
+
+
+def _upward_problem(folder: str, stop: str) -> str | None:
+    """The first of `folder` and the folders above it, up to `stop` (inclusive) or the filesystem root, another
+    user could change (sticky ones excepted), or None."""
     while True:
         why = _problem(folder, os.lstat(folder), sticky_ok=True)
-        if why is not None:
-            raise UserError(f"runs folder {out} not used: {why}; another user could replace a run's folder while it "
-                            "runs and have the harness sign their files as its record (write runs into a folder "
-                            "only you can change)")
-        if folder == os.path.dirname(folder):
-            return
+        if why is not None or folder == stop or folder == os.path.dirname(folder):
+            return why
         folder = os.path.dirname(folder)
 
 
@@ -79,11 +84,8 @@ def check_staging_owned(dest: Path, data_root: Path) -> None:
     if why is None:
         root = os.path.realpath(data_root)
         folder = os.path.dirname(os.path.realpath(dest))
-        while why is None and folder.startswith(root) and len(folder) >= len(root):
-            why = _problem(folder, os.lstat(folder), sticky_ok=True)
-            if folder == root or folder == os.path.dirname(folder):
-                break
-            folder = os.path.dirname(folder)
+        if folder.startswith(root) and len(folder) >= len(root):
+            why = _upward_problem(folder, root)
     if why is not None:
         raise UserError(f"staged data not used: {why}; another user could change the references a run is scored "
                         f"against (chown the staging to this user and `chmod -R go-w {dest}`, or stage it again "
