@@ -12,6 +12,7 @@ to "run something that produces it".
 
 from __future__ import annotations
 
+import bisect
 import io
 import itertools
 import re
@@ -306,20 +307,31 @@ class Authored:
     call shows (`cat run.log`) made only of them is text the agent wrote earlier (a log forged with a heredoc, a
     script that only prints), replayed. Bounded by what is added (the calls' analysed code).
 
-    A script a shell call writes with a heredoc is typed whole too, but once a later call has run it, output is
-    read as the same code run at once is: only the script's literals are typed (`print(type(model).__name__)` in
-    `seg.py` computes the name it prints when `python3 seg.py` runs; `cat seg.py` before that shows it typed)."""
+    A script a shell call writes with a heredoc is typed whole too, but once a call has run it, output is read
+    as the same code run at once is: only the script's literals are typed (`print(type(model).__name__)` in
+    `seg.py` computes the name it prints when `python3 seg.py` runs; `cat seg.py` before that shows it typed).
+    A script's name words are typed from the call after the one that writes it until the call that first runs it:
+    kept per word as merged spans, so a lookup is one bisection, not a walk over every script and every run
+    (an honest 1000-call write-then-run loop took 83 CPU-s to read that way)."""
 
     def __init__(self) -> None:
         self.first: dict[str, int] = {}
         self.scripts: dict[str, dict[str, int]] = {}  # a word of a written script's code -> {script: first call}
+        self.runs: dict[str, int] = {}  # a word an interpreter runs (`run_scripts`) -> the first call running it
+        self._first_run: dict[str, int] = {}  # script name -> the first call running it (cache)
+        self._spans: dict[str, tuple[list[int], list[int]]] = {}  # word -> merged spans' starts and ends (cache)
 
     def add(self, index: int, words: set[str]) -> None:
         for word in words:
             self.first.setdefault(word, index)
 
     def add_call(self, index: int, language: str, code: str) -> None:
-        """The words call `index` typed: its literals, and the words of each script it writes and does not run."""
+        """The words call `index` typed: its literals, and the words of each script it writes and does not run;
+        and the scripts it runs."""
+        self._first_run.clear()
+        self._spans.clear()
+        for word in run_scripts(code):
+            self.runs.setdefault(word, index)
         scripts: dict[str, tuple[str, str]] = {}
         if language == "bash" and sum(1 for _ in itertools.islice(_HEREDOC.finditer(code), MAX_HEREDOCS + 1)) <= \
                 MAX_HEREDOCS:
@@ -334,25 +346,49 @@ class Authored:
             for word in {w.casefold() for w in _WORD.findall(body)} - literals:
                 self.scripts.setdefault(word, {}).setdefault(name, index)
 
-    def before(self, index: int, runs: set[str] = frozenset()) -> _Before:
-        """The words typed before call `index`; `runs`: the scripts it or an earlier call ran (their code's names
-        are not typed text)."""
-        return _Before(self, index, runs)
+    def before(self, index: int) -> _Before:
+        """The words typed before call `index` (a written script's code words only while no call up to `index` has
+        run it: their output may be shown by this call, a background run's log)."""
+        return _Before(self, index)
+
+    def first_run(self, name: str) -> int:
+        """The first call that ran script `name` (an interpreter's argument naming it), or a number past every call."""
+        if name not in self._first_run:
+            self._first_run[name] = min((i for word, i in self.runs.items() if name in word), default=1 << 62)
+        return self._first_run[name]
+
+    def script_typed(self, word: str, index: int) -> bool:
+        """Whether call `index` falls after a call that wrote a script holding `word` and before any call ran it."""
+        if word not in self._spans:
+            spans = sorted((first + 1, self.first_run(name) - 1) for name, first in self.scripts[word].items())
+            starts: list[int] = []
+            ends: list[int] = []
+            for start, end in spans:
+                if start > end:
+                    continue
+                if starts and start <= ends[-1] + 1:
+                    ends[-1] = max(ends[-1], end)
+                else:
+                    starts.append(start)
+                    ends.append(end)
+            self._spans[word] = starts, ends
+        starts, ends = self._spans[word]
+        at = bisect.bisect_right(starts, index) - 1
+        return at >= 0 and index <= ends[at]
 
 
 class _Before:
     """The authored words typed by calls before one call (a container for `_Spelling`)."""
 
-    def __init__(self, authored: Authored, index: int, runs: set[str] = frozenset()) -> None:
-        self.authored, self.index, self.runs = authored, index, runs
+    def __init__(self, authored: Authored, index: int) -> None:
+        self.authored, self.index = authored, index
 
     def __contains__(self, word: object) -> bool:
         if not isinstance(word, str):
             return False
         if self.authored.first.get(word, self.index) < self.index:
             return True
-        return any(first < self.index and not _runs_script(self.runs, name)
-                   for name, first in self.authored.scripts.get(word, {}).items())
+        return word in self.authored.scripts and self.authored.script_typed(word, self.index)
 
 
 def observed_output(language: str, code: str, stdout: str, earlier: _Before | None = None,

@@ -84,16 +84,10 @@ class Evidence:
         # observed (a log written with a heredoc and shown with `cat`, a script written earlier that only prints)
         self._authored = Authored()
         self._typed: dict[int, tuple[int, set[str]]] = {}  # per call: its index and the literal words it typed
-        # per call, the scripts it or an earlier call ran: their output may be shown by this one (a background
-        # run's log), so a written script's names are not typed text there
-        self._ran: dict[int, frozenset[str]] = {}
-        ran: frozenset[str] = frozenset()
         for index, call in enumerate(self.calls):
             code = str(call.get("code", ""))[:self._cap[id(call)]]
             self._typed[id(call)] = index, literal_words(str(call.get("language", "")), code, None)
             self._authored.add_call(index, str(call.get("language", "")), code)
-            ran = ran | run_scripts(code)
-            self._ran[id(call)] = ran
         notes = [trace.note] if trace.note else []
         if cut:
             notes.append(f"{cut} calls past the first {MAX_ANALYSED_TOTAL} characters analysed only "
@@ -130,7 +124,7 @@ class Evidence:
             index, typed = self._typed.get(key, (0, None))
             self._text[key] = ("\n".join([effective(language, code), *ran]),
                                observed_output(language, code, stdout,
-                                               self._authored.before(index, self._ran.get(key, frozenset())),
+                                               self._authored.before(index),
                                                typed))
         return self._text[key]
 
