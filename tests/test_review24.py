@@ -4,12 +4,17 @@
   word of an output that a written script's code holds was looked up in every script holding it and each script's
   name in every interpreter argument run so far, per occurrence. An honest 400-call trajectory (write a script,
   run it, 16 kB of output each) took 7.1 CPU-s to read, 1000 calls 83 CPU-s; now a lookup is a bisection.
+- **A staging linked from outside its data root was used unchecked** (ownedpaths, red team 24 and a7b3534): with the
+  task folder a link into a folder others can write, neither that folder, the ones above it, nor the real staging's
+  own folder were checked (a data root "data" took "data2/..." as inside it by a string prefix).
 """
 
 from __future__ import annotations
 
 import time
 
+import pytest
+from automedbench.errors import UserError
 from automedbench.judges.rules import Evidence
 
 NAMES = ("model", "device", "tensor", "shape", "volume", "spacing", "organ", "mask", "liver", "kidney",
@@ -43,3 +48,45 @@ def test_a_long_trajectory_of_written_then_run_scripts_is_read_in_linear_time():
     # every run's printed names are its script's computation: none of them typed, all kept as evidence
     assert all(k == "" for k in kept[0::2]) and all(len(k) > 15_000 for k in kept[1::2])
     assert spent < 0.6, f"{spent:.2f} CPU-s for 400 calls"
+
+
+# ---------------------------------------------------------------- a staging outside its data root
+
+
+def test_a_staging_linked_from_outside_its_data_root_is_checked_up_to_the_filesystem_root(reg, tmp_path):
+    """Before: a task folder that is a link into a folder others can write (outside the data root) was used: no folder
+    above the real staging was checked, so another user could swap it while a run was scored against it, nor the
+    real staging's own folder (only the link's). Both are checked now: the folders above a staging outside the data
+    root up to /, as a runs folder's are (inside it, up to the data root as before)."""
+    from automedbench import staging
+    from automedbench.testing import stage_task
+
+    root = tmp_path / "data"
+    staged = stage_task("toy/vowels", root)
+    _, task = reg.task("toy/vowels")
+    dest = staging.task_dir(root, task)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # not sticky: anyone may rename what is in it
+    dest.rename(shared / "vowels")
+    dest.symlink_to(shared / "vowels", target_is_directory=True)
+    with pytest.raises(UserError, match=f"{shared} is writable by others"):
+        staging.load(task, root)
+    shared.chmod(0o755)
+    (shared / "vowels").chmod(0o777)  # the linked staging's own folder: anyone could rename private/ away
+    with pytest.raises(UserError, match=f"{shared / 'vowels'} is writable by others"):
+        staging.load(task, root)
+    (shared / "vowels").chmod(0o755)
+    assert staging.load(task, root).case_ids == staged.case_ids
+    # a data root whose name is a prefix of the real staging's folder ("data" and "data2") is still outside it
+    sibling = tmp_path / "data2"
+    sibling.mkdir()
+    (shared / "vowels").rename(sibling / "vowels")
+    dest.unlink()
+    dest.symlink_to(sibling / "vowels", target_is_directory=True)
+    tmp_path.chmod(0o777)
+    try:
+        with pytest.raises(UserError, match=f"{tmp_path} is writable by others"):
+            staging.load(task, root)
+    finally:
+        tmp_path.chmod(0o755)

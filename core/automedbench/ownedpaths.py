@@ -6,7 +6,7 @@ A run is scored against `private/` and its agent given `public/`; the result is 
 A staging another user can write (a data root shared with a group, staged by a colleague, or left world-writable
 by a umask) lets that user change the references between runs: references replaced by what an agent of theirs
 writes scored it Task 1.0, signed and counted. So a staging is used only when every folder and file of it, and
-every folder from it up to the data root, belongs to this user or root and is writable by no one else (a
+every folder from it up to the data root (up to / for one linked from outside it), belongs to this user or root and is writable by no one else (a
 folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours;
 group write is allowed for the user's own private group, where a umask of 002 puts every new file).
 
@@ -82,10 +82,11 @@ def check_staging_owned(dest: Path, data_root: Path) -> None:
     """Refuse (one line) a staging at `dest` another user could change: see the module's docstring."""
     why = _tree_problem(str(dest))
     if why is None:
+        # up to the data root for a staging inside it; one linked from elsewhere up to / (as a runs folder): a
+        # string prefix ("data2" under "data") is not inside, and outside nothing above it was checked
         root = os.path.realpath(data_root)
         folder = os.path.dirname(os.path.realpath(dest))
-        if folder.startswith(root) and len(folder) >= len(root):
-            why = _upward_problem(folder, root)
+        why = _upward_problem(folder, root if os.path.commonpath([folder, root]) == root else "/")
     if why is not None:
         raise UserError(f"staged data not used: {why}; another user could change the references a run is scored "
                         f"against (chown the staging to this user and `chmod -R go-w {dest}`, or stage it again "
@@ -97,6 +98,9 @@ def _tree_problem(top: str) -> str | None:
     seen = 0
     stack = [top]
     problem = _problem(top, os.lstat(top))
+    real = os.path.realpath(top)
+    if problem is None and real != top:  # a link's mode means nothing: the folder it names holds the staging
+        problem = _problem(real, os.lstat(real))
     while stack and problem is None:
         folder = stack.pop()
         with os.scandir(folder) as entries:
