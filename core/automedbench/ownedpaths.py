@@ -6,9 +6,10 @@ A run is scored against `private/` and its agent given `public/`; the result is 
 A staging another user can write (a data root shared with a group, staged by a colleague, or left world-writable
 by a umask) lets that user change the references between runs: references replaced by what an agent of theirs
 writes scored it Task 1.0, signed and counted. So a staging is used only when every folder and file of it, and
-every folder from it up to the data root (up to / for one linked from outside it), belongs to this user or root and is writable by no one else (a
-folder from the task up to the data root may be a sticky one, like /tmp: others cannot rename what is ours;
-group write is allowed for the user's own private group, where a umask of 002 puts every new file).
+every folder from it up to the data root (up to / for one linked from outside it), belongs to this user or root
+and is writable by no one else (a folder from the task up to the data root may be a sticky one, like /tmp:
+others cannot rename what is ours; group write is allowed for the user's own private group, where a umask of 002
+puts every new file).
 
 The same holds for the folder a run is written in (`--out`, a sweep's folder) and every folder above it: a user
 who can write one of them can rename the run folder away while the run goes on and put one of their own in its
