@@ -14,8 +14,10 @@ What keeps its place, and why:
 - a question whose options or text name options by letter ("both A and B", "A and C", "option B", "all
   except C", "A only", a lettered list in the text other than the one recognised below) keeps the dataset's
   order entirely: re-lettering references inside free text is guesswork, and such questions are a small share
-  of a set. So does one whose options are letters themselves (MMMU's "which labelled structure": A, B, C, D
-  naming marks in the image; dealt, option A would read "C" and a model answering "C" would be refused).
+  of a set. So does one whose text lists the options after letters in another form ("Options: A. cyst B. tumor",
+  "A) cyst", "(a) cyst" lines: dealt, the text named each option by its old letter). So does one whose options
+  are letters themselves (MMMU's "which labelled structure": A, B, C, D naming marks in the image; dealt, option
+  A would read "C" and a model answering "C" would be refused).
 - a question with two options of one text ("yes" at A and at C) keeps the order: which twin is gold is the
   dataset's order's, and an answer found by the text takes the first (round 22: dealt, half of them lost).
 - an option list embedded in the question ("Answer Choices: (A) ... (B) ...", MedXpertQA's wording) is
@@ -44,6 +46,8 @@ _QUALIFIED = re.compile(rf"(?i:\b(except|only|but|not|besides|excluding|than)\s+
 _BARE = re.compile(r"\s*\(?[A-E][.):]?\s*")  # an option that is a letter: a mark in the image
 _LINE_LETTER = re.compile(r"(?m)^\s*[A-E][.):]\s")
 _CHOICES = re.compile(r"answer\s+choices\s*:", re.I)
+# a letter marking a list entry: "(A)", "(a)", "A)", "A.", "A:", "A -" (either case), then the entry's text
+_MARK = r"(?<![\w])(?:\(\s*[A-Ea-e]\s*\)|[A-Ea-e][ \t]*[.):\-\u2013\u2014])[ \t]*"
 _CHOICE = re.compile(r"\(([A-E])\)[ \t]*")
 
 
@@ -56,6 +60,19 @@ def names_letters(text: str) -> bool:
     """Text that refers to options by letter ("both A and B", "option C", "(A) ... (B)", "A. ..." lines)."""
     return bool(_NAMED.search(text) or _JOINED.search(text) or _BRACKETED.search(text) or _QUALIFIED.search(text)
                 or _BARE.fullmatch(text) or len(_LINE_LETTER.findall(text)) >= 2)
+
+
+def lists_options(text: str, options: dict[str, str]) -> bool:
+    """Whether `text` lists two options or more after a letter ("A) cyst B) tumor", "Options: A. cyst", "(a) cyst"
+    lines): a list in a form `_embedded` does not rewrite, whose letters dealt options would contradict."""
+    listed = 0
+    for option in options.values():
+        words = str(option).split()
+        if words and re.search(_MARK + r"\s+".join(re.escape(w) for w in words), text, re.I):
+            listed += 1
+            if listed >= 2:
+                return True
+    return False
 
 
 def _text_key(text: Any) -> str:
@@ -105,7 +122,7 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
     rest = text[:len(embedded[0])] if embedded else text
     if embedded is None and _CHOICES.search(text):
         return question, gold  # a list that is not the options: its letters would no longer match
-    if names_letters(rest) or any(names_letters(str(o)) for o in options.values()):
+    if names_letters(rest) or any(names_letters(str(o)) for o in options.values()) or lists_options(rest, options):
         return question, gold
     if len({_text_key(o) for o in options.values()}) < len(options):
         return question, gold  # twins: which one is gold is the dataset's order's (module docstring)
