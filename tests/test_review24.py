@@ -90,3 +90,37 @@ def test_a_staging_linked_from_outside_its_data_root_is_checked_up_to_the_filesy
             staging.load(task, root)
     finally:
         tmp_path.chmod(0o755)
+
+
+# ---------------------------------------------------------------- a run signed before pictures were evidence
+
+
+def test_a_run_signed_before_pictures_were_evidence_is_copied_verified_without_them(data_root, tmp_path):
+    """Review 23 made such a run genuine again (check_evidence leaves unsigned pictures out), but `copy_verified`,
+    which every re-signing command and the run page read, still refused it ('pictures/index.json added since the
+    harness signed the result'): `codes` left it out, rejudge refused it and the site drew no page for a run it
+    ranks. Now the copy holds exactly the signed files: no picture."""
+    import json
+
+    from automedbench.resultproof import check_folder, copy_verified, evidence_digests, split, write_result
+    from automedbench.runfolder import RunFolder
+    from automedbench.testing import run_cli, run_task
+
+    runs = tmp_path / "runs"
+    _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    folder = RunFolder(run_dir)
+    old = {k: v for k, v in evidence_digests(folder).items() if not k.startswith("pictures/")}
+    assert len(old) < len(evidence_digests(folder))  # the run drew pictures
+    write_result(folder, json.loads(split(folder.result_bytes())[0]), files=old)
+    assert check_folder(folder).genuine, check_folder(folder).reason
+    (tmp_path / "private").mkdir()
+    copied = copy_verified(folder, tmp_path / "private")
+    assert not isinstance(copied, str), copied
+    assert copied[1] == old and not (copied[0].path / "pictures").exists()
+    tagged = run_cli("codes", str(run_dir))
+    assert tagged.exit_code == 0 and "left out" not in tagged.output, tagged.output
+    assert check_folder(folder).genuine, check_folder(folder).reason  # re-signed by codes, still genuine
+    # pictures added to a run signed with pictures are still refused
+    write_result(folder, json.loads(split(folder.result_bytes())[0]), files={**old, "pictures/index.json": "0" * 64})
+    (tmp_path / "private2").mkdir()
+    assert "pictures/index.json changed" in copy_verified(folder, tmp_path / "private2")

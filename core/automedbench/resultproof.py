@@ -317,18 +317,23 @@ def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCh
     the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
     not genuine there, for every reader (the leaderboard counted it while `verify` refused it)."""
     signed = split(data)[1]["files"]  # type: ignore[index]
-    now = evidence_digests(folder)
-    pictures = PICTURES_DIR + "/"
-    if not any(name.startswith(pictures) for name in signed):
-        # signed with no picture (before pictures were evidence, or drawn with none): the pictures there now are
-        # no one's, shown by no reader (each draws a run from `copy_verified`'s copy, which holds only signed files);
-        # refusing them refused every run signed before pictures were bound, as if tampered with
-        now = {name: digest for name, digest in now.items() if not name.startswith(pictures)}
+    now = _comparable(signed, evidence_digests(folder))
     for name in sorted(set(signed) | set(now)):
         if signed.get(name) != now.get(name):
             what = "missing" if name not in now else "added" if name not in signed else "changed"
             return ProofCheck(False, f"{name[:200]} {what} since the harness signed the result", found.key)
     return found
+
+
+def _comparable(signed: dict[str, str], now: dict[str, str]) -> dict[str, str]:
+    """The folder's evidence digests `now` to compare with those `signed`: without its pictures when none was signed
+    (before pictures were evidence, or drawn with none). Those are no one's, shown by no reader (each draws a run from
+    `copy_verified`'s copy, which holds only signed files); refusing them refused every run signed before pictures
+    were bound, as if tampered with."""
+    pictures = PICTURES_DIR + "/"
+    if any(name.startswith(pictures) for name in signed):
+        return now
+    return {name: digest for name, digest in now.items() if not name.startswith(pictures)}
 
 
 def check_or_reason(folder: RunFolder | Path, **options: Any) -> str | None:
@@ -365,7 +370,7 @@ def copy_verified(folder: RunFolder, into: Path) -> tuple[RunFolder, dict[str, s
         got = _copy_regular(folder, name, copy.path.joinpath(*parts))
         if got != signed[name]:
             return f"{name[:200]} {'missing' if got is None else 'changed'} since the harness signed the result"
-    added = sorted(set(evidence_digests(folder)) - set(signed))
+    added = sorted(set(_comparable(signed, evidence_digests(folder))) - set(signed))  # unsigned pictures are left
     if added:
         return f"{added[0][:200]} added since the harness signed the result"
     atomic_write_bytes(copy.result, data)
