@@ -46,12 +46,16 @@ def _text(i: int, options: dict[str, str]) -> str:
 
 
 def _download(root: Path) -> Path:
+    return medxpertqa_folder(root, [(*_question(i), _text(i, _question(i)[0])) for i in range(N)])
+
+
+def medxpertqa_folder(root: Path, questions: list[tuple[dict[str, str], str, str]]) -> Path:
+    """A MedXpertQA MM download of `questions` (options, gold letter, question text): ten in dev, the rest test."""
     (root / "MM").mkdir(parents=True)
     (root / "images").mkdir()
     lines = []
-    for i in range(N):
-        options, label = _question(i)
-        lines.append(json.dumps({"id": f"MM-{i}", "question": _text(i, options), "options": options, "label": label,
+    for i, (options, label, text) in enumerate(questions):
+        lines.append(json.dumps({"id": f"MM-{i}", "question": text, "options": options, "label": label,
                                  "images": [f"MM-{i}.jpeg"], "question_type": "Reasoning"}))
         buffer = io.BytesIO()
         Image.new("RGB", (16, 12), (i, 40, 90)).save(buffer, format="JPEG")

@@ -8,13 +8,11 @@
 
 from __future__ import annotations
 
-import io
 import json
-from pathlib import Path
 
 import pytest
 from automedbench.testing import load_task, stage_from_folder
-from PIL import Image
+from test_vqa_review22 import medxpertqa_folder
 
 TASK = "vqa/medxpertqa-mm"
 WORDS = ["erythema", "livedo", "purpura", "vasculitis", "psoriasis", "eczema", "urticaria", "lichen", "tinea"]
@@ -36,27 +34,12 @@ def _question(i: int) -> tuple[dict[str, str], str, str]:
     return options, "ABCD"[i % 4], text
 
 
-def _download(root: Path) -> Path:
-    (root / "MM").mkdir(parents=True)
-    (root / "images").mkdir()
-    lines = []
-    for i in range(N):
-        options, label, text = _question(i)
-        lines.append(json.dumps({"id": f"MM-{i}", "question": text, "options": options, "label": label,
-                                 "images": [f"MM-{i}.jpeg"], "question_type": "Reasoning"}))
-        buffer = io.BytesIO()
-        Image.new("RGB", (16, 12), (i, 40, 90)).save(buffer, format="JPEG")
-        (root / "images" / f"MM-{i}.jpeg").write_bytes(buffer.getvalue())
-    (root / "MM" / "dev.jsonl").write_text("\n".join(lines[:10]) + "\n")
-    (root / "MM" / "test.jsonl").write_text("\n".join(lines[10:]) + "\n")
-    return root
-
-
 @pytest.fixture(scope="module")
 def staged(tmp_path_factory):
     root = tmp_path_factory.mktemp("review24")
     track, spec = load_task(TASK)
-    return stage_from_folder(track, spec, root / "data", _download(root / "src"))
+    download = medxpertqa_folder(root / "src", [_question(i) for i in range(N)])
+    return stage_from_folder(track, spec, root / "data", download)
 
 
 def test_a_question_listing_its_options_in_another_form_keeps_its_letters(staged):
