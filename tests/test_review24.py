@@ -124,3 +124,25 @@ def test_a_run_signed_before_pictures_were_evidence_is_copied_verified_without_t
     write_result(folder, json.loads(split(folder.result_bytes())[0]), files={**old, "pictures/index.json": "0" * 64})
     (tmp_path / "private2").mkdir()
     assert "pictures/index.json changed" in copy_verified(folder, tmp_path / "private2")
+
+
+# ---------------------------------------------------------------- a script written then run, in other words
+
+
+@pytest.mark.parametrize(("write", "run"), [
+    ("cat > /workspace/seg.py <<'EOF'", "python -u /workspace/seg.py"),
+    ("cat > /workspace/seg.py <<'EOF'", "cd /workspace && python3 -B seg.py 2>&1 | tail -5"),
+    ("tee /workspace/seg.py > /dev/null <<'EOF'", "python3 /workspace/seg.py"),
+    ("cat <<'EOF' | tee /workspace/seg.py", "python3 /workspace/seg.py"),
+    ("cat > \"/workspace/seg.py\" <<'EOF'", "python3 /workspace/seg.py"),
+])
+def test_a_script_written_then_run_in_other_words_is_read_as_run(reg, write, run):
+    """Review 23 read a heredoc script run by a later call as code run (its names computed) only when written with
+    `> file.py` unquoted and run as `python file.py`: an interpreter flag (`python -u`), a script written with `tee`
+    or to a quoted path left every name typed, and an honest log line no evidence (s2e 0.0 -> 1.0)."""
+    from test_review23 import SCRIPT, SHOWN, _call, _s2e
+
+    written = _call(1, f"{write}\n{SCRIPT}EOF")
+    for shown in SHOWN:
+        assert _s2e(reg, [written, _call(2, run, shown)]) == 1.0
+        assert _s2e(reg, [written, _call(2, "cat /workspace/seg.py", shown)]) == 0.0  # shown, not run: typed

@@ -28,7 +28,9 @@ _FSTRING_EXPR = re.compile(r"(?<!\{)\{([^{}]+)\}")
 _STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
 MAX_LITERALS = 500
 MAX_HEREDOCS = 200  # heredocs looked into per call; later ones are read as plain lines
-_RUNS = re.compile(r"(?:python3?|bash|sh)\s+(\S+)")  # the word after an interpreter: a script it runs
+# the first word after an interpreter and its flags (`python -u`, `python3 -B`; `-c` is no flag: its code is no
+# script's name): a script it runs
+_RUNS = re.compile(r"(?:python3?|bash|sh)(?:\s+-(?!c\b)[A-Za-z]+)*\s+(\S+)")
 _QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
 _WORD = re.compile(r"[^\W_]+")  # the runs of letters and digits an echo is compared by
 MAX_SPELL_STEPS = 200_000  # word-splitting steps per call; past them a word counts as spelt from the literals
@@ -230,7 +232,8 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
     return out
 
 
-_SCRIPT_TARGET = re.compile(r">\s*([\w./-]+\.(py|sh))")
+# the script a heredoc is written to: `> seg.py`, `>> "seg.py"`, `tee seg.py`, `| tee -a seg.py`
+_SCRIPT_TARGET = re.compile(r"(?:>\s*|\btee\s+(?:-a\s+)?)['\"]?([\w./-]+\.(py|sh))")
 
 
 def written_scripts(code: str) -> dict[str, tuple[str, str]]:
