@@ -146,3 +146,25 @@ def test_a_script_written_then_run_in_other_words_is_read_as_run(reg, write, run
     for shown in SHOWN:
         assert _s2e(reg, [written, _call(2, run, shown)]) == 1.0
         assert _s2e(reg, [written, _call(2, "cat /workspace/seg.py", shown)]) == 0.0  # shown, not run: typed
+
+
+# ---------------------------------------------------------------- a demo staged with --from
+
+
+def test_a_demo_staged_with_a_folder_given_is_the_generators_staging(reg, tmp_path):
+    """`automedbench stage toy/vowels --from DIR` (a demo ignores DIR) wrote a stamp naming DIR as its source and no
+    generator digest: the first run took it for a stale demo and staged it again, new secret and case ids. The
+    folder is ignored now: the staging is the generator's, used as staged."""
+    from automedbench import staging
+    from automedbench.testing import run_cli
+
+    root, folder = tmp_path / "data", tmp_path / "download"
+    folder.mkdir()
+    made = run_cli("stage", "toy/vowels", "--from", str(folder), "--data-root", str(root))
+    assert made.exit_code == 0, made.output
+    track, task = reg.task("toy/vowels")
+    stamp = staging.task_dir(root, task) / staging.STAMP
+    before = stamp.read_bytes()
+    assert not staging.stale_demo(stamp, track)
+    staging.ensure(track, task, root)
+    assert stamp.read_bytes() == before  # not staged again

@@ -179,6 +179,10 @@ def stage(track: Track, task: TaskSpec, data_root: Path, source: Path | None = N
           force: bool = False) -> StagedData:
     """Stage `task` under the task's staging lock: a second process staging it waits, then (a demo staged on
     first use) finds the first one's staging instead of replacing the data a run may already be reading."""
+    if task.demo:
+        # a demo generates: a folder given (`stage vqa/demo --from DIR`) is ignored, not recorded as its source (the
+        # stamp then named no generator, and the first run staged the demo again as stale)
+        source = None
     if source is not None and not source.exists():
         raise UserError(f"source {source} does not exist")
     dest = task_dir(data_root, task)
@@ -206,11 +210,10 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
     secret = StagingSecret()
     if task.demo:
         # a demo is generated from a seed: one drawn from the secret, so the generator (readable in the
-        # sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run. A folder given
-        # (`stage vqa/demo --from DIR`, which a demo ignores) once kept the task file's public seed here
+        # sandbox) cannot regenerate the references; 63 bits: no search of seeds in a run
         task = attrs.evolve(task, params={**task.params, "seed": secret.seed("demo")})
     written: list[dict] = []
-    generator = generator_digest(track) if task.demo and source is None else ""
+    generator = generator_digest(track) if task.demo else ""
 
     def seal(area: SealedArea, case_ids: list[str]) -> tuple[str, ...]:
         """The stamp of the complete new copy, written beside it so the swap moves both at once."""
