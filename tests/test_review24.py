@@ -7,6 +7,14 @@
 - **A staging linked from outside its data root was used unchecked** (ownedpaths, red team 24 and a7b3534): with the
   task folder a link into a folder others can write, neither that folder, the ones above it, nor the real staging's
   own folder were checked (a data root "data" took "data2/..." as inside it by a string prefix).
+- **A run signed before pictures were evidence** (resultproof, review 23): genuine on the leaderboard, but
+  `copy_verified` still refused it, so `codes` left it out, rejudge refused it and its run page was not drawn.
+- **A script written then run, in other words** (codetext): `python -u seg.py`, a script written with `tee` or to a
+  quoted path: its names stayed typed, an honest log line no evidence (s2e 0.0 -> 1.0).
+- **A demo staged with --from DIR** (staging): recorded DIR as its source and no generator, so the first run
+  staged it again as stale.
+
+The vqa finding (a question listing its options in another form) is in plugins/vqa/tests/test_vqa_review24.py.
 """
 
 from __future__ import annotations
