@@ -55,7 +55,7 @@ def test_a_long_trajectory_of_written_then_run_scripts_is_read_in_linear_time():
     spent = time.process_time() - start
     # every run's printed names are its script's computation: none of them typed, all kept as evidence
     assert all(k == "" for k in kept[0::2]) and all(len(k) > 15_000 for k in kept[1::2])
-    assert spent < 0.6, f"{spent:.2f} CPU-s for 400 calls"
+    assert spent < 2.0, f"{spent:.2f} CPU-s for 400 calls"  # 0.4 here; 7.3 before
 
 
 # ---------------------------------------------------------------- a staging outside its data root
