@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import test_cli_newuser
 from automedbench_models.gateway import SOCKET_NAME, ModelGateway
+from automedbench_models.systems import SYSTEMS
 from test_installed_agents_runs import _post
 from test_ux_round18 import _one_line
 
@@ -301,3 +302,26 @@ def test_a_sweep_refuses_a_chat_agents_typo_before_its_first_run(cli, tmp_path):
                  "--out", tmp_path / "sweep")
     _one_line(result, "unknown openai agent option(s) modle (did you mean 'model'?)")
     assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").rglob("result.json"))
+
+
+# ------------------------------------------------------------------ the path a user takes from the README
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEMS))
+def test_each_missing_system_is_one_line_naming_installs_that_work(cli, tmp_path, monkeypatch, name):
+    """The line's second install (into the agents home) made OpenHands' virtualenv with `python3`, which is 3.11
+    here: OpenHands needs 3.12 or later, so that command could not install it. Now `python3.12 -m venv`."""
+    monkeypatch.setenv("PATH", "/bin")
+    monkeypatch.setenv("AUTOMEDBENCH_AGENTS", str(tmp_path / "agents"))
+    result = cli("run", "--task", "toy/vowels", "--agent", name, "--agent-option", "api_key_env=none",
+                 "--out", tmp_path / "runs")
+    system = SYSTEMS[name]
+    _one_line(result, f"{name}: the `{system.binary}` command ({system.title}) is not installed; install it with "
+                      f"`{system.install}` (or `")
+    private = result.stderr.split("(or `", 1)[1].split("`", 1)[0]
+    folder = tmp_path / "agents" / name
+    expected = (f"npm install --prefix {folder} {system.package}" if system.kind == "npm" else
+                f"{'python3.12' if name == 'openhands' else 'python3'} -m venv {folder} && {folder}/bin/pip install "
+                f"{system.package}")
+    assert private == expected, private
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
