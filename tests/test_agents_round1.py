@@ -38,9 +38,10 @@ cli = test_cli_newuser.cli
 STUB = r'''#!/usr/bin/env python3
 import os, sys, time, urllib.error, urllib.request
 stubborn = "--stubborn" in sys.argv
+tries = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--tries=")), "100000"))
 url = os.environ["OPENAI_API_BASE"].rstrip("/") + "/chat/completions"
 body = b'{"model": "m", "messages": [{"role": "user", "content": "go"}]}'
-for attempt in range(100000):
+for attempt in range(tries):
     request = urllib.request.Request(url, body, {"content-type": "application/json", "authorization": "Bearer x"})
     try:
         with urllib.request.urlopen(request, timeout=600) as reply:
@@ -52,6 +53,7 @@ for attempt in range(100000):
     except OSError as exc:
         print("retrying:", exc, file=sys.stderr)
     time.sleep(0.3)
+sys.exit(3)  # gave up
 '''
 
 CHAT_REPLY = json.dumps({"id": "c1", "object": "chat.completion", "model": "m", "choices": [
@@ -157,12 +159,12 @@ def stub(tmp_path) -> Path:
     return program
 
 
-def _run(cli, tmp_path: Path, stub: Path, url: str, *more: str) -> tuple[Any, dict[str, Any], float]:
+def _run(cli, tmp_path: Path, stub: Path, url: str, *more: str, wait: str = "1") -> tuple[Any, dict[str, Any], float]:
     out = tmp_path / "runs"
     t0 = time.monotonic()
     result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
                  "--agent-option", f"bin={stub}", "--agent-option", f"base_url={url}",
-                 "--agent-option", "provider_timeout=1", *more, "--time-limit", "90", "--out", out)
+                 "--agent-option", f"provider_timeout={wait}", *more, "--time-limit", "90", "--out", out)
     wall = time.monotonic() - t0
     record = json.loads(next(out.glob("*/result.json")).read_text())
     return result, record, wall
@@ -186,6 +188,17 @@ def test_a_provider_that_never_answers_ends_the_run_in_bounded_time_as_an_outage
         error, error
     assert "a request of the harness's own to it failed too" in error and "provider_timeout=1 s" in error, error
     assert "the agent's model provider did not answer" in result.output and result.exit_code == 3, result.output
+
+
+def test_a_program_that_gives_up_on_a_provider_down_before_the_wait_is_an_outage_too(cli, tmp_path, stub):
+    """Three refused connections and the program stops (the wait was 60 s): the harness's own request decides, as
+    it would have at the end of the wait, and the line does not claim the harness ended the session."""
+    with Provider("refuse") as provider:
+        _, record, wall = _run(cli, tmp_path, stub, provider.url, "--agent-option", "args=--tries=3", wait="60")
+    assert wall < 30, wall
+    assert (record["state"], record["end_reason"]) == ("infrastructure_failure", "provider_unavailable"), record
+    assert "3 of 3 call(s) could not reach it" in record["error"] and "failed too" in record["error"], record
+    assert "the session was ended" not in record["error"], record
 
 
 def test_a_program_that_retries_even_the_refusals_is_stopped_by_the_harness(cli, tmp_path, stub):

@@ -394,8 +394,9 @@ class ModelGateway:
             conn.close()
 
     def outage(self) -> tuple[str, bool]:
-        """Why the provider is taken as down ("" when it is not) and whether it never answered any call: a session
-        whose programs gave up before the wait ran out is checked by the same request of the harness's own."""
+        """Why the provider did not answer ("" when it did) and whether that is an outage no call of the session
+        got past (no answer at all, and the harness's own request failed too). A session whose program gave up
+        before the wait ran out, every call failed in transport, is checked by the same request of the harness's."""
         health = self.health
         if health.down:
             return health.down, not health.answered_once
@@ -403,8 +404,8 @@ class ModelGateway:
         if not unreachable:
             return "", False
         why = self.probe()
-        if not why:  # it answers the harness: what failed was the calls themselves
-            return "", False
+        if not why:  # it answers the harness: what failed was the calls themselves, the agent's failure
+            return unreachable, False
         return f"{unreachable}; a request of the harness's own to it failed too ({why})", not health.answered_once
 
     # ---------------------------------------------------------------- totals

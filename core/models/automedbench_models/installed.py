@@ -321,8 +321,10 @@ class InstalledAgent(CliAgent):
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
         down, never_answered = self.gateway.outage() if self.gateway is not None else ("", False)
         if down:
-            line = (f"{self.system.name}: the model provider at {self.base_url} did not answer: {down}; the session "
-                    f"was ended (the wait is provider_timeout={self.provider_timeout:g} s, an --agent-option)")
+            line = f"{self.system.name}: the model provider at {self.base_url} did not answer: {down}"
+            if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
+                line += (f"; the session was ended (the wait is provider_timeout={self.provider_timeout:g} s, an "
+                         "--agent-option)")
             if never_answered:  # nothing the model asked for ever ran: an outage, retried by a sweep
                 raise ProviderUnavailable(line)
             raise AgentError(line)  # as a chat agent's model call that fails after its retries: said so
