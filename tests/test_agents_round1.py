@@ -3,7 +3,7 @@ options every agent declares, each through the command line.
 
 A provider that accepts and stalls, refuses, resets or answers 500 left each program retrying for minutes (until
 the run's time limit). The harness's gateway now ends the session once the provider has not answered for
-`provider_timeout=` seconds and a request of the harness's own to it failed too: one line naming the provider
+`outage_after=` seconds and a request of the harness's own to it failed too: one line naming the provider
 and what happened; an infrastructure failure (retryable) when it never answered at all, the agent's failure when
 the model had answered before (what it ran since could have caused it). The program here is a stub that retries
 as the real ones do (it stands in for any system: the gateway, not the program, is under test).
@@ -164,7 +164,7 @@ def _run(cli, tmp_path: Path, stub: Path, url: str, *more: str, wait: str = "1")
     t0 = time.monotonic()
     result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
                  "--agent-option", f"bin={stub}", "--agent-option", f"base_url={url}",
-                 "--agent-option", f"provider_timeout={wait}", *more, "--time-limit", "90", "--out", out)
+                 "--agent-option", f"outage_after={wait}", *more, "--time-limit", "90", "--out", out)
     wall = time.monotonic() - t0
     record = json.loads(next(out.glob("*/result.json")).read_text())
     return result, record, wall
@@ -177,7 +177,7 @@ def _run(cli, tmp_path: Path, stub: Path, url: str, *more: str, wait: str = "1")
     ("error", "HTTP 500"),
 ])
 def test_a_provider_that_never_answers_ends_the_run_in_bounded_time_as_an_outage(cli, tmp_path, stub, mode, needle):
-    """Before, each of these retried until the run's time limit (minutes); now ~provider_timeout, then one line."""
+    """Before, each of these retried until the run's time limit (minutes); now ~outage_after, then one line."""
     with Provider(mode) as provider:
         result, record, wall = _run(cli, tmp_path, stub, provider.url)
     assert wall < 30, wall  # the toy's limit is minutes; the stub would retry for ever
@@ -186,7 +186,7 @@ def test_a_provider_that_never_answers_ends_the_run_in_bounded_time_as_an_outage
     assert "\n" not in error and " ".join(result.output.split()).count(" ".join(error.split())) == 1, result.output
     assert error.startswith(f"mini-swe-agent: the model provider at {provider.url} did not answer: ") and needle in \
         error, error
-    assert "a request of the harness's own to it failed too" in error and "provider_timeout=1 s" in error, error
+    assert "a request of the harness's own to it failed too" in error and "outage_after=1 s" in error, error
     assert "the agent's model provider did not answer" in result.output and result.exit_code == 3, result.output
 
 
@@ -224,12 +224,21 @@ def test_a_provider_that_stops_answering_mid_session_is_the_agents_failure(cli, 
     assert result.exit_code == 0, result.output
 
 
-@pytest.mark.parametrize("value", ["0", "soon", "100000"])
-def test_a_bad_provider_timeout_is_one_line(cli, tmp_path, stub, value):
-    result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
-                 "--agent-option", f"bin={stub}", "--agent-option", f"provider_timeout={value}",
+def test_the_outage_option_is_no_near_name_for_another_option(cli, tmp_path):
+    """Named provider_timeout at first, it was offered for claude-code's `provider=anthropic` ("did you mean
+    'provider_timeout'?"): a user who meant another system's option was sent to a wait. Now no suggestion."""
+    result = cli("run", "--task", "toy/vowels", "--agent", "claude-code", "--agent-option", "provider=anthropic",
                  "--out", tmp_path / "runs")
-    _one_line(result, "mini-swe-agent: provider_timeout must be a number of seconds from 1 to 86400")
+    _one_line(result, "unknown claude-code agent option(s) provider; known: ")
+    assert "did you mean" not in result.stderr and "outage_after" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "soon", "100000"])
+def test_a_bad_outage_after_is_one_line(cli, tmp_path, stub, value):
+    result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+                 "--agent-option", f"bin={stub}", "--agent-option", f"outage_after={value}",
+                 "--out", tmp_path / "runs")
+    _one_line(result, "mini-swe-agent: outage_after must be a number of seconds from 1 to 86400")
 
 
 # ------------------------------------------------------------------ the gateway alone: what the agent cannot cause
@@ -303,7 +312,7 @@ def test_the_chat_agents_and_the_inspect_bridge_declare_their_options(cli, tmp_p
 
 
 @pytest.mark.parametrize("agent,option", [("openai", "reasoning_effort"), ("chat", "provider"),
-                                          ("inspect", "solver"), ("codex", "provider_timeout")])
+                                          ("inspect", "solver"), ("codex", "outage_after")])
 def test_plugins_lists_each_agents_options(cli, agent, option):
     text = " ".join(cli("plugins", agent).output.split())
     assert f"--agent-option {option}=..." in text and "checked by the component itself" not in text, text

@@ -152,14 +152,14 @@ def program_folders(binary: Path) -> list[Path]:
 class InstalledAgent(CliAgent):
     """One installed agent system in the sandbox. Options: model=, base_url=, api_key_env= (`none` for a keyless
     server), bin= (the program), provider= (openhands, mini-swe-agent: openai or anthropic), wire_api= (codex:
-    responses or chat), config= (mini-swe-agent: textbased), args= (more arguments for the program), provider_timeout=
+    responses or chat), config= (mini-swe-agent: textbased), args= (more arguments for the program), outage_after=
     (seconds the provider may go without answering before the session is ended)."""
 
     long_calls = True
 
     def __init__(self, system: AgentSystem, *, model: str = "", base_url: str = "", api_key_env: str = "",
                  bin: str = "", provider: str = "openai", wire_api: str = "responses", config: str = "",
-                 args: str = "", prices: str = "", provider_timeout: str | float = PROVIDER_TIMEOUT_S) -> None:
+                 args: str = "", prices: str = "", outage_after: str | float = PROVIDER_TIMEOUT_S) -> None:
         if provider not in ("openai", "anthropic"):
             raise UserError(f"{system.name}: provider must be openai or anthropic, not {provider!r}")
         if wire_api not in ("responses", "chat"):
@@ -168,12 +168,12 @@ class InstalledAgent(CliAgent):
             raise UserError(f"{system.name}: config must be textbased (for a model without tool calls) or left out, "
                             f"not {config!r}")
         try:
-            self.provider_timeout = float(provider_timeout)
+            self.outage_after = float(outage_after)
         except (TypeError, ValueError):
-            self.provider_timeout = -1.0
-        if not 1 <= self.provider_timeout <= 86_400:
-            raise UserError(f"{system.name}: provider_timeout must be a number of seconds from 1 to 86400, not "
-                            f"{provider_timeout!r}")
+            self.outage_after = -1.0
+        if not 1 <= self.outage_after <= 86_400:
+            raise UserError(f"{system.name}: outage_after must be a number of seconds from 1 to 86400, not "
+                            f"{outage_after!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
         self.binary = native_program(find_binary(system, bin))
@@ -252,7 +252,7 @@ class InstalledAgent(CliAgent):
         host_peers = os.path.realpath(context.workspace_dir) == os.path.realpath(ws)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
                                     max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger,
-                                    host_peers=host_peers, provider_timeout=self.provider_timeout)
+                                    host_peers=host_peers, provider_timeout=self.outage_after)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 
@@ -323,7 +323,7 @@ class InstalledAgent(CliAgent):
         if down:
             line = f"{self.system.name}: the model provider at {self.base_url} did not answer: {down}"
             if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
-                line += (f"; the session was ended (the wait is provider_timeout={self.provider_timeout:g} s, an "
+                line += (f"; the session was ended (the wait is outage_after={self.outage_after:g} s, an "
                          "--agent-option)")
             if never_answered:  # nothing the model asked for ever ran: an outage, retried by a sweep
                 raise ProviderUnavailable(line)

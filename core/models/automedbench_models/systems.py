@@ -58,7 +58,7 @@ class AgentSystem:
         another system reads would otherwise be silently ignored)."""
         extra = (("provider",) if self.wire == "provider" else ()) + (("wire_api",) if self.name == "codex" else ()) \
             + (("config",) if self.name == "mini-swe-agent" else ())
-        return ("model", "base_url", "api_key_env", "bin", "args", "prices", "provider_timeout", *extra)
+        return ("model", "base_url", "api_key_env", "bin", "args", "prices", "outage_after", *extra)
 
     def missing(self) -> str:
         """The one line a user reads when the program is not installed."""
