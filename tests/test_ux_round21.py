@@ -29,8 +29,8 @@ def test_a_sweep_refuses_an_option_one_installed_system_does_not_read_before_any
     result = cli("sweep", "--agents", "codex,claude-code", "--tasks", "toy/vowels", "--agent-option",
                  "api_key_env=none", "--agent-option", "wire_api=chat", "--out", out)
     _one_line(result, "unknown claude-code agent option(s) wire_api; known: api_key_env, args, base_url, bin, model, "
-                      "prices; every agent of a sweep gets the same --agent-option: sweep claude-code in a sweep of "
-                      "its own")
+                      "outage_after, prices; every agent of a sweep gets the same --agent-option: sweep "
+                      "claude-code in a sweep of its own")
     assert not out.exists() or not any(out.iterdir())
     assert "wire_api" in SYSTEMS["codex"].options() and "wire_api" not in SYSTEMS["claude-code"].options()
 

@@ -126,7 +126,7 @@ class Conversation:
         t_agent = time.monotonic()
         try:
             reply: AgentTurn = self.agent.next_turn(loop.messages)
-        except errors.AgentError:
+        except (errors.AgentError, errors.ProviderUnavailable):
             yield from _drained(self.agent, loop.turn, st.runtime)  # the retries that led here are recorded too
             raise
         except Exception as exc:

@@ -15,6 +15,13 @@ class InfrastructureError(AutoMedBenchError):
     """The harness, sandbox or evaluator failed; the run is retryable and is not the agent's fault."""
 
 
+class ProviderUnavailable(InfrastructureError):
+    """An agent's model provider never answered (down, stalled, refusing) and the harness's own request to it failed
+    too, before any reply of the model could have run anything: an outage, not the agent's doing, so the run is
+    an infrastructure failure (retryable). Raised by an agent's `next_turn`; an outage after the model had answered
+    stays the agent's failure (what it ran since could have caused it)."""
+
+
 class SubmissionError(AutoMedBenchError):
     """The evaluator could not finish on this submission (past its memory, CPU-time or time limits): the
     submission is the agent's, so the run is an agent failure, never a retryable harness failure."""
@@ -53,6 +60,7 @@ END_TIME_LIMIT = "time_limit"
 END_BREACH = "isolation_breach"
 END_AGENT_ERROR = "agent_error"
 END_INFRA_ERROR = "infrastructure_error"
+END_PROVIDER_DOWN = "provider_unavailable"  # an infrastructure failure: the agent's model provider never answered
 END_CANCELLED = "cancelled"
 END_NO_AGENT = "no_agent"
 

@@ -21,6 +21,9 @@ def next_step(end_reason: str, header: Mapping[str, Any]) -> str:
                                 f"{again}",
         errors.END_INFRA_ERROR: "the harness failed, not the agent, and the run is not scored: run it again as it "
                                 f"was ({again}); a sweep given the same --out retries it",
+        errors.END_PROVIDER_DOWN: "the agent's model provider did not answer, and the run is not scored: check "
+                                  f"the provider (its base_url, its status), then run it again ({again}); a sweep "
+                                  "given the same --out retries it",
         errors.END_CANCELLED: "the run was interrupted and is not scored: run it again; a sweep given the same "
                               "--out runs only what did not finish",
         errors.END_TIME_LIMIT: "the agent spent the run's whole time budget and was scored as it stood; to give "

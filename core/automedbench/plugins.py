@@ -113,6 +113,9 @@ def check_options(component: Component, options: dict[str, Any], flag: str = "")
     unknown = [key for key in options if key not in known]
     if not unknown:
         return
+    if "api_key" in unknown and "api_key_env" in known:  # a key itself given: say where it goes, not a near name
+        raise UserError("API keys are not accepted as options; put the key in an environment variable and name it "
+                        "with api_key_env=VAR")
     if not known:
         raise UserError(f"the {component.name} {component.kind} takes no options "
                         f"({flag or f'--{component.kind}-option'} {unknown[0]}=...)")

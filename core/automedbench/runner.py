@@ -186,6 +186,8 @@ class Run:
                         f"({exc.strerror})", "H-DISK")
             else:
                 st.fail("infrastructure_failure", errors.END_INFRA_ERROR, f"{type(exc).__name__}: {exc}")
+        except errors.ProviderUnavailable as exc:  # the agent's provider was down before its model said anything
+            st.fail("infrastructure_failure", errors.END_PROVIDER_DOWN, str(exc))
         except errors.SubmissionError as exc:  # the submission made the evaluator fail: the agent's doing
             st.fail("agent_failure", errors.END_AGENT_ERROR, str(exc), "H-EVAL")
         except Exception as exc:  # anything else is the harness's fault: retryable

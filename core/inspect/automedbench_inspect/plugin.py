@@ -12,5 +12,7 @@ def automedbench_register_agents(register) -> None:
 
         return BridgeAgent(**options)
 
+    # declared: the bridge's own factory takes **options, so a typo was silently dropped
     register("inspect", bridge, "an inspect_ai agent and model, turn by turn (started by `inspect eval "
-                                "automedbench_inspect/TASK`; automedbench-inspect)")
+                                "automedbench_inspect/TASK`; automedbench-inspect): model=, solver=",
+             options=["model", "solver"])

@@ -46,9 +46,13 @@ from typing import Any
 
 from attrs import asdict, define
 
+from .providerhealth import PROBE_LIMIT_S, ProviderHealth
+
 SOCKET_NAME = "model.sock"
+STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
 MAX_ACTIVE = 8  # requests served at once; more are answered 429 (clients retry) and never forwarded
 IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is dropped
+PROVIDER_TIMEOUT_S = 60.0  # the provider may go this long without answering before the session is ended
 MAX_RECORDS = 2_000  # ModelCall records kept; later calls are counted in the totals only
 OVERLOADED = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
               b"connection: close\r\ncontent-length: 0\r\n\r\n")
@@ -277,7 +281,7 @@ class ModelGateway:
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
                  price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
-                 host_peers: bool = True) -> None:
+                 host_peers: bool = True, provider_timeout: float = PROVIDER_TIMEOUT_S) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"the model base URL {upstream!r} is not an http(s) URL")
@@ -296,12 +300,16 @@ class ModelGateway:
         self.thread: threading.Thread | None = None
         self.overloaded_final = 0
         self.upstream: set[http.client.HTTPConnection] = set()  # requests being forwarded now
+        self.prefix = parsed.path.rstrip("/")
+        self.health = ProviderHealth(self.probe, self._provider_down, provider_timeout)
+        self.dir_fd: int | None = None
 
     # ---------------------------------------------------------------- life cycle
 
     def start(self, dir_fd: int) -> None:
         """Listen on `SOCKET_NAME` in the folder `dir_fd` (opened by the caller, no-follow); serve in a thread."""
         path = f"/proc/self/fd/{dir_fd}/{SOCKET_NAME}"  # short, and never through a path the agent could redirect
+        self.dir_fd = dir_fd
         gateway = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -328,6 +336,7 @@ class ModelGateway:
         self.server = server
         self.thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
+        self.health.start()
 
     def _admit(self, request: socket.socket) -> bool:
         if peer_in_own_sandbox(request):
@@ -342,13 +351,62 @@ class ModelGateway:
             self.overloaded_final = server.overloaded
             server.shutdown()
             server.server_close()
+        self.health.stopped.set()
         with self.lock:  # the session is over: a reply still being made is dropped (a local server stops on it)
             pending, self.upstream = list(self.upstream), set()
+        self._cut(pending)
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+        self.health.stop()
+
+    def _cut(self, pending: list[http.client.HTTPConnection] | None = None) -> None:
+        """Drop requests being forwarded (all of them by default): the session is over, or the provider is down."""
+        if pending is None:
+            with self.lock:
+                pending = list(self.upstream)
         for conn in pending:
             with contextlib.suppress(OSError, AttributeError):
                 conn.sock.shutdown(socket.SHUT_RDWR)
-        if self.thread is not None:
-            self.thread.join(timeout=5)
+
+    def _provider_down(self) -> None:
+        """The provider is down: cut the requests waiting for it, and ask the session to end (`STOP_NAME`, made in
+        the session folder through the caller's descriptor, never following a link; one the sandbox made already
+        is left as it is)."""
+        self._cut()
+        if self.dir_fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.close(os.open(STOP_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                             dir_fd=self.dir_fd))
+
+    def probe(self) -> str:
+        """A request of the harness's own to the provider (a GET of its base URL, no key): "" when it was answered
+        with any status below 500 (404 and 401 included: something there answers HTTP), else what went wrong."""
+        conn_class = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        conn = conn_class(self.host, self.port, timeout=min(PROBE_LIMIT_S, self.health.timeout_s))
+        try:
+            conn.request("GET", self.prefix or "/", headers={"accept-encoding": "identity"})
+            response = conn.getresponse()
+            return f"HTTP {response.status} {response.reason}".strip() if response.status >= 500 else ""
+        except (OSError, http.client.HTTPException) as exc:
+            return _transport_error(exc)
+        finally:
+            conn.close()
+
+    def outage(self) -> tuple[str, bool]:
+        """Why the provider did not answer ("" when it did) and whether that is an outage no call of the session
+        got past (no answer at all, and the harness's own request failed too). A session whose program gave up
+        before the wait ran out, every call failed in transport, is checked by the same request of the harness's."""
+        health = self.health
+        if health.down:
+            return health.down, not health.answered_once
+        unreachable = self.unreachable()
+        if not unreachable:
+            return "", False
+        why = self.probe()
+        if not why:  # it answers the harness: what failed was the calls themselves, the agent's failure
+            return unreachable, False
+        return f"{unreachable}; a request of the harness's own to it failed too ({why})", not health.answered_once
 
     # ---------------------------------------------------------------- totals
 
@@ -378,6 +436,9 @@ class ModelGateway:
     # ---------------------------------------------------------------- one request
 
     def _refusal(self) -> str:
+        if self.health.down:
+            return (f"automedbench gateway: the model provider {self.host} does not answer ({self.health.down}); "
+                    "the session ends now")
         if self.counts["calls"] >= self.max_calls:
             return f"automedbench: the run's turn budget ({self.max_calls} model calls) is spent; stop now"
         if time.monotonic() >= self.deadline:
@@ -411,8 +472,9 @@ class ModelGateway:
             self._reply(handler, 400, refusal_body(refused))
             return
         try:
-            status, received = self._forward(handler, body)
+            status, received = self._forward(handler, body, n)
         except (OSError, http.client.HTTPException) as exc:
+            self.health.failed(n, _transport_error(exc))
             call.status, call.error = 502, f"{type(exc).__name__}: {str(exc)[:300]}"
             call.latency_s = round(time.monotonic() - t0, 3)
             self._count(call)
@@ -450,7 +512,7 @@ class ModelGateway:
                 if len(self.watch_errors) < 20:
                     self.watch_errors.append(f"{moment}: {type(exc).__name__}: {str(exc)[:200]}")
 
-    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> tuple[int, bytes]:
+    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes, key: int) -> tuple[int, bytes]:
         """Send the request upstream with the real key; stream the reply back; return its status and body."""
         path = handler.path if handler.path.startswith("/") else "/" + handler.path
         parts = urllib.parse.urlsplit(path)
@@ -469,8 +531,15 @@ class ModelGateway:
                 raise OSError("the gateway is closed")
             self.upstream.add(conn)
         try:
+            # a host that never accepts is cut by the health watch (or by this timeout), not after the whole run
+            self.health.waits(key, "connect")
+            conn.timeout = min(timeout, self.health.timeout_s + PROBE_LIMIT_S)
+            conn.connect()
+            conn.sock.settimeout(timeout)
+            self.health.waits(key, "reply")
             conn.request(handler.command, target, body=body, headers=headers)
             response = conn.getresponse()
+            self.health.answered(key, response.status, response.reason)
             handler.send_response(response.status, response.reason)
             out_headers = [(k, v) for k, v in response.getheaders() if k.lower() not in HOP_BY_HOP]
             for key, value in out_headers:
@@ -490,6 +559,7 @@ class ModelGateway:
             handler.close_connection = True
             return response.status, bytes(kept)
         finally:
+            self.health.done(key)
             with self.lock:
                 self.upstream.discard(conn)
             conn.close()
@@ -503,6 +573,17 @@ class ModelGateway:
         handler.end_headers()
         handler.wfile.write(data)
         handler.close_connection = True
+
+
+def _transport_error(exc: BaseException) -> str:
+    """A failed connection in a few words: refused, reset, timed out, or the exception itself."""
+    named = {ConnectionRefusedError: "the connection was refused", ConnectionResetError: "the connection was reset",
+             TimeoutError: "no answer before the timeout", http.client.RemoteDisconnected: "it closed the "
+             "connection without a reply", BrokenPipeError: "the connection was closed"}
+    for kind, words in named.items():
+        if isinstance(exc, kind):
+            return f"{words} ({type(exc).__name__})"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def socket_reachable(path: str, timeout: float = 2.0) -> bool:

@@ -27,6 +27,7 @@ from automedbench.api import (
     AgentContext,
     AgentError,
     AgentTurn,
+    ProviderUnavailable,
     ToolCall,
     UserError,
     open_path,
@@ -34,7 +35,7 @@ from automedbench.api import (
 )
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code, stop_message
-from .gateway import RELAY, SOCKET_NAME, ModelGateway
+from .gateway import PROVIDER_TIMEOUT_S, RELAY, SOCKET_NAME, STOP_NAME, ModelGateway
 from .gatewaysteps import StepLedger
 from .pricing import price_table
 from .systems import AgentSystem
@@ -151,13 +152,14 @@ def program_folders(binary: Path) -> list[Path]:
 class InstalledAgent(CliAgent):
     """One installed agent system in the sandbox. Options: model=, base_url=, api_key_env= (`none` for a keyless
     server), bin= (the program), provider= (openhands, mini-swe-agent: openai or anthropic), wire_api= (codex:
-    responses or chat), config= (mini-swe-agent: textbased), args= (more arguments for the program)."""
+    responses or chat), config= (mini-swe-agent: textbased), args= (more arguments for the program), outage_after=
+    (seconds the provider may go without answering before the session is ended)."""
 
     long_calls = True
 
     def __init__(self, system: AgentSystem, *, model: str = "", base_url: str = "", api_key_env: str = "",
                  bin: str = "", provider: str = "openai", wire_api: str = "responses", config: str = "",
-                 args: str = "", prices: str = "") -> None:
+                 args: str = "", prices: str = "", outage_after: str | float = PROVIDER_TIMEOUT_S) -> None:
         if provider not in ("openai", "anthropic"):
             raise UserError(f"{system.name}: provider must be openai or anthropic, not {provider!r}")
         if wire_api not in ("responses", "chat"):
@@ -165,6 +167,13 @@ class InstalledAgent(CliAgent):
         if config not in ("", "textbased"):  # any other value silently ran the tool-call config
             raise UserError(f"{system.name}: config must be textbased (for a model without tool calls) or left out, "
                             f"not {config!r}")
+        try:
+            self.outage_after = float(outage_after)
+        except (TypeError, ValueError):
+            self.outage_after = -1.0
+        if not 1 <= self.outage_after <= 86_400:
+            raise UserError(f"{system.name}: outage_after must be a number of seconds from 1 to 86400, not "
+                            f"{outage_after!r}")
         self.system = system
         self.address_space_mb = system.address_space_mb
         self.binary = native_program(find_binary(system, bin))
@@ -243,7 +252,7 @@ class InstalledAgent(CliAgent):
         host_peers = os.path.realpath(context.workspace_dir) == os.path.realpath(ws)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
                                     max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger,
-                                    host_peers=host_peers)
+                                    host_peers=host_peers, provider_timeout=self.outage_after)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 
@@ -273,12 +282,21 @@ class InstalledAgent(CliAgent):
             f'cd {shlex.quote(ws)}',
             *([f'export PATH={shlex.quote(self.npm_bin)}:"$PATH"'] if self.npm_bin else []),
             "set +e",
+            "set -m",  # the program in a process group of its own: the harness's stop request reaches all of it
             "(",
             self.system.start(self.values),
             f') > "$AMB_DIR/{"stdout.txt" if self.system.transcript != "transcript.jsonl" else "transcript.jsonl"}"'
-            ' 2> "$AMB_DIR/stderr.txt"',
+            ' 2> "$AMB_DIR/stderr.txt" &',
+            "amb_prog=$!",
+            "set +m",
+            # the gateway asks for the session's end (its provider is down) by making this file: most programs stop
+            # at its refusals, but some retry even those for minutes (mini-swe-agent, ~6 min)
+            f'( while kill -0 $amb_prog 2>/dev/null; do if [ -e "$AMB_DIR/{STOP_NAME}" ]; then '
+            'kill -TERM -- -$amb_prog 2>/dev/null; sleep 3; kill -KILL -- -$amb_prog 2>/dev/null; break; fi; '
+            "sleep 0.5; done ) & amb_watch=$!",
+            "wait $amb_prog",
             "status=$?",
-            "kill $amb_relay 2>/dev/null",
+            "kill $amb_watch $amb_relay 2>/dev/null",
             f'echo "[installed agent {self.system.name} exited $status]"',
             'tail -c 3000 "$AMB_DIR/stderr.txt" >&2',
             "exit $status",
@@ -301,10 +319,15 @@ class InstalledAgent(CliAgent):
         usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
                  for name in ("tokens_in", "tokens_out", "tokens_cached")}
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
-        unreachable = self.gateway.unreachable() if self.gateway is not None else ""
-        if unreachable:  # as a chat agent's model call that fails after its retries: the run's failure, said so
-            raise AgentError(f"{self.system.name}: the model provider at {self.base_url} was never reached: "
-                             f"{unreachable}")
+        down, never_answered = self.gateway.outage() if self.gateway is not None else ("", False)
+        if down:
+            line = f"{self.system.name}: the model provider at {self.base_url} did not answer: {down}"
+            if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
+                line += (f"; the session was ended (the wait is outage_after={self.outage_after:g} s, an "
+                         "--agent-option)")
+            if never_answered:  # nothing the model asked for ever ran: an outage, retried by a sweep
+                raise ProviderUnavailable(line)
+            raise AgentError(line)  # as a chat agent's model call that fails after its retries: said so
         problem = self.transcript.problem if self.transcript is not None else "no transcript was read"
         if problem:
             said = _last_error_line(messages)  # e.g. `/usr/bin/env: 'node': No such file or directory`

@@ -36,10 +36,15 @@ def automedbench_register_agents(register) -> None:
 
         return CliAgent(**options)
 
+    # a chat agent's options are its model's settings (`ModelConfig`): declared, so `plugins openai` lists them and
+    # a typo is refused with the nearest name by the engine's own check, in `run` and before a sweep's first run
+    model = model_options()
     register("openai", openai_agent, "chat model over an OpenAI-compatible endpoint (OpenAI, vLLM, SGLang, "
-             "Ollama, LiteLLM, OpenRouter): model=, base_url=, api_key_env=, or config= entry=")
-    register("anthropic", anthropic_agent, "Anthropic messages API: model=, api_key_env=, or config= entry=")
-    register("chat", chat_agent, "chat model through any registered model backend: provider=NAME plus its options")
+             "Ollama, LiteLLM, OpenRouter): model=, base_url=, api_key_env=, or config= entry=", options=model)
+    register("anthropic", anthropic_agent, "Anthropic messages API: model=, api_key_env=, or config= entry=",
+             options=model)
+    register("chat", chat_agent, "chat model through any registered model backend: provider=NAME plus its options",
+             options=["provider", *model])
     register("replay", replay_agent, "re-run a stored trajectory without a model: trajectory=runs/ID/trajectory.jsonl",
              options=["trajectory", "rewrite_paths", "allow_torn"])
     register("cli", cli_agent, "installed CLI coding agent run inside the sandbox: spec=cli.yaml", options=["spec"])
@@ -50,6 +55,15 @@ def automedbench_register_agents(register) -> None:
         register(name, partial(_installed_agent, system),
                  f"{system.title} run inside the sandbox ({system.install}): "
                  + ", ".join(f"{option}=" for option in system.options()), options=system.options())
+
+
+def model_options() -> list[str]:
+    """The options a model backend reads (every `ModelConfig` setting but the provider, and a models file's
+    `config=` and `entry=`), as a chat agent declares them."""
+    import attrs
+    from automedbench.api import ModelConfig
+
+    return sorted({f.name for f in attrs.fields(ModelConfig)} - {"provider"} | {"config", "entry"})
 
 
 def _installed_agent(system: Any, **options: Any) -> Any:
@@ -79,9 +93,12 @@ def automedbench_register_judges(register) -> None:
             raise UserError("the llm judge needs provider=NAME (a model backend: see `automedbench plugins`)")
         return LlmJudge(provider, **options)
 
-    register("llm", any_llm_judge, "LLM judge through any registered model backend: provider=NAME plus its options")
-    register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)")
-    register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API")
+    judge = [*model_options(), "parse_retries", "images"]  # its model's settings and the judge's own two
+    register("llm", any_llm_judge, "LLM judge through any registered model backend: provider=NAME plus its options",
+             options=["provider", *judge])
+    register("openai", llm_judge("openai"), "LLM judge over an OpenAI-compatible endpoint (same options as the agent)",
+             options=judge)
+    register("anthropic", llm_judge("anthropic"), "LLM judge over the Anthropic messages API", options=judge)
 
 
 @hookimpl

@@ -41,6 +41,7 @@ class AgentSystem:
     parser: str  # key of transcripts.PARSERS
     start: Callable[[dict[str, str]], str]  # bash that starts it; sees {bin} {model} {turns} {wire_api} ...
     address_space_mb: int = 0  # Node reserves ~10 GB of address space per WebAssembly memory (Agent.address_space_mb)
+    python: str = "python3"  # the interpreter a private virtualenv is made with (OpenHands needs 3.12 or later)
 
     def private_binary(self) -> Path:
         folder = agents_home() / self.name
@@ -50,14 +51,14 @@ class AgentSystem:
         folder = shlex.quote(str(agents_home() / self.name))
         if self.kind == "npm":
             return f"npm install --prefix {folder} {self.package}"
-        return f"python3 -m venv {folder} && {folder}/bin/pip install {self.package}"
+        return f"{self.python} -m venv {folder} && {folder}/bin/pip install {self.package}"
 
     def options(self) -> tuple[str, ...]:
         """The --agent-option names this system takes: the common ones, then those only some systems read (a name
         another system reads would otherwise be silently ignored)."""
         extra = (("provider",) if self.wire == "provider" else ()) + (("wire_api",) if self.name == "codex" else ()) \
             + (("config",) if self.name == "mini-swe-agent" else ())
-        return ("model", "base_url", "api_key_env", "bin", "args", "prices", *extra)
+        return ("model", "base_url", "api_key_env", "bin", "args", "prices", "outage_after", *extra)
 
     def missing(self) -> str:
         """The one line a user reads when the program is not installed."""
@@ -135,7 +136,7 @@ SYSTEMS: dict[str, AgentSystem] = {s.name: s for s in (
     AgentSystem("openhands", "OpenHands (headless)", "openhands",
                 "uv tool install --compile-bytecode openhands --python 3.12", "pypi", "openhands", "provider",
                 "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "transcript.jsonl", "openhands-json",
-                _openhands),
+                _openhands, python="python3.12"),
     AgentSystem("mini-swe-agent", "mini-swe-agent", "mini", "pip install mini-swe-agent", "pypi", "mini-swe-agent",
                 "provider", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "trajectory.json",
                 "mini-trajectory", _mini),
