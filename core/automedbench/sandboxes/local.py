@@ -104,15 +104,18 @@ BWRAP_PROBE_TIMEOUTS = (10, 60)
 
 @functools.lru_cache(maxsize=1)
 def pid_namespace_prefix() -> tuple[str, ...]:
-    """A command prefix that runs a plain call in its own PID namespace (and /proc), or () where none can be made.
+    """A command prefix that runs a plain call in its own PID namespace (and /proc) and IPC namespace, or () where
+    none can be made.
 
     Without filesystem isolation this is what still ends every process of a call with it: when the call's
-    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included."""
+    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included.
+    Its SysV segments, queues and semaphores go with it too (a segment made in the host's namespace outlived the
+    run, readable by any later process of the harness's user)."""
     found = shutil.which("unshare")
     if not found:
         return ()
     for extra in ((), ("--user", "--map-root-user")):
-        prefix = (found, *extra, "--pid", "--fork", "--kill-child", "--mount-proc", "--")
+        prefix = (found, *extra, "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc", "--")
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
@@ -438,12 +441,14 @@ class LocalSession(SandboxSession):
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
         # a plain session exists only where its calls get the namespace (`plainns`; else it is refused)
         common += ["own PID namespace and /proc per call (unshare): host processes not visible",
+                   "own IPC namespace per call: SysV segments, queues and semaphores go with the call",
                    "own mount namespace per call: the harness's state folder (key, signed caches, the disk ledger) "
                    "covered, every mount but the workspace read-only (other runs, the data root, the harness's code "
                    "and environment), unix sockets under /run and /tmp covered (docker, containerd, Ray), /proc/sys "
                    "read-only, a private 64 MB /dev/shm",
-                   "capabilities that could undo it dropped for good (mount, mknod, handle opens, raw I/O, modules, "
-                   "ptrace, ...)"]
+                   "every capability but root's file and own-process ones dropped for good: none that could undo "
+                   "it (mount, mknod, handle opens, raw I/O, modules, ptrace, ...) or reach the host's network "
+                   "(addresses, routes, firewall, raw sockets), realtime priority or leases"]
         if os.geteuid() == 0 and "--user" not in pid_namespace_prefix():
             common += ["block devices and /dev/mem, /dev/kmem, /dev/port covered"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "

@@ -16,9 +16,14 @@ agent's code runs:
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
   a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
 - as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
-- capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
-  device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
-  agent nor anything it runs (set-uid programs included) gets them back;
+- every capability but the few a root process uses on files and its own processes (KEPT_CAPS) is dropped from
+  every set and the bounding set, so neither the agent nor anything it runs (set-uid programs included) gets one
+  back: those that could undo any of this (mount, new device nodes, handle-based opens that bypass mounts, raw I/O,
+  module loading, ptrace, ...) and those that reach kernel state the call shares with the host and every other
+  run (the network namespace: net_admin changed the host's addresses and routes for good, net_raw read another
+  process's loopback traffic; realtime priority, file leases, audit);
+- SysV IPC is the call's own (`unshare --ipc`, local.pid_namespace_prefix): a segment, queue or semaphore it makes
+  goes with it instead of staying in the host's namespace, readable by any later process of the harness's user;
 - no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64) and no chroot:
   a plain call keeps the harness's root folder, which is how a model gateway tells it from another run's
   sandbox (a plain agent that reached a concurrent run's gateway socket was served on that run's key and
@@ -47,12 +52,16 @@ FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "no
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
-CAP_SETPCAP = 8
-# capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
-# sys_module, sys_rawio, sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
-# sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time, sys_tty_config, mknod,
-# audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
-DROPPED_CAPS = (2, 9, 16, 17, 18, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
+# What a plain call keeps of root's capabilities: chown, dac_override, fowner, fsetid, kill, setgid, setuid (files
+# and its own processes; its PID namespace shows no other). Every other one is dropped (up to 63: one this kernel does
+# not know is skipped), so a capability a later kernel adds is dropped too. Among them dac_read_search
+# (open_by_handle_at), sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
+# sys_admin (mount, setns), mknod, sys_ptrace, sys_module, sys_rawio; and the network ones: the call shares the
+# host's network namespace, where net_admin changes addresses, routes and firewall rules for the host and every
+# run after it, net_raw reads any process's traffic (a bearer key sent to a local model server), net_bind_service
+# takes the host's privileged ports; sys_nice (realtime priority over the host's CPUs), lease, ipc_lock, audit.
+KEPT_CAPS = (0, 1, 3, 4, 5, 6, 7)
+DROPPED_CAPS = tuple(cap for cap in range(64) if cap not in KEPT_CAPS)
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
@@ -241,7 +250,7 @@ def _read_only(keep_rw: list[str]) -> None:
 def _drop_capabilities() -> None:
     import platform
 
-    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+    for cap in DROPPED_CAPS:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
             raise Refused(f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
@@ -253,7 +262,7 @@ def _drop_capabilities() -> None:
     if _libc.syscall(SYS_CAPGET[machine], header, data) != 0:
         raise Refused(f"capget: {os.strerror(ctypes.get_errno())}")
     mask = [0, 0]
-    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+    for cap in DROPPED_CAPS:
         mask[cap // 32] |= 1 << (cap % 32)
     for word in range(2):  # data[word] = {effective, permitted, inheritable}
         for field in range(3):
