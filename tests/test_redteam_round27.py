@@ -12,6 +12,17 @@
   other one is dropped, so a capability a later kernel adds is too) and has an IPC namespace of its own (`unshare
   --ipc`): the address change and the packet socket are refused (EPERM), the segment goes with the call. The
   agent's own work is unchanged (Task 1.0), as are the bubblewrap and docker sandboxes (no capabilities at all).
+- **A block device another run's mount made while a plain call ran** (class 4, `local-plain` as root, same class):
+  a plain call saw the host's /dev (a devtmpfs) with the block devices present when it started covered by /dev/null,
+  but a node the kernel made later was not: a concurrent run whose workspace mount found every loop device busy
+  makes a new one (this machine grew loop8-loop10 that way under the helpers' test runs). Measured through the real
+  runner: a plain call waiting for a loop device made during it (holding an image with a marker, standing for that
+  run's workspace) read the marker and held the device open read-write (the other run's files, raw, to read or
+  rewrite); /dev/loop-control (remove idle loop devices, so that the next mount must make a node), kvm, console and
+  kmsg were open too. Now a plain call's /dev is a tmpfs of its own with only null, zero, full, random, urandom, tty,
+  ptmx, pts and the GPUs' nodes (`plainns._own_dev`, bubblewrap's --dev set): the new device is not there (ENOENT),
+  nor the rest; the classification and detection demos' reference runs on local-plain score as before (1.000,
+  0.996).
 
 Tried and held (no test kept): a bubblewrap agent holding every inotify instance of root (127 made, EMFILE) leaves
 a concurrent run's tripwire unarmed; that run records it as a gap (declared: "per-user kernel state is shared ...
@@ -23,10 +34,14 @@ case cache is keyed by the submission's path, which no two runs share.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import secrets
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +51,8 @@ from automedbench.testing import StepsAgent, register_agent, register_toy_track,
 from test_agent_bytes_runs import SOLVE, TASK
 
 IPC_RMID = 0
+LOOP_SET_FD, LOOP_CLR_FD, LOOP_CTL_ADD, LOOP_CTL_REMOVE = 0x4C00, 0x4C01, 0x4C80, 0x4C81
+MARK = b"ANOTHER-RUNS-WORKSPACE-BYTES"
 # root's capabilities a plain call may keep: chown, dac_override, fowner, fsetid, kill, setgid, setuid
 KEPT = (0, 1, 3, 4, 5, 6, 7)
 
@@ -100,3 +117,86 @@ def test_a_plain_call_keeps_no_capability_over_the_hosts_network_and_no_ipc_obje
     assert left == -1  # but its segment is not the host's
     assert result.state == "scored" and result.task.strict == 1.0  # the agent's own work runs as before
 
+
+
+# waits (after saying so) for a loop device that did not exist when the call started, then reads and writes it raw
+LOOP_PROBE = r"""
+import os, pathlib, time
+pathlib.Path(os.environ['WORKSPACE_DIR'], 'ready').write_text('1')
+node, end = '/dev/loopINDEX', time.time() + 20
+while time.time() < end and not os.path.exists(node):
+    time.sleep(0.1)
+try:
+    with open(node, 'r+b') as device:
+        print('read:', device.read(8192).strip(b'\0').decode(errors='replace'))
+except OSError as exc:
+    print('refused:', exc.errno)
+for name in ('loop-control', 'kmsg', 'kvm', 'console', 'tty0'):
+    try:
+        os.close(os.open('/dev/' + name, os.O_RDWR)); print(name + ': opened')
+    except OSError:
+        pass
+with open('/dev/null', 'w') as null:  # the nodes a call needs still work
+    print('null: written', null.write('x'))
+"""
+
+
+def _new_loop_device(image: Path, runs: Path, index: int, made: list[int]) -> None:
+    """Once the plain call is waiting: a new loop device (as a concurrent run's workspace mount makes one when every
+    loop device is busy) holding `image`."""
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not any(runs.glob("*/workspace/ready")):
+        time.sleep(0.05)
+    control = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        fcntl.ioctl(control, LOOP_CTL_ADD, index)
+        made.append(index)
+    finally:
+        os.close(control)
+    for _ in range(100):  # udev-less devtmpfs: the node shows at once, but give it a moment
+        if os.path.exists(f"/dev/loop{index}"):
+            break
+        time.sleep(0.02)
+    device, backing = os.open(f"/dev/loop{index}", os.O_RDWR), os.open(image, os.O_RDWR)
+    try:
+        fcntl.ioctl(device, LOOP_SET_FD, backing)
+    finally:
+        os.close(backing)
+        os.close(device)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or not local.pid_namespace_prefix()
+                    or not Path("/dev/loop-control").exists(), reason="a local-plain run as root, loop devices")
+def test_a_plain_call_sees_no_block_device_the_host_makes_while_it_runs(reg, data_root, tmp_path):
+    """Before: the loop device made during the call was readable (its bytes printed) and open read-write, and so
+    were /dev/loop-control, kmsg, kvm. Now the call's /dev holds none of them; /dev/null still works."""
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    index = next(i for i in range(200 + secrets.randbelow(300), 1 << 20) if not os.path.exists(f"/dev/loop{i}"))
+    image = tmp_path / "other-run.img"
+    image.write_bytes(b"\0" * 4096 + MARK + b"\0" * (1 << 16))
+    runs, made = tmp_path / "runs", []
+    host = threading.Thread(target=_new_loop_device, args=(image, runs, index, made), daemon=True)
+    host.start()
+    try:
+        result, run_dir = run_task(TASK, StepsAgent.name, out=runs, data_root=data_root, sandbox="local-plain",
+                                   agent_options={"steps": [["python", LOOP_PROBE.replace("INDEX", str(index))],
+                                                            ["python", SOLVE]]})
+        host.join(30)
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                device = os.open(f"/dev/loop{index}", os.O_RDWR)
+                with contextlib.suppress(OSError):
+                    fcntl.ioctl(device, LOOP_CLR_FD, 0)
+                os.close(device)
+            control = os.open("/dev/loop-control", os.O_RDWR)
+            with contextlib.suppress(OSError):
+                fcntl.ioctl(control, LOOP_CTL_REMOVE, index)
+            os.close(control)
+    call = next(e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code")
+    assert made == [index]  # the host did make the device while the call waited
+    said = call["stdout"]
+    assert MARK.decode() not in said and "refused: 2" in said, said
+    assert "opened" not in said and "null: written 1" in said, said
+    assert result.state == "scored" and result.task.strict == 1.0

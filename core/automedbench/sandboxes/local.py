@@ -124,19 +124,16 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
-def plain_spec(workspace: Path, real_root: bool) -> str:
+def plain_spec(workspace: Path) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
     return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
-                       "real_root": real_root,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
 def plain_prefix(workspace: Path) -> tuple[str, ...]:
     """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
     `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
-    unshare = pid_namespace_prefix()
-    real_root = os.geteuid() == 0 and "--user" not in unshare
-    return (*unshare, sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace, real_root), "--")
+    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace), "--")
 
 
 @functools.lru_cache(maxsize=4)
@@ -449,8 +446,8 @@ class LocalSession(SandboxSession):
                    "every capability but root's file and own-process ones dropped for good: none that could undo "
                    "it (mount, mknod, handle opens, raw I/O, modules, ptrace, ...) or reach the host's network "
                    "(addresses, routes, firewall, raw sockets), realtime priority or leases"]
-        if os.geteuid() == 0 and "--user" not in pid_namespace_prefix():
-            common += ["block devices and /dev/mem, /dev/kmem, /dev/port covered"]
+        common += ["own /dev: only null, zero, full, random, urandom, tty, ptmx, pts and the GPUs' nodes (no block "
+                   "device, raw memory or console, nor any node the host makes during the call)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
                         "the tripwire detects opens of private/decoy files, and only while the agent runs",
                         "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "

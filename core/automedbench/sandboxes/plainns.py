@@ -13,9 +13,13 @@ agent's code runs:
 - /run shows only what was in it when the call started (a tmpfs with each entry bound back, container engines'
   folders empty): a socket a daemon makes there later (dockerd's /run/docker.sock, started while a plain run
   ran) is not reachable;
+- /dev is a tmpfs of its own holding only the host's null, zero, full, random, urandom, tty, ptmx, pts and the
+  GPUs' nodes (`_own_dev`, bubblewrap's set) and a fresh /dev/shm: no block device, raw memory or console node,
+  and none the host makes later (the host's /dev showed every block device made after the call started: a
+  concurrent run's workspace image, as a new loop device, was read and writable raw; covering the nodes present
+  at the start missed it);
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
-  a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
-- as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
+  /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
 - every capability but the few a root process uses on files and its own processes (KEPT_CAPS) is dropped from
   every set and the bounding set, so neither the agent nor anything it runs (set-uid programs included) gets one
   back: those that could undo any of this (mount, new device nodes, handle-based opens that bypass mounts, raw I/O,
@@ -67,7 +71,14 @@ SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
 HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
-DEVICES_TOO = ("/dev/mem", "/dev/kmem", "/dev/port")
+DEV = "/dev"
+# What a call's own /dev holds of the host's (bubblewrap's --dev set, and the GPUs as before): character devices by
+# name or prefix, folders bound whole, links made again; nothing else (block devices, mem, loop-control, kvm, ...)
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "kfd")
+DEV_PREFIXES = ("nvidia",)
+DEV_DIRS = ("pts", "nvidia-caps", "dri")
+DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+             ("stderr", "/proc/self/fd/2"))
 SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
 RUN = "/run"
 ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
@@ -223,11 +234,32 @@ def _snapshot_run(workspace: str) -> None:
         os.close(old)
 
 
-def _devices() -> None:
-    """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
-    for path in _nodes("/dev", 3, stat.S_ISBLK, skip=("/dev/pts", "/dev/shm")) + \
-            [d for d in DEVICES_TOO if os.path.exists(d)]:
-        _cover_file(path)
+def _own_dev(shm_mb: int) -> None:
+    """DEV replaced by a tmpfs holding the allowed nodes and folders of the host's (bound back) and a fresh shm.
+
+    A tmpfs, not the host's devtmpfs, so that a node the kernel makes later (a loop device another run's mount
+    attaches its workspace image to) never appears here; root opens any node by its mode alone."""
+    if not os.path.isdir(DEV) or os.path.islink(DEV):
+        raise Refused(f"{DEV} is not a folder")
+    old = os.open(DEV, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in os.scandir(old)]
+        _mount("tmpfs", DEV, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+        for name, info in entries:
+            source, target = f"/proc/self/fd/{old}/{name}", os.path.join(DEV, name)
+            if stat.S_ISCHR(info.st_mode) and (name in DEV_NODES or name.startswith(DEV_PREFIXES)):
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                _mount(source, target, None, MS_BIND)
+            elif stat.S_ISDIR(info.st_mode) and name in DEV_DIRS:
+                os.mkdir(target, 0o755)
+                _mount(source, target, None, MS_BIND | MS_REC)
+    finally:
+        os.close(old)
+    for name, link in DEV_LINKS:
+        os.symlink(link, os.path.join(DEV, name))
+    shm = os.path.join(DEV, "shm")
+    os.mkdir(shm)
+    _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_mb}m,mode=1777")
 
 
 def _read_only(keep_rw: list[str]) -> None:
@@ -294,9 +326,7 @@ def enter(spec: dict) -> None:
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
     workspace = os.path.realpath(spec["workspace"])
     _mount(workspace, workspace, None, MS_BIND | MS_REC)  # its own mount: stays writable below read-only parents
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and not os.path.islink(shm):
-        _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(spec.get('shm_mb', 64))}m,mode=1777")
+    _own_dev(int(spec.get("shm_mb", 64)))
     hidden = [a for p in spec.get("hide", []) for a in aliases(os.path.realpath(p))]
     hidden += [p for p in HIDDEN_DIRS if os.path.isdir(p)]
     for path in hidden:
@@ -307,8 +337,6 @@ def enter(spec: dict) -> None:
             if not _under(sock, [workspace, *hidden]):
                 with contextlib.suppress(Refused):  # gone since the walk saw it
                     _cover_file(sock)
-    if os.geteuid() == 0 and spec.get("real_root"):
-        _devices()
     _snapshot_run(workspace)
     _read_only([workspace])
     os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
