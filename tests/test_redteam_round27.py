@@ -20,9 +20,9 @@
   run's workspace) read the marker and held the device open read-write (the other run's files, raw, to read or
   rewrite); /dev/loop-control (remove idle loop devices, so that the next mount must make a node), kvm, console and
   kmsg were open too. Now a plain call's /dev is a tmpfs of its own with only null, zero, full, random, urandom, tty,
-  ptmx, pts and the GPUs' nodes (`plainns._own_dev`, bubblewrap's --dev set): the new device is not there (ENOENT),
-  nor the rest; the classification and detection demos' reference runs on local-plain score as before (1.000,
-  0.996).
+  the GPUs' nodes and a devpts instance of its own (`plainns._own_dev`, bubblewrap's --dev set; the host's devpts
+  held every terminal of the machine): the new device is not there (ENOENT), nor the rest; the classification and
+  detection demos' reference runs on local-plain score as before (1.000, 0.996).
 
 Tried and held (no test kept): a bubblewrap agent holding every inotify instance of root (127 made, EMFILE) leaves
 a concurrent run's tripwire unarmed; that run records it as a gap (declared: "per-user kernel state is shared ...
@@ -138,6 +138,8 @@ for name in ('loop-control', 'kmsg', 'kvm', 'console', 'tty0'):
         pass
 with open('/dev/null', 'w') as null:  # the nodes a call needs still work
     print('null: written', null.write('x'))
+import pty
+print('pty:', os.ttyname(pty.openpty()[1]))
 """
 
 
@@ -199,4 +201,5 @@ def test_a_plain_call_sees_no_block_device_the_host_makes_while_it_runs(reg, dat
     said = call["stdout"]
     assert MARK.decode() not in said and "refused: 2" in said, said
     assert "opened" not in said and "null: written 1" in said, said
+    assert "pty: /dev/pts/" in said, said  # pseudo-terminals of its own
     assert result.state == "scored" and result.task.strict == 1.0

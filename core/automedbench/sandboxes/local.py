@@ -446,8 +446,8 @@ class LocalSession(SandboxSession):
                    "every capability but root's file and own-process ones dropped for good: none that could undo "
                    "it (mount, mknod, handle opens, raw I/O, modules, ptrace, ...) or reach the host's network "
                    "(addresses, routes, firewall, raw sockets), realtime priority or leases"]
-        common += ["own /dev: only null, zero, full, random, urandom, tty, ptmx, pts and the GPUs' nodes (no block "
-                   "device, raw memory or console, nor any node the host makes during the call)"]
+        common += ["own /dev: only null, zero, full, random, urandom, tty, the GPUs' nodes and pseudo-terminals of its "
+                   "own (no block device, raw memory or console, nor any node the host makes during the call)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
                         "the tripwire detects opens of private/decoy files, and only while the agent runs",
                         "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "

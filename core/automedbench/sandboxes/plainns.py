@@ -13,11 +13,11 @@ agent's code runs:
 - /run shows only what was in it when the call started (a tmpfs with each entry bound back, container engines'
   folders empty): a socket a daemon makes there later (dockerd's /run/docker.sock, started while a plain run
   ran) is not reachable;
-- /dev is a tmpfs of its own holding only the host's null, zero, full, random, urandom, tty, ptmx, pts and the
-  GPUs' nodes (`_own_dev`, bubblewrap's set) and a fresh /dev/shm: no block device, raw memory or console node,
-  and none the host makes later (the host's /dev showed every block device made after the call started: a
-  concurrent run's workspace image, as a new loop device, was read and writable raw; covering the nodes present
-  at the start missed it);
+- /dev is a tmpfs of its own holding only the host's null, zero, full, random, urandom, tty and the GPUs' nodes
+  (`_own_dev`, bubblewrap's set), a devpts instance and a fresh /dev/shm of its own: no block device, raw memory,
+  console or terminal of the host, and none the host makes later (the host's /dev showed every block device
+  made after the call started: a concurrent run's workspace image, as a new loop device, was read and writable
+  raw; covering the nodes present at the start missed it);
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
   /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
 - every capability but the few a root process uses on files and its own processes (KEPT_CAPS) is dropped from
@@ -73,12 +73,14 @@ SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
 HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
 DEV = "/dev"
 # What a call's own /dev holds of the host's (bubblewrap's --dev set, and the GPUs as before): character devices by
-# name or prefix, folders bound whole, links made again; nothing else (block devices, mem, loop-control, kvm, ...)
-DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty", "ptmx", "kfd")
+# name or prefix, folders bound whole, links made again; nothing else (block devices, mem, loop-control, kvm, ...).
+# Its pseudo-terminals are a devpts instance of its own (the host's held every terminal of the machine: root writes
+# to any by mode alone), reached through /dev/ptmx -> pts/ptmx as bubblewrap does.
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty", "kfd")
 DEV_PREFIXES = ("nvidia",)
-DEV_DIRS = ("pts", "nvidia-caps", "dri")
+DEV_DIRS = ("nvidia-caps", "dri")
 DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-             ("stderr", "/proc/self/fd/2"))
+             ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx"))
 SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
 RUN = "/run"
 ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
@@ -257,6 +259,9 @@ def _own_dev(shm_mb: int) -> None:
         os.close(old)
     for name, link in DEV_LINKS:
         os.symlink(link, os.path.join(DEV, name))
+    pts = os.path.join(DEV, "pts")
+    os.mkdir(pts)
+    _mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
     shm = os.path.join(DEV, "shm")
     os.mkdir(shm)
     _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_mb}m,mode=1777")
