@@ -104,15 +104,18 @@ BWRAP_PROBE_TIMEOUTS = (10, 60)
 
 @functools.lru_cache(maxsize=1)
 def pid_namespace_prefix() -> tuple[str, ...]:
-    """A command prefix that runs a plain call in its own PID namespace (and /proc), or () where none can be made.
+    """A command prefix that runs a plain call in its own PID namespace (and /proc) and IPC namespace, or () where
+    none can be made.
 
     Without filesystem isolation this is what still ends every process of a call with it: when the call's
-    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included."""
+    first process exits the kernel kills the rest of the namespace, cgroup moves or re-exec'd daemons included.
+    Its SysV segments, queues and semaphores go with it too (a segment made in the host's namespace outlived the
+    run, readable by any later process of the harness's user)."""
     found = shutil.which("unshare")
     if not found:
         return ()
     for extra in ((), ("--user", "--map-root-user")):
-        prefix = (found, *extra, "--pid", "--fork", "--kill-child", "--mount-proc", "--")
+        prefix = (found, *extra, "--pid", "--ipc", "--fork", "--kill-child", "--mount-proc", "--")
         try:
             if subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0:
                 return prefix
@@ -121,19 +124,16 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
-def plain_spec(workspace: Path, real_root: bool) -> str:
+def plain_spec(workspace: Path) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
     return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
-                       "real_root": real_root,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
 def plain_prefix(workspace: Path) -> tuple[str, ...]:
     """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
     `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
-    unshare = pid_namespace_prefix()
-    real_root = os.geteuid() == 0 and "--user" not in unshare
-    return (*unshare, sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace, real_root), "--")
+    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace), "--")
 
 
 @functools.lru_cache(maxsize=4)
@@ -438,14 +438,16 @@ class LocalSession(SandboxSession):
             return prot, gaps if self.pids.available else [*gaps, "no pids limit (needs root and cgroup v1)"]
         # a plain session exists only where its calls get the namespace (`plainns`; else it is refused)
         common += ["own PID namespace and /proc per call (unshare): host processes not visible",
+                   "own IPC namespace per call: SysV segments, queues and semaphores go with the call",
                    "own mount namespace per call: the harness's state folder (key, signed caches, the disk ledger) "
                    "covered, every mount but the workspace read-only (other runs, the data root, the harness's code "
                    "and environment), unix sockets under /run and /tmp covered (docker, containerd, Ray), /proc/sys "
                    "read-only, a private 64 MB /dev/shm",
-                   "capabilities that could undo it dropped for good (mount, mknod, handle opens, raw I/O, modules, "
-                   "ptrace, ...)"]
-        if os.geteuid() == 0 and "--user" not in pid_namespace_prefix():
-            common += ["block devices and /dev/mem, /dev/kmem, /dev/port covered"]
+                   "every capability but root's file and own-process ones dropped for good: none that could undo "
+                   "it (mount, mknod, handle opens, raw I/O, modules, ptrace, ...) or reach the host's network "
+                   "(addresses, routes, firewall, raw sockets), realtime priority or leases"]
+        common += ["own /dev: only null, zero, full, random, urandom, tty, the GPUs' nodes and pseudo-terminals of its "
+                   "own (no block device, raw memory or console, nor any node the host makes during the call)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
                         "the tripwire detects opens of private/decoy files, and only while the agent runs",
                         "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "

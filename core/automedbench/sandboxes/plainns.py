@@ -13,12 +13,21 @@ agent's code runs:
 - /run shows only what was in it when the call started (a tmpfs with each entry bound back, container engines'
   folders empty): a socket a daemon makes there later (dockerd's /run/docker.sock, started while a plain run
   ran) is not reachable;
+- /dev is a tmpfs of its own holding only the host's null, zero, full, random, urandom, tty and the GPUs' nodes
+  (`_own_dev`, bubblewrap's set), a devpts instance and a fresh /dev/shm of its own: no block device, raw memory,
+  console or terminal of the host, and none the host makes later (the host's /dev showed every block device
+  made after the call started: a concurrent run's workspace image, as a new loop device, was read and writable
+  raw; covering the nodes present at the start missed it);
 - every mount is remounted read-only except the workspace (writes go there only; TMPDIR points into it),
-  a fresh /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
-- as root, every block device and /dev/mem, /dev/kmem, /dev/port are covered by /dev/null;
-- capabilities that could undo any of this are dropped from every set and the bounding set (mount, new
-  device nodes, handle-based opens that bypass mounts, raw I/O, module loading, ptrace, ...), so neither the
-  agent nor anything it runs (set-uid programs included) gets them back;
+  /dev/shm, /dev/pts and /proc (whose /proc/sys and sysrq-trigger are read-only);
+- every capability but the few a root process uses on files and its own processes (KEPT_CAPS) is dropped from
+  every set and the bounding set, so neither the agent nor anything it runs (set-uid programs included) gets one
+  back: those that could undo any of this (mount, new device nodes, handle-based opens that bypass mounts, raw I/O,
+  module loading, ptrace, ...) and those that reach kernel state the call shares with the host and every other
+  run (the network namespace: net_admin changed the host's addresses and routes for good, net_raw read another
+  process's loopback traffic; realtime priority, file leases, audit);
+- SysV IPC is the call's own (`unshare --ipc`, local.pid_namespace_prefix): a segment, queue or semaphore it makes
+  goes with it instead of staying in the host's namespace, readable by any later process of the harness's user;
 - no new namespace can be made (a seccomp filter, SPEC's "seccomp", with no_new_privs; x86_64) and no chroot:
   a plain call keeps the harness's root folder, which is how a model gateway tells it from another run's
   sandbox (a plain agent that reached a concurrent run's gateway socket was served on that run's key and
@@ -47,18 +56,31 @@ FLAG_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "no
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_NO_NEW_PRIVS = 22, 2, 38
-CAP_SETPCAP = 8
-# capabilities that could undo the namespace or reach past it: dac_read_search (open_by_handle_at), linux_immutable,
-# sys_module, sys_rawio, sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
-# sys_ptrace, sys_pacct, sys_admin (mount, setns), sys_boot, sys_resource, sys_time, sys_tty_config, mknod,
-# audit_control, setfcap, mac_override, mac_admin, syslog, perfmon, bpf, checkpoint_restore
-DROPPED_CAPS = (2, 9, 16, 17, 18, 19, 20, 21, 22, 24, 25, 26, 27, 30, 31, 32, 33, 34, 38, 39, 40)
+# What a plain call keeps of root's capabilities: chown, dac_override, fowner, fsetid, kill, setgid, setuid (files
+# and its own processes; its PID namespace shows no other). Every other one is dropped (up to 63: one this kernel does
+# not know is skipped), so a capability a later kernel adds is dropped too. Among them dac_read_search
+# (open_by_handle_at), sys_chroot (a root of its own: a model gateway would take the call for a sandbox's),
+# sys_admin (mount, setns), mknod, sys_ptrace, sys_module, sys_rawio; and the network ones: the call shares the
+# host's network namespace, where net_admin changes addresses, routes and firewall rules for the host and every
+# run after it, net_raw reads any process's traffic (a bearer key sent to a local model server), net_bind_service
+# takes the host's privileged ports; sys_nice (realtime priority over the host's CPUs), lease, ipc_lock, audit.
+KEPT_CAPS = (0, 1, 3, 4, 5, 6, 7)
+DROPPED_CAPS = tuple(cap for cap in range(64) if cap not in KEPT_CAPS)
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 SYS_CAPGET = {"x86_64": 125, "aarch64": 90}
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 SOCKET_ROOTS = (("/run", 8, 20_000), ("/tmp", 6, 50_000))
 HIDDEN_DIRS = ("/tmp/ray",)  # a local Ray cluster's session (sockets, logs, the token it may hold)
-DEVICES_TOO = ("/dev/mem", "/dev/kmem", "/dev/port")
+DEV = "/dev"
+# What a call's own /dev holds of the host's (bubblewrap's --dev set, and the GPUs as before): character devices by
+# name or prefix, folders bound whole, links made again; nothing else (block devices, mem, loop-control, kvm, ...).
+# Its pseudo-terminals are a devpts instance of its own (the host's held every terminal of the machine: root writes
+# to any by mode alone), reached through /dev/ptmx -> pts/ptmx as bubblewrap does.
+DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty", "kfd")
+DEV_PREFIXES = ("nvidia",)
+DEV_DIRS = ("nvidia-caps", "dri")
+DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+             ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx"))
 SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
 RUN = "/run"
 ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
@@ -214,11 +236,35 @@ def _snapshot_run(workspace: str) -> None:
         os.close(old)
 
 
-def _devices() -> None:
-    """Block devices and raw memory nodes under /dev covered by /dev/null (root reads them by mode alone)."""
-    for path in _nodes("/dev", 3, stat.S_ISBLK, skip=("/dev/pts", "/dev/shm")) + \
-            [d for d in DEVICES_TOO if os.path.exists(d)]:
-        _cover_file(path)
+def _own_dev(shm_mb: int) -> None:
+    """DEV replaced by a tmpfs holding the allowed nodes and folders of the host's (bound back) and a fresh shm.
+
+    A tmpfs, not the host's devtmpfs, so that a node the kernel makes later (a loop device another run's mount
+    attaches its workspace image to) never appears here; root opens any node by its mode alone."""
+    if not os.path.isdir(DEV) or os.path.islink(DEV):
+        raise Refused(f"{DEV} is not a folder")
+    old = os.open(DEV, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        entries = [(e.name, e.stat(follow_symlinks=False)) for e in os.scandir(old)]
+        _mount("tmpfs", DEV, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+        for name, info in entries:
+            source, target = f"/proc/self/fd/{old}/{name}", os.path.join(DEV, name)
+            if stat.S_ISCHR(info.st_mode) and (name in DEV_NODES or name.startswith(DEV_PREFIXES)):
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+                _mount(source, target, None, MS_BIND)
+            elif stat.S_ISDIR(info.st_mode) and name in DEV_DIRS:
+                os.mkdir(target, 0o755)
+                _mount(source, target, None, MS_BIND | MS_REC)
+    finally:
+        os.close(old)
+    for name, link in DEV_LINKS:
+        os.symlink(link, os.path.join(DEV, name))
+    pts = os.path.join(DEV, "pts")
+    os.mkdir(pts)
+    _mount("devpts", pts, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+    shm = os.path.join(DEV, "shm")
+    os.mkdir(shm)
+    _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_mb}m,mode=1777")
 
 
 def _read_only(keep_rw: list[str]) -> None:
@@ -241,7 +287,7 @@ def _read_only(keep_rw: list[str]) -> None:
 def _drop_capabilities() -> None:
     import platform
 
-    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+    for cap in DROPPED_CAPS:
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
             raise Refused(f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
@@ -253,7 +299,7 @@ def _drop_capabilities() -> None:
     if _libc.syscall(SYS_CAPGET[machine], header, data) != 0:
         raise Refused(f"capget: {os.strerror(ctypes.get_errno())}")
     mask = [0, 0]
-    for cap in (*DROPPED_CAPS, CAP_SETPCAP):
+    for cap in DROPPED_CAPS:
         mask[cap // 32] |= 1 << (cap % 32)
     for word in range(2):  # data[word] = {effective, permitted, inheritable}
         for field in range(3):
@@ -285,9 +331,7 @@ def enter(spec: dict) -> None:
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
     workspace = os.path.realpath(spec["workspace"])
     _mount(workspace, workspace, None, MS_BIND | MS_REC)  # its own mount: stays writable below read-only parents
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and not os.path.islink(shm):
-        _mount("tmpfs", shm, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(spec.get('shm_mb', 64))}m,mode=1777")
+    _own_dev(int(spec.get("shm_mb", 64)))
     hidden = [a for p in spec.get("hide", []) for a in aliases(os.path.realpath(p))]
     hidden += [p for p in HIDDEN_DIRS if os.path.isdir(p)]
     for path in hidden:
@@ -298,8 +342,6 @@ def enter(spec: dict) -> None:
             if not _under(sock, [workspace, *hidden]):
                 with contextlib.suppress(Refused):  # gone since the walk saw it
                     _cover_file(sock)
-    if os.geteuid() == 0 and spec.get("real_root"):
-        _devices()
     _snapshot_run(workspace)
     _read_only([workspace])
     os.chdir(here)  # the old working folder is on the parent mount, read-only now; the path reaches the new one
