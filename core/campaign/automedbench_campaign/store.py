@@ -75,7 +75,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
         row = summarise(_loads(data), str(run_dir))
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
-    proof = check_bytes(data, folder.path.name)
+    proof = check_bytes(data, folder.name)
     if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
         proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body,
