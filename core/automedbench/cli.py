@@ -270,7 +270,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
         return
     if not found.genuine:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
-    render(result, console, items=items)
+    render(result, console, items=items, command=True)
 
 
 @main.command()

@@ -52,7 +52,7 @@ from .harnessstate import known_state_dirs, state_dir
 from .judge import Judge
 from .needs import sandbox_gap
 from .observed import ObservedSteps
-from .options import RunOptions, conditions_record, score_record, warm_wanted
+from .options import RunOptions, changed_options, conditions_record, score_record, warm_wanted
 from .ownedpaths import check_runs_folder
 from .pilot import PilotTracker
 from .plugins import Registry, check_options
@@ -258,7 +258,8 @@ class Run:
         hashes["scoring"] = sha256_text(dumps(scoring_record(task_digest, software, hashes.get("assets", ""))))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"), software, hashes,
-                        public_source=self.task.public_source if self.task.network else "")
+                        public_source=self.task.public_source if self.task.network else "",
+                        options=changed_options(self.o))
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:

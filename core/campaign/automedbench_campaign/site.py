@@ -338,7 +338,7 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
     ran = {str(sub["task_id"][i]) for i in range(len(sub))}
     return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
-            + _measures(track, ran) + "<h2>Per agent and tier</h2>"
+            + _measures(track, ran) + _reproduce(table, rows) + "<h2>Per agent and tier</h2>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + "<h2>Tasks</h2>"
             + _table(tasks, ("task_id",), {"task_id": lambda key: "../" + _task_page(key["task_id"])})
@@ -347,6 +347,25 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
 
 
 MAX_MEASURED_TASKS = 60  # tasks listed under "what it measures" on a track's page
+MAX_COMMANDS = 20  # distinct command lines listed under "how to reproduce" on a track's or a task's page
+
+
+def _reproduce(table: RunTable, rows: list[int]) -> str:
+    """The command lines that made these runs, each once (a track's or task's page gave scores with no word of how
+    to make another run like them); runs written before their options were kept are counted, not guessed."""
+    commands = list(dict.fromkeys(table["command"][i] for i in rows if table["command"][i]))
+    unknown = sum(1 for i in rows if not table["command"][i])
+    if not commands and not unknown:
+        return ""
+    shown = "".join(f"<li><code>{esc(c, 2000)}</code></li>" for c in commands[:MAX_COMMANDS])
+    more = f"<li>and {len(commands) - MAX_COMMANDS} more (each run's page gives its own)</li>" \
+        if len(commands) > MAX_COMMANDS else ""
+    note = (f'<p class="note">{unknown} run(s) were written before a result kept its options: their command is not '
+            "known.</p>") if unknown else ""
+    return ('<h2 id="reproduce">How to reproduce</h2><p>Each command makes a run like these, with the data staged '
+            "under the data root (a demo generates its own; a release task needs <code>automedbench stage TASK "
+            "--from PATH</code> first; <code>--out</code> and <code>--data-root</code> are yours):</p>"
+            f'<ul class="commands">{shown}{more}</ul>{note}')
 
 
 def _measures(track: str, ran: set[str]) -> str:
@@ -382,7 +401,7 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
             f"{len(rows)} run(s).</p>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
-            + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
+            + _reproduce(table, rows) + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
 def _verified_page(path: Path, pictures: bool) -> str | None:

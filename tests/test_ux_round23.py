@@ -1,0 +1,154 @@
+"""A demanding user's walk, round 23: what a researcher met after the demos' runs. A run checked from inside its
+own folder (`show .`, `verify .`) read as a forged copy; no page said how to make another run like the one shown
+(the run page, `show`, the site's track and task pages now give its command line, which makes a run of the same
+conditions); the run page printed counts as scores ("answered 24.000") where the terminal said "answered 24"."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import attrs
+import pytest
+import test_cli_newuser
+from automedbench.options import rerun_command
+from automedbench.plugins import registry
+from automedbench.runfolder import RunFolder
+from automedbench_campaign.viewer.runpage import _metric_words
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+
+
+def _header(run_dir: Path) -> dict:
+    return attrs.asdict(RunFolder(run_dir).load_result().header)
+
+
+@pytest.fixture()
+def toy_run(cli, tmp_path):
+    """A toy run through the CLI with a flawed scripted variant, a tier and two overridden budgets."""
+    out = tmp_path / "runs"
+    made = cli("run", "--task", "toy/vowels", "--agent", "scripted", "--agent-option", "variant=skip-validate",
+               "--tier", "standard", "--max-turns", "30", "--memory-mb", "4096", "--out", out, "--quiet")
+    assert made.exit_code == 0, made.output
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def test_a_run_checked_from_inside_its_folder_is_genuine(cli, toy_run, monkeypatch):
+    """`cd runs/<id> && automedbench show .` said "UNVERIFIED ... signed it for the run folder '<id>', not ''" and
+    `verify .` said NOT GENUINE (exit 1): `Path('.').name` is ''. Now the folder's own name, as given any way."""
+    monkeypatch.chdir(toy_run)
+    shown = cli("show", ".")
+    assert shown.exit_code == 0 and "UNVERIFIED" not in shown.output and "run folder" not in shown.output, shown.output
+    verified = cli("verify", ".")
+    assert verified.exit_code == 0 and verified.output.startswith(".: genuine"), verified.output
+    monkeypatch.chdir(toy_run / "submission")
+    above = cli("verify", "..")
+    assert above.exit_code == 0 and above.output.startswith("..: genuine"), above.output
+
+
+def test_show_and_the_run_page_give_the_command_that_makes_a_run_like_it(cli, toy_run, tmp_path):
+    """Neither `show`, the run page nor result.json said how the run was made: its overridden budgets and agent
+    options were only a digest. Now `show` and view.html give the command line; run again, it makes a run of the
+    same score-changing options and conditions (the digests a leaderboard pools runs by)."""
+    command = "automedbench run --task toy/vowels --tier standard --agent scripted --agent-option " \
+              "variant=skip-validate --max-turns 30 --memory-mb 4096"
+    shown = cli("show", toy_run)
+    assert shown.exit_code == 0, shown.output
+    assert f"rerun: {command}\n" in shown.output, shown.output
+    page = (toy_run / "view.html").read_text()
+    assert f"<dt>rerun</dt><dd>{command}</dd>" in page
+    again = cli(*shlex.split(command)[1:], "--out", tmp_path / "again", "--quiet")
+    assert again.exit_code == 0, again.output
+    (second,) = [p for p in (tmp_path / "again").iterdir() if p.is_dir()]
+    first, other = _header(toy_run), _header(second)
+    for digest in ("options", "conditions", "task", "scoring"):
+        assert first["hashes"][digest] == other["hashes"][digest], digest
+    assert rerun_command(other) == command
+
+
+def test_the_site_says_how_to_reproduce_a_tracks_and_a_tasks_runs(cli, toy_run, tmp_path):
+    """The track and task pages said what the track measures and gave scores, but not how to run it again."""
+    site = tmp_path / "site"
+    made = cli("leaderboard", toy_run.parent, "--site", site, "--quiet", "--resamples", "100")
+    assert made.exit_code == 0, made.output
+    command = rerun_command(_header(toy_run))
+    assert command.startswith("automedbench run --task toy/vowels ")
+    assert len(list(site.glob("t*/*.html"))) == 2
+    for page in [*(site / "track").glob("toy*.html"), *(site / "task").glob("toy_vowels*.html")]:
+        text = page.read_text()
+        assert '<h2 id="reproduce">How to reproduce</h2>' in text, page
+        assert f"<li><code>{command}</code></li>" in text, page
+
+
+def test_a_result_without_kept_options_gives_no_command_and_secrets_are_not_shown():
+    """A result written before options were kept (or an `evaluate` record) has no command, not a guessed one; a
+    command line meant for a shared page shows no credential (a URL's user:password, a value named like a key)."""
+    header = {"task": "t/x", "tier": "lite", "agent": "codex", "sandbox": "local", "judge": "rules"}
+    assert rerun_command(header) == ""
+    assert rerun_command({**header, "tier": "-", "options": {}}) == ""
+    line = rerun_command({**header, "options": {"agent_options": {
+        "base_url": "https://user:pw@host.example/v1", "access_token": "abc", "api_key_env": "MY_KEY"}}})
+    assert "pw" not in line and "abc" not in line, line
+    assert "base_url=https://***@host.example/v1" in line and "access_token=***" in line
+    assert "api_key_env=MY_KEY" in line
+
+
+def test_the_run_page_prints_counts_as_the_terminal_does(cli, tmp_path):
+    """VQA's page read "answered 24.000 · yes_no_count 6.000" (segmentation: "lesion_positive_cases 4.000") while
+    the terminal summary of the same result said "answered 24": a count shown as a score."""
+    work = tmp_path / "eval"
+    made = cli("evaluate", "--task", "vqa/demo", "--baseline", "perfect", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    answered = RunFolder(work).load_result().task.components["answered"]
+    assert answered == int(answered) > 1
+    assert re.search(rf"\banswered {int(answered)}\b", made.output), made.output
+    page = tmp_path / "page.html"
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    text = page.read_text()
+    assert f"answered {int(answered)} ·" in text and f"answered {answered:.3f}" not in text
+    assert re.search(r"accuracy \d\.\d{3}", text)  # scores keep their three places
+    shutil.rmtree(work)
+
+
+def test_the_run_page_says_what_a_metric_named_in_one_word_measures(toy_run):
+    """Enhancement's page said "Task: ssim", report generation's "Task: mlrg-offline": no word of the window, the
+    data range or what the report metric averages. The page now gives the task file's words beside the name,
+    when the task installed here is the one the run was made on (its digest)."""
+    page = (toy_run / "view.html").read_text()
+    result = RunFolder(toy_run).load_result()
+    _, spec = registry().task("toy/vowels")
+    assert result.task.name != spec.metric  # the name is a word; the task file says more
+    assert f'<p class="measures">What it measures: {spec.metric}</p>' in page
+    header = _header(toy_run)
+    assert _metric_words(header) == spec.metric
+    assert _metric_words({**header, "hashes": {**header["hashes"], "task": "0" * 64}}) == ""  # defined otherwise
+
+
+def test_a_detection_picture_counts_its_boxes_by_class(cli, tmp_path):
+    """A crowded smear (36 boxes) is drawn without box labels: the caption said "36 confident of 36 predicted
+    box(es); 36 reference box(es)", not which were RBC, WBC or platelets, the classes the mAP averages over."""
+    work = tmp_path / "eval"
+    made = cli("evaluate", "--task", "detection/demo", "--baseline", "perfect", "--out", work)
+    assert made.exit_code == 0, made.output
+    index = json.loads((work / "pictures" / "index.json").read_text())
+    entries = index if isinstance(index, list) else index.get("cases", [])
+    assert entries
+    for entry in entries:
+        found = re.fullmatch(r"(\d+) confident of \d+ predicted box\(es\) \(([^)]*)\); (\d+) reference box\(es\) "
+                             r"\(([^)]*)\)", entry["caption"])
+        assert found, entry["caption"]
+        predicted, reference = _counts(found.group(2)), _counts(found.group(4))
+        assert set(predicted) <= {"RBC", "WBC", "Platelets"} and "RBC" in reference, entry["caption"]
+        assert sum(predicted.values()) == int(found.group(1)) and sum(reference.values()) == int(found.group(3))
+        assert predicted == reference  # the perfect baseline submits the reference boxes
+    page = tmp_path / "page.html"
+    assert cli("view", work, "--out", page).exit_code == 0
+    assert entries[0]["caption"].split(";")[0] in page.read_text()
+
+
+def _counts(text: str) -> dict[str, int]:
+    return {name: int(n) for name, n in (part.rsplit(" ", 1) for part in text.split(", "))}
