@@ -152,3 +152,31 @@ def test_a_detection_picture_counts_its_boxes_by_class(cli, tmp_path):
 
 def _counts(text: str) -> dict[str, int]:
     return {name: int(n) for name, n in (part.rsplit(" ", 1) for part in text.split(", "))}
+
+
+def test_a_tie_for_the_weakest_or_strongest_stage_is_named_whole(cli, toy_run, tmp_path):
+    """Over the seven reference demos, three noop and three skip-validate runs the leaderboard said "weakest S3,
+    strongest S1" with S1, S2, S4 and S5 all at 0.769; over one perfect run "weakest S1, strongest S1". A tie
+    named by its first stage read as that stage standing out. Now every tied stage, or that none stands out."""
+    made = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "perfect", "--quiet")
+    assert made.exit_code == 0, made.output
+    (perfect,) = [p for p in (tmp_path / "perfect").iterdir() if p.is_dir()]
+    stages = RunFolder(perfect).load_result().stages
+    assert len({s.score for s in stages}) == 1  # every stage the same: none is weakest or strongest
+    alone = cli("leaderboard", tmp_path / "perfect", "--resamples", "100", "--html", tmp_path / "one.html",
+                "--site", tmp_path / "site")
+    assert alone.exit_code == 0, alone.output
+    line = next(x for x in alone.output.splitlines() if x.startswith("Mean per stage:"))
+    assert line.endswith("; every stage scored the same") and "strongest" not in line, line
+    assert "Every stage scored the same (" in (tmp_path / "one.html").read_text()
+    assert "Over all runs: <b>every stage scored the same</b>" in (tmp_path / "site" / "stages.html").read_text()
+    both = cli("leaderboard", tmp_path / "perfect", toy_run.parent, "--resamples", "100")
+    assert both.exit_code == 0, both.output
+    line = next(x for x in both.output.splitlines() if x.startswith("Mean per stage:"))
+    means = dict(re.findall(r"(S\d) (\d\.\d{3})", line))
+    low, high = min(means.values()), max(means.values())
+    weakest = [s for s, v in means.items() if v == low]
+    strongest = [s for s, v in means.items() if v == high]
+    assert len(strongest) > 1  # the skip-validate run loses one stage; the rest tie at the top
+    tied = lambda found: ", ".join(found) + (" (tied)" if len(found) > 1 else "")  # noqa: E731
+    assert line.endswith(f"; weakest {tied(weakest)}, strongest {tied(strongest)}"), line
