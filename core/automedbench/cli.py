@@ -107,6 +107,12 @@ def say_left_out(run_dir: Path, result: Any) -> None:
     if page.is_file():
         console.print(f"page: {page} (every grade with its evidence, each case's picture)", soft_wrap=True)
         return
+    failed = [c.message for c in result.error_codes if c.code == "H-HOOK" and c.message.startswith("campaign:")]
+    if failed:  # installed, and its page hook failed: "pip install" it again would not help
+        console.print("[yellow]" + escape(f"the run page (view.html) was not written: {failed[0][:300]}; "
+                                          f"`automedbench view {run_dir}` writes it once that is fixed") + "[/]",
+                      soft_wrap=True)
+        return
     left = ["the run page (view.html)"] + (["error codes E1–E5"] if any(c.code == NOT_TAGGED
                                                                         for c in result.error_codes) else [])
     console.print("[yellow]" + escape(f"left out by the core alone: {' and '.join(left)}; "
