@@ -203,3 +203,26 @@ def test_a_run_page_that_failed_to_be_written_is_not_called_missing_from_the_ins
             f"`automedbench view {run_dir}` writes it once that is fixed") in text, text
     monkeypatch.undo()
     assert cli("view", run_dir).exit_code == 0 and (run_dir / "view.html").is_file()
+
+
+def test_a_run_says_what_it_will_take_before_any_work(cli, tmp_path):
+    """A demo's first run generated its data and reserved its workspace before saying a word: its budget, the disk
+    it reserves, the sandbox and that the data is generated (no download) were only in `automedbench tasks T`.
+    Now the first line says them, before staging; the next run says where the data is staged."""
+    _, spec = registry().task("toy/vowels")
+    root = tmp_path / "data"
+    first = cli("run", "--task", "toy/vowels", "--agent", "reference", "--data-root", root, "--out", tmp_path / "r",
+                "--max-turns", "15")
+    assert first.exit_code == 0, first.output
+    lines = first.stdout.splitlines()
+    assert lines[0] == (f"toy/vowels (lite), agent reference: budget {spec.time_limit_s:g} s (every second from the "
+                        f"first turn), 15 turns, {spec.exec_timeout_s:g} s per call; disk: a {spec.workspace_mb} MB "
+                        f"workspace, reserved before the agent starts; sandbox local; data: {spec.case_count} case(s) "
+                        "generated now (no download)"), lines[0]
+    assert lines[1].startswith("run ") and " -> " in lines[1]
+    again = cli("run", "--task", "toy/vowels", "--agent", "reference", "--data-root", root, "--out", tmp_path / "r",
+                "--quiet")
+    assert again.exit_code == 0 and "budget" not in again.stdout  # --quiet: no progress lines
+    staged = cli("run", "--task", "toy/vowels", "--agent", "noop", "--data-root", root, "--out", tmp_path / "r")
+    assert staged.stdout.splitlines()[0].endswith(f"; data staged under {root}"), staged.stdout
+    assert f"{spec.max_turns} turns" in staged.stdout.splitlines()[0]

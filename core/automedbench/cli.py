@@ -165,6 +165,11 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
             announce.append(f"run {event['run_id']}: {options.task} ({options.tier}) with agent {options.agent} "
                             f"-> {event['run_dir']}")
             return
+        if event["kind"] == "preparing":  # before staging and the agent: what the run will take
+            if not quiet:
+                console.print(escape(f"{options.task} ({options.tier}), agent {options.agent}: {event['needs']}"),
+                              soft_wrap=True)
+            return
         if event["kind"] == "warning":  # printed even with --quiet, and again under the summary
             warnings.append(event["text"])
             console.print(f"[bold yellow]{escape(event['text'])}[/]")

@@ -151,6 +151,9 @@ class Run:
     def execute(self) -> Result:
         t0 = time.monotonic()
         self.cpu = steptimer.CpuLedger()  # the harness's own CPU (start-up included for a process's first run)
+        needs = self._needs_line()
+        if needs:  # a real task not staged is refused next, in one line of its own
+            self.progress({"kind": "preparing", "needs": needs})
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
@@ -219,6 +222,22 @@ class Run:
             with contextlib.suppress(Exception):
                 self._release_workspace(keep=self.o.keep_workspace)
             raise
+
+    def _needs_line(self) -> str:
+        """What the run will take, said before staging or the agent does any work: its budget, the disk its
+        workspace reserves, its sandbox and its data (a demo's first run generates it). "" for a real task that is
+        not staged: the run is refused before any work."""
+        counted = ("model replies excluded" if self.task.time_limit_counts == "tools"
+                   else "every second from the first turn")
+        time_s = self.o.time_limit_s or self.task.time_limit_s
+        per_call = self.o.exec_timeout_s or self.task.exec_timeout_s
+        disk = (f"a {self.workspace_mb} MB workspace, reserved before the agent starts" if self.workspace_mb
+                else "no workspace size limit")
+        line = (f"budget {time_s:g} s ({counted}), {self.o.max_turns or self.task.max_turns} turns, {per_call:g} s "
+                f"per call; disk: {disk}; sandbox {self.o.sandbox}")
+        if (staging.task_dir(self.data_root, self.task) / staging.STAMP).is_file():
+            return f"{line}; data staged under {self.data_root}"
+        return f"{line}; data: {self.task.case_count} case(s) generated now (no download)" if self.task.demo else ""
 
     def _open_folder(self) -> Path:
         """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""
