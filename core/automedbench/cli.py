@@ -6,6 +6,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,9 @@ def main() -> None:
     """
 
 
-def say_left_out(run_dir: Path, result: Any) -> None:
-    """Where the run page is, or one line naming what the core alone left out of the run and the extra to add."""
+def say_left_out(run_dir: Path, result: Any, warnings: Sequence[str] = ()) -> None:
+    """Where the run page is, or why it is not there: the campaign's page failed (its warning), or one line naming
+    what the core alone left out of the run and the extra to add."""
     from .detectors import NOT_TAGGED
     from .runfolder import RunFolder
 
@@ -107,7 +109,7 @@ def say_left_out(run_dir: Path, result: Any) -> None:
     if page.is_file():
         console.print(f"page: {page} (every grade with its evidence, each case's picture)", soft_wrap=True)
         return
-    failed = [c.message for c in result.error_codes if c.code == "H-HOOK" and c.message.startswith("campaign:")]
+    failed = [w.removeprefix("WARNING: ") for w in warnings if w.startswith("WARNING: campaign:")]
     if failed:  # installed, and its page hook failed: "pip install" it again would not help
         console.print("[yellow]" + escape(f"the run page (view.html) was not written: {failed[0][:300]}; "
                                           f"`automedbench view {run_dir}` writes it once that is fixed") + "[/]",
@@ -202,7 +204,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
     for line in warnings:
         console.print(f"[bold yellow]{escape(line)}[/]")
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
-    say_left_out(runner.run_dir, result)
+    say_left_out(runner.run_dir, result, warnings)
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":

@@ -367,6 +367,7 @@ class Run:
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
+        self._result_written(result)
         return result
 
     @steptimer.timed("scoring")
@@ -578,6 +579,16 @@ class Run:
             except Exception as exc:
                 result.error_codes.append(
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
+
+    def _result_written(self, result: Result) -> None:
+        """Tell every `automedbench_result_written` subscriber (the run page), each in its own try: the result is
+        written, so a failure is a warning of the run's progress, not a code in the record."""
+        for impl in reversed(self.reg.pm.hook.automedbench_result_written.get_hookimpls()):
+            try:
+                impl.function(result=result, run_dir=self.run_dir)
+            except Exception as exc:
+                text = f"WARNING: {impl.plugin_name}: {type(exc).__name__}: {exc}"
+                self.progress({"kind": "warning", "text": text[:600]})
 
 
 def _reserve_space(path: Path, size: int = RESULT_RESERVE_BYTES) -> Path:
