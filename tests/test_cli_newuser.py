@@ -73,7 +73,9 @@ def test_run_header_names_the_folder_it_writes(cli, tmp_path):
     result = cli("run", "--task", "segmentation/demo", "--agent", "noop", "--out", tmp_path / "runs")
     assert result.exit_code == 0
     (folder,) = (tmp_path / "runs").iterdir()
-    assert result.stdout.splitlines()[0].endswith(f"-> {folder}")
+    # first what the run will take (tests/test_ux_round23.py), then the folder it writes
+    assert result.stdout.splitlines()[0].startswith("segmentation/demo (lite), agent noop: budget ")
+    assert result.stdout.splitlines()[1].endswith(f"-> {folder}")
     # the slow phases after the agent say what is happening
     assert "scoring 5 case(s) in the isolated evaluator" in result.stdout
     assert "scoring S1–S3 with the rules judge" in result.stdout

@@ -6,6 +6,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,14 +99,21 @@ def main() -> None:
     """
 
 
-def say_left_out(run_dir: Path, result: Any) -> None:
-    """Where the run page is, or one line naming what the core alone left out of the run and the extra to add."""
+def say_left_out(run_dir: Path, result: Any, warnings: Sequence[str] = ()) -> None:
+    """Where the run page is, or why it is not there: the campaign's page failed (its warning), or one line naming
+    what the core alone left out of the run and the extra to add."""
     from .detectors import NOT_TAGGED
     from .runfolder import RunFolder
 
     page = run_dir / RunFolder.VIEW
     if page.is_file():
         console.print(f"page: {page} (every grade with its evidence, each case's picture)", soft_wrap=True)
+        return
+    failed = [w.removeprefix("WARNING: ") for w in warnings if w.startswith("WARNING: campaign:")]
+    if failed:  # installed, and its page hook failed: "pip install" it again would not help
+        console.print("[yellow]" + escape(f"the run page (view.html) was not written: {failed[0][:300]}; "
+                                          f"`automedbench view {run_dir}` writes it once that is fixed") + "[/]",
+                      soft_wrap=True)
         return
     left = ["the run page (view.html)"] + (["error codes E1–E5"] if any(c.code == NOT_TAGGED
                                                                         for c in result.error_codes) else [])
@@ -159,6 +167,11 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
             announce.append(f"run {event['run_id']}: {options.task} ({options.tier}) with agent {options.agent} "
                             f"-> {event['run_dir']}")
             return
+        if event["kind"] == "preparing":  # before staging and the agent: what the run will take
+            if not quiet:
+                console.print(escape(f"{options.task} ({options.tier}), agent {options.agent}: {event['needs']}"),
+                              soft_wrap=True)
+            return
         if event["kind"] == "warning":  # printed even with --quiet, and again under the summary
             warnings.append(event["text"])
             console.print(f"[bold yellow]{escape(event['text'])}[/]")
@@ -191,7 +204,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
     for line in warnings:
         console.print(f"[bold yellow]{escape(line)}[/]")
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
-    say_left_out(runner.run_dir, result)
+    say_left_out(runner.run_dir, result, warnings)
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":
@@ -270,7 +283,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
         return
     if not found.genuine:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
-    render(result, console, items=items)
+    render(result, console, items=items, command=True)
 
 
 @main.command()

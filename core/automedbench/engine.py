@@ -25,8 +25,9 @@ What it holds, by step of a run:
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
-  `csv_cell`, `next_step` (what a user can do about a run by how it ended); the case pictures the evaluator
-  draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
+  `csv_cell`, `fmt_component` (a Task component as the terminal prints it), `next_step` (what a user can do about
+  a run by how it ended), `rerun_command` (the command line that makes a run like a stored one); the case
+  pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
   `check_evidence` and `check_or_reason` check; a command re-signing a run reads `copy_verified`'s copy and
@@ -158,6 +159,7 @@ __all__ = [
     "evaluator_limits",
     "evaluator_path",
     "find_runs",
+    "fmt_component",  # noqa: F822
     "freeze",
     "from_cli",  # noqa: F822
     "grade_evaluation",
@@ -182,6 +184,7 @@ __all__ = [
     "render_brief",  # noqa: F822
     "render_result",  # noqa: F822
     "request_exclude",
+    "rerun_command",  # noqa: F822
     "resolve_rubric",
     "run_rubric",
     "sandbox_gap",
@@ -204,7 +207,8 @@ def __getattr__(name: str) -> Any:
         from .runner import Run
 
         return Run
-    if name in ("RunOptions", "click_options", "DATA_ROOT_DEFAULT", "data_root_or_default", "from_cli", "parse_kv"):
+    if name in ("RunOptions", "click_options", "DATA_ROOT_DEFAULT", "data_root_or_default", "from_cli", "parse_kv",
+                "rerun_command"):
         from . import options
 
         return getattr(options, name)
@@ -216,6 +220,10 @@ def __getattr__(name: str) -> Any:
         from .report import render
 
         return render
+    if name == "fmt_component":
+        from .report import fmt_component
+
+        return fmt_component
     if name == "SweepProgress":
         from .progress import SweepProgress
 

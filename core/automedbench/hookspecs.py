@@ -70,6 +70,13 @@ def automedbench_run_finished(result: Any, run_dir: Path, registry: Any, output_
     its own try: a failure is recorded in `result.error_codes` as H-HOOK and never changes the run's state."""
 
 
+@hookspec
+def automedbench_result_written(result: Any, run_dir: Path) -> None:
+    """Called once per run after `result.json` is written and signed, with the record as stored (its times final):
+    for what shows the finished run (the campaign's run page), so its numbers are the result's. A failure is
+    reported as a warning on the run's progress; the record is written and never changes."""
+
+
 @hookspec(firstresult=True)
 def automedbench_tag_codes(result: Any, run_dir: Path, registry: Any, output_names: list[str], tagger: Any) -> Any:
     """Put the run's error codes E1–E5 into `result.error_codes` from the registered detectors and return them

@@ -255,3 +255,63 @@ def from_cli(params: dict[str, Any]) -> dict[str, Any]:
             values[f.name] = flag.parse(raw) if flag.parse is not None else raw
     return values
 
+
+
+# The options a run's header names by a field of its own (`Header.task`, ...); the rest it keeps in `Header.options`
+HEADER_NAMED = ("task", "tier", "agent", "sandbox", "judge")
+# Shown as *** in a command line: a value under such a name may be a credential (a variable's name is not)
+_SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def changed_options(options: RunOptions) -> dict[str, Any]:
+    """The score-changing options a run changed from their defaults, but those its header names, and its GPU ids
+    when it had some: with the header, what `rerun_command` gives the run's command line from."""
+    out: dict[str, Any] = {}
+    for f in attrs.fields(RunOptions):
+        if not f.metadata[META].scores or f.name in HEADER_NAMED:
+            continue
+        default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[misc]
+        value = getattr(options, f.name)
+        if value != default:
+            out[f.name] = dict(value) if isinstance(value, dict) else value
+    if options.gpus:
+        out["gpus"] = options.gpus
+    return out
+
+
+def _shown(key: str, value: Any) -> str:
+    """An option's value as a published command line may show it: no credential in a URL, none under a secret's
+    name (the run pages are meant to be shared)."""
+    import re
+
+    name = key.lower()
+    if any(word in name for word in _SECRET_WORDS) and not name.endswith("_env"):
+        return "***"
+    return re.sub(r"(?<=://)[^/@\s]+@", "***@", str(value))
+
+
+def rerun_command(header: dict[str, Any]) -> str:
+    """The `automedbench run` command line that makes a run like this one (same task, tier, agent and every
+    score-changing option; `--out` and `--data-root` are the user's), from a result's header as stored; "" when
+    the header does not say (an `evaluate` record, or a result written before its options were kept)."""
+    import shlex
+
+    options = header.get("options")
+    if not isinstance(options, dict) or header.get("tier") not in ("lite", "standard", "pro"):
+        return ""
+    words = ["automedbench", "run", "--task", str(header.get("task")), "--tier", str(header.get("tier")),
+             "--agent", str(header.get("agent"))]
+    for name, default in (("sandbox", "local"), ("judge", "rules")):
+        if header.get(name) != default:
+            words += [f"--{name}", str(header.get(name))]
+    fields = attrs.fields_dict(RunOptions)
+    for name, value in options.items():
+        if name not in fields or not fields[name].metadata[META].decls:
+            continue
+        flag = fields[name].metadata[META].decls[0]
+        if isinstance(value, dict):
+            for key, item in value.items():
+                words += [flag, f"{key}={_shown(str(key), item)}"]
+        else:
+            words += [flag, _shown(name, value)]
+    return shlex.join(words)

@@ -434,6 +434,10 @@ class Header:
     # The task's declared public labelled source when the run had network access (TaskSpec.public_source):
     # the agent could have fetched the answers; leaderboards can set such runs apart. "" otherwise.
     public_source: str = ""
+    # The score-changing options this run changed from their defaults, but the fields above (`changed_options`):
+    # with them the run's command line can be given again (`rerun_command`). None in a result written before
+    # they were kept: its command is not known.
+    options: dict[str, Any] | None = None
 
 
 @define

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from attrs import asdict
 from rich.columns import Columns
 from rich.console import Console
 from rich.markup import escape
@@ -9,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .nextstep import next_step
+from .options import rerun_command
 from .records import Result
 from .scoring import truncate
 
@@ -29,7 +31,9 @@ def fmt_component(value: float | None, name: str = "") -> str:
     return fmt(value)
 
 
-def render(result: Result, console: Console, *, items: bool = False) -> None:
+def render(result: Result, console: Console, *, items: bool = False, command: bool = False) -> None:
+    """The result as a terminal summary; `command` adds the command line that makes a run like it (for `show`:
+    who reads a stored run did not type it)."""
     h, a = result.header, result.aggregate
     # the judge's version names its model for an LLM judge (`1/gpt-4o`): which model graded, beside the backend
     version = f" (version {escape(result.judge.judge_version)})" if result.judge and result.judge.judge_version else ""
@@ -38,6 +42,8 @@ def render(result: Result, console: Console, *, items: bool = False) -> None:
     console.print(f"state [bold]{result.state}[/] ({result.end_reason})  turns {result.runtime.turns}  "
                   f"wall {result.runtime.wall_s:.1f}s  harness {result.runtime.harness_s:.1f}s "
                   f"({result.runtime.harness_cpu_s:.2f} CPU-s)")
+    if command and (line := rerun_command(asdict(h))):
+        console.print(f"rerun: {escape(line)}", soft_wrap=True)
     rt, jv = result.runtime, result.judge
     if rt.tokens_in or rt.tokens_out or rt.judge_cost_usd or (jv and jv.tokens_in):
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""

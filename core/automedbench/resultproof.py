@@ -156,7 +156,7 @@ def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None,
     assert mac_key is not None
     files = evidence_digests(folder) if files is None else dict(sorted(files.items()))
     claim = {"alg": ALG, "body": hashlib.sha256(body).hexdigest(), "files": files,
-             "folder": folder.path.name, "key": _raw_public(signer)}
+             "folder": folder.name, "key": _raw_public(signer)}
     message = _message(claim)
     sig = signer.sign(message).hex()
     proof = {**claim, "mac": _mac(mac_key, message, sig), "sig": sig}
@@ -292,7 +292,7 @@ def check_folder(folder: RunFolder | Path, *, evidence: bool = True, extra_keys:
     data = folder.result_bytes()
     if data is None:
         return ProofCheck(False, "no readable result.json (missing, not a regular file, or too large)")
-    found = check_bytes(data, folder.path.name, extra_keys=extra_keys, state=state)
+    found = check_bytes(data, folder.name, extra_keys=extra_keys, state=state)
     if not found.genuine or not evidence:
         return found
     return check_evidence(folder, data, found)
@@ -308,7 +308,7 @@ def load_checked(folder: RunFolder) -> tuple[Any, ProofCheck]:
     if data is None:
         return folder.load_result(), ProofCheck(False, "no readable result.json")  # load_result says why
     result = decode_record(data, Result, folder.result)
-    found = check_bytes(data, folder.path.name)
+    found = check_bytes(data, folder.name)
     return result, (check_evidence(folder, data, found) if found.genuine else found)
 
 
@@ -357,11 +357,11 @@ def copy_verified(folder: RunFolder, into: Path) -> tuple[RunFolder, dict[str, s
     data = folder.result_bytes()
     if data is None:
         return "no readable result.json (missing, not a regular file, or too large)"
-    found = check_bytes(data, folder.path.name)
+    found = check_bytes(data, folder.name)
     if not found.genuine:
         return found.reason
     signed: dict[str, str] = split(data)[1]["files"]  # type: ignore[index]
-    copy = RunFolder(into / folder.path.name)
+    copy = RunFolder(into / folder.name)
     copy.path.mkdir(mode=0o700)
     for name in sorted(signed):
         parts = name.split("/")

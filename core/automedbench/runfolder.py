@@ -74,6 +74,12 @@ class RunFolder:
     def __fspath__(self) -> str:
         return str(self.path)
 
+    @property
+    def name(self) -> str:
+        """The folder's own name, also when given as `.` or `runs/x/..` (`Path('.').name` is '', so a result
+        checked from inside its folder read as signed for another)."""
+        return os.path.basename(os.path.abspath(self.path))
+
     # ------------------------------------------------------------------ names
 
     result = _Below(RESULT)

@@ -52,7 +52,7 @@ from .harnessstate import known_state_dirs, state_dir
 from .judge import Judge
 from .needs import sandbox_gap
 from .observed import ObservedSteps
-from .options import RunOptions, conditions_record, score_record, warm_wanted
+from .options import RunOptions, changed_options, conditions_record, score_record, warm_wanted
 from .ownedpaths import check_runs_folder
 from .pilot import PilotTracker
 from .plugins import Registry, check_options
@@ -151,6 +151,9 @@ class Run:
     def execute(self) -> Result:
         t0 = time.monotonic()
         self.cpu = steptimer.CpuLedger()  # the harness's own CPU (start-up included for a process's first run)
+        needs = self._needs_line()
+        if needs:  # a real task not staged is refused next, in one line of its own
+            self.progress({"kind": "preparing", "needs": needs})
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
@@ -222,6 +225,22 @@ class Run:
                 self._release_workspace(keep=self.o.keep_workspace)
             raise
 
+    def _needs_line(self) -> str:
+        """What the run will take, said before staging or the agent does any work: its budget, the disk its
+        workspace reserves, its sandbox and its data (a demo's first run generates it). "" for a real task that is
+        not staged: the run is refused before any work."""
+        counted = ("model replies excluded" if self.task.time_limit_counts == "tools"
+                   else "every second from the first turn")
+        time_s = self.o.time_limit_s or self.task.time_limit_s
+        per_call = self.o.exec_timeout_s or self.task.exec_timeout_s
+        disk = (f"a {self.workspace_mb} MB workspace, reserved before the agent starts" if self.workspace_mb
+                else "no workspace size limit")
+        line = (f"budget {time_s:g} s ({counted}), {self.o.max_turns or self.task.max_turns} turns, {per_call:g} s "
+                f"per call; disk: {disk}; sandbox {self.o.sandbox}")
+        if (staging.task_dir(self.data_root, self.task) / staging.STAMP).is_file():
+            return f"{line}; data staged under {self.data_root}"
+        return f"{line}; data: {self.task.case_count} case(s) generated now (no download)" if self.task.demo else ""
+
     def _open_folder(self) -> Path:
         """Make the run folder (refusing an existing one) and reserve the space its result.json needs."""
         if self.run_dir.exists():
@@ -260,7 +279,8 @@ class Run:
         hashes["scoring"] = sha256_text(dumps(scoring_record(task_digest, software, hashes.get("assets", ""))))
         header = Header(self.run_id, self.task.id, self.task.track, self.o.tier, self.o.agent, self.o.sandbox,
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"), software, hashes,
-                        public_source=self.task.public_source if self.task.network else "")
+                        public_source=self.task.public_source if self.task.network else "",
+                        options=changed_options(self.o))
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:
@@ -349,6 +369,7 @@ class Run:
         self._release_workspace(keep=self.o.keep_workspace)
         if not self.o.keep_workspace:
             os.chmod(self.run_dir, 0o777 & ~current_umask() | 0o700)
+        self._result_written(result)
         return result
 
     @steptimer.timed("scoring")
@@ -560,6 +581,16 @@ class Run:
             except Exception as exc:
                 result.error_codes.append(
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
+
+    def _result_written(self, result: Result) -> None:
+        """Tell every `automedbench_result_written` subscriber (the run page), each in its own try: the result is
+        written, so a failure is a warning of the run's progress, not a code in the record."""
+        for impl in reversed(self.reg.pm.hook.automedbench_result_written.get_hookimpls()):
+            try:
+                impl.function(result=result, run_dir=self.run_dir)
+            except Exception as exc:
+                text = f"WARNING: {impl.plugin_name}: {type(exc).__name__}: {exc}"
+                self.progress({"kind": "warning", "text": text[:600]})
 
 
 def _reserve_space(path: Path, size: int = RESULT_RESERVE_BYTES) -> Path:

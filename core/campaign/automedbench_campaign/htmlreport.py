@@ -214,9 +214,13 @@ def render_html(board: Leaderboard, table: RunTable, title: str = "AutoMedBench 
     cliff = a["cliff"]
     findings = []
     if st["weakest"]:
-        findings.append(f"Weakest stage: {st['weakest']} {STAGE_NAMES[st['weakest']]} "
-                        f"({pct(st['stages'][st['weakest']]['mean'])}); strongest: {st['strongest']} "
-                        f"{STAGE_NAMES[st['strongest']]} ({pct(st['stages'][st['strongest']]['mean'])}).")
+        def named(which: str) -> str:  # every stage of a tie, not its first alone
+            found = st.get(f"{which}_all") or [st[which]]
+            return ", ".join(f"{s} {STAGE_NAMES[s]}" for s in found) + f" ({pct(st['stages'][found[0]]['mean'])})"
+
+        findings.append(f"Every stage scored the same ({pct(st['stages'][st['weakest']]['mean'])})."
+                        if st.get("weakest_all") and st.get("weakest_all") == st.get("strongest_all")
+                        else f"Weakest stage: {named('weakest')}; strongest: {named('strongest')}.")
     if codes["fired_total"]:
         ratio = codes["engineering_to_knowledge"]
         tail = f"engineering : knowledge = {ratio} : 1." if ratio is not None else "no E1 (knowledge) code fired."

@@ -144,8 +144,13 @@ def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, A
         stages = {s: {"name": STAGE_NAMES[s], "mean": _none(mean[j]), "lo": _none(lo[j]), "hi": _none(hi[j]),
                       "n": int(counts[j])} for j, s in enumerate(STAGES)}
         scored = {s: v["mean"] for s, v in stages.items() if v["mean"] is not None}
+        low, high = (min(scored.values()), max(scored.values())) if scored else (None, None)
         return {"stages": stages, "weakest": min(scored, key=scored.get) if scored else None,
-                "strongest": max(scored, key=scored.get) if scored else None}
+                "strongest": max(scored, key=scored.get) if scored else None,
+                # every stage at the lowest and at the highest mean: a tie named by its first stage alone read as
+                # that stage standing out ("weakest S3, strongest S1" with S1, S2, S4 and S5 all at 0.769)
+                "weakest_all": [s for s, v in scored.items() if v == low],
+                "strongest_all": [s for s, v in scored.items() if v == high]}
 
     if not len(table):
         return {"all": {"stages": {}, "weakest": None, "strongest": None}, "by_agent": {}}
@@ -153,6 +158,22 @@ def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, A
     return {"all": one(table, ("stages",)),
             "by_agent": {a: one(table.select(np.array([x == a for x in labels])), ("stages", a))
                          for a in sorted(set(labels))}}
+
+
+def extremes(stages: dict[str, Any]) -> str:
+    """"weakest S3, strongest S2" of a stage analysis, a tie named whole ("strongest S1, S2 (tied)"), and "every
+    stage scored the same" when no stage stands out; "" without stages."""
+    weakest = stages.get("weakest_all") or ([stages["weakest"]] if stages.get("weakest") else [])
+    strongest = stages.get("strongest_all") or ([stages["strongest"]] if stages.get("strongest") else [])
+    if not weakest:
+        return ""
+    if weakest == strongest:
+        return "every stage scored the same"
+
+    def named(found: list[str]) -> str:
+        return ", ".join(found) + (" (tied)" if len(found) > 1 else "")
+
+    return f"weakest {named(weakest)}, strongest {named(strongest)}"
 
 
 def agent_labels(table: RunTable) -> list[str]:

@@ -29,8 +29,9 @@ def automedbench_register_evaluators(register) -> None:
 
 
 @hookimpl(trylast=True)
-def automedbench_run_finished(result, run_dir, registry, output_names) -> None:
-    """view.html in every run folder, after the other subscribers (the tagger's codes are on the page)."""
+def automedbench_result_written(result, run_dir) -> None:
+    """view.html in every run folder, from the result as written (its final times; the tagger's codes on it):
+    written before result.json, the page's wall and harness times were short of the record's by the tail."""
     from .viewer.cli import result_json, write_view
 
     write_view(run_dir, result_json(result))

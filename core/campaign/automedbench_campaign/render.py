@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .leaderboard import RATINGS, Leaderboard, flat_rows, null_overall_runs
+from .leaderboard import RATINGS, Leaderboard, extremes, flat_rows, null_overall_runs
 from .viewer.page import num
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier", "conditions": "Conditions"}
@@ -66,7 +66,7 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     stages = a["stages"]["all"]
     if stages["stages"]:
         parts = ", ".join(f"{s} {pct(v['mean'])}" for s, v in stages["stages"].items())
-        console.print(f"Mean per stage: {parts}; weakest {stages['weakest']}, strongest {stages['strongest']}")
+        console.print(f"Mean per stage: {parts}; {extremes(stages)}")
     codes = a["codes"]
     if codes["fired_total"]:
         shares = ", ".join(f"{c} {100 * s:.1f} %" for c, s in codes["shares"].items() if s is not None)

@@ -23,7 +23,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder, copy_verified, registry
 
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build
+from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -233,6 +233,11 @@ def _tiers(table: RunTable, resamples: int, seed: int) -> str:
                 "agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"}))
 
 
+def _tied(analysis: dict[str, Any], which: str) -> str:
+    """An agent's weakest or strongest stage, every stage of a tie named ("S1, S2"), not its first alone."""
+    return ", ".join(analysis.get(f"{which}_all") or []) or str(analysis.get(which) or "")
+
+
 def _stages(board: Leaderboard) -> str:
     by_agent = board.analyses["stages"]["by_agent"]
     colours = _agent_colours(sorted(by_agent))
@@ -240,12 +245,11 @@ def _stages(board: Leaderboard) -> str:
     overall = board.analyses["stages"]["all"]
     rows = "".join(f"<tr><td>{esc(a, 200)}</td>"
                    + "".join(f'<td class="n">{_ci(v["stages"].get(s, {}))}</td>' for s in STAGES)
-                   + f"<td>{esc(v.get('weakest'))}</td><td>{esc(v.get('strongest'))}</td></tr>"
+                   + f"<td>{esc(_tied(v, 'weakest'))}</td><td>{esc(_tied(v, 'strongest'))}</td></tr>"
                    for a, v in sorted(by_agent.items()))
     head = "".join(f'<th class="n">{s} {esc(STAGE_NAMES[s])}</th>' for s in STAGES)
-    return (f"<h1>Stage profile</h1><p>Weakest stage over all runs: <b>{esc(overall.get('weakest'))}</b>; "
-            f"strongest: <b>{esc(overall.get('strongest'))}</b> (the paper: S3 Validate weakest, S2 Setup "
-            f'strongest).</p>{_legend(list(colours.items()))}'
+    return (f"<h1>Stage profile</h1><p>Over all runs: <b>{esc(extremes(overall) or '–')}</b> (the paper: S3 "
+            f'Validate weakest, S2 Setup strongest).</p>{_legend(list(colours.items()))}'
             + _bars(groups, colours, "Mean stage score per agent (one colour per agent)")
             + f'<div class="scroll"><table><tr><th>agent</th>{head}<th>weakest</th><th>strongest</th></tr>{rows}'
               "</table></div>")
@@ -338,7 +342,7 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
     ran = {str(sub["task_id"][i]) for i in range(len(sub))}
     return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
-            + _measures(track, ran) + "<h2>Per agent and tier</h2>"
+            + _measures(track, ran) + _reproduce(table, rows) + "<h2>Per agent and tier</h2>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + "<h2>Tasks</h2>"
             + _table(tasks, ("task_id",), {"task_id": lambda key: "../" + _task_page(key["task_id"])})
@@ -347,6 +351,25 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
 
 
 MAX_MEASURED_TASKS = 60  # tasks listed under "what it measures" on a track's page
+MAX_COMMANDS = 20  # distinct command lines listed under "how to reproduce" on a track's or a task's page
+
+
+def _reproduce(table: RunTable, rows: list[int]) -> str:
+    """The command lines that made these runs, each once (a track's or task's page gave scores with no word of how
+    to make another run like them); runs written before their options were kept are counted, not guessed."""
+    commands = list(dict.fromkeys(table["command"][i] for i in rows if table["command"][i]))
+    unknown = sum(1 for i in rows if not table["command"][i])
+    if not commands and not unknown:
+        return ""
+    shown = "".join(f"<li><code>{esc(c, 2000)}</code></li>" for c in commands[:MAX_COMMANDS])
+    more = f"<li>and {len(commands) - MAX_COMMANDS} more (each run's page gives its own)</li>" \
+        if len(commands) > MAX_COMMANDS else ""
+    note = (f'<p class="note">{unknown} run(s) were written before a result kept its options: their command is not '
+            "known.</p>") if unknown else ""
+    return ('<h2 id="reproduce">How to reproduce</h2><p>Each command makes a run like these, with the data staged '
+            "under the data root (a demo generates its own; a release task needs <code>automedbench stage TASK "
+            "--from PATH</code> first; <code>--out</code> and <code>--data-root</code> are yours):</p>"
+            f'<ul class="commands">{shown}{more}</ul>{note}')
 
 
 def _measures(track: str, ran: set[str]) -> str:
@@ -382,7 +405,7 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
             f"{len(rows)} run(s).</p>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
-            + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
+            + _reproduce(table, rows) + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
 def _verified_page(path: Path, pictures: bool) -> str | None:

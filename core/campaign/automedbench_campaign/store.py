@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from attrs import Factory, define
 from automedbench.api import STAGES, UserError, is_error_code
-from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, check_evidence, find_runs
+from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, check_evidence, find_runs, rerun_command
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson
@@ -59,6 +59,7 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "verified": (data.get("isolation") or {}).get("verified", True) is not False,
         "submitted": bool((data.get("submission") or {}).get("submitted")),
         "public_source": bool(header.get("public_source")),  # the agent could fetch the labelled source
+        "command": rerun_command(header),  # the command line that makes a run like it ("" when not known)
     }
 
 
@@ -75,7 +76,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
         row = summarise(_loads(data), str(run_dir))
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise UserError(f"{path}: unreadable result ({type(exc).__name__}: {exc})") from None
-    proof = check_bytes(data, folder.path.name)
+    proof = check_bytes(data, folder.name)
     if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
         proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body,
@@ -116,6 +117,7 @@ class RunTable:
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
         cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
         cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
+        cols["command"] = [str(r.get("command", "")) for r in rows]
         return cls(cols, list(skipped or []), list(rejected or []))
 
 

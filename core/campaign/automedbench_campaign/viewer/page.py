@@ -34,7 +34,7 @@ details>summary{cursor:pointer;color:var(--muted)}.muted{color:var(--muted)}.not
 .bad{color:var(--bad);font-weight:600}.ok{color:var(--ok)}.warn{color:var(--warn);font-weight:600}
 .turn{border:1px solid var(--line);border-radius:6px;padding:8px;margin:10px 0}.turn:target{outline:3px solid #f0b400}
 tr:target{outline:3px solid #f0b400}dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
-dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-word}
+dl.kv dt{color:var(--muted)}dl.kv dd{margin:0;word-break:break-word}ul.commands code{word-break:break-word}
 img{max-width:100%;height:auto}figure{margin:8px 0}
 .gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,480px),1fr));gap:12px}
 figure.case{border:1px solid var(--line);border-radius:6px;padding:6px;margin:0;min-width:0}

@@ -7,11 +7,13 @@ runs are bounded too (`MAX_TURNS` turns shown, each text field cut at `page.MAX_
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.engine import RunFolder, next_step
+from automedbench.api import dumps
+from automedbench.engine import RunFolder, fmt_component, next_step, registry, rerun_command
 
 from .evidence import Anchors, item_links
 from .gallery import case_figure, kept_scripts, picture_index, pictures_legend, plan_section, scripts_section
@@ -50,6 +52,7 @@ def _header(data: dict[str, Any]) -> str:
             ("sandbox", h.get("sandbox")), ("judge", h.get("judge")), ("started", h.get("started_at")),
             ("state", f"{data.get('state')} ({data.get('end_reason')})"), ("error", data.get("error") or "–"),
             *([("next", step)] if (step := next_step(str(data.get("end_reason") or ""), h)) else []),
+            *([("rerun", command)] if (command := rerun_command(h)) else []),
             ("versions", ", ".join(f"{k} {v}" for k, v in (h.get("versions") or {}).items())),
             ("cost", f"${rt.get('cost_usd', 0):.4f} agent + ${rt.get('judge_cost_usd', 0):.4f} judge"),
             ("tokens", f"{rt.get('tokens_in', 0)} in, {rt.get('tokens_out', 0)} out"),
@@ -113,6 +116,26 @@ def _value(value: Any) -> str:
     return num(value) if isinstance(value, float) else esc(value, 40)
 
 
+def _metric_words(header: dict[str, Any]) -> str:
+    """The Task metric in its task file's words, when the task installed here is the one the run was made on (the
+    same digest): a metric's name alone ("ssim", "mlrg-offline") said nothing of the window, the data range or
+    what the report metric averages. "" when the task is not installed here or was defined otherwise."""
+    try:
+        spec = registry().task(str(header.get("task")))[1]
+    except Exception:  # a page of another machine's run: the name is all there is
+        return ""
+    if hashlib.sha256(dumps(spec).encode("utf-8")).hexdigest() != (header.get("hashes") or {}).get("task"):
+        return ""
+    return str(spec.metric)
+
+
+def _component(name: str, value: Any) -> str:
+    """A Task component as the terminal summary prints it: a count as a whole number, a score to three places."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return esc(fmt_component(float(value), name))
+    return _value(value)
+
+
 def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
     """Case ids in the order the page lists them (their rows are `case-<index>`)."""
     task = data.get("task") or {}
@@ -125,10 +148,15 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
           folder: RunFolder, pictures: bool) -> str:
     task = data.get("task") or {}
     comps = task.get("components") or {}
-    head = (f'<h2 id="task">Task: {esc(task.get("name"), 300)}</h2><p>strict <b>{num(task.get("strict"))}</b>, '
-            f'partial {num(task.get("partial"))}, Overall uses <b>{esc(task.get("used"), 20)}</b></p>')
+    head = f'<h2 id="task">Task: {esc(task.get("name"), 300)}</h2>'
+    words = _metric_words(data.get("header") or {})
+    if words and words != task.get("name"):
+        head += f'<p class="measures">What it measures: {esc(words, 1000)}</p>'
+    head += (f'<p>strict <b>{num(task.get("strict"))}</b>, partial {num(task.get("partial"))}, Overall uses '
+             f'<b>{esc(task.get("used"), 20)}</b></p>')
     if comps:
-        head += "<p>" + " · ".join(f"{esc(k, 80)} {_value(v)}" for k, v in list(comps.items())[:40]) + "</p>"
+        # as the terminal shows them (`fmt_component`): a count of 24 answered read "24.000" here and "24" there
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v)}" for k, v in list(comps.items())[:40]) + "</p>"
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
