@@ -19,7 +19,7 @@ import shutil
 import nibabel as nib
 import numpy as np
 import pytest
-from automedbench.testing import evaluate_outputs, load_task, stage_task
+from automedbench.testing import evaluate_outputs, stage_task
 from automedbench_synthesis import contract
 from test_synthesis_conformance_round18 import release_case_ssim
 
@@ -58,15 +58,6 @@ VARIANTS = {  # name -> (change to the file, valid in the release)
 }
 
 
-@pytest.fixture(scope="module")
-def perfect(amb_data_root, tmp_path_factory):
-    track, task = load_task(TASK)
-    staged = stage_task(TASK, amb_data_root)
-    dest = tmp_path_factory.mktemp("perfect") / "outputs"
-    track.write_baseline(task, "perfect", staged, dest)
-    return dest, staged
-
-
 def release_case(path, target: np.ndarray) -> float | None:
     """The release's score of one output file: None when its checker refuses it (nibabel cannot load it, not
     3-D, another shape, not finite)."""
@@ -81,10 +72,10 @@ def release_case(path, target: np.ndarray) -> float | None:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_an_unusual_output_is_judged_and_scored_as_the_release(amb_data_root, tmp_path, perfect, variant):
-    source, staged = perfect
+    source, ids = perfect
+    staged = stage_task(TASK, amb_data_root)
     outputs = tmp_path / "outputs"
     shutil.copytree(source, outputs)
-    ids = staged.case_ids
     change, release_valid = VARIANTS[variant]
     changed = outputs / ids[0] / contract.OUTPUT
     change(changed)
