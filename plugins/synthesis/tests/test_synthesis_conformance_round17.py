@@ -13,20 +13,11 @@ from __future__ import annotations
 import gzip
 
 import pytest
-from automedbench.testing import evaluate_outputs, load_task, stage_task
+from automedbench.testing import evaluate_outputs
 from automedbench_synthesis import contract
 
 TASK = "synthesis/demo"
 
-
-@pytest.fixture(scope="module")
-def perfect(amb_data_root, tmp_path_factory):
-    """The targets written as the submission (the `perfect` baseline), and the staged case ids."""
-    track, task = load_task(TASK)
-    staged = stage_task(TASK, amb_data_root)
-    dest = tmp_path_factory.mktemp("perfect") / "outputs"
-    track.write_baseline(task, "perfect", staged, dest)
-    return dest, staged.case_ids
 
 
 def submission(tmp_path, perfect, change=None):

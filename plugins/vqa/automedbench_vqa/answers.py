@@ -15,6 +15,8 @@ from collections import Counter
 from typing import Any
 
 LETTERS = ("A", "B", "C", "D", "E")
+# A question may list more options than five (MedFrameQA, MMMU): its letters run on past E, up to Z.
+OPTION_LETTERS = tuple(string.ascii_uppercase)
 
 YES = frozenset({"yes", "y", "yeah", "yep", "true", "present", "positive"})
 NO = frozenset({"no", "n", "nope", "false", "absent", "negative"})
@@ -104,24 +106,27 @@ def open_score(prediction: Any, gold: Any) -> float:
     return 0.5 * exact_match(prediction, gold) + 0.5 * token_f1(prediction, gold)
 
 
-def normalize_label(label: Any) -> str:
-    """An MCQ letter A–E: the exact letter, else the first letter A–E standing alone as a word in the
-    upper-cased label (a regex word boundary either side); '' if none.
+def normalize_label(label: Any, options: Any = None) -> str:
+    """An MCQ letter: the exact letter A–E, or the exact letter of one of the question's `options` past E
+    (a sixth option's "F"); else the first letter A–E standing alone as a word in the upper-cased label (a
+    regex word boundary either side); '' if none.
 
     As the original: `b`, `(B)`, `B.` and `answer: b` all read B; the contract applies this before its
-    check, so such labels are valid and credited, and a label naming no option stays invalid."""
+    check, so such labels are valid and credited, and a label naming no option stays invalid. A letter past
+    E is read only as the whole label ("f"), never from a sentence: "I think B" reads B on a nine-option
+    question too."""
     if label is None:
         return ""
     text = str(label).strip().upper()
-    if text in LETTERS:
+    if text in LETTERS or (text in OPTION_LETTERS and isinstance(options, dict) and text in options):
         return text
     found = _STANDALONE_LETTER.search(text)
     return found.group(1) if found else ""
 
 
-def mcq_score(label: Any, gold_label: Any) -> float:
-    got = normalize_label(label)
-    return 1.0 if got and got == normalize_label(gold_label) else 0.0
+def mcq_score(label: Any, gold_label: Any, options: Any = None) -> float:
+    got = normalize_label(label, options)
+    return 1.0 if got and got == normalize_label(gold_label, options) else 0.0
 
 
 def text_scores(prediction: Any, gold: Any) -> dict[str, float | bool]:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from attrs import define
 
-from .answers import LETTERS, normalize_label
+from .answers import LETTERS, OPTION_LETTERS, normalize_label
 
 ANSWER_FILE = "answer.json"
 QUESTION_FILE = "question.json"
@@ -120,12 +120,15 @@ def check_record(record: dict[str, Any], qid: str, question: dict[str, Any]) -> 
         return AnswerCheck("placeholder", [f"{PLACEHOLDER_PREFIX} {why}"], record)
     if mcq:
         options = question.get("options") or {}
-        label = normalize_label(label)  # `b`, `(B)`, `B.`, `answer: b` -> B, as the scorer reads it
+        # `b`, `(B)`, `B.`, `answer: b` -> B, as the scorer reads it; "F" when the question has a sixth option
+        label = normalize_label(label, options)
         # any letter A-E is an answer, as the original's checker and scorer take it: one naming no option of this
-        # question is a wrong answer (scored 0), not a broken file (round 19)
-        if label not in LETTERS:
+        # question is a wrong answer (scored 0), not a broken file (round 19). A letter past E naming one of this
+        # question's options is an answer too (round 23; the original refuses it, so its question was unanswerable)
+        if label not in LETTERS and label not in options:
+            letters = sorted(set(LETTERS) | {k for k in options if k in OPTION_LETTERS})
             return AnswerCheck("invalid", [f"predicted_label {texts['predicted_label']!r} names none of the "
-                                           f"options {', '.join(LETTERS)}"], record)
+                                           f"options {', '.join(letters)}"], record)
         # the label decides an MCQ answer: an empty text is the original checker's pass (it compares a non-empty
         # text only), so a label-only record is valid and scored as there; a text naming another option is not
         if answer and not _same_text(answer, str(options.get(label, answer))):

@@ -65,12 +65,14 @@ def score_question(record: dict[str, Any], gold: dict[str, Any], question: dict[
     facts |= {"question_key": _key(question.get("question"))[:80], "form": question_form(question.get("question"))}
     label = str(gold.get("answer_label") or "")
     if label:
-        return {"score": mcq_score(record.get("predicted_label"), label), "kind": "mcq",
-                "answer_key": _letter_key(record.get("predicted_label")), "gold_key": _letter_key(label),
+        options = question.get("options") or {}
+        return {"score": mcq_score(record.get("predicted_label"), label, options), "kind": "mcq",
+                "answer_key": _letter_key(record.get("predicted_label"), options),
+                "gold_key": _letter_key(label, options),
                 # a label-only answer (a blank text, valid as the original's: the checker strips it) is read as
                 # the text of its option
-                "answer_text_key": _answer_key(str(record.get("predicted_answer") or "").strip() or (
-                    question.get("options") or {}).get(normalize_label(record.get("predicted_label")), "")),
+                "answer_text_key": _answer_key(str(record.get("predicted_answer") or "").strip() or options.get(
+                    normalize_label(record.get("predicted_label"), options), "")),
                 "gold_text_key": _answer_key(gold.get("answer_text")),
                 **facts}, []
     prediction = str(record.get("predicted_answer") or "")
@@ -112,9 +114,9 @@ def _answer_key(value: Any) -> str:
     return normalize(str(value or "")[:2000])[:200]
 
 
-def _letter_key(value: Any) -> str:
+def _letter_key(value: Any, options: Any = None) -> str:
     """An MCQ label as the scorer reads it (`normalize_label`: "(b)" is B); the raw key when it names none."""
-    return normalize_label(str(value or "")[:2000]) or _key(value)
+    return normalize_label(str(value or "")[:2000], options) or _key(value)
 
 
 # A question left unanswered (missing, invalid, a placeholder, a skip) stands for the blind answer in the rating
@@ -159,8 +161,8 @@ def unanswered_row(gold: dict[str, Any], question: dict[str, Any], verdict: str)
            "question_key": _key(question.get("question"))[:80], "form": question_form(question.get("question")),
            "answer_key": UNANSWERED}
     if kind == "mcq":
-        row |= {"gold_key": _letter_key(gold.get("answer_label")), "answer_text_key": UNANSWERED,
-                "gold_text_key": _answer_key(gold.get("answer_text"))}
+        row |= {"gold_key": _letter_key(gold.get("answer_label"), question.get("options")),
+                "answer_text_key": UNANSWERED, "gold_text_key": _answer_key(gold.get("answer_text"))}
     else:
         row["gold_key"] = _answer_key(gold.get("answer_text"))
     return row

@@ -292,8 +292,10 @@ def mmmu_row(subject, i):
         row["image_2"] = {"bytes": png(100 + i), "path": None}
     if i % 7 == 3:  # an open question
         row |= {"question_type": "open", "options": "[]", "answer": "24 mmHg"}
-    if i % 11 == 4:  # more options than the contract letters
+    if i % 11 == 4:  # seven options: lettered A-G (round 23)
         row["options"] = str([f"o{k}" for k in range(7)])
+    if i % 11 == 5:  # more options than the letters A-Z
+        row |= {"options": str([f"o{k}" for k in range(27)]), "answer": "B"}
     return row
 
 
@@ -310,7 +312,7 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     write_mmmu(tmp_path / "src", 6)
     track, spec = task("mmmu-medical", sample=None)
     pool, too_many = mmmu_items(spec, tmp_path / "src")
-    assert len(pool) == 25 and too_many == 5  # i == 4 in each subject
+    assert len(pool) == 25 and too_many == 5  # i == 5 in each subject
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     found, src = questions(staged), by_source(staged)
     mcq = found[src["validation_Clinical_Medicine_1"]]
@@ -326,7 +328,9 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     assert gold(staged, src["validation_Public_Health_4"])["modality"].startswith("['Body Scans")
     answer = gold(staged, src["validation_Public_Health_3"])
     assert found[src["validation_Public_Health_3"]]["options"][answer["answer_label"]] == "option 2"  # gold C
-    assert "validation_Pharmacy_5" not in src  # seven options
+    assert "validation_Pharmacy_6" not in src  # 27 options
+    seven = found[src["validation_Pharmacy_5"]]  # seven options, all staged, in the dataset's order
+    assert seven["options"] == dict(zip("ABCDEFG", [f"o{k}" for k in range(7)], strict=True))
 
 
 def test_mmmu_options_are_parsed_never_evaluated(tmp_path):

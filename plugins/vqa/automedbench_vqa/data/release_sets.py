@@ -13,7 +13,7 @@ answer contract: a multiple-choice question (lettered options, gold letter) or a
   figures in `images/` or `images.zip`; multiple choice.
 - MMMU: `<Subject>/validation-*.parquet` for the five Health & Medicine subjects (id, question, options as
   a Python list literal, answer, image_1..image_7, question_type, subfield, img_type); multiple choice
-  with at most five options, or open.
+  (options lettered A, B, ... on past E; more than 26 left out), or open.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 from automedbench.api import StagingSecret, TaskSpec, UserError, loads_json, read_download_bytes, read_download_text
 
-from ..answers import LETTERS, normalize
+from ..answers import LETTERS, OPTION_LETTERS, normalize
 from .records import safe_id, subsample
 from .stagers import MAX_IMAGE_BYTES, PARQUET_MAX_BYTES, ImageStore, Item, _gold_label, _require
 
@@ -251,7 +251,8 @@ def parse_options(raw: Any, origin: str) -> list[str]:
 
 
 def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, Any]]], int]:
-    """(subject, row) of every eligible question in subject order, and how many MCQs had more than five options."""
+    """(subject, row) of every eligible question in subject order, and how many MCQs had more options than the
+    letters A-Z (left out)."""
     p = task.params
     split = str(p.get("split", "validation"))
     pool: list[tuple[str, dict[str, Any]]] = []
@@ -264,7 +265,7 @@ def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, 
         for row in parquet_rows(folder, f"{split}-*.parquet", f"MMMU's {subject}/{split}-*.parquet"):
             _require(row, ("id", "question", "options", "answer", "image_1"), f"MMMU {subject} row")
             options = parse_options(row["options"], f"MMMU {row['id']}")
-            if str(row.get("question_type", "")) != "open" and len(options) > len(LETTERS):
+            if str(row.get("question_type", "")) != "open" and len(options) > len(OPTION_LETTERS):
                 too_many += 1
                 continue
             pool.append((subject, row))
@@ -291,7 +292,7 @@ def mmmu(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
             question = {**common, "mode": "open_ended", "question_type": "open"}
             yield qid, question, images, {"answer_text": str(row["answer"]).strip(), **private}
             continue
-        lettered = dict(zip(LETTERS, options, strict=False))
+        lettered = dict(zip(OPTION_LETTERS, options, strict=False))  # a sixth option is F (round 23)
         question = {**common, "mode": "multiple_choice", "options": lettered, "question_type": "multiple_choice"}
         label = _gold_label(row["answer"], lettered, origin)
         yield qid, question, images, {"answer_label": label, "answer_text": lettered[label], **private}

@@ -38,7 +38,7 @@ from automedbench.api import (
     staging_area,
 )
 
-from ..answers import LETTERS, question_form
+from ..answers import OPTION_LETTERS, question_form
 from .option_order import deal_options
 from .records import finish, reencoded, safe_id, subsample, write_question
 
@@ -169,20 +169,31 @@ def slake(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]
 _OPTION_PREFIX = re.compile(r"^\s*\(?([A-Ea-e])[).:]\s+")
 
 
+def _unprefixed(text: str, letter: str) -> str:
+    """An option's text without a leading "B. " (any A-E, as before) or, past E, its own letter ("F. ")."""
+    if letter in "ABCDE":
+        return _OPTION_PREFIX.sub("", text)
+    return re.sub(rf"^\s*\(?[{letter}{letter.lower()}][).:]\s+", "", text)
+
+
 def _options(raw: Any, origin: str) -> dict[str, str]:
     if isinstance(raw, str):
         try:
             raw = loads_json(raw, origin)
         except UserError:
             raise UserError(f"{origin}: options are not a list or mapping") from None
+    # every option is staged, lettered on past E when the list is longer (the original's MedFrameQA stager does
+    # the same); before round 23 a list was cut to A-E, so a sixth option was dropped and a gold "F" failed staging
     if isinstance(raw, dict):
         options = {str(k).strip().upper(): str(v) for k, v in raw.items()}
     elif isinstance(raw, (list, tuple)):
-        options = {LETTERS[i]: _OPTION_PREFIX.sub("", str(v)) for i, v in enumerate(raw[: len(LETTERS)])}
+        if len(raw) > len(OPTION_LETTERS):
+            raise UserError(f"{origin}: {len(raw)} options, more than the letters A-Z")
+        options = {letter: _unprefixed(str(v), letter) for letter, v in zip(OPTION_LETTERS, raw, strict=False)}
     else:
         raise UserError(f"{origin}: options are not a list or mapping")
-    if not options or set(options) - set(LETTERS):
-        raise UserError(f"{origin}: options must be lettered A–E, got {sorted(options)}")
+    if not options or set(options) - set(OPTION_LETTERS):
+        raise UserError(f"{origin}: options must be lettered A–Z, got {sorted(options)[:30]}")
     return options
 
 
