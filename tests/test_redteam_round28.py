@@ -13,6 +13,18 @@
   longer lines up with the reference's: the same agent scored 0.863 (C) against zero-filled's 0.895. The
   demo's bands were measured again (zero-filled 0.891-0.895 over three stagings; A from 0.913, B from 0.873);
   the scripted reference (zero-filled) still rates B.
+
+Measured and left alone (scripts reading only the public inputs and the installed packages; no test kept):
+report_gen/demo's PNG sizes (the generator's own renders with seeds of the agent's give each study kind's
+expected sizes; studies assigned by size within their view count) named 7 of 12 studies' findings: Task 0.721,
+C (scripted reference 0.84, nearest-template 0.64-0.69); the signal is the pixels' compressibility (the
+decoded pixels compressed again give the same numbers), so storing them uncompressed would not remove it.
+detection/demo's PNG size follows its box count (Spearman 0.91), which mAP does not score; classification/demo's
+JPEG sizes overlap between classes; segmentation/demo's tumour-free case is not the smallest ct.nii.gz.
+enhancement/demo-ldct: registering the shipped slice onto the noisy input (similarity only) gave SSIM 0.89
+against nlm's 0.974; an optical-flow refinement did not converge under the noise (Task 0.761 through
+`automedbench evaluate`), so no gain over denoising was shown there. The demo stagers' order, times and
+case ids (relaid by the engine) and the release stagers' header fields were read in code: nothing new.
 """
 
 from __future__ import annotations
