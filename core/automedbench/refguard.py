@@ -7,6 +7,13 @@ remaps its intensities and adds smooth structures, all drawn from a generator se
 secret seed (a fresh `secrets.randbits` per staging, kept in no public file). Registering the shipped
 image onto the noisy input then recovers less than denoising the input does; the conformance check
 `automedbench.testing.find_reference_leaks` measures that on every track's demo.
+
+Those smooth changes all show in the input's low band, so a demo whose input lacks the high band (a
+super-resolution input) still gets its fine detail from the shipped image: registered onto the input
+(similarity, then optical flow), the shipped image's high band added to the input's low band rated A on
+enhancement/demo-sr (tests/test_redteam_round28.py). `jitter_px` moves every pixel a fraction of a pixel
+by a field varying over a few pixels, a scale the low band cannot show: the shipped high band no longer
+lines up with the reference's.
 """
 
 from __future__ import annotations
@@ -87,12 +94,24 @@ def _blob_window(cy: float, cx: float, radius: float, h: int, w: int) -> tuple[s
     return rows, cols
 
 
+def jitter(image: np.ndarray, rng: np.random.Generator, amplitude_px: float, sigma_px: float) -> np.ndarray:
+    """The image resampled (cubic) through a displacement of at most `amplitude_px` varying over `sigma_px`:
+    fine detail moved by amounts no lower-resolution view of the image shows (edges held at the border)."""
+    from scipy import ndimage
+
+    field = smooth_field(image.shape, rng, sigma_px, amplitude_px)
+    yy, xx = np.mgrid[:image.shape[0], :image.shape[1]].astype(np.float64)
+    return ndimage.map_coordinates(image.astype(np.float64), [yy + field[0], xx + field[1]], order=3, mode="nearest")
+
+
 def secret_variant(image: np.ndarray, seed: Any, *, fill: float | None = None, blobs: dict[str, Any] | None = None,
-                   gain: float = 0.06, offset: float = 0.0, pivot: float = 0.0, **warp_options: Any) -> np.ndarray:
+                   gain: float = 0.06, offset: float = 0.0, pivot: float = 0.0, jitter_px: float = 0.0,
+                   jitter_sigma_px: float = 3.0, **warp_options: Any) -> np.ndarray:
     """A secret variant of a shipped image: warped, intensity-remapped about `pivot` (gain 1 ± `gain` and a
     smooth multiplicative shading: `pivot` itself, e.g. air at -1024 HU, stays put; then offset ± `offset`),
-    with `add_blobs(**blobs)` added. `seed` is the staging's secret seed with the case's index (e.g.
-    `[seed, index]`); the same seed gives the same variant."""
+    with `add_blobs(**blobs)` added, then (`jitter_px` > 0) `jitter`ed for a demo whose input lacks the high
+    band. `seed` is the staging's secret seed with the case's index (e.g. `[seed, index]`); the same seed
+    gives the same variant."""
     from scipy import ndimage
 
     rng = np.random.default_rng(seed)
@@ -102,4 +121,6 @@ def secret_variant(image: np.ndarray, seed: Any, *, fill: float | None = None, b
     out = pivot + (out - pivot) * (1.0 + rng.uniform(-gain, gain)) * shading + rng.uniform(-offset, offset)
     if blobs:
         out = add_blobs(out, rng, **blobs)
+    if jitter_px > 0:
+        out = jitter(out, rng, jitter_px, jitter_sigma_px)
     return out

@@ -54,7 +54,7 @@ def test_reference_on_demo_sr(amb_run):
     result, _ = amb_run(SR, "reference", warm_evaluator=BACKEND == "warm")
     assert stage_scores(result) == {"S1": 1.0, "S2": 1.0, "S3": 1.0, "S4": 1.0, "S5": 1.0}
     # zero-filled k-space, as the baseline (each staging's secret variant moves it by about 0.01)
-    assert result.task.partial == pytest.approx(0.875, abs=0.015)
+    assert result.task.partial == pytest.approx(0.893, abs=0.015)
     assert result.aggregate.rating == "B" and result.aggregate.overall > 0.9
 
 

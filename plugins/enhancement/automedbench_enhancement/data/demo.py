@@ -22,6 +22,7 @@ from .store import staging
 
 HU_CLIP = (-1024.0, 3071.0)
 VARIANT = 7001  # the secret variant's stream of the staging seed (the noise uses seed + i)
+SR_JITTER_PX = 3.0  # demo-sr's references: fine detail moved by up to 3 px over ~3 px (`refguard.jitter`)
 
 
 def read_dicom(name: str) -> tuple[np.ndarray, float]:
@@ -76,9 +77,11 @@ def _sr_cases(task: TaskSpec):
         if (i // len(params["crops"])) % 2 == 1:
             hr = hr[:, ::-1]
         # the shipped image is readable in the sandbox: the reference is a secret variant of the crop
+        # jittered too: the input holds only the low band, so the warp and blobs alone left the shipped crop's
+        # fine detail registrable onto it (rated A with no super-resolution; tests/test_redteam_round28.py)
         hr = np.clip(secret_variant(hr, [seed, VARIANT, i], fill=0.0, offset=0.02,
                                     blobs={"count": (4, 8), "radius_px": (4.0, 16.0), "contrast": (0.05, 0.15),
-                                           "where": hr > 0.1}), 0.0, 1.0)
+                                           "where": hr > 0.1}, jitter_px=SR_JITTER_PX), 0.0, 1.0)
         lr = np.clip(degrade.kspace_down(hr), 0.0, 1.0)
         yield (f"sr_{i + 1:03d}", lr, hr, {"pixel_spacing_mm": pixel_mm * 2},
                {"source": params["source"], "crop": [top, left], "mirrored": (i // len(params["crops"])) % 2 == 1})
