@@ -35,6 +35,7 @@ from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from . import netns, plainns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
+from .limitshell import limits_prefix
 from .quota import WorkspaceQuota, mount_workspace
 from .reservations import ledger_dir
 
@@ -58,13 +59,19 @@ def gpu_nodes(gpus: list[str], dev: Path = Path("/dev")) -> list[Path]:
     return nodes + ([caps] if nodes and caps.is_dir() else [])
 
 
+def _keyctl_number() -> int:
+    """The keyctl syscall's number on this machine; 0 where unknown."""
+    import platform
+
+    return SYS_KEYCTL.get(platform.machine(), 0)
+
+
 def _session_keyring_joiner():
     """A callable for the child (before exec) that gives it a fresh, empty session keyring; None if unknown."""
     import ctypes
-    import platform
 
-    number = SYS_KEYCTL.get(platform.machine())
-    if number is None:
+    number = _keyctl_number()
+    if not number:
         return None
     try:
         syscall = ctypes.CDLL(None, use_errno=True).syscall
@@ -124,16 +131,19 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
-def plain_spec(workspace: Path) -> str:
-    """The plain call's namespace (`plainns`): its writable workspace and what it must never see."""
+def plain_spec(workspace: Path, keyctl: int = 0) -> str:
+    """The plain call's namespace (`plainns`): its writable workspace and what it must never see; with `keyctl`
+    (the syscall's number) it joins a fresh session keyring."""
     return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
+                       "keyctl": keyctl,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
-def plain_prefix(workspace: Path) -> tuple[str, ...]:
+def plain_prefix(workspace: Path, keyctl: int = 0) -> tuple[str, ...]:
     """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
     `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
-    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace), "--")
+    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace, keyctl),
+            "--")
 
 
 @functools.lru_cache(maxsize=4)
@@ -339,9 +349,14 @@ class LocalSession(SandboxSession):
             if self.net is not None:
                 argv = self.net.prefix() + argv
         else:
-            argv, popen_env, cwd = [*plain_prefix(self.spec.workspace), *runner], env, self.spec.workspace
+            # plainns joins the fresh session keyring (a syscall the shell below cannot make)
+            keyctl = _keyctl_number() if self._keyring is not None else 0
+            argv, popen_env, cwd = [*plain_prefix(self.spec.workspace, keyctl), *runner], env, self.spec.workspace
         limit = (self.spec.address_space_mb or self.spec.memory_mb) * 1024 * 1024
-        pids, memory, keyring = self.pids, self.memory, self._keyring
+        pids, memory = self.pids, self.memory
+        # the session keyring is swapped here only for bubblewrap without the seccomp filter (under it no keyring
+        # call reaches the kernel; a plain call's plainns swaps it)
+        keyring = self._keyring if self.bwrap and self.seccomp_gap is not None else None
 
         def _limits() -> None:
             pids.join()
@@ -352,11 +367,15 @@ class LocalSession(SandboxSession):
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
+        # without a keyring to swap (a syscall) a shell sets the rest: no fork() of this process (limitshell)
+        shell = None if keyring is not None else limits_prefix(
+            [g.path / "cgroup.procs" for g in (pids, memory) if g.path is not None], limit)
         started = time.monotonic()
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, env=popen_env, cwd=cwd, start_new_session=True,
-                                    preexec_fn=_limits, pass_fds=pass_fds)
+            proc = subprocess.Popen([*shell, *argv] if shell else argv, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=popen_env, cwd=cwd,
+                                    start_new_session=True, preexec_fn=None if shell else _limits,
+                                    pass_fds=pass_fds)
         finally:
             for fd in pass_fds:
                 os.close(fd)
@@ -379,6 +398,11 @@ class LocalSession(SandboxSession):
         end = CallEnd(proc.returncode, timed_out, timeout_s, "whole process group")
         return call_result(end, out, err, round(time.monotonic() - started, 3))
 
+    def _joins_keyring(self) -> bool:
+        """Whether a call gets a fresh, empty session keyring: not under bubblewrap with the seccomp filter, which
+        refuses every keyring call (keyctl, add_key, request_key), so that no keyring is left to keep from it."""
+        return self._keyring is not None and not (self.bwrap and self.seccomp_gap is None)
+
     def _kill(self, proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -393,7 +417,7 @@ class LocalSession(SandboxSession):
                   "inotify tripwire on private and decoy files"]
         if self.memory.available:
             common += [f"memory limit {self.spec.memory_mb} MB in total (cgroup; tmpfs, shm and memfd pages count)"]
-        if self._keyring is not None:
+        if self._joins_keyring():
             common += ["a fresh, empty session keyring per call"]
         if self.pids.available:
             common += [f"pids limit {PIDS_LIMIT} (cgroup)", "every process of a call killed when it ends (cgroup)"]

@@ -34,8 +34,9 @@ agent's code runs:
   budget), and gets no capabilities back in a user namespace either.
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
-"shm_mb"}. It imports only the standard library (the harness package is not on its path). Where this cannot be
-done (no unshare, no root and no user namespaces), `local-plain` is refused with one line.
+"shm_mb", "seccomp", "keyctl" (the keyctl call's number: a fresh session keyring is joined first)}. It
+imports only the standard library (the harness package is not on its path). Where this cannot be done (no
+unshare, no root and no user namespaces), `local-plain` is refused with one line.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ RUN = "/run"
 ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
 
 _libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
 class Refused(RuntimeError):
@@ -328,6 +330,8 @@ def _load_filter(program: bytes) -> None:
 
 def enter(spec: dict) -> None:
     """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
+    if spec.get("keyctl"):  # a fresh, empty session keyring: the harness's (and the keys it links) stays behind
+        _libc.syscall(int(spec["keyctl"]), KEYCTL_JOIN_SESSION_KEYRING, None)
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
     workspace = os.path.realpath(spec["workspace"])
     _mount(workspace, workspace, None, MS_BIND | MS_REC)  # its own mount: stays writable below read-only parents

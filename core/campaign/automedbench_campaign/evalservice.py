@@ -34,8 +34,8 @@ from automedbench.engine import (
     EvalRequest,
     evaluate_in_process,
     evaluator_env,
-    evaluator_limits,
     evaluator_path,
+    limited_command,
     request_exclude,
     serve_request,
 )
@@ -104,10 +104,11 @@ class EvalService:
     def _start(self, path: list[str]) -> None:
         self._buffer.clear()
         self._stderr.clear()
+        argv, preexec = limited_command(
+            [sys.executable, "-I", "-S", "-c", SERVE_BOOT, json.dumps(path), str(self.max_requests)])
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", SERVE_BOOT, json.dumps(path), str(self.max_requests)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=evaluator_env(),
-            cwd="/", preexec_fn=evaluator_limits, start_new_session=True, close_fds=True)
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=evaluator_env(),
+            cwd="/", preexec_fn=preexec, start_new_session=True, close_fds=True)
         self.path, self.served = path, 0
         self.started += 1
         threading.Thread(target=self._drain_stderr, args=(self.proc.stderr,), daemon=True).start()
