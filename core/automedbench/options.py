@@ -7,6 +7,7 @@ field reaches every command that exposes it, and the hash covers every score-cha
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -276,7 +277,9 @@ def changed_options(options: RunOptions) -> dict[str, Any]:
             out[f.name] = dict(value) if isinstance(value, dict) else value
     if options.gpus:
         out["gpus"] = options.gpus
-    return out
+    # as JSON keeps them (tuples as lists, e.g. a scripted agent's turns): the header a run returns is the one it
+    # stored, which `result.json == the run's result` checks rely on
+    return json.loads(json.dumps(out, default=str))
 
 
 def _shown(key: str, value: Any) -> str:
