@@ -12,13 +12,15 @@ cannot reach its provider leaves S1-S3 null with the reason, the run scored, as 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import test_cli_newuser
-from test_agents_round1 import Provider
+from test_agents_round1 import CHAT_REPLY, Provider
 from test_ux_round18 import _one_line
 
 cli = test_cli_newuser.cli
@@ -106,6 +108,40 @@ def test_a_slow_model_whose_server_answers_is_waited_for(cli, tmp_path):
     assert record["state"] == "scored" and provider.posts >= 1, record
     events = [json.loads(line) for line in (folder / "trajectory.jsonl").open()]
     assert not any(e.get("type") == "api_retry" for e in events), events
+
+
+def test_the_watched_client_still_goes_through_the_environments_proxy(cli, tmp_path, monkeypatch):
+    """An SDK client given a transport reads no proxy variables: the watch's transport routes as the SDK's own client
+    did, so a user behind HTTP(S)_PROXY still reaches the provider (here a host that only the proxy knows)."""
+    asked: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            asked.append(self.path)
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-length", str(len(CHAT_REPLY)))
+            self.end_headers()
+            self.wfile.write(CHAT_REPLY)
+
+        log_message = staticmethod(lambda *args: None)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        _, record, _, _ = _run(cli, tmp_path, "--agent", "openai",
+                               *_options("--agent-option", "http://provider.invalid/v1"), "--max-turns", "2")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert record["state"] == "scored", record
+    assert asked and asked[0] == "http://provider.invalid/v1/chat/completions", asked
 
 
 @pytest.mark.parametrize("mode", ["stall", "refuse"])

@@ -17,6 +17,7 @@ import importlib
 import itertools
 import socket
 import threading
+import urllib.request
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -130,12 +131,22 @@ class ProviderWatch:
 
 @functools.cache
 def _watched_transport(http: ModuleType) -> type:
-    """The HTTP library's own transport, each request reported to the watch through httpcore's trace hook."""
+    """A transport of the HTTP library that reports each request to the watch through httpcore's trace hook. It
+    delegates to the library's own transport, through the proxy the environment names for the request's URL as the
+    SDK's client would (a client given a transport reads no proxy variables itself)."""
 
-    class WatchedTransport(http.HTTPTransport):  # type: ignore[name-defined,misc]
+    class WatchedTransport(http.BaseTransport):  # type: ignore[name-defined,misc]
         def __init__(self, watch: ProviderWatch) -> None:
-            super().__init__()
             self.watch = watch
+            self.routes: dict[str | None, Any] = {}  # proxy URL (None: direct) -> the library's transport
+
+        def _route(self, url: Any) -> Any:
+            proxies = urllib.request.getproxies_environment()
+            proxy = None if urllib.request.proxy_bypass_environment(url.host, proxies) else \
+                proxies.get(url.scheme) or proxies.get("all")
+            if proxy not in self.routes:
+                self.routes[proxy] = http.HTTPTransport(proxy=proxy) if proxy else http.HTTPTransport()
+            return self.routes[proxy]
 
         def handle_request(self, request: Any) -> Any:
             watch, key = self.watch, next(self.watch.keys)
@@ -150,12 +161,16 @@ def _watched_transport(http: ModuleType) -> type:
 
             request.extensions = {**request.extensions, "trace": _chain(request.extensions.get("trace"), trace)}
             try:
-                response = super().handle_request(request)
+                response = self._route(request.url).handle_request(request)
             except Exception as exc:
                 health.failed(key, transport_error(exc))
                 raise
             health.answered(key, response.status_code, response.reason_phrase)
             return response
+
+        def close(self) -> None:
+            for transport in self.routes.values():
+                transport.close()
 
     return WatchedTransport
 
