@@ -139,14 +139,16 @@ def _watched_transport(http: ModuleType) -> type:
         def __init__(self, watch: ProviderWatch) -> None:
             self.watch = watch
             self.routes: dict[str | None, Any] = {}  # proxy URL (None: direct) -> the library's transport
+            self.lock = threading.Lock()
 
         def _route(self, url: Any) -> Any:
             proxies = urllib.request.getproxies_environment()
             proxy = None if urllib.request.proxy_bypass_environment(url.host, proxies) else \
                 proxies.get(url.scheme) or proxies.get("all")
-            if proxy not in self.routes:
-                self.routes[proxy] = http.HTTPTransport(proxy=proxy) if proxy else http.HTTPTransport()
-            return self.routes[proxy]
+            with self.lock:
+                if proxy not in self.routes:
+                    self.routes[proxy] = http.HTTPTransport(proxy=proxy) if proxy else http.HTTPTransport()
+                return self.routes[proxy]
 
         def handle_request(self, request: Any) -> Any:
             watch, key = self.watch, next(self.watch.keys)
@@ -169,7 +171,9 @@ def _watched_transport(http: ModuleType) -> type:
             return response
 
         def close(self) -> None:
-            for transport in self.routes.values():
+            with self.lock:
+                routes, self.routes = list(self.routes.values()), {}
+            for transport in routes:
                 transport.close()
 
     return WatchedTransport
