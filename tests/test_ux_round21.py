@@ -16,6 +16,7 @@ from automedbench.plugins import registry
 from automedbench.staging import STAMP
 from automedbench_models.systems import SYSTEMS
 from click.testing import CliRunner
+from test_agents_round1 import Provider  # a loopback provider that misbehaves one way
 from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
@@ -167,7 +168,8 @@ def test_a_track_installed_without_its_dependencies_is_refused_before_any_work(c
 @pytest.mark.parametrize("args,needle", [
     (["--agent", "no-submit", "--max-turns", "2"],
      "the agent spent the run's whole turn budget and was scored as it stood; to give it more: --max-turns N"),
-    (["--agent", "openai", "--agent-option", "model=x", "--agent-option", "base_url=http://127.0.0.1:9/v1",
+    # a live server that fails the model's call (a refused port is now the provider's outage: test_agents_round2)
+    (["--agent", "openai", "--agent-option", "model=x", "--agent-option", "base_url={url}",
       "--agent-option", "api_key_env=none", "--agent-option", "max_retries=0"],
      "the agent failed, not the task: fix what the error names (for a model: its endpoint, key or name; for an "
      "installed system: its program), then run again: automedbench run --task toy/vowels --tier lite --agent openai"),
@@ -176,7 +178,8 @@ def test_a_run_that_did_not_submit_says_what_to_do_next(cli, tmp_path, args, nee
     """A run cut off by its turn budget, or whose agent failed, said its state and error in `run`, `show` and on its
     page, but not what to do about it. Now each says the next step; a submitted run says none."""
     out = tmp_path / "runs"
-    ran = cli("run", "--task", "toy/vowels", *args, "--out", out, "--quiet")
+    with Provider("picky") as provider:
+        ran = cli("run", "--task", "toy/vowels", *[a.format(url=provider.url) for a in args], "--out", out, "--quiet")
     assert ran.exit_code == 0, ran.output
     (run_dir,) = out.iterdir()
     shown = cli("show", run_dir)

@@ -50,6 +50,7 @@ class ModelConfig:
     context_window: int = 128_000
     keep_turns: int = 12
     timeout_s: float = 600.0
+    outage_after: float = 60.0  # seconds with no answer before the harness asks the provider itself (models' watch)
     max_retries: int = 5
     backoff_s: float = 2.0
     max_backoff_s: float = 60.0
@@ -166,6 +167,9 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent",
     cfg = ModelConfig(provider, **values)
     if cfg.json_mode not in ("schema", "object", "none"):
         raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
+    if not 1 <= cfg.outage_after <= 86_400:
+        raise UserError(f"{provider}: outage_after must be a number of seconds from 1 to 86400 (got "
+                        f"{cfg.outage_after:g})")
     if cfg.continues is not None and not 0 <= cfg.continues <= 100:
         raise UserError(f"{provider}: continues must be between 0 and 100 (got {cfg.continues})")
     if not cfg.model:

@@ -92,8 +92,8 @@ class AnthropicBackend(Backend):
         except ImportError:
             raise UserError("the anthropic backend needs the anthropic SDK: "
                             "pip install 'automedbench[anthropic]'") from None
-        return anthropic.Anthropic(api_key=self.api_key, base_url=self.cfg.base_url, timeout=self.cfg.timeout_s,
-                                   max_retries=0)
+        return anthropic.Anthropic(api_key=self.api_key, base_url=self.cfg.base_url, max_retries=0,
+                                   **self.watch.sdk_options(anthropic, self.cfg.timeout_s))
 
     def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                 json_schema: dict[str, Any] | None, max_tokens: int) -> Completion:

@@ -9,7 +9,6 @@ smaller context after a context-overflow refusal, and (opt-in) tool calls recove
 from __future__ import annotations
 
 import json
-import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -18,9 +17,11 @@ from automedbench.api import (
     TOOLS,
     Agent,
     AgentContext,
+    AgentError,
     AgentTurn,
     ContentRefused,
     ModelConfig,
+    ProviderUnavailable,
     ToolCall,
     Usage,
     UserError,
@@ -38,6 +39,7 @@ from .chat_common import (
     with_retries,
 )
 from .pricing import config_prices
+from .providerwatch import ProviderDown, ProviderWatch
 from .textcalls import TextCall, find_text_calls
 
 TRUNCATED_NUDGE = ("Your reply was cut off at the output-token limit before any tool call. Reply more "
@@ -56,7 +58,9 @@ class Completion:
 
 
 class Backend(ABC):
-    """One provider's wire format, through its official SDK. Subclasses build the client lazily."""
+    """One provider's wire format, through its official SDK. Subclasses build the client lazily, handing the SDK
+    `self.watch.sdk_options(sdk, timeout_s)` (its HTTP client and timeout) so a provider that stops answering ends
+    a call in about `outage_after` seconds (`ProviderDown`), not `timeout_s` x attempts."""
 
     provider: str = ""
 
@@ -65,8 +69,10 @@ class Backend(ABC):
         self.api_key = cfg.api_key()  # fail fast, before any run folder exists
         self.prices = config_prices(cfg)
         self.retries: list[dict[str, Any]] = []
-        self.sleep = time.sleep
+        self.watch = ProviderWatch(cfg.outage_after)
+        self.sleep = self.watch.pause  # time.sleep, cut short when the provider is declared down
         self._client: Any = self.make_client()  # no network yet; a missing SDK fails here, not mid-run
+        self.watch.base_url = cfg.base_url or str(getattr(self._client, "base_url", "") or "")
 
     @property
     def client(self) -> Any:
@@ -89,11 +95,24 @@ class Backend(ABC):
             self.retries.append({"attempt": attempt, "wait_s": round(wait, 3), "error": type(exc).__name__,
                                  "status": getattr(exc, "status_code", None)})
 
-        return with_retries(
-            lambda: self.request(messages, tools=tools, json_schema=json_schema,
-                                 max_tokens=max_tokens or self.cfg.max_tokens),
-            attempts=self.cfg.max_retries, backoff_s=self.cfg.backoff_s, max_backoff_s=self.cfg.max_backoff_s,
-            what=f"{self.provider} call to {self.cfg.model}", sleep=self.sleep, on_retry=note)
+        what = f"{self.provider} call to {self.cfg.model}"
+        self.watch.begin()
+        try:
+            return with_retries(
+                lambda: self.request(messages, tools=tools, json_schema=json_schema,
+                                     max_tokens=max_tokens or self.cfg.max_tokens),
+                attempts=self.cfg.max_retries, backoff_s=self.cfg.backoff_s, max_backoff_s=self.cfg.max_backoff_s,
+                what=what, sleep=self.sleep, on_retry=note, stopped=self.watch.stopped)
+        except ContextOverflow:
+            raise
+        except AgentError as exc:
+            self.watch.end()  # no probe of the watch's own beside the one `outage` may send
+            down = self.watch.outage()
+            if down is None:
+                raise
+            raise ProviderDown(f"{what}: {down}", down.never_answered) from exc
+        finally:
+            self.watch.end()
 
     def complete_text(self, system: str, prompt: str, max_tokens: int | None = None) -> str:
         """Plain completion (no tools): the text reply to one system + user message, with retries.
@@ -176,6 +195,14 @@ class ChatAgent(Agent):
                             f"{prompt + self.max_tokens + 1024} or lower max_tokens")
 
     def next_turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
+        try:
+            return self._turn(messages)
+        except ProviderDown as exc:
+            if exc.never_answered:  # nothing the model said has run: an outage, not the agent's doing
+                raise ProviderUnavailable(str(exc)) from exc
+            raise  # after an answer, as any model call failing after its retries: the agent's failure
+
+    def _turn(self, messages: list[dict[str, Any]]) -> AgentTurn:
         keep = self.cfg.keep_turns
         for attempt in range(self.cfg.overflow_retries + 1):
             sent, stats = fit_context(messages, context_window=self.window, max_tokens=self.max_tokens,

@@ -123,8 +123,10 @@ def describe(exc: BaseException) -> str:
 
 def with_retries(call: Callable[[], T], *, attempts: int, backoff_s: float, max_backoff_s: float,
                  what: str, sleep: Callable[[float], None] = time.sleep,
-                 on_retry: Callable[[int, float, BaseException], None] | None = None) -> T:
-    """Call, retrying 429/5xx/timeouts with exponential back-off (Retry-After wins when given)."""
+                 on_retry: Callable[[int, float, BaseException], None] | None = None,
+                 stopped: Callable[[], bool] = lambda: False) -> T:
+    """Call, retrying 429/5xx/timeouts with exponential back-off (Retry-After wins when given); no retry once
+    `stopped()` (the provider was declared down while the call or the back-off ran)."""
     for attempt in range(attempts + 1):
         try:
             return call()
@@ -132,7 +134,7 @@ def with_retries(call: Callable[[], T], *, attempts: int, backoff_s: float, max_
             overflow = context_overflow(exc)
             if overflow is not None:
                 raise overflow from exc
-            if not is_retryable(exc) or attempt == attempts:
+            if not is_retryable(exc) or attempt == attempts or stopped():
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise AgentError(f"{what} failed{tries}: {describe(exc)}") from exc
             wait = retry_after(exc)
@@ -142,6 +144,8 @@ def with_retries(call: Callable[[], T], *, attempts: int, backoff_s: float, max_
             if on_retry:
                 on_retry(attempt + 1, wait, exc)
             sleep(wait)
+            if stopped():
+                raise AgentError(f"{what} failed after {attempt + 1} attempts: {describe(exc)}") from exc
     raise AssertionError("unreachable")
 
 

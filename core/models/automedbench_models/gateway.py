@@ -46,7 +46,7 @@ from typing import Any
 
 from attrs import asdict, define
 
-from .providerhealth import PROBE_LIMIT_S, ProviderHealth
+from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
 
 SOCKET_NAME = "model.sock"
 STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
@@ -381,15 +381,15 @@ class ModelGateway:
 
     def probe(self) -> str:
         """A request of the harness's own to the provider (a GET of its base URL, no key): "" when it was answered
-        with any status below 500 (404 and 401 included: something there answers HTTP), else what went wrong."""
+        (404 and 401 included: something there answers HTTP; `probe_answer`), else what went wrong."""
         conn_class = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         conn = conn_class(self.host, self.port, timeout=min(PROBE_LIMIT_S, self.health.timeout_s))
         try:
             conn.request("GET", self.prefix or "/", headers={"accept-encoding": "identity"})
             response = conn.getresponse()
-            return f"HTTP {response.status} {response.reason}".strip() if response.status >= 500 else ""
+            return probe_answer(response.status, response.reason)
         except (OSError, http.client.HTTPException) as exc:
-            return _transport_error(exc)
+            return transport_error(exc)
         finally:
             conn.close()
 
@@ -474,7 +474,7 @@ class ModelGateway:
         try:
             status, received = self._forward(handler, body, n)
         except (OSError, http.client.HTTPException) as exc:
-            self.health.failed(n, _transport_error(exc))
+            self.health.failed(n, transport_error(exc))
             call.status, call.error = 502, f"{type(exc).__name__}: {str(exc)[:300]}"
             call.latency_s = round(time.monotonic() - t0, 3)
             self._count(call)
@@ -573,17 +573,6 @@ class ModelGateway:
         handler.end_headers()
         handler.wfile.write(data)
         handler.close_connection = True
-
-
-def _transport_error(exc: BaseException) -> str:
-    """A failed connection in a few words: refused, reset, timed out, or the exception itself."""
-    named = {ConnectionRefusedError: "the connection was refused", ConnectionResetError: "the connection was reset",
-             TimeoutError: "no answer before the timeout", http.client.RemoteDisconnected: "it closed the "
-             "connection without a reply", BrokenPipeError: "the connection was closed"}
-    for kind, words in named.items():
-        if isinstance(exc, kind):
-            return f"{words} ({type(exc).__name__})"
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def socket_reachable(path: str, timeout: float = 2.0) -> bool:

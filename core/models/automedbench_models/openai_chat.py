@@ -31,8 +31,8 @@ class OpenAIBackend(Backend):
             import openai
         except ImportError:
             raise UserError("the openai backend needs the openai SDK: pip install 'automedbench[openai]'") from None
-        return openai.OpenAI(api_key=self.api_key, base_url=self.cfg.base_url, timeout=self.cfg.timeout_s,
-                             max_retries=0)
+        return openai.OpenAI(api_key=self.api_key, base_url=self.cfg.base_url, max_retries=0,
+                             **self.watch.sdk_options(openai, self.cfg.timeout_s))
 
     def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None,
                 json_schema: dict[str, Any] | None, max_tokens: int) -> Completion:

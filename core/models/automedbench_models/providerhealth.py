@@ -13,6 +13,7 @@ error the programs treat as final, so the session ends within about `timeout_s` 
 
 from __future__ import annotations
 
+import http.client
 import threading
 import time
 from collections.abc import Callable
@@ -56,6 +57,7 @@ class ProviderHealth:
         with self.lock:
             self.waiting.pop(key, None)
             self.failing_since, self.last_alive, self.answered_once = None, time.monotonic(), True
+            self.failures = 0  # counted since the provider last answered
 
     def failed(self, key: int, why: str) -> None:
         """Request `key` failed before any answer (refused, reset, a server error)."""
@@ -72,6 +74,8 @@ class ProviderHealth:
     # ---------------------------------------------------------------- the monitor
 
     def start(self) -> None:
+        """Watch in a thread of its own until `stop()` (a stopped watch may be started again)."""
+        self.stopped.clear()
         self.thread = threading.Thread(target=self._watch, name="automedbench-provider-health", daemon=True)
         self.thread.start()
 
@@ -80,6 +84,11 @@ class ProviderHealth:
         if self.thread is not None:
             self.thread.join(timeout=PROBE_LIMIT_S + 2)
 
+    def _failing(self, now: float) -> str:
+        """The calls failed since the provider last answered, in a line (called holding the lock)."""
+        return (f"{self.failures} call(s) failed over {now - (self.failing_since or now):.0f} s with no answer "
+                f"between, the last: {self.last_failure}")
+
     def _suspect(self) -> str:
         """What has gone on for `timeout_s` without an answer from the provider, or ""."""
         now = time.monotonic()
@@ -87,24 +96,63 @@ class ProviderHealth:
             if self.down:
                 return ""
             if self.failing_since is not None and now - self.failing_since >= self.timeout_s:
-                return (f"{self.failures} call(s) failed over {now - self.failing_since:.0f} s with no answer "
-                        f"between, the last: {self.last_failure}")
+                return self._failing(now)
             for since, what in self.waiting.values():
                 if now - max(since, self.last_alive) >= self.timeout_s:
                     return (f"a connection to it was not accepted in {self.timeout_s:g} s" if what == "connect" else
                             f"it accepted the connection but sent no reply in {self.timeout_s:g} s")
         return ""
 
+    def confirm(self) -> str:
+        """Why the provider is down ("" if it is not): declared by the watch, or, when calls failed with no answer
+        since and their caller gave up before `timeout_s`, the harness's own request failing now too."""
+        with self.lock:
+            if self.down or self.failing_since is None:
+                return self.down
+            suspect = self._failing(time.monotonic())
+        return self._judge(suspect)
+
+    def _judge(self, suspect: str) -> str:
+        """Ask the provider (`probe`): answered, the wait goes on (""); not, it is down and the waiting calls cut."""
+        why = self.probe()
+        with self.lock:
+            if not why:  # the provider answers the harness: the model is slow, or the calls are refused
+                self.last_alive, self.failing_since = time.monotonic(), None
+                return ""
+            self.down = f"{suspect}; a request of the harness's own to it failed too ({why})"
+        self.cut()
+        return self.down
+
     def _watch(self) -> None:
         tick = max(0.05, min(1.0, self.timeout_s / 4))
         while not self.stopped.wait(tick):
             suspect = self._suspect()
-            if not suspect:
-                continue
-            why = self.probe()
-            with self.lock:
-                if not why:  # the provider answers the harness: the model is slow, or the calls are refused
-                    self.last_alive, self.failing_since = time.monotonic(), None
-                    continue
-                self.down = f"{suspect}; a request of the harness's own to it failed too ({why})"
-            self.cut()
+            if suspect:
+                self._judge(suspect)
+
+
+def probe_answer(status: int, reason: str) -> str:
+    """The harness's own request answered with `status`: "" when something there answers HTTP (any status below 500,
+    and 501: a server that does not take a GET on that path is up), else the failure in a few words."""
+    return "" if status < 500 or status == 501 else f"HTTP {status} {reason}".strip()
+
+
+TRANSPORT_WORDS: tuple[tuple[type[BaseException], str], ...] = (
+    (ConnectionRefusedError, "the connection was refused"), (ConnectionResetError, "the connection was reset"),
+    (TimeoutError, "no answer before the timeout"),
+    (http.client.RemoteDisconnected, "it closed the connection without a reply"),
+    (BrokenPipeError, "the connection was closed"))
+
+
+def transport_error(exc: BaseException) -> str:
+    """A failed connection in a few words: refused, reset, timed out, or the exception itself. An SDK's or HTTP
+    library's wrapper (httpx's ConnectError over a ConnectionRefusedError) is read through its causes."""
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None:
+            break
+        for kind, words in TRANSPORT_WORDS:
+            if isinstance(cause, kind):
+                return f"{words} ({type(cause).__name__})"
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
