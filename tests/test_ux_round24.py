@@ -2,13 +2,15 @@
 `automedbench run ... | head -3` ended the run where head stopped reading (rich's answer to a closed pipe is
 SystemExit, which skipped the run's clean-up: its workspace stayed loop-mounted, its folder half-made); a closed
 terminal made every later line an error the run recorded as a retryable infrastructure failure, and under `nohup`
-the hang-up still cancelled it."""
+the hang-up still cancelled it. VQA printed its counts "skipped" and "placeholders" as scores ("0.000"), and
+segmentation's per-case table showed a lesion Dice of 1.000 for a case with no lesion, which the Task leaves out."""
 
 from __future__ import annotations
 
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+import test_cli_newuser
+from automedbench.report import fmt_component
+from automedbench.runfolder import RunFolder
 
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
 CLI = [sys.executable, "-c", "from automedbench.cli import main; main()"]
 # as `nohup` leaves it: SIGHUP ignored (nohup itself would also send a terminal's output to nohup.out)
 NOHUP_CLI = [sys.executable, "-c", "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
@@ -128,3 +134,27 @@ def test_a_sweep_piped_into_a_reader_that_stops_early_runs_every_run(data_root, 
     assert status == 0 and len(runs) == 2, (status, runs)
     assert {r["state"] for r in runs.values()} == {"scored"}, runs
     assert not _mounted_below(tmp_path)
+
+
+def test_a_metrics_declared_counts_print_as_counts_in_the_terminal_and_on_the_page(cli, tmp_path):
+    """VQA's "skipped" and "placeholders" printed "0.000" in the terminal and on the page: the count rule read
+    names (`*_count`, `*_cases`) and whole values above 1. The metric now declares its counts (`counts` of the
+    Task block, kept in result.json), so a count of 0 is "0" wherever it is printed."""
+    work = tmp_path / "eval"
+    made = cli("evaluate", "--task", "vqa/demo", "--baseline", "perfect", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    task = RunFolder(work).load_result().task
+    assert {"answered", "skipped", "placeholders"} <= set(task.counts), task.counts
+    assert task.components["skipped"] == task.components["placeholders"] == 0
+    for name in ("skipped", "placeholders"):
+        assert re.search(rf"\b{name} 0\b(?!\.)", made.output), made.output
+        assert f"{name} 0.000" not in made.output
+    page = tmp_path / "page.html"
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    text = page.read_text()
+    assert "skipped 0 ·" in text and "placeholders 0 ·" in text, text
+    assert "skipped 0.000" not in text
+    assert re.search(r"accuracy \d\.\d{3}", text)  # a score keeps its three places
+    assert fmt_component(0.0, "skipped") == "0.000"  # undeclared, a zero reads as the score it might be
+    assert fmt_component(0.0, "skipped", task.counts) == "0"
+

@@ -261,6 +261,9 @@ class MetricBlock:
     used: Literal["strict", "partial"] = "strict"
     components: dict[str, float | None] = Factory(dict)
     per_case: list[dict[str, Any]] = Factory(list)
+    # the components that are counts (cases answered, skipped, boxes), which the terminal and the pages print as
+    # whole numbers: a count of 0 is "0", not a score's "0.000". Declared by the metric, not guessed from a name
+    counts: list[str] = Factory(list)
 
     @property
     def value(self) -> float:

@@ -129,7 +129,8 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
                  # the original's previous weighting, which the paper's worked example (App. I.1) prints as Task
                  "organ25_lesion75": 0.25 * organ + 0.75 * lesion}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
-    return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
+    return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case,
+                       counts=[k for k in ("lesion_positive_cases",) if k in comps])
 
 
 class SegmentationEvaluation(TaskEvaluation):

@@ -129,10 +129,11 @@ def _metric_words(header: dict[str, Any]) -> str:
     return str(spec.metric)
 
 
-def _component(name: str, value: Any) -> str:
-    """A Task component as the terminal summary prints it: a count as a whole number, a score to three places."""
+def _component(name: str, value: Any, counts: list[str]) -> str:
+    """A Task component as the terminal summary prints it: a count (the metric's `counts`) as a whole number, a
+    score to three places."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return esc(fmt_component(float(value), name))
+        return esc(fmt_component(float(value), name, counts))
     return _value(value)
 
 
@@ -156,7 +157,10 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
              f'<b>{esc(task.get("used"), 20)}</b></p>')
     if comps:
         # as the terminal shows them (`fmt_component`): a count of 24 answered read "24.000" here and "24" there
-        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v)}" for k, v in list(comps.items())[:40]) + "</p>"
+        declared = task.get("counts")
+        counts = [str(c) for c in declared[:200]] if isinstance(declared, list) else []
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v, counts)}"
+                                   for k, v in list(comps.items())[:40]) + "</p>"
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
