@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import test_cli_newuser
+from automedbench.api import CASE_LEFT_OUT
 from automedbench.report import fmt_component
 from automedbench.runfolder import RunFolder
 
@@ -158,3 +159,24 @@ def test_a_metrics_declared_counts_print_as_counts_in_the_terminal_and_on_the_pa
     assert fmt_component(0.0, "skipped") == "0.000"  # undeclared, a zero reads as the score it might be
     assert fmt_component(0.0, "skipped", task.counts) == "0"
 
+
+def test_a_segmentation_case_with_no_lesion_says_its_lesion_dice_is_not_in_the_task(cli, tmp_path):
+    """The per-case table showed lesion Dice 1.000 for a case with no lesion (both masks empty: 1 by convention),
+    as if it were a perfect score the Task counted; the Task's lesion Dice is the mean over the cases with a
+    lesion. The row now says so, the cases with one are shown as before."""
+    work = tmp_path / "eval"
+    made = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    task = RunFolder(work).load_result().task
+    negative = [r for r in task.per_case if not r["lesion_positive"]]
+    positive = [r for r in task.per_case if r["lesion_positive"]]
+    assert negative and positive and task.components["lesion_positive_cases"] == len(positive)
+    assert all(r["lesion_dice"] == 1.0 and "lesion_dice" in r[CASE_LEFT_OUT] for r in negative)
+    assert not any(CASE_LEFT_OUT in r for r in positive)
+    page = tmp_path / "page.html"
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    rows = dict(re.findall(r'<tr id="case-\d+"><td>([^<]+)</td>(.*?)</tr>', page.read_text()))
+    note = "(not in the Task: no lesion in the reference"
+    assert all(note in rows[r["case_id"]] for r in negative), rows
+    assert not any(note in rows[r["case_id"]] for r in positive)
+    assert CASE_LEFT_OUT not in page.read_text()  # a note beside the value, not a column of its own

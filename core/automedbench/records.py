@@ -249,6 +249,9 @@ class CaseVerdict:
 # the component that counts a metric's numbers JSON cannot hold, written as null (evaluator.finite_metric); a
 # rating reads it (scoring.non_finite_cap)
 NON_FINITE_COMPONENT = "non_finite_numbers"
+# a per-case row's values that the Task leaves out for that case, by name, each with why ({"lesion_dice": "no
+# lesion in the reference"}): the run page says so beside the value, as the Task's own mean does not count it
+CASE_LEFT_OUT = "left_out_of_task"
 
 
 @define

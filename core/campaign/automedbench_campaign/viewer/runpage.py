@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.api import dumps
+from automedbench.api import CASE_LEFT_OUT, dumps
 from automedbench.engine import RunFolder, fmt_component, next_step, registry, rerun_command
 
 from .evidence import Anchors, item_links
@@ -137,6 +137,15 @@ def _component(name: str, value: Any, counts: list[str]) -> str:
     return _value(value)
 
 
+def _case_value(row: dict[str, Any], name: str) -> str:
+    """One per-case value; one the Task leaves out for this case (a segmentation case with no lesion: its lesion
+    Dice is 1 by convention, out of the Task's mean) says so, where it read as a perfect score that counted."""
+    cell = _value(row.get(name, "–"))
+    left_out = row.get(CASE_LEFT_OUT)
+    why = left_out.get(name) if isinstance(left_out, dict) else None
+    return cell + (f' <span class="muted">(not in the Task: {esc(why, 300)})</span>' if why else "")
+
+
 def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
     """Case ids in the order the page lists them (their rows are `case-<index>`)."""
     task = data.get("task") or {}
@@ -170,7 +179,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
     cases = list(dict.fromkeys([*verdicts, *per_case]))
     # the track's own order (its metric first: SSIM, a VQA score, BLEU...), not the alphabet's: cut at the first 8
     # sorted names, the page hid the per-case SSIM, VQA score and METEOR; validity is the status column already
-    named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid")))
+    named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid", CASE_LEFT_OUT)))
     # values (numbers, flags) ahead of labels (answer keys, kinds), each in that order: which keys come first
     # depends on which case comes first (a VQA staging opening with a multiple-choice question names its keys
     # before the open questions' exact_match and token_f1), and the columns are capped
@@ -186,7 +195,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
                   '<span class="bad">missing</span>' if verdict and not verdict.get("present") else
                   '<span class="bad">invalid</span>' if verdict else '<span class="muted">?</span>')
         reasons = "; ".join(map(str, verdict.get("reasons") or []))
-        cells = "".join(f'<td class="n">{_value(values.get(k, "–"))}</td>' for k in value_keys)
+        cells = "".join(f'<td class="n">{_case_value(values, k)}</td>' for k in value_keys)
         picture = f' · <a href="#picture-{index}">picture</a>' if index_of else ""
         rows.append(f'<tr id="case-{index}"><td>{esc(case, 200)}</td><td>{status}</td>{cells}'
                     f'<td>{esc(reasons, 2000)}</td><td><a href="#outputs-{index}">outputs</a>{picture}</td></tr>')
