@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import test_cli_newuser
 from automedbench.api import CASE_LEFT_OUT
 from automedbench.report import fmt_component
@@ -115,7 +114,6 @@ def test_a_closed_terminal_ends_the_run_recorded_and_under_nohup_not_at_all(data
     assert not _mounted_below(tmp_path)
 
 
-@pytest.mark.slow
 def test_a_sweep_piped_into_a_reader_that_stops_early_runs_every_run(data_root, tmp_path):
     """`sweep ... 2>&1 | head -1`: the sweep's next progress line was the end of it. Now every run is made and
     recorded in the manifest, nothing left mounted."""
