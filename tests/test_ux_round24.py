@@ -115,22 +115,23 @@ def test_a_closed_terminal_ends_the_run_recorded_and_under_nohup_not_at_all(data
 
 
 def test_a_sweep_piped_into_a_reader_that_stops_early_runs_every_run(data_root, tmp_path):
-    """`sweep ... 2>&1 | head -1`: the sweep's next progress line was the end of it. Now every run is made and
-    recorded in the manifest, nothing left mounted."""
+    """`sweep ... 2>&1 | head -1` (here: its progress on stderr, read for one line): the sweep's next progress
+    line was the end of it. Now every run is made and recorded in the manifest, nothing left mounted."""
     out = tmp_path / "sweep"
     proc = subprocess.Popen([*CLI, "sweep", "--agents", "reference", "--tasks", "toy/vowels", "--repeats", "2",
                              "--workers", "1", "--out", str(out), "--data-root", str(data_root)],
-                            env=_env(data_root, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            env=_env(data_root, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        proc.stdout.readline()  # type: ignore[union-attr]
-        proc.stdout.close()  # type: ignore[union-attr]
-        status = proc.wait(timeout=300)
+        proc.stderr.readline()  # type: ignore[union-attr]  # "2 run(s): 0 already finished, 2 to run"
+        proc.stderr.close()  # type: ignore[union-attr]
+        out_text, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     runs = json.loads((out / "sweep.json").read_text())["runs"]
-    assert status == 0 and len(runs) == 2, (status, runs)
+    assert proc.returncode == 0 and len(runs) == 2, (proc.returncode, runs)
+    assert out_text.startswith("sweep: 2 run(s)"), out_text  # stdout, still read, has the sweep's last lines
     assert {r["state"] for r in runs.values()} == {"scored"}, runs
     assert not _mounted_below(tmp_path)
 
