@@ -68,6 +68,7 @@ from .pictures import (
     volume_slice,
 )
 from .records import (
+    CASE_LEFT_OUT,
     STAGE_NAMES,
     STAGE_WEIGHTS,
     STAGES,
@@ -159,6 +160,7 @@ _LAZY = {"secret_variant": "refguard", "dumps": "serialize", "from_dict": "seria
 __all__ = [
     "AGENT_TEXT_NOTE",
     "ASSETS_MOUNT",
+    "CASE_LEFT_OUT",
     "CONDITIONS",
     "DEFAULT_QUOTA_MB",
     "END_AGENT_STOPPED",

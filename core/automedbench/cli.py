@@ -23,7 +23,7 @@ from .staging import INCOMING
 from .terminal import SafeConsole, json_terminal_safe
 
 
-def _console(stderr: bool = False) -> Console:
+def _console(stderr: bool = False) -> SafeConsole:
     """A console that keeps tables readable when output is piped (rich defaults to 80 columns)."""
     probe = Console(stderr=stderr)
     # agent text (tool output, file names, codes) is printed through it: escape sequences shown, never sent
@@ -56,6 +56,8 @@ class Group(click.Group):
         return found
 
     def invoke(self, ctx: click.Context) -> Any:
+        for each in (console, err_console):  # a command run again in the same process (tests) starts heard
+            each.quiet, each.lost = False, ""
         # SIGTERM/SIGHUP unwind like Ctrl-C: mounts, cgroups, reservations and sandboxes are released
         with interrupt.terminate_as_interrupt():
             return self._invoke(ctx)
@@ -119,6 +121,14 @@ def say_left_out(run_dir: Path, result: Any, warnings: Sequence[str] = ()) -> No
                                                                         for c in result.error_codes) else [])
     console.print("[yellow]" + escape(f"left out by the core alone: {' and '.join(left)}; "
                                       "pip install 'automedbench[campaign]' adds them") + "[/]", soft_wrap=True)
+
+
+def say_lost(run_dir: Path) -> None:
+    """On stderr, when stdout's reader went away (`| head`, a closed terminal): the run went on to its record, and
+    the command that prints what the terminal lost."""
+    if console.lost:
+        err_console.print(escape(f"the output stopped: {console.lost}; the run went on to its end: "
+                                 f"`automedbench show {run_dir}` prints its summary"), soft_wrap=True)
 
 
 def print_problems(reg, problems: list | None = None) -> None:
@@ -205,6 +215,7 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
         console.print(f"[bold yellow]{escape(line)}[/]")
     console.print(f"result: {runner.run_dir / 'result.json'}", soft_wrap=True)
     say_left_out(runner.run_dir, result, warnings)
+    say_lost(runner.run_dir)
     if result.state == "infrastructure_failure":
         sys.exit(3)
     if result.state == "cancelled":

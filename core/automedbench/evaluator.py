@@ -427,7 +427,8 @@ def finite_metric(metric: MetricBlock) -> MetricBlock:
     if not found:
         return metric
     return attrs.evolve(metric, strict=strict, partial=partial, per_case=per_case,
-                        components={**components, NON_FINITE_COMPONENT: float(found)})
+                        components={**components, NON_FINITE_COMPONENT: float(found)},
+                        counts=[*metric.counts, NON_FINITE_COMPONENT])
 
 
 def failed_evaluation(task_id: str, staged: StagedData, manifest: SubmissionManifest, reason: str) -> Evaluation:

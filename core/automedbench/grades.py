@@ -182,11 +182,12 @@ def fold_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
         row = rows.get(grade.case_id)
         if row is not None:
             row[name] = grade.score
-    components = dict(metric.components)
+    components, counts = dict(metric.components), list(metric.counts)
     for name, scores in per_name.items():
         answered = [s for s in scores if s is not None]
         complete = len(answered) == len(scores) and answered
         components[name] = round(sum(answered) / len(answered), 4) if complete else None
         components[f"{name}_graded"] = float(len(answered))
         components[f"{name}_failed"] = float(len(scores) - len(answered))
-    return attrs.evolve(metric, components=components, per_case=per_case)
+        counts += [c for c in (f"{name}_graded", f"{name}_failed") if c not in counts]
+    return attrs.evolve(metric, components=components, per_case=per_case, counts=counts)

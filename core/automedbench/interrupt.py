@@ -82,10 +82,16 @@ def _swap(handlers: dict[int, Any]) -> dict[int, Any]:
             for signum, handler in handlers.items()}
 
 
+def _unwinding() -> list[int]:
+    """The signals that unwind this process: SIGHUP only if it is not ignored, since `nohup automedbench run ...`
+    ignores it so that a closed terminal does not stop the run (the handler made the hang-up cancel it)."""
+    return [s for s in SIGNALS if not (s == signal.SIGHUP and signal.getsignal(s) == signal.SIG_IGN)]
+
+
 def install() -> None:
     """Install the handler for good (a sweep's worker process); only from the main thread, else nothing."""
     if _main_thread():
-        _swap(dict.fromkeys(SIGNALS, _handler))
+        _swap(dict.fromkeys(_unwinding(), _handler))
 
 
 @contextlib.contextmanager
@@ -98,7 +104,7 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
         return
     _received.clear()  # a command run again in the same process (tests) starts with no signal seen
-    previous = _swap(dict.fromkeys(SIGNALS, _handler))
+    previous = _swap(dict.fromkeys(_unwinding(), _handler))
     try:
         yield
     finally:

@@ -249,6 +249,9 @@ class CaseVerdict:
 # the component that counts a metric's numbers JSON cannot hold, written as null (evaluator.finite_metric); a
 # rating reads it (scoring.non_finite_cap)
 NON_FINITE_COMPONENT = "non_finite_numbers"
+# a per-case row's values that the Task leaves out for that case, by name, each with why ({"lesion_dice": "no
+# lesion in the reference"}): the run page says so beside the value, as the Task's own mean does not count it
+CASE_LEFT_OUT = "left_out_of_task"
 
 
 @define
@@ -261,6 +264,9 @@ class MetricBlock:
     used: Literal["strict", "partial"] = "strict"
     components: dict[str, float | None] = Factory(dict)
     per_case: list[dict[str, Any]] = Factory(list)
+    # the components that are counts (cases answered, skipped, boxes), which the terminal and the pages print as
+    # whole numbers: a count of 0 is "0", not a score's "0.000". Declared by the metric, not guessed from a name
+    counts: list[str] = Factory(list)
 
     @property
     def value(self) -> float:

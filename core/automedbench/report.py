@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from attrs import asdict
 from rich.columns import Columns
 from rich.console import Console
@@ -23,10 +25,12 @@ def fmt(value: float | None) -> str:
 COUNT_SUFFIXES = ("_count", "_cases")
 
 
-def fmt_component(value: float | None, name: str = "") -> str:
-    """Counts (named `*_count` / `*_cases`, or whole numbers above 1) print as integers; scores keep three
-    decimals, so a count of 0 reads `0`, not the score-like `0.000`."""
-    if value is not None and float(value).is_integer() and (abs(value) > 1 or name.endswith(COUNT_SUFFIXES)):
+def fmt_component(value: float | None, name: str = "", counts: Collection[str] = ()) -> str:
+    """A count prints as an integer, a score keeps three decimals, so a count of 0 reads `0`, not the score-like
+    `0.000`. Counts are the metric's declared ones (`MetricBlock.counts`); a result that declares none (written
+    before they were) falls back to its names (`*_count` / `*_cases`) and to whole numbers above 1."""
+    if value is not None and float(value).is_integer() and (
+            name in counts or abs(value) > 1 or name.endswith(COUNT_SUFFIXES)):
         return str(int(value))
     return fmt(value)
 
@@ -70,7 +74,8 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         console.print(f"Task ({escape(result.task.name)}): strict {fmt(result.task.strict)}  partial "
                       f"{fmt(result.task.partial)}  " + escape(f"[used: {result.task.used}]"))
         if result.task.components:  # one cell per component, so a name is never split from its value
-            console.print(Columns([Text(f"{k} {fmt_component(v, k)}") for k, v in result.task.components.items()],
+            task = result.task
+            console.print(Columns([Text(f"{k} {fmt_component(v, k, task.counts)}") for k, v in task.components.items()],
                                   padding=(0, 3)))
     console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")

@@ -228,7 +228,7 @@ def zero_for_breach(stages: list[StageScore], metric: MetricBlock | None) -> tup
     zeroed = [StageScore(s.stage, s.name, 0.0, s.weight, s.items, "zeroed: isolation breach")
               for s in stages]
     if metric is not None:
-        metric = MetricBlock(metric.name, 0.0, 0.0, metric.used, metric.components, metric.per_case)
+        metric = attrs.evolve(metric, strict=0.0, partial=0.0)
     return zeroed, metric
 
 

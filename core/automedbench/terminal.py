@@ -8,6 +8,9 @@ as visible escapes. CSV cells that a spreadsheet would run as a formula get a le
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
 from typing import Any
 
@@ -36,11 +39,43 @@ def json_terminal_safe(text: str) -> str:
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+# what a write to a terminal or pipe that is gone raises: the reader closed the pipe (`| head`), the terminal hung up
+LOST_OUTPUT = (errno.EPIPE, errno.EIO, errno.ENXIO, errno.ECONNRESET)
+
+
 class SafeConsole(Console):
-    """A rich console that passes no escape sequence from the text it is given (markup still applies)."""
+    """A rich console that passes no escape sequence from the text it is given (markup still applies), and that a
+    reader gone away cannot stop: rich's own answer to a closed pipe is SystemExit, which skipped every clean-up a
+    run makes (its workspace stayed mounted, its folder half-made). Output is dropped from then on; `lost` says why.
+    """
+
+    lost = ""  # why the output stopped reaching its reader ("" while it does)
 
     def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
         return super().render_str(terminal_safe(text), **kwargs)
+
+    def on_broken_pipe(self) -> None:
+        self._lose(f"the reader closed the pipe ({os.strerror(errno.EPIPE)})")
+
+    def _check_buffer(self) -> None:
+        try:
+            super()._check_buffer()
+        except OSError as exc:  # a hung-up terminal (EIO); a closed pipe raised by a flush of our own
+            if exc.errno not in LOST_OUTPUT:
+                raise
+            self._lose(f"the output was lost ({exc.strerror or exc})")
+
+    def _lose(self, why: str) -> None:
+        """Drop every later line; the stream's descriptor now writes to /dev/null, so that Python's own flush of
+        what it still buffers (at exit) cannot fail again."""
+        self.quiet = True
+        del self._buffer[:]
+        if not self.lost:
+            self.lost = why
+        with contextlib.suppress(Exception):  # a stream with no descriptor (a test's buffer) has nothing to redirect
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.file.fileno())
+            os.close(devnull)
 
 
 def csv_cell(value: Any) -> Any:

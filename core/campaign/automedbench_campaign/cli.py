@@ -153,6 +153,10 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
         folder = shlex.quote(str(report.manifest.parent))
         console.print(escape(f"compare: automedbench leaderboard {folder} (--site DIR: linked pages per agent, "
                              "track, task and run)"), soft_wrap=True)
+    lost = getattr(console, "lost", "") or getattr(err_console, "lost", "")
+    if lost:  # `| head`, a closed terminal: what it did not show is in the manifest and the run folders
+        err_console.print(escape(f"the output stopped: {lost}; the sweep went on to its end: {report.manifest} "
+                                 "lists every run"), soft_wrap=True)
     if report.states.get("infrastructure_failure"):
         sys.exit(3)
 

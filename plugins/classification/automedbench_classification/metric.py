@@ -106,4 +106,4 @@ class ClassificationEvaluation(TaskEvaluation):
                     for c, t, p in zip(order, truth, predicted, strict=True)]
         complete = n_valid == len(order) and len(scores) == len(order)
         return MetricBlock(self.task.metric, value if complete else 0.0, value, components=components,
-                           per_case=per_case)
+                           per_case=per_case, counts=[k for k in components if k.startswith(("support_", "cm_"))])

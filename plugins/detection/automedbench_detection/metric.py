@@ -117,7 +117,7 @@ class DetectionEvaluation(TaskEvaluation):
         per_case = self._per_case(order, det, gt, tp, confident)
         complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
         return MetricBlock(self.task.metric, value if complete else 0.0, value, components=components,
-                           per_case=per_case)
+                           per_case=per_case, counts=["unscored_boxes", "gt_boxes", "predicted_boxes"])
 
     def _per_case(self, order: list[str], det: Boxes, gt: Boxes, hits: np.ndarray,
                   confident: np.ndarray) -> list[dict[str, Any]]:

@@ -182,7 +182,8 @@ def fold(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], lp
         components["ssim_soft_tissue_mean_valid"] = _mean([s.values.get("ssim_soft_tissue") for s in valid])
     if lpips_note and rows:
         rows[0]["lpips_note"] = lpips_note
-    return MetricBlock("ssim", round(strict, 6), round(partial, 6), task.task_score, components, rows)
+    return MetricBlock("ssim", round(strict, 6), round(partial, 6), task.task_score, components, rows,
+                       counts=["valid_cases", "expected_cases"])
 
 
 class EnhancementEvaluation(TaskEvaluation):

@@ -22,6 +22,8 @@ from .labeler import label_text
 from .text import has_impression_only, largest_template_group, mlrg_preprocess, scored_text
 
 FACTS_FILE = "facts.json"
+# the components that count reports (printed whole, never as a score's "0.000")
+COUNTS = ("valid_cases", "distinct_reports")
 
 
 def reference_text(private_case: Path) -> str:
@@ -117,7 +119,7 @@ class ReportEvaluation(TaskEvaluation):
         name = metric_name(self.kind, self.clinical)
         valid = [s for s in scores if s is not None and s.case_id in self.texts]
         if not valid:
-            return MetricBlock(name, 0.0, 0.0, components={"valid_cases": 0})
+            return MetricBlock(name, 0.0, 0.0, components={"valid_cases": 0}, counts=list(COUNTS[:1]))
         refs = [self.texts[s.case_id][0] for s in valid]
         hyps = [self.texts[s.case_id][1] for s in valid]
         value, components, per_case, case_mean = score_corpus(refs, hyps, self.kind, self.clinical)
@@ -145,4 +147,5 @@ class ReportEvaluation(TaskEvaluation):
             positive = not one_template and any(v > 0 for v in values.values())
             rows.append({"case_id": score.case_id, **{k: round(v, 4) for k, v in values.items()}, **score.values,
                          "positive": positive})
-        return MetricBlock(name, strict, round(value * coverage, 4), components=components, per_case=rows)
+        return MetricBlock(name, strict, round(value * coverage, 4), components=components, per_case=rows,
+                           counts=list(COUNTS))

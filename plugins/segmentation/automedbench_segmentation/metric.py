@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from automedbench.api import CasePicture, CaseScore, MetricBlock, StagedData, TaskEvaluation, TaskSpec, UserError
+from automedbench.api import (
+    CASE_LEFT_OUT,
+    CasePicture,
+    CaseScore,
+    MetricBlock,
+    StagedData,
+    TaskEvaluation,
+    TaskSpec,
+    UserError,
+)
 
 from . import dice, io, surface
 from .labels import rounds_labels, task_labels
@@ -125,11 +134,16 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
         lesion_vals = [s.values["lesion_dice"] if s else 0.0 for s, p in zip(scores, positive, strict=True) if p]
         lesion = float(np.mean(lesion_vals)) if lesion_vals else 0.0  # no positive case: 0, as the original
         partial = 0.5 * organ + 0.5 * lesion
+        for row, score in zip(per_case, scores, strict=True):
+            if score is not None and not score.values["lesion_positive"]:  # Dice 1 by convention, not counted
+                row[CASE_LEFT_OUT] = {"lesion_dice": "no lesion in the reference: the Task's lesion Dice is the "
+                                                     "mean over the cases with one"}
         comps = {"organ_dice": organ, "lesion_dice": lesion, "lesion_positive_cases": float(sum(positive)),
                  # the original's previous weighting, which the paper's worked example (App. I.1) prints as Task
                  "organ25_lesion75": 0.25 * organ + 0.75 * lesion}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
-    return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case)
+    return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case,
+                       counts=[k for k in ("lesion_positive_cases",) if k in comps])
 
 
 class SegmentationEvaluation(TaskEvaluation):

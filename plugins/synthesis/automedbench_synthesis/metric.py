@@ -129,7 +129,8 @@ def fold(scores: list[CaseScore | None], case_ids: list[str], identity: dict[str
         "affine_mismatch_cases": float(sum(s.values.get("affine_matches") is False for s in valid)),
         "expected_cases": float(n),
     }
-    return MetricBlock("ssim", round(strict, 6), round(partial, 6), task_score, components, rows)
+    return MetricBlock("ssim", round(strict, 6), round(partial, 6), task_score, components, rows,
+                       counts=["valid_cases", "affine_mismatch_cases", "expected_cases"])
 
 
 class SynthesisEvaluation(TaskEvaluation):

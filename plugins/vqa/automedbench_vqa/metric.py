@@ -168,6 +168,10 @@ def unanswered_row(gold: dict[str, Any], question: dict[str, Any], verdict: str)
     return row
 
 
+# the components that count questions (printed whole: "skipped 0", not a score's "0.000")
+COUNTS = ("answered", "skipped", "placeholders", "yes_no_count", "open_count", "judge_fallback_count")
+
+
 def aggregate(name: str, scores: list[Any], case_ids: list[str], staged: StagedData,
               state: EvaluationState) -> MetricBlock:
     rows = []
@@ -194,7 +198,8 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], staged: StagedD
     if state.judge is not None:
         comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
     comps |= by_group
-    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows)
+    return MetricBlock(name, accuracy if complete else 0.0, accuracy, components=comps, per_case=rows,
+                       counts=[k for k in COUNTS if k in comps])
 
 
 def summarize(rows: list[dict[str, Any]]) -> tuple[float, dict[str, float | None], dict[str, float | None]]:
@@ -237,7 +242,8 @@ def apply_grades(metric: MetricBlock, grades: list[Grade]) -> MetricBlock:
              "judge_fallback_count": float(sum(bool(r.get("judge_fallback")) for r in rows))}
     complete = not any(r.get("valid") is False for r in rows)
     return attrs.evolve(metric, strict=accuracy if complete else 0.0, partial=accuracy, components=comps,
-                        per_case=rows)
+                        per_case=rows,
+                        counts=list(dict.fromkeys([*metric.counts, *(k for k in COUNTS if k in comps)])))
 
 class VQAEvaluation(TaskEvaluation):
     """One evaluation: the answer judge and its cache (when configured), each question's score, the fold.

@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from automedbench.api import dumps
+from automedbench.api import CASE_LEFT_OUT, dumps
 from automedbench.engine import RunFolder, fmt_component, next_step, registry, rerun_command
 
 from .evidence import Anchors, item_links
@@ -129,11 +129,21 @@ def _metric_words(header: dict[str, Any]) -> str:
     return str(spec.metric)
 
 
-def _component(name: str, value: Any) -> str:
-    """A Task component as the terminal summary prints it: a count as a whole number, a score to three places."""
+def _component(name: str, value: Any, counts: list[str]) -> str:
+    """A Task component as the terminal summary prints it: a count (the metric's `counts`) as a whole number, a
+    score to three places."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return esc(fmt_component(float(value), name))
+        return esc(fmt_component(float(value), name, counts))
     return _value(value)
+
+
+def _case_value(row: dict[str, Any], name: str) -> str:
+    """One per-case value; one the Task leaves out for this case (a segmentation case with no lesion: its lesion
+    Dice is 1 by convention, out of the Task's mean) says so, where it read as a perfect score that counted."""
+    cell = _value(row.get(name, "–"))
+    left_out = row.get(CASE_LEFT_OUT)
+    why = left_out.get(name) if isinstance(left_out, dict) else None
+    return cell + (f' <span class="muted">(not in the Task: {esc(why, 300)})</span>' if why else "")
 
 
 def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
@@ -156,7 +166,10 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
              f'<b>{esc(task.get("used"), 20)}</b></p>')
     if comps:
         # as the terminal shows them (`fmt_component`): a count of 24 answered read "24.000" here and "24" there
-        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v)}" for k, v in list(comps.items())[:40]) + "</p>"
+        declared = task.get("counts")
+        counts = [str(c) for c in declared[:200]] if isinstance(declared, list) else []
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v, counts)}"
+                                   for k, v in list(comps.items())[:40]) + "</p>"
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -166,7 +179,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
     cases = list(dict.fromkeys([*verdicts, *per_case]))
     # the track's own order (its metric first: SSIM, a VQA score, BLEU...), not the alphabet's: cut at the first 8
     # sorted names, the page hid the per-case SSIM, VQA score and METEOR; validity is the status column already
-    named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid")))
+    named = list(dict.fromkeys(k for c in per_case.values() for k in c if k not in ("case_id", "valid", CASE_LEFT_OUT)))
     # values (numbers, flags) ahead of labels (answer keys, kinds), each in that order: which keys come first
     # depends on which case comes first (a VQA staging opening with a multiple-choice question names its keys
     # before the open questions' exact_match and token_f1), and the columns are capped
@@ -182,7 +195,7 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
                   '<span class="bad">missing</span>' if verdict and not verdict.get("present") else
                   '<span class="bad">invalid</span>' if verdict else '<span class="muted">?</span>')
         reasons = "; ".join(map(str, verdict.get("reasons") or []))
-        cells = "".join(f'<td class="n">{_value(values.get(k, "–"))}</td>' for k in value_keys)
+        cells = "".join(f'<td class="n">{_case_value(values, k)}</td>' for k in value_keys)
         picture = f' · <a href="#picture-{index}">picture</a>' if index_of else ""
         rows.append(f'<tr id="case-{index}"><td>{esc(case, 200)}</td><td>{status}</td>{cells}'
                     f'<td>{esc(reasons, 2000)}</td><td><a href="#outputs-{index}">outputs</a>{picture}</td></tr>')
