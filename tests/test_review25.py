@@ -93,6 +93,35 @@ def test_a_command_line_shows_settings_named_like_counts_of_tokens():
         assert shown in line, (shown, line)
 
 
+def test_a_result_written_subscriber_may_take_only_the_arguments_it_uses(cli, tmp_path):
+    """pluggy calls an implementation with the arguments it names; the runner passed all, a TypeError each run."""
+    seen: list[Path] = []
+    module = types.ModuleType("test_review25_page")
+
+    @hookimpl
+    def automedbench_result_written(run_dir: Any) -> None:
+        seen.append(Path(run_dir))
+
+    @hookimpl
+    def automedbench_run_finished(run_dir: Any) -> None:
+        seen.append(Path(run_dir))
+
+    module.automedbench_result_written = automedbench_result_written  # type: ignore[attr-defined]
+    module.automedbench_run_finished = automedbench_run_finished  # type: ignore[attr-defined]
+    reg = registry()
+    reg.add_plugin(module, name=module.__name__)
+    try:
+        out = tmp_path / "runs"
+        made = cli("run", "--task", "toy/vowels", "--agent", "scripted", "--out", out, "--quiet")
+    finally:
+        reg.remove_plugin(module.__name__)
+    assert made.exit_code == 0, made.output
+    assert "TypeError" not in made.output, made.output
+    run_dir = _only_run(out)
+    assert seen == [run_dir, run_dir]
+    assert "H-HOOK" not in (run_dir / "result.json").read_text()
+
+
 def test_a_run_graded_again_keeps_the_new_judges_options_without_credentials(cli, tmp_path, monkeypatch):
     """`rejudge --judge openai --judge-option base_url=...` stored the new judge's options in the header as typed."""
     monkeypatch.setenv("R25_KEY", "sk-r25abcdefabcdefabcdefabcdef")
