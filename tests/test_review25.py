@@ -122,6 +122,29 @@ def test_a_result_written_subscriber_may_take_only_the_arguments_it_uses(cli, tm
     assert "H-HOOK" not in (run_dir / "result.json").read_text()
 
 
+def test_a_provider_declared_down_after_the_gateway_closed_makes_no_file(tmp_path):
+    """The watch's probe may end after `close()` gave up waiting for it; its `session.stop` went through the
+    descriptor number the agent had closed since, which the next folder opened reuses."""
+    from automedbench_models.gateway import STOP_NAME, ModelGateway
+
+    session, other = tmp_path / "session", tmp_path / "other"
+    session.mkdir()
+    other.mkdir()
+    gateway = ModelGateway("http://127.0.0.1:9/v1", "openai", "k", max_calls=5, deadline=1e12)
+    fd = os.open(session, os.O_RDONLY | os.O_DIRECTORY)
+    gateway.start(fd)
+    gateway.close()
+    os.close(fd)  # as the installed agent's close() does next
+    reused = os.open(other, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert reused == fd  # the lowest number free: the one the gateway kept
+        gateway._provider_down()  # what the watch does when its late probe fails
+    finally:
+        os.close(reused)
+    assert not (other / STOP_NAME).exists()
+    assert not (session / STOP_NAME).exists()
+
+
 def test_a_run_graded_again_keeps_the_new_judges_options_without_credentials(cli, tmp_path, monkeypatch):
     """`rejudge --judge openai --judge-option base_url=...` stored the new judge's options in the header as typed."""
     monkeypatch.setenv("R25_KEY", "sk-r25abcdefabcdefabcdefabcdef")
