@@ -13,21 +13,28 @@
 - **A provider declared down after its session closed** (gateway, agents 1): the health watch's probe can outlast
   the gateway's join, and it then made `session.stop` through the session folder's descriptor number, closed by
   then and possibly another folder's.
+- **judge-agreement's counted-once change was undone** by the ux round 23 commit (cefdda1 removed 77eddf2's code and
+  its test: "over 4 run(s)" for two runs); restored, its test in test_redteam_round26.py. And it counted a run at
+  its first folder before knowing that folder gave a pair: a skipped first folder left the run's usable second
+  one out as "the same run" (0 runs where 1 counts); now a run counts at the first folder that gives both verdicts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 import test_cli_newuser
-from automedbench.api import hookimpl
+from automedbench.api import ItemVerdict, Judge, JudgeVerdict, hookimpl
 from automedbench.options import rerun_command
 from automedbench.plugins import registry
+from automedbench.testing import run_cli, run_task
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
 
@@ -158,3 +165,45 @@ def test_a_run_graded_again_keeps_the_new_judges_options_without_credentials(cli
     assert json.loads(stored)["header"]["judge"] == "openai"
     assert "QSECRET" not in stored and "word@" not in stored
     assert cli("verify", run_dir).exit_code == 0
+
+
+FLAKY = "flaky-test-judge-r25"
+
+
+class FlakyJudge(Judge):
+    """A judge that fails every item, or cannot grade at all while R25_FLAKY is set (an endpoint that is down)."""
+
+    name = FLAKY
+
+    def grade(self, judge_input: Any) -> JudgeVerdict:
+        if os.environ.get("R25_FLAKY"):
+            return JudgeVerdict(self.name, self.version, [], error="the endpoint did not answer")
+        return JudgeVerdict(self.name, self.version,
+                            [ItemVerdict(i.id, i.stage, i.description, 0.0, "fails") for i in judge_input.rubric])
+
+
+@hookimpl
+def automedbench_register_judges(register: Any) -> None:
+    register(FLAKY, FlakyJudge, "test judge: fails every item, or cannot grade while R25_FLAKY is set")
+
+
+def test_a_run_whose_first_folder_gave_no_pair_counts_at_its_second(data_root, tmp_path, monkeypatch):
+    """judge-agreement counted a run once at its first folder before knowing that folder gave a pair: when that
+    one was skipped (a judge that could not grade it), the run's other folder, graded before with that judge and so
+    usable, was left out as 'the same run as' the skipped one, and the run counted nowhere."""
+    reg = registry()
+    name = "test_review25_flaky_judge"
+    reg.add_plugin(sys.modules[__name__], name=name)
+    try:
+        runs, older = tmp_path / "runs", tmp_path / "older"
+        _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root, warm_evaluator=False)
+        shutil.copytree(run_dir, older / run_dir.name, ignore=shutil.ignore_patterns("workspace"))
+        assert run_cli("rejudge", str(older / run_dir.name), "--judge", FLAKY).exit_code == 0  # its verdict kept
+        monkeypatch.setenv("R25_FLAKY", "1")  # the endpoint is down now: only a stored verdict of it counts
+        done = run_cli("judge-agreement", str(runs), str(older), "--judge-a", "rules", "--judge-b", FLAKY, "--json")
+    finally:
+        reg.remove_plugin(name)
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["skipped"] == [str(run_dir)], report
+    assert report["runs"] == 1 and report["counted_once"] == [], report

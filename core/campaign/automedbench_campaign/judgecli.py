@@ -134,11 +134,11 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
             if run in counted:
                 once[str(folder)] = counted[run]
                 continue
-            counted[run] = str(folder)
             pair = _pair(reg, copy, sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
-        if None in pair:
+        if None in pair:  # not counted here: another folder of the run may give both verdicts
             skipped.append(str(folder))
         else:
+            counted[run] = str(folder)
             pairs.append((pair[0], pair[1]))
     items, pooled = agreement(pairs)
     if as_json:
