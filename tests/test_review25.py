@@ -10,6 +10,8 @@
 - **A result_written subscriber taking some of the hook's arguments** (runner, ux 23): pluggy lets a hook
   implementation name only the arguments it uses, but the runner called each with all of them, so a plugin's
   `automedbench_result_written(run_dir)` failed (TypeError) on every run; `automedbench_run_finished` the same.
+  And it was handed the runner's own record: a subscriber that changed it changed what `run` printed and its exit
+  status (3 for a scored run) while result.json said scored; each now gets a copy.
 - **A provider declared down after its session closed** (gateway, agents 1): the health watch's probe can outlast
   the gateway's join, and it then made `session.stop` through the session folder's descriptor number, closed by
   then and possibly another folder's.
@@ -207,3 +209,26 @@ def test_a_run_whose_first_folder_gave_no_pair_counts_at_its_second(data_root, t
     report = json.loads(done.stdout)
     assert report["skipped"] == [str(run_dir)], report
     assert report["runs"] == 1 and report["counted_once"] == [], report
+
+
+def test_a_result_written_subscriber_cannot_change_the_run_as_the_command_reports_it(cli, tmp_path):
+    """The subscriber was handed the runner's own record after it was written: one that changed it (a page plugin
+    tidying fields) changed what `run` printed and its exit status (3, a retryable failure, for a scored run)
+    while result.json said scored."""
+    module = types.ModuleType("test_review25_meddler")
+
+    @hookimpl
+    def automedbench_result_written(result: Any) -> None:
+        result.state, result.end_reason = "infrastructure_failure", "infrastructure_error"
+
+    module.automedbench_result_written = automedbench_result_written  # type: ignore[attr-defined]
+    reg = registry()
+    reg.add_plugin(module, name=module.__name__)
+    try:
+        out = tmp_path / "runs"
+        made = cli("run", "--task", "toy/vowels", "--agent", "scripted", "--out", out)
+    finally:
+        reg.remove_plugin(module.__name__)
+    assert json.loads((_only_run(out) / "result.json").read_text())["state"] == "scored"
+    assert made.exit_code == 0, made.output
+    assert "state scored (submitted)" in made.output

@@ -15,6 +15,7 @@ lives in one `RunState`; each step below reads and writes it, and the folder's n
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import os
 import resource
@@ -584,10 +585,11 @@ class Run:
 
     def _result_written(self, result: Result) -> None:
         """Tell every `automedbench_result_written` subscriber (the run page), each in its own try: the result is
-        written, so a failure is a warning of the run's progress, not a code in the record."""
+        written, so a failure is a warning of the run's progress, not a code in the record. Each gets a copy: what
+        one changes never reaches the next nor what `execute` returns (the command's summary and exit status)."""
         for impl in reversed(self.reg.pm.hook.automedbench_result_written.get_hookimpls()):
             try:
-                _call(impl, result=result, run_dir=self.run_dir)
+                _call(impl, result=copy.deepcopy(result), run_dir=self.run_dir)
             except Exception as exc:
                 text = f"WARNING: {impl.plugin_name}: {type(exc).__name__}: {exc}"
                 self.progress({"kind": "warning", "text": text[:600]})
