@@ -8,6 +8,9 @@ the real runner and CLI. The adversary is a second user who can write the sweep 
   counted as a third run. Each run is now
   read and graded from a verified copy (`copy_verified`), a run not verified is left out and the header says how
   many and why ("1 left out, not verified as the harness's"), each with its reason on stderr.
+- **One run in two folders** (left by round 26): a genuine run copied under its own name into another folder, or
+  a copy kept from before it was re-graded, counted again: "over 4 run(s)" for two runs. A run (its id and signed
+  trajectory) now counts once, at the first folder; the others are named on stderr and in --json `counted_once`.
 - **Archived verdicts outside the proof**: after `rejudge`, the previous verdict is kept as judge.<name>.<stamp>.json,
   which the proof does not sign; `--stored-only` took it as that judge's verdict, edited or not. Only the signed
   judge.json counts as stored; an archived one is graded again now (or the run skipped under --stored-only).
@@ -111,3 +114,29 @@ def test_an_archived_verdict_is_not_taken_as_stored(zero, data_root, tmp_path):
     assert _agreement(str(run_dir))[1]["pooled"] == graded_now["pooled"]  # the archive is not read
     _, report = _agreement(str(run_dir), "--stored-only")
     assert report["runs"] == 0 and report["skipped"] == [str(run_dir)], report
+
+
+def test_one_run_in_two_folders_counts_once(zero, data_root, tmp_path):
+    """Before: a genuine run copied to a second folder, and a copy kept from before the run was re-graded, each
+    counted as another run: "over 3 run(s)" for one run, its items weighing three times in the figures."""
+    runs = tmp_path / "runs"
+    _, good = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    _, honest = _agreement(str(runs))
+    kept, older = tmp_path / "kept", tmp_path / "older"  # each under the run's own name (renamed is not genuine)
+    shutil.copytree(good, kept / good.name, ignore=shutil.ignore_patterns("workspace"))
+    shutil.copytree(good, older / good.name, ignore=shutil.ignore_patterns("workspace"))
+    regraded = run_cli("rejudge", str(older / good.name), "--judge", ZERO)  # another signed version of the run
+    assert regraded.exit_code == 0, regraded.output
+    for other in (kept, older):
+        assert "NOT GENUINE" not in run_cli("verify", str(other / good.name)).output  # each alone is genuine
+    _, report = _agreement(str(runs), str(kept), str(older))
+    assert report["runs"] == 2, report
+    assert report["left_out"] == []
+    assert sorted(Path(row["run"]).parent.name for row in report["counted_once"]) == ["kept", "older"], report
+    assert report["pooled"] == honest["pooled"]  # the same figures as the two runs alone
+
+    text = run_cli("judge-agreement", str(runs), str(kept), str(older), "--judge-a", "rules", "--judge-b", ZERO)
+    assert text.exit_code == 0, text.output
+    assert "over 2 run(s); 2 counted once, another folder of a run already counted" in " ".join(text.stdout.split())
+    assert "counted once" in text.stderr and "the same run as" in " ".join(text.stderr.split())

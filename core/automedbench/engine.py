@@ -26,8 +26,9 @@ What it holds, by step of a run:
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
   `csv_cell`, `fmt_component` (a Task component as the terminal prints it), `next_step` (what a user can do about
-  a run by how it ended), `rerun_command` (the command line that makes a run like a stored one); the case
-  pictures the evaluator draws into it (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
+  a run by how it ended), `rerun_command` (the command line that makes a run like a stored one), `mask_value`
+  (an option's value with no credential, as a header keeps it); the case pictures the evaluator draws into it
+  (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
   `check_evidence` and `check_or_reason` check; a command re-signing a run reads `copy_verified`'s copy and
@@ -171,6 +172,7 @@ __all__ = [
     "judge_input",
     "judged_stages",
     "limited_command",
+    "mask_value",  # noqa: F822
     "mount_workspace",
     "network_gaps",
     "network_unsupported",
@@ -210,7 +212,7 @@ def __getattr__(name: str) -> Any:
 
         return Run
     if name in ("RunOptions", "click_options", "DATA_ROOT_DEFAULT", "data_root_or_default", "from_cli", "parse_kv",
-                "rerun_command"):
+                "rerun_command", "mask_value"):
         from . import options
 
         return getattr(options, name)

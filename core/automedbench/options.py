@@ -21,6 +21,7 @@ from .errors import UserError
 from .repeats import DEFAULT_LIMIT as DEFAULT_REPEAT_LIMIT
 from .repeats import NOTICE_AT as REPEAT_NOTICE_AT
 from .sandbox import DEFAULT_QUOTA_MB
+from .secretmask import mask_value
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
 # =0: runs that do not say warm or cold score on a fresh evaluator process per evaluation; unset (or =1), on the
@@ -260,8 +261,6 @@ def from_cli(params: dict[str, Any]) -> dict[str, Any]:
 
 # The options a run's header names by a field of its own (`Header.task`, ...); the rest it keeps in `Header.options`
 HEADER_NAMED = ("task", "tier", "agent", "sandbox", "judge")
-# Shown as *** in a command line: a value under such a name may be a credential (a variable's name is not)
-_SECRET_WORDS = ("key", "token", "secret", "password")
 
 
 def changed_options(options: RunOptions) -> dict[str, Any]:
@@ -274,23 +273,12 @@ def changed_options(options: RunOptions) -> dict[str, Any]:
         default = f.default.factory() if isinstance(f.default, attrs.Factory) else f.default  # type: ignore[misc]
         value = getattr(options, f.name)
         if value != default:
-            out[f.name] = dict(value) if isinstance(value, dict) else value
+            out[f.name] = mask_value(f.name, value)  # the header is shared: no credential (the digest has it)
     if options.gpus:
         out["gpus"] = options.gpus
     # as JSON keeps them (tuples as lists, e.g. a scripted agent's turns): the header a run returns is the one it
     # stored, which `result.json == the run's result` checks rely on
     return json.loads(json.dumps(out, default=str))
-
-
-def _shown(key: str, value: Any) -> str:
-    """An option's value as a published command line may show it: no credential in a URL, none under a secret's
-    name (the run pages are meant to be shared)."""
-    import re
-
-    name = key.lower()
-    if any(word in name for word in _SECRET_WORDS) and not name.endswith("_env"):
-        return "***"
-    return re.sub(r"(?<=://)[^/@\s]+@", "***@", str(value))
 
 
 def rerun_command(header: dict[str, Any]) -> str:
@@ -314,7 +302,7 @@ def rerun_command(header: dict[str, Any]) -> str:
         flag = fields[name].metadata[META].decls[0]
         if isinstance(value, dict):
             for key, item in value.items():
-                words += [flag, f"{key}={_shown(str(key), item)}"]
+                words += [flag, f"{key}={mask_value(str(key), item)}"]
         else:
-            words += [flag, _shown(name, value)]
+            words += [flag, str(mask_value(name, value))]
     return shlex.join(words)

@@ -15,6 +15,7 @@ lives in one `RunState`; each step below reads and writes it, and the folder's n
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import os
 import resource
@@ -576,21 +577,28 @@ class Run:
         # pluggy's own call order (tryfirst first, trylast last): the list it returns runs the other way
         for impl in reversed(self.reg.pm.hook.automedbench_run_finished.get_hookimpls()):
             try:
-                impl.function(result=result, run_dir=self.run_dir, registry=self.reg,
-                              output_names=list(self.task.output_files))
+                _call(impl, result=result, run_dir=self.run_dir, registry=self.reg,
+                      output_names=list(self.task.output_files))
             except Exception as exc:
                 result.error_codes.append(
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
 
     def _result_written(self, result: Result) -> None:
         """Tell every `automedbench_result_written` subscriber (the run page), each in its own try: the result is
-        written, so a failure is a warning of the run's progress, not a code in the record."""
+        written, so a failure is a warning of the run's progress, not a code in the record. Each gets a copy: what
+        one changes never reaches the next nor what `execute` returns (the command's summary and exit status)."""
         for impl in reversed(self.reg.pm.hook.automedbench_result_written.get_hookimpls()):
             try:
-                impl.function(result=result, run_dir=self.run_dir)
+                _call(impl, result=copy.deepcopy(result), run_dir=self.run_dir)
             except Exception as exc:
                 text = f"WARNING: {impl.plugin_name}: {type(exc).__name__}: {exc}"
                 self.progress({"kind": "warning", "text": text[:600]})
+
+
+def _call(impl: Any, **arguments: Any) -> Any:
+    """One hook implementation with the arguments it names, as pluggy calls it (a subscriber may take only
+    `run_dir`: given them all, it failed with a TypeError on every run)."""
+    return impl.function(**{name: arguments[name] for name in impl.argnames})
 
 
 def _reserve_space(path: Path, size: int = RESULT_RESERVE_BYTES) -> Path:

@@ -117,6 +117,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
         check_options(reg.get("judge", name), options, flag)  # a mistyped name or option: one line, before grading
     judges: dict[tuple[str, str], Any] = {}
     pairs, skipped, reasons, left_out = [], [], {}, {}
+    counted: dict[tuple[str, str], str] = {}  # (run id, signed trajectory) -> the folder that counted it
+    once: dict[str, str] = {}  # folder -> the folder its run counted in (a copy, or a version graded again)
     for folder in _track(_folders(runs, runs_dir), "grading", err_console):
         with tempfile.TemporaryDirectory(prefix="automedbench-agreement-") as private:
             # graded and read from a verified copy: a run the harness did not write, or whose verdict, trajectory
@@ -125,15 +127,24 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
             if isinstance(found, str):
                 left_out[str(folder)] = found
                 continue
-            pair = _pair(reg, found[0], sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
-        if None in pair:
+            copy, signed = found
+            # one run kept in two folders (copied, or re-graded in one and not the other) is one run: counted
+            # twice, its items would weigh double in the figures, as the leaderboard already refuses
+            run = (copy.load_result().header.run_id, signed.get(copy.TRAJECTORY, ""))
+            if run in counted:
+                once[str(folder)] = counted[run]
+                continue
+            pair = _pair(reg, copy, sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
+        if None in pair:  # not counted here: another folder of the run may give both verdicts
             skipped.append(str(folder))
         else:
+            counted[run] = str(folder)
             pairs.append((pair[0], pair[1]))
     items, pooled = agreement(pairs)
     if as_json:
         click.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
                                "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
+                               "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
                                "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
         return
     table = Table(show_header=True, header_style="bold")
@@ -144,11 +155,13 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
                       "undefined" if row.kappa is None else f"{row.kappa:.3f}")
     console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)" + (
         f"; {len(left_out)} left out, not verified as the harness's (`automedbench verify` says why)"
-        if left_out else ""))
+        if left_out else "") + (f"; {len(once)} counted once, another folder of a run already counted" if once else ""))
     console.print(table)
     for folder, why in left_out.items():
         err_console.print(f"[red]left out[/] {escape(folder)}: not verified as the harness's: {escape(why)}",
                           soft_wrap=True)
+    for folder, at in once.items():
+        err_console.print(f"[yellow]counted once[/] {escape(folder)}: the same run as {escape(at)}", soft_wrap=True)
     for folder in skipped:
         reason = reasons.get(folder, "no usable verdict from one of the judges")
         err_console.print(f"[yellow]skipped[/] {escape(folder)}: {escape(reason)}", soft_wrap=True)

@@ -25,6 +25,7 @@ from automedbench.engine import (
     check_or_reason,
     copy_verified,
     judge_input,
+    mask_value,
     regraded_hashes,
     run_rubric,
     score_result,
@@ -101,9 +102,10 @@ def _regrade(reg: Registry, folder: RunFolder, copy: RunFolder, files: dict[str,
     # graded by another judge (its options), on the rubric installed now: a run of other conditions, never pooled
     # with the runs still graded as they were made (the digests say so; the proof signs them)
     kept = {k: v for k, v in (result.header.options or {}).items() if k != "judge_options"}
+    if judge_options:  # kept as a run's header keeps them: no credential (the digest has them as given)
+        kept["judge_options"] = mask_value("judge_options", dict(judge_options))
     header = attrs.evolve(result.header, judge=judge_name,
-                          options=None if result.header.options is None
-                          else {**kept, **({"judge_options": dict(judge_options)} if judge_options else {})},
+                          options=None if result.header.options is None else kept,
                           hashes=regraded_hashes(result.header.hashes, judge_name, judge_options, reg, task))
     runtime = attrs.evolve(result.runtime, judge_s=verdict.duration_s, judge_cost_usd=verdict.cost_usd)
     codes = [c for c in result.error_codes if c.code != "H-BREACH"]  # score_result adds it again

@@ -358,6 +358,8 @@ class ModelGateway:
         if self.thread is not None:
             self.thread.join(timeout=5)
         self.health.stop()
+        with self.lock:  # a probe that outlasts the join finds no folder: its descriptor is the caller's to close
+            self.dir_fd = None
 
     def _cut(self, pending: list[http.client.HTTPConnection] | None = None) -> None:
         """Drop requests being forwarded (all of them by default): the session is over, or the provider is down."""
@@ -373,11 +375,10 @@ class ModelGateway:
         the session folder through the caller's descriptor, never following a link; one the sandbox made already
         is left as it is)."""
         self._cut()
-        if self.dir_fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.close(os.open(STOP_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
-                             dir_fd=self.dir_fd))
+        with self.lock, contextlib.suppress(OSError):  # `close` may be forgetting the descriptor: never after it
+            if self.dir_fd is not None:
+                os.close(os.open(STOP_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644,
+                                 dir_fd=self.dir_fd))
 
     def probe(self) -> str:
         """A request of the harness's own to the provider (a GET of its base URL, no key): "" when it was answered
