@@ -33,6 +33,7 @@ from automedbench.api import (
     open_path,
     read_regular,
 )
+from automedbench.engine import mask_value
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code, stop_message
 from .gateway import PROVIDER_TIMEOUT_S, RELAY, SOCKET_NAME, STOP_NAME, ModelGateway
@@ -321,7 +322,8 @@ class InstalledAgent(CliAgent):
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
         down, never_answered = self.gateway.outage() if self.gateway is not None else ("", False)
         if down:
-            line = f"{self.system.name}: the model provider at {self.base_url} did not answer: {down}"
+            where = mask_value("base_url", self.base_url)  # no user:password or ?api_key= in the record
+            line = f"{self.system.name}: the model provider at {where} did not answer: {down}"
             if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
                 line += (f"; the session was ended (the wait is outage_after={self.outage_after:g} s, an "
                          "--agent-option)")

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from automedbench.api import AgentError
+from automedbench.engine import mask_value
 
 from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
 
@@ -125,7 +126,9 @@ class ProviderWatch:
         if not down:
             return None
         ended = f"; the call was ended (the wait is outage_after={self.outage_after:g} s)" if waited else ""
-        return ProviderDown(f"the model provider at {self.base_url} did not answer: {down}{ended}",
+        # the URL as a shared record may show it: a user:password or ?api_key= in it masked
+        return ProviderDown(f"the model provider at {mask_value('base_url', self.base_url)} did not answer: "
+                            f"{down}{ended}",
                             not self.health.answered_once)
 
 
