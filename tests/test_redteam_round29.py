@@ -1,0 +1,96 @@
+"""Red team round 29: an agent that makes its run "the harness's fault", through the real command line and runner.
+
+- **Requests the model gateway parsed whole, in the harness's own process** (installed agents): anything in the
+  sandbox can talk to the gateway (through the relay's port), and the gateway read each request's model name by
+  parsing the whole body (`_model_of`, up to the 64 MB a request may hold), where the step ledger already left bodies
+  over 16 MB unread; bodies under 16 MB were parsed three times (model name, the ledger's request and reply). A body
+  of 64 MB of `{},` is 22 million dicts: 1.7 GB of the harness's memory and ~3.6 CPU-s holding the GIL for one
+  request (`json.loads` alone: peak 1,723,196 KB against 144,592 KB for the bytes). The harness has no memory limit
+  of its own (the sandbox calls do), so each command of the model's could add that to every running harness of a
+  sweep: the OOM killer's choice on a loaded machine, the run left with no record and run again. Now every parse of
+  what the sandbox or the provider sent goes through `wiremessages.parse_bounded`: at most MAX_PARSED_BYTES and
+  MAX_PARSED_CONTAINERS `{` and `[`, else not read (counted as too large for steps; the model name is then the
+  run's, as for any request naming none). Measured through the real command line (two 60 MB requests at once from
+  the installed program): the harness's resident memory grew by 1630 MB before, 230 MB now (the bodies themselves,
+  the loopback provider's copy included); CPU 6.2+3.5 s -> 4.4+0.5 s for the whole test.
+
+Tried and held (no test kept), each through the real runner on toy/vowels, `local` and `local-plain`: non-UTF-8 and
+newline names at the top of outputs/ and inside a case; 3000 nested 200-character folders; a FIFO as an output, a
+bound unix socket in a case, a FIFO as plan/plan.md; a setsid'd loop writing outputs/ after the call; outputs and the
+workspace chmod 000/500; `unshare -Urm` and a tmpfs mounted over outputs/; 200 000 files in a plain call's /dev/shm
+(its /dev is read-only, its shm charged to the call's memory group); a 2^30 x 2^30 plan.png and a 1.3 MB non-UTF-8
+plan.md (the rules judge grades them). Pathological outputs through the cold evaluator on every demo (JSON nested
+200 000 deep, a 100 000-digit number, lone surrogates, 1e999, 200 000 boxes; .npy headers of 2^40 and 2^62
+elements, object and 1 MB-string dtypes; NIfTI headers of 32767^3, 7 dimensions, RGB24, vox_offset 1e30, a 300 MB
+gzip of zeros; 50 MB of NUL as a report): every one `scored`, Task 0. The provider-health probe cannot be failed
+from a sandbox without the host's network: an outage is declared only when the harness's own request fails too.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import test_cli_newuser
+from test_agents_round1 import Provider
+
+cli = test_cli_newuser.cli
+
+# the installed program: two requests at once of ~60 MB of empty JSON objects each (under the gateway's 64 MB cap),
+# then one ordinary request and a clean exit
+FLOOD = r'''#!/usr/bin/env python3
+import os, threading, urllib.request
+url = os.environ["OPENAI_API_BASE"].rstrip("/") + "/chat/completions"
+def post(body):
+    request = urllib.request.Request(url, body, {"content-type": "application/json", "authorization": "Bearer x"})
+    try:
+        with urllib.request.urlopen(request, timeout=300) as reply:
+            reply.read()
+    except OSError as exc:
+        print("failed:", exc)
+bomb = b"[" + b"{}," * (20 << 20) + b"{}]"
+threads = [threading.Thread(target=post, args=(bomb,)) for _ in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+post(b'{"model": "m", "messages": [{"role": "user", "content": "go"}]}')
+'''
+
+
+def _resident_kb() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * 4
+
+
+def test_requests_from_the_sandbox_cost_the_harness_bounded_memory(cli, tmp_path):
+    """Before: the harness's resident memory grew by 1630 MB while the two requests were parsed; now by 230 MB."""
+    program = tmp_path / "bin" / "mini"
+    program.parent.mkdir()
+    program.write_text(FLOOD)
+    program.chmod(0o755)
+    base, peak, done = _resident_kb(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _resident_kb())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out = tmp_path / "runs"
+    try:
+        with Provider("slow") as provider:
+            cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+                "--agent-option", f"bin={program}", "--agent-option", f"base_url={provider.url}",
+                "--time-limit", "240", "--out", out)
+    finally:
+        done.set()
+        sampler.join()
+    record = json.loads(next(out.glob("*/result.json")).read_text())
+    # the stub writes no transcript (the agent's failure, said so): what matters is that the run has its record
+    assert record["state"] == "agent_failure" and "transcript could not be read" in record["error"], record
+    gateway = next(e for e in map(json.loads, next(out.glob("*/trajectory.jsonl")).read_text().splitlines())
+                   if e.get("type") == "model_gateway")
+    assert gateway["calls"] == 3, gateway  # both large requests reached the gateway and were forwarded
+    grown_mb = (peak[0] - base) / 1024
+    assert grown_mb < 600, f"the harness grew by {grown_mb:.0f} MB"
