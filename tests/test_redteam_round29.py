@@ -13,6 +13,12 @@
   run's, as for any request naming none). Measured through the real command line (two 60 MB requests at once from
   the installed program): the harness's resident memory grew by 1630 MB before, 230 MB now (the bodies themselves,
   the loopback provider's copy included); CPU 6.2+3.5 s -> 4.4+0.5 s for the whole test.
+- **A transcript parsed whole, same class**: an installed program's transcript is a file in the workspace (anything in
+  the sandbox writes it), read after the session up to 32 MB and parsed whole (mini-swe-agent's trajectory.json):
+  31 MB of `{},` in its messages took ~0.8 GB of the harness (`json.loads` peak 864,568 KB against 76,896 KB for
+  the text) and the run was scored with ten million empty messages read. The transcript parsers now parse through
+  `parse_bounded` too (the whole file, each JSONL line, each observation): such a transcript is not read, and the
+  run is the agent's failure naming it ("its transcript could not be read").
 
 Tried and held (no test kept), each through the real runner on toy/vowels, `local` and `local-plain`: non-UTF-8 and
 newline names at the top of outputs/ and inside a case; 3000 nested 200-character folders; a FIFO as an output, a
@@ -31,6 +37,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import test_cli_newuser
 from test_agents_round1 import Provider
@@ -57,16 +64,26 @@ post(b'{"model": "m", "messages": [{"role": "user", "content": "go"}]}')
 '''
 
 
+# the installed program writes its transcript (mini-swe-agent's trajectory.json) as 31 MB of empty JSON objects, under
+# the 32 MB a transcript may hold, and makes no model call
+TRANSCRIPT = r'''#!/usr/bin/env python3
+import os
+with open(os.path.join(os.environ["AMB_DIR"], "trajectory.json"), "wb") as handle:
+    handle.write(b'{"messages": [' + b"{}," * ((31 << 20) // 3) + b"{}]}")
+'''
+
+
 def _resident_kb() -> int:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * 4
 
 
-def test_requests_from_the_sandbox_cost_the_harness_bounded_memory(cli, tmp_path):
-    """Before: the harness's resident memory grew by 1630 MB while the two requests were parsed; now by 230 MB."""
+def _harness_growth(cli, tmp_path: Path, program_text: str) -> tuple[dict, list[dict], float]:
+    """Run toy/vowels with `program_text` as the installed program (mini-swe-agent) against a loopback provider
+    that answers; (the record, the trajectory's events, how many MB this process's resident memory grew at most)."""
     program = tmp_path / "bin" / "mini"
     program.parent.mkdir()
-    program.write_text(FLOOD)
+    program.write_text(program_text)
     program.chmod(0o755)
     base, peak, done = _resident_kb(), [0], threading.Event()
 
@@ -87,10 +104,23 @@ def test_requests_from_the_sandbox_cost_the_harness_bounded_memory(cli, tmp_path
         done.set()
         sampler.join()
     record = json.loads(next(out.glob("*/result.json")).read_text())
+    events = [json.loads(line) for line in next(out.glob("*/trajectory.jsonl")).read_text().splitlines()]
+    return record, events, (peak[0] - base) / 1024
+
+
+def test_requests_from_the_sandbox_cost_the_harness_bounded_memory(cli, tmp_path):
+    """Before: the harness's resident memory grew by 1630 MB while the two requests were parsed; now by 230 MB."""
+    record, events, grown_mb = _harness_growth(cli, tmp_path, FLOOD)
     # the stub writes no transcript (the agent's failure, said so): what matters is that the run has its record
     assert record["state"] == "agent_failure" and "transcript could not be read" in record["error"], record
-    gateway = next(e for e in map(json.loads, next(out.glob("*/trajectory.jsonl")).read_text().splitlines())
-                   if e.get("type") == "model_gateway")
+    gateway = next(e for e in events if e.get("type") == "model_gateway")
     assert gateway["calls"] == 3, gateway  # both large requests reached the gateway and were forwarded
-    grown_mb = (peak[0] - base) / 1024
     assert grown_mb < 600, f"the harness grew by {grown_mb:.0f} MB"
+
+
+def test_a_transcript_the_program_wrote_costs_the_harness_bounded_memory(cli, tmp_path):
+    """Before: the harness grew by ~0.8 GB parsing the 31 MB transcript whole; now it is not read (too many objects
+    to be a transcript) and the run is the agent's failure, saying so."""
+    record, _, grown_mb = _harness_growth(cli, tmp_path, TRANSCRIPT)
+    assert record["state"] == "agent_failure" and "transcript could not be read" in record["error"], record
+    assert grown_mb < 300, f"the harness grew by {grown_mb:.0f} MB"

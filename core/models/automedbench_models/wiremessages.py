@@ -87,20 +87,21 @@ def _cap(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT // 4] + "\n[...]\n" + text[-(MAX_TEXT * 3 // 4):]
 
 
-def too_large(data: bytes | str) -> bool:
-    """Whether parsing `data` could cost the harness more than it allows: longer than MAX_PARSED_BYTES, or more than
+def too_large(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> bool:
+    """Whether parsing `data` could cost the harness more than it allows: longer than `max_bytes`, or more than
     MAX_PARSED_CONTAINERS `{` and `[` (an upper bound on the objects and arrays, counted before anything is made)."""
-    if len(data) > MAX_PARSED_BYTES:
+    if len(data) > max_bytes:
         return True
     if isinstance(data, bytes):
         return data.count(b"{") + data.count(b"[") > MAX_PARSED_CONTAINERS
     return data.count("{") + data.count("[") > MAX_PARSED_CONTAINERS
 
 
-def parse_bounded(data: bytes | str) -> Any:
+def parse_bounded(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> Any:
     """`data` as JSON, or None when it is not JSON or `too_large`. Every body the sandbox or the provider sends the
-    gateway is parsed through this (the gateway runs in the harness's own process), never `json.loads` itself."""
-    if too_large(data):
+    gateway, and every transcript a program wrote, is parsed through this (in the harness's own process), never
+    `json.loads` itself."""
+    if too_large(data, max_bytes):
         return None
     try:
         return json.loads(data)
