@@ -18,7 +18,10 @@
   31 MB of `{},` in its messages took ~0.8 GB of the harness (`json.loads` peak 864,568 KB against 76,896 KB for
   the text) and the run was scored with ten million empty messages read. The transcript parsers now parse through
   `parse_bounded` too (the whole file, each JSONL line, each observation): such a transcript is not read, and the
-  run is the agent's failure naming it ("its transcript could not be read").
+  run is the agent's failure naming it ("its transcript could not be read"); the harness grew by 88 MB in that run.
+- **A CLI agent's log, same class**: `--agent cli` reads its command's log (up to 20 MB, in the workspace) line by
+  line, each line parsed whole: one line of 19 MB of `{},` grew the harness by 516 MB through the real command
+  line, 38 MB now (the line is skipped as unreadable, the lines after it still read).
 
 Tried and held (no test kept), each through the real runner on toy/vowels, `local` and `local-plain`: non-UTF-8 and
 newline names at the top of outputs/ and inside a case; 3000 nested 200-character folders; a FIFO as an output, a
@@ -37,6 +40,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import test_cli_newuser
@@ -78,13 +82,9 @@ def _resident_kb() -> int:
         return int(handle.read().split()[1]) * 4
 
 
-def _harness_growth(cli, tmp_path: Path, program_text: str) -> tuple[dict, list[dict], float]:
-    """Run toy/vowels with `program_text` as the installed program (mini-swe-agent) against a loopback provider
-    that answers; (the record, the trajectory's events, how many MB this process's resident memory grew at most)."""
-    program = tmp_path / "bin" / "mini"
-    program.parent.mkdir()
-    program.write_text(program_text)
-    program.chmod(0o755)
+def _peak_growth_mb(action: Callable[[], object]) -> float:
+    """How many MB this process's resident memory (the harness's: the command line runs in it) grew at most while
+    `action` ran."""
     base, peak, done = _resident_kb(), [0], threading.Event()
 
     def sample() -> None:
@@ -94,18 +94,33 @@ def _harness_growth(cli, tmp_path: Path, program_text: str) -> tuple[dict, list[
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    out = tmp_path / "runs"
     try:
+        action()
+    finally:
+        done.set()
+        sampler.join()
+    return (peak[0] - base) / 1024
+
+
+def _harness_growth(cli, tmp_path: Path, program_text: str) -> tuple[dict, list[dict], float]:
+    """Run toy/vowels with `program_text` as the installed program (mini-swe-agent) against a loopback provider
+    that answers; (the record, the trajectory's events, how many MB the harness grew at most)."""
+    program = tmp_path / "bin" / "mini"
+    program.parent.mkdir()
+    program.write_text(program_text)
+    program.chmod(0o755)
+    out = tmp_path / "runs"
+
+    def run() -> None:
         with Provider("slow") as provider:
             cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
                 "--agent-option", f"bin={program}", "--agent-option", f"base_url={provider.url}",
                 "--time-limit", "240", "--out", out)
-    finally:
-        done.set()
-        sampler.join()
+
+    grown = _peak_growth_mb(run)
     record = json.loads(next(out.glob("*/result.json")).read_text())
     events = [json.loads(line) for line in next(out.glob("*/trajectory.jsonl")).read_text().splitlines()]
-    return record, events, (peak[0] - base) / 1024
+    return record, events, grown
 
 
 def test_requests_from_the_sandbox_cost_the_harness_bounded_memory(cli, tmp_path):
@@ -124,3 +139,28 @@ def test_a_transcript_the_program_wrote_costs_the_harness_bounded_memory(cli, tm
     record, _, grown_mb = _harness_growth(cli, tmp_path, TRANSCRIPT)
     assert record["state"] == "agent_failure" and "transcript could not be read" in record["error"], record
     assert grown_mb < 300, f"the harness grew by {grown_mb:.0f} MB"
+
+
+# a CLI agent (`--agent cli`) whose log is one line of 19 MB of empty JSON objects (under the 20 MB a log may hold),
+# then one message the parser reads
+CLI_LOG = r'''import sys
+with open(sys.argv[1], "wb") as handle:
+    handle.write(b"[" + b"{}," * ((19 << 20) // 3) + b"{}]\n")
+    handle.write(b'{"type": "message", "content": "done"}\n')
+'''
+
+
+def test_a_cli_agents_log_costs_the_harness_bounded_memory(cli, tmp_path):
+    """Before: the harness grew by ~0.5 GB parsing the log's long line; now that line is skipped, the rest read."""
+    (tmp_path / "write_log.py").write_text(CLI_LOG)
+    spec = tmp_path / "cli.yaml"
+    spec.write_text("name: log-writer\nfiles: {write_log.py: write_log.py}\n"
+                    "command: python3 {dir}/write_log.py {log}\nlog_format: steps-jsonl\n")
+    out = tmp_path / "runs"
+    grown = _peak_growth_mb(lambda: cli("run", "--task", "toy/vowels", "--agent", "cli", "--agent-option",
+                                        f"spec={spec}", "--out", out))
+    record = json.loads(next(out.glob("*/result.json")).read_text())
+    events = [json.loads(line) for line in next(out.glob("*/trajectory.jsonl")).read_text().splitlines()]
+    assert record["state"] == "scored", record  # the CLI exited 0: submitted (no outputs: Task 0)
+    assert any(e.get("type") == "cli_message" and e.get("content") == "done" for e in events)
+    assert grown < 250, f"the harness grew by {grown:.0f} MB"

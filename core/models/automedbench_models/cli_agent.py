@@ -27,6 +27,8 @@ from typing import Any
 from attrs import Factory, define, fields
 from automedbench.api import Agent, AgentContext, AgentTurn, ToolCall, UserError, open_below, read_regular, read_yaml
 
+from .wiremessages import parse_bounded
+
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20
 TEXT_CAP = 4000
@@ -62,10 +64,7 @@ def parse_steps_jsonl(text: str) -> list[dict[str, Any]]:
     {"type": "message", "content": "..."}"""
     events = []
     for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
-            continue
+        item = parse_bounded(line, MAX_LOG_BYTES)  # None: not JSON, too deep or too many objects for the harness
         if not isinstance(item, dict):
             continue
         if item.get("type") == "tool":
@@ -84,10 +83,7 @@ def parse_claude_stream_json(text: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
-            continue
+        item = parse_bounded(line, MAX_LOG_BYTES)  # None: not JSON, too deep or too many objects for the harness
         message = item.get("message") if isinstance(item, dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
             continue
