@@ -22,6 +22,12 @@
 - **A CLI agent's log, same class**: `--agent cli` reads its command's log (up to 20 MB, in the workspace) line by
   line, each line parsed whole: one line of 19 MB of `{},` grew the harness by 516 MB through the real command
   line, 38 MB now (the line is skipped as unreadable, the lines after it still read).
+- **A CLI agent's log of many small lines** (same agent, the harness's time): every line of the log became an
+  imported event, written to the trajectory one by one and read by the judge and detectors after. 20 MB of
+  one-line messages (582 541 events) made a 65 MB trajectory and took the run 101.7 CPU-s and 600 s of wall time
+  (segmentation/demo, this loaded machine; 6.4 CPU-s for 20 MB of long lines), scored in the end. Now a CLI log
+  gives at most `cli_agent.MAX_EVENTS` (5000, as the installed systems' transcripts keep 5000 replies) and a note
+  saying how many more it held; the test's run takes 20 s.
 
 Tried and held (no test kept), each through the real runner on toy/vowels, `local` and `local-plain`: non-UTF-8 and
 newline names at the top of outputs/ and inside a case; 3000 nested 200-character folders; a FIFO as an output, a
@@ -164,3 +170,29 @@ def test_a_cli_agents_log_costs_the_harness_bounded_memory(cli, tmp_path):
     assert record["state"] == "scored", record  # the CLI exited 0: submitted (no outputs: Task 0)
     assert any(e.get("type") == "cli_message" and e.get("content") == "done" for e in events)
     assert grown < 250, f"the harness grew by {grown:.0f} MB"
+
+
+# a CLI agent whose log is 20 MB of one-line messages (582 541 of them)
+MANY = r'''import sys
+with open(sys.argv[1], "wb") as handle:
+    line = b'{"type": "message", "content": "m"}\n'
+    handle.write(line * ((20 << 20) // len(line) - 1))
+'''
+
+
+def test_a_cli_agents_log_of_many_small_lines_records_a_bounded_number_of_events(cli, tmp_path):
+    """Before: 582 541 imported events, a 65 MB trajectory, the run 101.7 CPU-s (52.2+49.5) and 600 s of wall time
+    on this machine (6.4 CPU-s for a log of 20 MB in long lines); now the first MAX_EVENTS and a note."""
+    (tmp_path / "many.py").write_text(MANY)
+    spec = tmp_path / "cli.yaml"
+    spec.write_text("name: chatty\nfiles: {many.py: many.py}\ncommand: python3 {dir}/many.py {log}\n"
+                    "log_format: steps-jsonl\n")
+    out = tmp_path / "runs"
+    cli("run", "--task", "toy/vowels", "--agent", "cli", "--agent-option", f"spec={spec}", "--out", out)
+    record = json.loads(next(out.glob("*/result.json")).read_text())
+    events = [json.loads(line) for line in next(out.glob("*/trajectory.jsonl")).read_text().splitlines()]
+    assert record["state"] == "scored", record
+    imported = [e for e in events if e.get("imported")]
+    assert sum(e["type"] == "cli_message" for e in imported) == 5000, len(imported)
+    note = [e["note"] for e in imported if e["type"] == "note"]
+    assert note == ["the chatty log holds 577541 more step(s) and message(s) past the first 5000: not recorded"], note

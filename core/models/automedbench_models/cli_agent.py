@@ -32,6 +32,9 @@ from .wiremessages import parse_bounded
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20
 TEXT_CAP = 4000
+# steps and messages taken from a log (as the installed systems' transcripts keep 5000 replies): 20 MB of one-line
+# messages were 582 541 events, each written and synced to the trajectory and read by every judge and detector
+MAX_EVENTS = 5000
 
 
 @define
@@ -232,6 +235,11 @@ class CliAgent(Agent):
             return []
         text = self._read_log()
         events = LOG_PARSERS[self.spec.log_format](text) if text else []
+        dropped = max(0, len(events) - MAX_EVENTS)
+        events = events[:MAX_EVENTS]
         for i, event in enumerate(events):
             event.setdefault("call_id", f"cli_step_{i + 1:03d}")
+        if dropped:
+            events.append({"type": "note", "note": f"the {self.spec.name} log holds {dropped} more step(s) and "
+                                                   f"message(s) past the first {MAX_EVENTS}: not recorded"})
         return events
