@@ -36,9 +36,10 @@ workspace chmod 000/500; `unshare -Urm` and a tmpfs mounted over outputs/; 200 0
 (its /dev is read-only, its shm charged to the call's memory group); a 2^30 x 2^30 plan.png and a 1.3 MB non-UTF-8
 plan.md (the rules judge grades them). Pathological outputs through the cold evaluator on every demo (JSON nested
 200 000 deep, a 100 000-digit number, lone surrogates, 1e999, 200 000 boxes; .npy headers of 2^40 and 2^62
-elements, object and 1 MB-string dtypes; NIfTI headers of 32767^3, 7 dimensions, RGB24, vox_offset 1e30, a 300 MB
-gzip of zeros; 50 MB of NUL as a report): every one `scored`, Task 0. The provider-health probe cannot be failed
-from a sandbox without the host's network: an outage is declared only when the harness's own request fails too.
+elements, object and million-character string dtypes; NIfTI headers of 32767^3, 7 dimensions, RGB24, vox_offset
+1e30, a 300 MB gzip of zeros; 50 MB of NUL as a report): every one `scored`, Task 0. The provider-health probe
+cannot be failed from a sandbox without the host's network: an outage is declared only when the harness's own
+request fails too.
 """
 
 from __future__ import annotations
