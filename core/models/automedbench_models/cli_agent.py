@@ -27,9 +27,14 @@ from typing import Any
 from attrs import Factory, define, fields
 from automedbench.api import Agent, AgentContext, AgentTurn, ToolCall, UserError, open_below, read_regular, read_yaml
 
+from .wiremessages import parse_bounded
+
 CLI_DIR = ".agent_cli"
 MAX_LOG_BYTES = 20 << 20
 TEXT_CAP = 4000
+# steps and messages taken from a log (as the installed systems' transcripts keep 5000 replies): 20 MB of one-line
+# messages were 582 541 events, each written and synced to the trajectory and read by every judge and detector
+MAX_EVENTS = 5000
 
 
 @define
@@ -62,10 +67,7 @@ def parse_steps_jsonl(text: str) -> list[dict[str, Any]]:
     {"type": "message", "content": "..."}"""
     events = []
     for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
-            continue
+        item = parse_bounded(line, MAX_LOG_BYTES)  # None: not JSON, too deep or too many objects for the harness
         if not isinstance(item, dict):
             continue
         if item.get("type") == "tool":
@@ -84,10 +86,7 @@ def parse_claude_stream_json(text: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     pending: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, a number past Python's int limit, nested too deep
-            continue
+        item = parse_bounded(line, MAX_LOG_BYTES)  # None: not JSON, too deep or too many objects for the harness
         message = item.get("message") if isinstance(item, dict) else None
         if not isinstance(message, dict) or not isinstance(message.get("content"), list):
             continue
@@ -236,6 +235,11 @@ class CliAgent(Agent):
             return []
         text = self._read_log()
         events = LOG_PARSERS[self.spec.log_format](text) if text else []
+        dropped = max(0, len(events) - MAX_EVENTS)
+        events = events[:MAX_EVENTS]
         for i, event in enumerate(events):
             event.setdefault("call_id", f"cli_step_{i + 1:03d}")
+        if dropped:
+            events.append({"type": "note", "note": f"the {self.spec.name} log holds {dropped} more step(s) and "
+                                                   f"message(s) past the first {MAX_EVENTS}: not recorded"})
         return events

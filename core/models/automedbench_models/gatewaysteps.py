@@ -22,14 +22,15 @@ from attrs import Factory, define
 
 from .transcripts import shell_text, tool_code
 from .wiremessages import (
-    MAX_PARSED_BYTES,
     MAX_TEXT,
     WireAnswer,
     WireCall,
     WireReply,
     offers_tools,
+    parse_bounded,
     read_reply,
     read_tail,
+    too_large,
 )
 
 MAX_REPLIES = 10_000  # replies kept for pairing (far above any turn budget)
@@ -105,7 +106,7 @@ def _codex(code: str, text: str) -> tuple[int | None, str]:
     """Codex: header lines (Chunk ID, Wall time, `Process exited with code N` or `Process running with session
     ID N`, Original token count) then `Output:`; older versions: `Exit code: N` headers, or a JSON object with
     `output` and `metadata.exit_code`."""
-    data = json.loads(text) if text.startswith("{") and _is_json(text) else None
+    data = parse_bounded(text) if text.startswith("{") else None
     if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
         exit_code = data["metadata"].get("exit_code")
         return (exit_code if type(exit_code) is int else None), str(data.get("output", ""))
@@ -120,14 +121,6 @@ def _codex(code: str, text: str) -> tuple[int | None, str]:
         if match:
             exit_code = int(match.group(1))
     return exit_code, text
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def _claude(code: str, text: str, is_error: bool) -> tuple[int | None, str]:
@@ -162,7 +155,7 @@ def _openhands(code: str, text: str) -> tuple[int | None, str]:
 def _mini(code: str, text: str) -> tuple[int | None, str]:
     """mini-swe-agent: a JSON object (`returncode`, `output` or `output_head`/`output_tail`), or in its text-based
     configuration `<returncode>N</returncode>` before `<output>…</output>`."""
-    data = json.loads(text) if text.lstrip().startswith("{") and _is_json(text) else None
+    data = parse_bounded(text) if text.lstrip().startswith("{") else None
     if isinstance(data, dict):
         code_value = data.get("returncode")
         output = data.get("output") if isinstance(data.get("output"), str) else \
@@ -247,14 +240,11 @@ class StepLedger:
 
     def request(self, body: bytes) -> None:
         """A request arrived (before it is forwarded or refused): complete the steps its answers finish."""
-        if len(body) > MAX_PARSED_BYTES:
+        if too_large(body):
             with self.lock:
                 self.counts["too_large"] += 1
             return
-        try:
-            data = json.loads(body) if body else None
-        except (ValueError, RecursionError, UnicodeDecodeError):
-            data = None
+        data = parse_bounded(body) if body else None
         tail = read_tail(self.wire, data, self.text_mode) if isinstance(data, dict) else None
         if tail is None or not tail.answers:
             return
@@ -304,10 +294,7 @@ class StepLedger:
             if self.recorder is not None:
                 self.recorder.model_time(usage.get("latency_s", 0.0))
             return
-        try:
-            data = json.loads(request_body) if request_body and len(request_body) <= MAX_PARSED_BYTES else None
-        except (ValueError, RecursionError, UnicodeDecodeError):
-            data = None
+        data = parse_bounded(request_body) if request_body else None
         reply = read_reply(self.wire, received, self.text_mode)
         with self.lock:
             if reply is None or not (self.text_mode or offers_tools(data) or reply.calls):

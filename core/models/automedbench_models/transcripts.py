@@ -19,6 +19,8 @@ from typing import Any
 
 from attrs import Factory, define
 
+from .wiremessages import parse_bounded
+
 MAX_TRANSCRIPT_BYTES = 32 << 20  # read at most this much of a transcript
 MAX_LINE_BYTES = 4 << 20  # a longer JSONL line is skipped (counted)
 MAX_TURNS = 5000  # replies kept; later ones are counted, not recorded
@@ -62,12 +64,8 @@ def json_lines(text: str, skipped: list[int]) -> Iterator[dict[str, Any]]:
         line = line.strip()
         if not line.startswith("{"):
             continue
-        if len(line) > MAX_LINE_BYTES:
-            skipped[0] += 1
-            continue
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):
+        item = parse_bounded(line, MAX_LINE_BYTES)
+        if item is None:
             skipped[0] += 1
             continue
         if isinstance(item, dict):
@@ -505,10 +503,7 @@ def parse_mini_trajectory(text: str) -> Transcript:
     or with one fenced bash block in the text-based configuration; tool or user messages with the observation:
     return code and output), and `info` with the exit status, the API calls and the cost."""
     b = Builder()
-    try:
-        data = json.loads(text) if len(text) <= MAX_TRANSCRIPT_BYTES else None
-    except (ValueError, RecursionError):
-        data = None
+    data = parse_bounded(text, MAX_TRANSCRIPT_BYTES)  # 32 MB of `{},` parsed whole took ~0.8 GB of the harness
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         b.out.problem = "the mini-swe-agent trajectory is not a JSON object with messages (missing, cut or invalid)"
         return b.out
@@ -568,10 +563,7 @@ def _code(value: Any, fallback: int | None) -> int | None:
 
 def _observation(body: str) -> tuple[int | None, str]:
     """(return code, output) of an observation: mini's JSON template or its `<returncode>` / `<output>` tags."""
-    try:
-        data = json.loads(body) if body.lstrip().startswith("{") and len(body) < MAX_LINE_BYTES else None
-    except (ValueError, RecursionError):
-        data = None
+    data = parse_bounded(body, MAX_LINE_BYTES) if body.lstrip().startswith("{") else None
     if isinstance(data, dict):
         code = data.get("returncode")
         output = _str(data.get("output")) if "output" in data else (

@@ -16,6 +16,9 @@ from typing import Any
 from attrs import Factory, define
 
 MAX_PARSED_BYTES = 16 << 20  # a longer request or reply is not read for steps (the gateway notes it)
+# objects and arrays one parse may make: each is a Python object in the harness's own process (no memory limit), and
+# 64 MB of `{},` were 22 million dicts, 1.7 GB; this many take ~100 MB, far above any real request or reply
+MAX_PARSED_CONTAINERS = 1_000_000
 MAX_CALLS = 64  # tool calls read per reply
 MAX_TEXT = 200_000  # characters kept of a reply's text or reasoning, or one answer
 # mini-swe-agent's text-based action (its `action_regex`): exactly one such block is a command
@@ -84,7 +87,22 @@ def _cap(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT // 4] + "\n[...]\n" + text[-(MAX_TEXT * 3 // 4):]
 
 
-def _json(data: bytes | str) -> Any:
+def too_large(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> bool:
+    """Whether parsing `data` could cost the harness more than it allows: longer than `max_bytes`, or more than
+    MAX_PARSED_CONTAINERS `{` and `[` (an upper bound on the objects and arrays, counted before anything is made)."""
+    if len(data) > max_bytes:
+        return True
+    if isinstance(data, bytes):
+        return data.count(b"{") + data.count(b"[") > MAX_PARSED_CONTAINERS
+    return data.count("{") + data.count("[") > MAX_PARSED_CONTAINERS
+
+
+def parse_bounded(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> Any:
+    """`data` as JSON, or None when it is not JSON or `too_large`. Every body the sandbox or the provider sends the
+    gateway, and every transcript a program wrote, is parsed through this (in the harness's own process), never
+    `json.loads` itself."""
+    if too_large(data, max_bytes):
+        return None
     try:
         return json.loads(data)
     except (ValueError, RecursionError, UnicodeDecodeError):
@@ -92,7 +110,7 @@ def _json(data: bytes | str) -> Any:
 
 
 def _args(text: str) -> dict[str, Any]:
-    parsed = _json(text) if text.strip() else {}
+    parsed = parse_bounded(text) if text.strip() else {}
     return parsed if isinstance(parsed, dict) else {}
 
 
@@ -117,7 +135,7 @@ def sse_data(body: bytes) -> list[Any] | None:
     out = []
     for line in body.splitlines():
         if line.startswith(b"data:"):
-            item = _json(line[5:].strip())
+            item = parse_bounded(line[5:].strip())
             if item is not None:
                 out.append(item)
     return out
@@ -137,10 +155,10 @@ def text_actions(content: str) -> list[WireCall]:
 
 def read_reply(wire: str, body: bytes, text_mode: bool = False) -> WireReply | None:
     """The model's reply in `body` (as the gateway forwarded it), or None when it cannot be read."""
-    if len(body) > MAX_PARSED_BYTES:
+    if too_large(body):
         return None
     events = sse_data(body)
-    whole = _json(body) if events is None else None
+    whole = parse_bounded(body) if events is None else None
     if events is None and whole is None:
         return None
     reader = {"anthropic": _anthropic_reply, "responses": _responses_reply, "gemini": _gemini_reply}.get(wire,
