@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import signal
 import time
@@ -17,6 +18,33 @@ from pathlib import Path
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
+PREFIX = "automedbench-"
+_NAME = re.compile(rf"{PREFIX}(\d+)-[0-9a-f]+")  # the owner's pid, then a random tag
+# the kernel's fixed inode number of the initial PID namespace: only there does /proc show every process on the host
+INIT_PID_NS = "pid:[4026531836]"
+
+
+def reap_stale(root: Path) -> list[Path]:
+    """Remove the empty groups under `root` whose harness process is gone (SIGKILLed or OOM-killed before it could
+    close them): each one left is a leaked kernel object on a long-lived machine. Returns the groups removed.
+
+    Only from the initial PID namespace (elsewhere a live owner's pid may be invisible), only a group named like
+    ours whose owner pid has no /proc entry, and only an empty one (the kernel refuses to remove any other)."""
+    try:
+        if os.readlink("/proc/self/ns/pid") != INIT_PID_NS:
+            return []
+        names = os.listdir(root)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        match = _NAME.fullmatch(name)
+        if match is None or os.path.exists(f"/proc/{match[1]}"):
+            continue
+        with contextlib.suppress(OSError):  # not empty (EBUSY), or reaped by another process first
+            (root / name).rmdir()
+            removed.append(root / name)
+    return removed
 
 
 class V1Group:
@@ -26,7 +54,8 @@ class V1Group:
         self.path: Path | None = None
         if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
             return
-        path = root / f"automedbench-{os.getpid()}-{secrets.token_hex(3)}"
+        reap_stale(root)  # a new session's start: the groups of harness processes that died unwinding nothing
+        path = root / f"{PREFIX}{os.getpid()}-{secrets.token_hex(3)}"
         try:
             path.mkdir()
             for name, value in settings.items():
