@@ -238,7 +238,11 @@ class Run:
                 else "no workspace size limit")
         line = (f"budget {time_s:g} s ({counted}), {self.o.max_turns or self.task.max_turns} turns, {per_call:g} s "
                 f"per call; disk: {disk}; sandbox {self.o.sandbox}")
-        if (staging.task_dir(self.data_root, self.task) / staging.STAMP).is_file():
+        try:
+            staged = (staging.task_dir(self.data_root, self.task) / staging.STAMP).is_file()
+        except OSError:  # an unreadable data root: staging, next, refuses it in its own line
+            return ""
+        if staged:
             return f"{line}; data staged under {self.data_root}"
         return f"{line}; data: {self.task.case_count} case(s) generated now (no download)" if self.task.demo else ""
 

@@ -89,7 +89,17 @@ def task_dir(data_root: Path, task: TaskSpec) -> Path:
 
 def ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
     """Demo tasks stage themselves on first use (and again after their generator's code changed); real tasks
-    must have been staged by the user."""
+    must have been staged by the user. A data root this user may not read (or a demo's, write) is refused in one
+    line, not a traceback."""
+    try:
+        return _ensure(track, task, data_root)
+    except PermissionError as exc:
+        raise UserError(f"the data of {task.id} under {data_root} cannot be used by this user: "
+                        f"{exc.filename or data_root}: permission denied; name a data root of your own "
+                        "(--data-root or AUTOMEDBENCH_DATA)") from None
+
+
+def _ensure(track: Track, task: TaskSpec, data_root: Path) -> StagedData:
     stamp = task_dir(data_root, task) / STAMP
     if not task.demo or (stamp.exists() and not stale_demo(stamp, track)):
         return load(task, data_root)
