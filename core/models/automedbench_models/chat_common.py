@@ -116,8 +116,12 @@ def content_refusal(exc: BaseException) -> ContentRefused | None:
 
 
 def describe(exc: BaseException) -> str:
+    """An SDK's or HTTP library's error in one line for the run's record, with the credentials of a URL it quotes
+    (httpx names the request's URL: a base_url's user:password or ?api_key=) masked."""
+    from automedbench.engine import mask_value  # at an error only: no click import on every start
+
     status = getattr(exc, "status_code", None)
-    message = getattr(exc, "message", None) or str(exc)
+    message = mask_value("message", getattr(exc, "message", None) or str(exc))
     return f"{type(exc).__name__}{f' {status}' if status else ''}: {message}"[:400]
 
 

@@ -280,7 +280,9 @@ class ModelGateway:
                  host_peers: bool = True, provider_timeout: float = PROVIDER_TIMEOUT_S) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"the model base URL {upstream!r} is not an http(s) URL")
+            from automedbench.engine import mask_value  # an error only: no click import on every start
+
+            raise ValueError(f"the model base URL {mask_value('base_url', upstream)!r} is not an http(s) URL")
         self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
         self.wire, self.api_key = wire, api_key
         self.max_calls, self.deadline = max_calls, deadline

@@ -188,11 +188,12 @@ class InstalledAgent(CliAgent):
             else system.base_url
         self.base_url = (base_url or default_url).rstrip("/")
         parsed = urllib.parse.urlsplit(self.base_url)
+        where = mask_value("base_url", self.base_url)  # the errors below reach the terminal: no user:password
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise UserError(f"{system.name}: base_url {self.base_url!r} is not an http(s) URL")
+            raise UserError(f"{system.name}: base_url {where!r} is not an http(s) URL")
         unresolved = unresolvable(parsed.hostname)
         if unresolved:  # every call would fail: the programs retried for minutes (mini-swe-agent 280 s) first
-            raise UserError(f"{system.name}: the model provider's host {parsed.hostname} ({self.base_url}) cannot be "
+            raise UserError(f"{system.name}: the model provider's host {parsed.hostname} ({where}) cannot be "
                             f"resolved on this machine ({unresolved}), and the harness's gateway reaches it from "
                             "here directly (it uses no HTTP(S)_PROXY, so a proxy-only network cannot reach it): "
                             "check the network or DNS, or name another endpoint with --agent-option "

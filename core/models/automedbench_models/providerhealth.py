@@ -155,4 +155,6 @@ def transport_error(exc: BaseException) -> str:
             if isinstance(cause, kind):
                 return f"{words} ({type(cause).__name__})"
         cause = cause.__cause__ or cause.__context__
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
+    from automedbench.engine import mask_value  # an error only (a URL it quotes keeps no credential)
+
+    return f"{type(exc).__name__}: {mask_value('message', str(exc))[:200]}"
