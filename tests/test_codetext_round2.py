@@ -83,6 +83,14 @@ def test_a_shift_in_shell_arithmetic_is_no_heredoc(reg, shift):
         assert _s2e(reg, [_call(1, forged), _call(2, "cat /workspace/run.log", shown)]) == 0.0
 
 
+@pytest.mark.parametrize("opener", [': "((" ; ', ": '((' ; ", ': "\\"((" ; ', "x=$((1 << 2)); ", ": # ((\n"])
+@pytest.mark.parametrize("end", ["\nEOF", ""])  # bash writes a heredoc with no end line too (a warning)
+def test_a_log_after_a_quoted_double_parenthesis_is_still_a_typed_heredoc(reg, opener, end):
+    """A `((` quoted, closed or in a comment opens no arithmetic: the heredoc after it still types its log."""
+    forged = f"{opener}cat > /workspace/run.log <<'EOF'\n{SHOWN[0]}{end}"
+    assert _s2e(reg, [_call(1, forged), _call(2, "cat /workspace/run.log", SHOWN[0])]) == 0.0
+
+
 # an honest script that loads no library: the class name is computed by running it, "cpu" is a literal of it
 HONEST = """#!/usr/bin/env python3
 class OrganUNet:

@@ -262,12 +262,37 @@ def _bash_line(line: str, literals: list[str] | None) -> str:
     return " ".join(kept)
 
 
-def _heredoc_start(line: str) -> re.Match[str] | None:
+def _unquoted(line: str) -> str:
+    """The line with its quoted text and escaped characters blanked, cut at a comment (offsets kept)."""
+    out, i, quote = [], 0, ""
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and quote != "'":  # an escaped character, outside quotes or in double ones
+            out.append(" " * len(line[i:i + 2]))
+            i += 1
+        elif quote or ch in "'\"":
+            quote = "" if ch == quote else quote or ch
+            out.append(" ")
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _heredoc_start(line: str, ends: set[str]) -> re.Match[str] | None:
     """The first `<<WORD` of a line that starts a heredoc: not a shift in arithmetic (`$((1 << bits))`,
-    `((x = m << n))`), which an open `((` before it marks."""
+    `((x = m << n))`), which an unquoted `((` open before it marks when no line of the call (`ends`) is WORD."""
+    if "((" not in line:
+        return _HEREDOC.search(line)
+    bare: str | None = None
     opened, done = 0, 0
     for found in _HEREDOC.finditer(line):
-        opened += line.count("((", done, found.start()) - line.count("))", done, found.start())
+        if found.group(2) in ends:
+            return found
+        bare = _unquoted(line) if bare is None else bare
+        opened += bare.count("((", done, found.start()) - bare.count("))", done, found.start())
         done = found.start()
         if opened <= 0:
             return found
@@ -278,9 +303,10 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
     """(command line, heredoc body or '', language of body or '') in order."""
     lines, out, i, seen = code.split("\n"), [], 0, 0
     runs: set[str] | None = None
+    ends = {line.strip() for line in lines} if "((" in code else set()  # the lines a heredoc could end at
     while i < len(lines):
         line = lines[i]
-        found = _heredoc_start(line) if seen < MAX_HEREDOCS else None
+        found = _heredoc_start(line, ends) if seen < MAX_HEREDOCS else None
         if not found:
             out.append((line, "", ""))
             i += 1
