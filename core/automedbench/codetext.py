@@ -23,14 +23,18 @@ NO_OPS = {"echo", "printf", ":", "true", "false"}
 # calls whose string arguments are text shown or stored, not code: print("model loaded") does nothing
 OUTPUT_CALLS = {"print", "write", "writelines", "write_text", "info", "debug", "warning", "warn", "error", "log",
                 "echo", "pprint", "display"}
-_HEREDOC = re.compile(r"<<-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+# `<<<` is a here-string, not a heredoc
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _FSTRING_EXPR = re.compile(r"(?<!\{)\{([^{}]+)\}")
 _STRING_PREFIX = re.compile(r"^([rRbBuUfF]{0,2})('''|\"\"\"|'|\")")
 MAX_LITERALS = 500
 MAX_HEREDOCS = 200  # heredocs looked into per call; later ones are read as plain lines
-# the first word after an interpreter and its flags (`python -u`, `python3 -B`; `-c` is no flag: its code is no
-# script's name): a script it runs
-_RUNS = re.compile(r"(?:python3?|bash|sh)(?:\s+-(?!c\b)[A-Za-z]+)*\s+(\S+)")
+# the first word after an interpreter and its flags (`python -u`, `python3 -B`, `-W ignore` with its argument; `-c`
+# is no flag: its code is no script's name), or the module after `-m`: a script it runs
+_RUNS = re.compile(r"(?:python3?|bash|sh)(?:\s+(?:-[WXo]\s*(?!-)\S+|-(?![cmWXo]\b)[A-Za-z]+))*\s+(-m\s+)?(\S+)")
+# a script run as a program by its path (`./seg.py`, `nohup /workspace/seg.py`), where a command starts
+_EXECUTES = re.compile(r"(?:^|[;&|(`]|\b(?:then|do|else|exec|nohup|time|env|sudo))[ \t]*"
+                       r"((?:\.\.?|~)?/[\w./-]*\.(?:py|sh))(?![\w./-])", re.MULTILINE)
 _QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
 _WORD = re.compile(r"[^\W_]+")  # the runs of letters and digits an echo is compared by
 MAX_SPELL_STEPS = 200_000  # word-splitting steps per call; past them a word counts as spelt from the literals
@@ -109,12 +113,19 @@ def python_effective(code: str) -> str:
     return "".join(out)
 
 
-def python_literals(code: str) -> list[str]:
+def python_literals(code: str, scripts: dict[str, tuple[str, str]] | None = None) -> list[str]:
+    """The string and number literals of Python code; with `scripts`, the scripts it writes whole from one string go
+    there (name -> (language, body)), not into the literals."""
     tokens = _python_tokens(code)
     if tokens is None:
         return [a or b for a, b in re.findall(r"'([^'\n]*)'|\"([^\"\n]*)\"", code)]
+    bodies: set[int] = set()
+    if scripts is not None:
+        bodies = _python_scripts(tokens, scripts)
     found = []
-    for tok in tokens:
+    for index, tok in enumerate(tokens):
+        if index in bodies:
+            continue
         if tok.type == tokenize.STRING:
             prefix, body = _string_body(tok.string)
             if "f" in prefix:  # the text around the expressions, and the strings inside them ({'model'})
@@ -125,6 +136,56 @@ def python_literals(code: str) -> list[str]:
         elif tok.type == tokenize.NUMBER:
             found.append(tok.string)
     return found
+
+
+def _plain(token: tokenize.TokenInfo | None) -> str | None:
+    """The text of a plain string literal (no f/b prefix), or None."""
+    if token is None or token.type != tokenize.STRING:
+        return None
+    prefix, body = _string_body(token.string)
+    return None if "f" in prefix or "b" in prefix else body
+
+
+def _python_scripts(tokens: list[tokenize.TokenInfo], scripts: dict[str, tuple[str, str]]) -> set[int]:
+    """The scripts Python code writes whole from one string (`open('seg.py', 'w').write(CODE)`,
+    `Path('seg.py').write_text(CODE)`, CODE a literal or a name bound to one) into `scripts`; the indices of the
+    body tokens. A write goes to the file the latest `open`/`Path` named, and only the first write after it."""
+    significant = [i for i, t in enumerate(tokens)
+                   if t.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)]
+    at = lambda n: tokens[significant[n]] if 0 <= n < len(significant) else None  # noqa: E731
+    bound: dict[str, int] = {}  # NAME = "literal" statements: name -> the literal's token index
+    target: tuple[str, str] | None = None  # (opener, file) of the latest open()/Path() call
+    bodies: set[int] = set()
+    for n, i in enumerate(significant):
+        tok, after = tokens[i], at(n + 1)
+        if tok.type != tokenize.NAME or after is None:
+            continue
+        if after.string == "=" and _plain(at(n + 2)) is not None and (at(n + 3) is None or at(n + 3).type in (
+                tokenize.NEWLINE, tokenize.ENDMARKER)) and (n == 0 or at(n - 1).type == tokenize.NEWLINE):
+            bound[tok.string] = significant[n + 2]
+        if after.string != "(":
+            continue
+        if tok.string in ("open", "Path"):
+            path = _plain(at(n + 2)) or ""
+            # open's mode among its next few arguments; a Path is written by write_text
+            mode = False
+            for k in range(n + 3, n + 12):
+                if at(k) is None or at(k).string == ")":
+                    break
+                mode = mode or bool(re.fullmatch(r"[wax]t?\+?", _plain(at(k)) or ""))
+            target = (tok.string if tok.string == "Path" or mode else "read", path)
+        elif tok.string in ("write", "write_text") and target and at(n - 1) is not None and at(n - 1).string == "." \
+                and at(n + 3) is not None and at(n + 3).string == ")":
+            arg = at(n + 2)
+            index = significant[n + 2] if _plain(arg) is not None else bound.get(arg.string) if arg else None
+            opener, path = target
+            script = re.search(r"([\w.-]+)\.(py|sh)$", path)
+            if index is not None and script and opener == ("Path" if tok.string == "write_text" else "open"):
+                scripts[script.group(0)] = ("python" if script.group(2) == "py" else "bash",
+                                            _plain(tokens[index]) or "")
+                bodies.add(index)
+            target = None
+    return bodies
 
 
 # ------------------------------------------------------------------ bash
@@ -201,13 +262,51 @@ def _bash_line(line: str, literals: list[str] | None) -> str:
     return " ".join(kept)
 
 
+def _unquoted(line: str) -> str:
+    """The line with its quoted text and escaped characters blanked, cut at a comment (offsets kept)."""
+    out, i, quote = [], 0, ""
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and quote != "'":  # an escaped character, outside quotes or in double ones
+            out.append(" " * len(line[i:i + 2]))
+            i += 1
+        elif quote or ch in "'\"":
+            quote = "" if ch == quote else quote or ch
+            out.append(" ")
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _heredoc_start(line: str, ends: set[str]) -> re.Match[str] | None:
+    """The first `<<WORD` of a line that starts a heredoc: not a shift in arithmetic (`$((1 << bits))`,
+    `((x = m << n))`), which an unquoted `((` open before it marks when no line of the call (`ends`) is WORD."""
+    if "((" not in line:
+        return _HEREDOC.search(line)
+    bare: str | None = None
+    opened, done = 0, 0
+    for found in _HEREDOC.finditer(line):
+        if found.group(2) in ends:
+            return found
+        bare = _unquoted(line) if bare is None else bare
+        opened += bare.count("((", done, found.start()) - bare.count("))", done, found.start())
+        done = found.start()
+        if opened <= 0:
+            return found
+    return None
+
+
 def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
     """(command line, heredoc body or '', language of body or '') in order."""
     lines, out, i, seen = code.split("\n"), [], 0, 0
     runs: set[str] | None = None
+    ends = {line.strip() for line in lines} if "((" in code else set()  # the lines a heredoc could end at
     while i < len(lines):
         line = lines[i]
-        found = _HEREDOC.search(line) if seen < MAX_HEREDOCS else None
+        found = _heredoc_start(line, ends) if seen < MAX_HEREDOCS else None
         if not found:
             out.append((line, "", ""))
             i += 1
@@ -223,7 +322,7 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
         target = _SCRIPT_TARGET.search(line)
         if program in INTERPRETERS:
             language = INTERPRETERS[program]
-        elif target and _runs_script(runs := runs if runs is not None else set(_RUNS.findall(code)),
+        elif target and _runs_script(runs := runs if runs is not None else run_scripts(code),
                                      target.group(1).rsplit("/", 1)[-1]):
             language = "python" if target.group(2) == "py" else "bash"  # a script this call runs
         else:
@@ -250,8 +349,11 @@ def written_scripts(code: str) -> dict[str, tuple[str, str]]:
 
 
 def run_scripts(code: str) -> set[str]:
-    """The file names of the scripts a call runs with an interpreter (`python3 /workspace/check.py ...`)."""
-    return {word.rsplit("/", 1)[-1] for word in _RUNS.findall(code)}
+    """The file names of the scripts a call runs: with an interpreter (`python3 /workspace/check.py ...`, `python -m
+    check` runs check.py) or by their path (`./check.py`)."""
+    names = {(word.rsplit(".", 1)[-1] + ".py" if module else word).rsplit("/", 1)[-1]
+             for module, word in _RUNS.findall(code)}
+    return names | {path.rsplit("/", 1)[-1] for path in _EXECUTES.findall(code)}
 
 
 def _runs_script(runs: set[str], name: str) -> bool:
@@ -310,7 +412,8 @@ class Authored:
     call shows (`cat run.log`) made only of them is text the agent wrote earlier (a log forged with a heredoc, a
     script that only prints), replayed. Bounded by what is added (the calls' analysed code).
 
-    A script a shell call writes with a heredoc is typed whole too, but once a call has run it, output is read
+    A script a shell call writes with a heredoc (or a Python call from one string, `open('seg.py', 'w').write(CODE)`)
+    is typed whole too, but once a call has run it (`python -m seg`, `./seg.py` count), output is read
     as the same code run at once is: only the script's literals are typed (`print(type(model).__name__)` in
     `seg.py` computes the name it prints when `python3 seg.py` runs; `cat seg.py` before that shows it typed).
     A script's name words are typed from the call after the one that writes it until the call that first runs it:
@@ -341,6 +444,9 @@ class Authored:
             found: list[str] = []
             bash_effective(code, found, scripts)
             self.add(index, {w.casefold() for lit in found for w in _WORD.findall(lit)})
+        elif language == "python":
+            literals = python_literals(code, scripts)
+            self.add(index, {w.casefold() for lit in literals for w in _WORD.findall(lit)})
         else:
             self.add(index, literal_words(language, code, None))
         for name, (script_language, body) in scripts.items():
