@@ -227,13 +227,16 @@ def _ensure(data_root: str, log: str) -> None:
     staging.ensure(CountingTrack(Path(log)), _task(), Path(data_root))
 
 
-def _task() -> TaskSpec:
+def _task(demo: bool = True) -> TaskSpec:
+    """A one-case task of the counting track: a generated demo, or (demo=False) a task staged from a folder (a
+    demo ignores a folder given to it, so re-staging from another source needs a real task)."""
     import attrs
     from automedbench import toy
     from automedbench.taskfile import load_task_dir
 
     (vowels,) = load_task_dir(Path(toy.__file__).parent / "tasks")
-    return attrs.evolve(vowels, id="counting/demo", track="counting", case_count=1)
+    return attrs.evolve(vowels, id="counting/demo" if demo else "counting/sourced", track="counting", case_count=1,
+                        demo=demo)
 
 
 def test_two_runs_of_a_demo_stage_it_once(tmp_path):
@@ -297,7 +300,7 @@ def _restage_and_die(data_root: str, source: str, crash: str) -> None:
             return move
 
         os.rename, os.replace = dying(real_rename), dying(real_replace)  # type: ignore[assignment]
-    staging.stage(SourceTrack(), _task(), Path(data_root), Path(source))
+    staging.stage(SourceTrack(), _task(demo=False), Path(data_root), Path(source))
     os._exit(0)
 
 
@@ -307,7 +310,7 @@ def test_a_crash_during_a_restaging_never_leaves_new_data_under_the_old_stamp(tm
     anywhere in a re-staging, past the swap too, the stamp must describe the data that is there."""
     from automedbench.fsutil import tree_digest
 
-    data_root, task = tmp_path / "data", _task()
+    data_root, task = tmp_path / "data", _task(demo=False)
     data_root.mkdir()
     for version in ("v1", "v2"):
         (tmp_path / version).write_text(version)
