@@ -52,6 +52,7 @@ def test_evaluator_past_its_limit_is_one_clear_line(cli, monkeypatch):
     from automedbench import evaluator
 
     monkeypatch.setattr(evaluator, "EVAL_MEMORY_MB", 64)  # too little for any submission
+    monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")  # a fresh evaluator takes the limit (a warm one has its own)
     result = cli("evaluate", "--task", "segmentation/demo", "--baseline", "empty")
     assert result.exit_code == 1, result.output
     assert "submission error: the evaluator ran out of memory (64 MB)" in result.output
