@@ -59,28 +59,17 @@ def test_evaluator_past_its_limit_is_one_clear_line(cli, monkeypatch):
     assert "Traceback" not in result.output
 
 
-def test_evaluate_scores_on_the_evaluator_a_run_would(cli, reg, monkeypatch):
+def test_evaluate_scores_on_the_evaluator_a_run_would(cli, reg, monkeypatch, evaluators_asked):
     """`evaluate` took a cold evaluator even where a run of the same process scores warm (a test session: one
     interpreter, track and scorers per command); now warm where installed, cold with AUTOMEDBENCH_WARM_EVALUATOR=0."""
     import os
 
-    from automedbench.plugins import Registry
-
-    asked: list[str] = []
-    create = Registry.create
-
-    def spy(self, kind, name, **options):
-        if kind == "evaluator":
-            asked.append(name)
-        return create(self, kind, name, **options)
-
-    monkeypatch.setattr(Registry, "create", spy)
     warm = "warm" in reg.components["evaluator"] and os.environ.get("AUTOMEDBENCH_WARM_EVALUATOR") != "0"
     first = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect")
     monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")
     second = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect")
     assert first.exit_code == second.exit_code == 0, first.output + second.output
-    assert asked == ["warm" if warm else "process", "process"]
+    assert evaluators_asked == ["warm" if warm else "process", "process"]
     for result in (first, second):  # the same verdicts either way
         assert "strict 1.000  partial 1.000" in result.output and "Rating A" in result.output, result.output
 

@@ -126,21 +126,11 @@ def test_force_restage_rebuilds_and_keeps_old_on_failure(reg, tmp_path):
     assert staging.load(task, tmp_path).case_ids == staged.case_ids
 
 
-def test_evaluate_outputs_scores_on_the_evaluator_a_run_would(reg, data_root, tmp_path, monkeypatch):
+def test_evaluate_outputs_scores_on_the_evaluator_a_run_would(reg, data_root, tmp_path, monkeypatch,
+                                                              evaluators_asked):
     """Without a backend, the test kit's evaluate_outputs scores where a run of this process would: the session's
     warm evaluator where installed (no interpreter, track and scorers started per call); with the warm evaluator
     turned off, or asked for by name, the cold process."""
-    from automedbench.plugins import Registry
-
-    asked: list[str] = []
-    create = Registry.create
-
-    def spy(self, kind, name, **options):
-        if kind == "evaluator":
-            asked.append(name)
-        return create(self, kind, name, **options)
-
-    monkeypatch.setattr(Registry, "create", spy)
     warm = "warm" in reg.components["evaluator"] and os.environ.get("AUTOMEDBENCH_WARM_EVALUATOR") != "0"
     first = evaluate_outputs(DEMO, baseline="perfect", data_root=data_root, work=tmp_path / "a", registry=reg)
     monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")
@@ -148,5 +138,5 @@ def test_evaluate_outputs_scores_on_the_evaluator_a_run_would(reg, data_root, tm
     monkeypatch.delenv("AUTOMEDBENCH_WARM_EVALUATOR")
     third = evaluate_outputs(DEMO, baseline="perfect", data_root=data_root, work=tmp_path / "c", registry=reg,
                              backend="process")
-    assert asked == ["warm" if warm else "process", "process", "process"]
+    assert evaluators_asked == ["warm" if warm else "process", "process", "process"]
     assert first.task.strict == second.task.strict == third.task.strict == pytest.approx(1.0)  # same verdicts
