@@ -123,3 +123,21 @@ def run_agent(amb_run, staged):
     """A run on the segmentation demo, once per session per arguments: the test kit's `amb_run` cache, which the
     tracks' tests and the run page test fill too, so a worker never makes the same run twice."""
     return lambda agent, tier="lite", **kw: amb_run(DEMO, agent, tier, **kw)
+
+
+@pytest.fixture()
+def evaluators_asked(monkeypatch) -> list[str]:
+    """The evaluator backends the test's evaluations took from the registry, in order: which of warm and cold
+    scored them, without timing or process counting."""
+    from automedbench.plugins import Registry
+
+    asked: list[str] = []
+    create = Registry.create
+
+    def spy(self, kind, name, **options):
+        if kind == "evaluator":
+            asked.append(name)
+        return create(self, kind, name, **options)
+
+    monkeypatch.setattr(Registry, "create", spy)
+    return asked

@@ -52,10 +52,26 @@ def test_evaluator_past_its_limit_is_one_clear_line(cli, monkeypatch):
     from automedbench import evaluator
 
     monkeypatch.setattr(evaluator, "EVAL_MEMORY_MB", 64)  # too little for any submission
+    monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")  # a fresh evaluator takes the limit (a warm one has its own)
     result = cli("evaluate", "--task", "segmentation/demo", "--baseline", "empty")
     assert result.exit_code == 1, result.output
     assert "submission error: the evaluator ran out of memory (64 MB)" in result.output
     assert "Traceback" not in result.output
+
+
+def test_evaluate_scores_on_the_evaluator_a_run_would(cli, reg, monkeypatch, evaluators_asked):
+    """`evaluate` took a cold evaluator even where a run of the same process scores warm (a test session: one
+    interpreter, track and scorers per command); now warm where installed, cold with AUTOMEDBENCH_WARM_EVALUATOR=0."""
+    import os
+
+    warm = "warm" in reg.components["evaluator"] and os.environ.get("AUTOMEDBENCH_WARM_EVALUATOR") != "0"
+    first = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect")
+    monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")
+    second = cli("evaluate", "--task", "segmentation/demo", "--baseline", "perfect")
+    assert first.exit_code == second.exit_code == 0, first.output + second.output
+    assert evaluators_asked == ["warm" if warm else "process", "process"]
+    for result in (first, second):  # the same verdicts either way
+        assert "strict 1.000  partial 1.000" in result.output and "Rating A" in result.output, result.output
 
 
 def test_real_task_not_staged_names_the_fix(cli, reg, tmp_path, monkeypatch):

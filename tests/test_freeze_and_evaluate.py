@@ -93,7 +93,9 @@ def test_evaluator_ignores_agent_python_files(reg, staged, data_root, tmp_path):
     payload = f"open({str(marker)!r}, 'w').write('x')\n"
     for name in ("sitecustomize.py", "usercustomize.py", "numpy.py", "nibabel.py"):
         (sub / name).write_text(payload)
-    result = evaluate_outputs(DEMO, submission=sub, data_root=data_root, work=tmp_path / "work", registry=reg)
+    # the cold path: a fresh interpreter's start-up (site, the working folder) is what a planted file could reach
+    result = evaluate_outputs(DEMO, submission=sub, data_root=data_root, work=tmp_path / "work", registry=reg,
+                              backend="process")
     assert not marker.exists()
     assert result.task.strict == pytest.approx(1.0)
 
@@ -122,3 +124,19 @@ def test_force_restage_rebuilds_and_keeps_old_on_failure(reg, tmp_path):
         track.stage = track_stage
     assert marker.read_bytes() == before  # the old staging came back
     assert staging.load(task, tmp_path).case_ids == staged.case_ids
+
+
+def test_evaluate_outputs_scores_on_the_evaluator_a_run_would(reg, data_root, tmp_path, monkeypatch,
+                                                              evaluators_asked):
+    """Without a backend, the test kit's evaluate_outputs scores where a run of this process would: the session's
+    warm evaluator where installed (no interpreter, track and scorers started per call); with the warm evaluator
+    turned off, or asked for by name, the cold process."""
+    warm = "warm" in reg.components["evaluator"] and os.environ.get("AUTOMEDBENCH_WARM_EVALUATOR") != "0"
+    first = evaluate_outputs(DEMO, baseline="perfect", data_root=data_root, work=tmp_path / "a", registry=reg)
+    monkeypatch.setenv("AUTOMEDBENCH_WARM_EVALUATOR", "0")
+    second = evaluate_outputs(DEMO, baseline="perfect", data_root=data_root, work=tmp_path / "b", registry=reg)
+    monkeypatch.delenv("AUTOMEDBENCH_WARM_EVALUATOR")
+    third = evaluate_outputs(DEMO, baseline="perfect", data_root=data_root, work=tmp_path / "c", registry=reg,
+                             backend="process")
+    assert evaluators_asked == ["warm" if warm else "process", "process", "process"]
+    assert first.task.strict == second.task.strict == third.task.strict == pytest.approx(1.0)  # same verdicts

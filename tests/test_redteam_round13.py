@@ -59,10 +59,9 @@ def test_runs_under_other_conditions_are_never_pooled_into_one_row(data_root, tm
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
-    strict, strict_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
-                                   warm_evaluator=False)
+    strict, strict_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
     lenient, lenient_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
-                                     warm_evaluator=False, task_score="partial")
+                                     task_score="partial")
     assert (strict.state, lenient.state) == ("scored", "scored"), (strict.error, lenient.error)
     assert strict.aggregate.task == 0.0 and lenient.aggregate.task == 0.5
     conditions = {r.header.hashes.get("conditions") for r in (strict, lenient)}
@@ -84,7 +83,7 @@ def test_runs_under_other_conditions_are_never_pooled_into_one_row(data_root, tm
     assert all(r["conditions"] in ranking for r in rows)
 
     # runs under one condition stay one row, keyed as before
-    same, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    same, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
     assert same.header.hashes["conditions"] == strict.header.hashes["conditions"]
     strict_only = table.select([c == strict.header.hashes["conditions"][:12] for c in table["conditions"]])
     alone = build(load_table([strict_dir, runs / same.header.run_id]), resamples=50)
@@ -124,7 +123,7 @@ def test_an_evaluate_result_is_no_agents_run_on_a_leaderboard(data_root, tmp_pat
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
-    run, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    run, _ = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
     made = evaluate_outputs("toy/vowels", data_root=data_root, work=runs / "gpt-5", baseline="perfect")
     assert made.state == "scored" and made.aggregate.task == 1.0 and made.header.agent == "baseline:perfect"
     table = load_table([runs])

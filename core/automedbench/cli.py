@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from . import __version__, errors, interrupt, staging
 from .fsutil import printable_text
-from .options import DATA_ROOT_DEFAULT, RunOptions, click_options, data_root_or_default, from_cli
+from .options import DATA_ROOT_DEFAULT, RunOptions, click_options, data_root_or_default, from_cli, warm_wanted
 from .plugins import CommandContext, component_options, install_hint, registry
 from .progress import StagingProgress, WaitTicker
 from .staging import INCOMING
@@ -249,6 +249,9 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
     if keep_in and Path(keep_in).exists() and any(Path(keep_in).iterdir()):
         raise errors.UserError(f"--out {keep_in} already holds files; give a new or empty folder")
     work = Path(keep_in) if keep_in else Path(tempfile.mkdtemp(prefix="amb-eval-"))
+    # the evaluator a run of this process would score on (same isolation, same verdicts): under pytest the
+    # session's warm one, not an interpreter, the track and its scorers started per command
+    warm = warm_wanted(RunOptions(task=o["task"]), "warm" in reg.components["evaluator"])
     ticker = WaitTicker(err_console)  # scoring can take a while (report generation: METEOR's Java start-up)
     try:
         ticker.start(f"scoring {o['task']} in the isolated evaluator")
@@ -256,7 +259,8 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
             result = evaluate_folder(reg, EvaluateOptions(
                 task=o["task"], data_root=o["data_root"], work=work,
                 submission=Path(submission) if submission else None, baseline=baseline, task_score=o["task_score"],
-                eval_options=o["eval_options"], pictures=bool(keep_in) and o["pictures"]))
+                eval_options=o["eval_options"], pictures=bool(keep_in) and o["pictures"],
+                backend="warm" if warm else "process"))
         finally:
             ticker.stop()
         render(result, console, items=items)

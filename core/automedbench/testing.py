@@ -147,14 +147,22 @@ def run_steps(task_id: str, steps: Sequence[tuple[str, str] | list[str]], *, out
 
 def evaluate_outputs(task_id: str, *, data_root: Path, work: Path, submission: Path | None = None,
                      baseline: str | None = None, task_score: str | None = None,
-                     eval_options: dict[str, str] | None = None, backend: str = "process",
+                     eval_options: dict[str, str] | None = None, backend: str | None = None,
                      registry: Any = None) -> Result:
     """Score a folder of outputs (`submission`) or a track's baseline by name, as `automedbench evaluate` does:
-    frozen, scored in the isolated evaluator (`backend`), graded, rated; the Result (also `work/result.json`)."""
+    frozen, scored in the isolated evaluator (`backend`), graded, rated; the Result (also `work/result.json`).
+
+    No `backend`: the evaluator a run of this process would score on (`warm_wanted`: under pytest the session's
+    warm one where installed, same isolation and verdicts as the cold path), so a test does not start an
+    interpreter, the track and its scorers per evaluation; a test of the cold path says `backend="process"`."""
     from .engine import EvaluateOptions, evaluate_folder
     from .engine import registry as default_registry
+    from .options import RunOptions, warm_wanted
 
-    return evaluate_folder(registry if registry is not None else default_registry(), EvaluateOptions(
+    reg = registry if registry is not None else default_registry()
+    if backend is None:
+        backend = "warm" if warm_wanted(RunOptions(task=task_id), "warm" in reg.components["evaluator"]) else "process"
+    return evaluate_folder(reg, EvaluateOptions(
         task=task_id, data_root=data_root, work=work, submission=submission, baseline=baseline,
         task_score=task_score, eval_options=dict(eval_options or {}), backend=backend))
 
