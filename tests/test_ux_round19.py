@@ -9,6 +9,7 @@ import re
 
 import pytest
 import test_cli_newuser
+from automedbench.api import CASE_LEFT_OUT
 from automedbench.cli import main
 from click.testing import CliRunner
 from test_ux_round18 import _one_line  # exit 2 and one line on stderr holding the needle
@@ -87,14 +88,17 @@ def test_a_value_the_metric_could_not_compute_reads_null_on_the_page(run_agent, 
     path = run_dir / "result.json"
     data = json.loads(path.read_text())
     data["task"]["components"]["lpips_mean_valid"] = None
-    data["task"]["per_case"][0]["lesion_dice"] = None
+    # a case whose lesion Dice is in the Task: a case with no lesion says so beside its value (ux24), and which
+    # case has none follows the staging's secret draw
+    counted = next(row for row in data["task"]["per_case"] if CASE_LEFT_OUT not in row)
+    counted["lesion_dice"] = None
     path.write_text(json.dumps(data))  # no longer as signed: the page says unverified and still shows it
     page = tmp_path / "page.html"
     shown = CliRunner().invoke(main, ["view", str(run_dir), "--out", str(page)], catch_exceptions=False)
     assert shown.exit_code == 0, shown.output
     html = page.read_text()
     assert 'lpips_mean_valid <span class="muted">null</span>' in html
-    row = re.search(r'<tr id="case-0">.*?</tr>', html).group(0)
+    row = re.search(rf'<tr id="case-\d+"><td>{re.escape(counted["case_id"])}</td>.*?</tr>', html).group(0)
     assert '<td class="n"><span class="muted">null</span></td>' in row, row
 
 
