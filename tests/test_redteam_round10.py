@@ -76,7 +76,7 @@ def test_a_number_beyond_float64_in_an_output_never_fails_the_harness(data_root,
 # uncompressed bytes under the .gz name; halved values with scl_slope 2; values less 1024 in float64 with scl_inter
 # 1024 and a 512 KB header extension. Each decodes to the input's float32 values exactly.
 SIX_ENCODINGS = """
-import os, numpy as np, nibabel as nib
+import gzip, os, numpy as np, nibabel as nib
 data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
 cases = sorted(c for c in os.listdir(data) if os.path.isfile(os.path.join(data, c, 'ct.nii.gz')))
 for k, case in enumerate(cases):
@@ -101,8 +101,8 @@ for k, case in enumerate(cases):
     folder = os.path.join(out, case)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, 'sct.nii.gz')
-    if kind == 3:
-        open(path, 'wb').write(image.to_bytes())
+    if kind == 3:  # gzipped by hand at another level (plain bytes under .nii.gz are invalid, as in the release)
+        open(path, 'wb').write(gzip.compress(image.to_bytes(), compresslevel=1))
     else:
         nib.save(image, path)
 print(len(cases), 'written')
@@ -161,7 +161,7 @@ def test_a_replys_numbers_too_large_to_record_are_the_agents_failure(reg, data_r
 # ------------------------------------------------------------------ synthesis: a header nibabel refuses (class 7)
 
 BAD_MAGIC = """
-import os, numpy as np, nibabel as nib
+import gzip, os, numpy as np, nibabel as nib
 data, out = os.environ['DATA_DIR'], os.path.join(os.environ['WORKSPACE_DIR'], 'outputs')
 case = sorted(c for c in os.listdir(data) if os.path.isfile(os.path.join(data, c, 'ct.nii.gz')))[0]
 source = nib.load(os.path.join(data, case, 'ct.nii.gz'))
