@@ -239,3 +239,19 @@ def test_the_run_page_written_by_the_run_shows_the_results_times(toy_run):
     found = re.search(r"wall ([\d.]+) s; agent/model ([\d.]+) s; tools ([\d.]+) s; harness ([\d.]+) s", page)
     assert found, "no times on the page"
     assert [float(v) for v in found.groups()] == [runtime.wall_s, runtime.agent_s, runtime.exec_s, runtime.harness_s]
+
+
+def test_the_kept_options_are_what_result_json_reads_back():
+    """header.options as a run returns it equals what its result.json holds: tuples (a scripted agent's turns) come
+    back as lists, and a lone surrogate (non-UTF-8 bytes in argv) as the visible text every harness write makes of
+    it. Before, the surrogate stayed raw in the returned header while the stored one read back escaped."""
+    import json
+
+    from automedbench.options import RunOptions, changed_options
+    from automedbench.serialize import json_text, to_dict
+
+    options = RunOptions(task="toy/vowels", agent_options={"text": "caf\udcff", "turns": [("bash", "ls")]})
+    kept = changed_options(options)
+    assert kept == json.loads(json_text(to_dict(kept)))
+    assert kept["agent_options"]["turns"] == [["bash", "ls"]]
+    assert kept["agent_options"]["text"] == "caf\\udcff"

@@ -22,6 +22,7 @@ from .repeats import DEFAULT_LIMIT as DEFAULT_REPEAT_LIMIT
 from .repeats import NOTICE_AT as REPEAT_NOTICE_AT
 from .sandbox import DEFAULT_QUOTA_MB
 from .secretmask import mask_value
+from .serialize import json_text, to_dict
 
 META = "automedbench"  # the attrs metadata key of a field's declaration
 # =0: runs that do not say warm or cold score on a fresh evaluator process per evaluation; unset (or =1), on the
@@ -258,7 +259,6 @@ def from_cli(params: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-
 # The options a run's header names by a field of its own (`Header.task`, ...); the rest it keeps in `Header.options`
 HEADER_NAMED = ("task", "tier", "agent", "sandbox", "judge")
 
@@ -276,9 +276,10 @@ def changed_options(options: RunOptions) -> dict[str, Any]:
             out[f.name] = mask_value(f.name, value)  # the header is shared: no credential (the digest has it)
     if options.gpus:
         out["gpus"] = options.gpus
-    # as JSON keeps them (tuples as lists, e.g. a scripted agent's turns): the header a run returns is the one it
+    # as result.json keeps them, through the one writer every record goes through (tuples as lists, e.g. a scripted
+    # agent's turns; a lone surrogate from non-UTF-8 argv as visible text): the header a run returns is the one it
     # stored, which `result.json == the run's result` checks rely on
-    return json.loads(json.dumps(out, default=str))
+    return json.loads(json_text(to_dict(out)))
 
 
 def rerun_command(header: dict[str, Any]) -> str:
