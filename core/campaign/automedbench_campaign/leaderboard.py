@@ -160,11 +160,16 @@ def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, A
                          for a in sorted(set(labels))}}
 
 
+def tied(stages: dict[str, Any], which: str) -> list[str]:
+    """Every stage at a stage analysis' `which` ("weakest" or "strongest") mean; an analysis without the tie lists
+    (none scored) gives its one named stage, if any."""
+    return list(stages.get(f"{which}_all") or ([stages[which]] if stages.get(which) else []))
+
+
 def extremes(stages: dict[str, Any]) -> str:
     """"weakest S3, strongest S2" of a stage analysis, a tie named whole ("strongest S1, S2 (tied)"), and "every
     stage scored the same" when no stage stands out; "" without stages."""
-    weakest = stages.get("weakest_all") or ([stages["weakest"]] if stages.get("weakest") else [])
-    strongest = stages.get("strongest_all") or ([stages["strongest"]] if stages.get("strongest") else [])
+    weakest, strongest = tied(stages, "weakest"), tied(stages, "strongest")
     if not weakest:
         return ""
     if weakest == strongest:

@@ -23,7 +23,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder, copy_verified, registry
 
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes
+from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, tied
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -233,11 +233,6 @@ def _tiers(table: RunTable, resamples: int, seed: int) -> str:
                 "agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"}))
 
 
-def _tied(analysis: dict[str, Any], which: str) -> str:
-    """An agent's weakest or strongest stage, every stage of a tie named ("S1, S2"), not its first alone."""
-    return ", ".join(analysis.get(f"{which}_all") or []) or str(analysis.get(which) or "")
-
-
 def _stages(board: Leaderboard) -> str:
     by_agent = board.analyses["stages"]["by_agent"]
     colours = _agent_colours(sorted(by_agent))
@@ -245,7 +240,8 @@ def _stages(board: Leaderboard) -> str:
     overall = board.analyses["stages"]["all"]
     rows = "".join(f"<tr><td>{esc(a, 200)}</td>"
                    + "".join(f'<td class="n">{_ci(v["stages"].get(s, {}))}</td>' for s in STAGES)
-                   + f"<td>{esc(_tied(v, 'weakest'))}</td><td>{esc(_tied(v, 'strongest'))}</td></tr>"
+                   + "".join(f"<td>{esc(', '.join(tied(v, which)))}</td>" for which in ("weakest", "strongest"))
+                   + "</tr>"
                    for a, v in sorted(by_agent.items()))
     head = "".join(f'<th class="n">{s} {esc(STAGE_NAMES[s])}</th>' for s in STAGES)
     return (f"<h1>Stage profile</h1><p>Over all runs: <b>{esc(extremes(overall) or '–')}</b> (the paper: S3 "
