@@ -30,7 +30,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from automedbench.testing import run_cli, run_task
 
 TASK = "toy/vowels"
@@ -57,7 +56,6 @@ def _label(run_dir: Path) -> str:
     return f"{header['agent']} [{header['hashes']['conditions'][:12]}]"
 
 
-@pytest.mark.slow
 def test_every_chart_colours_a_run_as_the_ranking_row_it_counts_in(data_root, tmp_path):
     """Before: orange named "reference" and "batch-first [...]" in the legend, the reference run's point was drawn
     orange while its row's bar was green, and the report had panels "batch-first (n=2)" and "baseline:perfect"."""
