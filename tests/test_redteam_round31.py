@@ -11,6 +11,12 @@ runner and CLI.
   `evaluate --baseline perfect` result (no agent's run, never a row) had a panel of its own. Now each page has one
   colour per ranking row for every chart and the legend (`colours.series_colours`), each run's point takes its
   row's (`leaderboard.run_labels`), and the histograms are the rows the ranking counts.
+- **A page left from the last build** (`leaderboard --site`, the same folder rebuilt): pages were only ever
+  written, so a run left out since the last build (here its verdict edited after the fact: "judge.json changed
+  since the harness signed the result") kept its page `runs/<id>.html`, with every grade as it stood, in the folder
+  a team publishes as it is; so would the ranking of a task or track with no counted run left. A build now records
+  its pages (`.site-pages.json`) and the next removes those it did not write again, nothing else
+  (`sitefiles`).
 - **Colours repeated from the eleventh series** (same pages): the ten-colour palette wrapped, so with eleven agents
   (or agents and conditions) the first and the eleventh were one colour in every chart and legend. Colours beyond
   the palette are now generated, each series its own.
@@ -116,3 +122,36 @@ def test_no_two_series_share_a_colour_however_many_there_are(tmp_path):
     keys = re.findall(r'width="10" height="10" fill="(#[0-9a-f]{6})"/><text [^>]*>([^<]*)</text>', chart)
     assert sorted(label for _, label in keys) == agents
     assert len({colour for colour, _ in keys}) == len(agents), keys
+
+
+def test_a_rebuilt_site_keeps_no_page_of_a_run_it_no_longer_counts(data_root, tmp_path):
+    """Before: after the edit, runs.html no longer listed the run but runs/<id>.html (its page, Overall and every
+    grade as signed) was still in the site folder, beside a file a user had put there."""
+    runs, site = tmp_path / "runs", tmp_path / "site"
+    _, kept = run_task(TASK, "reference", out=runs, data_root=data_root)
+    _, dropped = run_task(TASK, "batch-first", out=runs, data_root=data_root)
+    board = ("leaderboard", str(runs), "--site", str(site), "--resamples", "100", "--quiet")
+    assert run_cli(*board).exit_code == 0
+    pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    page = f"runs/{dropped.name}.html"
+    assert page in pages and f"runs/{kept.name}.html" in pages, pages
+    (site / "notes.txt").write_text("the team's own file")
+    (site / "runs" / "draft.txt").write_text("another of theirs")
+
+    verdict = json.loads((dropped / "judge.json").read_text())
+    for item in verdict["items"]:
+        item["value"] = 1.0
+    (dropped / "judge.json").write_text(json.dumps(verdict))
+    done = run_cli(*board)
+    assert done.exit_code == 0, done.output
+    now = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
+    assert page not in now, "the page of a run the site no longer counts is still published"
+    assert now == pages - {page}, now ^ pages
+    assert not any(dropped.name in (site / name).read_text() for name in now)
+    assert (site / "notes.txt").exists() and (site / "runs" / "draft.txt").exists()  # only its own pages go
+
+    victim = tmp_path / "victim.html"  # a list naming anything but the site's own pages is never acted on
+    victim.write_text("kept")
+    (site / ".site-pages.json").write_text(json.dumps(["../victim.html", str(victim), "runs/../../victim.html"]))
+    assert run_cli(*board).exit_code == 0
+    assert victim.read_text() == "kept"

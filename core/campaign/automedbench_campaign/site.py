@@ -25,6 +25,7 @@ from automedbench.engine import RunFolder, copy_verified, registry
 
 from .colours import series_colours
 from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
+from .sitefiles import previous_pages, record_pages
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -424,6 +425,7 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     `pictures=False` leaves the case pictures (drawn from the data) out of every run page."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
+    previous = previous_pages(out)  # the last build's pages: those not written again are removed at the end
     pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
     taken: set[str] = set()
     written = []
@@ -466,4 +468,5 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
             atomic_write_text(path, document(f"AutoMedBench · {folder} {name}", SITE_CSS + body, _nav("", "../")),
                               shared=True)
             written.append(path)
+    record_pages(out, written, previous)
     return written
