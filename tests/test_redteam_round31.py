@@ -17,6 +17,10 @@ runner and CLI.
   a team publishes as it is; so would the ranking of a task or track with no counted run left. A build now records
   its pages (`.site-pages.json`) and the next removes those it did not write again, nothing else
   (`sitefiles`).
+- **`view` of a result.json anyone wrote** (the run page, a user with the folder): the unverified path drew the page
+  from the file's JSON as it was, so a forged result giving its cost as text ("x") ended `automedbench view` in a
+  traceback (ValueError: Unknown format code 'f'), where `show` refuses it in one line. It is now read through the
+  Result schema as `show` reads it: refused in one line (exit 2), or drawn with the unverified mark.
 - **Colours repeated from the eleventh series** (same pages): the ten-colour palette wrapped, so with eleven agents
   (or agents and conditions) the first and the eleventh were one colour in every chart and legend. Colours beyond
   the palette are now generated, each series its own.
@@ -155,3 +159,23 @@ def test_a_rebuilt_site_keeps_no_page_of_a_run_it_no_longer_counts(data_root, tm
     (site / ".site-pages.json").write_text(json.dumps(["../victim.html", str(victim), "runs/../../victim.html"]))
     assert run_cli(*board).exit_code == 0
     assert victim.read_text() == "kept"
+
+
+def test_view_of_a_forged_result_is_one_line_or_an_unverified_page(data_root, tmp_path):
+    """Before: a traceback (ValueError: Unknown format code 'f' for object of type 'str') for the cost given as text."""
+    _, run_dir = run_task(TASK, "reference", out=tmp_path / "runs", data_root=data_root)
+    signed = (run_dir / "result.json").read_text()
+    body = json.loads(signed[:signed.rindex(',\n  "proof"')] + "\n}")
+    body["runtime"]["cost_usd"] = "x"
+    (run_dir / "result.json").write_text(json.dumps(body))
+    done = run_cli("view", str(run_dir))
+    assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+    assert "does not match the Result schema" in done.output and "runtime.cost_usd" in done.output
+
+    body["runtime"]["cost_usd"] = 0.0
+    body["aggregate"]["overall"] = 0.999
+    (run_dir / "result.json").write_text(json.dumps(body))
+    done = run_cli("view", str(run_dir))
+    assert done.exit_code == 0, done.output
+    page = (run_dir / "view.html").read_text()
+    assert 'class="warn">unverified</span>' in page and "not verified as this harness" in page
