@@ -31,6 +31,13 @@ copy whose mtime is the copy's; classification and synthesis: device, inode, siz
 share a frozen path (the pilots' copies are numbered per run and removed); the run page links only within itself, and
 `view`, `show`, the site, `codes` and `rejudge` all read a run from a verified copy; `find_runs` never enters a run
 folder or a hidden one, so nothing an agent leaves in its workspace or a retried attempt's folder is counted.
+
+Found and left for a design decision: the model gateway forwards whatever model a request names. A mini-swe-agent run
+configured `model=m` whose program also asked for "big-model" got both answered (records [("m", 200), ("big-model",
+200)], 0 refused), and its result names only `model=m` in its options and conditions: a leaderboard row for one model
+can hold runs that used another. Pinning the gateway to the run's model needs a rule for bodies it cannot parse
+(over 16 MB) and for systems that call a helper model; recording the served models in the conditions needs the runner
+to learn them after the agent phase.
 """
 
 from __future__ import annotations
