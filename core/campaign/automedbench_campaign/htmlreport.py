@@ -14,12 +14,11 @@ from typing import Any
 import numpy as np
 from automedbench.api import STAGE_NAMES, STAGES
 
-from .leaderboard import RATINGS, Leaderboard
+from .colours import PALETTE, series_colours
+from .leaderboard import RATINGS, Leaderboard, run_labels
 from .render import LABELS, pct
 from .store import FINISHED, RunTable
 
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf"]
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}
@@ -56,6 +55,7 @@ def stage_plot(board: Leaderboard) -> str:
     by_agent = board.analyses["stages"]["by_agent"]
     agents = list(by_agent) or ["all"]
     series = by_agent or {"all": board.analyses["stages"]["all"]}
+    colours = series_colours(agents)  # one each: the palette repeated from the 11th agent, two read as one
     w, h, x0, y0 = 560, 300, 44, 250
     plot_w, plot_h = w - x0 - 16, 200
     body = _axis(x0, y0, plot_w, plot_h, 1.0, fmt=lambda v: f"{v:.1f}")
@@ -71,7 +71,7 @@ def stage_plot(board: Leaderboard) -> str:
             top = y0 - plot_h * v["mean"]
             tip = f"<title>{_e(agent)} {stage}: {pct(v['mean'])}</title>"
             body.append(f'<rect x="{x:.1f}" y="{top:.1f}" width="{bar - 1:.1f}" height="{y0 - top:.1f}" '
-                        f'fill="{PALETTE[ai % len(PALETTE)]}">{tip}</rect>')
+                        f'fill="{colours[agent]}">{tip}</rect>')
             if v.get("lo") is not None:
                 cx = x + (bar - 1) / 2
                 body.append(f'<line x1="{cx:.1f}" y1="{y0 - plot_h * v["lo"]:.1f}" x2="{cx:.1f}" '
@@ -79,12 +79,12 @@ def stage_plot(board: Leaderboard) -> str:
         body.append(f'<text x="{gx + group / 2 - 6:.1f}" y="{y0 + 16}" text-anchor="middle">{stage} '
                     f'{_e(STAGE_NAMES[stage])}</text>')
     lx, ly = x0 + 8, 14
-    for ai, agent in enumerate(agents):
+    for agent in agents:
         name = agent if len(agent) <= 28 else agent[:27] + "…"
         span = 24 + CHAR_PX * len(name)
         if lx + span > w and lx > x0 + 8:  # next legend row rather than past the edge
             lx, ly = x0 + 8, ly + 14
-        body.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{PALETTE[ai % len(PALETTE)]}"/>'
+        body.append(f'<rect x="{lx:.1f}" y="{ly - 9}" width="10" height="10" fill="{colours[agent]}"/>'
                     f'<text x="{lx + 14:.1f}" y="{ly}">{_e(name)}</text>')
         lx += span
     return _svg(w, h + 10, body, "mean score per stage")
@@ -123,9 +123,13 @@ def _nice_step(peak: int, ticks: int = 4) -> int:
     return step
 
 
-def distribution_plot(table: RunTable) -> str:
-    """Per agent: a histogram of Overall (10 bins, x = Overall 0–1) with a run-count axis."""
-    agents = sorted(set(table["agent"]))
+def distribution_plot(table: RunTable, include_unverified: bool = False) -> str:
+    """Per row of the ranking by agent (an agent's runs of other conditions apart, as its rows and stage profile
+    keep them; `evaluate` results are no agent's): a histogram of Overall (10 bins, x = Overall 0–1) with a
+    run-count axis. Per agent name, it pooled a run re-graded by a lenient judge with the runs graded as made."""
+    labels = run_labels(table, include_unverified=include_unverified)
+    agents = sorted({label for label in labels if label is not None})
+    colours = series_colours(agents)
     bins = np.linspace(0, 1, 11)
     cols = 3
     cw, ch = 250, 190
@@ -133,7 +137,7 @@ def distribution_plot(table: RunTable) -> str:
     body = []
     for ai, agent in enumerate(agents):
         ox, oy = (ai % cols) * cw, (ai // cols) * ch
-        values = table["overall"][np.array([a == agent for a in table["agent"]])]
+        values = table["overall"][np.array([label == agent for label in labels], dtype=bool)]
         values = values[~np.isnan(values)]
         counts, _ = np.histogram(values, bins=bins)
         step = _nice_step(max(1, int(counts.max()) if counts.size else 1))
@@ -150,7 +154,7 @@ def distribution_plot(table: RunTable) -> str:
         for bi, count in enumerate(counts):
             bh = ph * count / top
             body.append(f'<rect x="{x0 + bi * pw / 10:.1f}" y="{y0 - bh:.1f}" width="{pw / 10 - 1:.1f}" '
-                        f'height="{bh:.1f}" fill="{PALETTE[ai % len(PALETTE)]}"><title>{_e(agent)}: {count} '
+                        f'height="{bh:.1f}" fill="{colours[agent]}"><title>{_e(agent)}: {count} '
                         f'run(s) with Overall {bi / 10:.1f}–{(bi + 1) / 10:.1f}</title></rect>')
         for tick in range(0, 11, 2):
             x = x0 + pw * tick / 10
@@ -231,6 +235,8 @@ def render_html(board: Leaderboard, table: RunTable, title: str = "AutoMedBench 
     if a["turns_per_run"] is not None:
         findings.append(f"Turns per run: {a['turns_per_run']:.1f}.")
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # the caller left unverified runs out of `table` unless the board counts them (as the site's caller does)
+    runs_plot = distribution_plot(table, include_unverified=True)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style></head>
 <body>
@@ -246,7 +252,7 @@ percentile bootstrap CIs ({board.resamples} resamples, seed {board.seed}). Gener
 <figure>{code_plot(board)}<figcaption>Share of all fired error codes (E1–E5; breaches are not codes).
 </figcaption></figure>
 <figure>{cliff_plot(board)}<figcaption>Overall by number of fired codes, with 95 % CIs.</figcaption></figure>
-<figure>{distribution_plot(table)}<figcaption>Overall score distribution per agent (10 bins).</figcaption></figure>
+<figure>{runs_plot}<figcaption>Overall score distribution per agent (10 bins).</figcaption></figure>
 </div>
 </body></html>
 """

@@ -89,7 +89,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
     for key in by:
         if key not in GROUP_KEYS:
             raise ValueError(f"cannot group by {key!r}; choose from {', '.join(GROUP_KEYS)}")
-    finished = np.array([s in FINISHED for s in table["state"]], dtype=bool)
+    finished = _finished(table)
     excluded: dict[str, int] = {}
     for state, ok in zip(table["state"], finished, strict=True):
         if not ok:
@@ -101,7 +101,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
         excluded["copy or other version of a counted run"] = len(table.rejected) - forged
     # an `evaluate` result scores a folder of outputs anyone made (a baseline, the references themselves): genuine,
     # but no agent's run, so never a row or a mean beside agents' runs
-    agentless = finished & np.array([r == END_NO_AGENT for r in table["end_reason"]], dtype=bool)
+    agentless = finished & _agentless(table)
     if agentless.any():
         excluded["no agent (evaluate)"] = int(agentless.sum())
         finished &= ~agentless
@@ -179,6 +179,27 @@ def extremes(stages: dict[str, Any]) -> str:
         return ", ".join(found) + (" (tied)" if len(found) > 1 else "")
 
     return f"weakest {named(weakest)}, strongest {named(strongest)}"
+
+
+def _finished(table: RunTable) -> np.ndarray:
+    return np.array([s in FINISHED for s in table["state"]], dtype=bool)
+
+
+def _agentless(table: RunTable) -> np.ndarray:
+    return np.array([r == END_NO_AGENT for r in table["end_reason"]], dtype=bool)
+
+
+def run_labels(table: RunTable, *, include_unverified: bool = False) -> list[str | None]:
+    """Each run's agent as `build(by=("agent",))` names its row (`agent_labels` over the runs it counts), None for
+    a run it leaves out (not finished, an `evaluate` result, unverified unless asked): per-run charts drawn with
+    the ranking (its points, its histograms) must split and colour runs as its rows do."""
+    counted = _finished(table) & ~_agentless(table)
+    if not include_unverified:
+        counted &= table["verified"]
+    labels: list[str | None] = [None] * len(table)
+    for i, label in zip(np.flatnonzero(counted), agent_labels(table.select(counted)), strict=True):
+        labels[int(i)] = label
+    return labels
 
 
 def agent_labels(table: RunTable) -> list[str]:

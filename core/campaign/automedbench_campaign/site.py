@@ -23,13 +23,13 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder, copy_verified, registry
 
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, tied
+from .colours import series_colours
+from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
+from .sitefiles import previous_pages, record_pages
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
 
-AGENT_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                 "#bcbd22", "#17becf"]
 TIER_COLOURS = {"lite": "#4c78a8", "standard": "#f58518", "pro": "#54a24b"}
 SERIES_COLOUR = "#6b6ecf"
 PAGES = [("index.html", "Ranking"), ("tracks.html", "Tracks"), ("tasks.html", "Tasks"),
@@ -141,12 +141,13 @@ def _bars(groups: list[tuple[str, list[tuple[str, float | None]]]], colours: dic
             f"<figcaption>{esc(title, 300)}</figcaption></figure>")
 
 
-def _scatter(table: RunTable, colours: dict[str, str], title: str) -> str:
+def _scatter(table: RunTable, labels: list[str | None], colours: dict[str, str], title: str) -> str:
     """Overall (y, 0–1) against cost in dollars (x, from 0 to the dearest run) per finished run, one colour per
-    agent (the legend beside the chart says which); runs without an Overall are left out and counted."""
+    row of the ranking (`labels`: each run's, as the bars name it; the legend beside the chart says which); runs
+    without an Overall are left out and counted."""
     width, height, x0, y0, plot_w, plot_h = 640, 280, 48, 230, 570, 200
     overall, cost = table["overall"], table["cost_usd"] + table["judge_cost_usd"]
-    shown = [i for i in range(len(table)) if overall[i] == overall[i] and table["agent"][i] in colours]
+    shown = [i for i in range(len(table)) if overall[i] == overall[i] and labels[i] in colours]
     top = max([float(cost[i]) for i in shown] + [0.0])
     top = top * 1.05 if top > 0 else 1.0
     body = [f'<line x1="{x0}" y1="{y0}" x2="{x0 + plot_w}" y2="{y0}" stroke="#333"/>'
@@ -161,7 +162,7 @@ def _scatter(table: RunTable, colours: dict[str, str], title: str) -> str:
                 f'transform="rotate(-90 12 {y0 - plot_h / 2})">Overall</text>')
     for i in shown:
         x, y = x0 + plot_w * float(cost[i]) / top, y0 - plot_h * float(overall[i])
-        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colours[table["agent"][i]]}" fill-opacity="0.75">'
+        body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colours[str(labels[i])]}" fill-opacity="0.75">'
                     f'<title>{esc(table["run_id"][i], 120)}: Overall {num(float(overall[i]))}, '
                     f'${float(cost[i]):.4f}</title></circle>')
     left_out = len(table) - len(shown)
@@ -169,10 +170,6 @@ def _scatter(table: RunTable, colours: dict[str, str], title: str) -> str:
     return (f'<figure><svg viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" role="img" '
             f'aria-label="{esc(title, 200)}" font-size="11" font-family="sans-serif">{"".join(body)}</svg>'
             f"<figcaption>{esc(title + note, 400)}</figcaption></figure>")
-
-
-def _agent_colours(agents: list[str]) -> dict[str, str]:
-    return {a: AGENT_COLOURS[i % len(AGENT_COLOURS)] for i, a in enumerate(agents)}
 
 
 def _who(cell: Cell) -> str:
@@ -189,20 +186,22 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
             + (f" ({excluded} left out: the harness's failures, not the agent's)" if excluded else "")
             + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
               f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
-    colours = _agent_colours(sorted({c.key["agent"] for c in board.cells}))
-    rows = _agent_colours(sorted({_who(c) for c in board.cells}))
+    # one colour per row of the ranking, for every chart and the one legend: a colour map per agent beside one per
+    # agent and conditions, both from the first palette colour, gave one colour to two series (the legend named
+    # another agent's bar)
+    rows = series_colours(sorted({_who(c) for c in board.cells}))
     charts = [
         _bars([("Overall", [(_who(c), c.scores["overall"]["mean"]) for c in board.cells])], rows,
               "Mean Overall per agent" + (" and conditions" if CONDITIONS in board.by else "")),
         _bars([(stage, [(a, v["stages"].get(stage, {}).get("mean")) for a, v in
                         sorted(board.analyses["stages"]["by_agent"].items())]) for stage in STAGES], rows,
               "Mean stage score per agent" + (" and conditions" if CONDITIONS in board.by else "")),
-        _scatter(table, colours, "Overall against cost per run (one point per run; cost of the agent's model "
-                                 "calls and the judge's)"),
+        _scatter(table, run_labels(table, include_unverified=True), rows,
+                 "Overall against cost per run (one point per run; cost of the agent's model calls and the judge's)"),
     ]
     return ("<h1>Ranking per agent</h1>" + note
             + _table(board, ("agent",), {"agent": lambda key: f"runs.html#agent-{_slug(key['agent'])}"})
-            + _legend(list(colours.items()) + [item for item in rows.items() if item[0] not in colours])
+            + _legend(list(rows.items()))
             + f'<div class="charts">{"".join(charts)}</div>')
 
 
@@ -235,7 +234,7 @@ def _tiers(table: RunTable, resamples: int, seed: int) -> str:
 
 def _stages(board: Leaderboard) -> str:
     by_agent = board.analyses["stages"]["by_agent"]
-    colours = _agent_colours(sorted(by_agent))
+    colours = series_colours(sorted(by_agent))
     groups = [(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours]) for stage in STAGES]
     overall = board.analyses["stages"]["all"]
     rows = "".join(f"<tr><td>{esc(a, 200)}</td>"
@@ -333,7 +332,7 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
     rows, sub, board = _subset(table, "track", track, resamples, seed)
     tasks = build(sub, by=("task_id",), resamples=resamples, seed=seed, include_unverified=True)
     by_agent = board.analyses["stages"]["by_agent"]  # an agent's runs of other conditions apart (agent_labels)
-    colours = _agent_colours(sorted(by_agent))
+    colours = series_colours(sorted(by_agent))
     chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours])
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
     ran = {str(sub["task_id"][i]) for i in range(len(sub))}
@@ -426,6 +425,7 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     `pictures=False` leaves the case pictures (drawn from the data) out of every run page."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(exist_ok=True)
+    previous = previous_pages(out)  # the last build's pages: those not written again are removed at the end
     pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
     taken: set[str] = set()
     written = []
@@ -468,4 +468,5 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
             atomic_write_text(path, document(f"AutoMedBench · {folder} {name}", SITE_CSS + body, _nav("", "../")),
                               shared=True)
             written.append(path)
+    record_pages(out, written, previous)
     return written

@@ -55,6 +55,9 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
             return
         data = folder.json_data(RunFolder.RESULT)
         if data is not None:
+            # through the record's schema, as `show` reads it: a result.json anyone wrote may hold any value (a cost
+            # given as text ended `view` in a traceback); one that is no Result is refused in one line
+            data = result_json(folder.load_result())
             iso = data["isolation"] if isinstance(data.get("isolation"), dict) else {}
             reasons = iso.get("unverified") if isinstance(iso.get("unverified"), list) else []
             data["isolation"] = {**iso, "verified": False,
