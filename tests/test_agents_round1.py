@@ -197,7 +197,7 @@ def test_a_program_that_gives_up_on_a_provider_down_before_the_wait_is_an_outage
         _, record, wall = _run(cli, tmp_path, stub, provider.url, "--agent-option", "args=--tries=3", wait="60")
     assert wall < 30, wall
     assert (record["state"], record["end_reason"]) == ("infrastructure_failure", "provider_unavailable"), record
-    assert "3 of 3 call(s) could not reach it" in record["error"] and "failed too" in record["error"], record
+    assert "3 call(s) failed over " in record["error"] and "failed too" in record["error"], record
     assert "the session was ended" not in record["error"], record
 
 

@@ -394,18 +394,11 @@ class ModelGateway:
 
     def outage(self) -> tuple[str, bool]:
         """Why the provider did not answer ("" when it did) and whether that is an outage no call of the session
-        got past (no answer at all, and the harness's own request failed too). A session whose program gave up
-        before the wait ran out, every call failed in transport, is checked by the same request of the harness's."""
-        health = self.health
-        if health.down:
-            return health.down, not health.answered_once
-        unreachable = self.unreachable()
-        if not unreachable:
-            return "", False
-        why = self.probe()
-        if not why:  # it answers the harness: what failed was the calls themselves, the agent's failure
-            return unreachable, False
-        return f"{unreachable}; a request of the harness's own to it failed too ({why})", not health.answered_once
+        got past (no answer below 500 at all). The health watch's rule (`ProviderHealth.confirm`), as a chat agent's:
+        declared by the watch, or calls failed with no answer since (the program gave up before the wait ran out)
+        and the harness's own request fails now too."""
+        down = self.health.confirm()
+        return (down, not self.health.answered_once) if down else ("", False)
 
     # ---------------------------------------------------------------- totals
 
@@ -420,17 +413,6 @@ class ModelGateway:
     def records(self) -> list[dict[str, Any]]:
         with self.lock:
             return [asdict(c) for c in self.calls]
-
-    def unreachable(self) -> str:
-        """Why the provider was never reached ("" once any call got through, or when none failed in transport):
-        a session whose every call failed to connect is the provider's outage, not the agent's work."""
-        with self.lock:
-            if any(c.status < 400 for c in self.calls):
-                return ""
-            failed = [c for c in self.calls if c.error]
-            if not failed:
-                return ""
-            return f"{len(failed)} of {len(self.calls)} call(s) could not reach it; the first: {failed[0].error}"
 
     # ---------------------------------------------------------------- one request
 

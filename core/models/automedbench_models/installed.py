@@ -321,11 +321,12 @@ class InstalledAgent(CliAgent):
         usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
                  for name in ("tokens_in", "tokens_out", "tokens_cached")}
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
+        ended = self.gateway is not None and bool(self.gateway.health.down)  # before `outage` may declare it
         down, never_answered = self.gateway.outage() if self.gateway is not None else ("", False)
         if down:
             where = mask_value("base_url", self.base_url)  # no user:password or ?api_key= in the record
             line = f"{self.system.name}: the model provider at {where} did not answer: {down}"
-            if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
+            if ended:  # the watch ended the session: not the program giving up by itself
                 line += (f"; the session was ended (the wait is outage_after={self.outage_after:g} s, an "
                          "--agent-option)")
             if never_answered:  # nothing the model asked for ever ran: an outage, retried by a sweep

@@ -1,0 +1,146 @@
+"""Items named at the last stop and mended here, each through the path a user takes.
+
+1. An installed program's gateway and a chat agent's watch settle "calls failed, the program gave up before
+   `outage_after`" by one rule (`ProviderHealth.confirm`): the gateway had counted a call below 400 as getting
+   through and only transport failures as failing, so a provider answering every call 500 was never an outage for
+   an installed program while it was one for a chat agent. A liveness GET answered 5xx while an honest reply is
+   merely slow no longer declares the provider down.
+2. `outage_after` is bounded by one check in one message, its default one constant.
+3. A hook implementation is given only the arguments it names, by one helper (`call_hook`) for every hook.
+4. A run's identity (its id and signed trajectory) is named in one place (`run_identity`) for the leaderboard and
+   judge-agreement.
+5. A plain call that cannot join a fresh session keyring is refused, and the run ends as the agent's failure.
+6. Commands that printed with click.echo exit 0 quietly when the reader goes away (`| head -1`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import test_agents_round1
+import test_cli_newuser
+from automedbench_models.gateway import SOCKET_NAME, ModelGateway
+from automedbench_models.providerhealth import ProviderHealth, ServerError
+from test_agents_round1 import CHAT_REPLY, Provider, _run
+from test_installed_agents_runs import _post
+
+cli = test_cli_newuser.cli
+stub = test_agents_round1.stub
+
+# ------------------------------------------------------------------ 1. one rule for "the provider is down"
+
+
+def test_an_installed_program_giving_up_on_a_provider_answering_500_is_an_outage_as_for_a_chat_agent(
+        cli, tmp_path, stub):
+    """Every call and the harness's own GET answered 500, the program stops after 3 tries (the wait is 60 s). Before,
+    the gateway saw no transport failure and called it the session's own end; a chat agent's watch called the same
+    an outage. Now both: the provider never answered, a retryable outage."""
+    with Provider("error") as provider:
+        _, record, wall = _run(cli, tmp_path, stub, provider.url, "--agent-option", "args=--tries=3", wait="60")
+    assert wall < 30, wall
+    assert (record["state"], record["end_reason"]) == ("infrastructure_failure", "provider_unavailable"), record
+    assert "3 call(s) failed over " in record["error"] and "HTTP 500" in record["error"], record
+    assert "failed too (HTTP 500" in record["error"] and "the session was ended" not in record["error"], record
+
+
+class SlowModelSickRoot:
+    """A provider whose model calls are answered after `delay` s while a GET of its base URL is answered 503 (a proxy
+    or a loading server in front of a model that is working)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self._send(503, b"{}")
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                time.sleep(outer.delay)
+                self._send(200, CHAT_REPLY)
+
+            def _send(self, status: int, data: bytes) -> None:
+                head = f"HTTP/1.1 {status} -\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
+                with contextlib.suppress(OSError):
+                    self.wfile.write(head.encode() + data)
+
+            log_message = staticmethod(lambda *args: None)
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+
+    def __enter__(self) -> SlowModelSickRoot:
+        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+
+@pytest.fixture
+def gateway_in(tmp_path) -> Iterator[tuple[str, Any]]:
+    folder = tmp_path / "gw"
+    folder.mkdir()
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    made: list[ModelGateway] = []
+
+    def start(url: str) -> ModelGateway:
+        gw = ModelGateway(url, "openai", None, max_calls=5, deadline=time.monotonic() + 60, provider_timeout=1.0)
+        gw.start(fd)
+        made.append(gw)
+        return gw
+
+    yield str(folder / SOCKET_NAME), start
+    for gw in made:
+        gw.close()
+    os.close(fd)
+
+
+def test_a_slow_reply_is_waited_for_though_the_base_url_answers_503(gateway_in):
+    """Before: after 1 s the watch probed, got 503 and declared the provider down, cutting the reply (a retryable
+    outage from a working model). Now a server error decides nothing while that reply is due."""
+    sock, start = gateway_in
+    with SlowModelSickRoot(delay=2.5) as provider:
+        gw = start(provider.url)
+        status, data = _post(sock, "/v1/chat/completions", {"model": "m", "messages": []}, {})
+    assert (status, data) == (200, CHAT_REPLY)
+    assert gw.outage() == ("", False) and not gw.health.down
+
+
+def _health(probe_answer: str, timeout_s: float = 0.2) -> tuple[ProviderHealth, list[str]]:
+    cuts: list[str] = []
+    return ProviderHealth(lambda: probe_answer, lambda: cuts.append("cut"), timeout_s), cuts
+
+
+def test_a_server_error_to_the_probe_still_decides_when_no_reply_is_due():
+    """The 5xx exception is narrow: calls failing with nothing in flight (or a reply waited for only briefly) and a
+    GET answered 503 is an outage; a reply due for `timeout_s` with a refused GET is one too."""
+    health, cuts = _health(ServerError("HTTP 503 -"))
+    health.waits(1, "reply")
+    health.failed(2, "HTTP 500 -")
+    assert health.confirm().endswith("failed too (HTTP 503 -)") and cuts == ["cut"]  # request 1 waited ~0 s
+    health, cuts = _health("the connection was refused (ConnectionRefusedError)")
+    health.waits(1, "reply")
+    time.sleep(0.25)
+    assert health._judge("no reply") and cuts == ["cut"]
+    health, cuts = _health(ServerError("HTTP 503 -"))
+    health.waits(1, "reply")
+    time.sleep(0.25)
+    assert health._judge("no reply") == "" and cuts == [] and not health.down
+
+
