@@ -26,10 +26,13 @@ from typing import Any
 import pytest
 import test_agents_round1
 import test_cli_newuser
+from automedbench.api import OUTAGE_AFTER_S, ModelConfig
 from automedbench_models.gateway import SOCKET_NAME, ModelGateway
 from automedbench_models.providerhealth import ProviderHealth, ServerError
 from test_agents_round1 import CHAT_REPLY, Provider, _run
+from test_agents_round2 import _options
 from test_installed_agents_runs import _post
+from test_ux_round18 import _one_line
 
 cli = test_cli_newuser.cli
 stub = test_agents_round1.stub
@@ -142,5 +145,25 @@ def test_a_server_error_to_the_probe_still_decides_when_no_reply_is_due():
     health.waits(1, "reply")
     time.sleep(0.25)
     assert health._judge("no reply") == "" and cuts == [] and not health.down
+
+
+# ------------------------------------------------------------------ 2. outage_after: one bound, one default
+
+
+@pytest.mark.parametrize("value", ["0", "100000"])
+def test_outage_after_is_refused_in_the_same_words_for_an_installed_and_a_chat_agent(cli, tmp_path, stub, value):
+    installed = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+                    "--agent-option", f"bin={stub}", "--agent-option", f"outage_after={value}",
+                    "--out", tmp_path / "a")
+    chat = cli("run", "--task", "toy/vowels", "--agent", "openai",
+               *_options("--agent-option", "http://127.0.0.1:9/v1", wait=value), "--out", tmp_path / "b")
+    said = f"outage_after must be a number of seconds from 1 to 86400 (got {value})"
+    _one_line(installed, f"mini-swe-agent: {said}")
+    _one_line(chat, f"openai: {said}")
+
+
+def test_the_default_wait_is_one_constant():
+    gw = ModelGateway("http://127.0.0.1:9/v1", "openai", None, max_calls=1, deadline=time.monotonic() + 5)
+    assert ModelConfig("openai").outage_after == gw.health.timeout_s == OUTAGE_AFTER_S == 60.0
 
 

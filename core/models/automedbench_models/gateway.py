@@ -45,6 +45,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from attrs import asdict, define
+from automedbench.api import OUTAGE_AFTER_S
 
 from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
 from .wiremessages import parse_bounded
@@ -53,7 +54,6 @@ SOCKET_NAME = "model.sock"
 STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
 MAX_ACTIVE = 8  # requests served at once; more are answered 429 (clients retry) and never forwarded
 IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is dropped
-PROVIDER_TIMEOUT_S = 60.0  # the provider may go this long without answering before the session is ended
 MAX_RECORDS = 2_000  # ModelCall records kept; later calls are counted in the totals only
 OVERLOADED = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
               b"connection: close\r\ncontent-length: 0\r\n\r\n")
@@ -277,7 +277,7 @@ class ModelGateway:
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
                  price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
-                 host_peers: bool = True, provider_timeout: float = PROVIDER_TIMEOUT_S) -> None:
+                 host_peers: bool = True, provider_timeout: float = OUTAGE_AFTER_S) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             from automedbench.engine import mask_value  # an error only: no click import on every start
