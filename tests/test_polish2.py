@@ -19,6 +19,7 @@ import contextlib
 import os
 import threading
 import time
+import types
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -165,5 +166,31 @@ def test_outage_after_is_refused_in_the_same_words_for_an_installed_and_a_chat_a
 def test_the_default_wait_is_one_constant():
     gw = ModelGateway("http://127.0.0.1:9/v1", "openai", None, max_calls=1, deadline=time.monotonic() + 5)
     assert ModelConfig("openai").outage_after == gw.health.timeout_s == OUTAGE_AFTER_S == 60.0
+
+
+# ------------------------------------------------------------------ 3. a hook implementation gets what it names
+
+
+def test_a_commands_hook_taking_only_the_context_is_called_as_pluggy_would():
+    """pluggy lets an implementation name any of its hook's arguments. The run hooks were called that way; the commands
+    hook gave `cli` to every implementation, so one taking only `context` failed with a TypeError (a plugin
+    problem). One helper (`call_hook`) calls them all."""
+    from automedbench.engine import CommandContext
+    from automedbench.hookspecs import hookimpl
+    from automedbench.plugins import Registry
+
+    given: list[Any] = []
+    module = types.ModuleType("amb_context_only")
+
+    @hookimpl
+    def automedbench_register_commands(context):
+        given.append(context)
+
+    module.automedbench_register_commands = automedbench_register_commands  # type: ignore[attr-defined]
+    reg = Registry()
+    reg.add_plugin(module, name="amb-context-only", distribution="amb-context-only-dist")
+    context = CommandContext(None, None, lambda: reg, lambda _: None)
+    reg.commands(context=context)
+    assert given == [context] and not [p for p in reg.problems if p.plugin == "amb-context-only"], reg.problems
 
 
