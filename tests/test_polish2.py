@@ -194,3 +194,32 @@ def test_a_commands_hook_taking_only_the_context_is_called_as_pluggy_would():
     assert given == [context] and not [p for p in reg.problems if p.plugin == "amb-context-only"], reg.problems
 
 
+# ------------------------------------------------------------------ 4. a run's identity, in one place
+
+
+def test_a_runs_identity_is_its_id_and_signed_trajectory_or_none():
+    from automedbench.engine import RunFolder, run_identity
+
+    assert run_identity("r1", {RunFolder.TRAJECTORY: "ab" * 32, "judge.json": "cd"}) == ("r1", "ab" * 32)
+    # no signed trajectory: nothing ties two results to one execution (judge-agreement keyed these as (id, ""))
+    assert run_identity("r1", {"judge.json": "cd"}) is None
+    assert run_identity("r1", {RunFolder.TRAJECTORY: ""}) is None
+
+
+def test_the_leaderboard_and_judge_agreement_name_a_run_alike(cli, tmp_path):
+    """The leaderboard's row and judge-agreement's verified copy of one run give the same identity."""
+    from automedbench.engine import RunFolder, copy_verified, run_identity
+    from automedbench_campaign.store import read_summary
+
+    made = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs")
+    assert made.exit_code == 0, made.output
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    row = read_summary(run_dir)
+    (tmp_path / "copy").mkdir()
+    found = copy_verified(RunFolder(run_dir), tmp_path / "copy")
+    assert not isinstance(found, str), found
+    copy, signed = found
+    assert row["identity"] == run_identity(copy.load_result().header.run_id, signed) == \
+        (row["run_id"], signed[RunFolder.TRAJECTORY])
+
+

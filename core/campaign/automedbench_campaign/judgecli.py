@@ -98,7 +98,7 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     import json
 
     from automedbench.api import to_dict
-    from automedbench.engine import copy_verified
+    from automedbench.engine import copy_verified, run_identity
     from rich.table import Table
 
     from .rejudge import agreement
@@ -130,15 +130,16 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
             copy, signed = found
             # one run kept in two folders (copied, or re-graded in one and not the other) is one run: counted
             # twice, its items would weigh double in the figures, as the leaderboard already refuses
-            run = (copy.load_result().header.run_id, signed.get(copy.TRAJECTORY, ""))
-            if run in counted:
+            run = run_identity(copy.load_result().header.run_id, signed)
+            if run is not None and run in counted:
                 once[str(folder)] = counted[run]
                 continue
             pair = _pair(reg, copy, sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
         if None in pair:  # not counted here: another folder of the run may give both verdicts
             skipped.append(str(folder))
         else:
-            counted[run] = str(folder)
+            if run is not None:
+                counted[run] = str(folder)
             pairs.append((pair[0], pair[1]))
     items, pooled = agreement(pairs)
     if as_json:
