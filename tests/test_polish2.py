@@ -223,3 +223,70 @@ def test_the_leaderboard_and_judge_agreement_name_a_run_alike(cli, tmp_path):
         (row["run_id"], signed[RunFolder.TRAJECTORY])
 
 
+# ------------------------------------------------------------------ 5. no fresh session keyring: the call is refused
+
+# As a user of its own (its key quota is its own: 200 keys, 20000 bytes), fill the quota from a session keyring of
+# that user's, then start plainns as a plain call would: its keyctl(JOIN_SESSION_KEYRING) fails with EDQUOT.
+FILL_QUOTA = r'''
+import ctypes, errno, os, sys
+uid, keyctl, add_key = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+os.setgroups([]); os.setgid(uid); os.setuid(uid)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.syscall(keyctl, 1, None) < 0:
+    sys.exit("join: " + os.strerror(ctypes.get_errno()))
+n = 0
+for size in (512, 64, 8, 1):  # big keys, then smaller ones until not even a byte is left
+    while True:
+        n += 1
+        if libc.syscall(add_key, b"user", str(n).encode(), b"x" * size, size, -3) < 0:
+            if ctypes.get_errno() != errno.EDQUOT:
+                sys.exit("add_key: " + os.strerror(ctypes.get_errno()))
+            break
+os.execv(sys.argv[4], [sys.argv[4], "-I", "-S", *sys.argv[5:]])  # plainns needs only the standard library
+'''
+ADD_KEY = {"x86_64": 248, "aarch64": 217}
+
+
+def test_a_full_key_quota_refuses_the_plain_call_instead_of_keeping_the_harnesss_keyring(tmp_path):
+    """Before: the failed join was ignored and the call went on in the harness's session keyring (here, as a user
+    with no right to mount, it then failed at the first mount, for another reason). Now it is refused, first."""
+    import platform
+    import subprocess
+    import sys
+
+    from automedbench.sandboxes import local, plainns
+
+    machine = platform.machine()
+    python = "/usr/bin/python3"  # one any user may run (the test's own may sit in root's home)
+    if os.geteuid() != 0 or machine not in ADD_KEY or not local.SYS_KEYCTL.get(machine) or \
+            not os.access(python, os.X_OK):
+        pytest.skip("needs root (to become a user of its own), a system python and known keyring syscall numbers")
+    uid = 60_000 + os.getpid() % 5_000  # no one else's quota
+    spec = local.plain_spec(tmp_path, local.SYS_KEYCTL[machine])
+    done = subprocess.run([sys.executable, "-c", FILL_QUOTA, str(uid), str(local.SYS_KEYCTL[machine]),
+                           str(ADD_KEY[machine]), python, plainns.__file__, spec, "--", "true"],
+                          capture_output=True, text=True, timeout=60, cwd="/")
+    assert done.returncode == 125, (done.returncode, done.stderr)
+    assert done.stderr.startswith(plainns.KEYRING_REFUSED) and "Disk quota exceeded" in done.stderr, done.stderr
+
+
+def test_a_refused_keyring_ends_the_run_as_the_agents_failure(reg, data_root, tmp_path, monkeypatch):
+    """The quota is per user and an agent's earlier call can fill it (keys linked to the user keyring outlive the
+    call): the run ends as the agent's failure, never a retryable infrastructure failure. The failed join is
+    simulated here (a keyctl number no kernel has: ENOSYS), through the real runner and plainns."""
+    from automedbench.sandboxes import local, plainns
+    from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
+
+    if not local._keyctl_number():
+        pytest.skip("no keyctl syscall number known here")
+    monkeypatch.setattr(local, "_keyctl_number", lambda: 99_999)
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    out = tmp_path / "runs"
+    out.mkdir()
+    result, _ = run_task("toy/vowels", StepsAgent.name, out=out, data_root=data_root, sandbox="local-plain",
+                         agent_options={"steps": [["bash", "echo never"]]})
+    assert (result.state, result.end_reason) == ("agent_failure", "agent_error"), (result.state, result.error)
+    assert result.error.startswith(plainns.KEYRING_REFUSED), result.error
+
+

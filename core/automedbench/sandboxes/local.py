@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 
 from .. import sandboxcall
-from ..errors import UserError
+from ..errors import AgentError, UserError
 from ..fsutil import open_dir, remove_tree
 from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
 from ..needs import missing_here
@@ -396,7 +396,12 @@ class LocalSession(SandboxSession):
             for name, _ in scratch:  # the call's /tmp and /dev/shm go with it
                 remove_tree(self.spec.workspace / name)
         end = CallEnd(proc.returncode, timed_out, timeout_s, "whole process group")
-        return call_result(end, out, err, round(time.monotonic() - started, 3))
+        result = call_result(end, out, err, round(time.monotonic() - started, 3))
+        if not self.bwrap and result.exit_code == 125 and result.stderr.startswith(plainns.KEYRING_REFUSED):
+            # the user's key quota is full, which an agent's earlier call may have done (keys it linked outlive
+            # it): the agent's failure, never a retryable one, and no later call of the run would get a keyring
+            raise AgentError(result.stderr.strip().splitlines()[0][:400])
+        return result
 
     def _joins_keyring(self) -> bool:
         """Whether a call gets a fresh, empty session keyring: not under bubblewrap with the seccomp filter, which
