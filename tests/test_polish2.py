@@ -290,3 +290,26 @@ def test_a_refused_keyring_ends_the_run_as_the_agents_failure(reg, data_root, tm
     assert result.error.startswith(plainns.KEYRING_REFUSED), result.error
 
 
+# ------------------------------------------------------------------ 6. a reader gone away is no failure
+
+
+@pytest.mark.parametrize("args", [["verify", "--show-key"], ["images", "list"], ["show", "{run}", "--json"]])
+def test_a_command_printing_to_a_closed_pipe_exits_0_quietly(cli, tmp_path, args):
+    """`automedbench show RUN --json | head -1`: click.echo raised EPIPE and click exited 1 (the run command's
+    consoles already dropped their output and went on). Now those commands print through the console too."""
+    import subprocess
+    import sys
+
+    if "{run}" in args:
+        made = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs")
+        assert made.exit_code == 0, made.output
+        (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+        args = [str(run_dir) if a == "{run}" else a for a in args]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run([sys.executable, "-c", "from automedbench.cli import main; main()", *args],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, ""), (done.returncode, done.stderr)

@@ -143,10 +143,10 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
             pairs.append((pair[0], pair[1]))
     items, pooled = agreement(pairs)
     if as_json:
-        click.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
-                               "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
-                               "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
-                               "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
+        console.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
+                                 "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
+                                 "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
+                                 "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
         return
     table = Table(show_header=True, header_style="bold")
     for col in ("Item", "Runs", "Agreement", "Cohen's kappa"):
