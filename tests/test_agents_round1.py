@@ -65,7 +65,7 @@ class Provider:
     """A provider on loopback that misbehaves in one way: `stall` (accepts, never answers), `reset` (accepts, then
     resets), `refuse` (nothing listens), `error` (HTTP 500 to everything), `late` (answers the first model call,
     then stalls on everything), `slow` (model calls answered after `delay` s, anything else at once), `picky` (model
-    calls 500, anything else answered)."""
+    calls 500, anything else answered), `sick` (as slow, but a GET answered 503: a proxy or loading server in front)."""
 
     def __init__(self, mode: str, delay: float = 0.0) -> None:
         self.mode, self.delay, self.posts = mode, delay, 0
@@ -94,7 +94,7 @@ class Provider:
                 if provider.mode == "late" and provider.posts:
                     provider.stop.wait(60)
                     return
-                self._send(500 if provider.mode == "error" else 404, b"{}")
+                self._send(500 if provider.mode == "error" else 503 if provider.mode == "sick" else 404, b"{}")
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("content-length") or 0))

@@ -15,20 +15,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 import time
 import types
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 import test_agents_round1
 import test_cli_newuser
 from automedbench.api import OUTAGE_AFTER_S, ModelConfig
-from automedbench_models.gateway import SOCKET_NAME, ModelGateway
+from automedbench_models.gateway import ModelGateway
 from automedbench_models.providerhealth import ProviderHealth, ServerError
 from test_agents_round1 import CHAT_REPLY, Provider, _run
 from test_agents_round2 import _options
@@ -37,6 +33,7 @@ from test_ux_round18 import _one_line
 
 cli = test_cli_newuser.cli
 stub = test_agents_round1.stub
+gateway = test_agents_round1.gateway
 
 # ------------------------------------------------------------------ 1. one rule for "the provider is down"
 
@@ -54,72 +51,11 @@ def test_an_installed_program_giving_up_on_a_provider_answering_500_is_an_outage
     assert "failed too (HTTP 500" in record["error"] and "the session was ended" not in record["error"], record
 
 
-class SlowModelSickRoot:
-    """A provider whose model calls are answered after `delay` s while a GET of its base URL is answered 503 (a proxy
-    or a loading server in front of a model that is working)."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self) -> None:
-                self._send(503, b"{}")
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                time.sleep(outer.delay)
-                self._send(200, CHAT_REPLY)
-
-            def _send(self, status: int, data: bytes) -> None:
-                head = f"HTTP/1.1 {status} -\r\ncontent-type: application/json\r\ncontent-length: {len(data)}\r\n\r\n"
-                with contextlib.suppress(OSError):
-                    self.wfile.write(head.encode() + data)
-
-            log_message = staticmethod(lambda *args: None)
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.http.daemon_threads = True
-
-    def __enter__(self) -> SlowModelSickRoot:
-        threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.http.shutdown()
-        self.http.server_close()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/v1"
-
-
-@pytest.fixture
-def gateway_in(tmp_path) -> Iterator[tuple[str, Any]]:
-    folder = tmp_path / "gw"
-    folder.mkdir()
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    made: list[ModelGateway] = []
-
-    def start(url: str) -> ModelGateway:
-        gw = ModelGateway(url, "openai", None, max_calls=5, deadline=time.monotonic() + 60, provider_timeout=1.0)
-        gw.start(fd)
-        made.append(gw)
-        return gw
-
-    yield str(folder / SOCKET_NAME), start
-    for gw in made:
-        gw.close()
-    os.close(fd)
-
-
-def test_a_slow_reply_is_waited_for_though_the_base_url_answers_503(gateway_in):
+def test_a_slow_reply_is_waited_for_though_the_base_url_answers_503(gateway):
     """Before: after 1 s the watch probed, got 503 and declared the provider down, cutting the reply (a retryable
     outage from a working model). Now a server error decides nothing while that reply is due."""
-    sock, start = gateway_in
-    with SlowModelSickRoot(delay=2.5) as provider:
+    sock, start = gateway  # the provider may go 1 s without answering
+    with Provider("sick", delay=2.5) as provider:
         gw = start(provider.url)
         status, data = _post(sock, "/v1/chat/completions", {"model": "m", "messages": []}, {})
     assert (status, data) == (200, CHAT_REPLY)
