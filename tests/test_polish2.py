@@ -226,6 +226,30 @@ def test_a_refused_keyring_ends_the_run_as_the_agents_failure(reg, data_root, tm
     assert result.error.startswith(plainns.KEYRING_REFUSED), result.error
 
 
+def test_a_bubblewrap_call_without_the_filter_is_refused_alike(tmp_path):
+    """Under bubblewrap without the seccomp filter the child joins the fresh keyring itself (`preexec_fn`), and
+    ignored a failure the same way: the call ran in the harness's keyring. Refused alike now (the failed join
+    simulated: the session's joiner answers why it could not)."""
+    from automedbench.errors import AgentError
+    from automedbench.sandbox import SandboxSpec
+    from automedbench.sandboxes import plainns
+    from automedbench.sandboxes.local import LocalSandbox, bwrap_path
+
+    if bwrap_path() is None:
+        pytest.skip("needs bubblewrap")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "pub").mkdir()
+    session = LocalSandbox("auto").open(SandboxSpec(tmp_path / "ws", tmp_path / "pub"))
+    try:
+        session.seccomp_gap = "left out for the test"  # the keyring is then joined in the child, by `_keyring`
+        session._keyring = lambda: "Disk quota exceeded"
+        with pytest.raises(AgentError, match="Disk quota exceeded") as refused:
+            session.execute("bash", "touch $WORKSPACE_DIR/ran", 60)
+    finally:
+        session.close()
+    assert str(refused.value).startswith(plainns.KEYRING_REFUSED) and not (tmp_path / "ws" / "ran").exists()
+
+
 # ------------------------------------------------------------------ 6. a reader gone away is no failure
 
 

@@ -94,6 +94,11 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 KEYRING_REFUSED = "automedbench: the call got no fresh session keyring"
 
 
+def keyring_refusal(why: str) -> str:
+    """The line a call refused for want of a fresh session keyring prints (here, and in `local`'s preexec)."""
+    return f"{KEYRING_REFUSED} ({why}; the user's key quota may be full); the call did not run"
+
+
 class Refused(RuntimeError):
     """The namespace could not be made as required: the call must not run."""
 
@@ -371,7 +376,7 @@ def main(argv: list[str]) -> int:
     try:
         enter(json.loads(argv[1]))
     except KeyringRefused as exc:
-        print(f"{KEYRING_REFUSED} ({exc}; the user's key quota may be full); the call did not run", file=sys.stderr)
+        print(keyring_refusal(str(exc)), file=sys.stderr)
         return 125
     except (Refused, OSError, ValueError, KeyError) as exc:
         print(f"automedbench: the call's namespace could not be made safe ({exc}); the call did not run",
