@@ -6,7 +6,8 @@ tells this watch when each forwarded request starts, when its reply's status lin
 transport. Once the provider has gone `timeout_s` seconds with no answer (a request waiting that long, or calls
 failing for that long with no good reply between), the harness asks the provider something of its own: a GET
 of its base URL, with no key and nothing the sandbox sent. A model slow to answer (a long non-streamed reply) or
-calls the provider rejects one by one (whatever the program sent) leave that GET answered, and the wait goes on.
+calls the provider rejects one by one (whatever the program sent) leave that GET answered, and the wait goes on;
+so does a GET answered 5xx while a reply sent on an accepted connection is still due (a proxy before a slow model).
 If it fails too, the provider is down: the waiting requests are cut, and every later call is refused with an
 error the programs treat as final, so the session ends within about `timeout_s` plus the probe's own time.
 """
