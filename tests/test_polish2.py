@@ -28,6 +28,7 @@ from automedbench_models.gateway import ModelGateway
 from automedbench_models.providerhealth import ProviderHealth, ServerError
 from test_agents_round1 import CHAT_REPLY, Provider, _run
 from test_agents_round2 import _options
+from test_agents_round2 import _run as _run_chat
 from test_installed_agents_runs import _post
 from test_ux_round18 import _one_line
 
@@ -60,6 +61,16 @@ def test_a_slow_reply_is_waited_for_though_the_base_url_answers_503(gateway):
         status, data = _post(sock, "/v1/chat/completions", {"model": "m", "messages": []}, {})
     assert (status, data) == (200, CHAT_REPLY)
     assert gw.outage() == ("", False) and not gw.health.down
+
+
+def test_a_chat_agents_slow_model_behind_a_503_root_is_waited_for(cli, tmp_path):
+    """The same watch reads a chat agent's SDK client: each 2.5 s reply is waited for (outage_after is 1 s) though
+    the base URL answers 503, and the run is scored as the model's turns make it, not a retryable outage."""
+    with Provider("sick", delay=2.5) as provider:
+        _, record, wall, _ = _run_chat(cli, tmp_path, "--agent", "openai", *_options("--agent-option", provider.url),
+                                       "--max-turns", "2")
+    assert wall < 30 and provider.posts >= 1, (wall, provider.posts)
+    assert record["state"] == "scored", record
 
 
 def _health(probe_answer: str, timeout_s: float = 0.2) -> tuple[ProviderHealth, list[str]]:
