@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import os
+import platform
+import shutil
 import time
 import types
 from typing import Any
@@ -197,7 +199,6 @@ ADD_KEY = {"x86_64": 248, "aarch64": 217}
 def test_a_full_key_quota_refuses_the_plain_call_instead_of_keeping_the_harnesss_keyring(tmp_path):
     """Before: the failed join was ignored and the call went on in the harness's session keyring (here, as a user
     with no right to mount, it then failed at the first mount, for another reason). Now it is refused, first."""
-    import platform
     import subprocess
     import sys
 
@@ -284,3 +285,34 @@ def test_a_command_printing_to_a_closed_pipe_exits_0_quietly(cli, tmp_path, args
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (0, ""), (done.returncode, done.stderr)
+
+
+# a plain call links a key into its user's keyring (which outlives the call) and reads that keyring's size back
+LINK_KEY = r"""
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+add_key = {"x86_64": 248}[platform.machine()]
+made = libc.syscall(add_key, b"user", b"amb-left-behind", b"x" * 64, 64, -4)  # -4: KEY_SPEC_USER_KEYRING
+print("add_key:", made if made >= 0 else "refused %d" % ctypes.get_errno())
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or platform.machine() != "x86_64" or shutil.which("unshare") is None,
+                    reason="a local-plain run as root (unshare), x86_64")
+def test_a_plain_call_leaves_no_key_in_its_users_keyring_for_a_later_run(reg, data_root, tmp_path):
+    """Before: the call's fresh session keyring kept the harness's from it, but `add_key` into its user's keyring
+    (shared by every run of that user) was allowed: each key counts against the user's key quota, and once it is
+    full every later plain call of that user is refused (another agent's run ended by this one). Now the plain
+    call's filter refuses the keyring calls (EPERM), as bubblewrap's and docker's do; the run scores as before."""
+    from automedbench.runfolder import RunFolder
+    from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
+
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    out = tmp_path / "runs"
+    out.mkdir()
+    result, run_dir = run_task("toy/vowels", StepsAgent.name, out=out, data_root=data_root, sandbox="local-plain",
+                               agent_options={"steps": [["python", LINK_KEY]]})
+    call = next(e for e in RunFolder(run_dir).events() if e.get("type") == "tool" and e.get("name") == "execute_code")
+    assert "add_key: refused 1" in call["stdout"], call["stdout"]
+    assert result.state == "scored", (result.state, result.error)

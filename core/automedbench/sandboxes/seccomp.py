@@ -41,6 +41,7 @@ X86_64_DENIED = {
     "fsmount": 432, "fspick": 433, "mount_setattr": 442, "quotactl_fd": 443, "syslog": 103,
 }
 X86_64 = {"clone": 56, "clone3": 435, "flock": 73, "fcntl": 72}
+KEYRING_CALLS = (X86_64_DENIED["add_key"], X86_64_DENIED["request_key"], X86_64_DENIED["keyctl"])
 
 
 def _ins(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -79,11 +80,13 @@ def program() -> bytes:
 
 
 def namespace_program() -> bytes:
-    """A filter that refuses new namespaces only (unshare, setns, clone with a CLONE_NEW* flag; clone3 ENOSYS):
-    what a `local-plain` call loads (`plainns`), so that it cannot step into a network namespace of its own, where
-    a model gateway would take it for another run's sandbox, nor make a user namespace to regain capabilities."""
+    """A filter that refuses new namespaces (unshare, setns, clone with a CLONE_NEW* flag; clone3 ENOSYS) and the
+    kernel's keyrings (add_key, request_key, keyctl): what a `local-plain` call loads (`plainns`), so that it cannot
+    step into a network namespace of its own, where a model gateway would take it for another run's sandbox, nor
+    make a user namespace to regain capabilities, nor leave keys in its user's keyring, which outlive the run: read
+    by the next run's agent, or filling the key quota so that every later plain call of that user is refused."""
     out = _prologue()
-    for nr in (X86_64_DENIED["unshare"], X86_64_DENIED["setns"]):
+    for nr in (X86_64_DENIED["unshare"], X86_64_DENIED["setns"], *KEYRING_CALLS):
         out += [_ins(_JEQ, nr, 0, 1), _ins(_RET, RET_ERRNO | EPERM)]
     out += [_ins(_JEQ, X86_64["clone3"], 0, 1), _ins(_RET, RET_ERRNO | ENOSYS)]
     out += [_ins(_JEQ, X86_64["clone"], 0, 3), _ins(_LD_ABS, _ARG0), _ins(_JSET, CLONE_NEW, 0, 1),
