@@ -13,6 +13,9 @@
   level-1 fallback no longer singles out PIL-written sources) and is written in the mode its pixels need
   (`content_mode`: palette to grey or RGB, 1-bit to grey, an opaque alpha dropped, equal channels to one): both
   attacks answer "no" throughout, 0.417 (the share of "no" answers), below the prior.
+- **The same class in segmentation's `publish_volume`**: gzip level 6 with no time, level 9 for a source that gave
+  the same bytes (a volume nibabel wrote and gzip packed so), which the gzip header's XFL byte shows. The published
+  header time is now 2000-01-01 (`GZIP_MTIME`): the same voxels publish the same bytes however they were packed.
 
 Measured and left alone (no test kept):
 enhancement/demo-ldct: the shipped slice registered onto the nlm-denoised input (a similarity fit, then TV-L1 optical
@@ -133,3 +136,28 @@ def test_a_file_png_bytes_wrote_is_still_never_published_byte_for_byte():
     assert again != ours
     with Image.open(io.BytesIO(again)) as image:
         assert np.array_equal(np.asarray(image), pixels)
+
+
+def test_a_volume_packed_as_the_stager_once_packed_is_published_as_any_other(tmp_path):
+    """Segmentation's `publish_volume` wrote gzip level 6 with no time, and level 9 for a source that gave the same
+    bytes: the gzip header (XFL) told such sources from the rest. The same voxels packed either way now publish the
+    same bytes, and never the source's own."""
+    import gzip
+
+    import nibabel as nib
+    from automedbench_segmentation.data.stagers import publish_volume
+
+    voxels = np.random.default_rng(6).integers(-1000, 1000, (12, 10, 8)).astype(np.int16)
+    image = nib.Nifti1Image(voxels, np.diag([0.8, 0.8, 2.5, 1.0]))
+    image.set_data_dtype(np.int16)
+    image.header.set_xyzt_units("mm", "sec")
+    packed = tmp_path / "packed.nii.gz"  # what the stager itself used to publish
+    packed.write_bytes(gzip.compress(image.to_bytes(), compresslevel=6, mtime=0))
+    saved = tmp_path / "saved.nii.gz"
+    nib.save(image, str(saved))
+    publish_volume(packed, tmp_path / "out" / "packed.nii.gz")
+    publish_volume(saved, tmp_path / "out" / "saved.nii.gz")
+    first, second = (tmp_path / "out" / "packed.nii.gz").read_bytes(), (tmp_path / "out" / "saved.nii.gz").read_bytes()
+    assert first == second
+    assert first not in (packed.read_bytes(), saved.read_bytes())
+    assert np.array_equal(np.asanyarray(nib.load(str(tmp_path / "out" / "saved.nii.gz")).dataobj), voxels)
