@@ -439,29 +439,62 @@ def one_colour_mode(pixels: Any, colour: bool) -> Any:
     return np.repeat(grey[..., None], 3, axis=2) if colour else grey
 
 
+# A private ancillary chunk every published PNG carries (decoders skip it; it holds this constant, nothing of the
+# image or its source). Without it the encoding was PIL's at level 9, so a source PIL had written at level 9 was
+# byte for byte what the stager would publish: it went out at level 1 instead, and re-encoding a published image
+# with this public function told those sources from the rest (answered every question of a download that stored
+# one answer's images so: Task 1.0 against the prior's 0.58, tests/test_redteam_round30.py). With the chunk, only a
+# file this function wrote can match, so the fallback no longer singles out how a download stored its images.
+PNG_MARK = (b"amBp", b"automedbench published image")
+
+
 def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
-    """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF),
-    never byte for byte `avoid` (the source file: a PNG PIL wrote at one compression level is written at
-    another), so no file a sandbox gets matches the download's by hash. The pixels are unchanged."""
-    from PIL import Image
+    """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF; only
+    `PNG_MARK`), never byte for byte `avoid` (the source file: one this function wrote is written at another
+    compression level), so no file a sandbox gets matches the download's by hash. The pixels are unchanged."""
+    from PIL import Image, PngImagePlugin
 
     if not isinstance(image, Image.Image):
         import numpy as np
 
         image = Image.fromarray(np.ascontiguousarray(image))
     frame = image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
+    mark = PngImagePlugin.PngInfo()
+    mark.add(*PNG_MARK)
     for level in (9, 1):
         buffer = io.BytesIO()
-        frame.save(buffer, format="PNG", compress_level=level)
+        frame.save(buffer, format="PNG", compress_level=level, pnginfo=mark)
         if buffer.getvalue() != avoid:
             break
     return buffer.getvalue()
 
 
+def content_mode(image: Any) -> Any:
+    """The image in the mode its pixels need, not the one its source was stored in: a palette becomes grey or
+    RGB (with alpha when it has transparency), 1-bit becomes grey, an alpha channel that is opaque everywhere is
+    dropped and three equal channels become one. Published as stored, the PNG header (colour type, palette, bit
+    depth) said how the download stored each image: a download storing one answer's images as a palette had
+    every such question answered from the header alone (tests/test_redteam_round30.py). Lossless."""
+    from PIL import ImageChops
+
+    if image.mode in ("P", "PA"):
+        image = image.convert("RGBA" if "transparency" in image.info or image.mode == "PA" else "RGB")
+    elif image.mode == "1":
+        image = image.convert("L")
+    if image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema() == (255, 255):
+        image = image.convert("RGB" if image.mode == "RGBA" else "L")
+    if image.mode in ("RGB", "RGBA"):
+        red, green, blue = image.getchannel("R"), image.getchannel("G"), image.getchannel("B")
+        if ImageChops.difference(red, green).getbbox() is None and ImageChops.difference(green, blue).getbbox() is None:
+            image = image.convert("LA" if image.mode == "RGBA" else "L")
+    return image
+
+
 def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS) -> bytes:
     """Downloaded image bytes (PNG, JPEG, TIFF, BMP, GIF, WebP) decoded, after their header was checked against
-    `max_pixels` and memory, and written again as PNG (`png_bytes`): the decoded pixels, none of the source's
-    bytes or metadata; a multi-frame file keeps its first frame. A file PIL cannot decode is one line."""
+    `max_pixels` and memory, and written again as PNG (`png_bytes`) in the mode its pixels need (`content_mode`):
+    the decoded pixels, none of the source's bytes, metadata or storage mode; a multi-frame file keeps its first
+    frame. A file PIL cannot decode is one line."""
     from PIL import Image
 
     try:
@@ -469,7 +502,7 @@ def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS)
             check_pixels([image.width, image.height, len(image.getbands())], 1, origin, max_pixels)
             image.seek(0)
             image.load()
-            return png_bytes(image, avoid=data)
+            return png_bytes(content_mode(image), avoid=data)
     except UserError:
         raise
     except Exception as exc:  # PIL raises many types on a damaged or crafted file
