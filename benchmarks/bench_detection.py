@@ -56,10 +56,11 @@ def main() -> None:
           f"{min(cpu):.3f} s (of {args.repeats}); mAP {ours.mean:.6f}")
     if args.no_coco:
         return
+    from automedbench_detection.average_precision import RECALL_POINTS
     from automedbench_detection.comparison import coco_per_class
 
     started, started_cpu = time.perf_counter(), time.process_time()
-    oracle = coco_per_class(det, gt, args.images, args.classes)
+    oracle = coco_per_class(det, gt, args.images, args.classes, recall_points=RECALL_POINTS)
     coco_s, coco_cpu = time.perf_counter() - started, time.process_time() - started_cpu
     diff = float(np.nanmax(np.abs(oracle - ours.per_class)))
     print(f"pycocotools: wall {coco_s:.1f} s, CPU {coco_cpu:.1f} s; mAP {float(np.nanmean(oracle)):.6f}; "

@@ -124,7 +124,7 @@ def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_d
         status, data = _post(sock, "/v1beta/models/g:generateContent", {"contents": []}, {})
         assert status == 400 and b"time limit" in data
         gw.close()
-    assert gw.unreachable() == ""  # a call got through: whatever came after is the session's own
+    assert gw.outage() == ("", False)  # a call got through: whatever came after is the session's own
     gone = socket.socket()
     gone.bind(("127.0.0.1", 0))
     port = gone.getsockname()[1]
@@ -138,7 +138,8 @@ def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_d
     assert status == 502 and b"unreachable" in data and gw.records()[0]["error"]
     # no call ever reached the provider: the run ends as the agent's failure naming it, as a chat agent's
     # model call failing after its retries does (a live run against a stopped server had scored F, 19 calls spent)
-    assert gw.unreachable().startswith("1 of 1 call(s) could not reach it; the first: ")
+    down, never_answered = gw.outage()
+    assert down.startswith("1 call(s) failed over ") and "failed too" in down and never_answered, down
 
 
 def test_relay_joins_a_loopback_port_to_the_socket(gateway_dir, tmp_path):

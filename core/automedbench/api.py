@@ -54,6 +54,7 @@ from .grades import (
 )
 from .hookspecs import Register, hookimpl
 from .judge import Judge, JudgeInput, asked_items, verdict_schema
+from .modelconfig import OUTAGE_AFTER_S, outage_after_seconds
 from .models import ModelBackend, ModelConfig, ReplyError, Usage, extract_json, get_model, structured_reply
 from .pictures import (
     Box,
@@ -168,6 +169,7 @@ __all__ = [
     "EXEC_MOUNT",
     "E_CODES",
     "NOT_TAGGED",
+    "OUTAGE_AFTER_S",
     "PHASES",
     "S3_LEVELS",
     "S3_PAPER_LEVELS",
@@ -286,6 +288,7 @@ __all__ = [
     "open_below",
     "open_path",
     "open_zip",
+    "outage_after_seconds",
     "parse_xml",
     "pipeline_diagram_code",
     "plan_step",

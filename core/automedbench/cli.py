@@ -291,7 +291,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     folder = RunFolder.locate(run, Path(runs))
     result, found = load_checked(folder)
     if as_json:
-        click.echo(json_terminal_safe(dumps(result)))
+        console.echo(json_terminal_safe(dumps(result)))
         if not found.genuine:
             err_console.print(f"[yellow]UNVERIFIED:[/] not verified as this harness's result: {escape(found.reason)}",
                               soft_wrap=True)
@@ -321,7 +321,7 @@ def verify(runs: tuple[str, ...], runs_dir: str, keys: tuple[str, ...], show_key
     from .runfolder import RunFolder, find_runs
 
     if show_key:
-        click.echo(public_key())
+        console.echo(public_key())
         return
     if not runs:
         raise errors.UserError("name at least one RUN (a run folder, a run id or a folder of runs), or --show-key")

@@ -31,8 +31,9 @@ What it holds, by step of a run:
   (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
-  `check_evidence` and `check_or_reason` check; a command re-signing a run reads `copy_verified`'s copy and
-  signs the digests it checked, adding what it writes with `write_verified`);
+  `check_evidence` and `check_or_reason` check, `run_identity` names the run a result is a version of; a
+  command re-signing a run reads `copy_verified`'s copy and signs the digests it checked, adding what it writes
+  with `write_verified`);
 - what sandbox backends share: a folder only the harness can write (`HarnessDir`), the workspace quota
   (`mount_workspace`, `WorkspaceQuota`, `reap_stale_workspaces`), slirp networking (`SlirpNet`,
   `network_gaps`, `network_unsupported`, `SLIRP_DNS`), the harness's private state (`harness_key`,
@@ -92,6 +93,7 @@ from .resultproof import (
     check_folder,
     check_or_reason,
     copy_verified,
+    run_identity,
     write_result,
     write_verified,
 )
@@ -190,6 +192,7 @@ __all__ = [
     "request_exclude",
     "rerun_command",  # noqa: F822
     "resolve_rubric",
+    "run_identity",
     "run_rubric",
     "sandbox_gap",
     "score_result",

@@ -36,6 +36,8 @@ from .errors import UserError
 from .yamlfile import read_yaml
 
 CONFIG_ENV = "AUTOMEDBENCH_MODELS"
+OUTAGE_AFTER_S = 60.0  # seconds a provider may go with no answer before the harness asks it itself (every agent)
+OUTAGE_AFTER_MAX_S = 86_400
 NO_KEY = ("none", "")
 
 
@@ -50,7 +52,7 @@ class ModelConfig:
     context_window: int = 128_000
     keep_turns: int = 12
     timeout_s: float = 600.0
-    outage_after: float = 60.0  # seconds with no answer before the harness asks the provider itself (models' watch)
+    outage_after: float = OUTAGE_AFTER_S  # seconds with no answer before the harness asks the provider itself
     max_retries: int = 5
     backoff_s: float = 2.0
     max_backoff_s: float = 60.0
@@ -167,9 +169,7 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent",
     cfg = ModelConfig(provider, **values)
     if cfg.json_mode not in ("schema", "object", "none"):
         raise UserError(f"{provider}: json_mode must be schema, object or none (got {cfg.json_mode!r})")
-    if not 1 <= cfg.outage_after <= 86_400:
-        raise UserError(f"{provider}: outage_after must be a number of seconds from 1 to 86400 (got "
-                        f"{cfg.outage_after:g})")
+    cfg.outage_after = outage_after_seconds(cfg.outage_after, provider)
     if cfg.continues is not None and not 0 <= cfg.continues <= 100:
         raise UserError(f"{provider}: continues must be between 0 and 100 (got {cfg.continues})")
     if not cfg.model:
@@ -179,3 +179,17 @@ def resolve(provider: str, options: Mapping[str, Any], role: str = "agent",
         cfg.api_key_env = str(declared.get("key_env") or "")
     cfg.pricing = {**pricing, **cfg.pricing}
     return cfg
+
+
+def outage_after_seconds(value: object, who: str) -> float:
+    """`outage_after=` as seconds, 1 to a day: a chat agent's (`resolve`) and an installed program's option, checked
+    by one rule in one message."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 1 <= seconds <= OUTAGE_AFTER_MAX_S:
+        shown = f"{seconds:g}" if math.isfinite(seconds) else repr(value)
+        raise UserError(f"{who}: outage_after must be a number of seconds from 1 to {OUTAGE_AFTER_MAX_S} "
+                        f"(got {shown})")
+    return seconds

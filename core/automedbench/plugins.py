@@ -252,7 +252,7 @@ class Registry:
             distribution, version = self._origin.get(plugin, ("?", "?"))
             group = click.Group(plugin)
             try:
-                impl.function(**({"cli": group, "context": context} if "context" in impl.argnames else {"cli": group}))
+                call_hook(impl, cli=group, context=context)
             except Exception as exc:
                 self.problems.append(PluginProblem(plugin, distribution, f"automedbench_register_commands: "
                                                    f"{type(exc).__name__}: {exc}", traceback.format_exc()))
@@ -367,6 +367,12 @@ class Registry:
     def missing_release_tracks(self) -> dict[str, dict[str, Any]]:
         """The released tracks not installed here (name -> extra, distribution, task ids)."""
         return {name: info for name, info in release_tracks().items() if name not in self.components["track"]}
+
+
+def call_hook(impl: Any, **arguments: Any) -> Any:
+    """One hook implementation with only the arguments it names, as pluggy calls it (pluggy lets an implementation
+    leave out any of its hook's arguments: given them all, it failed with a TypeError)."""
+    return impl.function(**{name: arguments[name] for name in impl.argnames})
 
 
 def _name_and_version(dist: Any) -> tuple[str, str]:

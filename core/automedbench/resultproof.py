@@ -28,11 +28,11 @@ import hmac
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import define
+from attrs import Factory, define
 
 from .fsutil import FILE_FLAGS, atomic_write_bytes, encode_text, open_dir, open_path, walk_fd
 from .harnessstate import derived_key, state_dir
@@ -62,14 +62,22 @@ NO_PROOF = ("no proof that this harness wrote it (a result written before result
 @define
 class ProofCheck:
     """A result's proof as checked: `genuine` or why not, the signer's public key (hex), the sha256 of the
-    signed bytes (the same for a result and its copies, whatever folder they sit in) and of the signed
-    trajectory (`execution`: the same for every version of one run, re-graded or re-tagged, "" without one)."""
+    signed bytes (the same for a result and its copies, whatever folder they sit in) and the evidence digests
+    the harness signed (`files`, of a genuine result; its run's identity: `run_identity`)."""
 
     genuine: bool
     reason: str = ""
     key: str = ""
     body: str = ""
-    execution: str = ""
+    files: dict[str, str] = Factory(dict)
+
+
+def run_identity(run_id: str, files: Mapping[str, object]) -> tuple[str, str] | None:
+    """One run whichever folder or version holds it (a copy, one re-graded or re-tagged since): its id and the
+    digest of the trajectory the harness signed (`files`). None without a signed trajectory: nothing then ties two
+    results to one execution, so each counts as its own (a copy of the same bytes is caught by `body`)."""
+    execution = files.get(RunFolder.TRAJECTORY)
+    return (str(run_id), execution) if isinstance(execution, str) and execution else None
 
 
 # ------------------------------------------------------------------ keys
@@ -261,8 +269,7 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     if claim["folder"] != folder_name:
         return ProofCheck(False, f"the harness signed it for the run folder {claim['folder'][:120]!r}, not "
                                  f"{folder_name[:120]!r} (a copied or renamed result)", key, claim["body"])
-    execution = claim["files"].get(RunFolder.TRAJECTORY)
-    return ProofCheck(True, "", key, claim["body"], execution if isinstance(execution, str) else "")
+    return ProofCheck(True, "", key, claim["body"], dict(claim["files"]))
 
 
 def _signed(message: bytes, proof: dict[str, Any], key: str, extra_keys: Iterable[str], state: Path) -> bool:
@@ -316,7 +323,7 @@ def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCh
     """`found` (a genuine `check_bytes` of `data`) unless an evidence file of `folder` differs from the digest
     the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
     not genuine there, for every reader (the leaderboard counted it while `verify` refused it)."""
-    signed = split(data)[1]["files"]  # type: ignore[index]
+    signed = found.files
     now = _comparable(signed, evidence_digests(folder))
     for name in sorted(set(signed) | set(now)):
         if signed.get(name) != now.get(name):
@@ -360,7 +367,7 @@ def copy_verified(folder: RunFolder, into: Path) -> tuple[RunFolder, dict[str, s
     found = check_bytes(data, folder.name)
     if not found.genuine:
         return found.reason
-    signed: dict[str, str] = split(data)[1]["files"]  # type: ignore[index]
+    signed = found.files
     copy = RunFolder(into / folder.name)
     copy.path.mkdir(mode=0o700)
     for name in sorted(signed):

@@ -56,7 +56,7 @@ from .observed import ObservedSteps
 from .options import RunOptions, changed_options, conditions_record, score_record, warm_wanted
 from .ownedpaths import check_runs_folder
 from .pilot import PilotTracker
-from .plugins import Registry, check_options
+from .plugins import Registry, call_hook, check_options
 from .provenance import scoring_record, versions
 from .records import (
     BreachEvidence,
@@ -582,8 +582,8 @@ class Run:
         # pluggy's own call order (tryfirst first, trylast last): the list it returns runs the other way
         for impl in reversed(self.reg.pm.hook.automedbench_run_finished.get_hookimpls()):
             try:
-                _call(impl, result=result, run_dir=self.run_dir, registry=self.reg,
-                      output_names=list(self.task.output_files))
+                call_hook(impl, result=result, run_dir=self.run_dir, registry=self.reg,
+                          output_names=list(self.task.output_files))
             except Exception as exc:
                 result.error_codes.append(
                     FiredCode("H-HOOK", f"{impl.plugin_name}: {type(exc).__name__}: {exc}"))
@@ -594,16 +594,10 @@ class Run:
         one changes never reaches the next nor what `execute` returns (the command's summary and exit status)."""
         for impl in reversed(self.reg.pm.hook.automedbench_result_written.get_hookimpls()):
             try:
-                _call(impl, result=copy.deepcopy(result), run_dir=self.run_dir)
+                call_hook(impl, result=copy.deepcopy(result), run_dir=self.run_dir)
             except Exception as exc:
                 text = f"WARNING: {impl.plugin_name}: {type(exc).__name__}: {exc}"
                 self.progress({"kind": "warning", "text": text[:600]})
-
-
-def _call(impl: Any, **arguments: Any) -> Any:
-    """One hook implementation with the arguments it names, as pluggy calls it (a subscriber may take only
-    `run_dir`: given them all, it failed with a TypeError on every run)."""
-    return impl.function(**{name: arguments[name] for name in impl.argnames})
 
 
 def _reserve_space(path: Path, size: int = RESULT_RESERVE_BYTES) -> Path:

@@ -65,6 +65,19 @@ class SafeConsole(Console):
                 raise
             self._lose(f"the output was lost ({exc.strerror or exc})")
 
+    def echo(self, text: str) -> None:
+        """`text` and a newline as they are (no markup, no wrapping: JSON, a key, paths a script reads), flushed; a
+        reader gone away (`| head -1`) drops it and what follows, as for `print`, where click.echo exited 1."""
+        if self.lost:
+            return
+        try:
+            self.file.write(text + "\n")
+            self.file.flush()
+        except OSError as exc:
+            if exc.errno not in LOST_OUTPUT:
+                raise
+            self._lose(f"the output was lost ({exc.strerror or exc})")
+
     def _lose(self, why: str) -> None:
         """Drop every later line; the stream's descriptor now writes to /dev/null, so that Python's own flush of
         what it still buffers (at exit) cannot fail again."""

@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 
 from .. import sandboxcall
-from ..errors import UserError
+from ..errors import AgentError, UserError
 from ..fsutil import open_dir, remove_tree
 from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
 from ..needs import missing_here
@@ -67,7 +67,8 @@ def _keyctl_number() -> int:
 
 
 def _session_keyring_joiner():
-    """A callable for the child (before exec) that gives it a fresh, empty session keyring; None if unknown."""
+    """A callable for the child (before exec) that gives it a fresh, empty session keyring and returns "", or why
+    it could not; None if unknown."""
     import ctypes
 
     number = _keyctl_number()
@@ -77,7 +78,7 @@ def _session_keyring_joiner():
         syscall = ctypes.CDLL(None, use_errno=True).syscall
     except (OSError, AttributeError):
         return None
-    return lambda: syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None)
+    return lambda: "" if syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0 else os.strerror(ctypes.get_errno())
 
 
 def bwrap_path() -> str | None:
@@ -361,8 +362,10 @@ class LocalSession(SandboxSession):
         def _limits() -> None:
             pids.join()
             memory.join()
-            if keyring is not None:  # the harness's session keyring (and the keys it links) stays behind
-                keyring()
+            failed = keyring() if keyring is not None else ""  # the harness's keyring (and its keys) stays behind
+            if failed:  # refused as plainns refuses a plain call (`execute` ends the run on it)
+                os.write(2, (plainns.keyring_refusal(failed) + "\n").encode())
+                os._exit(125)
             if limit > 0:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -396,7 +399,12 @@ class LocalSession(SandboxSession):
             for name, _ in scratch:  # the call's /tmp and /dev/shm go with it
                 remove_tree(self.spec.workspace / name)
         end = CallEnd(proc.returncode, timed_out, timeout_s, "whole process group")
-        return call_result(end, out, err, round(time.monotonic() - started, 3))
+        result = call_result(end, out, err, round(time.monotonic() - started, 3))
+        if result.exit_code == 125 and result.stderr.startswith(plainns.KEYRING_REFUSED):
+            # the user's key quota is full, which an agent's earlier call may have done (keys it linked outlive
+            # it): the agent's failure, never a retryable one, and no later call of the run would get a keyring
+            raise AgentError(result.stderr.strip().splitlines()[0][:400])
+        return result
 
     def _joins_keyring(self) -> bool:
         """Whether a call gets a fresh, empty session keyring: not under bubblewrap with the seccomp filter, which

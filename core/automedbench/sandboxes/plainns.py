@@ -34,9 +34,9 @@ agent's code runs:
   budget), and gets no capabilities back in a user namespace either.
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
-"shm_mb", "seccomp", "keyctl" (the keyctl call's number: a fresh session keyring is joined first)}. It
-imports only the standard library (the harness package is not on its path). Where this cannot be done (no
-unshare, no root and no user namespaces), `local-plain` is refused with one line.
+"shm_mb", "seccomp", "keyctl" (the keyctl call's number: a fresh session keyring is joined first, or the call is
+refused: `KEYRING_REFUSED`)}. It imports only the standard library (the harness package is not on its path).
+Where this cannot be done (no unshare, no root and no user namespaces), `local-plain` is refused with one line.
 """
 
 from __future__ import annotations
@@ -90,8 +90,22 @@ _libc = ctypes.CDLL(None, use_errno=True)
 KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
+# The first words of the line a call refused for want of a fresh session keyring prints (`local` ends the run on it).
+KEYRING_REFUSED = "automedbench: the call got no fresh session keyring"
+
+
+def keyring_refusal(why: str) -> str:
+    """The line a call refused for want of a fresh session keyring prints (here, and in `local`'s preexec)."""
+    return f"{KEYRING_REFUSED} ({why}; the user's key quota may be full); the call did not run"
+
+
 class Refused(RuntimeError):
     """The namespace could not be made as required: the call must not run."""
+
+
+class KeyringRefused(Refused):
+    """No fresh session keyring could be joined (EDQUOT: the user's key quota, which an earlier call of an agent may
+    have filled): run on, the call would keep the harness's keyring and every key it links."""
 
 
 def _enc(text: str | None) -> bytes | None:
@@ -330,8 +344,9 @@ def _load_filter(program: bytes) -> None:
 
 def enter(spec: dict) -> None:
     """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
-    if spec.get("keyctl"):  # a fresh, empty session keyring: the harness's (and the keys it links) stays behind
-        _libc.syscall(int(spec["keyctl"]), KEYCTL_JOIN_SESSION_KEYRING, None)
+    # a fresh, empty session keyring: the harness's (and the keys it links) stays behind
+    if spec.get("keyctl") and _libc.syscall(int(spec["keyctl"]), KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        raise KeyringRefused(os.strerror(ctypes.get_errno()))
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
     workspace = os.path.realpath(spec["workspace"])
     _mount(workspace, workspace, None, MS_BIND | MS_REC)  # its own mount: stays writable below read-only parents
@@ -360,6 +375,9 @@ def main(argv: list[str]) -> int:
         return 125
     try:
         enter(json.loads(argv[1]))
+    except KeyringRefused as exc:
+        print(keyring_refusal(str(exc)), file=sys.stderr)
+        return 125
     except (Refused, OSError, ValueError, KeyError) as exc:
         print(f"automedbench: the call's namespace could not be made safe ({exc}); the call did not run",
               file=sys.stderr)

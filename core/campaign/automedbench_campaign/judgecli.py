@@ -98,7 +98,7 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     import json
 
     from automedbench.api import to_dict
-    from automedbench.engine import copy_verified
+    from automedbench.engine import copy_verified, run_identity
     from rich.table import Table
 
     from .rejudge import agreement
@@ -130,22 +130,23 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
             copy, signed = found
             # one run kept in two folders (copied, or re-graded in one and not the other) is one run: counted
             # twice, its items would weigh double in the figures, as the leaderboard already refuses
-            run = (copy.load_result().header.run_id, signed.get(copy.TRAJECTORY, ""))
-            if run in counted:
+            run = run_identity(copy.load_result().header.run_id, signed)
+            if run is not None and run in counted:
                 once[str(folder)] = counted[run]
                 continue
             pair = _pair(reg, copy, sides, judges, regrade or one_backend, stored_only, reasons, str(folder))
         if None in pair:  # not counted here: another folder of the run may give both verdicts
             skipped.append(str(folder))
         else:
-            counted[run] = str(folder)
+            if run is not None:
+                counted[run] = str(folder)
             pairs.append((pair[0], pair[1]))
     items, pooled = agreement(pairs)
     if as_json:
-        click.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
-                               "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
-                               "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
-                               "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
+        console.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
+                                 "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
+                                 "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
+                                 "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
         return
     table = Table(show_header=True, header_style="bold")
     for col in ("Item", "Runs", "Agreement", "Cohen's kappa"):

@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 from attrs import Factory, define
 from automedbench.api import STAGES, UserError, is_error_code
-from automedbench.engine import MAX_RESULT_BYTES, RunFolder, check_bytes, check_evidence, find_runs, rerun_command
+from automedbench.engine import (
+    MAX_RESULT_BYTES,
+    RunFolder,
+    check_bytes,
+    check_evidence,
+    find_runs,
+    rerun_command,
+    run_identity,
+)
 
 try:  # optional: a faster parser when installed; the standard library is the fallback
     import orjson as _orjson
@@ -80,7 +88,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
         proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body,
-            "execution": proof.execution}
+            "identity": run_identity(row["run_id"], proof.files)}
 
 
 @define
@@ -137,17 +145,17 @@ def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
                 raise
             skipped.append(str(exc))
             continue
-        execution = (str(row["run_id"]), row["execution"])
+        identity = row["identity"]
         if not row["genuine"]:
             rejected.append(f"{run_dir}{UNVERIFIED}{row['proof']}")
         elif row["signed_body"] in seen:
             rejected.append(f"{run_dir}: a copy of the run at {seen[row['signed_body']]} (counted once, there)")
-        elif row["execution"] and execution in runs:
-            rejected.append(f"{run_dir}: another version of the run at {runs[execution]} (the same trajectory, "
+        elif identity is not None and identity in runs:
+            rejected.append(f"{run_dir}: another version of the run at {runs[identity]} (the same trajectory, "
                             "graded or tagged again; counted once, there)")
         else:
             seen[row["signed_body"]] = str(run_dir)
-            if row["execution"]:
-                runs[execution] = str(run_dir)
+            if identity is not None:
+                runs[identity] = str(run_dir)
             rows.append(row)
     return RunTable.from_rows(rows, skipped, rejected)

@@ -34,14 +34,16 @@ def images_build(context: CommandContext, base_image: str | None, force: bool, t
 
 
 @images.command("list")
-def images_list() -> None:
+@click.pass_obj
+def images_list(context: CommandContext) -> None:
     """The agent image `build` makes for each track with a recipe, and the folder it builds it from (an
     installed track's package data, a third party's too); needs no docker engine."""
     from .images import DEFAULT_AGENT, agent_image, dockerfiles_dir, tracks_with_images
 
-    click.echo(f"{DEFAULT_AGENT}  {dockerfiles_dir() / 'agent' / 'default'}")
+    echo = context.console.echo  # a reader gone away (`| head -1`) ends the listing quietly
+    echo(f"{DEFAULT_AGENT}  {dockerfiles_dir() / 'agent' / 'default'}")
     for track, folder in tracks_with_images():
-        click.echo(f"{agent_image(track)}  {folder}")
+        echo(f"{agent_image(track)}  {folder}")
 
 
 def register(cli: click.Group) -> None:

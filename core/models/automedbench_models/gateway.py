@@ -48,6 +48,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from attrs import asdict, define
+from automedbench.api import OUTAGE_AFTER_S
 
 from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
 from .wiremessages import MAX_PARSED_BYTES, parse_bounded, too_large
@@ -56,7 +57,6 @@ SOCKET_NAME = "model.sock"
 STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
 MAX_ACTIVE = 8  # requests served at once; more are answered 429 (clients retry) and never forwarded
 IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is dropped
-PROVIDER_TIMEOUT_S = 60.0  # the provider may go this long without answering before the session is ended
 MAX_RECORDS = 2_000  # ModelCall records kept; later calls are counted in the totals only
 MAX_OTHER_MODELS = 50  # distinct other model names counted by name; more are counted under OTHER_NAMES
 OTHER_NAMES = "(other names)"
@@ -307,7 +307,7 @@ class ModelGateway:
 
     def __init__(self, upstream: str, wire: str, api_key: str | None, *, model: str, max_calls: int, deadline: float,
                  price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
-                 host_peers: bool = True, provider_timeout: float = PROVIDER_TIMEOUT_S) -> None:
+                 host_peers: bool = True, provider_timeout: float = OUTAGE_AFTER_S) -> None:
         parsed = urllib.parse.urlsplit(upstream)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             from automedbench.engine import mask_value  # an error only: no click import on every start
@@ -425,18 +425,11 @@ class ModelGateway:
 
     def outage(self) -> tuple[str, bool]:
         """Why the provider did not answer ("" when it did) and whether that is an outage no call of the session
-        got past (no answer at all, and the harness's own request failed too). A session whose program gave up
-        before the wait ran out, every call failed in transport, is checked by the same request of the harness's."""
-        health = self.health
-        if health.down:
-            return health.down, not health.answered_once
-        unreachable = self.unreachable()
-        if not unreachable:
-            return "", False
-        why = self.probe()
-        if not why:  # it answers the harness: what failed was the calls themselves, the agent's failure
-            return unreachable, False
-        return f"{unreachable}; a request of the harness's own to it failed too ({why})", not health.answered_once
+        got past (no answer below 500 at all). The health watch's rule (`ProviderHealth.confirm`), as a chat agent's:
+        declared by the watch, or calls failed with no answer since (the program gave up before the wait ran out)
+        and the harness's own request fails now too."""
+        down = self.health.confirm()
+        return (down, not self.health.answered_once) if down else ("", False)
 
     # ---------------------------------------------------------------- totals
 
@@ -462,17 +455,6 @@ class ModelGateway:
     def records(self) -> list[dict[str, Any]]:
         with self.lock:
             return [asdict(c) for c in self.calls]
-
-    def unreachable(self) -> str:
-        """Why the provider was never reached ("" once any call got through, or when none failed in transport):
-        a session whose every call failed to connect is the provider's outage, not the agent's work."""
-        with self.lock:
-            if any(c.status < 400 for c in self.calls):
-                return ""
-            failed = [c for c in self.calls if c.error]
-            if not failed:
-                return ""
-            return f"{len(failed)} of {len(self.calls)} call(s) could not reach it; the first: {failed[0].error}"
 
     # ---------------------------------------------------------------- one request
 

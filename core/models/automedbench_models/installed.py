@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from automedbench.api import (
+    OUTAGE_AFTER_S,
     AgentContext,
     AgentError,
     AgentTurn,
@@ -31,12 +32,13 @@ from automedbench.api import (
     ToolCall,
     UserError,
     open_path,
+    outage_after_seconds,
     read_regular,
 )
 from automedbench.engine import mask_value
 
 from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code, stop_message
-from .gateway import PROVIDER_TIMEOUT_S, RELAY, SOCKET_NAME, STOP_NAME, ModelGateway
+from .gateway import RELAY, SOCKET_NAME, STOP_NAME, ModelGateway
 from .gatewaysteps import StepLedger
 from .pricing import price_table
 from .systems import AgentSystem
@@ -160,7 +162,7 @@ class InstalledAgent(CliAgent):
 
     def __init__(self, system: AgentSystem, *, model: str = "", base_url: str = "", api_key_env: str = "",
                  bin: str = "", provider: str = "openai", wire_api: str = "responses", config: str = "",
-                 args: str = "", prices: str = "", outage_after: str | float = PROVIDER_TIMEOUT_S) -> None:
+                 args: str = "", prices: str = "", outage_after: str | float = OUTAGE_AFTER_S) -> None:
         if provider not in ("openai", "anthropic"):
             raise UserError(f"{system.name}: provider must be openai or anthropic, not {provider!r}")
         if wire_api not in ("responses", "chat"):
@@ -168,13 +170,7 @@ class InstalledAgent(CliAgent):
         if config not in ("", "textbased"):  # any other value silently ran the tool-call config
             raise UserError(f"{system.name}: config must be textbased (for a model without tool calls) or left out, "
                             f"not {config!r}")
-        try:
-            self.outage_after = float(outage_after)
-        except (TypeError, ValueError):
-            self.outage_after = -1.0
-        if not 1 <= self.outage_after <= 86_400:
-            raise UserError(f"{system.name}: outage_after must be a number of seconds from 1 to 86400, not "
-                            f"{outage_after!r}")
+        self.outage_after = outage_after_seconds(outage_after, system.name)
         self.system = system
         self.address_space_mb = system.address_space_mb
         self.binary = native_program(find_binary(system, bin))
@@ -321,11 +317,12 @@ class InstalledAgent(CliAgent):
         usage = {name: max(0, totals.get(name, 0) - counted.get(name, 0))
                  for name in ("tokens_in", "tokens_out", "tokens_cached")}
         usage["cost_usd"] = round(max(0.0, totals.get("cost_usd", 0.0) - counted.get("cost_usd", 0.0)), 6)
+        ended = self.gateway is not None and bool(self.gateway.health.down)  # before `outage` may declare it
         down, never_answered = self.gateway.outage() if self.gateway is not None else ("", False)
         if down:
             where = mask_value("base_url", self.base_url)  # no user:password or ?api_key= in the record
             line = f"{self.system.name}: the model provider at {where} did not answer: {down}"
-            if self.gateway is not None and self.gateway.health.down:  # not the program giving up by itself
+            if ended:  # the watch ended the session: not the program giving up by itself
                 line += (f"; the session was ended (the wait is outage_after={self.outage_after:g} s, an "
                          "--agent-option)")
             if never_answered:  # nothing the model asked for ever ran: an outage, retried by a sweep

@@ -6,7 +6,8 @@ tells this watch when each forwarded request starts, when its reply's status lin
 transport. Once the provider has gone `timeout_s` seconds with no answer (a request waiting that long, or calls
 failing for that long with no good reply between), the harness asks the provider something of its own: a GET
 of its base URL, with no key and nothing the sandbox sent. A model slow to answer (a long non-streamed reply) or
-calls the provider rejects one by one (whatever the program sent) leave that GET answered, and the wait goes on.
+calls the provider rejects one by one (whatever the program sent) leave that GET answered, and the wait goes on;
+so does a GET answered 5xx while a reply sent on an accepted connection is still due (a proxy before a slow model).
 If it fails too, the provider is down: the waiting requests are cut, and every later call is refused with an
 error the programs treat as final, so the session ends within about `timeout_s` plus the probe's own time.
 """
@@ -113,11 +114,18 @@ class ProviderHealth:
         return self._judge(suspect)
 
     def _judge(self, suspect: str) -> str:
-        """Ask the provider (`probe`): answered, the wait goes on (""); not, it is down and the waiting calls cut."""
+        """Ask the provider (`probe`): answered, the wait goes on (""); not, it is down and the waiting calls cut.
+        A server error to the harness's GET decides nothing while a request sent on an accepted connection has
+        waited `timeout_s` for its reply and still does (a slow honest reply, bounded by that request's own
+        timeout): a host that serves a 5xx on its base URL is no proof the model server behind it stopped."""
+        asked = time.monotonic()
         why = self.probe()
         with self.lock:
-            if not why:  # the provider answers the harness: the model is slow, or the calls are refused
-                self.last_alive, self.failing_since = time.monotonic(), None
+            now = time.monotonic()
+            replying = any(what == "reply" and asked - since >= self.timeout_s for since, what in self.waiting.values())
+            if not why or (isinstance(why, ServerError) and replying):
+                # the provider answers the harness (the model is slow, or the calls are refused), or a reply is due
+                self.last_alive, self.failing_since = now, None
                 return ""
             self.down = f"{suspect}; a request of the harness's own to it failed too ({why})"
         self.cut()
@@ -131,10 +139,14 @@ class ProviderHealth:
                 self._judge(suspect)
 
 
+class ServerError(str):
+    """A probe's failure that is a status line (a 5xx): something there answers HTTP, unlike a transport failure."""
+
+
 def probe_answer(status: int, reason: str) -> str:
     """The harness's own request answered with `status`: "" when something there answers HTTP (any status below 500,
     and 501: a server that does not take a GET on that path is up), else the failure in a few words."""
-    return "" if status < 500 or status == 501 else f"HTTP {status} {reason}".strip()
+    return "" if status < 500 or status == 501 else ServerError(f"HTTP {status} {reason}".strip())
 
 
 TRANSPORT_WORDS: tuple[tuple[type[BaseException], str], ...] = (

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RECALL_POINTS = np.linspace(0.0, 1.0, 101)
+# recall 0, 0.01, ..., 1 as the original scorer writes them (k / 100.0): np.linspace (pycocotools') rounds 10 of
+# them one ulp up (0.7000000000000001), so a recall of exactly 7/10 missed the 0.70 sample (round 24)
+RECALL_POINTS = np.arange(101) / 100.0
 
 
 @dataclass

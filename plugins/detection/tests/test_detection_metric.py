@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from automedbench_detection.average_precision import Boxes, class_ap, match, mean_average_precision
+from automedbench_detection.average_precision import RECALL_POINTS, Boxes, class_ap, match, mean_average_precision
 from automedbench_detection.comparison import coco_per_class, generated_set
 from automedbench_detection.metric import micro_prf
 
@@ -22,7 +22,7 @@ def boxes(rows, scores=None):
 def test_agrees_with_pycocotools(seed):
     det, gt = generated_set(seed)
     ours = mean_average_precision(det, gt, 3).per_class
-    oracle = coco_per_class(det, gt, 40, 3)
+    oracle = coco_per_class(det, gt, 40, 3, recall_points=RECALL_POINTS)
     assert np.array_equal(np.isnan(ours), np.isnan(oracle))
     assert np.nanmax(np.abs(ours - oracle)) < 1e-9
     assert 0.1 < np.nanmean(ours) < 0.95  # a set that exercises both hits and misses
@@ -34,7 +34,7 @@ def test_agrees_with_pycocotools_on_tied_scores_and_crowded_images(seed):
     det, gt = generated_set(100 + seed, n_img=12, n_cls=4, gt_per=(20, 60), tied=True, extra_fp=30)
     assert len(det) / 12 > 40  # more than COCO's default 100 per image is tested by maxDets below
     ours = mean_average_precision(det, gt, 4).per_class
-    oracle = coco_per_class(det, gt, 12, 4)
+    oracle = coco_per_class(det, gt, 12, 4, recall_points=RECALL_POINTS)
     assert np.nanmax(np.abs(ours - oracle)) < 1e-9
 
 
@@ -42,7 +42,7 @@ def test_more_than_a_hundred_detections_per_image_are_all_counted():
     det, gt = generated_set(7, n_img=3, n_cls=1, gt_per=(150, 160), dup=0.0, extra_fp=0)
     assert np.bincount(det.image).min() > 100
     ours = mean_average_precision(det, gt, 1).mean
-    assert abs(ours - coco_per_class(det, gt, 3, 1)[0]) < 1e-9
+    assert abs(ours - coco_per_class(det, gt, 3, 1, recall_points=RECALL_POINTS)[0]) < 1e-9
     assert ours > 0.7
 
 

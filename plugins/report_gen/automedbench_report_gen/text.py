@@ -9,8 +9,11 @@ from collections import Counter
 # A section header at the start of a line: "FINDINGS:", "IMPRESSION:", "Findings:", "CHEST, TWO VIEWS:",
 # "IMPRESSION (PA):" ... — the original's characters (letters, space, / ( ) , -), in any case (our departure),
 # with any whitespace before the colon and on the line before the name, as the original's `\s*` allows
-# ("FINDINGS\t:" is a header there; before round 21 not here, and the whole report was scored)
-HEADER = re.compile(r"^\s*([A-Za-z][A-Za-z /(),-]{1,40})\s*:", re.M)
+# ("FINDINGS\t:" is a header there; before round 21 not here, and the whole report was scored). Like the
+# original's, a header takes the whitespace after its colon with it, newlines and the next line's indent included,
+# so a header on the next line that is indented ("FINDINGS:\n  HEART: normal") is no header there: body text
+# (round 24; read as a header before, the findings were empty and the whole report was scored).
+HEADER = re.compile(r"(?:^|\n)\s*([A-Za-z][A-Za-z /(),-]{1,40})\s*:\s*", re.M)
 SCORED_SECTION = "FINDINGS"
 # Headers the original scorer also reads as the findings section (its aliases, exactly: no bare "CHEST").
 # Matched case-insensitively here (a departure, named in the README: a title-case "Findings:" is still the
@@ -32,10 +35,23 @@ def _is_header(name: str) -> bool:
     return name == name.upper() or name.strip().upper() in SECTION_NAMES
 
 
+def _headers(text: str) -> list[re.Match[str]]:
+    """The headers in the order the original's `finditer` finds them: a match that is no header (a mixed-case
+    "Lungs:") consumes nothing, so the scan goes on from the character after its start, as there."""
+    found, pos = [], 0
+    while (match := HEADER.search(text, pos)) is not None:
+        if _is_header(match.group(1)):
+            found.append(match)
+            pos = match.end()
+        else:
+            pos = match.start() + 1
+    return found
+
+
 def sections(text: str) -> dict[str, str]:
     """Upper-cased header -> its first non-empty body, in the order the report has them (text before the first
     header is dropped; an empty section is skipped, as the original skips it)."""
-    found = [m for m in HEADER.finditer(text) if _is_header(m.group(1))]
+    found = _headers(text)
     out: dict[str, str] = {}
     for i, match in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(text)

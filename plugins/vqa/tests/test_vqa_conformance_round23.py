@@ -17,39 +17,17 @@ The original (`eval_vqa/stage_hf_datasets.py::_stage_medframeqa`, `stage_data.py
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
 from automedbench.api import UserError
-from automedbench.testing import evaluate_outputs, load_task, stage_from_folder
+from automedbench.testing import evaluate_outputs
 from automedbench_vqa.contract import check_record
 from automedbench_vqa.data.records import read_private, read_question
-from PIL import Image
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("pyarrow")
 
 SIX = ["cyst", "abscess", "haemangioma", "metastasis", "lymphoma", "adenoma"]
-
-
-def _jpeg(value: int) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (12, 10), (value % 256, 40, 90)).save(buffer, format="JPEG")
-    return buffer.getvalue()
-
-
-def _stage_medframeqa(tmp_path, rows):
-    for i, row in enumerate(rows):
-        row.setdefault("question_id", f"v{i}")
-        row.setdefault("question", f"Which lesion is shown in clip {i}?")
-        row |= {"image": [{"bytes": _jpeg(i), "path": None}], "system": "Digestive", "organ": "Liver",
-                "modality": "CT"}
-    path = tmp_path / "src" / "data" / "test-00000-of-00001.parquet"
-    path.parent.mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    track, spec = load_task("vqa/medframeqa")
-    return spec, stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
 
 
 def _write(outputs, qid: str, label: str, text: str = "") -> None:
@@ -63,19 +41,21 @@ def _by_source(staged) -> dict[str, str]:
     return {read_private(staged.private, q)["source_id"]: q for q in staged.case_ids}
 
 
-def test_six_options_are_all_staged_and_a_gold_f_is_answerable(tmp_path):
+def test_six_options_are_all_staged_and_a_gold_f_is_answerable(tmp_path, stage_medframeqa):
     """Three six-option questions (gold F, gold A, gold given as the sixth option's text) and one five-option one.
     Before: the staging failed ("answer 'F' is neither an option letter nor an option's text"). Now all six options
-    are staged in the dataset's order, and the right letters (F written "F" and "f") score 1.0, all valid."""
+    are staged (in the secret order since round 24), and the right letters (F written "F" and "f") score 1.0, all
+    valid."""
     rows = [{"options": SIX, "answer": "F"}, {"options": SIX, "answer": "A"},
             {"options": [f"F. {t}" if k == 5 else t for k, t in enumerate(SIX)], "answer": "adenoma"},
             {"options": SIX[:5], "answer": "C"}]
-    spec, staged = _stage_medframeqa(tmp_path, rows)
+    spec, staged = stage_medframeqa(tmp_path, rows)
     ids = _by_source(staged)
-    for source in ("v0", "v1", "v2"):
+    for source, text in (("v0", "adenoma"), ("v1", "cyst"), ("v2", "adenoma")):
         question = read_question(staged.public / ids[source])
-        assert question["options"] == dict(zip("ABCDEF", SIX, strict=True))  # the sixth kept, its "F. " removed
-    assert [read_private(staged.private, ids[s])["answer_label"] for s in ("v0", "v1", "v2")] == ["F", "A", "F"]
+        # the sixth kept, its "F. " removed; dealt in the secret order since round 24, the gold following its text
+        assert list(question["options"]) == list("ABCDEF") and sorted(question["options"].values()) == sorted(SIX)
+        assert question["options"][read_private(staged.private, ids[source])["answer_label"]] == text
     outputs = tmp_path / "outputs"
     for qid in staged.case_ids:
         gold = read_private(staged.private, qid)
@@ -103,13 +83,13 @@ def test_letters_past_e_read_as_the_question_has_them(tmp_path):
     assert [verdict(five, x) for x in ("F", "E")] == ["invalid", "valid"]
 
 
-def test_a_wrong_letter_and_twin_texts_score_as_the_original(tmp_path):
+def test_a_wrong_letter_and_twin_texts_score_as_the_original(tmp_path, stage_medframeqa):
     """Twin option texts ("cyst" at A and at C, gold C) and a five-option question answered "F": the twin's text
     under the wrong letter is valid and wrong, under the right letter valid and right (the original compares the
     text to its own option, then the letters); "F" on five options is invalid, scored 0. Task 1/3 either way."""
     twins = ["cyst", "abscess", "cyst", "lymphoma"]
     rows = [{"options": twins, "answer": "C"}, {"options": twins, "answer": "C"}, {"options": SIX[:5], "answer": "B"}]
-    spec, staged = _stage_medframeqa(tmp_path, rows)
+    spec, staged = stage_medframeqa(tmp_path, rows)
     ids = _by_source(staged)
     assert read_question(staged.public / ids["v0"])["options"] == dict(zip("ABCD", twins, strict=True))  # not dealt
     outputs = tmp_path / "outputs"
@@ -122,8 +102,8 @@ def test_a_wrong_letter_and_twin_texts_score_as_the_original(tmp_path):
     assert result.task.partial == pytest.approx(1 / 3)
 
 
-def test_an_option_list_longer_than_the_alphabet_or_empty_refuses_the_staging(tmp_path):
+def test_an_option_list_longer_than_the_alphabet_or_empty_refuses_the_staging(tmp_path, stage_medframeqa):
     with pytest.raises(UserError, match="27 options"):
-        _stage_medframeqa(tmp_path / "a", [{"options": [f"o{k}" for k in range(27)], "answer": "A"}])
+        stage_medframeqa(tmp_path / "a", [{"options": [f"o{k}" for k in range(27)], "answer": "A"}])
     with pytest.raises(UserError, match="medframeqa row 0: options must be lettered"):
-        _stage_medframeqa(tmp_path / "b", [{"options": [], "answer": "A"}])
+        stage_medframeqa(tmp_path / "b", [{"options": [], "answer": "A"}])

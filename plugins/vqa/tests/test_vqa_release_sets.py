@@ -329,8 +329,11 @@ def test_mmmu_mcq_open_and_too_many_options(tmp_path):
     answer = gold(staged, src["validation_Public_Health_3"])
     assert found[src["validation_Public_Health_3"]]["options"][answer["answer_label"]] == "option 2"  # gold C
     assert "validation_Pharmacy_6" not in src  # 27 options
-    seven = found[src["validation_Pharmacy_5"]]  # seven options, all staged, in the dataset's order
-    assert seven["options"] == dict(zip("ABCDEFG", [f"o{k}" for k in range(7)], strict=True))
+    seven = found[src["validation_Pharmacy_5"]]  # seven options, all staged, dealt in the secret order (round 24)
+    assert list(seven["options"]) == list("ABCDEFG")
+    assert sorted(seven["options"].values()) == [f"o{k}" for k in range(7)]
+    seven_gold = gold(staged, src["validation_Pharmacy_5"])
+    assert seven["options"][seven_gold["answer_label"]] == seven_gold["answer_text"]
 
 
 def test_mmmu_options_are_parsed_never_evaluated(tmp_path):

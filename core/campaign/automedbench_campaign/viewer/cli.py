@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from automedbench.engine import CommandContext
 
 
 def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | None = None,
@@ -31,7 +34,8 @@ def write_view(run_dir: Path, result: dict[str, Any] | None = None, out: Path | 
 @click.option("--pictures/--no-pictures", default=True, show_default=True,
               help="Show each case's picture (input, output, reference); --no-pictures leaves them out, e.g. for a "
                    "page published where the dataset's licence allows no images (plan.png, the agent's, stays).")
-def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
+@click.pass_obj
+def view(context: CommandContext, run: str, runs: str, out: str | None, pictures: bool) -> None:
     """Write one self-contained, offline HTML page for a stored run and print its path.
 
     The page holds the header (task, tier, agent, sandbox, isolation, versions, cost, tokens, times), every
@@ -51,7 +55,7 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
         # and the reads that draw the page (a swapped result.json shown without the unverified mark)
         verified = copy_verified(folder, Path(private))
         if not isinstance(verified, str):
-            click.echo(str(write_view(verified[0].path, out=target, pictures=pictures)))
+            context.console.echo(str(write_view(verified[0].path, out=target, pictures=pictures)))
             return
         data = folder.json_data(RunFolder.RESULT)
         if data is not None:
@@ -62,7 +66,7 @@ def view(run: str, runs: str, out: str | None, pictures: bool) -> None:
             reasons = iso.get("unverified") if isinstance(iso.get("unverified"), list) else []
             data["isolation"] = {**iso, "verified": False,
                                  "unverified": [f"not verified as this harness's result: {verified}", *reasons]}
-        click.echo(str(write_view(folder.path, data, out=target, pictures=pictures)))
+        context.console.echo(str(write_view(folder.path, data, out=target, pictures=pictures)))
 
 
 def register(cli: click.Group) -> None:

@@ -22,33 +22,63 @@ What keeps its place, and why:
   dataset's order's, and an answer found by the text takes the first (round 22: dealt, half of them lost).
 - an option list embedded in the question ("Answer Choices: (A) ... (B) ...", MedXpertQA's wording) is
   rewritten in the new order when it lists exactly the options; one that does not keeps the order.
+
+A list past E (MedFrameQA's and MMMU's six to nine options) is dealt as any other, its letter references read up
+to its last letter ("both A and F"). Before round 24 it kept the dataset's order: a question is seen to have six
+options, so a gold skewed by position in the public set (the original stages every list in its order) was a prior
+a blind answer could use on exactly those questions.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from ..answers import LETTERS
+from ..answers import OPTION_LETTERS
 
 # "all of the above", "none of these", "both of the above", "neither of the options", "all the above" ...
 _PLACE_WORDS = re.compile(
     r"\b(all|none|both|neither|either|any)\b(\s+\w+){0,2}?\s+(above|below|preceding|previous|foregoing|options|"
     r"choices|answers|these|those)\b|^\s*(neither|none|all|both)\s*\.?\s*$", re.I)
-_LETTER = r"(?<![\w])[A-E](?![\w])"  # an upper-case A-E standing alone (case-sensitive: "a" is a word)
-_NAMED = re.compile(rf"(?i:\b(options?|choices?|answers?)\s+\(?){_LETTER}")
-_JOINED = re.compile(rf"{_LETTER}\s*(,|&|\+|/|\band\b|\bor\b)\s*{_LETTER}")
-_BRACKETED = re.compile(r"\(([A-E])\)")
-# "all except C", "but not A", "other than B", "A only", "only B", "B alone": one option named by its letter
-_QUALIFIED = re.compile(rf"(?i:\b(except|only|but|not|besides|excluding|than)\s+){_LETTER}"
-                        rf"|{_LETTER}(?i:\s+(only|alone)\b)")
-_BARE = re.compile(r"\s*\(?[A-E][.):]?\s*")  # an option that is a letter: a mark in the image
-_LINE_LETTER = re.compile(r"(?m)^\s*[A-E][.):]\s")
 _CHOICES = re.compile(r"answer\s+choices\s*:", re.I)
-# a letter marking a list entry: "(A)", "(a)", "A)", "A.", "A:", "A -" (either case), then the entry's text
-_MARK = r"(?<![\w])(?:\(\s*[A-Ea-e]\s*\)|[A-Ea-e][ \t]*[.):\-\u2013\u2014])[ \t]*"
-_CHOICE = re.compile(r"\(([A-E])\)[ \t]*")
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    """The letter-reference patterns for a question lettered A..`last` (A-E, or on past E: round 24)."""
+
+    named: re.Pattern[str]
+    joined: re.Pattern[str]
+    bracketed: re.Pattern[str]
+    qualified: re.Pattern[str]
+    bare: re.Pattern[str]
+    line_letter: re.Pattern[str]
+    mark: str
+    choice: re.Pattern[str]
+
+
+@functools.lru_cache(maxsize=32)
+def _patterns(last: str = "E") -> _Patterns:
+    """Patterns naming the letters A..`last` (never fewer than A-E, the original's letters)."""
+    last = max(last, "E")
+    upper, lower = f"A-{last}", f"a-{last.lower()}"
+    letter = rf"(?<![\w])[{upper}](?![\w])"  # an upper-case letter standing alone (case-sensitive: "a" is a word)
+    return _Patterns(
+        named=re.compile(rf"(?i:\b(options?|choices?|answers?)\s+\(?){letter}"),
+        joined=re.compile(rf"{letter}\s*(,|&|\+|/|\band\b|\bor\b)\s*{letter}"),
+        bracketed=re.compile(rf"\(([{upper}])\)"),
+        # "all except C", "but not A", "other than B", "A only", "only B", "B alone": one option named by its letter
+        qualified=re.compile(rf"(?i:\b(except|only|but|not|besides|excluding|than)\s+){letter}"
+                             rf"|{letter}(?i:\s+(only|alone)\b)"),
+        bare=re.compile(rf"\s*\(?[{upper}][.):]?\s*"),  # an option that is a letter: a mark in the image
+        line_letter=re.compile(rf"(?m)^\s*[{upper}][.):]\s"),
+        # a letter marking a list entry: "(A)", "(a)", "A)", "A.", "A:", "A -" (either case), then the entry's text
+        mark=rf"(?<![\w])(?:\(\s*[{upper}{lower}]\s*\)|[{upper}{lower}][ \t]*[.):\-\u2013\u2014])[ \t]*",
+        choice=re.compile(rf"\(([{upper}])\)[ \t]*"),
+    )
 
 
 def keeps_place(option: str) -> bool:
@@ -56,19 +86,21 @@ def keeps_place(option: str) -> bool:
     return bool(_PLACE_WORDS.search(option))
 
 
-def names_letters(text: str) -> bool:
-    """Text that refers to options by letter ("both A and B", "option C", "(A) ... (B)", "A. ..." lines)."""
-    return bool(_NAMED.search(text) or _JOINED.search(text) or _BRACKETED.search(text) or _QUALIFIED.search(text)
-                or _BARE.fullmatch(text) or len(_LINE_LETTER.findall(text)) >= 2)
+def names_letters(text: str, last: str = "E") -> bool:
+    """Text that refers to options by letter ("both A and B", "option C", "(A) ... (B)", "A. ..." lines), letters
+    A..`last` (the question's last option letter when past E)."""
+    p = _patterns(last)
+    return bool(p.named.search(text) or p.joined.search(text) or p.bracketed.search(text)
+                or p.qualified.search(text) or p.bare.fullmatch(text) or len(p.line_letter.findall(text)) >= 2)
 
 
-def lists_options(text: str, options: dict[str, str]) -> bool:
+def lists_options(text: str, options: dict[str, str], last: str = "E") -> bool:
     """Whether `text` lists two options or more after a letter ("A) cyst B) tumor", "Options: A. cyst", "(a) cyst"
     lines): a list in a form `_embedded` does not rewrite, whose letters dealt options would contradict."""
     listed = 0
     for option in options.values():
         words = str(option).split()
-        if words and re.search(_MARK + r"\s+".join(re.escape(w) for w in words), text, re.I):
+        if words and re.search(_patterns(last).mark + r"\s+".join(re.escape(w) for w in words), text, re.I):
             listed += 1
             if listed >= 2:
                 return True
@@ -84,7 +116,7 @@ def _spaced(text: str) -> str:
     return " ".join(text.split())
 
 
-def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[str, str, str]]] | None:
+def _embedded(question: str, options: dict[str, str], last: str = "E") -> tuple[str, list[tuple[str, str, str]]] | None:
     """The question split at an embedded "Answer Choices:" list that lists exactly `options` in order (up to
     spacing): (text up to the list's first option, [(gap after "(X)", option text as listed, whitespace after
     it)]); None otherwise."""
@@ -92,7 +124,7 @@ def _embedded(question: str, options: dict[str, str]) -> tuple[str, list[tuple[s
     if marker is None:
         return None
     tail = question[marker.end():]
-    found = list(_CHOICE.finditer(tail))
+    found = list(_patterns(last).choice.finditer(tail))
     if [m.group(1) for m in found] != list(options) or not found:
         return None
     parts = []
@@ -115,14 +147,16 @@ def deal_options(question: dict[str, Any], gold: dict[str, Any],
     if not isinstance(options, dict) or len(options) < 2 or label not in options:
         return question, gold
     letters = list(options)
-    if letters != list(LETTERS[:len(letters)]):
+    if letters != list(OPTION_LETTERS[:len(letters)]):
         return question, gold
+    last = letters[-1]  # a list past E is dealt too (round 24): kept, its order was a public prior on the gold
     text = str(question.get("question", ""))
-    embedded = _embedded(text, options)
+    embedded = _embedded(text, options, last)
     rest = text[:len(embedded[0])] if embedded else text
     if embedded is None and _CHOICES.search(text):
         return question, gold  # a list that is not the options: its letters would no longer match
-    if names_letters(rest) or any(names_letters(str(o)) for o in options.values()) or lists_options(rest, options):
+    if (names_letters(rest, last) or any(names_letters(str(o), last) for o in options.values())
+            or lists_options(rest, options, last)):
         return question, gold
     if len({_text_key(o) for o in options.values()}) < len(options):
         return question, gold  # twins: which one is gold is the dataset's order's (module docstring)
