@@ -69,6 +69,7 @@ class Provider:
 
     def __init__(self, mode: str, delay: float = 0.0) -> None:
         self.mode, self.delay, self.posts = mode, delay, 0
+        self.received: list[tuple[str, bytes]] = []  # (path, body) of every POST, as the gateway forwarded it
         self.stop = threading.Event()
         self.held: list[socket.socket] = []
         self.http: ThreadingHTTPServer | None = None
@@ -97,7 +98,7 @@ class Provider:
                 self._send(500 if provider.mode == "error" else 503 if provider.mode == "sick" else 404, b"{}")
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
+                provider.received.append((self.path, self.rfile.read(int(self.headers.get("content-length") or 0))))
                 provider.posts += 1
                 if provider.mode in ("error", "picky"):
                     self._send(500, b'{"error": "boom"}')
@@ -252,7 +253,7 @@ def gateway(tmp_path) -> Iterator[tuple[str, Any]]:
     made: list[ModelGateway] = []
 
     def start(url: str, timeout: float = 1.0) -> ModelGateway:
-        gw = ModelGateway(url, "openai", None, max_calls=50, deadline=time.monotonic() + 60,
+        gw = ModelGateway(url, "openai", None, model="m", max_calls=50, deadline=time.monotonic() + 60,
                           provider_timeout=timeout)
         gw.start(fd)
         made.append(gw)

@@ -72,7 +72,7 @@ def gateway_dir(tmp_path):
 def test_gateway_puts_in_the_real_key_counts_tokens_and_refuses_past_the_budget(gateway_dir):
     folder, fd = gateway_dir
     with ScriptedModelServer(steps_script([Step("hi")] * 5)) as upstream:
-        gw = ModelGateway(upstream.url, "anthropic", SECRET, max_calls=2, deadline=time.monotonic() + 60,
+        gw = ModelGateway(upstream.url, "anthropic", SECRET, model="m", max_calls=2, deadline=time.monotonic() + 60,
                           price=lambda model, i, o, c: (i + o) / 1e6)
         gw.start(fd)
         sock = str(folder / SOCKET_NAME)
@@ -97,7 +97,8 @@ def test_gateway_counts_replies_without_token_counts_as_unmetered(gateway_dir):
     folder, fd = gateway_dir
     for metered, expected in ((False, 2), (True, 0)):
         with ScriptedModelServer(steps_script([Step("hi")] * 2), metered=metered) as upstream:
-            gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, max_calls=5, deadline=time.monotonic() + 60)
+            gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, model="m",
+                              max_calls=5, deadline=time.monotonic() + 60)
             gw.start(fd)
             for stream in (True, False):
                 status, _ = _post(str(folder / SOCKET_NAME), "/v1/chat/completions",
@@ -112,7 +113,7 @@ def test_gateway_counts_replies_without_token_counts_as_unmetered(gateway_dir):
 def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_dir):
     folder, fd = gateway_dir
     with ScriptedModelServer(steps_script([Step("hi")])) as upstream:
-        gw = ModelGateway(upstream.url, "gemini", SECRET, max_calls=10, deadline=time.monotonic() + 60)
+        gw = ModelGateway(upstream.url, "gemini", SECRET, model="g", max_calls=10, deadline=time.monotonic() + 60)
         gw.start(fd)
         sock = str(folder / SOCKET_NAME)
         status, _ = _post(sock, "/v1beta/models/g:generateContent?key=dummy&alt=x", {"contents": []}, {})
@@ -129,7 +130,8 @@ def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_d
     port = gone.getsockname()[1]
     gone.close()
     (folder / SOCKET_NAME).unlink()
-    gw = ModelGateway(f"http://127.0.0.1:{port}/v1", "openai", None, max_calls=10, deadline=time.monotonic() + 60)
+    gw = ModelGateway(f"http://127.0.0.1:{port}/v1", "openai", None, model="m",
+                      max_calls=10, deadline=time.monotonic() + 60)
     gw.start(fd)
     status, data = _post(str(folder / SOCKET_NAME), "/v1/chat/completions", {"model": "m"}, {})
     gw.close()
@@ -143,7 +145,8 @@ def test_gateway_time_limit_unreachable_model_and_gemini_key_parameter(gateway_d
 def test_relay_joins_a_loopback_port_to_the_socket(gateway_dir, tmp_path):
     folder, fd = gateway_dir
     with ScriptedModelServer(steps_script([Step("relayed")])) as upstream:
-        gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, max_calls=5, deadline=time.monotonic() + 60)
+        gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, model="m",
+                          max_calls=5, deadline=time.monotonic() + 60)
         gw.start(fd)
         (tmp_path / "relay.py").write_text(RELAY)
         relay = subprocess.Popen([sys.executable, str(tmp_path / "relay.py"), str(folder / SOCKET_NAME),
@@ -178,7 +181,8 @@ def test_a_flood_from_the_sandbox_is_answered_429_and_an_idle_connection_dropped
         return Step("hi")
 
     with ScriptedModelServer(slow) as upstream:
-        gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, max_calls=1000, deadline=time.monotonic() + 60)
+        gw = ModelGateway(upstream.url + "/v1", "openai", SECRET, model="m",
+                          max_calls=1000, deadline=time.monotonic() + 60)
         gw.start(fd)
         sock = str(folder / SOCKET_NAME)
         idle = socket.socket(socket.AF_UNIX)
@@ -227,7 +231,7 @@ def test_closing_the_gateway_drops_the_replies_still_being_made(gateway_dir):
         return Step("too late")
 
     with ScriptedModelServer(slow) as upstream:
-        gw = ModelGateway(upstream.url + "/v1", "openai", None, max_calls=10, deadline=time.monotonic() + 60)
+        gw = ModelGateway(upstream.url + "/v1", "openai", None, model="m", max_calls=10, deadline=time.monotonic() + 60)
         gw.start(fd)
         done: list[float] = []
 

@@ -160,5 +160,5 @@ def test_an_http_error_quoting_the_url_is_recorded_masked():
 
 def test_the_gateway_refuses_a_base_url_with_its_credentials_masked():
     with pytest.raises(ValueError) as caught:
-        ModelGateway("ftp://user:pa@word@host/v1?api_key=QSECRET", "openai", None, max_calls=1, deadline=0.0)
+        ModelGateway("ftp://user:pa@word@host/v1?api_key=QSECRET", "openai", None, model="m", max_calls=1, deadline=0.0)
     assert "ftp://***@host" in str(caught.value) and not any(s in str(caught.value) for s in SECRETS)

@@ -113,7 +113,7 @@ def test_outage_after_is_refused_in_the_same_words_for_an_installed_and_a_chat_a
 
 
 def test_the_default_wait_is_one_constant():
-    gw = ModelGateway("http://127.0.0.1:9/v1", "openai", None, max_calls=1, deadline=time.monotonic() + 5)
+    gw = ModelGateway("http://127.0.0.1:9/v1", "openai", None, model="m", max_calls=1, deadline=time.monotonic() + 5)
     assert ModelConfig("openai").outage_after == gw.health.timeout_s == OUTAGE_AFTER_S == 60.0
 
 

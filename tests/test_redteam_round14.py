@@ -93,7 +93,7 @@ def test_a_plain_run_cannot_use_another_sandboxs_model_relay_on_the_shared_loopb
     other run's key. Now the relay closes it; the sandbox's own client is still served."""
     fake_llm.fallback = lambda request: openai_reply("a reply paid for by the other run")
     victim = Path(tempfile.mkdtemp(prefix="rt14"))  # the victim's session folder (the gateway socket, the relay)
-    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
+    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", model="m", max_calls=50,
                            deadline=time.monotonic() + 300, host_peers=False)
     fd = open_path(victim.parent, victim.name)
     gateway.start(fd)

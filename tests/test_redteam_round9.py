@@ -176,7 +176,7 @@ def test_a_plain_run_cannot_use_a_concurrent_runs_model_gateway(fake_llm, reg, d
     other = base / "other-run" / "workspace"  # a verified run's workspace, its gateway started later
     other.mkdir(parents=True)
     sock = other / "model.sock"
-    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", max_calls=50,
+    gateway = ModelGateway(fake_llm.url + "/v1", "openai", "sk-the-other-runs-key", model="m", max_calls=50,
                            deadline=time.monotonic() + 300, host_peers=False)
     fd = open_path(base / "other-run", "workspace")
     try:

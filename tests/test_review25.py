@@ -139,7 +139,7 @@ def test_a_provider_declared_down_after_the_gateway_closed_makes_no_file(tmp_pat
     session, other = tmp_path / "session", tmp_path / "other"
     session.mkdir()
     other.mkdir()
-    gateway = ModelGateway("http://127.0.0.1:9/v1", "openai", "k", max_calls=5, deadline=1e12)
+    gateway = ModelGateway("http://127.0.0.1:9/v1", "openai", "k", model="m", max_calls=5, deadline=1e12)
     fd = os.open(session, os.O_RDONLY | os.O_DIRECTORY)
     gateway.start(fd)
     gateway.close()

@@ -128,6 +128,12 @@ class Agent(ABC):
         """Events only the agent saw (a CLI agent's own steps, API retries), written after each turn."""
         return []
 
+    def other_models(self) -> dict[str, int]:
+        """Model names the agent's own program asked for besides its configured model, each with how many requests,
+        all served by the configured one (an installed agent's gateway pins them); asked once the agent phase is
+        over, for the result (`Runtime.other_models`), so a reader sees helper-model calls. Default none."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and processes."""
 
@@ -182,6 +188,26 @@ def reply_chars(reply: AgentTurn) -> int:
     for call in reply.tool_calls:
         texts += [call.name, call.arguments, call.source, call.id if isinstance(call.id, str) else None]
     return sum(len(t) for t in texts if t)
+
+
+MAX_OTHER_MODELS = 50  # names kept in a result; a plugin's longer list is cut
+MAX_MODEL_NAME = 200
+
+
+def other_models(agent: Agent) -> dict[str, int]:
+    """`agent.other_models()` as a result can hold: text names (200 characters at most, 50 of them) with positive
+    integer counts; anything else a plugin returns, or its failure, is left out (it names no model that served)."""
+    try:
+        reported = agent.other_models()
+    except Exception:
+        return {}
+    if not isinstance(reported, dict):
+        return {}
+    out: dict[str, int] = {}
+    for name, count in list(reported.items())[:MAX_OTHER_MODELS]:
+        if isinstance(name, str) and type(count) is int and 0 < count <= MAX_REPLY_TOKENS:
+            out[name[:MAX_MODEL_NAME]] = out.get(name[:MAX_MODEL_NAME], 0) + count
+    return out
 
 
 def _shown(value: Any) -> str:

@@ -475,6 +475,9 @@ class Runtime:
     # process's first run) and the helpers it waits for (the workspace image), not the agent's tool calls nor
     # the evaluator processes
     harness_cpu_s: float = 0.0
+    # model names the agent's own program asked for besides the configured model, with how many requests each; the
+    # configured model served them all (an installed agent's gateway pins every request to it)
+    other_models: dict[str, int] = Factory(dict)
 
 
 @define

@@ -53,6 +53,10 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
         console.print(f"agent: {rt.tokens_in} in / {rt.tokens_out} out tokens, ${rt.cost_usd:.4f}   "
                       f"judge: ${rt.judge_cost_usd:.4f}{judge_tokens}")
+    if rt.other_models:  # helper-model calls (or any other name) the configured model answered
+        named = ", ".join(f"{name} ×{count}" for name, count in sorted(rt.other_models.items()))
+        console.print("the agent's program also asked for other models, all served by the run's: " + escape(named),
+                      soft_wrap=True)
     table = Table(show_header=True, header_style="bold")
     for col in ("Stage", "Name", "Weight", "Score", "Rule"):
         table.add_column(col)

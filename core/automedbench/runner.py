@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext
+from .agent import TOOLS, Agent, AgentContext, other_models
 from .brief import KICKOFF, render_brief
 from .conversation import AgentLoop, Conversation
 from .evaluator import (
@@ -468,6 +468,7 @@ class Run:
             if tripwire.overflowed:
                 st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
+            st.runtime.other_models = other_models(agent)  # the agent phase is over: its counts are final
             agent.close()
             steptimer.add(st.runtime, "sandbox_close", time.monotonic() - t_close)
             st.runtime.agent_s = round(st.runtime.agent_s, 3)

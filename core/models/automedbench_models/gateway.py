@@ -7,14 +7,17 @@ turns a TCP port on the sandbox's own loopback into connections to that socket, 
 works. Nothing else becomes reachable: the relay only ever connects to the socket, and the gateway only ever
 forwards to the one provider the run was configured with.
 
-Every request is forwarded with the real key put in by the harness (the sandbox only holds a dummy one), and the
-gateway counts what the run's budgets need from outside: model calls (the agent's turns), tokens, cost and the
-time spent waiting for the model. A call past the turn budget or the time limit is refused with an error every
-client treats as final. Each exchange is kept as a `ModelCall` (no prompt or reply text); a `watcher`
-(`gatewaysteps.StepLedger`) sees each request as it arrives and each reply once forwarded, and so the steps the
-program took in between. Anything in the sandbox can talk to the socket, so it is bounded: a few requests at a
-time (more are answered 429 at once), an idle connection is dropped, and past a number of records calls are
-counted, not kept.
+Every request is forwarded with the real key put in by the harness (the sandbox only holds a dummy one) and to
+the run's model: whatever model a request names (a helper model such as Claude Code's small one, or any other), the
+configured one serves it, so a run's result names the model that did its work; the other names asked for are
+counted (`other_models`). A request whose model cannot be read (no JSON within `parse_bounded`'s limits, or no
+`model` field) is refused with an error naming why. The gateway counts what the run's budgets need from outside:
+model calls (the agent's turns), tokens, cost and the time spent waiting for the model. A call past the turn
+budget or the time limit is refused with an error every client treats as final. Each exchange is kept as a
+`ModelCall` (no prompt or reply text); a `watcher` (`gatewaysteps.StepLedger`) sees each request as it arrives and
+each reply once forwarded, and so the steps the program took in between. Anything in the sandbox can talk to the
+socket, so it is bounded: a few requests at a time (more are answered 429 at once), an idle connection is dropped,
+and past a number of records calls are counted, not kept.
 
 The socket is a file of the run's workspace, so anything that can reach that path can connect: a `local-plain`
 call of another run could (it sees the host's files; it covers the sockets that existed when it started, not a
@@ -48,13 +51,16 @@ from attrs import asdict, define
 from automedbench.api import OUTAGE_AFTER_S
 
 from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
-from .wiremessages import parse_bounded
+from .wiremessages import MAX_PARSED_BYTES, parse_bounded, too_large
 
 SOCKET_NAME = "model.sock"
 STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
 MAX_ACTIVE = 8  # requests served at once; more are answered 429 (clients retry) and never forwarded
 IDLE_TIMEOUT_S = 60.0  # a connection that sends nothing for this long is dropped
 MAX_RECORDS = 2_000  # ModelCall records kept; later calls are counted in the totals only
+MAX_OTHER_MODELS = 50  # distinct other model names counted by name; more are counted under OTHER_NAMES
+OTHER_NAMES = "(other names)"
+MAX_MODEL_NAME = 200
 OVERLOADED = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
               b"connection: close\r\ncontent-length: 0\r\n\r\n")
 MAX_REQUEST_BYTES = 64 << 20  # a long conversation with images stays well below this
@@ -143,6 +149,7 @@ class ModelCall:
     cost_usd: float = 0.0
     refused: str = ""
     error: str = ""
+    asked: str = ""  # the model the request named, when not the run's (`model` served it)
 
 
 def _int(value: Any) -> int:
@@ -190,13 +197,35 @@ def read_usage(body: bytes) -> tuple[int, int, int]:
     return tokens_in, tokens_out, cached
 
 
-def _model_of(path: str, body: bytes) -> str:
-    """The model a request names: its JSON `model`, or Gemini's `/models/NAME:method` path."""
-    if "/models/" in path:
-        return path.split("/models/", 1)[1].split(":", 1)[0].split("?", 1)[0][:200]
-    data = parse_bounded(body)  # a body of 64 MB of `{},` parsed whole took 1.7 GB of the harness's memory
-    model = data.get("model") if isinstance(data, dict) else None
-    return model[:200] if isinstance(model, str) else ""
+GEMINI_MODEL_PATH = "/models/"
+
+
+def pin_model(wire: str, method: str, path: str, body: bytes, model: str) -> tuple[str, bytes, str, str]:
+    """(path, body) with the run's `model` in place of the one the request names, the name it gave, and why it
+    cannot be pinned ("" when it can). Gemini names the model in its path (`/models/NAME:method`); the other
+    formats in the JSON body's `model`. A POST whose model cannot be read is refused: it would reach the provider
+    naming whatever it names. A GET (a model list, a model's facts) generates nothing and passes as it is."""
+    if wire == "gemini" and GEMINI_MODEL_PATH in path:
+        head, tail = path.split(GEMINI_MODEL_PATH, 1)
+        cut = min((at for at in (tail.find(":"), tail.find("?"), tail.find("/")) if at >= 0), default=len(tail))
+        asked = urllib.parse.unquote(tail[:cut])
+        return f"{head}{GEMINI_MODEL_PATH}{urllib.parse.quote(model, safe='')}{tail[cut:]}", body, asked, ""
+    if method != "POST":
+        return path, body, "", ""
+    data = parse_bounded(body)
+    if not isinstance(data, dict):
+        why = (f"over {MAX_PARSED_BYTES >> 20} MB, or too many objects, for the gateway to read" if too_large(body)
+               else "no JSON object")
+        return path, body, "", (f"automedbench gateway: the request's body cannot be read ({why}), so the model it "
+                                f"names is unknown; this run's model is {model!r}")
+    asked = data.get("model")
+    if not isinstance(asked, str):
+        return path, body, "", (f"automedbench gateway: the request names no model (no `model` text field); this "
+                                f"run's model is {model!r}")
+    if asked == model:
+        return path, body, asked, ""
+    data["model"] = model
+    return path, json.dumps(data, ensure_ascii=False).encode(), asked, ""
 
 
 def refusal_body(message: str) -> bytes:
@@ -269,13 +298,14 @@ def peer_in_own_sandbox(request: socket.socket) -> bool:
 class ModelGateway:
     """Forward the sandbox's model requests to `upstream` (scheme://host[:port][/prefix]) with the real key.
 
-    `max_calls` and `deadline` (a `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
+    `model` is the run's model: every request is forwarded naming it (`pin_model`). `max_calls` and `deadline` (a
+    `time.monotonic()` value) are the run's budgets; `price(model, tokens_in,
     tokens_out, cached)` is the cost of one call; `watcher.request(body)` is called as each request arrives
     (before it is forwarded or refused) and `watcher.reply(request_body, status, reply_body, usage)` once a reply
     was forwarded. `host_peers=False`: only peers with another root folder than the harness's are served (the
     run's sandbox has a root of its own; see the module's docstring)."""
 
-    def __init__(self, upstream: str, wire: str, api_key: str | None, *, max_calls: int, deadline: float,
+    def __init__(self, upstream: str, wire: str, api_key: str | None, *, model: str, max_calls: int, deadline: float,
                  price: Callable[[str, int, int, int], float] | None = None, watcher: Any = None,
                  host_peers: bool = True, provider_timeout: float = OUTAGE_AFTER_S) -> None:
         parsed = urllib.parse.urlsplit(upstream)
@@ -284,7 +314,8 @@ class ModelGateway:
 
             raise ValueError(f"the model base URL {mask_value('base_url', upstream)!r} is not an http(s) URL")
         self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
-        self.wire, self.api_key = wire, api_key
+        self.wire, self.api_key, self.model = wire, api_key, model
+        self.other_models: dict[str, int] = {}  # names requests asked for, not the run's model: served by it
         self.max_calls, self.deadline = max_calls, deadline
         self.price, self.watcher = price, watcher
         self.calls: list[ModelCall] = []
@@ -410,6 +441,17 @@ class ModelGateway:
                 "overloaded": overloaded, "records_left_out": max(0, counts["calls"] + counts["refused"] -
                                                                    MAX_RECORDS)}
 
+    def asked_for(self) -> dict[str, int]:
+        """The model names requests asked for other than the run's, each with how many (all served by the run's)."""
+        with self.lock:
+            return dict(self.other_models)
+
+    def _note_other(self, asked: str) -> None:
+        name = asked[:MAX_MODEL_NAME]
+        if name not in self.other_models and len(self.other_models) >= MAX_OTHER_MODELS:
+            name = OTHER_NAMES
+        self.other_models[name] = self.other_models.get(name, 0) + 1
+
     def records(self) -> list[dict[str, Any]]:
         with self.lock:
             return [asdict(c) for c in self.calls]
@@ -440,12 +482,15 @@ class ModelGateway:
         if len(body) < size:
             return  # the connection went away mid-request: nothing was asked
         self._watch("request", body)  # the steps this request's answers complete (the program is waiting now)
+        path, sent, asked, unpinned = pin_model(self.wire, handler.command, handler.path, body, self.model)
         with self.lock:
-            refused = self._refusal()
+            refused = self._refusal() or unpinned
             n = self.counts["calls"] + self.counts["refused"] + 1
-            call = ModelCall(n, handler.path[:300], _model_of(handler.path, body), 0, round(t0 - self.started, 3),
-                             0.0, refused=refused)
+            call = ModelCall(n, handler.path[:300], "" if unpinned else self.model, 0, round(t0 - self.started, 3),
+                             0.0, refused=refused, asked=asked[:MAX_MODEL_NAME] if asked != self.model else "")
             self.counts["refused" if refused else "calls"] += 1
+            if asked and asked != self.model:
+                self._note_other(asked)
             if n <= MAX_RECORDS:
                 self.calls.append(call)
         if refused:
@@ -453,7 +498,7 @@ class ModelGateway:
             self._reply(handler, 400, refusal_body(refused))
             return
         try:
-            status, received = self._forward(handler, body, n)
+            status, received = self._forward(handler, path, sent, n)
         except (OSError, http.client.HTTPException) as exc:
             self.health.failed(n, transport_error(exc))
             call.status, call.error = 502, f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -493,9 +538,10 @@ class ModelGateway:
                 if len(self.watch_errors) < 20:
                     self.watch_errors.append(f"{moment}: {type(exc).__name__}: {str(exc)[:200]}")
 
-    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes, key: int) -> tuple[int, bytes]:
-        """Send the request upstream with the real key; stream the reply back; return its status and body."""
-        path = handler.path if handler.path.startswith("/") else "/" + handler.path
+    def _forward(self, handler: BaseHTTPRequestHandler, path: str, body: bytes, key: int) -> tuple[int, bytes]:
+        """Send the request (`path`, `body`: the run's model pinned) upstream with the real key; stream the reply
+        back; return its status and body."""
+        path = path if path.startswith("/") else "/" + path
         parts = urllib.parse.urlsplit(path)
         query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if k != "key"]
         target = parts.path + ("?" + urllib.parse.urlencode(query) if query else "")

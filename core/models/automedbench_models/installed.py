@@ -249,8 +249,8 @@ class InstalledAgent(CliAgent):
         # root than the harness's are answered, never another run's plain call (gateway.py)
         host_peers = os.path.realpath(context.workspace_dir) == os.path.realpath(ws)
         self.gateway = ModelGateway(self.base_url, "openai" if self.wire == "openai" else self.wire, self.api_key,
-                                    max_calls=turns, deadline=deadline, price=self._price, watcher=self.ledger,
-                                    host_peers=host_peers, provider_timeout=self.outage_after)
+                                    model=self.model, max_calls=turns, deadline=deadline, price=self._price,
+                                    watcher=self.ledger, host_peers=host_peers, provider_timeout=self.outage_after)
         self.gateway.start(self.dir_fd)
         self.values["turns"] = str(turns)
 
@@ -351,6 +351,7 @@ class InstalledAgent(CliAgent):
         check = self._compare_transcript(self.transcript)
         gateway = self.gateway.totals() if self.gateway is not None else {}
         summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model, **gateway,
+                   "other_models": self.other_models(),
                    "observed": self.ledger.summary() if self.ledger is not None else {},
                    "watch_errors": self.gateway.watch_errors if self.gateway is not None else [],
                    "reported": {"turns": self.transcript.turns, "tokens_in": self.transcript.tokens_in,
@@ -378,6 +379,11 @@ class InstalledAgent(CliAgent):
                 f"the program's transcript gives {len(check['exit_disagreements'])} step(s) another exit code than "
                 "its answer to the model did; the answer's is recorded")})
         return events
+
+    def other_models(self) -> dict[str, int]:
+        """The model names the program asked the gateway for besides the run's (a helper model), each with how many
+        requests; the run's model served them all."""
+        return self.gateway.asked_for() if self.gateway is not None else {}
 
     def _compare_transcript(self, transcript: Transcript) -> dict[str, Any]:
         """The transcript's steps against the gateway's: those the model never asked for (the gateway never saw
