@@ -113,3 +113,16 @@ def test_a_sweep_partly_copied_is_shown_as_chosen(own_state, data_root, tmp_path
     (row,) = part["rows"]
     assert row["partial_sweeps"] == 1 and row["chosen"] is True, row
     assert "1 of 1 sweep(s) partly present" in terminal
+
+
+def test_a_number_given_back_is_drawn_again_only_while_it_is_the_latest(own_state):
+    """A run refused before its agent did anything leaves no folder and gives its number back (the runner's
+    `attempts.release`), unless a later run drew after it: then the gap stays, said as an attempt made."""
+    from automedbench import attempts
+
+    first = attempts.draw("a", "t", "lite", "c")
+    assert attempts.release(first) and attempts.draw("a", "t", "lite", "c")["number"] == first["number"] == 1
+    second, third = attempts.draw("a", "t", "lite", "c"), attempts.draw("a", "t", "lite", "c")
+    assert not attempts.release(second) and third["number"] == 3
+    assert attempts.made_here() == (first["ledger"], {first["config"]: 3})
+    assert attempts.draw("a", "t", "standard", "c")["number"] == 1  # another configuration counts apart

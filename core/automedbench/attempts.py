@@ -80,6 +80,21 @@ def draw(agent: str, task: str, tier: str, conditions: str) -> dict[str, Any]:
     return {"ledger": ledger["id"], "config": key, "number": number}
 
 
+def release(attempt: dict[str, Any]) -> bool:
+    """Give back the number of a run refused before its agent did anything (no run folder is left): never an
+    attempt, so no row should read it as one left out. Only while it is the latest drawn of its configuration (a
+    later draw keeps its number; the gap then stays, said as an attempt made). Whether it was given back."""
+    folder = state_dir()
+    with _locked(folder):
+        ledger = _read(folder)
+        counts = ledger["counts"] if ledger and ledger["id"] == attempt.get("ledger") else {}
+        if counts.get(attempt.get("config")) != attempt.get("number"):
+            return False
+        counts[attempt["config"]] = attempt["number"] - 1
+        atomic_write_bytes(folder / LEDGER, json.dumps(ledger, sort_keys=True).encode())
+    return True
+
+
 def made_here() -> tuple[str, dict[str, int]]:
     """This machine's ledger as (id, {config: attempts counted}), read once by a reader of many runs; ("", {})
     without one. A run whose ledger is another (made elsewhere, or before the ledger was made again) is told

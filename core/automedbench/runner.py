@@ -178,6 +178,8 @@ class Run:
             if st.runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
                 self.traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
+                if st.header.attempt:  # nor an attempt a leaderboard would call made and left out
+                    attempts.release(st.header.attempt)
             raise
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
