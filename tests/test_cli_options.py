@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from review_steps import register_agent
 
 VQA = "vqa/demo"
-# fields a user never sets on a command line: a sweep sets the run id, its executor the node
-NO_FLAG = {"run_id", "node"}
+# fields a user never sets on a command line: a sweep sets the run id and its own id and size, its executor the node
+NO_FLAG = {"run_id", "node", "sweep"}
 # what each command builds its run configuration from (the rest of its flags are its own)
 EXPOSED = {
     "run": {f.name for f in attrs.fields(RunOptions)} - NO_FLAG,

@@ -68,6 +68,7 @@ LAYERS: dict[str, int] = {
     "automedbench.untrusted": CONTRACT,
     "automedbench.yamlfile": CONTRACT,
     # engine: the run path (stage, run, freeze, evaluate, grade, score, store) and the plugin registry
+    "automedbench.attempts": ENGINE,  # the ledger of attempts per configuration each run signs its number from
     "automedbench.brief": ENGINE,
     "automedbench.conversation": ENGINE,  # the agent phase's turns, yielded as trajectory events
     "automedbench.evaluate_cmd": ENGINE,

@@ -283,6 +283,7 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
 def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     """Re-render a stored result (RUN is a run folder or a run id under --runs). A result the harness did
     not write, or whose evidence changed since (`automedbench verify`), is shown as unverified with why."""
+    from .attempts import describe
     from .report import render
     from .resultproof import load_checked
     from .runfolder import RunFolder
@@ -299,6 +300,7 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     if not found.genuine:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
     render(result, console, items=items, command=True)
+    console.print(escape(describe(result.header.attempt)), soft_wrap=True)
 
 
 @main.command()

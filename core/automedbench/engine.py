@@ -31,7 +31,8 @@ What it holds, by step of a run:
   (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
   `copy_pictures` for an evaluator that drew them elsewhere) and the scripts kept beside (`SCRIPTS_DIR`);
   the result's proof that the harness wrote it (`write_result` signs, `check_folder`, `check_bytes`,
-  `check_evidence` and `check_or_reason` check, `run_identity` names the run a result is a version of; a
+  `check_evidence` and `check_or_reason` check, `run_identity` names the run a result is a version of,
+  `made_here` the attempts this machine counted per configuration (`attempts`); a
   command re-signing a run reads `copy_verified`'s copy and signs the digests it checked, adding what it writes
   with `write_verified`);
 - what sandbox backends share: a folder only the harness can write (`HarnessDir`), the workspace quota
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .attempts import made_here
 from .detectors import tag_codes
 from .evaluator import (
     EVAL_CPU_S,
@@ -174,6 +176,7 @@ __all__ = [
     "judge_input",
     "judged_stages",
     "limited_command",
+    "made_here",
     "mask_value",  # noqa: F822
     "mount_workspace",
     "network_gaps",

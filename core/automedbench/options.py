@@ -173,6 +173,8 @@ class RunOptions:
         "folder for the run page, after the run, in the evaluator; --no-pictures leaves them out (e.g. before "
         "publishing pages of a licensed dataset).", show_default=True))
     node: dict[str, str] = field(factory=dict, metadata=meta(()))  # where a sweep executor ran it (host, Ray node)
+    # the sweep a run belongs to, signed in its header's attempt: {"id": the sweep's id, "size": its planned runs}
+    sweep: dict[str, Any] = field(factory=dict, metadata=meta(()))
     repeat_limit: int = field(default=DEFAULT_REPEAT_LIMIT, metadata=meta(
         ("--repeat-limit",), "Stop the run when the agent makes the same tool call with the same outcome this many "
         f"times in a row (it is told from the {REPEAT_NOTICE_AT}rd on; 0 = never stop).", type=click.IntRange(0),

@@ -444,6 +444,10 @@ class Header:
     # with them the run's command line can be given again (`rerun_command`). None in a result written before
     # they were kept: its command is not known.
     options: dict[str, Any] | None = None
+    # Which attempt of its configuration on the machine that made it (`attempts.draw`: ledger, config, number), with
+    # its sweep's id and planned size for a sweep's run ("sweep", "sweep_size"): a leaderboard shows how many of
+    # the attempts made are in its folder. None in a result written before attempts were counted.
+    attempt: dict[str, Any] | None = None
 
 
 @define

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import errors, interrupt, plan_artefacts, staging, steptimer
+from . import attempts, errors, interrupt, plan_artefacts, staging, steptimer
 from .agent import TOOLS, Agent, AgentContext, other_models
 from .brief import KICKOFF, render_brief
 from .conversation import AgentLoop, Conversation
@@ -178,6 +178,8 @@ class Run:
             if st.runtime.turns == 0:  # refused before the agent did anything: leave no half-made run folder
                 self.traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
+                if st.header.attempt:  # nor an attempt a leaderboard would call made and left out
+                    attempts.release(st.header.attempt)
             raise
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
@@ -286,6 +288,10 @@ class Run:
                         self.o.judge, datetime.now(timezone.utc).isoformat(timespec="seconds"), software, hashes,
                         public_source=self.task.public_source if self.task.network else "",
                         options=changed_options(self.o))
+        # drawn before the agent does anything, whatever the run ends as: a run that went badly counts as made
+        header.attempt = attempts.draw(self.o.agent, self.task.id, self.o.tier, hashes["conditions"])
+        if self.o.sweep:
+            header.attempt.update(sweep=str(self.o.sweep.get("id", "")), sweep_size=int(self.o.sweep.get("size", 0)))
         return RunState(header, Runtime(node=dict(self.o.node)), Isolation(self.o.sandbox))
 
     def _record(self, st: RunState, staged: StagedData) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from attrs import define, field
 from automedbench.api import E_CODES, END_NO_AGENT, STAGE_NAMES, STAGES, TAXONOMY
 
+from .attemptcount import AttemptIndex, Attempts
 from .stats import bootstrap_means, group_seed
 from .store import FINISHED, UNVERIFIED, RunTable
 
@@ -37,6 +38,8 @@ class Cell:
     cost_usd: float
     judge_cost_usd: float
     with_code_share: float
+    # how many of the attempts made of the row's configurations the folder holds (`attemptcount`)
+    attempts: Attempts = field(factory=Attempts)
 
 
 @define
@@ -119,6 +122,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
         by = (*by, CONDITIONS)
     matrix = np.column_stack([used[m] for m in SCORES]) if len(used) else np.empty((0, len(SCORES)))
     cells = []
+    made = AttemptIndex.of(table)  # every run in the folder: an attempt that failed was made all the same
     for key, index in _groups(used, by).items():
         mean, lo, hi, counts = bootstrap_means(matrix[index], resamples=resamples, seed=group_seed(seed, key))
         scores = {m: {"mean": _none(mean[j]), "lo": _none(lo[j]), "hi": _none(hi[j]), "n": int(counts[j])}
@@ -131,7 +135,7 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
                           float(np.mean(used["turns"][index])), float(np.mean(used["wall_s"][index])),
                           float(np.mean(used["tokens_in"][index] + used["tokens_out"][index])),
                           float(np.mean(used["cost_usd"][index])), float(np.mean(used["judge_cost_usd"][index])),
-                          float(np.mean(used["n_codes"][index] > 0))))
+                          float(np.mean(used["n_codes"][index] > 0)), made.row(used["attempt"][i] for i in index)))
     return Leaderboard(by, cells, analyses(counted, resamples=resamples, seed=seed), len(table), len(used),
                        excluded, table.skipped, table.rejected, resamples, seed)
 
@@ -299,6 +303,10 @@ def flat_rows(board: Leaderboard) -> list[dict[str, Any]]:
         row.update({"turns": round(cell.turns, 2), "wall_s": round(cell.wall_s, 2), "tokens": round(cell.tokens),
                     "cost_usd": round(cell.cost_usd, 4), "judge_cost_usd": round(cell.judge_cost_usd, 4),
                     "with_code_share": round(cell.with_code_share, 4)})
+        attempts = cell.attempts
+        row.update({"attempts_present": attempts.present, "attempts_made": attempts.made,
+                    "attempts_unnumbered": attempts.unnumbered, "partial_sweeps": attempts.partial_sweeps,
+                    "chosen": attempts.chosen, "attempts": attempts.text()})
         rows.append(row)
     return rows
 

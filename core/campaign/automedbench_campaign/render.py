@@ -52,16 +52,22 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     effort = _keyed_table(board, "Ratings (run counts) and effort (means per run)")
     for name in ("Overall", "Agentic", "Task", *STAGES):
         scores.add_column(name, justify="right", no_wrap=True)
-    for name in ("A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $"):
+    for name in ("A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $", "Runs made"):
         effort.add_column(name, justify="right", no_wrap=True)
     for cell in cells:
         keys = [escape(cell.key[k]) for k in board.by]
         scores.add_row(*keys, str(cell.n), *[stacked_ci(cell.scores[m]) for m in ("overall", "agentic", "task")],
                        *[pct(cell.scores[s]["mean"]) for s in STAGES])
         effort.add_row(*keys, str(cell.n), "/".join(str(cell.ratings.get(r, 0)) for r in RATINGS),
-                       f"{cell.turns:.1f}", f"{cell.wall_s:.1f}", f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}")
+                       f"{cell.turns:.1f}", f"{cell.wall_s:.1f}", f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}",
+                       cell.attempts.short())
     console.print(scores)
     console.print(effort)
+    for cell in cells:  # a row of runs chosen among attempts: said in full, never only as a mark in a column
+        if cell.attempts.chosen:
+            console.print(f"[yellow]chosen runs[/] {escape(' '.join(cell.key[k] for k in board.by))}: "
+                          f"{escape(cell.attempts.text())} (the folder holds only some of the attempts made)",
+                          soft_wrap=True)
     a = board.analyses
     stages = a["stages"]["all"]
     if stages["stages"]:

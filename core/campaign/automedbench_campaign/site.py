@@ -23,6 +23,7 @@ import numpy as np
 from automedbench.api import E_CODES, STAGE_NAMES, STAGES, atomic_write_text
 from automedbench.engine import RunFolder, copy_verified, registry
 
+from .attemptcount import Attempts
 from .colours import series_colours
 from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
 from .sitefiles import previous_pages, record_pages
@@ -85,7 +86,8 @@ def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None
         keys = (*keys, CONDITIONS)
     head = "".join(f"<th>{esc(k)}</th>" for k in keys)
     head += "".join(f'<th class="n">{esc(m)}</th>' for m in ("n", "Overall", "Agentic", "Task", *STAGES))
-    head += '<th>ratings</th><th class="n">turns</th><th class="n">cost $</th><th class="n">with codes</th>'
+    head += ('<th>ratings</th><th class="n">turns</th><th class="n">cost $</th><th class="n">with codes</th>'
+             '<th>runs made</th>')
     cells = sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1))
     rows = []
     for cell in cells:
@@ -97,7 +99,7 @@ def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None
         scores = "".join(f'<td class="n">{_ci(cell.scores[m])}</td>' for m in ("overall", "agentic", "task", *STAGES))
         rows.append(f'<tr>{keyed}<td class="n">{cell.n}</td>{scores}<td>{_ratings(cell.ratings)}</td>'
                     f'<td class="n">{cell.turns:.1f}</td><td class="n">{cell.cost_usd:.4f}</td>'
-                    f'<td class="n">{100 * cell.with_code_share:.0f} %</td></tr>')
+                    f'<td class="n">{100 * cell.with_code_share:.0f} %</td>{_made(cell.attempts)}</tr>')
     return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
 
 
@@ -275,6 +277,15 @@ def _codes(board: Leaderboard) -> str:
               f"Overall than runs with none. Here: {drop_text}.</p>"
             + f'<div class="scroll"><table><tr><th>codes fired</th><th class="n">Overall</th><th class="n">runs</th>'
               f"</tr>{cliff_rows}</table></div>")
+
+
+def _made(attempts: Attempts) -> str:
+    """A row's "runs made" cell: "3 of 7", marked "chosen" (with why) when the folder holds only some of them."""
+    text = attempts.short().replace(" CHOSEN", "")
+    if attempts.chosen:
+        return (f'<td class="chosen" title="{esc(attempts.text(), 300)}">{esc(text)} '
+                f'<b>chosen</b>: {esc(attempts.text(), 300)}</td>')
+    return f"<td>{esc(text)}</td>"
 
 
 def _runs(table: RunTable, pages: dict[int, str], rows: list[int] | None = None, up: str = "",

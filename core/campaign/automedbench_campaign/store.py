@@ -68,7 +68,23 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "submitted": bool((data.get("submission") or {}).get("submitted")),
         "public_source": bool(header.get("public_source")),  # the agent could fetch the labelled source
         "command": rerun_command(header),  # the command line that makes a run like it ("" when not known)
+        "attempt": attempt_of(header),
     }
+
+
+def attempt_of(header: dict[str, Any]) -> tuple[str, str, int, str, int] | None:
+    """(ledger, config, number, sweep id, sweep size) a run signed (`attempts`); None for a run made before attempts
+    were counted, or with a malformed record (a genuine result never has one)."""
+    found = header.get("attempt")
+    if not isinstance(found, dict):
+        return None
+    ledger, config, number = found.get("ledger"), found.get("config"), found.get("number")
+    sweep, size = found.get("sweep", ""), found.get("sweep_size", 0)
+    if not (isinstance(ledger, str) and isinstance(config, str) and isinstance(sweep, str)):
+        return None
+    if not (type(number) is int and number > 0 and type(size) is int and size >= 0):
+        return None
+    return ledger[:64], config[:64], number, sweep[:64], size
 
 
 def read_summary(run_dir: Path) -> dict[str, Any]:
@@ -126,6 +142,7 @@ class RunTable:
         cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
         cols["n_codes"] = np.array([len(r["codes"]) for r in rows], dtype=int)
         cols["command"] = [str(r.get("command", "")) for r in rows]
+        cols["attempt"] = [r.get("attempt") for r in rows]
         return cls(cols, list(skipped or []), list(rejected or []))
 
 

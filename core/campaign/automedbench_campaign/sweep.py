@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import shutil
 import time
 from collections import deque
@@ -67,7 +68,7 @@ class RunSpec:
 
 
 # RunOptions fields each run of a sweep sets for itself; the sweep's template sets every other one for all its runs.
-PER_RUN = ("task", "tier", "agent", "run_id", "node")
+PER_RUN = ("task", "tier", "agent", "run_id", "node", "sweep")
 
 
 def run_template(**fields: Any) -> RunOptions:
@@ -257,6 +258,9 @@ class Sweep:
         self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self._written = 0.0
         self._resources: dict[str, tuple[float, float]] = {}
+        # signed by each run with the sweep's planned size: run ids repeat across sweeps, this id does not, so a
+        # folder holding some of a sweep's runs shows as partly present (a resumed sweep keeps its id)
+        self.sweep_id = str(_read_manifest(self.manifest_path).get("sweep_id") or secrets.token_hex(8))
 
     # ------------------------------------------------------------ manifest
 
@@ -274,7 +278,7 @@ class Sweep:
         for record in self.records.values():
             states[record.state] = states.get(record.state, 0) + 1
         body = {
-            "schema": 1, "started_at": self.started,
+            "schema": 1, "sweep_id": self.sweep_id, "started_at": self.started,
             "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "matrix": {"agents": self.c.agents, "tasks": self.c.tasks, "tiers": self.c.tiers,
                        "repeats": self.c.repeats},
@@ -320,7 +324,8 @@ class Sweep:
     def payload(self, spec: RunSpec, data_root: Path | None = None) -> dict[str, Any]:
         """What a worker needs for one run, as plain JSON (a process pool or Ray ships it): the run's RunOptions
         (the sweep's template with this run's cell, id and folders), unstructured."""
-        options = self.c.options(spec, self.out, data_root or self.c.run.data_root)
+        options = attrs.evolve(self.c.options(spec, self.out, data_root or self.c.run.data_root),
+                               sweep={"id": self.sweep_id, "size": len(self.c.specs())})
         return {"run_id": spec.run_id, "options": to_dict(options)}
 
     def resources(self, spec: RunSpec) -> tuple[float, float]:

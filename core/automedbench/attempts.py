@@ -1,0 +1,121 @@
+"""How many times this machine ran one configuration: the attempt number each run signs in its header.
+
+A genuine run copied into the folder a leaderboard reads counts, so a user who ran a cell seven times and copied
+the best run showed a best-of-seven as one run, and no reader could tell. Signing cannot stop a user choosing,
+but it can make choosing visible: every run draws the next number of its configuration (agent, task, tier and
+conditions digest) from a ledger in the harness state folder (no sandbox sees it) and signs it with the ledger's
+id, so a folder holding attempt 7 but not 1 to 6 says that six runs were made and left out; a reader on the machine
+that made them also sees the attempts made after the last one copied. The ledger is one JSON file, rewritten
+atomically under an exclusive lock (sweep workers draw at once); its id is random, made with the ledger, so a
+ledger removed and made again is another ledger, never the same numbers twice under one id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .fsutil import atomic_write_bytes, sha256_text
+from .harnessstate import ensure_state_dir, state_dir
+
+LEDGER = "attempts.json"
+LOCK = ".attempts.lock"
+MAX_LEDGER_BYTES = 16 << 20  # about 150 000 configurations
+CONFIG_CHARS = 16  # of the configuration digest, as a header signs it
+
+
+def config_key(agent: str, task: str, tier: str, conditions: str) -> str:
+    """The configuration an attempt number counts: the same agent, task and tier under the same conditions."""
+    return sha256_text(json.dumps([agent, task, tier, conditions]))[:CONFIG_CHARS]
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _read(folder: Path) -> dict[str, Any] | None:
+    """The ledger as {"id": ..., "counts": {config: n}}; None when there is none or it cannot be read whole."""
+    try:
+        fd = os.open(folder / LEDGER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, MAX_LEDGER_BYTES + 1)
+    finally:
+        os.close(fd)
+    try:
+        ledger = json.loads(data) if len(data) <= MAX_LEDGER_BYTES else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("id"), str) or not isinstance(
+            ledger.get("counts"), dict):
+        return None
+    return ledger
+
+
+def draw(agent: str, task: str, tier: str, conditions: str) -> dict[str, Any]:
+    """The next attempt of this configuration on this machine, counted before the run does anything: what the run
+    signs in its header ({"ledger": id, "config": digest, "number": n}). A ledger that cannot be read is started
+    again under a new id (its numbers are then never confused with the old ones)."""
+    folder = ensure_state_dir()
+    key = config_key(agent, task, tier, conditions)
+    with _locked(folder):
+        ledger = _read(folder) or {"id": os.urandom(8).hex(), "counts": {}}
+        counts = ledger["counts"]
+        number = (counts[key] if isinstance(counts.get(key), int) else 0) + 1
+        counts[key] = number
+        atomic_write_bytes(folder / LEDGER, json.dumps(ledger, sort_keys=True).encode())
+    return {"ledger": ledger["id"], "config": key, "number": number}
+
+
+def release(attempt: dict[str, Any]) -> bool:
+    """Give back the number of a run refused before its agent did anything (no run folder is left): never an
+    attempt, so no row should read it as one left out. Only while it is the latest drawn of its configuration (a
+    later draw keeps its number; the gap then stays, said as an attempt made). Whether it was given back."""
+    folder = state_dir()
+    with _locked(folder):
+        ledger = _read(folder)
+        counts = ledger["counts"] if ledger and ledger["id"] == attempt.get("ledger") else {}
+        if counts.get(attempt.get("config")) != attempt.get("number"):
+            return False
+        counts[attempt["config"]] = attempt["number"] - 1
+        atomic_write_bytes(folder / LEDGER, json.dumps(ledger, sort_keys=True).encode())
+    return True
+
+
+def made_here() -> tuple[str, dict[str, int]]:
+    """This machine's ledger as (id, {config: attempts counted}), read once by a reader of many runs; ("", {})
+    without one. A run whose ledger is another (made elsewhere, or before the ledger was made again) is told
+    only by the folder that holds it."""
+    ledger = _read(state_dir())
+    if ledger is None:
+        return "", {}
+    return ledger["id"], {k: v for k, v in ledger["counts"].items() if isinstance(v, int)}
+
+
+def describe(attempt: Any) -> str:
+    """One line on which attempt a stored run was, as `show` says it: its number, how many this machine's ledger
+    has counted of its configuration when the run is this machine's, and its sweep."""
+    if not isinstance(attempt, dict) or type(attempt.get("number")) is not int:
+        return "attempt: not numbered (a run made before attempts were counted)"
+    ledger_id, counts = made_here()
+    line = f"attempt {attempt['number']} of its configuration (agent, task, tier, conditions)"
+    if ledger_id and attempt.get("ledger") == ledger_id:
+        line += f"; {counts.get(str(attempt.get('config')), attempt['number'])} made on this machine so far"
+    else:
+        line += " on the machine that made it (not this one: later attempts unknown here)"
+    if attempt.get("sweep"):
+        line += f"; a run of sweep {str(attempt['sweep'])[:64]} of {attempt.get('sweep_size')} planned runs"
+    return line
