@@ -126,3 +126,40 @@ def test_a_number_given_back_is_drawn_again_only_while_it_is_the_latest(own_stat
     assert not attempts.release(second) and third["number"] == 3
     assert attempts.made_here() == (first["ledger"], {first["config"]: 3})
     assert attempts.draw("a", "t", "standard", "c")["number"] == 1  # another configuration counts apart
+
+
+def test_an_attempt_the_harness_failed_is_taken_again_by_its_retry(own_state, reg, data_root, tmp_path):
+    """An infrastructure failure is the harness's (never the agent's: rules of rounds 8-14, 29) and a sweep retries
+    it, moving the failed record under `.attempts/`. Before: the retry drew the next number, so the sweep's own folder
+    read "1 of 2 runs made", chosen, though nobody chose; now the failed attempt's number is taken again by the next
+    run of its configuration (`attempts.void`), and the folder of that run alone is complete."""
+    from automedbench import attempts
+    from automedbench.api import ProviderUnavailable
+    from automedbench.testing import StepsAgent, register_agent
+
+    class LostByTheHarness(StepsAgent):
+        name = "lost-by-the-harness"
+        fail = True
+
+        def next_turn(self, messages):
+            if LostByTheHarness.fail:
+                raise ProviderUnavailable("the provider never answered")  # not the agent's doing: retryable
+            return super().next_turn(messages)
+
+    register_agent(LostByTheHarness, reg)
+    out = tmp_path / "made"
+    lost, lost_dir = run_task(TASK, LostByTheHarness.name, out=out, data_root=data_root)
+    assert lost.state == "infrastructure_failure", (lost.state, lost.error)
+    first = _attempt(lost_dir)
+    assert attempts.made_here()[1] == {first["config"]: 0}  # the lost attempt is not one made
+    board = tmp_path / "board"
+    shutil.move(lost_dir, tmp_path / "lost")  # as a sweep moves it under .attempts/
+    LostByTheHarness.fail = False
+    retry, retry_dir = run_task(TASK, LostByTheHarness.name, out=board, data_root=data_root)
+    assert retry.state == "scored" and _attempt(retry_dir)["number"] == first["number"] == 1
+    data, _ = _board(board, tmp_path, "retried")
+    (row,) = data["rows"]
+    assert (row["attempts_present"], row["attempts_made"], row["chosen"]) == (1, 1, False), row
+    assert attempts.draw(LostByTheHarness.name, TASK, "lite", "c")["number"] == 1  # voids are per configuration
+    _, third_dir = run_task(TASK, LostByTheHarness.name, out=board, data_root=data_root)
+    assert _attempt(third_dir)["number"] == 2  # no void left: the next number

@@ -73,11 +73,48 @@ def draw(agent: str, task: str, tier: str, conditions: str) -> dict[str, Any]:
     key = config_key(agent, task, tier, conditions)
     with _locked(folder):
         ledger = _read(folder) or {"id": os.urandom(8).hex(), "counts": {}}
-        counts = ledger["counts"]
-        number = (counts[key] if isinstance(counts.get(key), int) else 0) + 1
-        counts[key] = number
+        counts, void = ledger["counts"], _void(ledger)
+        if void.get(key):  # the number of an attempt the harness failed is taken again: the run that makes it up
+            number = min(void[key])
+            void[key] = [n for n in void[key] if n != number]
+        else:
+            number = (counts[key] if isinstance(counts.get(key), int) else 0) + 1
+            counts[key] = number
         atomic_write_bytes(folder / LEDGER, json.dumps(ledger, sort_keys=True).encode())
     return {"ledger": ledger["id"], "config": key, "number": number}
+
+
+def _void(ledger: dict[str, Any]) -> dict[str, list[int]]:
+    """The ledger's numbers of attempts that ended as the harness's failure, not yet taken again ({config: [n]})."""
+    void = ledger.get("void")
+    if not isinstance(void, dict):
+        void = ledger["void"] = {}
+    for key in list(void):
+        if not isinstance(void[key], list):
+            del void[key]
+        else:
+            void[key] = [n for n in void[key] if type(n) is int]
+    return void
+
+
+def void(attempt: dict[str, Any]) -> bool:
+    """Mark the number of a run that ended as an infrastructure failure (the harness's fault, never the agent's,
+    retried by a sweep) to be drawn again by the next run of its configuration: the retry is the same attempt, so a
+    sweep's own folder does not read as chosen for a run the harness lost. Its record keeps the number (a folder
+    holding both says so by two runs of one number). Whether it was marked."""
+    folder = state_dir()
+    with _locked(folder):
+        ledger = _read(folder)
+        if not ledger or ledger["id"] != attempt.get("ledger") or type(attempt.get("number")) is not int:
+            return False
+        config, number = attempt.get("config"), attempt["number"]
+        counted = ledger["counts"].get(config)
+        numbers = _void(ledger).setdefault(str(config), [])
+        if not isinstance(counted, int) or not 0 < number <= counted or number in numbers:
+            return False
+        numbers.append(number)
+        atomic_write_bytes(folder / LEDGER, json.dumps(ledger, sort_keys=True).encode())
+    return True
 
 
 def release(attempt: dict[str, Any]) -> bool:
@@ -102,7 +139,8 @@ def made_here() -> tuple[str, dict[str, int]]:
     ledger = _read(state_dir())
     if ledger is None:
         return "", {}
-    return ledger["id"], {k: v for k, v in ledger["counts"].items() if isinstance(v, int)}
+    void = _void(ledger)  # attempts the harness failed and no run has taken again are not made
+    return ledger["id"], {k: v - len(void.get(k, ())) for k, v in ledger["counts"].items() if isinstance(v, int)}
 
 
 def describe(attempt: Any) -> str:

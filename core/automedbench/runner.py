@@ -375,6 +375,8 @@ class Run:
         steptimer.close(result.runtime)
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
+        if result.state == "infrastructure_failure" and st.header.attempt:
+            attempts.void(st.header.attempt)  # its retry takes the number again: one attempt, lost by the harness
         if unsigned:
             self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)
