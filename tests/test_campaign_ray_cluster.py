@@ -114,6 +114,7 @@ class Cluster:
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="amr", dir="/tmp"))  # short: Ray's socket paths are limited
         self.nodes: list[Node] = []
+        self.given_up: list[Node] = []  # node starts Ray gave up on, stopped
         self.port = free_ports(1)[0]
         self.address = f"{IP}:{self.port}"
 
@@ -121,7 +122,7 @@ class Cluster:
               logs: bool = True) -> Node:
         """A node; `logs` False starts no log monitor (its workers' output never reaches a driver). `ray start`
         gives up when its raylet has not registered with the head within 30 s (fixed in Ray), which a loaded
-        machine exceeds (4 of 6 runs of this test failed so at load 10-17 on 2 cores): such a node is stopped
+        machine exceeds (4 of 9 runs of this test failed so at load 8-17 on 2 cores): such a node is stopped
         and started afresh, up to three times in all; any other exit fails the test."""
         for attempt in range(3):
             node = self._launch(f"{name}{attempt or ''}", head, prefix, resources, logs)
@@ -130,8 +131,8 @@ class Cluster:
             while "Ray runtime started" not in out.read_text():
                 if node.proc.poll() is not None and "timed out during startup" in out.read_text() and attempt < 2:
                     node.stop()
-                    assert not node.pids(), node.pids()
                     self.nodes.remove(node)
+                    self.given_up.append(node)  # its leftovers are checked at the end, with the others'
                     break
                 assert node.proc.poll() is None and time.monotonic() < deadline, out.read_text()[-3000:]
                 time.sleep(0.5)
@@ -182,9 +183,9 @@ class Cluster:
         raise AssertionError(f"the cluster never had {count} nodes")
 
     def stop(self) -> None:
-        for node in reversed(self.nodes):
+        for node in [*reversed(self.nodes), *self.given_up]:
             node.stop()
-        leftovers = [p for node in self.nodes for p in node.pids()]
+        leftovers = [p for node in [*self.nodes, *self.given_up] for p in node.pids()]
         shutil.rmtree(self.root, ignore_errors=True)
         assert not leftovers, f"Ray processes left running: {leftovers}"
 
