@@ -143,7 +143,8 @@ def _case_value(row: dict[str, Any], name: str) -> str:
     cell = _value(row.get(name, "–"))
     left_out = row.get(CASE_LEFT_OUT)
     why = left_out.get(name) if isinstance(left_out, dict) else None
-    return cell + (f' <span class="muted">(not in the Task: {esc(why, 300)})</span>' if why else "")
+    # its own wrapping line: a one-line note in a right-aligned, unwrapped number cell pushed the row's links off
+    return cell + (f' <span class="left-out">(not in the Task: {esc(why, 300)})</span>' if why else "")
 
 
 def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
