@@ -2,7 +2,7 @@
 and a chart with no word of what the Task scores, and the track's page cut report generation's metric mid-word;
 without bubblewrap the run warned but named no way to an isolated run, and where the fallback was refused it
 blamed `local-plain`, a sandbox the user never chose; segmentation's run page pushed each case's links off the
-table behind a one-line note."""
+table behind a one-line note; PSNR and the HU errors were printed with no unit, as one more score."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import re
 import pytest
 import test_cli_newuser
 from automedbench.plugins import registry
+from automedbench.report import fmt
+from automedbench.runfolder import RunFolder
 from automedbench.sandbox import BWRAP_NEXT_STEP
 from automedbench_campaign import site
 
@@ -90,3 +92,39 @@ def test_a_left_out_case_note_wraps_under_its_value_on_the_run_page(cli, tmp_pat
     assert notes and all(len(n) > 60 for n in notes), notes  # a sentence, wider than a number's column
     (rule,) = re.findall(r"\.left-out\{([^}]*)\}", text)
     assert "display:block" in rule and "white-space:normal" in rule and "max-width:20em" in rule, rule
+
+
+@pytest.mark.parametrize("task", ["enhancement/demo-sr", "synthesis/demo"])
+def test_psnr_and_hu_errors_are_printed_with_their_units(cli, tmp_path, task):
+    """Enhancement and synthesis printed "psnr_mean_valid 42.807" beside "ssim_mean_valid 0.961" (synthesis:
+    "mae_hu_mean_valid 11.020"), the terminal and the run page alike: a number with no unit, read as one more
+    score. The metric declares each value's unit; both print it, none beside a null."""
+    work, page = tmp_path / "eval", tmp_path / "page.html"
+    made = cli("evaluate", "--task", task, "--baseline", "constant", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    metric = RunFolder(work).load_result().task
+    assert metric.units["psnr"] == metric.units["psnr_mean_valid"] == "dB"
+    psnr = metric.components["psnr_mean_valid"]
+    assert psnr is not None and psnr > 1
+    said = " ".join(made.output.split())
+    assert f"psnr_mean_valid {fmt(psnr)} dB " in said, said
+    assert not re.search(r"\bnull (dB|HU)\b", said), said
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    text = page.read_text()
+    assert f"psnr_mean_valid {fmt(psnr)} dB ·" in text
+    assert '<th class="n">psnr <span class="muted">(dB)</span></th>' in text
+    if task.startswith("synthesis"):
+        mae = metric.components["mae_hu_mean_valid"]
+        assert f"mae_hu_mean_valid {fmt(mae)} HU" in said and f"mae_hu_mean_valid {fmt(mae)} HU ·" in text
+
+
+def test_a_null_and_a_stored_result_without_units_print_no_unit():
+    """Units are the metric's to declare: a null has none beside it, and a result stored before units were kept
+    (no `units`) or a forged one (not a mapping) prints its numbers as before."""
+    from automedbench.report import with_unit
+    from automedbench_campaign.viewer.runpage import _units
+
+    assert with_unit("null", "psnr", {"psnr": "dB"}) == "null"
+    assert with_unit("31.250", "psnr", {"psnr": "dB"}) == "31.250 dB"
+    assert with_unit("31.250", "psnr", {}) == "31.250"
+    assert _units({}) == {} and _units({"units": ["dB"]}) == {} and _units({"units": {"psnr": 3}}) == {}

@@ -183,7 +183,11 @@ def fold(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], lp
     if lpips_note and rows:
         rows[0]["lpips_note"] = lpips_note
     return MetricBlock("ssim", round(strict, 6), round(partial, 6), task.task_score, components, rows,
-                       counts=["valid_cases", "expected_cases"])
+                       counts=["valid_cases", "expected_cases"], units=UNITS)
+
+
+# PSNR in decibels, whatever the modality's intensity unit (HU for CT, normalised for MRI): printed beside it
+UNITS = {"psnr": "dB", "psnr_mean_valid": "dB"}
 
 
 class EnhancementEvaluation(TaskEvaluation):
