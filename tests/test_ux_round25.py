@@ -7,6 +7,8 @@ table behind a one-line note; PSNR and the HU errors were printed with no unit, 
 from __future__ import annotations
 
 import re
+import shlex
+import sys
 
 import pytest
 import test_cli_newuser
@@ -128,3 +130,31 @@ def test_a_null_and_a_stored_result_without_units_print_no_unit():
     assert with_unit("31.250", "psnr", {"psnr": "dB"}) == "31.250 dB"
     assert with_unit("31.250", "psnr", {}) == "31.250"
     assert _units({}) == {} and _units({"units": ["dB"]}) == {} and _units({"units": {"psnr": 3}}) == {}
+
+
+def test_a_track_installed_from_the_checkout_is_told_to_install_its_extra_from_there(cli, tmp_path, monkeypatch):
+    """`pip install -e . -e plugins/classification` (no `[model]`) then the demo: "needs torch, transformers,
+    safetensors ... : pip install 'automedbench-classification[model]'", a distribution on no package index, so
+    the line failed as given. A track installed editable from a folder is told to install the extra from that
+    folder (`run` and `tasks` alike); one installed from an index keeps the distribution's name."""
+    from pathlib import Path
+
+    import attrs
+    from automedbench.needs import editable_source, install_line
+
+    track = registry().track("classification")
+    declared = type(track).sandbox_needs
+    monkeypatch.setattr(type(track), "sandbox_needs", lambda self, task: attrs.evolve(
+        declared(self, task), modules=[*declared(self, task).modules, "ux25_absent_module"]))
+    source = editable_source("automedbench-classification")
+    assert source and Path(source, "pyproject.toml").is_file(), source  # this checkout's plugins/classification
+    line = f"pip install -e {shlex.quote(source + '[model]')}"  # quoted for a shell: [model] is a glob
+    refused = cli("run", "--task", "classification/demo", "--agent", "reference", "--out", tmp_path / "runs")
+    assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
+    said = " ".join(refused.stderr.split())
+    assert said.endswith(f"ux25_absent_module inside the sandbox, which the local sandbox's Python "
+                         f"({sys.executable}) cannot import: {line}"), said
+    shown = " ".join(cli("tasks", "classification/demo").output.split())
+    assert f"ready here: no: {line} (needs ux25_absent_module)" in shown, shown
+    needs = attrs.evolve(declared(track, track.task("classification/demo")), install="ux25-not-installed[model]")
+    assert install_line(track.task("classification/demo"), needs) == "pip install 'ux25-not-installed[model]'"
