@@ -158,3 +158,21 @@ def test_a_track_installed_from_the_checkout_is_told_to_install_its_extra_from_t
     assert f"ready here: no: {line} (needs ux25_absent_module)" in shown, shown
     needs = attrs.evolve(declared(track, track.task("classification/demo")), install="ux25-not-installed[model]")
     assert install_line(track.task("classification/demo"), needs) == "pip install 'ux25-not-installed[model]'"
+
+
+def test_a_null_lpips_says_why_in_the_terminal_and_on_the_page(cli, tmp_path):
+    """Enhancement printed "lpips_mean_valid null ... composite null" and nothing more: the reason (LPIPS's
+    weights not in the torch hub cache) sat in the first case's row, in a column the page left out. The metric's
+    `notes` say why a null is null, under the components in the terminal and on the run page."""
+    work, page = tmp_path / "eval", tmp_path / "page.html"
+    made = cli("evaluate", "--task", "enhancement/demo-sr", "--baseline", "constant", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    metric = RunFolder(work).load_result().task
+    if metric.components["lpips_mean_valid"] is not None:
+        pytest.skip("LPIPS's weights are in this machine's torch hub cache: no null to explain")
+    why = metric.notes["lpips_mean_valid"]
+    assert why.startswith("LPIPS unavailable: ") and "torch hub cache" in why, why
+    said = " ".join(made.output.split())
+    assert f"lpips_mean_valid null: {why}" in said and "composite null: needs the LPIPS mean" in said, said
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    assert f'<p class="note">lpips_mean_valid null: {why}</p>' in page.read_text()

@@ -83,6 +83,9 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
             task = result.task
             console.print(Columns([Text(f"{k} {with_unit(fmt_component(v, k, task.counts), k, task.units)}")
                                    for k, v in task.components.items()], padding=(0, 3)))
+            for name, why in task.notes.items():  # why a null is null, under the columns it would widen
+                if task.components.get(name) is None:
+                    console.print(Text(f"{name} null: {why}"))
     console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:

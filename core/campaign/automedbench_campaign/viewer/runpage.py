@@ -137,12 +137,13 @@ def _component(name: str, value: Any, counts: list[str], units: dict[str, str]) 
     return _value(value)
 
 
-def _units(task: dict[str, Any]) -> dict[str, str]:
-    """The metric's declared units, as strings (a stored result is read as it is: a forged one holds anything)."""
-    declared = task.get("units")
+def _units(task: dict[str, Any], key: str = "units", limit: int = 20) -> dict[str, str]:
+    """The metric's declared units (or `notes`), as strings (a stored result is read as it is: a forged one holds
+    anything)."""
+    declared = task.get(key)
     if not isinstance(declared, dict):
         return {}
-    return {str(k): str(v)[:20] for k, v in list(declared.items())[:200] if isinstance(v, str)}
+    return {str(k): v[:limit] for k, v in list(declared.items())[:200] if isinstance(v, str)}
 
 
 def _case_value(row: dict[str, Any], name: str) -> str:
@@ -180,6 +181,8 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
         counts = [str(c) for c in declared[:200]] if isinstance(declared, list) else []
         head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v, counts, units)}"
                                    for k, v in list(comps.items())[:40]) + "</p>"
+        nulls = [(k, why) for k, why in _units(task, "notes", 600).items() if k in comps and comps[k] is None]
+        head += "".join(f'<p class="note">{esc(k, 80)} null: {esc(why, 600)}</p>' for k, why in nulls[:20])
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
