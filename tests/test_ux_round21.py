@@ -12,6 +12,7 @@ import pytest
 import test_cli_newuser
 from automedbench.api import hookimpl
 from automedbench.cli import main
+from automedbench.needs import install_line
 from automedbench.plugins import registry
 from automedbench.staging import STAMP
 from automedbench_models.systems import SYSTEMS
@@ -255,7 +256,9 @@ def test_tasks_task_says_a_demos_needs_in_full(cli, tmp_path):
     needs = track.sandbox_needs(spec)
     assert f"time: {spec.time_limit_s} s per run" in text and f"{spec.max_turns} turns" in text, text
     assert f"disk: a {spec.workspace_mb} MB workspace, reserved whole before the run starts" in text, text
-    assert f"sandbox: imports {', '.join(needs.modules)} (pip install '{needs.install}')" in text, text
+    # the install from this checkout's folder, the track being installed editable from it (round 25)
+    assert f"sandbox: imports {', '.join(needs.modules)} ({install_line(spec, needs)})" in text, text
+    assert install_line(spec, needs).startswith("pip install -e "), text
     assert "network: none" in text and "ready here: yes" in text, text
     assert "data: generated and staged on its first run (no download)" in text, text
     kidney = " ".join(cli("tasks", "segmentation/kidney", "--data-root", tmp_path / "data").output.split())

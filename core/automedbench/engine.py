@@ -25,7 +25,8 @@ What it holds, by step of a run:
   `resolve_rubric` (a rubric settled for one run), `judged_stages` (S1–S3 from a verdict), `check_rubric`,
   `tag_codes`;
 - the run folder and its rendering: `RunFolder`, `find_runs`, `MAX_RESULT_BYTES`, `render_result`, `render_brief`,
-  `csv_cell`, `fmt_component` (a Task component as the terminal prints it), `next_step` (what a user can do about
+  `csv_cell`, `fmt_component` (a Task component as the terminal prints it), `with_unit` (beside its
+  declared unit), `next_step` (what a user can do about
   a run by how it ended), `rerun_command` (the command line that makes a run like a stored one), `mask_value`
   (an option's value with no credential, as a header keeps it); the case pictures the evaluator draws into it
   (`PICTURES_DIR`, `PICTURE_INDEX`, their bounds,
@@ -205,6 +206,7 @@ __all__ = [
     "submission_failure",
     "tag_codes",
     "task_dir",
+    "with_unit",  # noqa: F822
     "write_result",
     "write_verified",
 ]
@@ -230,10 +232,10 @@ def __getattr__(name: str) -> Any:
         from .report import render
 
         return render
-    if name == "fmt_component":
-        from .report import fmt_component
+    if name in ("fmt_component", "with_unit"):
+        from . import report
 
-        return fmt_component
+        return getattr(report, name)
     if name == "SweepProgress":
         from .progress import SweepProgress
 

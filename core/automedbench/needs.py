@@ -9,7 +9,10 @@ from __future__ import annotations
 import functools
 import importlib.metadata as md
 import importlib.util
+import json
 import re
+import shlex
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +89,34 @@ def assets_problem(track: Any, task: TaskSpec) -> str | None:
     return None
 
 
+# A distribution with extras, as a task's `needs.install` names one: `automedbench-classification[model]`
+DISTRIBUTION_WITH_EXTRAS = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9_,. -]+\])?")
+
+
+def editable_source(distribution: str) -> str | None:
+    """The folder an installed `distribution` was installed from in editable mode (pip's `direct_url.json`), else
+    None: a track installed from a checkout is on no package index, so its extra installs from there."""
+    try:
+        text = md.distribution(distribution).read_text("direct_url.json")
+        info = json.loads(text or "{}")
+    except (md.PackageNotFoundError, OSError, ValueError):
+        return None
+    url = info.get("url") if isinstance(info, dict) else None
+    editable = isinstance(info, dict) and isinstance(info.get("dir_info"), dict) and info["dir_info"].get("editable")
+    if not editable or not isinstance(url, str) or not url.startswith("file://"):
+        return None
+    return urllib.parse.unquote(urllib.parse.urlparse(url).path) or None
+
+
 def install_line(task: TaskSpec, needs: Any) -> str:
-    """The install hint of a refusal: the task's own line, else the modules themselves."""
+    """The install hint of a refusal: the task's own line, else the modules themselves. A track installed from a
+    checkout (`pip install -e plugins/classification`, as the README does) gets the line from that folder:
+    `pip install 'automedbench-classification[model]'` asked an index that has no such distribution."""
     what = needs.install or " ".join(needs.modules)
+    named = DISTRIBUTION_WITH_EXTRAS.fullmatch(what) if needs.install else None
+    source = editable_source(named.group(1)) if named else None
+    if named and source:
+        return f"pip install -e {shlex.quote(source + (named.group(2) or '').replace(' ', ''))}"
     return f"pip install '{what}'" if what and " " not in what else f"pip install {what}"
 
 

@@ -267,6 +267,12 @@ class MetricBlock:
     # the components that are counts (cases answered, skipped, boxes), which the terminal and the pages print as
     # whole numbers: a count of 0 is "0", not a score's "0.000". Declared by the metric, not guessed from a name
     counts: list[str] = Factory(list)
+    # the unit of a component or per-case value that has one (PSNR in dB, an error in HU), printed beside it by
+    # the terminal and the pages: "psnr_mean_valid 42.807" read as a score of the SSIM's kind
+    units: dict[str, str] = Factory(dict)
+    # why a component is null, where the metric knows (LPIPS without its weights on disk): shown under the
+    # components, where "lpips_mean_valid null" alone read as a failure of the run
+    notes: dict[str, str] = Factory(dict)
 
     @property
     def value(self) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from attrs import asdict
 from rich.columns import Columns
@@ -33,6 +33,12 @@ def fmt_component(value: float | None, name: str = "", counts: Collection[str] =
             name in counts or abs(value) > 1 or name.endswith(COUNT_SUFFIXES)):
         return str(int(value))
     return fmt(value)
+
+
+def with_unit(text: str, name: str, units: Mapping[str, str]) -> str:
+    """A formatted value with its metric-declared unit (`MetricBlock.units`), none beside a null."""
+    unit = units.get(name) if isinstance(units, Mapping) else None
+    return f"{text} {unit}" if unit and text != "null" else text
 
 
 def render(result: Result, console: Console, *, items: bool = False, command: bool = False) -> None:
@@ -79,8 +85,11 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
                       f"{fmt(result.task.partial)}  " + escape(f"[used: {result.task.used}]"))
         if result.task.components:  # one cell per component, so a name is never split from its value
             task = result.task
-            console.print(Columns([Text(f"{k} {fmt_component(v, k, task.counts)}") for k, v in task.components.items()],
-                                  padding=(0, 3)))
+            console.print(Columns([Text(f"{k} {with_unit(fmt_component(v, k, task.counts), k, task.units)}")
+                                   for k, v in task.components.items()], padding=(0, 3)))
+            for name, why in task.notes.items():  # why a null is null, under the columns it would widen
+                if task.components.get(name) is None:
+                    console.print(Text(f"{name} null: {why}"))
     console.print(f"[bold]Agentic {fmt(a.agentic)}  Task {fmt(a.task)}  Overall {fmt(a.overall)}  "
                   f"Rating {a.rating}[/] (" + escape(a.rating_reason) + ")")
     if a.agentic is None and result.stages:

@@ -70,7 +70,7 @@ from .records import (
 from .resultproof import write_result
 from .runfolder import RunFolder
 from .runstate import RunState
-from .sandbox import SandboxSession, SandboxSpec
+from .sandbox import BWRAP_NEXT_STEP, SandboxSession, SandboxSpec
 from .scoring import ScoreInputs, judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
@@ -518,7 +518,8 @@ class Run:
             if self.o.sandbox == "local":
                 st.header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
                 self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
-                               "runs as a plain host process with no filesystem isolation (sandbox local-plain)"})
+                               "runs as a plain host process with no filesystem isolation (sandbox local-plain); "
+                               f"for an isolated, verified run {BWRAP_NEXT_STEP}"})
             isolation.distrust(UNVERIFIED_PLAIN)
             self.progress({"kind": "warning", "text": "UNVERIFIED: " + UNVERIFIED_PLAIN})
             # the agent runs as the harness's user: what the evaluator will import is watched for changes

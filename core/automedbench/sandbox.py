@@ -16,6 +16,9 @@ DEFAULT_QUOTA_MB = DEFAULT_WORKSPACE_MB
 # Where a track's read-only assets (`Track.assets`: a model's weights) appear inside an isolating sandbox: outside
 # the workspace and away from /data, where the decoy references sit. Code finds it through $ASSETS_DIR too.
 ASSETS_MOUNT = "/assets"
+# The next step where bubblewrap is missing or unusable (the local sandbox's isolation): the package, or docker.
+BWRAP_NEXT_STEP = ("install bubblewrap (apt-get install bubblewrap; dnf install bubblewrap) or use "
+                   "--sandbox docker")
 
 
 class WorkspaceLimit(Protocol):

@@ -31,7 +31,7 @@ from ..fsutil import open_dir, remove_tree
 from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
 from ..needs import missing_here
 from ..records import ExecResult
-from ..sandbox import ASSETS_MOUNT, Sandbox, SandboxSession, SandboxSpec
+from ..sandbox import ASSETS_MOUNT, BWRAP_NEXT_STEP, Sandbox, SandboxSession, SandboxSpec
 from ..sandboxcall import EXEC_MOUNT, CallEnd, CallFolder, OutputCapture, call_result, sandbox_env, unsupported_language
 from . import netns, plainns, seccomp
 from .cgroup import MemoryGroup, PidsGroup, ProcessSweep
@@ -192,14 +192,17 @@ def _unreadable_to_others(root: str = "/etc", limit: int = 4096) -> tuple[tuple[
 
 
 class LocalSession(SandboxSession):
-    def __init__(self, spec: SandboxSpec, bwrap: str | None) -> None:
+    def __init__(self, spec: SandboxSpec, bwrap: str | None, chosen: str = "local-plain") -> None:
         if not bwrap:  # the state and ledger folders exist before any call, so that its namespace covers them
             ensure_state_dir()
             ledger_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
             why = plain_namespace_unsupported(str(state_dir()))
             if why:
-                raise UserError("local-plain refused: a call could reach the harness's key and signed state "
-                                f"({why}); install bubblewrap, use --sandbox docker, or run as root")
+                # `--sandbox local` (the default) falls back here: say so, or "local-plain" names a choice never made
+                fallback = ("sandbox local: bubblewrap is not usable here and its fallback, local-plain, is refused"
+                            if chosen == "local" else "local-plain refused")
+                raise UserError(f"{fallback}: a call could reach the harness's key and signed state ({why}); "
+                                f"{BWRAP_NEXT_STEP}, or run as root")
         self.spec = spec
         self.bwrap = bwrap
         ws = spec.workspace
@@ -529,4 +532,4 @@ class LocalSandbox(Sandbox):
 
     def open(self, spec: SandboxSpec) -> LocalSession:
         bwrap = bwrap_path() if self.isolation == "auto" else None
-        return LocalSession(spec, bwrap)
+        return LocalSession(spec, bwrap, self.name)

@@ -394,8 +394,24 @@ def _measures(track: str, ran: set[str]) -> str:
     for spec in sorted(specs, key=lambda t: (t.id not in ran, t.id))[:MAX_MEASURED_TASKS]:
         name = (f'<a href="../{_task_page(spec.id)}">{esc(spec.id, 200)}</a>' if spec.id in ran
                 else esc(spec.id, 200))
-        items.append(f"<li>{name}: {esc(spec.title, 300)}; metric: {esc(spec.metric, 400)}</li>")
+        items.append(f"<li>{name}: {esc(spec.title, 300)}; metric: {esc(spec.metric, MAX_METRIC_WORDS)}</li>")
     return f'<h2 id="measures">What it measures</h2>{intro}<ul class="measures">{"".join(items)}</ul>'
+
+
+MAX_METRIC_WORDS = 2000  # a task file's metric in words: report generation's demo runs past 400 characters
+
+
+def _task_measures(track: str, task_id: str) -> str:
+    """What one task measures, from the installed track: its title and its metric in words (a task's page gave
+    a Task column and a chart with no word of what the Task scores; its track's page said it, one click away)."""
+    try:
+        spec = registry().track(track).task(task_id)
+    except Exception:  # not installed here, or a task this version does not define: each run's page names it
+        return (f'<h2 id="measures">What it measures</h2><p class="note">{esc(task_id, 200)} is not defined by a '
+                "track installed here: each run's page names its task's metric.</p>")
+    return (f'<h2 id="measures">What it measures</h2><p>{esc(spec.title, 300)}. Task: '
+            f"{esc(spec.metric, MAX_METRIC_WORDS)}; each run is also graded on the five stages of its work (S1 Plan, "
+            "S2 Setup, S3 Validate, S4 Inference, S5 Submit: Agentic); Overall is 0.5 Agentic + 0.5 Task.</p>")
 
 
 def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:
@@ -408,7 +424,7 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
     chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
                   {t: TIER_COLOURS[t] for t in tiers}, f"Overall per agent on {task_id}, one bar per tier")
     return (f'<h1>Task {esc(task_id, 200)}</h1><p>Track <a href="../{_track_page(track)}">{esc(track, 200)}</a>; '
-            f"{len(rows)} run(s).</p>"
+            f"{len(rows)} run(s).</p>" + _task_measures(track, task_id)
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
             + _reproduce(table, rows) + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))

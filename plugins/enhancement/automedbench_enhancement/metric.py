@@ -180,10 +180,19 @@ def fold(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], lp
     components["composite"] = None if None in means else composite(*means, task.params["composite"])
     if task.params.get("soft_window"):
         components["ssim_soft_tissue_mean_valid"] = _mean([s.values.get("ssim_soft_tissue") for s in valid])
+    notes: dict[str, str] = {}
     if lpips_note and rows:
         rows[0]["lpips_note"] = lpips_note
+        if components["lpips_mean_valid"] is None:
+            notes["lpips_mean_valid"] = f"LPIPS {lpips_note}"
+        if components["composite"] is None:
+            notes["composite"] = "needs the LPIPS mean (the original's composite of PSNR, SSIM and LPIPS)"
     return MetricBlock("ssim", round(strict, 6), round(partial, 6), task.task_score, components, rows,
-                       counts=["valid_cases", "expected_cases"])
+                       counts=["valid_cases", "expected_cases"], units=UNITS, notes=notes)
+
+
+# PSNR in decibels, whatever the modality's intensity unit (HU for CT, normalised for MRI): printed beside it
+UNITS = {"psnr": "dB", "psnr_mean_valid": "dB"}
 
 
 class EnhancementEvaluation(TaskEvaluation):

@@ -130,7 +130,12 @@ def fold(scores: list[CaseScore | None], case_ids: list[str], identity: dict[str
         "expected_cases": float(n),
     }
     return MetricBlock("ssim", round(strict, 6), round(partial, 6), task_score, components, rows,
-                       counts=["valid_cases", "affine_mismatch_cases", "expected_cases"])
+                       counts=["valid_cases", "affine_mismatch_cases", "expected_cases"], units=UNITS)
+
+
+# PSNR in decibels, the errors in Hounsfield units (the target is CT): printed beside the numbers
+UNITS = {"psnr": "dB", "psnr_mean_valid": "dB", "mae_hu": "HU", "mae_hu_mean_valid": "HU", "rmse_hu": "HU",
+         "rmse_hu_mean_valid": "HU"}
 
 
 class SynthesisEvaluation(TaskEvaluation):

@@ -28,7 +28,8 @@ table{border-collapse:collapse;font-size:13px;width:100%}th,td{border:1px solid 
 text-align:left;vertical-align:top}th{background:var(--head)}td.n,th.n{text-align:right;white-space:nowrap}
 .scroll{overflow-x:auto;max-width:100%}pre{background:#f6f8fa;border:1px solid var(--line);padding:6px;
 overflow-x:auto;white-space:pre-wrap;word-break:break-word;margin:4px 0;font-size:12px;max-height:480px}
-details>summary{cursor:pointer;color:var(--muted)}.muted{color:var(--muted)}.note{color:var(--muted);font-size:12px}
+details>summary{cursor:pointer;color:var(--muted)}.muted{color:var(--muted)}
+.left-out{display:block;white-space:normal;max-width:20em;margin-left:auto;color:var(--muted);font-size:12px}.note{color:var(--muted);font-size:12px}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;border:1px solid var(--line)}
 .A{background:#dafbe1}.B{background:#fff8c5}.C{background:#ffebe9}.F{background:#ffd8d3}
 .bad{color:var(--bad);font-weight:600}.ok{color:var(--ok)}.warn{color:var(--warn);font-weight:600}

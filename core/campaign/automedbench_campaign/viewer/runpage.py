@@ -13,7 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from automedbench.api import CASE_LEFT_OUT, dumps
-from automedbench.engine import RunFolder, fmt_component, next_step, registry, rerun_command
+from automedbench.engine import RunFolder, fmt_component, next_step, registry, rerun_command, with_unit
 
 from .evidence import Anchors, item_links
 from .gallery import case_figure, kept_scripts, picture_index, pictures_legend, plan_section, scripts_section
@@ -129,12 +129,21 @@ def _metric_words(header: dict[str, Any]) -> str:
     return str(spec.metric)
 
 
-def _component(name: str, value: Any, counts: list[str]) -> str:
+def _component(name: str, value: Any, counts: list[str], units: dict[str, str]) -> str:
     """A Task component as the terminal summary prints it: a count (the metric's `counts`) as a whole number, a
-    score to three places."""
+    score to three places, either with its declared unit (PSNR in dB)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return esc(fmt_component(float(value), name, counts))
+        return esc(with_unit(fmt_component(float(value), name, counts), name, units))
     return _value(value)
+
+
+def _units(task: dict[str, Any], key: str = "units", limit: int = 20) -> dict[str, str]:
+    """The metric's declared units (or `notes`), as strings (a stored result is read as it is: a forged one holds
+    anything)."""
+    declared = task.get(key)
+    if not isinstance(declared, dict):
+        return {}
+    return {str(k): v[:limit] for k, v in list(declared.items())[:200] if isinstance(v, str)}
 
 
 def _case_value(row: dict[str, Any], name: str) -> str:
@@ -143,7 +152,8 @@ def _case_value(row: dict[str, Any], name: str) -> str:
     cell = _value(row.get(name, "–"))
     left_out = row.get(CASE_LEFT_OUT)
     why = left_out.get(name) if isinstance(left_out, dict) else None
-    return cell + (f' <span class="muted">(not in the Task: {esc(why, 300)})</span>' if why else "")
+    # its own wrapping line: a one-line note in a right-aligned, unwrapped number cell pushed the row's links off
+    return cell + (f' <span class="left-out">(not in the Task: {esc(why, 300)})</span>' if why else "")
 
 
 def _cases(data: dict[str, Any], evaluation: dict[str, Any] | None) -> list[str]:
@@ -164,12 +174,15 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
         head += f'<p class="measures">What it measures: {esc(words, 1000)}</p>'
     head += (f'<p>strict <b>{num(task.get("strict"))}</b>, partial {num(task.get("partial"))}, Overall uses '
              f'<b>{esc(task.get("used"), 20)}</b></p>')
+    units = _units(task)
     if comps:
         # as the terminal shows them (`fmt_component`): a count of 24 answered read "24.000" here and "24" there
         declared = task.get("counts")
         counts = [str(c) for c in declared[:200]] if isinstance(declared, list) else []
-        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v, counts)}"
+        head += "<p>" + " · ".join(f"{esc(k, 80)} {_component(k, v, counts, units)}"
                                    for k, v in list(comps.items())[:40]) + "</p>"
+        nulls = [(k, why) for k, why in _units(task, "notes", 600).items() if k in comps and comps[k] is None]
+        head += "".join(f'<p class="note">{esc(k, 80)} null: {esc(why, 600)}</p>' for k, why in nulls[:20])
     verdicts = {str(c.get("case_id")): c for c in ((evaluation or {}).get("cases") or []) if isinstance(c, dict)}
     per_case = {str(c.get("case_id")): c for c in (task.get("per_case") or []) if isinstance(c, dict)}
     files: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -206,7 +219,8 @@ def _task(data: dict[str, Any], evaluation: dict[str, Any] | None, manifest: dic
         more += (f'<p class="note">{len(named) - len(value_keys)} more per-case values not shown: '
                  f'{esc(", ".join(named[len(value_keys):]), 600)} (all in evaluation.json).</p>')
     table = ('<div class="scroll" id="cases"><table><tr><th>case</th><th>status</th>'
-             + "".join(f'<th class="n">{esc(k, 60)}</th>' for k in value_keys)
+             + "".join(f'<th class="n">{esc(k, 60)}' + (f' <span class="muted">({esc(units[k], 20)})</span>'
+                                                         if k in units else "") + "</th>" for k in value_keys)
              + "<th>reasons</th><th></th></tr>" + "".join(rows) + "</table></div>" + more)
     if index_of:
         note = f'<p class="note">{esc(pictures_legend(index_of), 4000)}</p>'
