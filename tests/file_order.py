@@ -97,6 +97,14 @@ SLOW_GROUPS: dict[str, tuple[str, ...]] = {
         "inspect_bridge", "backends_openweight", "paper_rules", "backends_textshapes", "redteam_round21")),
 }
 
+# groups for the fast tier only, as SLOW_GROUPS for the slow one: the fast reference runs of these demos are the ones
+# test_ux_round19.py's picture-legend cases make (the same `amb_run` key), and test_ux_round18.py's VQA one; in two
+# workers each was made twice (~13 CPU-s: BENCHMARKS.md, "Test time, round 13")
+FAST_GROUPS: dict[str, tuple[str, ...]] = {
+    "segmentation-reference-run": tuple(f"plugins/{track}/tests/test_{track}_runs.py"
+                                        for track in ("detection", "enhancement", "vqa")),
+}
+
 # single tests that go with a group in the slow tier (node id -> group), not with their file: xdist's scheduler
 # hands out node ids, so one case of a parametrized test can run where its costs are paid already
 SLOW_TESTS: dict[str, str] = {
@@ -118,11 +126,10 @@ SLOW_TESTS: dict[str, str] = {
 
 def groups_for(tier: str) -> dict[str, tuple[str, ...]]:
     """The groups of a session whose tests are of `tier` ("slow": a session running any slow test): GROUPS, with
-    SLOW_GROUPS' files joined in for the slow tier."""
+    SLOW_GROUPS' files joined in for the slow tier and FAST_GROUPS' for the fast one."""
     groups = dict(GROUPS)
-    if tier == "slow":
-        for group, files in SLOW_GROUPS.items():
-            groups[group] = (*groups.get(group, ()), *files)
+    for group, files in (SLOW_GROUPS if tier == "slow" else FAST_GROUPS).items():
+        groups[group] = (*groups.get(group, ()), *files)
     return groups
 
 

@@ -106,14 +106,31 @@ def test_a_session_uses_the_slow_groups_when_its_mark_expression_selects_slow_te
     assert file_order.session_tier(markexpr) == tier
 
 
-def test_slow_only_groups_join_their_group_in_the_slow_tier_and_leave_the_fast_tiers_alone():
-    assert file_order.groups_for("fast") == file_order.GROUPS
-    slow = file_order.groups_for("slow")
+def _fast_group_of(name: str) -> str | None:
+    return next((group for group, files in file_order.FAST_GROUPS.items() if name in files), None)
+
+
+def test_one_tiers_groups_join_their_group_in_that_tier_and_leave_the_other_tiers_alone():
+    slow, fast = file_order.groups_for("slow"), file_order.groups_for("fast")
+    for tier_groups, own, other in ((file_order.SLOW_GROUPS, slow, fast), (file_order.FAST_GROUPS, fast, slow)):
+        for group, files in tier_groups.items():
+            assert own[group] == (*file_order.GROUPS.get(group, ()), *files)
+            assert not set(files) & set(other.get(group, ())), group
     for group, files in file_order.SLOW_GROUPS.items():
-        assert slow[group] == (*file_order.GROUPS.get(group, ()), *files)
         for name in files:
             assert file_order.unit_of(name, tier="slow") == f"group:{group}"
-            assert file_order.unit_of(name, tier="fast") == file_order.unit_of(name) == name
+            # in the fast tier: alone, or with the fast tier's group of the same runs
+            fast_group = _fast_group_of(name)
+            assert file_order.unit_of(name, tier="fast") == file_order.unit_of(name) == \
+                (f"group:{fast_group}" if fast_group else name)
+    for group, files in file_order.FAST_GROUPS.items():
+        for name in files:
+            assert file_order.unit_of(name, tier="fast") == f"group:{group}"
+            assert file_order.unit_of(name, tier="slow") != f"group:{group}"
+    # the legend cases whose runs these files make are in that group's files in the fast tier
+    assert "tests/test_ux_round19.py" in fast["segmentation-reference-run"]
+    assert {f"plugins/{t}/tests/test_{t}_runs.py" for t in ("detection", "enhancement", "vqa")} <= \
+        set(fast["segmentation-reference-run"])
     # in the slow tier a group's extra files are placed with it, by the whole group's seconds
     table = {"a.py": {"fast": 30.0, "slow": 30.0}, "g.py": {"slow": 20.0}, "x.py": {"fast": 25.0, "slow": 15.0}}
     tiers = {name: {"slow"} for name in table}
@@ -156,9 +173,14 @@ def test_loadfile_hands_out_the_slow_tiers_groups_only_in_the_slow_tier(request,
     slow = file_order.session_tier(markexpr) == "slow"
     for group, files in file_order.SLOW_GROUPS.items():
         for name in files:
-            assert scheduler._split_scope(f"{name}::test_x") == (f"group:{group}" if slow else name)
+            fast_group = _fast_group_of(name)
+            assert scheduler._split_scope(f"{name}::test_x") == (
+                f"group:{group}" if slow else f"group:{fast_group}" if fast_group else name)
         for name in file_order.GROUPS.get(group, ()):
             assert scheduler._split_scope(f"{name}::test_x") == f"group:{group}"
+    for group, files in file_order.FAST_GROUPS.items():
+        for name in files:
+            assert (scheduler._split_scope(f"{name}::test_x") == f"group:{group}") is not slow
     for nodeid, group in file_order.SLOW_TESTS.items():
         assert scheduler._split_scope(nodeid) == (f"group:{group}" if slow else file_order.unit_of(
             file_order.file_of(nodeid)))

@@ -68,8 +68,7 @@ print('written')
 def test_a_reason_quoting_the_agents_file_stays_small_in_the_record(data_root, tmp_path):
     """Before: 0.6 MB of stored reason per case (15 MB of result.json for the demo's 24 cases; 81 MB with a 1 MB
     id), growing with the task's case count past what any reader opens."""
-    result, run_dir = run_steps("vqa/demo", [("python", QUOTED_ID)], out=tmp_path / "runs", data_root=data_root,
-                                warm_evaluator=False)
+    result, run_dir = run_steps("vqa/demo", [("python", QUOTED_ID)], out=tmp_path / "runs", data_root=data_root)
     assert result.state == "scored", (result.state, result.error)
     assert (run_dir / "result.json").stat().st_size < 1 << 20
     assert (run_dir / "evaluation.json").stat().st_size < 1 << 20

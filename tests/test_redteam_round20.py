@@ -76,10 +76,8 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
-    first, first_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
-                                 warm_evaluator=False)
-    second, second_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root,
-                                   warm_evaluator=False)
+    first, first_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
+    second, second_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
     assert first.header.hashes["conditions"] == second.header.hashes["conditions"]
     rules_s1 = stage_scores(first)["S1"]
     assert rules_s1 is not None and rules_s1 < 1.0 and stage_scores(second)["S1"] == rules_s1

@@ -100,7 +100,7 @@ def verify(folder: Path) -> str:
 def test_a_case_picture_edited_after_the_run_is_on_no_leaderboard_and_no_page(data_root, tmp_path):
     """Before: verify said genuine, the run counted and the site showed the edited answer and note."""
     runs = tmp_path / "runs"
-    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
     assert "genuine" in verify(run_dir) and "NOT GENUINE" not in verify(run_dir)
     index_path = run_dir / "pictures" / "index.json"
     index = json.loads(index_path.read_text())
@@ -120,7 +120,7 @@ def test_a_case_picture_edited_after_the_run_is_on_no_leaderboard_and_no_page(da
 def test_a_version_kept_from_before_a_rejudge_counts_once(data_root, tmp_path):
     """Before: the copy kept in another sweep folder and the re-graded original were two signed bodies: n 2."""
     runs, other = tmp_path / "runs", tmp_path / "other"
-    _, run_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     shutil.copytree(run_dir, other / run_dir.name)
     regraded = run_cli("rejudge", str(run_dir), "--judge", "rules")
     assert regraded.exit_code == 0, regraded.output
@@ -132,7 +132,7 @@ def test_a_version_kept_from_before_a_rejudge_counts_once(data_root, tmp_path):
     assert "another version of the run at" in line and "counted once" in line
     assert data["excluded"] == {"copy or other version of a counted run": 1}
     # two runs of the same agent are still two
-    run_steps(TASK, [("python", HALF)], out=other, data_root=data_root, warm_evaluator=False)
+    run_steps(TASK, [("python", HALF)], out=other, data_root=data_root)
     assert board(runs, other)["runs_used"] == 2
 
 
@@ -140,8 +140,8 @@ def test_an_evaluation_swapped_while_the_judge_grades_is_neither_scored_nor_sign
     """Before: the half-done run re-graded with the reference run's evaluation.json: its Task 1.0, signed, counted.
     Now its own Task, and the folder (holding the swapped file) is not genuine."""
     runs = tmp_path / "runs"
-    donor, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
-    victim, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    donor, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
+    victim, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     assert victim.aggregate.task < donor.aggregate.task
     swapping[victim_dir / "evaluation.json"] = donor_dir / "evaluation.json"
     regraded = run_cli("rejudge", str(victim_dir), "--judge", SWAPPER)
@@ -156,8 +156,8 @@ def test_an_evaluation_swapped_while_the_judge_grades_is_neither_scored_nor_sign
 def test_a_trajectory_swapped_while_codes_tags_is_not_signed_into_the_run(swapping, data_root, tmp_path):
     """Before: `codes` re-signed the run over the other run's trajectory (genuine, its page showing that work)."""
     runs = tmp_path / "runs"
-    _, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
-    _, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    _, donor_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
+    _, victim_dir = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     honest = run_cli("codes", str(victim_dir))  # nothing swapped: re-tagged and still the harness's
     assert honest.exit_code == 0 and "NOT GENUINE" not in verify(victim_dir), honest.output
     swapping[victim_dir / "trajectory.jsonl"] = donor_dir / "trajectory.jsonl"
@@ -175,8 +175,8 @@ def test_a_run_page_shows_what_was_signed_not_what_the_folder_holds_by_then(data
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
-    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
-    _, other_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
+    _, other_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
     table = load_table([runs])
     assert len(table) == 2 and not table.rejected
     result = json.loads((run_dir / "result.json").read_text())
@@ -189,7 +189,7 @@ def test_a_run_page_shows_what_was_signed_not_what_the_folder_holds_by_then(data
     pages = " ".join(p.read_text() for p in (site / "runs").glob("*.html"))
     assert "planted-agent" not in pages and "planted-turn" not in pages
     # an untouched run keeps its page
-    _, third = run_task(TASK, "reference", out=tmp_path / "more", data_root=data_root, warm_evaluator=False)
+    _, third = run_task(TASK, "reference", out=tmp_path / "more", data_root=data_root)
     write_site(load_table([tmp_path / "more"]), tmp_path / "site2", resamples=100)
     assert (tmp_path / "site2" / "runs" / f"{third.name}.html").is_file()
 
@@ -201,7 +201,7 @@ def test_show_and_view_check_the_result_they_show(command, data_root, tmp_path, 
     (`view` draws a genuine run from its verified copy)."""
     from automedbench.runfolder import RunFolder
 
-    _, run_dir = run_task(TASK, "reference", out=tmp_path / "runs", data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_task(TASK, "reference", out=tmp_path / "runs", data_root=data_root)
     genuine = (run_dir / "result.json").read_bytes()
     forged = genuine.replace(b'"agent": "reference"', b'"agent": "planted-agent"', 1)
     assert forged != genuine
@@ -238,11 +238,11 @@ def test_a_staging_written_under_umask_002_is_used_where_the_group_is_the_users_
     staged = stage_task(TASK, root)
     (staged.private / staged.case_ids[0] / "answer.txt").chmod(0o664)
     if _own_group(os.getegid()):
-        result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+        result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root)
         assert result.state == "scored"
     else:
         with pytest.raises(UserError, match="writable by its group"):
-            run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+            run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root)
 
 
 @pytest.mark.parametrize("loose", ["file", "folder"])
@@ -259,13 +259,13 @@ def test_references_another_user_can_write_score_no_run(loose, tmp_path):
     loosened = staged.private / staged.case_ids[0] / ("answer.txt" if loose == "file" else "")
     loosened.chmod(0o666 if loose == "file" else 0o777)
     with pytest.raises(UserError, match="writable by others; another user could change the references"):
-        run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+        run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root)
     cli = run_cli("run", "--task", TASK, "--agent", "reference", "--data-root", str(root), "--out",
                   str(tmp_path / "runs"))
     assert cli.exit_code != 0 and "staged data not used" in cli.output, cli.output
     assert not list((tmp_path / "runs").glob("*/result.json"))
     loosened.chmod(0o644 if loose == "file" else 0o755)
-    result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root, warm_evaluator=False)
+    result, _ = run_steps(TASK, [("python", ZERO)], out=tmp_path / "runs", data_root=root)
     assert result.aggregate.task == 1.0  # the references as this user left them: used
 
 
@@ -301,16 +301,16 @@ def test_a_runs_folder_another_user_can_write_is_refused(reg, data_root, tmp_pat
             register(SwappingFolderJudge.name, SwappingFolderJudge, "test judge: swaps the run folder")
 
     runs = tmp_path / "shared-runs"
-    _, SwappingFolderJudge.donor = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, SwappingFolderJudge.donor = run_task(TASK, "reference", out=runs, data_root=data_root)
     RUNS_FOLDER[:] = [runs]
     runs.chmod(0o777)
     reg.add_plugin(Plugin(), name=module_name)
     try:
         with pytest.raises(UserError, match=r"runs folder .* not used: .* is writable by others"):
-            run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False,
+            run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root,
                       judge=SwappingFolderJudge.name)
     finally:
         reg.remove_plugin(module_name)
     runs.chmod(0o755)
-    result, _ = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    result, _ = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     assert result.state == "scored"

@@ -76,8 +76,8 @@ def _zeroed(path: Path) -> None:
 def test_agreement_counts_only_runs_the_harness_wrote_as_signed(zero, data_root, tmp_path):
     """Before: the edited judge.json counted and the renamed copy was a 3rd run: pooled agreement 0.28 -> 0.67."""
     runs = tmp_path / "runs"
-    _, good = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
-    _, half = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    _, good = run_task(TASK, "reference", out=runs, data_root=data_root)
+    _, half = run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     _, honest = _agreement(str(runs))
     assert honest["runs"] == 2 and honest["pooled"]["agreement"] < 1.0, honest
 
@@ -103,7 +103,7 @@ def test_an_archived_verdict_is_not_taken_as_stored(zero, data_root, tmp_path):
     """Before: after `rejudge --judge zero`, the archived rules verdict edited to all zeros gave agreement 0.0 -> 1.0,
     on a run `verify` calls genuine (the archive is outside the proof)."""
     runs = tmp_path / "runs"
-    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
     regraded = run_cli("rejudge", str(run_dir), "--judge", ZERO)
     assert regraded.exit_code == 0, regraded.output
     (archived,) = run_dir.glob("judge.rules.*.json")
@@ -120,8 +120,8 @@ def test_one_run_in_two_folders_counts_once(zero, data_root, tmp_path):
     """Before: a genuine run copied to a second folder, and a copy kept from before the run was re-graded, each
     counted as another run: "over 3 run(s)" for one run, its items weighing three times in the figures."""
     runs = tmp_path / "runs"
-    _, good = run_task(TASK, "reference", out=runs, data_root=data_root, warm_evaluator=False)
-    run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root, warm_evaluator=False)
+    _, good = run_task(TASK, "reference", out=runs, data_root=data_root)
+    run_steps(TASK, [("python", HALF)], out=runs, data_root=data_root)
     _, honest = _agreement(str(runs))
     kept, older = tmp_path / "kept", tmp_path / "older"  # each under the run's own name (renamed is not genuine)
     shutil.copytree(good, kept / good.name, ignore=shutil.ignore_patterns("workspace"))

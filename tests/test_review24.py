@@ -115,7 +115,7 @@ def test_a_run_signed_before_pictures_were_evidence_is_copied_verified_without_t
     from automedbench.testing import run_cli, run_task
 
     runs = tmp_path / "runs"
-    _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root, warm_evaluator=False)
+    _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root)
     folder = RunFolder(run_dir)
     old = {k: v for k, v in evidence_digests(folder).items() if not k.startswith("pictures/")}
     assert len(old) < len(evidence_digests(folder))  # the run drew pictures

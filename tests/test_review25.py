@@ -198,7 +198,7 @@ def test_a_run_whose_first_folder_gave_no_pair_counts_at_its_second(data_root, t
     reg.add_plugin(sys.modules[__name__], name=name)
     try:
         runs, older = tmp_path / "runs", tmp_path / "older"
-        _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root, warm_evaluator=False)
+        _, run_dir = run_task("toy/vowels", "reference", out=runs, data_root=data_root)
         shutil.copytree(run_dir, older / run_dir.name, ignore=shutil.ignore_patterns("workspace"))
         assert run_cli("rejudge", str(older / run_dir.name), "--judge", FLAKY).exit_code == 0  # its verdict kept
         monkeypatch.setenv("R25_FLAKY", "1")  # the endpoint is down now: only a stored verdict of it counts

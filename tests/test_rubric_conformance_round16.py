@@ -81,7 +81,7 @@ def test_an_over_budget_run_is_scored_on_what_it_wrote(data_root, tmp_path):
     only artefacts written before termination are scored, missing cases get 0, and (completeness gate) the
     strict Task is 0; S4 still records the partial completion. Ours: S4 0.25, S5 0.5, strict 0, partial 0.5, F."""
     result, _ = run_steps("toy/vowels", [("python", FIRST_HALF), ("python", SECOND_HALF)], out=tmp_path / "runs",
-                          data_root=data_root, submit=False, max_turns=1, warm_evaluator=False)
+                          data_root=data_root, submit=False, max_turns=1)
     assert result.state in ("scored", "agent_failure"), result.error
     assert [c.present for c in result.cases].count(True) == 3
     stages = {s.stage: s.score for s in result.stages}

@@ -80,13 +80,11 @@ def test_submit_reply_names_a_shared_answer_file_instead_of_calling_every_case_m
     from automedbench.testing import run_steps
 
     monkeypatch.setattr(toy_track, "shared_outputs", lambda task: ("all.csv",))
-    _, run_dir = run_steps(TOY, [("python", WRITE_SHARED)], out=tmp_path / "shared", data_root=data_root,
-                           warm_evaluator=False)
+    _, run_dir = run_steps(TOY, [("python", WRITE_SHARED)], out=tmp_path / "shared", data_root=data_root)
     reply = next(e for e in _events(run_dir) if e.get("name") == "submit_results")["result"]
     assert reply["accepted"] is True and reply["complete"] is None and reply["shared_outputs"] == ["all.csv"]
     assert reply["missing_count"] > 0 and "all.csv" in reply["note"]
 
-    _, run_dir = run_steps(TOY, [("python", "print('nothing')")], out=tmp_path / "none", data_root=data_root,
-                           warm_evaluator=False)
+    _, run_dir = run_steps(TOY, [("python", "print('nothing')")], out=tmp_path / "none", data_root=data_root)
     reply = next(e for e in _events(run_dir) if e.get("name") == "submit_results")["result"]
     assert reply["complete"] is False and "shared_outputs" not in reply and reply["missing_count"] > 0

@@ -341,6 +341,17 @@ if pytest is not None:
             share_demos(root, tmp_path_factory.getbasetemp().parent / "amb-demos")
         return root
 
+    def _run_key_options(options: dict[str, Any]) -> dict[str, Any]:
+        """The options that tell two `amb_run` runs apart: `warm_evaluator` naming the evaluator the run takes
+        anyway (`warm_wanted`) is left out, so a file asking for the warm one explicitly and one taking the
+        session's default share the run (enhancement/demo-ldct's reference run: ~7 CPU-s made twice)."""
+        from .options import RunOptions, warm_wanted
+
+        if options.get("warm_evaluator") is None:
+            return options
+        default = warm_wanted(RunOptions("-"), warm_evaluator_installed())
+        return {k: v for k, v in options.items() if k != "warm_evaluator" or v != default}
+
     @pytest.fixture(scope="session")
     def amb_run(amb_data_root, tmp_path_factory) -> Callable[..., tuple[Result, Path]]:
         """`amb_run(task, agent, tier="lite", **options)`: run once per session per arguments, cached."""
@@ -348,7 +359,7 @@ if pytest is not None:
         out = tmp_path_factory.mktemp("amb-runs")
 
         def _run(task_id: str, agent: str, tier: str = "lite", **options: Any) -> tuple[Result, Path]:
-            key = (task_id, agent, tier, tuple(sorted((k, repr(v)) for k, v in options.items())))
+            key = (task_id, agent, tier, tuple(sorted((k, repr(v)) for k, v in _run_key_options(options).items())))
             if key not in cache:
                 cache[key] = run_task(task_id, agent, out=out, data_root=amb_data_root, tier=tier, **options)
             return cache[key]
