@@ -124,12 +124,14 @@ def test_label_only_mcq_answers_are_scored_as_the_original(amb_data_root, tmp_pa
     option"), so every such answer counted 0 and a label-only submission rated F."""
     staged = stage_task(DEMO, amb_data_root)
     outputs = tmp_path / "outputs"
-    expected = []
-    for k, qid in enumerate(staged.case_ids):
+    expected, labelled = [], 0
+    for qid in staged.case_ids:
         gold = read_private(staged.private, qid)
         label = gold.get("answer_label") or ""
-        if label and k % 3 == 0:
-            label = "A" if label != "A" else "C"  # a wrong letter now and then
+        if label:
+            labelled += 1
+            if labelled % 3 == 1:  # a wrong letter on the first labelled question and every third after it
+                label = "A" if label != "A" else "C"
         answer = "" if label else gold["answer_text"]
         record = {"question_id": qid, "predicted_label": label.lower(), "predicted_answer": answer,
                   "raw_model_output": f"The answer is {label or answer}.", "model_name": "m", "runtime_s": 1}
@@ -139,7 +141,7 @@ def test_label_only_mcq_answers_are_scored_as_the_original(amb_data_root, tmp_pa
     result = evaluate_outputs(DEMO, data_root=amb_data_root, work=tmp_path / "w", submission=outputs)
     assert all(c.valid for c in result.cases), [c.reasons for c in result.cases if not c.valid][:3]
     assert result.task.strict == pytest.approx(sum(expected) / len(expected), abs=1e-12)
-    assert 0 < sum(expected) < len(expected)
+    assert labelled and 0 < sum(expected) < len(expected)
 
 
 @pytest.mark.parametrize(("prediction", "gold", "expected"), [
