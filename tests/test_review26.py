@@ -7,18 +7,27 @@
   the PNG it saves), against `png_bytes`'s promise of no ICC profile; (c) a grey or RGB source's transparent
   colour went out as a tRNS chunk, even naming a colour no pixel has. Each through the real Kvasir-VQA stager,
   the "yes" images stored one way and the "no" images the other, as in round 30.
+- **report_gen's section headers, quadratic in a run of whitespace** (conform24's `(?:^|\\n)\\s*` anchor, as the
+  quadratic round-21 one before it): each start in the run rescanned it, so a valid 8000-character report of
+  newlines cost 1.6 CPU-s per case to section (590 cases: 16 CPU-min of the evaluator). Now each run is tried from
+  its first newline only; the sections equal the old rule's on 3000 generated reports.
 """
 
 from __future__ import annotations
 
 import io
+import random
+import re
 import struct
+import time
 from pathlib import Path
 
 import attrs
 import numpy as np
 import pytest
 from automedbench.testing import load_task, stage_from_folder
+from automedbench_report_gen import text as report_text
+from automedbench_report_gen.contract import check_report_bytes
 from PIL import Image
 from test_redteam_round30 import KVASIR, QUESTIONS, _kvasir_layout
 
@@ -76,3 +85,43 @@ def test_no_published_header_says_how_the_download_stored_an_image(tmp_path: Pat
     for data in published:
         with Image.open(io.BytesIO(data)) as image:
             assert np.asarray(image.convert("RGBA")).tobytes() in seen
+
+
+# the round-24 rule as merged (the original's anchor, each start tried): the oracle the linear scan must equal
+_MERGED_HEADER = re.compile(r"(?:^|\n)\s*([A-Za-z][A-Za-z /(),-]{1,40})\s*:\s*", re.M)
+
+
+def _merged_sections(text: str) -> dict[str, str]:
+    found, pos = [], 0
+    while (match := _MERGED_HEADER.search(text, pos)) is not None:
+        header = report_text._is_header(match.group(1))
+        found += [match] if header else []
+        pos = match.end() if header else match.start() + 1
+    out: dict[str, str] = {}
+    for i, match in enumerate(found):
+        body = text[match.end():found[i + 1].start() if i + 1 < len(found) else len(text)].strip()
+        if body:
+            out.setdefault(match.group(1).strip().upper(), body)
+    return out
+
+
+def test_report_sections_are_linear_in_a_run_of_whitespace() -> None:
+    """Before: 1.6 CPU-s to score one valid report of newlines (both section reads). Now well under 0.3."""
+    report = "FINDINGS: normal heart and lungs noted\n" + "\n" * 7900 + "x"
+    assert check_report_bytes(report.encode()) == []  # a valid report: the evaluator scores it
+    started = time.process_time()
+    assert report_text.scored_text(report) == report[len("FINDINGS: "):].strip()
+    assert not report_text.has_impression_only(report)
+    mixed = "FINDINGS: a\n" + " \n" * 3900 + "Lungs: clear"  # a run before a name that is no header
+    assert report_text.sections(mixed) == {"FINDINGS": mixed[len("FINDINGS: "):].strip()}
+    assert time.process_time() - started < 0.3
+
+
+def test_report_sections_are_the_merged_rule_s() -> None:
+    """The linear scan reads the same sections as the anchor tried at every start, on generated reports."""
+    tokens = ["FINDINGS", "IMPRESSION", "Lungs", "Heart size", "HEART", "x", "normal", ":", ": ", "\n", "\n\n", "  ",
+              "\t", " \n ", "\n  ", "(PA)", ",", "A B", "CHEST, TWO VIEWS", "\r", "\x0b", "Findings"]
+    rng = random.Random(26)
+    for _ in range(3000):
+        report = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 14)))
+        assert report_text.sections(report) == _merged_sections(report), repr(report)
