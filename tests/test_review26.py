@@ -11,6 +11,8 @@
   quadratic round-21 one before it): each start in the run rescanned it, so a valid 8000-character report of
   newlines cost 1.6 CPU-s per case to section (590 cases: 16 CPU-min of the evaluator). Now each run is tried from
   its first newline only; the sections equal the old rule's on 3000 generated reports.
+- **`reencode_image` bounded a 32-bit image at a byte a value** (`check_image` counts four): a float TIFF passed
+  a memory bound four times too large.
 """
 
 from __future__ import annotations
@@ -125,3 +127,16 @@ def test_report_sections_are_the_merged_rule_s() -> None:
     for _ in range(3000):
         report = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 14)))
         assert report_text.sections(report) == _merged_sections(report), repr(report)
+
+
+def test_a_32_bit_image_is_bounded_by_its_decoded_bytes(monkeypatch) -> None:
+    """`reencode_image` checked a download's image at one byte a value: a float or 32-bit grey TIFF (four) decoded
+    to four times the memory bound before it was refused. Now it is refused by its header, as `check_image` does."""
+    import automedbench.untrusted as untrusted
+    from automedbench.api import UserError, reencode_image
+
+    monkeypatch.setattr(untrusted, "max_image_bytes", lambda: 1000)
+    grey = Image.fromarray(np.zeros((20, 20), np.uint8))  # 400 values: within 1000 bytes at one byte each
+    assert reencode_image(_saved(grey, "TIFF"), "grey.tif")
+    with pytest.raises(UserError, match="1600 bytes decoded"):
+        reencode_image(_saved(grey.convert("F"), "TIFF"), "float.tif")

@@ -346,8 +346,7 @@ def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
         from PIL import Image
 
         with Image.open(path) as image:  # lazy: the header is read, no pixel yet
-            return [image.width, image.height, len(image.getbands())], 2 if image.mode.startswith("I;16") else (
-                4 if image.mode in ("I", "F") else 1)
+            return [image.width, image.height, len(image.getbands())], _pil_itemsize(image.mode)
     if name.endswith((".dcm", ".dicom", ".ima")):
         import pydicom
 
@@ -366,6 +365,11 @@ def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
             shape, _, dtype = reader(fh)  # the header only
         return [int(d) for d in shape], int(dtype.itemsize)
     return [], 0
+
+
+def _pil_itemsize(mode: str) -> int:
+    """Bytes one value of a PIL image of `mode` takes decoded (a 32-bit grey or float one, four)."""
+    return 2 if mode.startswith("I;16") else 4 if mode in ("I", "F") else 1
 
 
 def check_image(path: Path, max_pixels: int = MAX_IMAGE_PIXELS, max_bytes: int | None = None,
@@ -511,7 +515,8 @@ def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS)
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            check_pixels([image.width, image.height, len(image.getbands())], 1, origin, max_pixels)
+            check_pixels([image.width, image.height, len(image.getbands())], _pil_itemsize(image.mode), origin,
+                         max_pixels)
             image.seek(0)
             image.load()
             return png_bytes(content_mode(image), avoid=data)
