@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -46,10 +47,10 @@ KVASIR = "vqa/kvasir-vqa"
 QUESTIONS = 30
 
 
-def _kvasir_layout(src: Path, store: str) -> list[bytes]:
+def _kvasir_layout(src: Path, store: str | Callable[[Image.Image, bool], bytes]) -> list[bytes]:
     """A Kvasir-VQA download whose "yes" images are stored one way and the "no" images another (`store`: "level",
-    PIL's level 9 against its default 6; "palette", a palette PNG against the same pixels as RGB). Returns the
-    images' bytes."""
+    PIL's level 9 against its default 6; "palette", a palette PNG against the same pixels as RGB; or a function of
+    the noise picture and the answer giving the stored bytes). Returns the images' bytes."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     rng = np.random.default_rng(30)
@@ -58,7 +59,9 @@ def _kvasir_layout(src: Path, store: str) -> list[bytes]:
         yes = bool(rng.integers(2))
         image = Image.fromarray(rng.integers(0, 256, (24, 32, 3), dtype=np.uint8))
         buffer = io.BytesIO()
-        if store == "palette":
+        if callable(store):
+            buffer.write(store(image, yes))
+        elif store == "palette":
             palette = image.convert("P")
             (palette if yes else palette.convert("RGB")).save(buffer, format="PNG")
         else:

@@ -346,8 +346,7 @@ def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
         from PIL import Image
 
         with Image.open(path) as image:  # lazy: the header is read, no pixel yet
-            return [image.width, image.height, len(image.getbands())], 2 if image.mode.startswith("I;16") else (
-                4 if image.mode in ("I", "F") else 1)
+            return [image.width, image.height, len(image.getbands())], _pil_itemsize(image.mode)
     if name.endswith((".dcm", ".dicom", ".ima")):
         import pydicom
 
@@ -366,6 +365,11 @@ def image_shape(path: Path, kind: str = "") -> tuple[list[int], int]:
             shape, _, dtype = reader(fh)  # the header only
         return [int(d) for d in shape], int(dtype.itemsize)
     return [], 0
+
+
+def _pil_itemsize(mode: str) -> int:
+    """Bytes one value of a PIL image of `mode` takes decoded (a 32-bit grey or float one, four)."""
+    return 2 if mode.startswith("I;16") else 4 if mode in ("I", "F") else 1
 
 
 def check_image(path: Path, max_pixels: int = MAX_IMAGE_PIXELS, max_bytes: int | None = None,
@@ -448,6 +452,11 @@ def one_colour_mode(pixels: Any, colour: bool) -> Any:
 PNG_MARK = (b"amBp", b"automedbench published image")
 
 
+def _png_mode(image: Any) -> Any:
+    """`image` as it is when PNG holds its mode (`PNG_MODES`), else as RGB (RGBA when it has alpha)."""
+    return image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
+
+
 def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
     """A PIL image (or a uint8/uint16 array) as PNG with no metadata (no text chunk, ICC profile or EXIF; only
     `PNG_MARK`), never byte for byte `avoid` (the source file: one this function wrote is written at another
@@ -458,12 +467,13 @@ def png_bytes(image: Any, avoid: bytes = b"") -> bytes:
         import numpy as np
 
         image = Image.fromarray(np.ascontiguousarray(image))
-    frame = image if image.mode in PNG_MODES else image.convert("RGBA" if "A" in image.mode else "RGB")
+    frame = _png_mode(image)
     mark = PngImagePlugin.PngInfo()
     mark.add(*PNG_MARK)
     for level in (9, 1):
         buffer = io.BytesIO()
-        frame.save(buffer, format="PNG", compress_level=level, pnginfo=mark)
+        # icc_profile=None: PIL copies a decoded source's profile (its bytes, in `info`) into the PNG otherwise
+        frame.save(buffer, format="PNG", compress_level=level, pnginfo=mark, icc_profile=None)
         if buffer.getvalue() != avoid:
             break
     return buffer.getvalue()
@@ -474,13 +484,19 @@ def content_mode(image: Any) -> Any:
     RGB (with alpha when it has transparency), 1-bit becomes grey, an alpha channel that is opaque everywhere is
     dropped and three equal channels become one. Published as stored, the PNG header (colour type, palette, bit
     depth) said how the download stored each image: a download storing one answer's images as a palette had
-    every such question answered from the header alone (tests/test_redteam_round30.py). Lossless."""
+    every such question answered from the header alone (tests/test_redteam_round30.py). A mode PNG cannot hold
+    (CMYK, YCbCr, 32-bit) and a grey or RGB image's transparent colour (tRNS) go the same way: grey content stored
+    as CMYK went out as RGB where stored as RGB it went out grey, and a tRNS chunk went out as stored
+    (tests/test_review26.py). Lossless against what `png_bytes` wrote before."""
     from PIL import ImageChops
 
     if image.mode in ("P", "PA"):
         image = image.convert("RGBA" if "transparency" in image.info or image.mode == "PA" else "RGB")
     elif image.mode == "1":
         image = image.convert("L")
+    image = _png_mode(image)  # CMYK, YCbCr, 32-bit grey...: as PNG holds them, then read as any other
+    if image.mode in ("L", "RGB") and "transparency" in image.info:  # a tRNS colour: an alpha channel
+        image = image.convert("LA" if image.mode == "L" else "RGBA")
     if image.mode in ("RGBA", "LA") and image.getchannel("A").getextrema() == (255, 255):
         image = image.convert("RGB" if image.mode == "RGBA" else "L")
     if image.mode in ("RGB", "RGBA"):
@@ -499,7 +515,8 @@ def reencode_image(data: bytes, origin: str, max_pixels: int = MAX_IMAGE_PIXELS)
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            check_pixels([image.width, image.height, len(image.getbands())], 1, origin, max_pixels)
+            check_pixels([image.width, image.height, len(image.getbands())], _pil_itemsize(image.mode), origin,
+                         max_pixels)
             image.seek(0)
             image.load()
             return png_bytes(content_mode(image), avoid=data)

@@ -13,7 +13,11 @@ from collections import Counter
 # original's, a header takes the whitespace after its colon with it, newlines and the next line's indent included,
 # so a header on the next line that is indented ("FINDINGS:\n  HEART: normal") is no header there: body text
 # (round 24; read as a header before, the findings were empty and the whole report was scored).
-HEADER = re.compile(r"(?:^|\n)\s*([A-Za-z][A-Za-z /(),-]{1,40})\s*:\s*", re.M)
+# The original's `(?:^|\n)\s*` anchor, written so that a run of whitespace is tried from its first newline only
+# (the string's start, a line start right at the name, or a run's first newline): every later start in the run
+# reads the same name, and trying each rescanned the run, quadratic (an 8000-character report of newlines cost
+# 1.6 CPU-s to section, tests/test_review26.py). A header's start is only ever the previous section's end (stripped).
+HEADER = re.compile(r"(?:\A|(?<=\n)(?=\S)|(?<=\S)[^\S\n]*\n)\s*([A-Za-z][A-Za-z /(),-]{1,40})\s*:\s*")
 SCORED_SECTION = "FINDINGS"
 # Headers the original scorer also reads as the findings section (its aliases, exactly: no bare "CHEST").
 # Matched case-insensitively here (a departure, named in the README: a title-case "Findings:" is still the
@@ -37,14 +41,15 @@ def _is_header(name: str) -> bool:
 
 def _headers(text: str) -> list[re.Match[str]]:
     """The headers in the order the original's `finditer` finds them: a match that is no header (a mixed-case
-    "Lungs:") consumes nothing, so the scan goes on from the character after its start, as there."""
+    "Lungs:") consumes nothing, so the scan goes on from the character after its start, as there (from the one
+    after its name's first letter here: a start between reads the same name)."""
     found, pos = [], 0
     while (match := HEADER.search(text, pos)) is not None:
         if _is_header(match.group(1)):
             found.append(match)
             pos = match.end()
         else:
-            pos = match.start() + 1
+            pos = match.start(1) + 1
     return found
 
 
