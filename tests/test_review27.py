@@ -1,0 +1,59 @@
+"""Review of round 27's merges: what the leaderboard says about attempts and sweeps on a board of part of a folder.
+
+- **A complete sweep called chosen on every task and track page** (`leaderboard --site`, `--public-sources`): a
+  board of some of the folder's runs (`RunTable.select`: the site's per-track and per-task pages, the public-source
+  filter) counted each sweep's runs within that subset only, so a sweep over two tasks, every run in the folder,
+  read "1 of 1 sweep(s) partly present" and was marked chosen on both task pages. Now a selected table keeps the
+  attempts of every run the folder holds (`RunTable.every_attempt`) and each row is counted against those.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from automedbench_campaign.leaderboard import build
+from automedbench_campaign.site import _task_page, _track_page, write_site
+from automedbench_campaign.store import RunTable
+
+
+@pytest.fixture(autouse=True)
+def own_state(tmp_path, monkeypatch):
+    """No ledger of this machine: the rows are counted from the folder alone."""
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+
+
+def _row(task_id: str, track: str, sweep: str, size: int) -> dict:
+    """One scored run of a sweep, as `store.summarise` makes it (attempt 1 of its own configuration)."""
+    return {"run_id": f"{task_id}-run", "agent": "a", "task_id": task_id, "track": track, "tier": "lite",
+            "conditions": "c", "scoring": "s", "state": "scored", "end_reason": "", "rating": "C", "path": "",
+            "overall": 0.5, "agentic": 0.5, "task": 0.5, **{s: 0.5 for s in ("S1", "S2", "S3", "S4", "S5")},
+            "turns": 1, "wall_s": 1.0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0, "judge_cost_usd": 0.0,
+            "codes": [], "breached": False, "submitted": True,
+            "attempt": ("ledger", f"config-{task_id}", 1, sweep, size)}
+
+
+def _subset_board(table: RunTable, task_id: str):
+    return build(table.select(np.array([t == task_id for t in table["task_id"]])), by=("agent", "tier"),
+                 resamples=20)
+
+
+def test_a_complete_sweep_is_not_chosen_on_a_board_of_part_of_the_folder(tmp_path):
+    whole = RunTable.from_rows([_row("toy/one", "one", "S", 2), _row("toy/two", "two", "S", 2)])
+    assert [c.attempts.chosen for c in build(whole, resamples=20).cells] == [False, False]
+    (cell,) = _subset_board(whole, "toy/one").cells
+    # before: partial_sweeps 1, chosen (the other task's run of the sweep was outside the subset)
+    assert (cell.attempts.partial_sweeps, cell.attempts.chosen) == (0, False), cell.attempts
+    site = tmp_path / "site"
+    write_site(whole, site, resamples=20)
+    pages = [_task_page("toy/one"), _task_page("toy/two"), _track_page("one"), _track_page("two")]
+    for page in pages:
+        text = (site / page).read_text()
+        assert "runs made" in text and "<b>chosen</b>" not in text, page
+
+
+def test_a_sweep_partly_in_the_folder_is_still_chosen_on_a_board_of_part_of_it():
+    """The fix counts against the whole folder, not against nothing: a sweep of three with one run missing."""
+    part = RunTable.from_rows([_row("toy/one", "one", "S", 3), _row("toy/two", "two", "S", 3)])
+    (cell,) = _subset_board(part, "toy/one").cells
+    assert (cell.attempts.partial_sweeps, cell.attempts.chosen) == (1, True), cell.attempts
+    assert "1 of 1 sweep(s) partly present" in cell.attempts.text()
