@@ -57,3 +57,31 @@ def test_a_sweep_partly_in_the_folder_is_still_chosen_on_a_board_of_part_of_it()
     (cell,) = _subset_board(part, "toy/one").cells
     assert (cell.attempts.partial_sweeps, cell.attempts.chosen) == (1, True), cell.attempts
     assert "1 of 1 sweep(s) partly present" in cell.attempts.text()
+
+
+# ------------------------------------------------------------------ a run failing before its agent started
+
+def test_a_run_failing_before_its_agent_leaves_no_folder_and_gives_its_attempt_back(data_root, tmp_path,
+                                                                                  monkeypatch):
+    """The attempt is drawn once the run folder (and its workspace quota) is made; a failure between that and the
+    agent's first turn other than an interrupt (a full disk writing the trajectory, the ledger failing) left the
+    half-made folder, its workspace mounted where a quota applies, and the drawn number read as an attempt made
+    and left out. Now it is undone as an interrupt there always was: no folder, the number given back."""
+    import errno
+    import json
+
+    from automedbench import runner
+    from automedbench.testing import run_task
+
+    def full_disk(path):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    out = tmp_path / "runs"
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "TrajectoryWriter", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            run_task("toy/vowels", "batch-first", out=out, data_root=data_root)
+    assert not out.exists() or list(out.iterdir()) == []  # before: the run folder, with no result
+    _, run_dir = run_task("toy/vowels", "batch-first", out=out, data_root=data_root)
+    # before: 2 (the failed run's number stayed drawn: a folder of every run read "1 of 2 runs made", chosen)
+    assert json.loads((run_dir / "result.json").read_text())["header"]["attempt"]["number"] == 1

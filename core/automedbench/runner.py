@@ -158,12 +158,17 @@ class Run:
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
+        st: RunState | None = None
         try:
             reserve = self._open_folder()
             st = self._new_state()
             self.traj = TrajectoryWriter(self.folder.trajectory)
-        except KeyboardInterrupt:  # before the agent did anything: nothing stays mounted, no half-made folder
+        except BaseException:  # an interrupt, or the attempt ledger or trajectory failing (a full disk): before the
+            # agent did anything, so nothing stays mounted, no half-made folder and no attempt read as left out
             self._abandon_folder()
+            if st is not None and st.header.attempt:
+                with contextlib.suppress(Exception):
+                    attempts.release(st.header.attempt)
             raise
         steptimer.add(st.runtime, "staging", t_staged - t0)
         steptimer.add(st.runtime, "workspace_quota", time.monotonic() - t_staged)
