@@ -85,3 +85,23 @@ def test_a_run_failing_before_its_agent_leaves_no_folder_and_gives_its_attempt_b
     _, run_dir = run_task("toy/vowels", "batch-first", out=out, data_root=data_root)
     # before: 2 (the failed run's number stayed drawn: a folder of every run read "1 of 2 runs made", chosen)
     assert json.loads((run_dir / "result.json").read_text())["header"]["attempt"]["number"] == 1
+
+
+# ------------------------------------------------------------------ the ledger read as a bounded regular file
+
+def test_a_ledger_that_is_no_regular_file_is_started_again_not_waited_on(tmp_path):
+    """`attempts._read` opened the ledger blocking and read it with one `os.read` of its bound: a FIFO in its
+    place (a botched copy of a state folder) hung every run's draw at its open. It now reads the ledger as every
+    bounded file is read (`read_regular`): not a regular file, so the ledger is started again under a new id."""
+    import os
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "attempts.json")
+    code = ("from automedbench import attempts; "
+            "print(attempts.draw('a', 'toy/vowels', 'lite', 'c')['number'])")
+    env = {**os.environ, "AUTOMEDBENCH_STATE": str(state)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr  # before: no answer in 60 s
