@@ -105,3 +105,28 @@ def test_a_ledger_that_is_no_regular_file_is_started_again_not_waited_on(tmp_pat
     env = {**os.environ, "AUTOMEDBENCH_STATE": str(state)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr  # before: no answer in 60 s
+
+
+# ------------------------------------------------------------------ the sweep id a resumed sweep keeps
+
+def test_a_sweep_signs_only_an_id_it_made_whatever_its_manifest_holds(data_root, tmp_path, monkeypatch):
+    """A resumed sweep keeps the id in `OUT/sweep.json`, and every run signs it. The manifest was read whole with
+    no bound and its `sweep_id` taken as any JSON value made text (a list, a megabyte of text: in every run's
+    signed header), and a manifest that was no JSON object stopped the sweep (AttributeError). Now the manifest is
+    read within a bound, as an object, and only an id of the form the sweep makes is kept."""
+    import json
+
+    from automedbench.testing import run_cli
+
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
+    for name, manifest in (("list", ["not", "an", "object"]), ("long", {"sweep_id": "x" * 100_000})):
+        out = tmp_path / name
+        out.mkdir()
+        (out / "sweep.json").write_text(json.dumps(manifest))
+        done = run_cli("sweep", "--agents", "batch-first", "--tasks", "toy/vowels", "--executor", "inline",
+                       "--out", str(out))
+        assert done.exit_code == 0, done.output  # before ("list"): AttributeError: 'list' object has no 'get'
+        (result,) = out.glob("*/result.json")
+        signed = json.loads(result.read_text())["header"]["attempt"]["sweep"]
+        assert len(signed) == 16 and signed == json.loads((out / "sweep.json").read_text())["sweep_id"], name
