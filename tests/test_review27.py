@@ -130,3 +130,46 @@ def test_a_sweep_signs_only_an_id_it_made_whatever_its_manifest_holds(data_root,
         (result,) = out.glob("*/result.json")
         signed = json.loads(result.read_text())["header"]["attempt"]["sweep"]
         assert len(signed) == 16 and signed == json.loads((out / "sweep.json").read_text())["sweep_id"], name
+
+
+# ------------------------------------------------------------------ the gateway's pinned model, past its edges
+
+@pytest.mark.parametrize("path", [
+    "/v1beta/tunedModels/t:generateContent?x=/models/y",  # the name in the query, the route another model's
+    "/v1beta/tunedModels/t:generateContent#/models/y",  # in the fragment, which the forwarded request drops
+    "/v1beta/models/m:generateContent/../../tunedModels/t:generateContent",  # a provider resolving `..`
+    "/v1beta/models/m:generateContent/%2e%2e/%2E%2E/tunedModels/t:generateContent",
+])
+def test_a_gemini_route_past_the_pinned_name_is_refused(path):
+    """Gemini's model is in its path: `pin_model` looked for `/models/` anywhere in the request line, so a route to
+    another model with `/models/NAME` in its query or fragment, or a dot segment leading back out of the pinned
+    name, went to the provider with the agent's choice of model and was counted as the run's. Now refused."""
+    from automedbench_models.gateway import pin_model
+
+    _, _, _, refused = pin_model("gemini", "POST", path, b'{"contents": []}', "the-model")
+    assert refused, path  # before: "" (forwarded)
+
+
+def test_a_gemini_query_is_kept_where_the_pinned_path_is_read():
+    from automedbench_models.gateway import pin_model
+
+    path, _, asked, refused = pin_model("gemini", "POST", "/v1beta/models/gemini-flash:streamGenerateContent?alt=sse",
+                                        b"{}", "the/model")
+    assert (path, asked, refused) == ("/v1beta/models/the%2Fmodel:streamGenerateContent?alt=sse", "gemini-flash", "")
+
+
+def test_a_body_is_forwarded_as_the_gateway_read_it():
+    """A body naming the run's model last of two (`{"model": "big", "model": "the-model"}`) was forwarded as sent:
+    the gateway read the run's model (the last), a provider taking the first served another. And a body with an
+    escaped lone surrogate asking for another model raised UnicodeEncodeError while being pinned (no answer)."""
+    import json
+
+    from automedbench_models.gateway import pin_model
+
+    _, sent, asked, refused = pin_model("openai", "POST", "/v1/chat/completions",
+                                        b'{"model": "big", "model": "the-model", "messages": []}', "the-model")
+    assert (asked, refused) == ("the-model", "") and sent.count(b'"model"') == 1, sent  # before: twice
+    _, sent, asked, refused = pin_model("anthropic", "POST", "/v1/messages",
+                                        b'{"model": "other", "system": "\\ud800"}', "the-model")
+    assert (asked, refused) == ("other", "")
+    assert json.loads(sent) == {"model": "the-model", "system": "\ud800"}
