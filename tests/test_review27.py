@@ -173,3 +173,31 @@ def test_a_body_is_forwarded_as_the_gateway_read_it():
                                         b'{"model": "other", "system": "\\ud800"}', "the-model")
     assert (asked, refused) == ("other", "")
     assert json.loads(sent) == {"model": "the-model", "system": "\ud800"}
+
+
+# ------------------------------------------------------------------ a ledger failing after the record is written
+
+def test_a_ledger_failing_after_the_record_does_not_undo_the_runs_end(reg, data_root, tmp_path, monkeypatch):
+    """An infrastructure failure's number is voided after result.json is written. A ledger that could not be
+    written then (a full or read-only disk) raised out of the run: the command failed with a traceback, its workspace
+    released only by the fallback, the subscribers (the run page) never told. Now the run ends as recorded."""
+    import errno
+
+    from automedbench import attempts
+    from automedbench.api import ProviderUnavailable
+    from automedbench.testing import StepsAgent, register_agent, run_task
+
+    class ProviderGone(StepsAgent):
+        name = "review27-provider-gone"
+
+        def next_turn(self, messages):
+            raise ProviderUnavailable("the provider never answered")  # the harness's side: infrastructure
+
+    def read_only(attempt):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    register_agent(ProviderGone, reg)
+    monkeypatch.setattr(attempts, "void", read_only)
+    result, run_dir = run_task("toy/vowels", ProviderGone.name, out=tmp_path / "runs", data_root=data_root)
+    assert result.state == "infrastructure_failure" and (run_dir / "result.json").is_file()  # before: OSError

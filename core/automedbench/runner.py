@@ -381,7 +381,10 @@ class Run:
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
         if result.state == "infrastructure_failure" and st.header.attempt:
-            attempts.void(st.header.attempt)  # its retry takes the number again: one attempt, lost by the harness
+            # its retry takes the number again: one attempt, lost by the harness; a ledger that cannot be written
+            # (a full or read-only disk) leaves the number drawn, never the recorded run's end undone
+            with contextlib.suppress(OSError):
+                attempts.void(st.header.attempt)
         if unsigned:
             self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)
