@@ -201,3 +201,42 @@ def test_a_ledger_failing_after_the_record_does_not_undo_the_runs_end(reg, data_
     monkeypatch.setattr(attempts, "void", read_only)
     result, run_dir = run_task("toy/vowels", ProviderGone.name, out=tmp_path / "runs", data_root=data_root)
     assert result.state == "infrastructure_failure" and (run_dir / "result.json").is_file()  # before: OSError
+
+
+def test_a_refusal_before_the_agent_gives_its_number_back_and_is_never_hidden_by_the_ledger(reg, data_root,
+                                                                                           tmp_path, monkeypatch):
+    """Through the runner: an agent refusing at its start (before any turn) leaves no folder and gives its number
+    back, so the next run is attempt 1. A ledger that could not be written then raised its OSError in place of the
+    refusal, whose message (what the user can do) was lost. Now the refusal is what the user sees."""
+    import errno
+    import json
+
+    from automedbench import attempts
+    from automedbench.api import UserError
+    from automedbench.testing import StepsAgent, register_agent, run_task
+
+    class Refuses(StepsAgent):
+        name = "review27-refuses"
+        refuse = True
+
+        def start(self, context):
+            if Refuses.refuse:
+                raise UserError("review27: this agent needs a key it was not given")
+            super().start(context)
+
+    def read_only(attempt):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    register_agent(Refuses, reg)
+    out = tmp_path / "runs"
+    with pytest.raises(UserError, match="needs a key"):
+        run_task("toy/vowels", Refuses.name, out=out, data_root=data_root)
+    with monkeypatch.context() as patch:
+        patch.setattr(attempts, "release", read_only)
+        with pytest.raises(UserError, match="needs a key"):  # before: OSError, Read-only file system
+            run_task("toy/vowels", Refuses.name, out=out, data_root=data_root)
+    Refuses.refuse = False
+    _, run_dir = run_task("toy/vowels", Refuses.name, out=out, data_root=data_root)
+    # the first refusal gave 1 back; the second's (ledger failing) stayed drawn, said as an attempt made
+    assert json.loads((run_dir / "result.json").read_text())["header"]["attempt"]["number"] == 2

@@ -184,7 +184,8 @@ class Run:
                 self.traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
                 if st.header.attempt:  # nor an attempt a leaderboard would call made and left out
-                    attempts.release(st.header.attempt)
+                    with contextlib.suppress(OSError):  # a ledger that cannot be written never hides the refusal
+                        attempts.release(st.header.attempt)
             raise
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
