@@ -158,12 +158,17 @@ class Run:
         staged = staging.ensure(self.track, self.task, self.data_root)
         self.pilots = PilotTracker(self.folder.outputs, self.folder.pilot, staged.case_ids)
         t_staged = time.monotonic()
+        st: RunState | None = None
         try:
             reserve = self._open_folder()
             st = self._new_state()
             self.traj = TrajectoryWriter(self.folder.trajectory)
-        except KeyboardInterrupt:  # before the agent did anything: nothing stays mounted, no half-made folder
+        except BaseException:  # an interrupt, or the attempt ledger or trajectory failing (a full disk): before the
+            # agent did anything, so nothing stays mounted, no half-made folder and no attempt read as left out
             self._abandon_folder()
+            if st is not None and st.header.attempt:
+                with contextlib.suppress(Exception):
+                    attempts.release(st.header.attempt)
             raise
         steptimer.add(st.runtime, "staging", t_staged - t0)
         steptimer.add(st.runtime, "workspace_quota", time.monotonic() - t_staged)
@@ -179,7 +184,8 @@ class Run:
                 self.traj.close()
                 shutil.rmtree(self.run_dir, ignore_errors=True)
                 if st.header.attempt:  # nor an attempt a leaderboard would call made and left out
-                    attempts.release(st.header.attempt)
+                    with contextlib.suppress(OSError):  # a ledger that cannot be written never hides the refusal
+                        attempts.release(st.header.attempt)
             raise
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) and self.confined:
@@ -376,7 +382,10 @@ class Run:
         reserve.unlink(missing_ok=True)  # its space is now free for the record
         unsigned = write_result(self.folder, result)  # with the proof that the harness wrote it
         if result.state == "infrastructure_failure" and st.header.attempt:
-            attempts.void(st.header.attempt)  # its retry takes the number again: one attempt, lost by the harness
+            # its retry takes the number again: one attempt, lost by the harness; a ledger that cannot be written
+            # (a full or read-only disk) leaves the number drawn, never the recorded run's end undone
+            with contextlib.suppress(OSError):
+                attempts.void(st.header.attempt)
         if unsigned:
             self.progress({"kind": "warning", "text": f"WARNING: {unsigned}: the result will not count"})
         self._release_workspace(keep=self.o.keep_workspace)

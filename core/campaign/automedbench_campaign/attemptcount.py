@@ -67,7 +67,7 @@ class AttemptIndex:
         numbers: dict[tuple[str, str], set[int]] = {}
         sweep_runs: dict[str, set[str]] = {}
         sweep_size: dict[str, int] = {}
-        for run_id, attempt in zip(table["run_id"], table["attempt"], strict=True):
+        for run_id, attempt in table.every_attempt():  # a subset's board (a task page) against the whole folder
             if attempt is None:
                 continue
             ledger, config, number, sweep, size = attempt

@@ -82,7 +82,7 @@ def _split_conditions(table: RunTable, by: tuple[str, ...]) -> tuple[RunTable, b
     scored_apart = _mixed(table, (*by, "task_id"), SCORING)
     if scored_apart:  # the conditions column then names both
         marked = [f"{c}/{s}" for c, s in zip(table[CONDITIONS], table[SCORING], strict=True)]
-        table = RunTable({**table.columns, CONDITIONS: marked}, table.skipped, table.rejected)
+        table = RunTable({**table.columns, CONDITIONS: marked}, table.skipped, table.rejected, table.held)
     return table, scored_apart or _mixed(table, by, CONDITIONS)
 
 

@@ -116,6 +116,10 @@ class RunTable:
     # results that do not count at all, whatever the options: not the harness's (`resultproof`), or a copy
     # of a run already listed; "path: why"
     rejected: list[str] = Factory(list)
+    # (run id, signed attempt) of every run the folder holds, kept through `select`: a board of some of its runs
+    # (a site's track or task page, `--public-sources`) counts attempts and sweeps against the whole folder; None
+    # in a table not selected from another (its own rows are then the folder's)
+    held: list[tuple[str, Any]] | None = None
 
     def __len__(self) -> int:
         return len(self.columns["run_id"])
@@ -126,7 +130,13 @@ class RunTable:
     def select(self, mask: np.ndarray) -> RunTable:
         index = np.flatnonzero(mask)
         cols = {k: (v[index] if isinstance(v, np.ndarray) else [v[i] for i in index]) for k, v in self.columns.items()}
-        return RunTable(cols, self.skipped, self.rejected)
+        return RunTable(cols, self.skipped, self.rejected, self.every_attempt())
+
+    def every_attempt(self) -> list[tuple[str, Any]]:
+        """(run id, signed attempt) of every run the folder holds, whatever subset this table is."""
+        if self.held is not None:
+            return self.held
+        return list(zip(self.columns["run_id"], self.columns["attempt"], strict=True))
 
     @classmethod
     def from_rows(cls, rows: list[dict[str, Any]], skipped: list[str] | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
-from automedbench.api import UserError, atomic_write_text, to_dict
+from automedbench.api import UserError, atomic_write_text, open_path, read_regular, to_dict
 from automedbench.engine import (
     STAMP,
     RunOptions,
@@ -191,15 +191,28 @@ def run_state(run_dir: Path) -> tuple[str | None, dict[str, Any] | None]:
     return summary["state"], summary
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
-    import json
+MAX_MANIFEST_BYTES = 256 << 20  # sweep.json: a few hundred bytes a run
+SWEEP_ID = re.compile(r"[0-9a-f]{16}")  # secrets.token_hex(8), as `Sweep` makes one
 
-    if not path.is_file():
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest an earlier invocation wrote; {} when there is none, or it is no JSON object within its bound
+    (read as every bounded file is: a regular file, no symlink followed)."""
+    import json
+    import os
+
+    dir_fd = open_path(path.parent, "")
+    if dir_fd is None:
         return {}
     try:
-        return json.loads(path.read_text())
-    except ValueError:
+        data = read_regular(dir_fd, path.name, MAX_MANIFEST_BYTES)
+    finally:
+        os.close(dir_fd)
+    try:
+        found = json.loads(data) if data is not None else None
+    except (ValueError, RecursionError):
         return {}
+    return found if isinstance(found, dict) else {}
 
 
 class OutLock:
@@ -260,7 +273,8 @@ class Sweep:
         self._resources: dict[str, tuple[float, float]] = {}
         # signed by each run with the sweep's planned size: run ids repeat across sweeps, this id does not, so a
         # folder holding some of a sweep's runs shows as partly present (a resumed sweep keeps its id)
-        self.sweep_id = str(_read_manifest(self.manifest_path).get("sweep_id") or secrets.token_hex(8))
+        kept = _read_manifest(self.manifest_path).get("sweep_id")  # signed by every run: never any text found there
+        self.sweep_id = kept if isinstance(kept, str) and SWEEP_ID.fullmatch(kept) else secrets.token_hex(8)
 
     # ------------------------------------------------------------ manifest
 

@@ -204,12 +204,20 @@ def pin_model(wire: str, method: str, path: str, body: bytes, model: str) -> tup
     """(path, body) with the run's `model` in place of the one the request names, the name it gave, and why it
     cannot be pinned ("" when it can). Gemini names the model in its path (`/models/NAME:method`); the other
     formats in the JSON body's `model`. A POST whose model cannot be read is refused: it would reach the provider
-    naming whatever it names. A GET (a model list, a model's facts) generates nothing and passes as it is."""
-    if wire == "gemini" and GEMINI_MODEL_PATH in path:
-        head, tail = path.split(GEMINI_MODEL_PATH, 1)
-        cut = min((at for at in (tail.find(":"), tail.find("?"), tail.find("/")) if at >= 0), default=len(tail))
+    naming whatever it names. A GET (a model list, a model's facts) generates nothing and passes as it is.
+
+    Only the path `_forward` sends is read (its query and fragment are not the route), and a path with a `.` or
+    `..` segment (plain or percent-encoded) is refused: a provider resolving it routed past the pinned name. A
+    body is forwarded as the gateway read it (one `model`: a provider taking the first of two read another)."""
+    parts = urllib.parse.urlsplit(path if path.startswith("/") else "/" + path)
+    if any(segment in (".", "..") for segment in urllib.parse.unquote(parts.path).split("/")):
+        return path, body, "", "automedbench gateway: a path with `.` or `..` segments is not forwarded"
+    if wire == "gemini" and GEMINI_MODEL_PATH in parts.path:
+        head, tail = parts.path.split(GEMINI_MODEL_PATH, 1)
+        cut = min((at for at in (tail.find(":"), tail.find("/")) if at >= 0), default=len(tail))
         asked = urllib.parse.unquote(tail[:cut])
-        return f"{head}{GEMINI_MODEL_PATH}{urllib.parse.quote(model, safe='')}{tail[cut:]}", body, asked, ""
+        pinned = f"{head}{GEMINI_MODEL_PATH}{urllib.parse.quote(model, safe='')}{tail[cut:]}"
+        return pinned + (f"?{parts.query}" if parts.query else ""), body, asked, ""
     if method != "POST":
         return path, body, "", ""
     data = parse_bounded(body)
@@ -222,10 +230,9 @@ def pin_model(wire: str, method: str, path: str, body: bytes, model: str) -> tup
     if not isinstance(asked, str):
         return path, body, "", (f"automedbench gateway: the request names no model (no `model` text field); this "
                                 f"run's model is {model!r}")
-    if asked == model:
-        return path, body, asked, ""
     data["model"] = model
-    return path, json.dumps(data, ensure_ascii=False).encode(), asked, ""
+    # a lone surrogate the request escaped (\\ud800) goes out as the same escape, never an encoding error
+    return path, json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace"), asked, ""
 
 
 def refusal_body(message: str) -> bytes:
