@@ -62,7 +62,8 @@ def test_the_best_of_three_runs_copied_alone_is_shown_as_chosen(own_state, data_
     assert "chosen runs" in terminal and "1 of 3 runs made" in terminal
     site = tmp_path / "site"
     assert run_cli("leaderboard", str(board), "--site", str(site), "--quiet", "--resamples", "100").exit_code == 0
-    assert "<b>chosen</b>: 1 of 3 runs made" in (site / "index.html").read_text()
+    assert '<td class="chosen" title="chosen: 1 of 3 runs made">1 of 3 <b>chosen</b></td>' in (
+        site / "index.html").read_text()
     shown = run_cli("show", str(board / best.name))
     assert shown.exit_code == 0, shown.output
     assert f"attempt {_attempt(best)['number']} of its configuration" in shown.output

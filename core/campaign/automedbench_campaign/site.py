@@ -55,7 +55,7 @@ def run_page_name(run_id: str, taken: set[str] | frozenset[str] = frozenset(), p
 # side by side where there is room, and a key cell's long name wraps instead of widening the table.
 SITE_CSS = ("<style>.ci{display:block;font-size:11px;white-space:nowrap}.charts{display:flex;flex-wrap:wrap;gap:16px}"
             ".charts figure{flex:1 1 380px;max-width:640px;margin:0}figcaption{font-size:12px;color:#5b6472}"
-            "td.key{word-break:break-word;min-width:8em}</style>")
+            "td.key{word-break:break-word;min-width:8em}th,td{padding:3px}</style>")  # a ranking fits 1280 px
 
 
 def _nav(current: str, up: str = "") -> str:
@@ -280,11 +280,11 @@ def _codes(board: Leaderboard) -> str:
 
 
 def _made(attempts: Attempts) -> str:
-    """A row's "runs made" cell: "3 of 7", marked "chosen" (with why) when the folder holds only some of them."""
+    """A row's "runs made" cell: "3 of 7", marked "chosen" when the folder holds only some of them, why in its
+    title (the ranking is as wide as a laptop's screen; `leaderboard` and `--json` say why in full)."""
     text = attempts.short().replace(" CHOSEN", "")
     if attempts.chosen:
-        return (f'<td class="chosen" title="{esc(attempts.text(), 300)}">{esc(text)} '
-                f'<b>chosen</b>: {esc(attempts.text(), 300)}</td>')
+        return f'<td class="chosen" title="chosen: {esc(attempts.text(), 300)}">{esc(text)} <b>chosen</b></td>'
     return f"<td>{esc(text)}</td>"
 
 
