@@ -1,0 +1,40 @@
+"""What a user sees, leftovers of round 25: an earlier run's outputs scored against a demo staged anew since gave
+another score with no word why; detection's duplicate and diagnostic counts printed as scores (`0.000`);
+enhancement's output range and change from the input had no unit; the LDCT picture's grey window was the data's
+range, not a soft-tissue one, and no picture said which window it shows."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import test_cli_newuser
+from automedbench.runfolder import RunFolder
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+
+
+def test_an_earlier_runs_outputs_scored_on_a_demo_staged_anew_say_the_references_changed(cli, tmp_path, monkeypatch):
+    """`evaluate --submission RUN/submission` after the demo was staged anew (its track's code changed: a fresh
+    secret) scored differently with no word why. The run's header keeps its staging's digests: where they differ
+    from the staging scored now, one line names what differs, that the references changed, the run's own score and
+    that a demo's earlier staging cannot be made again; while they agree, no line."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data))  # a staging of this test's own, staged anew below
+    made = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs")
+    assert made.exit_code == 0, made.output
+    (run,) = (tmp_path / "runs").iterdir()
+    before = RunFolder(run).load_result().header.hashes["private_data"]
+    same = cli("evaluate", "--task", "toy/vowels", "--submission", run / "submission")
+    assert same.exit_code == 0, same.output
+    assert "staging" not in same.output, same.output  # the same staging: nothing to say
+    shutil.rmtree(data / "toy" / "vowels")  # staged anew on the next command, as after a change of its code
+    again = cli("evaluate", "--task", "toy/vowels", "--submission", run / "submission")
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.output.split())
+    (line,) = re.findall(r"note: this submission is run .*? automedbench show \S+", said)
+    now = (data / "toy" / "vowels" / "staging.json").read_text()
+    assert before[:8] in line and f"references {before[:8]} -> " in line and before not in now, line
+    assert run.name in line and "other references" in line and "(it scored 1.000)" in line, line
+    assert "cannot be made again" in line and line.endswith(str(run)), line
+
