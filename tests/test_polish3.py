@@ -38,3 +38,17 @@ def test_an_earlier_runs_outputs_scored_on_a_demo_staged_anew_say_the_references
     assert run.name in line and "other references" in line and "(it scored 1.000)" in line, line
     assert "cannot be made again" in line and line.endswith(str(run)), line
 
+
+
+def test_detection_counts_print_as_whole_numbers(cli, tmp_path):
+    """Detection's cross_class_duplicates and the detectors' diagnostics (cases, true positives) are counts: a 0
+    printed `0.000`, as a score. The metric declares them; the terminal prints `0`."""
+    work = tmp_path / "eval"
+    made = cli("evaluate", "--task", "detection/demo", "--baseline", "empty", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    metric = RunFolder(work).load_result().task
+    names = ("cross_class_duplicates", "diag_normalised_cases", "diag_tp_agnostic", "diag_tp_xy_swapped")
+    said = " ".join(made.output.split())
+    for name in names:
+        assert name in metric.counts and metric.components[name] == 0, (name, metric.counts)
+        assert re.search(rf"\b{name} 0(?![.\d])", said), (name, said)
