@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 
+import pytest
 import test_cli_newuser
 from automedbench.runfolder import RunFolder
 
@@ -52,3 +53,19 @@ def test_detection_counts_print_as_whole_numbers(cli, tmp_path):
     for name in names:
         assert name in metric.counts and metric.components[name] == 0, (name, metric.counts)
         assert re.search(rf"\b{name} 0(?![.\d])", said), (name, said)
+
+
+@pytest.mark.parametrize("task,unit", [("enhancement/demo-ldct", "HU"), ("enhancement/demo-sr", None)])
+def test_enhancement_intensities_carry_the_tasks_unit(cli, tmp_path, task, unit):
+    """Each case's out_min, out_max and rms_change_from_input had no unit on the run page, beside PSNR's dB: on a CT
+    task they are Hounsfield units, headed so; a super-resolution task's images are normalised, headed bare."""
+    work, page = tmp_path / "eval", tmp_path / "page.html"
+    made = cli("evaluate", "--task", task, "--baseline", "constant", "--out", work, "--no-pictures")
+    assert made.exit_code == 0, made.output
+    units = RunFolder(work).load_result().task.units
+    assert cli("view", work, "--out", page, "--no-pictures").exit_code == 0
+    text = page.read_text()
+    for name in ("out_min", "out_max", "rms_change_from_input"):
+        assert units.get(name) == unit, (name, units)
+        suffix = f' <span class="muted">({unit})</span>' if unit else ""
+        assert f'<th class="n">{name}{suffix}</th>' in text, name
