@@ -5,6 +5,7 @@ range, not a soft-tissue one, and no picture said which window it shows."""
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 
@@ -69,3 +70,24 @@ def test_enhancement_intensities_carry_the_tasks_unit(cli, tmp_path, task, unit)
         assert units.get(name) == unit, (name, units)
         suffix = f' <span class="muted">({unit})</span>' if unit else ""
         assert f'<th class="n">{name}{suffix}</th>' in text, name
+
+
+NUMBERS = r"\[[-\d.e]+, [-\d.e]+\]"
+
+
+@pytest.mark.parametrize("task,legend", [
+    ("enhancement/demo-ldct", r"soft-tissue grey window W 400 L 40 HU \(\[-160, 240\] HU\) for all three"),
+    ("enhancement/demo-sr", rf"grey window {NUMBERS} \(the reference's 1st-99th percentile\) for all three"),
+    ("synthesis/demo", rf"grey window {NUMBERS} HU for all three: the target CT's 1st-99th percentile"),
+])
+def test_a_pictures_legend_states_its_grey_window(cli, tmp_path, task, legend):
+    """The LDCT picture showed CT on [-1024, 273] (the reference's percentiles of the metric's clip range): soft
+    tissue a near-white grey, and the legend gave bare numbers with no unit. A CT task's picture is on the soft-tissue
+    window (W 400 L 40 HU), said in its legend; the others' legends say which window (and whose) they show."""
+    work, page = tmp_path / "eval", tmp_path / "page.html"
+    made = cli("evaluate", "--task", task, "--baseline", "constant", "--out", work)
+    assert made.exit_code == 0, made.output
+    assert cli("view", work, "--out", page).exit_code == 0
+    text = html.unescape(page.read_text())
+    cases = len(list((work / "pictures").glob("case-*.png")))
+    assert cases >= 2 and len(re.findall(legend, text)) >= cases, legend  # each case's legend says it
