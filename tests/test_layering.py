@@ -86,6 +86,7 @@ LAYERS: dict[str, int] = {
     "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,
     "automedbench.resultproof": ENGINE,  # the proof a result carries that the harness wrote it
+    "automedbench.run_origin": ENGINE,  # `evaluate` of a run's outputs: whether that run had today's staging
     "automedbench.runfolder": ENGINE,
     "automedbench.runner": ENGINE,
     "automedbench.runstate": ENGINE,

@@ -117,7 +117,7 @@ class DetectionEvaluation(TaskEvaluation):
         per_case = self._per_case(order, det, gt, tp, confident)
         complete = len(scores) == len(case_ids) and all(s is not None for s in scores)
         return MetricBlock(self.task.metric, value if complete else 0.0, value, components=components,
-                           per_case=per_case, counts=["unscored_boxes", "gt_boxes", "predicted_boxes"])
+                           per_case=per_case, counts=list(COUNTS))
 
     def _per_case(self, order: list[str], det: Boxes, gt: Boxes, hits: np.ndarray,
                   confident: np.ndarray) -> list[dict[str, Any]]:
@@ -167,6 +167,11 @@ class DetectionEvaluation(TaskEvaluation):
         flipped = mean_average_precision(swapped, _one_class(gt), 1, self.iou).tp
         return {"diag_normalised_cases": float(normalised), "diag_tp_agnostic": float(plain.sum()),
                 "diag_tp_xy_swapped": float(flipped.sum())}
+
+
+# components that count boxes or cases: printed as whole numbers (a 0 duplicate reads `0`, not a score's `0.000`)
+COUNTS = ("unscored_boxes", "gt_boxes", "predicted_boxes", "cross_class_duplicates", "diag_normalised_cases",
+          "diag_tp_agnostic", "diag_tp_xy_swapped")
 
 
 def _one_class(boxes: Boxes) -> Boxes:

@@ -188,11 +188,19 @@ def fold(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str], lp
         if components["composite"] is None:
             notes["composite"] = "needs the LPIPS mean (the original's composite of PSNR, SSIM and LPIPS)"
     return MetricBlock("ssim", round(strict, 6), round(partial, 6), task.task_score, components, rows,
-                       counts=["valid_cases", "expected_cases"], units=UNITS, notes=notes)
+                       counts=["valid_cases", "expected_cases"], units=units(task), notes=notes)
 
 
 # PSNR in decibels, whatever the modality's intensity unit (HU for CT, normalised for MRI): printed beside it
 UNITS = {"psnr": "dB", "psnr_mean_valid": "dB"}
+# each case's output range and change from its input, in the images' intensity unit
+INTENSITY = ("out_min", "out_max", "rms_change_from_input")
+
+
+def units(task: TaskSpec) -> dict[str, str]:
+    """The values' units: PSNR in dB; a CT task's (kind ldct) intensities in HU. A super-resolution task's images
+    are normalised (no unit), so its intensities are printed bare."""
+    return {**UNITS, **dict.fromkeys(INTENSITY, "HU")} if task.params.get("kind") == "ldct" else dict(UNITS)
 
 
 class EnhancementEvaluation(TaskEvaluation):

@@ -40,4 +40,15 @@ def case_picture(task: TaskSpec, source: Path, predicted: np.ndarray | None, tar
                                                                        role="output"),
               Panel("target CT", image=truth, window=window, role="reference", aspect=aspect)]
     plane = "coronal" if axis == CORONAL else "axial"
-    return CasePicture(panels, f"{plane} slice {index} of {target.shape[axis]}")
+    legend = window_legend(window, same is not None)
+    return CasePicture(panels, f"{plane} slice {index} of {target.shape[axis]}; {legend}")
+
+
+def window_legend(window: tuple[float, float] | None, input_shared: bool) -> str:
+    """Which grey window the panels show, for the legend: the target CT's 1st-99th percentile (inside its mask) in
+    HU, shared by the input when it is a CT too; an MR input keeps its own."""
+    if window is None:
+        return "each panel on its own grey window (the target slice is flat)"
+    shared = "all three" if input_shared else "both CTs (the MR input on its own)"
+    return (f"grey window [{window[0]:.4g}, {window[1]:.4g}] HU for {shared}: the target CT's 1st-99th "
+            "percentile")
