@@ -241,7 +241,7 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
     records and each case's picture are kept for `automedbench view OUT`."""
     from .evaluate_cmd import EvaluateOptions, evaluate_folder
     from .report import render
-    from .run_origin import generated, staging_note
+    from .run_origin import staging_note
 
     if (submission is None) == (baseline is None):
         raise errors.UserError("give exactly one of --submission DIR or --baseline NAME")
@@ -265,8 +265,7 @@ def evaluate(submission: str | None, baseline: str | None, keep_in: str | None, 
         finally:
             ticker.stop()
         render(result, console, items=items)
-        demo = generated(reg.task(o["task"])[1], o["data_root"])
-        if submission and (note := staging_note(Path(submission), result.header, demo)):
+        if submission and (note := staging_note(Path(submission), result.header, reg.task(o["task"])[1].demo)):
             console.print(f"[yellow]{escape(note)}[/]", soft_wrap=True)
         if keep_in:
             console.print(f"result: {work / 'result.json'}", soft_wrap=True)

@@ -5,14 +5,12 @@ differently, and without a word the user reads the drop as the evaluator's doing
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 from pathlib import Path
 from typing import Any
 
-from . import staging
-from .records import Header, TaskSpec
+from .records import Header
 from .report import fmt
 from .runfolder import RunFolder
 
@@ -32,19 +30,11 @@ def origin_run(submission: Path, task: str) -> tuple[RunFolder, dict[str, Any]] 
     return None
 
 
-def generated(task: TaskSpec, data_root: Path) -> bool:
-    """Whether the task's current staging was generated (a demo), not staged from a download."""
-    try:
-        info = json.loads((staging.task_dir(data_root, task) / staging.STAMP).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(info, dict) and info.get("source") == "generated"
-
-
-def staging_note(submission: Path, header: Header, generated: bool) -> str | None:
+def staging_note(submission: Path, header: Header, demo: bool) -> str | None:
     """One line when `submission` comes from a run scored against another staging of the task than `header`'s
-    (what differs, that the score is against other references, what to do); None when it does not. `generated`:
-    the task's staging is a demo's, which cannot be made again as it was."""
+    (what differs, that the score is against other references, what to do); None when it does not. `demo`: the
+    task is a demo, generated from a fresh secret at each staging (a folder given is ignored), which cannot be made
+    again as it was."""
     found = origin_run(submission, header.task)
     if found is None:
         return None
@@ -60,7 +50,7 @@ def staging_note(submission: Path, header: Header, generated: bool) -> str | Non
     own = aggregate.get("task") if isinstance(aggregate, dict) else None
     score = f" (it scored {fmt(own)})" if isinstance(own, int | float) and not isinstance(own, bool) and \
         math.isfinite(own) else ""
-    how = ("a demo's earlier staging cannot be made again (its secret is drawn anew)" if generated else
+    how = ("a demo's earlier staging cannot be made again (its secret is drawn anew)" if demo else
            "to score against the run's staging, give --data-root the folder that still holds it")
     return (f"note: this submission is run {folder.name}'s, scored then against another staging of {header.task} "
             f"({what}, staged anew since): this score is against other references, not comparable with the run's "
