@@ -42,13 +42,13 @@ class Attempts:
             parts.append(f"{self.unnumbered} run(s) made before attempts were counted")
         return "; ".join(parts)
 
-    def short(self) -> str:
+    def short(self, mark: bool = True) -> str:
         """A table's "Runs made" cell: "3 of 7 CHOSEN", "3 of 3", "old" for runs made before attempts were
-        counted."""
+        counted; `mark=False` leaves the mark to the caller (the site's cell marks it in its own markup)."""
         if not self.made:
             return "old" if self.unnumbered else ""
         old = f" +{self.unnumbered} old" if self.unnumbered else ""
-        return f"{self.present} of {self.made}{old}" + (" CHOSEN" if self.chosen else "")
+        return f"{self.present} of {self.made}{old}" + (" CHOSEN" if mark and self.chosen else "")
 
 
 @define

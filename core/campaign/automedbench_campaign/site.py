@@ -282,7 +282,7 @@ def _codes(board: Leaderboard) -> str:
 def _made(attempts: Attempts) -> str:
     """A row's "runs made" cell: "3 of 7", marked "chosen" when the folder holds only some of them, why in its
     title (the ranking is as wide as a laptop's screen; `leaderboard` and `--json` say why in full)."""
-    text = attempts.short().replace(" CHOSEN", "")
+    text = attempts.short(mark=False)
     if attempts.chosen:
         return f'<td class="chosen" title="chosen: {esc(attempts.text(), 300)}">{esc(text)} <b>chosen</b></td>'
     return f"<td>{esc(text)}</td>"
