@@ -37,6 +37,7 @@ from .fsutil import (
     atomic_write_text,
     open_below,
     open_path,
+    read_json_object,
     read_regular,
     sha256_file,
     walk_fd,
@@ -299,6 +300,7 @@ __all__ = [
     "read_events",
     "read_image",
     "read_json",  # noqa: F822 (defined on first use by __getattr__ below)
+    "read_json_object",
     "read_regular",
     "read_text_head",
     "read_yaml",

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .fsutil import atomic_write_bytes, open_dir, read_regular, sha256_text
+from .fsutil import atomic_write_bytes, read_json_object, sha256_text
 from .harnessstate import ensure_state_dir, state_dir
 
 LEDGER = "attempts.json"
@@ -47,21 +47,9 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def _read(folder: Path) -> dict[str, Any] | None:
     """The ledger as {"id": ..., "counts": {config: n}}; None when there is none or it cannot be read whole."""
-    dir_fd = open_dir(folder)
-    if dir_fd is None:
-        return None
-    try:  # a regular file only, read in full to its bound: a FIFO there hung every run's draw at its open
-        data = read_regular(dir_fd, LEDGER, MAX_LEDGER_BYTES)
-    finally:
-        os.close(dir_fd)
-    if data is None:
-        return None
-    try:
-        ledger = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(ledger, dict) or not isinstance(ledger.get("id"), str) or not isinstance(
-            ledger.get("counts"), dict):
+    # a regular file only, read in full to its bound: a FIFO there hung every run's draw at its open
+    ledger = read_json_object(folder, LEDGER, MAX_LEDGER_BYTES)
+    if ledger is None or not isinstance(ledger.get("id"), str) or not isinstance(ledger.get("counts"), dict):
         return None
     return ledger
 

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -179,6 +180,32 @@ def read_regular(dir_fd: int, name: str, max_bytes: int, *, head: bool = False) 
         return None
     finally:
         os.close(fd)
+
+
+def read_below(root: Path, relative: str, max_bytes: int) -> bytes | None:
+    """A regular file `root/relative`, reached without following any symlink below `root`; None when absent, not a
+    regular file, or over `max_bytes`."""
+    parent, _, name = relative.rpartition("/")
+    fd = open_path(root, parent)
+    if fd is None:
+        return None
+    try:
+        return read_regular(fd, name, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def read_json_object(root: Path, relative: str, max_bytes: int) -> dict | None:
+    """A JSON object file `root/relative` as plain JSON, read as `read_below` reads (undecodable bytes replaced, as
+    a run folder's files are read); None when absent, unreadable, over `max_bytes` or not an object."""
+    data = read_below(root, relative, max_bytes)
+    if data is None:
+        return None
+    try:
+        found = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def walk_fd(root_fd: int, *, max_depth: int = MAX_DEPTH, max_entries: int = 200_000):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import errors
-from .fsutil import open_path, read_regular
+from .fsutil import read_below, read_json_object
 from .records import Evaluation, JudgeVerdict, Result
 from .serialize import read_json
 from .trajectory import read_events, torn_line
@@ -126,14 +126,7 @@ class RunFolder:
     def read_bytes(self, relative: str, max_bytes: int) -> bytes | None:
         """A regular file below the folder, reached without following any symlink; None when absent,
         not a regular file, or over `max_bytes`."""
-        parent, _, name = relative.rpartition("/")
-        fd = open_path(self.path, parent)
-        if fd is None:
-            return None
-        try:
-            return read_regular(fd, name, max_bytes)
-        finally:
-            os.close(fd)
+        return read_below(self.path, relative, max_bytes)
 
     def read_text(self, relative: str, max_bytes: int = MAX_TEXT_BYTES) -> str | None:
         data = self.read_bytes(relative, max_bytes)
@@ -163,14 +156,7 @@ class RunFolder:
     def json_data(self, name: str) -> dict[str, Any] | None:
         """A JSON object file of the folder as plain JSON (no cattrs), read no-follow within MAX_RESULT_BYTES;
         None when absent, unreadable or not an object."""
-        text = self.read_text(name, MAX_RESULT_BYTES)
-        if text is None:
-            return None
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
-            return None
-        return data if isinstance(data, dict) else None
+        return read_json_object(self.path, name, MAX_RESULT_BYTES)
 
     def events(self) -> list[dict[str, Any]]:
         """The trajectory's events, tolerating a torn last line from a crash."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from attrs import Factory, asdict, define, field
-from automedbench.api import UserError, atomic_write_text, open_path, read_regular, to_dict
+from automedbench.api import UserError, atomic_write_text, read_json_object, to_dict
 from automedbench.engine import (
     STAMP,
     RunOptions,
@@ -198,21 +198,7 @@ SWEEP_ID = re.compile(r"[0-9a-f]{16}")  # secrets.token_hex(8), as `Sweep` makes
 def _read_manifest(path: Path) -> dict[str, Any]:
     """The manifest an earlier invocation wrote; {} when there is none, or it is no JSON object within its bound
     (read as every bounded file is: a regular file, no symlink followed)."""
-    import json
-    import os
-
-    dir_fd = open_path(path.parent, "")
-    if dir_fd is None:
-        return {}
-    try:
-        data = read_regular(dir_fd, path.name, MAX_MANIFEST_BYTES)
-    finally:
-        os.close(dir_fd)
-    try:
-        found = json.loads(data) if data is not None else None
-    except (ValueError, RecursionError):
-        return {}
-    return found if isinstance(found, dict) else {}
+    return read_json_object(path.parent, path.name, MAX_MANIFEST_BYTES) or {}
 
 
 class OutLock:
