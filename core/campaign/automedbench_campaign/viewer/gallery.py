@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 from typing import Any
 
+from automedbench.api import read_json_object
 from automedbench.engine import MAX_LEGEND_LABELS, MAX_SCRIPT_BYTES, PICTURES_DIR, SCRIPTS_DIR, RunFolder, read_plan_png
 from automedbench.engine import MAX_PICTURE_BYTES as MAX_CASE_BYTES
 from automedbench.engine import MAX_PICTURE_TEXT_CHARS as MAX_TEXT_CHARS
@@ -100,12 +100,8 @@ def scripts_section(folder: RunFolder, scripts: list[str]) -> str:
 
 def picture_index(folder: RunFolder) -> dict[str, dict[str, Any]]:
     """The evaluator's picture index: case id -> its entry (file, texts, caption, note)."""
-    text = folder.read_text(f"{PICTURES_DIR}/{INDEX}", MAX_INDEX_BYTES)
-    try:
-        data = json.loads(text) if text else {}
-    except (ValueError, RecursionError):
-        return {}
-    cases = data.get("cases") if isinstance(data, dict) else None
+    data = read_json_object(folder.path, f"{PICTURES_DIR}/{INDEX}", MAX_INDEX_BYTES) or {}
+    cases = data.get("cases")
     return {str(e.get("case_id")): e for e in (cases or []) if isinstance(e, dict)}
 
 
