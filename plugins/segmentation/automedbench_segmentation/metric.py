@@ -142,8 +142,10 @@ def aggregate(task: TaskSpec, scores: list[CaseScore | None], case_ids: list[str
                  # the original's previous weighting, which the paper's worked example (App. I.1) prints as Task
                  "organ25_lesion75": 0.25 * organ + 0.75 * lesion}
         comps.update(_surface_components(task, scores, ["organ", "lesion"]))
+    # a surface distance is a length, printed with its unit where Dice values beside it have none
+    units = {k: "mm" for k in comps if k.endswith("_hd95_mm")}
     return MetricBlock(task.metric, partial if complete else 0.0, partial, components=comps, per_case=per_case,
-                       counts=[k for k in ("lesion_positive_cases",) if k in comps])
+                       counts=[k for k in ("lesion_positive_cases",) if k in comps], units=units)
 
 
 class SegmentationEvaluation(TaskEvaluation):

@@ -86,3 +86,21 @@ def test_monai_loads_without_transformers_and_leaves_it_importable():
     hd, nsd = _full_monai(pred, ref, [0.8, 0.8, 2.5], 2.0)  # this process: MONAI imported with transformers
     assert found["values"] == {"hd95_mm": pytest.approx(hd), "surface_dice": pytest.approx(nsd)}
     assert 0 < found["values"]["surface_dice"] < 1
+
+
+def test_surface_distances_declare_their_unit(tmp_path):
+    """The cohort's HD95 components are lengths: the block says "mm" for each (the terminal and pages print it beside
+    the value) and nothing for Dice or surface Dice, which are fractions."""
+    import attrs
+    from automedbench.api import CaseScore
+    from automedbench.testing import load_task
+    from automedbench_segmentation import metric
+
+    task = load_task("segmentation/kidney")[1]
+    task = attrs.evolve(task, params={**task.params, "surface_metrics": True})
+    score = CaseScore("c0", {"organ_dice": 0.9, "lesion_dice": 0.5, "lesion_positive": True,
+                             "organ_hd95_mm": 3.5, "organ_surface_dice": 0.8,
+                             "lesion_hd95_mm": 7.25, "lesion_surface_dice": 0.4})
+    block = metric.aggregate(task, [score], ["c0"], tmp_path)
+    assert block.components["lesion_hd95_mm"] == pytest.approx(7.25)
+    assert block.units == {"organ_hd95_mm": "mm", "lesion_hd95_mm": "mm"}
