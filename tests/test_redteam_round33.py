@@ -6,7 +6,7 @@
   stayed in every file's mtime and inode: on a toy layout of 40 cases written label 0 first, an agent answering by
   the input's mtime (then inode) scored accuracy 1.0 through `automedbench evaluate`, against 0.5 for the constant
   baseline. The fallback now relays the tree as a commit does: one mtime, inodes in a secret order; the same agent
-  is at chance.
+  is at chance (0.40-0.65 over 11 stagings, mean 0.53).
 - **What the harness's own reads leave in the access time** (every staging, the process evaluator): published files
   carried atime 2000-01-01, earlier than their change time, so under relatime (Linux's default; the data root here
   is ext4, relatime) the first read set it: the staging's digest at once, then the first harness-side read of each
@@ -26,8 +26,6 @@ import os
 import time
 from pathlib import Path
 
-import attrs
-import pytest
 from automedbench import staging
 from automedbench.api import StagedData, atomic_write_text
 from automedbench.cli import main
@@ -100,12 +98,11 @@ PRINT_TIMES = ("import os\nroot = os.environ['DATA_DIR']\nseen = set()\n"
                "print('TIMES', sorted(seen))\n")
 
 
-@pytest.mark.parametrize("task_id", [TOY])
-def test_no_read_of_the_harness_changes_a_published_files_access_time(tmp_path, task_id):
+def test_no_read_of_the_harness_changes_a_published_files_access_time(tmp_path):
     """Every published entry's atime is one constant the kernel keeps under relatime (after its change time and
     after now), before and after `automedbench evaluate` has read every input for the cases' pictures."""
     register_toy_track()
-    track, task = load_task(task_id)
+    track, task = load_task(TOY)
     staged = staging.stage(track, task, tmp_path / "data")
     now = time.time_ns()
     for path in [staged.public, *staged.public.rglob("*")]:
@@ -113,7 +110,7 @@ def test_no_read_of_the_harness_changes_a_published_files_access_time(tmp_path, 
         assert info.st_atime_ns > max(info.st_ctime_ns, info.st_mtime_ns, now), path
     assert _published_times(staged.public) == {(PUBLISHED_ATIME_NS, PUBLISHED_TIME_NS)}
     out = tmp_path / "evaluated"
-    outcome = CliRunner().invoke(main, ["evaluate", "--task", task_id, "--baseline", "perfect", "--data-root",
+    outcome = CliRunner().invoke(main, ["evaluate", "--task", TOY, "--baseline", "perfect", "--data-root",
                                         str(tmp_path / "data"), "--out", str(out)])
     assert outcome.exit_code == 0, outcome.output
     index = json.loads((out / "pictures" / "index.json").read_text())
@@ -143,7 +140,7 @@ def test_a_demo_copied_from_the_shared_staging_keeps_the_published_times(tmp_pat
     track, task = load_task(TOY)
     staging.share_demos(tmp_path / "worker", tmp_path / "shared")
     try:
-        copied = staging.ensure(track, attrs.evolve(task), tmp_path / "worker")
+        copied = staging.ensure(track, task, tmp_path / "worker")
     finally:
         staging._demo_shares.pop(Path(os.path.abspath(tmp_path / "worker")), None)
     assert copied.root == tmp_path / "worker" / TOY
