@@ -96,18 +96,26 @@ def staging_area(dest: Path, parts: tuple[str, ...] = PARTS, durable: bool = Tru
             remove_entry(area.root)
 
 
-PUBLISHED_TIME_NS = 946_684_800 * 10**9  # every published file's and folder's mtime and atime (2000-01-01)
+PUBLISHED_TIME_NS = 946_684_800 * 10**9  # every published file's and folder's mtime (2000-01-01)
+# their atime (2038-01-01: after any change time, within a 32-bit inode time), so that no read changes it (`relay`)
+PUBLISHED_ATIME_NS = 2_145_916_800 * 10**9
 
 
 def relay(public: Path, secret: StagingSecret) -> None:
-    """Write `public` again in an order drawn from the staging's secret, every timestamp set to one value.
+    """Write `public` again in an order drawn from the staging's secret, every mtime and every atime one value.
 
     A stager writes its cases in some order (one class after another, the source's order), and a folder
     shows that order to anyone who can stat it: modification times, inode numbers (allocated in creation
     order), the listing order of filesystems that list by creation. An agent sorting the case folders by
     mtime or inode got every label of a balanced draw. So the engine copies every file to a fresh inode in a
-    secret order (folders first, also in a secret order), then sets every file's and folder's times to
-    `PUBLISHED_TIME_NS`: what remains is the content and the (randomly drawn) names."""
+    secret order (folders first, also in a secret order), then sets every file's and folder's mtime to
+    `PUBLISHED_TIME_NS`: what remains is the content and the (randomly drawn) names.
+
+    The access time is set after every change time (`PUBLISHED_ATIME_NS`): under relatime (Linux's default) the
+    kernel then never updates it, as under noatime, and reads through the sandbox's read-only mounts update none.
+    At 2000-01-01 the staging's own digest set each file's atime as it read it, and a day later the first
+    harness-side reader (the evaluator, its pictures) stamped every file it read, case by case: a later run's
+    sandbox saw which inputs were read and the evaluator's time per case, which follows the reference."""
     folders, files = [], []
     for folder, subdirs, names in os.walk(public):
         rel = os.path.relpath(folder, public)
@@ -127,7 +135,7 @@ def relay(public: Path, secret: StagingSecret) -> None:
     for rel in secret.shuffled(sorted(files), "published layout: files"):
         shutil.copyfile(public / rel, fresh / rel, follow_symlinks=False)
         shutil.copymode(public / rel, fresh / rel, follow_symlinks=False)
-    times = (PUBLISHED_TIME_NS, PUBLISHED_TIME_NS)
+    times = (PUBLISHED_ATIME_NS, PUBLISHED_TIME_NS)
     for rel in secret.shuffled(sorted(files) + sorted(folders) + ["."], "published layout: times"):
         os.utime(fresh / rel, ns=times, follow_symlinks=False)
     remove_entry(public)

@@ -246,8 +246,12 @@ def _stage_locked(track: Track, task: TaskSpec, data_root: Path, dest: Path, sou
         raise UserError(f"staging {task.id} produced no cases")
     staged = attrs.evolve(staged, case_ids=sorted(staged.case_ids))  # no source order in the stamp or the brief
     if not written or written[-1]["case_ids"] != list(staged.case_ids):
-        # a track that wrote `dest` without the staging area: its stamp can only follow the data
+        # a track that wrote `dest` without the staging area: its stamp can only follow the data, and its public
+        # tree is laid out again as a commit lays it out (in its write order, the mtimes and inodes said its labels)
+        from .stagearea import relay
+
         check_published(staged.public)
+        relay(staged.public, secret)
         if not (staged.private / SECRET_FILE).exists():
             secret.save(staged.private / SECRET_FILE)
         share_public(staged.public)
