@@ -9,7 +9,7 @@ answers ahead of `<id>/prediction.json`; a missing or unusable answer is wrong i
 the denominator.
 
 Fuzzed for this round on 100 generated submissions per task, each task staged by its own stager from a download
-layout built in code (CSV, JSON and both; case and space variants, abbreviations, folder names such as "NORM" or
+layout built in code (CSV, JSON and both; case and space variants, abbreviations, near names such as "NORM mucosa" or
 "no_tumor", unknown names, numbers, duplicate CSV rows, missing cases, extra files): the partial Task equal to the
 release's value on every task (max abs difference 0), each case valid exactly when the release reads a class
 from it. No change was needed: the test pins the agreement per release task, through the real stager,
