@@ -1,0 +1,95 @@
+"""Red team round 34: state shared across trust levels on one machine, attacked with two runs through the real runner.
+
+- **Another run's decoys, in its run folder** (class 1 and 2: a run's record changed by another run's agent): the
+  decoy references a run plants (bait named as its references, watched by its inotify tripwire: any open of them
+  during the agent phase is that run's breach) lay in its run folder (`.decoy/`). A `local-plain` call reads the
+  host's files, so a plain agent of one run that opened the decoys of a concurrent run (here a verified `local`
+  run on toy/vowels, in another runs folder) made that run breached: Task 1.0 -> 0.0, "read of decoy references"
+  as its evidence, while the plain run itself scored 1.0, clean. A verified docker run's decoys lay there too. The
+  decoys are now the run's own folder in the harness state folder (`tripwire.run_decoy_dir`), which every plain
+  call covers and `local` and `docker` bind at the decoy paths alone, removed when the agent phase ends: the same
+  neighbour opens none of them, and the victim scores 1.0, not breached.
+
+Measured and left alone (no test kept): a plain run's tripwire also watches the staged references themselves (it
+cannot keep its agent from them), so any other process opening them during its agent phase is its breach: another
+plain agent, or the evaluator of a concurrent run on the same data root (a sweep gives each worker slot its own
+copy; two separate commands on one data root do not). tests/test_run_states.py holds that rule on purpose
+("without [filesystem isolation] any read is a breach"); the plain run is unverified whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from automedbench.harnessstate import state_dir
+from automedbench.runfolder import RunFolder
+from automedbench.sandboxes import local
+from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
+from automedbench.tripwire import DECOYS
+from test_agent_bytes_runs import SOLVE, TASK
+
+# the victim's first call: says it is in its agent phase (its tripwire armed), then stays there a while
+VICTIM_WAITS = ("import os, pathlib, time\npathlib.Path(os.environ['WORKSPACE_DIR'], 'ready').write_text('1')\n"
+                "time.sleep(8)\n")
+# the neighbour's plain call: once the victim is in its agent phase, opens every file below the victim's runs
+# folder and the harness state folder (where a `find /` would find them), and names those it read
+NEIGHBOUR_READS = r"""
+import os, time
+runs, state, end = RUNS, STATE, time.time() + 90
+while time.time() < end and not any(os.path.exists(os.path.join(runs, d, 'workspace', 'ready'))
+                                    for d in (os.listdir(runs) if os.path.isdir(runs) else [])):
+    time.sleep(0.1)
+for top in (runs, state):
+    for folder, _, files in os.walk(top):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, 'rb') as handle:
+                    handle.read(64)
+                print('opened', path)
+            except OSError:
+                pass
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or not local.pid_namespace_prefix()
+                    or local.bwrap_path() is None, reason="a local-plain neighbour (root) and a bubblewrap victim")
+def test_a_plain_neighbour_cannot_open_another_runs_decoys(reg, data_root, tmp_path):
+    """Before: the neighbour opened the victim's .decoy files and the victim ended breached, Task 0.0. Now the
+    neighbour opens only ordinary files of the victim's folder, the victim is clean at 1.0, and its decoys are gone."""
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    victim_runs, decoys_before = tmp_path / "victim-runs", _decoy_folders()
+    done: dict = {}
+
+    def victim() -> None:
+        done["result"], done["run_dir"] = run_task(TASK, StepsAgent.name, out=victim_runs, data_root=data_root,
+                                                   sandbox="local", agent_options={"steps": [["python", VICTIM_WAITS],
+                                                                                             ["python", SOLVE]]})
+
+    thread = threading.Thread(target=victim, daemon=True)
+    thread.start()
+    probe = NEIGHBOUR_READS.replace("RUNS", repr(str(victim_runs))).replace("STATE", repr(str(state_dir())))
+    neighbour, neighbour_dir = run_task(TASK, StepsAgent.name, out=tmp_path / "neighbour-runs", data_root=data_root,
+                                        sandbox="local-plain",
+                                        agent_options={"steps": [["python", probe], ["python", SOLVE]]})
+    thread.join(180)
+    assert "result" in done, "the victim's run did not end"
+    call = next(e for e in RunFolder(neighbour_dir).events() if e.get("type") == "tool")
+    opened = [line.split(" ", 1)[1] for line in call["stdout"].splitlines() if line.startswith("opened ")]
+    assert any(path.endswith(os.path.join("workspace", "ready")) for path in opened), call["stdout"][-2000:]
+    assert not any(f"{os.sep}.decoy{os.sep}" in path or f"{os.sep}{DECOYS}{os.sep}" in path for path in opened), opened
+    result = done["result"]
+    assert result.isolation.evidence == [] and not result.isolation.breached, result.isolation.evidence
+    assert result.state == "scored" and result.task.strict == 1.0
+    assert neighbour.state == "scored" and neighbour.task.strict == 1.0
+    assert _decoy_folders() <= decoys_before  # the victim's (and the neighbour's) decoys went with their runs
+
+
+def _decoy_folders() -> set[Path]:
+    root = state_dir() / DECOYS
+    return set(root.iterdir()) if root.is_dir() else set()
