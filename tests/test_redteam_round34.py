@@ -9,6 +9,15 @@
   decoys are now the run's own folder in the harness state folder (`tripwire.run_decoy_dir`), which every plain
   call covers and `local` and `docker` bind at the decoy paths alone, removed when the agent phase ends: the same
   neighbour opens none of them, and the victim scores 1.0, not breached.
+- **The executor cluster's token** (class 4 and 1: code outside the sandbox, the harness key): Ray 2.60's local
+  instance (a sweep's `--executor ray` without an address) asks every node and driver for a token, which it keeps
+  in ~/.ray/auth_token (0644; or the file $RAY_AUTH_TOKEN_PATH names). A plain call covered the state folders,
+  /tmp/ray and every socket, not that file: measured through the real runner, a local-plain agent read it, took
+  the cluster's address from /proc/net/tcp's listeners (here the head's 192.0.2.2:44353), ran `ray start
+  --address ... --temp-dir /dev/shm/r` (a node of its own, in its own /dev/shm) and then a task pinned to the head
+  (`NodeAffinitySchedulingStrategy`): it ran in the host's PID namespace as the harness's user and returned the
+  harness key's digest (what signs every run's result), while its run scored 1.0. A plain call now covers every
+  home's ~/.ray and the named token file (`local.ray_credentials`): the token reads as nothing, the join is refused.
 
 Measured and left alone (no test kept): a plain run's tripwire also watches the staged references themselves (it
 cannot keep its agent from them), so any other process opening them during its agent phase is its breach: another
@@ -25,7 +34,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from automedbench.harnessstate import state_dir
+from automedbench.harnessstate import state_dir, user_homes
 from automedbench.runfolder import RunFolder
 from automedbench.sandboxes import local
 from automedbench.testing import StepsAgent, register_agent, register_toy_track, run_task
@@ -93,3 +102,40 @@ def test_a_plain_neighbour_cannot_open_another_runs_decoys(reg, data_root, tmp_p
 def _decoy_folders() -> set[Path]:
     root = state_dir() / DECOYS
     return set(root.iterdir()) if root.is_dir() else set()
+
+
+# the plain call reads the token files a Ray cluster's node or driver would present, and names what it got
+READS_TOKENS = r"""
+import os
+for path in PATHS:
+    try:
+        with open(path, 'rb') as handle:
+            print(path, len(handle.read()))
+    except OSError as exc:
+        print(path, 'refused', exc.errno)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or not local.pid_namespace_prefix(),
+                    reason="a local-plain run as root (unshare)")
+def test_a_plain_call_reads_no_ray_token(reg, data_root, tmp_path, monkeypatch):
+    """Before: the named token file (and ~/.ray/auth_token where this host has one) read whole from the plain call.
+    Now each reads as nothing (covered by /dev/null, or ~/.ray by an empty folder), and the run is as before."""
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    named = tmp_path / "cluster" / "token"
+    named.parent.mkdir()
+    named.write_text("T" * 64)
+    monkeypatch.setenv(local.RAY_TOKEN_ENV, str(named))
+    homes = [os.path.join(home, local.RAY_HOME, "auth_token") for home in user_homes()]
+    present = [path for path in homes if os.path.isfile(path) and os.path.getsize(path)]
+    probe = READS_TOKENS.replace("PATHS", repr([str(named), *present]))
+    result, run_dir = run_task(TASK, StepsAgent.name, out=tmp_path / "runs", data_root=data_root,
+                               sandbox="local-plain", agent_options={"steps": [["python", probe], ["python", SOLVE]]})
+    call = next(e for e in RunFolder(run_dir).events() if e.get("type") == "tool")
+    said = dict(line.rsplit(" ", 1) for line in call["stdout"].splitlines() if " " in line)
+    said |= {path: "refused" for path in present if f"{path} refused" in call["stdout"]}
+    assert said[str(named)] == "0", call["stdout"]  # covered by /dev/null: nothing to present
+    assert all(said.get(path) in ("0", "refused") for path in present), (present, call["stdout"])
+    assert named.read_text() == "T" * 64  # covered in the call's namespace only
+    assert result.state == "scored" and result.task.strict == 1.0

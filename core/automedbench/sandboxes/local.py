@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import sandboxcall
 from ..errors import AgentError, UserError
 from ..fsutil import open_dir, remove_tree
-from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
+from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir, user_homes
 from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, BWRAP_NEXT_STEP, Sandbox, SandboxSession, SandboxSpec
@@ -46,6 +46,7 @@ HIDDEN_PROC = ("/proc/keys", "/proc/key-users", "/proc/locks")
 # GPU device nodes every CUDA process needs besides its own /dev/nvidiaN
 NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 KEYCTL_JOIN_SESSION_KEYRING = 1
+RAY_TOKEN_ENV, RAY_HOME = "RAY_AUTH_TOKEN_PATH", ".ray"  # Ray's token: $RAY_AUTH_TOKEN_PATH, else ~/.ray/auth_token
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
 
 
@@ -132,10 +133,20 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
+def ray_credentials() -> list[str]:
+    """Where Ray keeps the token of a cluster that asks for one (Ray 2.60's local instance makes one): every home's
+    ~/.ray, and the file RAY_AUTH_TOKEN_PATH names. With that token a plain agent joined the sweep's local cluster
+    (`--executor ray`) as a node of its own and ran a task on the head, outside its namespace: the harness key read."""
+    named = os.environ.get(RAY_TOKEN_ENV, "")
+    return [*(os.path.join(home, RAY_HOME) for home in user_homes()), *([named] if named else [])]
+
+
 def plain_spec(workspace: Path, keyctl: int = 0) -> str:
-    """The plain call's namespace (`plainns`): its writable workspace and what it must never see; with `keyctl`
-    (the syscall's number) it joins a fresh session keyring."""
-    return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
+    """The plain call's namespace (`plainns`): its writable workspace and what it must never see (the harness's
+    state, its reservations and the executor cluster's credentials); with `keyctl` (the syscall's number) it joins
+    a fresh session keyring."""
+    hide = [*map(str, known_state_dirs()), str(ledger_dir()), *ray_credentials()]
+    return json.dumps({"workspace": str(workspace), "hide": hide,
                        "keyctl": keyctl,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
