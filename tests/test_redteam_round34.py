@@ -3,27 +3,33 @@
 - **Another run's decoys, in its run folder** (class 1 and 2: a run's record changed by another run's agent): the
   decoy references a run plants (bait named as its references, watched by its inotify tripwire: any open of them
   during the agent phase is that run's breach) lay in its run folder (`.decoy/`). A `local-plain` call reads the
-  host's files, so a plain agent of one run that opened the decoys of a concurrent run (here a verified `local`
-  run on toy/vowels, in another runs folder) made that run breached: Task 1.0 -> 0.0, "read of decoy references"
-  as its evidence, while the plain run itself scored 1.0, clean. A verified docker run's decoys lay there too. The
-  decoys are now the run's own folder in the harness state folder (`tripwire.run_decoy_dir`), which every plain
-  call covers and `local` and `docker` bind at the decoy paths alone, removed when the agent phase ends: the same
-  neighbour opens none of them, and the victim scores 1.0, not breached.
+  host's files, so a plain agent of one run that opened the decoys of a concurrent run (here a verified `local` run
+  on toy/vowels, in another runs folder) made that run breached: Task 1.0 -> 0.0, "read of decoy references" as its
+  evidence, while the plain run itself scored 1.0, clean (a docker run's decoys lay there too: read in code, no
+  engine here). The decoys are now the run's own folder in the harness state folder (`tripwire.run_decoy_dir`),
+  which every plain call covers and `local` and `docker` bind at the decoy paths alone, removed when the agent phase
+  ends: the same neighbour opens none of them, and the victim scores 1.0, not breached.
 - **The executor cluster's token** (class 4 and 1: code outside the sandbox, the harness key): Ray 2.60's local
-  instance (a sweep's `--executor ray` without an address) asks every node and driver for a token, which it keeps
-  in ~/.ray/auth_token (0644; or the file $RAY_AUTH_TOKEN_PATH names). A plain call covered the state folders,
-  /tmp/ray and every socket, not that file: measured through the real runner, a local-plain agent read it, took
-  the cluster's address from /proc/net/tcp's listeners (here the head's 192.0.2.2:44353), ran `ray start
-  --address ... --temp-dir /dev/shm/r` (a node of its own, in its own /dev/shm) and then a task pinned to the head
-  (`NodeAffinitySchedulingStrategy`): it ran in the host's PID namespace as the harness's user and returned the
-  harness key's digest (what signs every run's result), while its run scored 1.0. A plain call now covers every
-  home's ~/.ray and the named token file (`local.ray_credentials`): the token reads as nothing, the join is refused.
+  instance (a sweep's `--executor ray` without an address) asks every node and driver for a token, which it keeps in
+  ~/.ray/auth_token (0644; or the file $RAY_AUTH_TOKEN_PATH names). A plain call covered the state folders, /tmp/ray
+  and every socket, not that file: measured through the real runner, a local-plain agent read it and, given the
+  head's address (192.0.2.2:44353 here; it listens in the host's network namespace, which a plain call shares, so
+  /proc/net/tcp lists it), ran `ray start --address ... --temp-dir /dev/shm/r` (a node of its own, in its own
+  /dev/shm) and then a task pinned to the head (`NodeAffinitySchedulingStrategy`): it ran in the host's PID
+  namespace as the harness's user and returned the harness key's digest (what signs every run's result), while its
+  run scored 1.0. A plain call now covers every home's ~/.ray and the named token file (`local.service_credentials`;
+  ~/.docker and the docker engine's TLS files too, read in code): the token reads as nothing, the join is refused.
 
 Measured and left alone (no test kept): a plain run's tripwire also watches the staged references themselves (it
-cannot keep its agent from them), so any other process opening them during its agent phase is its breach: another
-plain agent, or the evaluator of a concurrent run on the same data root (a sweep gives each worker slot its own
-copy; two separate commands on one data root do not). tests/test_run_states.py holds that rule on purpose
-("without [filesystem isolation] any read is a breach"); the plain run is unverified whatever happens.
+cannot keep its agent from them), so any other process opening them during its agent phase is its breach. An honest
+`local` run on the same data root, started 3 s after a plain run (two commands; a sweep gives each worker slot its own
+copy), was scored while the plain agent waited: the plain run ended breached, Task 1.0 -> 0.0, its evidence the six
+answer.txt that evaluator read (an agent of the other run can time its submit for it). tests/test_run_states.py keeps
+that rule on purpose ("without [filesystem isolation] any read is a breach"), and the plain run is unverified anyway;
+telling the harness's reads from the agent's needs the reader's pid (fanotify), not inotify. Read in code, not tried:
+a plain call can still flock the harness's lock files it can open read-only (a sweep folder's .sweep.lock, a staging
+lock, a quota image's owner lock): each held no longer than the call, whose PID namespace ends with it; a local
+model server on the host's loopback is reachable from a plain call (the declared "network not restricted").
 """
 
 from __future__ import annotations
@@ -126,9 +132,14 @@ def test_a_plain_call_reads_no_ray_token(reg, data_root, tmp_path, monkeypatch):
     named = tmp_path / "cluster" / "token"
     named.parent.mkdir()
     named.write_text("T" * 64)
-    monkeypatch.setenv(local.RAY_TOKEN_ENV, str(named))
-    homes = [os.path.join(home, local.RAY_HOME, "auth_token") for home in user_homes()]
+    certs = tmp_path / "docker-certs"
+    certs.mkdir()
+    (certs / "key.pem").write_text("K" * 64)
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(named))
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(certs))
+    homes = [os.path.join(home, ".ray", "auth_token") for home in user_homes()]
     present = [path for path in homes if os.path.isfile(path) and os.path.getsize(path)]
+    present.append(str(certs / "key.pem"))
     probe = READS_TOKENS.replace("PATHS", repr([str(named), *present]))
     result, run_dir = run_task(TASK, StepsAgent.name, out=tmp_path / "runs", data_root=data_root,
                                sandbox="local-plain", agent_options={"steps": [["python", probe], ["python", SOLVE]]})
