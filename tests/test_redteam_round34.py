@@ -18,7 +18,9 @@
   /dev/shm) and then a task pinned to the head (`NodeAffinitySchedulingStrategy`): it ran in the host's PID
   namespace as the harness's user and returned the harness key's digest (what signs every run's result), while its
   run scored 1.0. A plain call now covers every home's ~/.ray and the named token file (`local.service_credentials`;
-  ~/.docker and the docker engine's TLS files too, read in code): the token reads as nothing, the join is refused.
+  ~/.docker and the docker engine's TLS files too, read in code): the token reads as nothing, the join is refused
+  (InvalidAuthToken). A local instance started with RAY_AUTH_MODE=disabled needs no token: the same agent joined it
+  and read the key all the same, so a sweep now says so when it starts one (tests/test_campaign_ray_edges.py).
 
 Measured and left alone (no test kept): a plain run's tripwire also watches the staged references themselves (it
 cannot keep its agent from them), so any other process opening them during its agent phase is its breach. An honest
