@@ -54,7 +54,8 @@ __all__ = ["test_attack_through_the_real_runner", "test_attack_specific_outcomes
            "test_require_isolation_refuses_plain", "world"]
 
 MOUNTINFO_GAP = ("/proc/self/mountinfo names the host paths of bind-mounted folders: the data root (public "
-                 "inputs) and the run folder (decoys); a workspace under a quota is its own filesystem")
+                 "inputs), the run folder and the decoys (in the harness state folder); a workspace under a quota "
+                 "is its own filesystem")
 # (a plain call's /dev/shm is its own 64 MB tmpfs and the host's /tmp is read-only in its namespace: the
 # dev-shm and tmp-shm-past-quota attacks are prevented there too since issue 35)
 PLAIN_GAPS = {

@@ -175,3 +175,18 @@ def test_joining_a_cluster_without_a_token_is_said_once(fake_ray, tmp_path, monk
     notes.clear()
     RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append)
     assert notes == []
+
+
+def test_a_local_instance_without_token_authentication_is_said(fake_ray, tmp_path, monkeypatch):
+    """Round 34: with its token a local-plain agent joined the sweep's local cluster and ran a task on its head; with
+    RAY_AUTH_MODE=disabled it needs none, so starting the local instance so is said once; by default nothing is."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    fake_ray()
+    notes: list[str] = []
+    RayExecutor(log_path=tmp_path / "ray.log", notify=notes.append)
+    assert len(notes) == 1 and "RAY_AUTH_MODE=disabled" in notes[0] and "local-plain" in notes[0]
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    fake_ray()
+    notes.clear()
+    RayExecutor(log_path=tmp_path / "ray.log", notify=notes.append)
+    assert notes == []

@@ -85,16 +85,21 @@ def _known_in(home: Path) -> list[str]:
     return [line.decode("utf-8", "surrogateescape") for line in data.splitlines()[-MAX_KNOWN:] if line]
 
 
+def user_homes() -> list[str]:
+    """The homes whose files a `local-plain` call could read as this user: this user's, and as root every user's."""
+    homes = {str(Path.home())}
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError, KeyError):
+            homes |= {entry.pw_dir for entry in pwd.getpwall() if entry.pw_dir.startswith("/")}
+    return sorted(homes)
+
+
 def known_state_dirs() -> list[Path]:
     """Every state folder a harness on this host may keep a key in, that exists: the current one, this user's
     default and every folder listed in its `KNOWN_FILE`; as root also every user's default (root reads any
     user's key). What a `local-plain` call covers: a plain agent runs as the harness's user and would read
     another harness's key (another campaign, checkout or test worker) by its path."""
-    homes = {str(Path.home())}
-    if os.geteuid() == 0:
-        with contextlib.suppress(OSError, KeyError):
-            homes |= {entry.pw_dir for entry in pwd.getpwall() if entry.pw_dir.startswith("/")}
-    found = [state_dir(), default_state_dir(), *(default_state_dir(home) for home in sorted(homes)),
+    found = [state_dir(), default_state_dir(), *(default_state_dir(home) for home in user_homes()),
              *(Path(p) for p in _known_in(default_state_dir()))]
     out: list[Path] = []
     for folder in found:

@@ -58,7 +58,6 @@ class RunFolder:
     WORKSPACE = "workspace"
     VIEW = "view.html"  # the run page, written by the campaign built-in when it is installed
     RESERVE = ".result-reserve"
-    DECOY = ".decoy"
     # What marks a run folder even before its result exists (the campaign then never searches below it).
     MARKS = (TRAJECTORY, WORKSPACE, BRIEF)
 
@@ -97,7 +96,6 @@ class RunFolder:
     outputs = _Below(WORKSPACE, "outputs")
     plan = _Below(WORKSPACE, "plan")
     reserve = _Below(RESERVE)
-    decoy = _Below(DECOY)
 
     def archived_judge(self, judge: str, stamp: str, n: int = 1) -> Path:
         """Where a replaced verdict is kept: judge.<judge>.<stamp>[-n].json."""

@@ -75,7 +75,7 @@ from .scoring import ScoreInputs, judge_input, run_rubric, score_result
 from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MAX_AGENT_PHASE_BYTES, TrajectoryWriter
-from .tripwire import Tripwire, plant_decoys
+from .tripwire import Tripwire, plant_decoys, run_decoy_dir
 
 # Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
 UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references and the host's "
@@ -425,8 +425,18 @@ class Run:
     # ------------------------------------------------------------------ agent phase: set-up
 
     def _agent_phase(self, st: RunState, staged: StagedData) -> None:
-        """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget."""
-        decoy = self._prepare_workspace(st, staged)
+        """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget. The
+        decoys are the run's own, in the harness state folder, where no other run's agent can open them (trip
+        this run's wire), and go with the agent phase."""
+        decoy = run_decoy_dir()
+        try:
+            self._prepare_workspace(st, staged, decoy)
+            self._agent_session(st, staged, decoy)
+        finally:
+            remove_tree(decoy)
+
+    def _agent_session(self, st: RunState, staged: StagedData, decoy: Path) -> None:
+        """The agent phase in its sandbox, the decoys planted in `decoy` mounted where the references would be."""
         decoys = {"/data/private": decoy, "/private": decoy, str(staged.private.resolve()): decoy}
         session = self._open_sandbox(st, staged, decoys)
         try:  # a failure before the turns' own try below must not leave the session (and its call folder) open
@@ -494,14 +504,14 @@ class Run:
             st.codes.append(FiredCode("H-BUDGET", f"run stopped: {st.end_reason}"))
 
     @steptimer.timed("workspace_quota")
-    def _prepare_workspace(self, st: RunState, staged: StagedData) -> Path:
-        """plan/ and outputs/ (and Lite's requirements.txt) in the workspace; the decoy references beside it."""
+    def _prepare_workspace(self, st: RunState, staged: StagedData, decoy: Path) -> None:
+        """plan/ and outputs/ (and Lite's requirements.txt) in the workspace; the decoy references in `decoy`."""
         for sub in (self.folder.plan, self.folder.outputs):
             sub.mkdir(parents=True, exist_ok=True)
         info = self.task.tiers[self.o.tier]
         if self.o.tier == "lite" and info.requirements:
             atomic_write_text(self.workspace / "requirements.txt", "\n".join(info.requirements) + "\n")
-        return plant_decoys(staged.private, self.folder.decoy)
+        plant_decoys(staged.private, decoy)
 
     @steptimer.timed("sandbox_open")
     def _open_sandbox(self, st: RunState, staged: StagedData, decoys: dict[str, Path]) -> SandboxSession:

@@ -11,8 +11,11 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import secrets
 import struct
 from pathlib import Path
+
+from .harnessstate import ensure_state_dir
 
 IN_ACCESS = 0x00000001
 IN_MODIFY = 0x00000002
@@ -30,6 +33,7 @@ CHANGES = (IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_
            | IN_MOVE_SELF)
 IN_NONBLOCK = 0o4000
 _EVENT = struct.Struct("iIII")
+DECOYS = "decoys"  # in the harness state folder: one folder of bait files per run's agent phase
 
 
 class Tripwire:
@@ -119,6 +123,19 @@ class Tripwire:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def run_decoy_dir() -> Path:
+    """A new, empty folder for one run's decoys, in the harness state folder (removed by the run when it ends).
+
+    Not in the run folder: a `local-plain` call of any run reads the host's files, and its opening another run's
+    decoy there tripped that run's wire (a concurrent verified run ended breached, Task 0). Every plain call covers
+    every state folder of the user (`plainns`), and `local` and `docker` bind only this folder, at the decoy paths."""
+    root = ensure_state_dir() / DECOYS
+    root.mkdir(mode=0o700, exist_ok=True)
+    folder = root / secrets.token_hex(8)
+    folder.mkdir(mode=0o755)
+    return folder
 
 
 def plant_decoys(private: Path, decoy_root: Path, max_cases: int = 3) -> Path:

@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import sandboxcall
 from ..errors import AgentError, UserError
 from ..fsutil import open_dir, remove_tree
-from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir
+from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir, user_homes
 from ..needs import missing_here
 from ..records import ExecResult
 from ..sandbox import ASSETS_MOUNT, BWRAP_NEXT_STEP, Sandbox, SandboxSession, SandboxSpec
@@ -46,6 +46,10 @@ HIDDEN_PROC = ("/proc/keys", "/proc/key-users", "/proc/locks")
 # GPU device nodes every CUDA process needs besides its own /dev/nvidiaN
 NVIDIA_CONTROL = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
 KEYCTL_JOIN_SESSION_KEYRING = 1
+# where the executor cluster's token (Ray) and the docker engine's TLS key and config are kept: folders of every home,
+# and the variables that name others
+CREDENTIAL_HOMES = (".ray", ".docker")
+CREDENTIAL_ENV = ("RAY_AUTH_TOKEN_PATH", "DOCKER_CERT_PATH", "DOCKER_CONFIG")
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
 
 
@@ -132,10 +136,25 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
+def service_credentials() -> list[str]:
+    """What a plain call covers of the credentials of the services the harness drives over the network it shares:
+    every home's ~/.ray and ~/.docker, and the files RAY_AUTH_TOKEN_PATH, DOCKER_CERT_PATH and DOCKER_CONFIG name.
+    Ray 2.60's local instance asks for a token it keeps in ~/.ray/auth_token (0644): with it a plain agent joined
+    the sweep's local cluster (`--executor ray`) as a node of its own and ran a task on the head, outside its
+    namespace (the harness key read); a docker engine on TCP takes the TLS key in ~/.docker the same way."""
+    pythons = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    named = [os.path.realpath(os.environ[v]) for v in CREDENTIAL_ENV if os.environ.get(v, "").startswith("/")]
+    # a variable naming a folder the harness's own Python lies in (a home, "/") would hide the harness from the call
+    return [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
+            *(path for path in named if all(os.path.commonpath([path, python]) != path for python in pythons))]
+
+
 def plain_spec(workspace: Path, keyctl: int = 0) -> str:
-    """The plain call's namespace (`plainns`): its writable workspace and what it must never see; with `keyctl`
-    (the syscall's number) it joins a fresh session keyring."""
-    return json.dumps({"workspace": str(workspace), "hide": [*map(str, known_state_dirs()), str(ledger_dir())],
+    """The plain call's namespace (`plainns`): its writable workspace and what it must never see (the harness's
+    state, its reservations, the credentials of the services it drives); with `keyctl` (the syscall's number) it
+    joins a fresh session keyring."""
+    hide = [*map(str, known_state_dirs()), str(ledger_dir()), *service_credentials()]
+    return json.dumps({"workspace": str(workspace), "hide": hide,
                        "keyctl": keyctl,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 

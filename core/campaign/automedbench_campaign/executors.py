@@ -244,9 +244,14 @@ def auth_token_file() -> Path:
     return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
 
 
+def auth_disabled() -> bool:
+    """Whether this process asks Ray for no token authentication (RAY_AUTH_MODE=disabled)."""
+    return os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled"
+
+
 def driver_has_token() -> bool:
     """Whether this process presents a Ray auth token (environment, token path, or the default file)."""
-    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+    if auth_disabled():
         return False
     return bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file()
 
@@ -305,6 +310,11 @@ class RayExecutor(Executor):
                 self.notify(f"ray: the cluster at {address} accepted this driver without a token: any process "
                             "that reaches its head (a network-enabled sandbox too) could join it; start every node "
                             "with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
+            elif not address and auth_disabled():  # Ray 2.60's local instance makes a token unless told not to
+                self.notify("ray: the local instance runs without token authentication (RAY_AUTH_MODE=disabled): "
+                            "a local-plain call, or a network-enabled sandbox that reaches this host's addresses, "
+                            "could join it as a node and run code as you, outside any sandbox; leave RAY_AUTH_MODE "
+                            "unset")
         self.remote = ray.remote(max_retries=0)(execute_payload)
         self.alive = self._alive_nodes()
         self.outstanding: set[Any] = set()
