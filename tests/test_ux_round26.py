@@ -11,6 +11,7 @@ import re
 import test_cli_newuser
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+TOY = ("run", "--task", "toy/vowels", "--agent", "reference")
 
 
 def test_a_parallel_sweep_draws_the_pictures_of_an_image_task(cli, tmp_path):
@@ -30,3 +31,36 @@ def test_a_parallel_sweep_draws_the_pictures_of_an_image_task(cli, tmp_path):
     text = page.read_text()
     assert "hard link" not in text
     assert len(re.findall(r'<img src="data:image/png;base64,[^"]+" alt="case ', text)) == len(cases)
+
+
+def test_a_tasks_page_shows_a_case_of_its_best_run(cli, tmp_path):
+    """The task page (`leaderboard --site`) said what the task measures and gave scores, a chart and commands, but
+    no picture of an input, an output or a reference: they were on each run's page, for a reader who opened one."""
+    out, made = tmp_path / "runs", tmp_path / "site"
+    assert cli(*TOY, "--out", out, "--quiet").exit_code == 0
+    assert cli("run", "--task", "toy/vowels", "--agent", "noop", "--out", out, "--quiet").exit_code == 0
+    built = cli("leaderboard", out, "--site", made, "--quiet", "--resamples", "100")
+    assert built.exit_code == 0, built.output
+    (page,) = (made / "task").iterdir()
+    text = page.read_text()
+    assert '<h2 id="picture">What it looks like</h2>' in text, text[:3000]
+    best = next(p for p in out.iterdir() if json.loads((p / "result.json").read_text())["header"]["agent"]
+                == "reference")
+    figure = text.split('<h2 id="picture">', 1)[1].split("</figure>", 1)[0]
+    assert f'of run <a href="../runs/{best.name}.html#pictures">{best.name}</a> (reference, lite, Overall 1.000)' \
+        in figure, figure
+    first = json.loads((best / "pictures" / "index.json").read_text())["cases"][0]
+    word, answer, count = (t["text"] for t in first["texts"])  # the toy's case is text: word, answer, vowels
+    assert f">{word}<" in figure and f">{answer}<" in figure and f">{count}<" in figure, figure
+
+
+def test_a_tasks_page_without_a_picture_says_why(cli, tmp_path):
+    """With no picture to show, the page says why (the site built with --no-pictures, or runs that kept none)."""
+    out = tmp_path / "runs"
+    assert cli(*TOY, "--out", out, "--quiet", "--no-pictures").exit_code == 0
+    for extra, why in (((), "none of these runs kept one"), (("--no-pictures",), "built with --no-pictures")):
+        made = tmp_path / f"site{len(extra)}"
+        assert cli("leaderboard", out, "--site", made, "--quiet", "--resamples", "100", *extra).exit_code == 0
+        (page,) = (made / "task").iterdir()
+        section = page.read_text().split('<h2 id="picture">What it looks like</h2>', 1)[1][:600]
+        assert section.startswith('<p class="note">No picture: ') and why in section, section

@@ -27,6 +27,7 @@ from .attemptcount import Attempts
 from .colours import series_colours
 from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
 from .sitefiles import previous_pages, record_pages
+from .sitepictures import BestSamples
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -414,8 +415,9 @@ def _task_measures(track: str, task_id: str) -> str:
             "S2 Setup, S3 Validate, S4 Inference, S5 Submit: Agentic); Overall is 0.5 Agentic + 0.5 Task.</p>")
 
 
-def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:
-    """One task: its agents per tier, Overall per agent and tier as a chart, and its runs."""
+def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int, picture: str = "") -> str:
+    """One task: what it measures, what it looks like (`picture`), its agents per tier, Overall per agent and tier
+    as a chart, and its runs."""
     rows, sub, board = _subset(table, "task_id", task_id, resamples, seed)
     track = sub["track"][0] if len(sub) else ""
     tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
@@ -424,13 +426,13 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
     chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
                   {t: TIER_COLOURS[t] for t in tiers}, f"Overall per agent on {task_id}, one bar per tier")
     return (f'<h1>Task {esc(task_id, 200)}</h1><p>Track <a href="../{_track_page(track)}">{esc(track, 200)}</a>; '
-            f"{len(rows)} run(s).</p>" + _task_measures(track, task_id)
+            f"{len(rows)} run(s).</p>" + _task_measures(track, task_id) + picture
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
             + _reproduce(table, rows) + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
-def _verified_page(path: Path, pictures: bool) -> str | None:
+def _verified_page(path: Path, pictures: bool, samples: BestSamples, table: RunTable, row: int) -> str | None:
     """A counted run's page, rendered from a private copy checked against its proof (`copy_verified`); None when
     the folder no longer holds what the harness signed. The table was checked when it was loaded: rendering the
     folder itself showed whatever another user put there since (a forged result.json or trajectory on the page
@@ -440,7 +442,10 @@ def _verified_page(path: Path, pictures: bool) -> str | None:
         if isinstance(copy, str):
             return None
         try:
-            return render_run(copy[0], back="../runs.html", pictures=pictures)
+            page = render_run(copy[0], back="../runs.html", pictures=pictures)
+            if pictures:  # the task page's picture, from the same verified copy
+                samples.offer(table, row, copy[0])
+            return page
         except (OSError, ValueError):
             return None
 
@@ -455,11 +460,12 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     previous = previous_pages(out)  # the last build's pages: those not written again are removed at the end
     pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
     taken: set[str] = set()
+    samples = BestSamples({})
     written = []
     for i in range(min(len(table), MAX_RUN_PAGES)):
         run_id, path = table["run_id"][i], table["path"][i]
         name = run_page_name(run_id, taken, path)
-        text = _verified_page(Path(path), pictures)
+        text = _verified_page(Path(path), pictures, samples, table, i)
         if text is None:
             continue
         # a run page sits one folder down: its own links are in-page anchors only
@@ -486,8 +492,12 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         title = dict(PAGES)[name]
         atomic_write_text(out / name, document(f"AutoMedBench · {title}", SITE_CSS + body, _nav(name)), shared=True)
         written.append(out / name)
+
+    def task_page(t: RunTable, name: str, p: dict[int, str], r: int, s: int) -> str:
+        return _task(t, name, p, r, s, picture=samples.section(t, name, p, pictures))
+
     for folder, names, render in (("track", sorted(set(table["track"])), _track),
-                                  ("task", sorted(set(table["task_id"])), _task)):
+                                  ("task", sorted(set(table["task_id"])), task_page)):
         (out / folder).mkdir(exist_ok=True)
         for name in names:
             path = out / (_track_page(name) if folder == "track" else _task_page(name))
