@@ -64,3 +64,24 @@ def test_a_tasks_page_without_a_picture_says_why(cli, tmp_path):
         (page,) = (made / "task").iterdir()
         section = page.read_text().split('<h2 id="picture">What it looks like</h2>', 1)[1][:600]
         assert section.startswith('<p class="note">No picture: ') and why in section, section
+
+
+def test_an_agent_that_stopped_without_submitting_says_where_to_read_why(cli, tmp_path):
+    """An installed CLI agent whose program crashed (exit 3, its traceback on stderr) ended "scored
+    (agent_stopped)", rating F, with no error and no next step in `run`, `show` or on its page."""
+    spec = tmp_path / "crash.yaml"
+    spec.write_text("name: crasher\ncommand: \"echo 'Traceback: boom' >&2; exit 3\"\n")
+    out = tmp_path / "runs"
+    ran = cli("run", "--task", "toy/vowels", "--agent", "cli", "--agent-option", f"spec={spec}", "--out", out)
+    assert ran.exit_code == 0, ran.output
+    (run_dir,) = out.iterdir()
+    assert json.loads((run_dir / "result.json").read_text())["end_reason"] == "agent_stopped"
+    shown = cli("show", run_dir)
+    step = ("the agent ended the run itself, without calling submit_results, and was scored on what it had written: "
+            "its last reply and its last call's output say why (the run page's Trajectory, or trajectory.jsonl in "
+            "the run folder); an installed CLI agent stops so when its program exits non-zero")
+    for output in (ran.output, shown.output):
+        assert "next: " + step in " ".join(output.split()), output
+    page = (run_dir / "view.html").read_text()
+    assert "<dt>next</dt><dd>" + step.replace("'", "&#x27;") + "</dd>" in page
+    assert "Traceback: boom" in page  # where it points: the call's stderr, on the same page
