@@ -85,3 +85,17 @@ def test_an_agent_that_stopped_without_submitting_says_where_to_read_why(cli, tm
     page = (run_dir / "view.html").read_text()
     assert "<dt>next</dt><dd>" + step.replace("'", "&#x27;") + "</dd>" in page
     assert "Traceback: boom" in page  # where it points: the call's stderr, on the same page
+
+
+def test_a_sweep_names_the_runs_that_stopped_short(cli, tmp_path):
+    """`sweep` printed a run cut off by its turn budget as "scored  Overall 0.170  F", as it printed an agent that
+    submitted and scored F: a researcher comparing agents could not tell a budget from a bad method."""
+    out = tmp_path / "sweep"
+    swept = cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--max-turns", "2", "--out", out)
+    assert swept.exit_code == 0, swept.output
+    (line,) = [t for t in swept.stderr.splitlines() if t.startswith("[1/1] ")]
+    assert "  scored (turn_limit)  Overall " in line, line
+    assert ("not submitted, scored as they stood: 1 turn_limit; `automedbench show RUN` says why and what next for "
+            "each") in " ".join(swept.output.split()), swept.output
+    fine = cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--out", tmp_path / "fine")
+    assert fine.exit_code == 0 and "not submitted" not in fine.output and "(submitted)" not in fine.output

@@ -429,6 +429,7 @@ class Sweep:
                     self.write_manifest(force=False)
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
                                    "overall": record.overall, "rating": summary.get("rating") or "",
+                                   "end_reason": summary.get("end_reason") or "",
                                    "wall_s": record.wall_s, "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
             executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json
