@@ -99,3 +99,25 @@ def test_a_sweep_names_the_runs_that_stopped_short(cli, tmp_path):
             "each") in " ".join(swept.output.split()), swept.output
     fine = cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--out", tmp_path / "fine")
     assert fine.exit_code == 0 and "not submitted" not in fine.output and "(submitted)" not in fine.output
+
+
+def test_a_conditions_digest_is_said_in_words(cli, tmp_path):
+    """Runs of one agent under other options are rows apart, each named by a 12-digit digest: the terminal, --json
+    and the site showed "069f7370a2f9" and "e31120c0dc80" with no word of which had `--time-limit 3`."""
+    out = tmp_path / "runs"
+    assert cli(*TOY, "--out", out, "--quiet").exit_code == 0
+    assert cli(*TOY, "--max-turns", "30", "--out", out, "--quiet").exit_code == 0
+    digest = {}
+    for run in out.iterdir():
+        result = json.loads((run / "result.json").read_text())
+        key = "longer" if "max_turns" in result["header"]["options"] else "plain"
+        digest[key] = result["header"]["hashes"]["conditions"][:12]
+    said = f"{digest['plain']} the defaults; {digest['longer']} --max-turns 30"
+    board = cli("leaderboard", out, "--resamples", "100", "--json", tmp_path / "board.json", "--site",
+                tmp_path / "site")
+    assert board.exit_code == 0, board.output
+    assert f"Conditions (rows of other options are never pooled): {said}" in " ".join(board.output.split())
+    assert json.loads((tmp_path / "board.json").read_text())["conditions"] == {
+        digest["plain"]: "the defaults", digest["longer"]: "--max-turns 30"}
+    assert f'<p class="note">Conditions (rows of other options are never pooled): {said}</p>' in \
+        (tmp_path / "site" / "index.html").read_text()

@@ -25,7 +25,18 @@ from automedbench.engine import RunFolder, copy_verified, registry
 
 from .attemptcount import Attempts
 from .colours import series_colours
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
+from .leaderboard import (
+    CONDITIONS,
+    RATINGS,
+    Cell,
+    Leaderboard,
+    agent_label,
+    build,
+    conditions_words,
+    extremes,
+    run_labels,
+    tied,
+)
 from .sitefiles import previous_pages, record_pages
 from .sitepictures import BestSamples
 from .store import RunTable
@@ -101,7 +112,9 @@ def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None
         rows.append(f'<tr>{keyed}<td class="n">{cell.n}</td>{scores}<td>{_ratings(cell.ratings)}</td>'
                     f'<td class="n">{cell.turns:.1f}</td><td class="n">{cell.cost_usd:.4f}</td>'
                     f'<td class="n">{100 * cell.with_code_share:.0f} %</td>{_made(cell.attempts)}</tr>')
-    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+    legend = (f'<p class="note">Conditions (rows of other options are never pooled): {esc(conditions_words(board))}'
+              "</p>") if CONDITIONS in keys and board.conditions else ""
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>{legend}'
 
 
 def _slug(text: str) -> str:
