@@ -121,3 +121,23 @@ def test_a_conditions_digest_is_said_in_words(cli, tmp_path):
         digest["plain"]: "the defaults", digest["longer"]: "--max-turns 30"}
     assert f'<p class="note">Conditions (rows of other options are never pooled): {said}</p>' in \
         (tmp_path / "site" / "index.html").read_text()
+
+
+def test_a_sweep_says_what_it_will_take_before_it_starts(cli, tmp_path):
+    """`run` says its budget, disk and sandbox before any work; a sweep said nothing until its first result, so two
+    workers' workspaces (each reserved before its agent starts) were taken unannounced."""
+    from automedbench.plugins import registry
+
+    spec = registry().track("toy").task("toy/vowels")
+    swept = cli("sweep", "--agents", "reference,noop", "--tasks", "toy/vowels", "--workers", "2", "--out",
+                tmp_path / "sweep")
+    assert swept.exit_code == 0, swept.output
+    first, second = swept.stderr.splitlines()[:2]
+    assert first == (f"sweep plan: 2 run(s) over 1 task(s), 2 at a time; each run's workspace reserves up to "
+                     f"{spec.workspace_mb} MB before its agent starts ({2 * spec.workspace_mb} MB at once); budget "
+                     f"up to {spec.time_limit_s:g} s per run; sandbox local; each task's data is checked as staged "
+                     "(a demo's is generated) first"), first
+    assert second == "2 run(s): 0 already finished, 2 to run"
+    unstaged = cli("sweep", "--agents", "noop", "--tasks", "segmentation/kidney", "--out", tmp_path / "real")
+    assert unstaged.exit_code == 2 and len(unstaged.stderr.splitlines()) == 1, unstaged.stderr  # refused, one line
+    assert "is not staged" in unstaged.stderr
