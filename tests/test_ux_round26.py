@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 import test_cli_newuser
+from browser import CHROMIUM, Browser
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
 TOY = ("run", "--task", "toy/vowels", "--agent", "reference")
@@ -141,3 +143,33 @@ def test_a_sweep_says_what_it_will_take_before_it_starts(cli, tmp_path):
     unstaged = cli("sweep", "--agents", "noop", "--tasks", "segmentation/kidney", "--out", tmp_path / "real")
     assert unstaged.exit_code == 2 and len(unstaged.stderr.splitlines()) == 1, unstaged.stderr  # refused, one line
     assert "is not staged" in unstaged.stderr
+
+
+NAV_RIGHT = "Math.max(...[...document.querySelectorAll('nav a')].map(a => a.getBoundingClientRect().right))"
+FIGURE_RIGHT = ("Math.max(0, ...[...document.querySelectorAll('figure, figure *')]"
+                ".map(e => e.getBoundingClientRect().right))")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it as root)")
+def test_on_a_phone_the_run_pages_links_and_the_tasks_picture_stay_on_the_screen(cli, tmp_path):
+    """At 390 px the run page's links ran off the screen ("trajectory" cut at the right edge): they were written
+    with no space between them, so the line could not wrap. The task page's new picture is checked there too."""
+    out = tmp_path / "runs"
+    assert cli(*TOY, "--out", out, "--quiet").exit_code == 0
+    assert cli("leaderboard", out, "--site", tmp_path / "site", "--quiet", "--resamples", "100").exit_code == 0
+    (run_dir,) = out.iterdir()
+    (task_page,) = (tmp_path / "site" / "task").iterdir()
+    browser = Browser(tmp_path / "profile", width=390)
+    try:
+        seen = {}
+        for name, page, expression in (("run page", run_dir / "view.html", NAV_RIGHT),
+                                       ("site run page", tmp_path / "site" / "runs" / f"{run_dir.name}.html",
+                                        NAV_RIGHT),
+                                       ("task page", task_page, FIGURE_RIGHT)):
+            facts = browser.load(page.as_uri())
+            assert not facts["errors"], facts["errors"]
+            seen[name] = browser.call("Runtime.evaluate", {"expression": expression, "returnByValue": True},
+                                      session=True)["result"]["value"]
+    finally:
+        browser.close()
+    assert all(0 < right <= 390 for right in seen.values()), seen
