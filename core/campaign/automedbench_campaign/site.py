@@ -1,13 +1,13 @@
 """`automedbench leaderboard RUNS --site DIR`: a folder of linked offline pages answering the paper's questions.
 
-Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost,
-turns) with the Overall, stage and score-against-cost charts; per track and per task, each with a page of
-its own (`track/<name>.html`, `task/<name>.html`: its table, chart and runs); Lite versus Standard per agent
-(the paper's tier analysis), the stage profile per agent, error-code shares, and every run with a link to its
-own page (`runs/<id>.html`, the run viewer). Every table row links to its runs. Scores are 0–1 cut to three
-places, as `run`, `show` and the terminal leaderboard print them. In each chart a colour means one thing only:
-an agent, a tier or a single series, always with a legend. No script, no external asset; the tables fit a
-laptop's 1280–1440 px (a CI sits under its mean), and scroll in their own box below that.
+Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost, turns) with
+the Overall, stage and score-against-cost charts; per track and per task, each with a page of its own
+(`track/<name>.html`, `task/<name>.html`: its table, chart and runs; a task's also one case of its best run in
+pictures); Lite versus Standard per agent (the paper's tier analysis), the stage profile per agent, error-code
+shares, and every run with a link to its own page (`runs/<id>.html`, the run viewer). Every table row links to its
+runs. Scores are 0–1 cut to three places, as `run`, `show` and the terminal leaderboard print them. In each chart a
+colour means one thing only: an agent, a tier or a single series, always with a legend. No script, no external
+asset; the tables fit a laptop's 1280–1440 px (a CI sits under its mean), and scroll in their own box below that.
 """
 
 from __future__ import annotations
