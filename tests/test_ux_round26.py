@@ -173,3 +173,29 @@ def test_on_a_phone_the_run_pages_links_and_the_tasks_picture_stay_on_the_screen
     finally:
         browser.close()
     assert all(0 < right <= 390 for right in seen.values()), seen
+
+
+SCROLLED = "[...document.querySelectorAll('.scroll')].map(e => e.scrollWidth - e.clientWidth)"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it as root)")
+def test_the_ranking_with_conditions_and_intervals_fits_a_1280_px_laptop(cli, tmp_path):
+    """With runs of other conditions (a conditions column) and repeats (a CI under each mean), the ranking was 1200 px
+    wide in a 1168 px box at 1280 px: its last column, "runs made", was cut off behind a scroll bar."""
+    out = tmp_path / "runs"
+    swept = cli("sweep", "--agents", "reference,skip-validate", "--tasks", "toy/vowels", "--repeats", "2",
+                "--out", out)
+    assert swept.exit_code == 0, swept.output
+    assert cli(*TOY, "--max-turns", "30", "--out", out, "--quiet").exit_code == 0
+    assert cli("leaderboard", out, "--site", tmp_path / "site", "--quiet", "--resamples", "100").exit_code == 0
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "<th>conditions</th>" in index and 'class="ci muted"' in index  # the wide case
+    browser = Browser(tmp_path / "profile", width=1280)
+    try:
+        facts = browser.load((tmp_path / "site" / "index.html").as_uri())
+        hidden = browser.call("Runtime.evaluate", {"expression": SCROLLED, "returnByValue": True},
+                              session=True)["result"]["value"]
+    finally:
+        browser.close()
+    assert not facts["errors"] and facts["wideCount"] == 0, facts["wide"]
+    assert hidden and max(hidden) <= 0, hidden  # nothing of the table behind a scroll bar

@@ -67,7 +67,8 @@ def run_page_name(run_id: str, taken: set[str] | frozenset[str] = frozenset(), p
 # side by side where there is room, and a key cell's long name wraps instead of widening the table.
 SITE_CSS = ("<style>.ci{display:block;font-size:11px;white-space:nowrap}.charts{display:flex;flex-wrap:wrap;gap:16px}"
             ".charts figure{flex:1 1 380px;max-width:640px;margin:0}figcaption{font-size:12px;color:#5b6472}"
-            "td.key{word-break:break-word;min-width:8em}th,td{padding:3px}</style>")  # a ranking fits 1280 px
+            "td.key{word-break:break-word;min-width:8em}th,td{padding:3px}th.n{white-space:normal}"
+            "main{max-width:1400px}</style>")  # a ranking fits 1280 px: it was 1200 px wide in a 1168 px box
 
 
 def _nav(current: str, up: str = "") -> str:
