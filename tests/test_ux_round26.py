@@ -1,7 +1,10 @@
 """A researcher comparing agents, round 26: a sweep of the reference, a trivial, a crashing and a timed-out agent over
 three tracks' demos, then the leaderboard, its site and each run's page. A `sweep --workers 2` drew no image of any
 image task (every input refused as "a hard link": the worker slots hard-link the staged data); a task's page on the
-site showed no picture of the task at all."""
+site showed no picture of the task; a crashed CLI agent ended "scored (agent_stopped)" with no next step; a sweep
+printed a run cut off by its budget as a plain F and said nothing of what it would take before it began; a
+conditions digest was never said in words; at 390 px the run page's links ran off the screen, and at 1280 px the
+ranking's last column hid behind a scroll bar."""
 
 from __future__ import annotations
 
