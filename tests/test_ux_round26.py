@@ -184,7 +184,8 @@ SCROLLED = "[...document.querySelectorAll('.scroll')].map(e => e.scrollWidth - e
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it as root)")
 def test_the_ranking_with_conditions_and_intervals_fits_a_1280_px_laptop(cli, tmp_path):
     """With runs of other conditions (a conditions column) and repeats (a CI under each mean), the ranking was 1200 px
-    wide in a 1168 px box at 1280 px: its last column, "runs made", was cut off behind a scroll bar."""
+    wide in a 1168 px box at 1280 px: its last column, "runs made", was cut off behind a scroll bar. Its cost chart
+    of runs that called no model put every point on $0 of a dollar axis, with no word of why."""
     out = tmp_path / "runs"
     swept = cli("sweep", "--agents", "reference,skip-validate", "--tasks", "toy/vowels", "--repeats", "2",
                 "--out", out)
@@ -193,6 +194,10 @@ def test_the_ranking_with_conditions_and_intervals_fits_a_1280_px_laptop(cli, tm
     assert cli("leaderboard", out, "--site", tmp_path / "site", "--quiet", "--resamples", "100").exit_code == 0
     index = (tmp_path / "site" / "index.html").read_text()
     assert "<th>conditions</th>" in index and 'class="ci muted"' in index  # the wide case
+    # the cost chart of runs that called no model: an axis of dollars with every point at 0, now said in words
+    assert ("Overall against cost per run (one point per run; cost of the agent's model calls and the judge's); "
+            "every run here cost $0 (no model was called: scripted agents, the rules judge)</figcaption>"
+            ).replace("'", "&#x27;") in index
     browser = Browser(tmp_path / "profile", width=1280)
     try:
         facts = browser.load((tmp_path / "site" / "index.html").as_uri())
