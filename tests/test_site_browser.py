@@ -56,7 +56,9 @@ def test_every_track_and_task_has_its_page_and_every_row_links_to_its_runs(campa
     for task, page in campaign["task_pages"].items():
         text = (site / page).read_text()
         assert f"<h1>Task {task}</h1>" in text and f'href="{page}"' in tasks
-        assert text.count('href="../runs/') == 4 and "<svg" in text  # Overall per agent and tier
+        # its four runs, and the best one's pictures again beside the case it shows ("What it looks like")
+        assert text.count('href="../runs/') == 5 and text.count('#pictures">') == 1
+        assert "<svg" in text  # Overall per agent and tier
         for agent in AGENTS:
             assert re.search(rf'href="{re.escape(page)}#agent-[^"]+">{re.escape(agent)}<', tasks)
 

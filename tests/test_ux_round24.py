@@ -123,7 +123,7 @@ def test_a_sweep_piped_into_a_reader_that_stops_early_runs_every_run(data_root, 
                             env=_env(data_root, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        proc.stderr.readline()  # type: ignore[union-attr]  # "2 run(s): 0 already finished, 2 to run"
+        proc.stderr.readline()  # type: ignore[union-attr]  # "sweep plan: 2 run(s) ..." (what it will take)
         proc.stderr.close()  # type: ignore[union-attr]
         out_text, _ = proc.communicate(timeout=300)
     finally:

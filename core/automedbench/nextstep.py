@@ -12,7 +12,9 @@ from . import errors
 
 def next_step(end_reason: str, header: Mapping[str, Any]) -> str:
     """The next step for a run that ended `end_reason` (its `header`: task, tier, agent), or "" when the run ended
-    as it should (submitted, stopped by the agent) or nothing the user sets would change it (a breach)."""
+    as it should (submitted) or nothing the user sets would change it (a breach). An agent that stopped without
+    submitting is told where to read why: a crashed installed CLI agent ended "scored (agent_stopped)", F, with no
+    word of its exit or where its error was."""
     again = (f"automedbench run --task {header.get('task', 'TASK')} --tier {header.get('tier', 'lite')} "
              f"--agent {header.get('agent', 'AGENT')}")
     steps = {
@@ -26,6 +28,10 @@ def next_step(end_reason: str, header: Mapping[str, Any]) -> str:
                                   "given the same --out retries it",
         errors.END_CANCELLED: "the run was interrupted and is not scored: run it again; a sweep given the same "
                               "--out runs only what did not finish",
+        errors.END_AGENT_STOPPED: "the agent ended the run itself, without calling submit_results, and was scored "
+                                  "on what it had written: its last reply and its last call's output say why (the "
+                                  "run page's Trajectory, or trajectory.jsonl in the run folder); an installed CLI "
+                                  "agent stops so when its program exits non-zero",
         errors.END_TIME_LIMIT: "the agent spent the run's whole time budget and was scored as it stood; to give "
                                "it longer: --time-limit SECONDS",
         errors.END_TURN_LIMIT: "the agent spent the run's whole turn budget and was scored as it stood; to give "

@@ -129,14 +129,16 @@ def max_projection(volume: Any, axis: int = 2) -> Any:
 
 def read_image(path: Path, max_pixels: int = MAX_FILE_PIXELS) -> Any:
     """An image file as an RGB array at most 4 x THUMB on its long side, its header checked against `max_pixels`
-    before any decoding (boxes in the file's own pixels: give the panel its `extent`)."""
+    before any decoding (boxes in the file's own pixels: give the panel its `extent`). A file with more than one
+    name is read: pictures read the harness's own data root (a sweep slot hard-links the staged inputs) and the
+    frozen outputs, where the freeze let no hard link in."""
     import numpy as np
     from PIL import Image
 
     from .untrusted import check_image
 
     _regular(path)
-    check_image(path, max_pixels=max_pixels, max_bytes=4 * max_pixels)
+    check_image(path, max_pixels=max_pixels, max_bytes=4 * max_pixels, one_name=False)
     with Image.open(path) as image:
         image.draft("RGB", (THUMB * 2, THUMB * 2))  # JPEG: decode at a reduced scale, as far as it goes
         image.thumbnail((THUMB * 4, THUMB * 4))
@@ -212,7 +214,7 @@ def _read_npy(path: Path) -> Any:
     from .untrusted import check_image
 
     _regular(path)
-    check_image(path, max_pixels=MAX_FILE_PIXELS, max_bytes=8 * MAX_FILE_PIXELS)
+    check_image(path, max_pixels=MAX_FILE_PIXELS, max_bytes=8 * MAX_FILE_PIXELS, one_name=False)
     return np.load(path, allow_pickle=False)
 
 
@@ -222,7 +224,7 @@ def _read_nifti(path: Path) -> Any:
     from .untrusted import check_image
 
     _regular(path)
-    check_image(path, max_pixels=MAX_FILE_PIXELS, max_bytes=8 * MAX_FILE_PIXELS)
+    check_image(path, max_pixels=MAX_FILE_PIXELS, max_bytes=8 * MAX_FILE_PIXELS, one_name=False)
     import nibabel
 
     return np.asanyarray(nibabel.load(str(path)).dataobj)

@@ -41,26 +41,28 @@ MAX_MEMBERS = 2_000_000
 _DOCTYPE = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.I)
 
 
-def _link_problem(info: os.stat_result) -> str:
-    """Why a file of a download must not be read ('' when it may): not regular, or more than one name."""
+def _link_problem(info: os.stat_result, one_name: bool = True) -> str:
+    """Why a file of a download must not be read ('' when it may): not regular, or more than one name (unless
+    `one_name` is False: a file of the harness's own data root, see `check_image`)."""
     if stat.S_ISLNK(info.st_mode):
         return "a symlink"
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file (a device, FIFO or socket)"
-    if info.st_nlink > 1:
+    if one_name and info.st_nlink > 1:
         return (f"a hard link ({info.st_nlink} names for one file: it may be a file from outside the download; "
                 "copy the download without hard links, e.g. cp -r)")
     return ""
 
 
-def check_download_file(path: Path) -> Path:
-    """`path` if it is a regular file of the download with one name and no symlink in its last component,
-    else one line. For readers that open files themselves in C (h5py, pyarrow, SimpleITK)."""
+def check_download_file(path: Path, one_name: bool = True) -> Path:
+    """`path` if it is a regular file of the download with one name (any number with `one_name=False`) and no
+    symlink in its last component, else one line. For readers that open files themselves in C (h5py, pyarrow,
+    SimpleITK)."""
     try:
         info = os.lstat(path)
     except OSError as exc:
         raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
-    problem = _link_problem(info)
+    problem = _link_problem(info, one_name)
     if problem:
         raise UserError(f"{path}: {problem}; refused")
     return Path(path)
@@ -373,15 +375,17 @@ def _pil_itemsize(mode: str) -> int:
 
 
 def check_image(path: Path, max_pixels: int = MAX_IMAGE_PIXELS, max_bytes: int | None = None,
-                kind: str = "") -> Path:
+                kind: str = "", one_name: bool = True) -> Path:
     """`path` if its header declares an image small enough to decode (pixels and memory), else one line.
 
     Checked before any decoding: a crafted header (a 100000 x 100000 PNG, a NIfTI declaring 10^12 voxels, a
     NaN voxel size) is refused here instead of exhausting memory while the stager decodes it. The file must
-    be a regular file with one name (no symlink, no hard link)."""
+    be a regular file with one name (no symlink, no hard link); `one_name=False` for a file of the harness's own
+    data root, which a sweep's worker slot hard-links to the staged one (a run's pictures: every image input of a
+    `sweep --workers 2` was refused as a hard link and drawn as a note)."""
     if path.is_symlink():
         raise UserError(f"{path}: a symlink in the download; refused")
-    check_download_file(path)
+    check_download_file(path, one_name)
     try:
         dims, itemsize = image_shape(path, kind)
     except UserError:

@@ -7,6 +7,7 @@ import shlex
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,7 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
                         TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
                         console=err_console, transient=False)
     state: dict[str, Any] = {"task": None, "failed": 0, "retries": 0, "done": 0, "todo": 0}
+    unsubmitted: Counter[str] = Counter()  # scored runs that did not end in a submission, by how they ended
 
     def stop_bar() -> None:  # rich prints a newline on stop even if the bar never started
         if bar.live.is_started:
@@ -127,12 +129,21 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
             state["failed"] += 1
         state["done"] += 1
         status = f"cost ${event['cost_usd']:.2f} · retried {state['retries']} · failed {state['failed']}"
+        # how a scored run ended when not by a submission (time_limit, agent_stopped, ...): an F said no more
+        ended = event.get("end_reason") or ""
+        ended = "" if ended in ("", "submitted") or event["state"] != "scored" else ended
+        if ended:
+            unsubmitted[ended] += 1
+        score = "–" if event.get("overall") is None else num(event["overall"])
+        outcome = (f"{escape(event['run_id'])}  {event['state']}{f' ({ended})' if ended else ''}  Overall {score}"
+                   f"{'  ' + escape(event['rating']) if event.get('rating') else ''}")
         if live:
             bar.update(state["task"], advance=1, status=status)
+            if ended:  # above the bar: the runs that went well stay in it, the one that stopped short is named
+                folder = shlex.quote(str(config.run.out / event["run_id"]))
+                say(f"{outcome}: not submitted; automedbench show {escape(folder)} says why and what next")
         else:  # CI, nohup, a pipe: each finished run as it finishes (the unit of `run` and the leaderboard: 0-1)
-            score = "–" if event.get("overall") is None else num(event["overall"])
-            say(f"[{state['done']}/{state['todo']}] {escape(event['run_id'])}  {event['state']}  Overall {score}"
-                f"{'  ' + escape(event['rating']) if event.get('rating') else ''}  {event.get('wall_s') or 0:.1f}s"
+            say(f"[{state['done']}/{state['todo']}] {outcome}  {event.get('wall_s') or 0:.1f}s"
                 f"{'  (retrying)' if event.get('retry') else ''}  · {status}")
         if event["state"] == "infrastructure_failure":
             say(f"[yellow]{escape(event['run_id'])}[/]: infrastructure failure: " + escape(str(event.get("error"))))
@@ -148,6 +159,9 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
     states = ", ".join(f"{n} {s}" for s, n in sorted(report.states.items()))
     console.print(f"sweep: {report.total} run(s) ({report.skipped} skipped, {report.ran} executed, "
                   f"{report.retried} retried): {states}; cost ${report.cost_usd:.2f}; {report.wall_s:.1f}s")
+    if unsubmitted:
+        console.print("not submitted, scored as they stood: " + ", ".join(f"{n} {why}" for why, n in
+                      sorted(unsubmitted.items())) + "; `automedbench show RUN` says why and what next for each")
     console.print(f"manifest: {report.manifest}")
     if report.states.get("scored") or report.states.get("agent_failure"):  # what a sweep is for: the comparison
         folder = shlex.quote(str(report.manifest.parent))

@@ -66,8 +66,9 @@ def execute_payload(payload: dict[str, Any]) -> dict[str, Any]:
             summary["error"] = unseen
             return summary
         result = Run(options, registry()).execute()
-        summary.update(state=result.state, overall=result.aggregate.overall, rating=result.aggregate.rating,
-                       cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd, error=result.error)
+        summary.update(state=result.state, end_reason=result.end_reason, overall=result.aggregate.overall,
+                       rating=result.aggregate.rating, cost_usd=result.runtime.cost_usd + result.runtime.judge_cost_usd,
+                       error=result.error)
     except Exception as exc:  # the runner writes its own result.json; this covers failures before that
         summary["error"] = f"{type(exc).__name__}: {exc}"
     summary["wall_s"] = round(time.monotonic() - t0, 3)

@@ -9,6 +9,7 @@ infrastructure failures and cancelled runs are the harness's, not the agent's, a
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,7 @@ class Leaderboard:
     rejected: list[str] = field(factory=list)  # not the harness's results (or copies): never counted, with why
     resamples: int = 2000
     seed: int = 0
+    conditions: dict[str, str] = field(factory=dict)  # when rows split by conditions: each one's options in words
 
 
 def _none(x: float) -> float | None:
@@ -84,6 +86,29 @@ def _split_conditions(table: RunTable, by: tuple[str, ...]) -> tuple[RunTable, b
         marked = [f"{c}/{s}" for c, s in zip(table[CONDITIONS], table[SCORING], strict=True)]
         table = RunTable({**table.columns, CONDITIONS: marked}, table.skipped, table.rejected, table.held)
     return table, scored_apart or _mixed(table, by, CONDITIONS)
+
+
+def conditions_legend(table: RunTable) -> dict[str, str]:
+    """Each conditions value of `table` with the options its runs were made with beyond task, tier and agent, as
+    their commands give them ("the defaults" for none): a row showed a 12-digit digest, and a researcher could not
+    tell which row had the shorter time limit or the other agent option."""
+    seen: dict[str, set[str]] = {}
+    for value, command in zip(table[CONDITIONS], table["command"], strict=True):
+        words = shlex.split(command) if command else []
+        text = (shlex.join(words[RUN_WORDS:]) or "the defaults") if len(words) >= RUN_WORDS else "not recorded"
+        if "/" in value:  # scored apart as well (`_split_conditions`)
+            text += ", scored apart (another task definition, harness or track version)"
+        seen.setdefault(value, set()).add(text)
+    return {value: "; ".join(sorted(texts))[:MAX_CONDITION_CHARS] for value, texts in sorted(seen.items())}
+
+
+def conditions_words(board: Leaderboard) -> str:
+    """The board's conditions legend in one line: "069f7370a2f9 the defaults; e31120c0dc80 --time-limit 3.0"."""
+    return "; ".join(f"{value} {text}" for value, text in board.conditions.items())
+
+
+RUN_WORDS = 8  # "automedbench run --task T --tier X --agent A" opens every command `rerun_command` gives
+MAX_CONDITION_CHARS = 600
 
 
 def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier"), resamples: int = 2000,
@@ -137,7 +162,8 @@ def build(table: RunTable, *, by: tuple[str, ...] = ("agent", "task_id", "tier")
                           float(np.mean(used["cost_usd"][index])), float(np.mean(used["judge_cost_usd"][index])),
                           float(np.mean(used["n_codes"][index] > 0)), made.row(used["attempt"][i] for i in index)))
     return Leaderboard(by, cells, analyses(counted, resamples=resamples, seed=seed), len(table), len(used),
-                       excluded, table.skipped, table.rejected, resamples, seed)
+                       excluded, table.skipped, table.rejected, resamples, seed,
+                       conditions_legend(used) if split else {})
 
 
 def stage_analysis(table: RunTable, *, resamples: int, seed: int) -> dict[str, Any]:
@@ -320,4 +346,4 @@ def to_json(board: Leaderboard) -> dict[str, Any]:
     return {"by": list(board.by), "runs_total": board.runs_total, "runs_used": board.runs_used,
             "excluded": board.excluded, "skipped": board.skipped, "rejected": board.rejected,
             "bootstrap": {"resamples": board.resamples, "seed": board.seed, "level": 0.95},
-            "rows": flat_rows(board), "analyses": board.analyses}
+            "rows": flat_rows(board), "conditions": board.conditions, "analyses": board.analyses}

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .leaderboard import RATINGS, Leaderboard, extremes, flat_rows, null_overall_runs
+from .leaderboard import RATINGS, Leaderboard, conditions_words, extremes, flat_rows, null_overall_runs
 from .viewer.page import num
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier", "conditions": "Conditions"}
@@ -68,6 +68,9 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
             console.print(f"[yellow]chosen runs[/] {escape(' '.join(cell.key[k] for k in board.by))}: "
                           f"{escape(cell.attempts.text())} (the folder holds only some of the attempts made)",
                           soft_wrap=True)
+    if board.conditions:  # the digest a row shows, in words
+        console.print(escape(f"Conditions (rows of other options are never pooled): {conditions_words(board)}"),
+                      soft_wrap=True)
     a = board.analyses
     stages = a["stages"]["all"]
     if stages["stages"]:

@@ -1,13 +1,13 @@
 """`automedbench leaderboard RUNS --site DIR`: a folder of linked offline pages answering the paper's questions.
 
-Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost,
-turns) with the Overall, stage and score-against-cost charts; per track and per task, each with a page of
-its own (`track/<name>.html`, `task/<name>.html`: its table, chart and runs); Lite versus Standard per agent
-(the paper's tier analysis), the stage profile per agent, error-code shares, and every run with a link to its
-own page (`runs/<id>.html`, the run viewer). Every table row links to its runs. Scores are 0–1 cut to three
-places, as `run`, `show` and the terminal leaderboard print them. In each chart a colour means one thing only:
-an agent, a tier or a single series, always with a legend. No script, no external asset; the tables fit a
-laptop's 1280–1440 px (a CI sits under its mean), and scroll in their own box below that.
+Pages: the ranking per agent (Overall, Agentic, Task and S1–S5 with bootstrap CIs, rating counts, cost, turns) with
+the Overall, stage and score-against-cost charts; per track and per task, each with a page of its own
+(`track/<name>.html`, `task/<name>.html`: its table, chart and runs; a task's also one case of its best run in
+pictures); Lite versus Standard per agent (the paper's tier analysis), the stage profile per agent, error-code
+shares, and every run with a link to its own page (`runs/<id>.html`, the run viewer). Every table row links to its
+runs. Scores are 0–1 cut to three places, as `run`, `show` and the terminal leaderboard print them. In each chart a
+colour means one thing only: an agent, a tier or a single series, always with a legend. No script, no external
+asset; the tables fit a laptop's 1280–1440 px (a CI sits under its mean), and scroll in their own box below that.
 """
 
 from __future__ import annotations
@@ -25,8 +25,20 @@ from automedbench.engine import RunFolder, copy_verified, registry
 
 from .attemptcount import Attempts
 from .colours import series_colours
-from .leaderboard import CONDITIONS, RATINGS, Cell, Leaderboard, agent_label, build, extremes, run_labels, tied
+from .leaderboard import (
+    CONDITIONS,
+    RATINGS,
+    Cell,
+    Leaderboard,
+    agent_label,
+    build,
+    conditions_words,
+    extremes,
+    run_labels,
+    tied,
+)
 from .sitefiles import previous_pages, record_pages
+from .sitepictures import BestSamples
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -55,7 +67,8 @@ def run_page_name(run_id: str, taken: set[str] | frozenset[str] = frozenset(), p
 # side by side where there is room, and a key cell's long name wraps instead of widening the table.
 SITE_CSS = ("<style>.ci{display:block;font-size:11px;white-space:nowrap}.charts{display:flex;flex-wrap:wrap;gap:16px}"
             ".charts figure{flex:1 1 380px;max-width:640px;margin:0}figcaption{font-size:12px;color:#5b6472}"
-            "td.key{word-break:break-word;min-width:8em}th,td{padding:3px}</style>")  # a ranking fits 1280 px
+            "td.key{word-break:break-word;min-width:8em}th,td{padding:3px}th.n{white-space:normal}"
+            "main{max-width:1400px}</style>")  # a ranking fits 1280 px: it was 1200 px wide in a 1168 px box
 
 
 def _nav(current: str, up: str = "") -> str:
@@ -100,7 +113,9 @@ def _table(board: Leaderboard, keys: tuple[str, ...], links: Links | None = None
         rows.append(f'<tr>{keyed}<td class="n">{cell.n}</td>{scores}<td>{_ratings(cell.ratings)}</td>'
                     f'<td class="n">{cell.turns:.1f}</td><td class="n">{cell.cost_usd:.4f}</td>'
                     f'<td class="n">{100 * cell.with_code_share:.0f} %</td>{_made(cell.attempts)}</tr>')
-    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+    legend = (f'<p class="note">Conditions (rows of other options are never pooled): {esc(conditions_words(board))}'
+              "</p>") if CONDITIONS in keys and board.conditions else ""
+    return f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>{legend}'
 
 
 def _slug(text: str) -> str:
@@ -169,6 +184,8 @@ def _scatter(table: RunTable, labels: list[str | None], colours: dict[str, str],
                     f'${float(cost[i]):.4f}</title></circle>')
     left_out = len(table) - len(shown)
     note = f" ({left_out} run(s) without an Overall left out)" if left_out else ""
+    if shown and not any(float(cost[i]) for i in shown):  # an axis of dollars with every point on 0 said nothing
+        note += "; every run here cost $0 (no model was called: scripted agents, the rules judge)"
     return (f'<figure><svg viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" role="img" '
             f'aria-label="{esc(title, 200)}" font-size="11" font-family="sans-serif">{"".join(body)}</svg>'
             f"<figcaption>{esc(title + note, 400)}</figcaption></figure>")
@@ -414,8 +431,9 @@ def _task_measures(track: str, task_id: str) -> str:
             "S2 Setup, S3 Validate, S4 Inference, S5 Submit: Agentic); Overall is 0.5 Agentic + 0.5 Task.</p>")
 
 
-def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int) -> str:
-    """One task: its agents per tier, Overall per agent and tier as a chart, and its runs."""
+def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int, picture: str = "") -> str:
+    """One task: what it measures, what it looks like (`picture`), its agents per tier, Overall per agent and tier
+    as a chart, and its runs."""
     rows, sub, board = _subset(table, "task_id", task_id, resamples, seed)
     track = sub["track"][0] if len(sub) else ""
     tiers = [t for t in ("lite", "standard", "pro") if any(c.key["tier"] == t for c in board.cells)]
@@ -424,13 +442,13 @@ def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, 
     chart = _bars([(a, [(t, by[(a, t)].scores["overall"]["mean"]) for t in tiers if (a, t) in by]) for a in agents],
                   {t: TIER_COLOURS[t] for t in tiers}, f"Overall per agent on {task_id}, one bar per tier")
     return (f'<h1>Task {esc(task_id, 200)}</h1><p>Track <a href="../{_track_page(track)}">{esc(track, 200)}</a>; '
-            f"{len(rows)} run(s).</p>" + _task_measures(track, task_id)
+            f"{len(rows)} run(s).</p>" + _task_measures(track, task_id) + picture
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + _legend([(t, TIER_COLOURS[t]) for t in tiers]) + f'<div class="charts">{chart}</div>'
             + _reproduce(table, rows) + _runs(table, pages, rows, up="../", title=f"Runs on {task_id}", heading="h2"))
 
 
-def _verified_page(path: Path, pictures: bool) -> str | None:
+def _verified_page(path: Path, pictures: bool, samples: BestSamples, table: RunTable, row: int) -> str | None:
     """A counted run's page, rendered from a private copy checked against its proof (`copy_verified`); None when
     the folder no longer holds what the harness signed. The table was checked when it was loaded: rendering the
     folder itself showed whatever another user put there since (a forged result.json or trajectory on the page
@@ -440,7 +458,10 @@ def _verified_page(path: Path, pictures: bool) -> str | None:
         if isinstance(copy, str):
             return None
         try:
-            return render_run(copy[0], back="../runs.html", pictures=pictures)
+            page = render_run(copy[0], back="../runs.html", pictures=pictures)
+            if pictures:  # the task page's picture, from the same verified copy
+                samples.offer(table, row, copy[0])
+            return page
         except (OSError, ValueError):
             return None
 
@@ -455,11 +476,12 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
     previous = previous_pages(out)  # the last build's pages: those not written again are removed at the end
     pages: dict[int, str] = {}  # row of the table -> its page: run ids repeat across sweep folders
     taken: set[str] = set()
+    samples = BestSamples({})
     written = []
     for i in range(min(len(table), MAX_RUN_PAGES)):
         run_id, path = table["run_id"][i], table["path"][i]
         name = run_page_name(run_id, taken, path)
-        text = _verified_page(Path(path), pictures)
+        text = _verified_page(Path(path), pictures, samples, table, i)
         if text is None:
             continue
         # a run page sits one folder down: its own links are in-page anchors only
@@ -486,8 +508,12 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         title = dict(PAGES)[name]
         atomic_write_text(out / name, document(f"AutoMedBench · {title}", SITE_CSS + body, _nav(name)), shared=True)
         written.append(out / name)
+
+    def task_page(t: RunTable, name: str, p: dict[int, str], r: int, s: int) -> str:
+        return _task(t, name, p, r, s, picture=samples.section(t, name, p, pictures))
+
     for folder, names, render in (("track", sorted(set(table["track"])), _track),
-                                  ("task", sorted(set(table["task_id"])), _task)):
+                                  ("task", sorted(set(table["task_id"])), task_page)):
         (out / folder).mkdir(exist_ok=True)
         for name in names:
             path = out / (_track_page(name) if folder == "track" else _task_page(name))

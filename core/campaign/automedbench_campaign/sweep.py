@@ -337,6 +337,21 @@ class Sweep:
                                           float(wanted.get("gpus", self.c.gpus_per_run)))
         return self._resources[spec.task]
 
+    def needs_line(self, tasks: list[Any]) -> str:
+        """What the sweep will take, said before it stages or runs anything (as `run`'s first line is): the runs,
+        how many at once, the disk their workspaces reserve together and the longest budget. A sweep said nothing
+        before its first result, so `--workers 4` of 1 GB workspaces reserved 4 GB unannounced."""
+        runs = len(self.c.specs())
+        at_once = max(1, min(self.c.workers, runs))
+        o = self.c.run
+        disk = [o.workspace_quota_mb if o.workspace_quota_mb is not None else t.workspace_mb for t in tasks]
+        budget = max((o.time_limit_s or t.time_limit_s for t in tasks), default=0)
+        space = (f"each run's workspace reserves up to {max(disk)} MB before its agent starts ({at_once * max(disk)} "
+                 f"MB at once)" if disk and all(disk) else "no workspace size limit")
+        return (f"sweep plan: {runs} run(s) over {len(tasks)} task(s), {at_once} at a time; {space}; budget up to "
+                f"{budget:g} s per run; sandbox {o.sandbox}; each task's data is checked as staged (a demo's is "
+                "generated) first")
+
     def note(self, message: str) -> None:
         """A one-line message for the terminal (a lost Ray node)."""
         self.progress({"kind": "note", "message": message})
@@ -374,6 +389,9 @@ class Sweep:
         t0 = time.monotonic()
         base = (self.c.run.data_root or default_data_root()).expanduser().resolve()
         specs_by_task = []
+        tasks = [self.reg.task(t)[1] for t in self.c.tasks]
+        if all(t.demo or (task_dir(base, t) / STAMP).is_file() for t in tasks):  # else refused in one line, next
+            self.note(self.needs_line(tasks))
         for task_id in self.c.tasks:  # stage once here, not concurrently in every worker
             track, task = self.reg.task(task_id)
             ensure_staged(track, task, base)
@@ -429,6 +447,7 @@ class Sweep:
                     self.write_manifest(force=False)
                     self.progress({"kind": "done", "run_id": spec.run_id, "state": record.state,
                                    "overall": record.overall, "rating": summary.get("rating") or "",
+                                   "end_reason": summary.get("end_reason") or "",
                                    "wall_s": record.wall_s, "retry": retry, "cost_usd": cost, "error": record.error})
         except KeyboardInterrupt:
             executor.close(cancel=True)  # runs in flight end as cancelled and write their result.json

@@ -135,25 +135,30 @@ def pictures_legend(index_of: dict[str, dict[str, Any]]) -> str:
     return f"{head}: {'; '.join(parts)}." if parts else f"{head}: the images as they are, no overlay."
 
 
-def case_figure(folder: RunFolder, entry: dict[str, Any] | None, index: int, case: str, status: str) -> str:
-    """One case's picture and its texts (input, answer, reference side by side), linked back to its row."""
+def case_body(folder: RunFolder, entry: dict[str, Any], case: str) -> str:
+    """One case's picture, its texts (input, answer, reference side by side) and the evaluator's caption and note;
+    "" when the entry holds none of them (shared by the run page's gallery and a task page's sample)."""
     body = ""
+    name = str(entry.get("file") or "")
+    data = folder.read_bytes(f"{PICTURES_DIR}/{name}", MAX_CASE_BYTES) if PICTURE_NAME.fullmatch(name) else None
+    if data is not None:
+        body += (f'<img src="{data_uri(data)}" alt="case {esc(case, 200)}: input, output and reference">')
+    texts = [t for t in (entry.get("texts") or []) if isinstance(t, dict)][:6]
+    if texts:
+        cells = "".join(f'<div class="{esc(t.get("role", ""), 20)}"><div class="muted">{esc(t.get("title"), 120)}'
+                        f"</div>{pre(t.get('text'), MAX_TEXT_CHARS, fold_over=1500)}</div>" for t in texts)
+        body += f'<div class="texts">{cells}</div>'
+    for note in (entry.get("caption"), entry.get("note")):
+        if note:
+            body += f'<p class="note">{esc(note, 600)}</p>'
+    return body
+
+
+def case_figure(folder: RunFolder, entry: dict[str, Any] | None, index: int, case: str, status: str) -> str:
+    """One case's picture and its texts, linked back to its row."""
     if entry is None:
         body = '<p class="muted">no picture (pictures were not drawn for this run)</p>'
     else:
-        name = str(entry.get("file") or "")
-        data = folder.read_bytes(f"{PICTURES_DIR}/{name}", MAX_CASE_BYTES) if PICTURE_NAME.fullmatch(name) else None
-        if data is not None:
-            body += (f'<img src="{data_uri(data)}" alt="case {esc(case, 200)}: input, output and reference">')
-        texts = [t for t in (entry.get("texts") or []) if isinstance(t, dict)][:6]
-        if texts:
-            cells = "".join(f'<div class="{esc(t.get("role", ""), 20)}"><div class="muted">{esc(t.get("title"), 120)}'
-                            f"</div>{pre(t.get('text'), MAX_TEXT_CHARS, fold_over=1500)}</div>" for t in texts)
-            body += f'<div class="texts">{cells}</div>'
-        for note in (entry.get("caption"), entry.get("note")):
-            if note:
-                body += f'<p class="note">{esc(note, 600)}</p>'
-        if not body:
-            body = '<p class="muted">no picture for this case</p>'
+        body = case_body(folder, entry, case) or '<p class="muted">no picture for this case</p>'
     return (f'<figure class="case" id="picture-{index}"><figcaption><a href="#case-{index}">{esc(case, 200)}</a> '
             f"{status}</figcaption>{body}</figure>")

@@ -366,11 +366,12 @@ def render_run(folder: RunFolder, result: dict[str, Any] | None = None, back: st
     evaluation = folder.evaluation_data()
     scripts = kept_scripts(folder)
     anchors = Anchors(shown, scripts, _cases(data, evaluation))
-    up = f'<a href="{esc(back, 300)}">← all runs</a>' if back else ""
-    nav = (f'<nav>{up}<a href="#header">run</a><a href="#stages">stages</a><a href="#task">task</a>'
-           + ('<a href="#pictures">pictures</a>' if pictures else "")
-           + '<a href="#plan">plan</a>' + ('<a href="#scripts">scripts</a>' if scripts else "")
-           + '<a href="#codes">codes</a><a href="#trajectory">trajectory</a></nav>')
+    links = [(back, "← all runs")] if back else []
+    links += [("#header", "run"), ("#stages", "stages"), ("#task", "task"), *([("#pictures", "pictures")] * pictures),
+              ("#plan", "plan"), *([("#scripts", "scripts")] * bool(scripts)), ("#codes", "codes"),
+              ("#trajectory", "trajectory")]
+    # a space between links: with none the line cannot wrap, and "trajectory" ran off a 390 px screen
+    nav = "<nav>" + " ".join(f'<a href="{esc(href, 300)}">{text}</a>' for href, text in links) + "</nav>"
     body = (_header(data) + _stages(data, anchors)
             + _task(data, evaluation, folder.json_data(RunFolder.MANIFEST), folder, pictures)
             + _codes(data, shown) + _breach(data, shown) + plan_section(folder) + scripts_section(folder, scripts)
