@@ -6,7 +6,7 @@ could hold runs that used another. The gateway now forwards every request naming
 Claude Code's small one or Gemini CLI's flash one, is served by it too); a request whose model it cannot read (a
 body past the gateway's one bound, `MAX_REQUEST_BYTES` and `MAX_REQUEST_ITEMS`, or one with no `model`) is refused
 to the program, the agent's problem. The names asked for besides the run's are counted in the result
-(`runtime.other_models`) and shown by `show`. The chat agents and the LLM judges send the
+(`runtime.other_models`) and shown by `show` and the run page. The chat agents and the LLM judges send the
 configured model through clients of the harness's own: checked here too.
 """
 
@@ -86,6 +86,10 @@ def test_an_installed_program_is_served_only_the_runs_model_and_the_result_count
     assert shown.exit_code == 0, shown.output
     text = " ".join(shown.output.split())
     assert "also asked for other models, all served by the run's: big-model ×3, small-model ×1" in text, text
+    # the run page says it too (polish round 4: only `show` did), the site's run page being the same renderer
+    page = (folder / "view.html").read_text()
+    assert ("<dt>other models</dt><dd>asked for by the agent&#x27;s program, all served by the run&#x27;s model: "
+            "big-model ×3, small-model ×1</dd>") in page, page[:3000]
 
 
 def test_each_wire_format_is_pinned_to_the_runs_model(tmp_path):
