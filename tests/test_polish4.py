@@ -8,6 +8,8 @@
    venv links the same inode (a concurrent `uv pip install` on the machine), and the honest run was marked
    unverified. A file whose ctime alone moved is excused when it hashes to what its wheel's unchanged RECORD says;
    a rewrite with its mtime set back still counts, with a link made to cover it or its RECORD rewritten to match.
+5. Segmentation's `publish_volume` kept the source's dtype: int16 and float32 volumes of the same kind of values in
+   one download went out as stored. Each volume now goes out in the dtype its values need (`content_dtype`).
 """
 
 from __future__ import annotations
@@ -144,3 +146,41 @@ def test_an_honest_plain_run_stays_verified_while_another_venv_links_the_harness
     plain, _, _ = _run(reg, tmp_path / "runs", data_root, "local-plain")
     assert len(list(linked.iterdir())) > 3
     assert not any("Python environment changed" in r for r in plain.isolation.unverified), plain.isolation.unverified
+
+
+def test_a_release_download_storing_cases_in_two_dtypes_publishes_one(tmp_path):
+    """KiTS19 layout through the real release stager: two cases stored int16, two float32, the same kind of values
+    (whole HU). Before: published int16 and float32 as stored, so the header said which way each case was stored
+    (two sites, two converters: whatever that correlates with). Now each volume goes out in the dtype its values
+    need, the values unchanged; a volume of fractional values stays float32."""
+    import attrs
+    import nibabel as nib
+    import numpy as np
+    from automedbench.testing import load_task, stage_from_folder
+
+    rng = np.random.default_rng(5)
+    affine = np.diag([0.8, 0.8, 2.5, 1.0])
+    stored = {}
+    for i, dtype in enumerate((np.int16, np.float32, np.int16, np.float32, np.float32)):
+        folder = tmp_path / "src" / f"case_{i:05d}"
+        folder.mkdir(parents=True)
+        ct = rng.integers(-1000, 1500, (20, 18, 10)).astype(dtype)
+        if i == 4:
+            ct = ct + np.float32(0.25)  # fractional: content that needs a float
+        image = nib.Nifti1Image(ct, affine)
+        image.set_data_dtype(dtype)
+        nib.save(image, str(folder / "imaging.nii.gz"))
+        labels = np.zeros(ct.shape, np.uint8)
+        labels[4:12, 4:12, 2:8] = 1
+        labels[6:9, 6:9, 3:6] = 2
+        nib.save(nib.Nifti1Image(labels, affine), str(folder / "segmentation.nii.gz"))
+        stored[folder.name] = ct
+    track, spec = load_task("segmentation/kidney")
+    spec = attrs.evolve(spec, case_count=5)
+    staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
+    published = {case: nib.load(str(staged.public / case / "ct.nii.gz")) for case in staged.case_ids}
+    dtypes = sorted(str(image.get_data_dtype()) for image in published.values())
+    assert dtypes == ["float32", "int16", "int16", "int16", "int16"], dtypes
+    values = sorted(np.asanyarray(image.dataobj).tobytes() for image in published.values())
+    assert values == sorted(ct.astype(np.float32 if i == 4 else np.int16).tobytes()
+                            for i, ct in enumerate(stored.values()))  # every case's values, unchanged
