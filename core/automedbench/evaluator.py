@@ -46,6 +46,7 @@ from .records import NON_FINITE_COMPONENT, CaseVerdict, Evaluation, MetricBlock,
 from .runfolder import RunFolder
 from .serialize import from_dict, read_json, write_json
 from .track import CaseScore, StagedData, TaskEvaluation, Track
+from .wheelrecord import vouched
 
 # Limits of the evaluator process: it reads agent-made files, so a crafted file must end as a rejected case
 # or an agent failure, never exhaust the host. Address space leaves room for the track's imports (torch,
@@ -352,7 +353,11 @@ def snapshot_changes(before: dict[str, tuple[int, ...]], after: dict[str, tuple[
 
     In __pycache__ folders only a .pyc present in both and changed counts: the harness itself adds one for each
     module it imports first (and Python's temporary files come and go), but Python loads a .pyc whose header
-    matches its source without reading the source, so a rewritten one is rewritten code."""
+    matches its source without reading the source, so a rewritten one is rewritten code.
+
+    A file whose ctime alone moved (size, mtime and inode kept) is what another venv linking the same inode from
+    uv's cache leaves (a concurrent install on the machine), as well as a rewrite with its mtime set back: it counts
+    unless its content hashes to what its wheel's unchanged RECORD says (`wheelrecord.vouched`)."""
     if before == after:  # the usual case, compared in C: 0.05 s for a 115 000-entry environment, not 0.2 s
         return []
 
@@ -360,7 +365,11 @@ def snapshot_changes(before: dict[str, tuple[int, ...]], after: dict[str, tuple[
         if "__pycache__" not in path:
             return True
         return path.endswith(".pyc") and path in before and path in after
-    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and counts(k))
+    changed = [k for k in set(before) | set(after) if before.get(k) != after.get(k) and counts(k)]
+    relinked = [k for k in changed if len(before.get(k, ())) == 4 and len(after.get(k, ())) == 4
+                and before[k][:3] == after[k][:3]]
+    excused = vouched(relinked, after, lambda path: before.get(path) == after.get(path)) if relinked else set()
+    return sorted(k for k in changed if k not in excused)
 
 
 # glibc's allocator in the evaluator: arrays up to 64 MB come from the heap and freed memory is kept up to 128 MB,

@@ -491,7 +491,12 @@ def content_mode(image: Any) -> Any:
     every such question answered from the header alone (tests/test_redteam_round30.py). A mode PNG cannot hold
     (CMYK, YCbCr, 32-bit) and a grey or RGB image's transparent colour (tRNS) go the same way: grey content stored
     as CMYK went out as RGB where stored as RGB it went out grey, and a tRNS chunk went out as stored
-    (tests/test_review26.py). Lossless against what `png_bytes` wrote before."""
+    (tests/test_review26.py). Lossless against what `png_bytes` wrote before.
+
+    Channels that differ at all are colour: grey content stored as RGB with +-1 chroma noise goes out RGB. Making
+    near-grey RGB grey (channels within 2) hid the colour type (it told such sources 1.00 -> the prior) but is
+    lossy and the grey level keeps the noise: its high-frequency energy still told them apart 0.90-1.00 on
+    X-ray-like pictures (polish round 4). Those differences are the download's pixels, published as they are."""
     from PIL import ImageChops
 
     if image.mode in ("P", "PA"):

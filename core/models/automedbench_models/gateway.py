@@ -10,7 +10,8 @@ forwards to the one provider the run was configured with.
 Every request is forwarded with the real key put in by the harness (the sandbox only holds a dummy one) and to
 the run's model: whatever model a request names (a helper model such as Claude Code's small one, or any other), the
 configured one serves it, so a run's result names the model that did its work; the other names asked for are
-counted (`other_models`). A request whose model cannot be read (no JSON within `parse_bounded`'s limits, or no
+counted (`other_models`). A body longer than MAX_REQUEST_BYTES is refused at once, naming that bound; up to it the
+body is read to pin its model, and one whose model cannot be read (no JSON, over MAX_REQUEST_ITEMS values, or no
 `model` field) is refused with an error naming why. The gateway counts what the run's budgets need from outside:
 model calls (the agent's turns), tokens, cost and the time spent waiting for the model. A call past the turn
 budget or the time limit is refused with an error every client treats as final. Each exchange is kept as a
@@ -51,7 +52,7 @@ from attrs import asdict, define
 from automedbench.api import OUTAGE_AFTER_S
 
 from .providerhealth import PROBE_LIMIT_S, ProviderHealth, probe_answer, transport_error
-from .wiremessages import MAX_PARSED_BYTES, parse_bounded, too_large
+from .wiremessages import parse_bounded, too_large
 
 SOCKET_NAME = "model.sock"
 STOP_NAME = "session.stop"  # made beside the socket when the provider is down: the session script ends the program
@@ -63,7 +64,15 @@ OTHER_NAMES = "(other names)"
 MAX_MODEL_NAME = 200
 OVERLOADED = (b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
               b"connection: close\r\ncontent-length: 0\r\n\r\n")
-MAX_REQUEST_BYTES = 64 << 20  # a long conversation with images stays well below this
+# The one bound on a request's body: larger is refused at once (413), and up to it the body is read to pin its model.
+# A long conversation with images stays below it (the providers' own caps are 20-32 MB of request).
+MAX_REQUEST_BYTES = 64 << 20
+# `{`, `[` and `,` in a request pinned: a bound on the values its parse makes. The worst body stays what it was at the
+# 16 MB parse bound: 16 MB of short strings (3.4 million) took the harness 264 MB to parse and re-serialise, 64 MB
+# with this many 263 MB (4 million: 397 MB). Base64 images are long strings and count nothing.
+MAX_REQUEST_ITEMS = 2_000_000
+TOO_LARGE = (f"over {MAX_REQUEST_BYTES >> 20} MB, or over {MAX_REQUEST_ITEMS:,} objects, arrays and values "
+             f"(`{{`, `[` and `,`)")
 MAX_USAGE_SCAN_BYTES = 16 << 20  # how much of a reply is kept to read its token counts
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "host", "content-length", "accept-encoding"}
@@ -220,9 +229,9 @@ def pin_model(wire: str, method: str, path: str, body: bytes, model: str) -> tup
         return pinned + (f"?{parts.query}" if parts.query else ""), body, asked, ""
     if method != "POST":
         return path, body, "", ""
-    data = parse_bounded(body)
+    data = parse_bounded(body, MAX_REQUEST_BYTES, MAX_REQUEST_ITEMS)
     if not isinstance(data, dict):
-        why = (f"over {MAX_PARSED_BYTES >> 20} MB, or too many objects, for the gateway to read" if too_large(body)
+        why = (f"{TOO_LARGE}, for the gateway to read" if too_large(body, MAX_REQUEST_BYTES, MAX_REQUEST_ITEMS)
                else "no JSON object")
         return path, body, "", (f"automedbench gateway: the request's body cannot be read ({why}), so the model it "
                                 f"names is unknown; this run's model is {model!r}")
@@ -483,7 +492,9 @@ class ModelGateway:
         except ValueError:
             size = -1
         if size < 0 or size > MAX_REQUEST_BYTES:
-            self._reply(handler, 413, refusal_body("automedbench: request too large"))
+            self._reply(handler, 413, refusal_body(f"automedbench gateway: a request's body is at most "
+                                                   f"{MAX_REQUEST_BYTES >> 20} MB ({MAX_REQUEST_BYTES} bytes); "
+                                                   f"this one's length is {str(length)[:40]!r}"))
             return
         body = handler.rfile.read(size) if size else b""
         if len(body) < size:

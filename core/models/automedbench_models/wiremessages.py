@@ -87,21 +87,28 @@ def _cap(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT // 4] + "\n[...]\n" + text[-(MAX_TEXT * 3 // 4):]
 
 
-def too_large(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> bool:
+def too_large(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES, max_items: int | None = None) -> bool:
     """Whether parsing `data` could cost the harness more than it allows: longer than `max_bytes`, or more than
-    MAX_PARSED_CONTAINERS `{` and `[` (an upper bound on the objects and arrays, counted before anything is made)."""
+    MAX_PARSED_CONTAINERS `{` and `[` (an upper bound on the objects and arrays, counted before anything is made),
+    or, given `max_items`, more `{`, `[` and `,` than that (an upper bound on every value the parse makes: what a
+    body longer than MAX_PARSED_BYTES may hold is long strings, not millions of small values)."""
     if len(data) > max_bytes:
         return True
-    if isinstance(data, bytes):
-        return data.count(b"{") + data.count(b"[") > MAX_PARSED_CONTAINERS
-    return data.count("{") + data.count("[") > MAX_PARSED_CONTAINERS
+
+    def count(mark: str) -> int:
+        return data.count(mark.encode()) if isinstance(data, bytes) else data.count(mark)
+
+    containers = count("{") + count("[")
+    if containers > MAX_PARSED_CONTAINERS:
+        return True
+    return max_items is not None and containers + count(",") > max_items
 
 
-def parse_bounded(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES) -> Any:
+def parse_bounded(data: bytes | str, max_bytes: int = MAX_PARSED_BYTES, max_items: int | None = None) -> Any:
     """`data` as JSON, or None when it is not JSON or `too_large`. Every body the sandbox or the provider sends the
     gateway, and every transcript a program wrote, is parsed through this (in the harness's own process), never
     `json.loads` itself."""
-    if too_large(data, max_bytes):
+    if too_large(data, max_bytes, max_items):
         return None
     try:
         return json.loads(data)

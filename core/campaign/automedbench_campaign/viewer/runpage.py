@@ -59,13 +59,25 @@ def _header(data: dict[str, Any]) -> str:
             ("time", f"wall {rt.get('wall_s', 0)} s; agent/model {rt.get('agent_s', 0)} s; tools "
                      f"{rt.get('exec_s', 0)} s; harness {rt.get('harness_s', 0)} s (evaluation {rt.get('eval_s', 0)} s,"
                      f" judge {rt.get('judge_s', 0)} s)"),
-            ("turns", f"{rt.get('turns', 0)} turns, {rt.get('tool_calls', 0)} tool calls")]
+            ("turns", f"{rt.get('turns', 0)} turns, {rt.get('tool_calls', 0)} tool calls"),
+            *([("other models", asked)] if (asked := _other_models(rt.get("other_models"))) else [])]
     kv = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v, 2000)}</dd>" for k, v in rows)
     score = (f'<p>Overall <b>{num(agg.get("overall"))}</b> · Agentic {num(agg.get("agentic"))} · Task '
              f'{num(agg.get("task"))} · <span class="badge {esc(rating)}">rating {esc(rating)}</span> '
              f'<span class="muted">{esc(agg.get("rating_reason", ""), 400)}</span> {" ".join(marks)}</p>')
     return (f"<h1>Run {esc(h.get('run_id', '?'), 100)}</h1>{score}"
             f'<section id="header"><dl class="kv">{kv}</dl></section>')
+
+
+def _other_models(value: Any) -> str:
+    """The model names an installed program asked for besides the run's (`Runtime.other_models`), as `show` says
+    them: each was served by the run's model, so the run stays comparable (not a condition), but a reader comparing
+    runs sees that a helper model's calls were answered by the big one. Anything but names with counts is left out."""
+    if not isinstance(value, dict):
+        return ""
+    named = [f"{name[:200]} ×{count}" for name, count in sorted(value.items())[:50]
+             if isinstance(name, str) and isinstance(count, int) and not isinstance(count, bool) and count > 0]
+    return "asked for by the agent's program, all served by the run's model: " + ", ".join(named) if named else ""
 
 
 def _stages(data: dict[str, Any], anchors: Anchors) -> str:

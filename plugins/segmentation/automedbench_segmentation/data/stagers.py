@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -133,14 +134,43 @@ def _task_digest(task: TaskSpec) -> str:
 GZIP_MTIME = 946_684_800
 
 
+SLAB = 1 << 24  # voxels checked at once by `content_dtype` (its temporaries stay ~100 MB for any volume)
+
+
+def _all(data: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> bool:
+    flat = data.reshape(-1)
+    return all(bool(test(flat[at:at + SLAB]).all()) for at in range(0, flat.size, SLAB))
+
+
+def content_dtype(data: np.ndarray) -> np.dtype:
+    """The dtype a volume's values need, not the one the download stored them in: whole numbers in the smallest of
+    uint8, int16, int32 that holds them, other values float32 when it holds them exactly, else float64. Kept as
+    stored, the dtype said how each case was stored: int16 and float32 volumes of the same values in one download
+    (two sites, two converters) went out int16 and float32 (tests/test_polish4.py). Lossless."""
+    if data.dtype.kind not in "biuf" or data.size == 0:
+        return data.dtype
+    if data.dtype.kind in "biu" or _all(data, lambda part: np.isfinite(part) & (part == np.round(part))):
+        low, high = data.min(), data.max()
+        for kind in (np.uint8, np.int16, np.int32):
+            if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
+                return np.dtype(kind)
+    for kind in (np.float32, np.float64):
+        if _all(data, lambda part, kind=kind: (part.astype(kind) == part) | np.isnan(part)):  # NaN stays NaN
+            return np.dtype(kind)
+    return data.dtype
+
+
 def publish_volume(source: Path, target: Path) -> None:
     """`source` (a NIfTI of the download, or one converted from it) written to `target` again from its voxels:
-    the same values, shape and affine, none of the source's header text (descrip, aux_file, intent_name),
-    extensions or gzip stream, so the published bytes never match the download's."""
+    the same values, shape and affine, in the dtype they need (`content_dtype`), none of the source's header text
+    (descrip, aux_file, intent_name), extensions or gzip stream, so the published bytes never match the
+    download's."""
     image = nib.load(str(source))
     data = np.asanyarray(image.dataobj)
+    dtype = content_dtype(data)
+    data = data.astype(dtype, copy=False)
     out = nib.Nifti1Image(data, image.affine)
-    out.set_data_dtype(data.dtype)
+    out.set_data_dtype(dtype)
     out.header.set_xyzt_units(*image.header.get_xyzt_units())
     raw = out.to_bytes()
     size = Path(source).stat().st_size
