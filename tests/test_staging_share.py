@@ -122,3 +122,5 @@ def test_a_test_runs_sessions_share_the_demos_it_names(tmp_path):
     assert first == second == (staging.task_dir(shared, task) / "private" / "staging.secret").read_bytes()
     alone = _pytest_session(tmp_path, "alone", None)
     assert alone != first
+    script = (Path(__file__).parent.parent / "scripts" / "test.sh").read_text()
+    assert "export AUTOMEDBENCH_TEST_DEMOS=$work/demos" in script  # both tiers' sessions name the same folder
