@@ -155,6 +155,9 @@ export AUTOMEDBENCH_DOCKER_HOLDER_PID=$$
 work=$(mktemp -d -p /var/tmp automedbench-test.XXXXXX 2>/dev/null || mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export AUTOMEDBENCH_DOCKER_STATUS=$work/docker-status
+# the demos staged by the fast tier, copied by the slow one rather than generated again (~14 CPU-s: the test kit's
+# amb_data_root, BENCHMARKS.md "Test time, round 15")
+export AUTOMEDBENCH_TEST_DEMOS=$work/demos
 export AUTOMEDBENCH_DOCKER_WAIT=${AUTOMEDBENCH_DOCKER_TIMEOUT:-2400}
 docker_log=$work/docker-up.log
 docker_t=$(date +%s)

@@ -4,6 +4,7 @@ of it: same files, modes, times, stamp and secret. Roots not registered, and for
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,48 @@ def test_a_changed_spec_is_staged_where_asked_never_shared(tmp_path, shares):
     assert staging.ensure(track, smaller, a).root == staging.task_dir(a, task)  # staged there, by itself
     assert not staging.task_dir(shared, task).exists()
     assert staging.ensure(track, task, b).case_ids and staging.task_dir(shared, task).exists()
+
+
+SESSION_TEST = '''
+import os
+from pathlib import Path
+
+from automedbench import staging
+from automedbench.engine import registry
+
+
+def test_stage(amb_data_root):
+    track, task = registry().task("toy/vowels")
+    secret = staging.ensure(track, task, amb_data_root).root / "private" / "staging.secret"
+    Path(os.environ["SECRET_OUT"]).write_bytes(secret.read_bytes())
+'''
+
+
+def _pytest_session(folder: Path, name: str, shared: Path | None) -> bytes:
+    """One pytest session (no xdist) over SESSION_TEST: the staging secret of its `amb_data_root`'s toy demo."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "AUTOMEDBENCH_TEST_DEMOS", "AUTOMEDBENCH_XDIST"))}
+    env.update(AUTOMEDBENCH_DATA=str(folder / f"data-{name}"), AUTOMEDBENCH_STATE=str(folder / f"state-{name}"),
+               SECRET_OUT=str(folder / f"secret-{name}"))
+    if shared is not None:
+        env["AUTOMEDBENCH_TEST_DEMOS"] = str(shared)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--rootdir", str(folder), "--basetemp", str(folder / f"tmp-{name}"),
+                           str(folder / "test_session.py")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return (folder / f"secret-{name}").read_bytes()
+
+
+def test_a_test_runs_sessions_share_the_demos_it_names(tmp_path):
+    """scripts/test.sh names one folder for both tiers (AUTOMEDBENCH_TEST_DEMOS): the second session copies the
+    demo the first staged (same secret), where sessions without it each generate their own."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["automedbench.testing"]\n')
+    (tmp_path / "test_session.py").write_text(SESSION_TEST)
+    shared = tmp_path / "demos"
+    first, second = (_pytest_session(tmp_path, name, shared) for name in ("fast", "slow"))
+    task = registry().task(TASK)[1]
+    assert first == second == (staging.task_dir(shared, task) / "private" / "staging.secret").read_bytes()
+    alone = _pytest_session(tmp_path, "alone", None)
+    assert alone != first
+    script = (Path(__file__).parent.parent / "scripts" / "test.sh").read_text()
+    assert "export AUTOMEDBENCH_TEST_DEMOS=$work/demos" in script  # both tiers' sessions name the same folder

@@ -306,6 +306,9 @@ def pytest_configure(config: Any) -> None:
 
 
 _SPLIT_FOR = "AUTOMEDBENCH_XDIST_FOLDERS_FOR"
+# a folder the demo stagings of every test session of one test run are shared in (`amb_data_root`), set by the run's
+# script: a demo staged by one session is copied by the next, not generated again (a stale one is staged afresh)
+SHARED_DEMOS_ENV = "AUTOMEDBENCH_TEST_DEMOS"
 
 try:  # fixtures only where pytest is installed (it is a test-time dependency, not a runtime one)
     import pytest
@@ -334,11 +337,14 @@ if pytest is not None:
         first worker to need a demo stages it, the others copy it): every worker generating every demo cost
         ~15 CPU-s a worker."""
         root = tmp_path_factory.mktemp("amb-data")
-        if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = os.environ.get(SHARED_DEMOS_ENV, "")
+        if shared or os.environ.get("PYTEST_XDIST_WORKER"):
             from .staging import share_demos
 
-            # the workers' base folders (popen-gwN) lie in the session's own: the shared staging is this session's
-            share_demos(root, tmp_path_factory.getbasetemp().parent / "amb-demos")
+            # the workers' base folders (popen-gwN) lie in the session's own: the shared staging is this session's,
+            # unless the test run names one for all its sessions (scripts/test.sh: the slow tier copies the demos
+            # the fast tier staged, ~14 CPU-s of generation not repeated)
+            share_demos(root, Path(shared) if shared else tmp_path_factory.getbasetemp().parent / "amb-demos")
         return root
 
     def _run_key_options(options: dict[str, Any]) -> dict[str, Any]:
