@@ -12,6 +12,7 @@ fakes laid out as their installs are.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -181,3 +182,40 @@ def test_the_real_gemini_cli_refuses_command_substitution_and_the_step_says_so(r
     assert [s["exit_code"] for s in steps] == [None, 0], [(s["code"], s["exit_code"], s["stdout"]) for s in steps]
     assert "blocked" in steps[0]["stdout"] and "ok" in steps[1]["stdout"]
 
+
+# ------------------------------------------------------------------ inspect's react agent after the run ended
+
+
+@pytest.mark.slow  # inspect_ai imports in ~10 s
+@pytest.mark.skipif(importlib.util.find_spec("inspect_ai") is None, reason="inspect_ai is not installed")
+def test_the_default_inspect_agent_stops_once_the_run_has_ended(tmp_path):
+    """A model that calls submit_results after every reply: accepted once, the run is scored and ended. Before, the
+    bridge's react agent went on asking the model (every later call refused) for ever; now it stops."""
+    from automedbench_inspect.tasks import automedbench_task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    register_toy_track()
+    write = ("import pathlib\nfor case in pathlib.Path('/data/public').iterdir():\n"
+             "    (pathlib.Path('/workspace/outputs') / case.name).mkdir(parents=True, exist_ok=True)\n"
+             "    (pathlib.Path('/workspace/outputs') / case.name / 'answer.txt').write_text('1')\n")
+    asked = [0]
+
+    def next_output(*_):
+        asked[0] += 1
+        if asked[0] == 1:
+            output = ModelOutput.for_tool_call("mockllm/model", "execute_code", {"language": "python", "code": write})
+        elif asked[0] <= 40:
+            output = ModelOutput.for_tool_call("mockllm/model", "submit_results", {})
+        else:  # the bound of this test: before the fix it never stopped
+            output = ModelOutput.from_content("mockllm/model", "giving up")
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return output
+
+    task = automedbench_task("toy/vowels", out=str(tmp_path / "runs"), data_root=str(tmp_path / "data"))
+    (log,) = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=next_output),
+                          log_dir=str(tmp_path / "logs"), display="none")
+    (sample,) = log.samples
+    score = sample.scores["automedbench_scorer"]
+    assert score.metadata["end_reason"] == "submitted", score.metadata
+    assert asked[0] == 2, asked  # the write, the accepted submit; nothing after the run ended
