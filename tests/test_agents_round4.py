@@ -137,6 +137,25 @@ def test_the_release_is_said_before_the_run_when_untested_and_recorded_either_wa
         assert said == [] and notes == [], (said, notes)
 
 
+def test_a_program_linked_from_a_folder_the_sandbox_does_not_show_is_started_through_its_target(cli, tmp_path):
+    """`uv tool install` (the README's OpenHands install) links ~/.local/bin/NAME into the tool's virtualenv; the
+    sandbox mounts the virtualenv, not the link's folder. Before: `NAME: No such file or directory`, exit 127, the
+    run an agent_failure at once."""
+    program = _venv(tmp_path / "tools" / "mini", "mini_swe_agent", "2.4.6", "mini", STUB)
+    (tmp_path / "local-bin").mkdir()
+    link = tmp_path / "local-bin" / "mini"
+    link.symlink_to(program)
+    out = tmp_path / "runs"
+    cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+        "--agent-option", f"bin={link}", "--agent-option", "base_url=http://127.0.0.1:9", "--time-limit", "90",
+        "--out", out)
+    folder = next(out.glob("*/result.json")).parent
+    events = [json.loads(line) for line in (folder / "trajectory.jsonl").open()]
+    session = next(e for e in events if e["type"] == "tool" and e.get("session"))
+    assert session["exit_code"] == 0, (session["exit_code"], session.get("stderr", "")[-300:])
+    assert str(program) in session["code"] and str(link) not in session["code"]
+
+
 # ------------------------------------------------------------------ Gemini CLI's refusals
 
 

@@ -98,6 +98,15 @@ def missing_bytecode(binary: Path) -> str:
     return ""
 
 
+def reachable_program(binary: Path) -> Path:
+    """The program as the sandbox can start it: a link in a folder the sandbox does not show (`uv tool install` links
+    ~/.local/bin/openhands into the tool's virtualenv) is replaced by the file it points to, whose folders are
+    mounted. Before, such a program ended every run at once: `openhands: No such file or directory` (exit 127)."""
+    where = binary.parent.resolve()
+    shown = [*program_folders(binary), *map(Path, SYSTEM_DIRS)]
+    return binary if any(where == f or f in where.parents for f in shown) else binary.resolve()
+
+
 def _interpreter(script: Path) -> Path | None:
     """The interpreter a `#!` script names (`/usr/bin/env node` is looked up on PATH), or None."""
     try:
@@ -175,7 +184,7 @@ class InstalledAgent(CliAgent):
         self.system = system
         self.address_space_mb = system.address_space_mb
         found = find_binary(system, bin)
-        self.binary = native_program(found)
+        self.binary = reachable_program(native_program(found))
         self.version = installed_version(system, found)
         self.version_note = version_line(system, found, self.version)
         if self.version_note and self.version:  # a hint, not an error: an untested release may well work (a
