@@ -115,7 +115,7 @@ with open(os.path.join(os.environ["AMB_DIR"], "trajectory.json"), "w") as out:
 
 @pytest.mark.parametrize("version", ["9.9.9", SYSTEMS["mini-swe-agent"].tested[-1]])
 def test_the_release_is_said_before_the_run_when_untested_and_recorded_either_way(cli, tmp_path, version):
-    """Before: nothing in the run or on the terminal named the program's release."""
+    """Before: nothing in the run, its result or on the terminal named the program's release."""
     program = _venv(tmp_path / "mini", "mini_swe_agent", version, "mini", STUB)
     out = tmp_path / "runs"
     result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
@@ -129,12 +129,17 @@ def test_the_release_is_said_before_the_run_when_untested_and_recorded_either_wa
     assert f"Running mini-swe-agent {version} inside the sandbox" in session["content"], session
     said = [line for line in result.stderr.splitlines() if "this harness was tested with" in line]
     notes = [e["note"] for e in events if e["type"] == "note" and "this harness was tested with" in e["note"]]
+    record = json.loads((folder / "result.json").read_text())
+    shown = " ".join(cli("show", str(folder)).output.split())
     if version == "9.9.9":
         assert len(said) == 1 and said[0].startswith("mini-swe-agent: mini-swe-agent 9.9.9 is installed;"), \
             result.stderr
         assert notes == said, notes
+        assert record["runtime"]["agent_program"] == "mini-swe-agent 9.9.9 (untested release)", record["runtime"]
     else:
         assert said == [] and notes == [], (said, notes)
+        assert record["runtime"]["agent_program"] == f"mini-swe-agent {version}", record["runtime"]
+    assert f"agent program: {record['runtime']['agent_program']}" in shown, shown
 
 
 def test_a_program_linked_from_a_folder_the_sandbox_does_not_show_is_started_through_its_target(cli, tmp_path):

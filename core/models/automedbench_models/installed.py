@@ -399,6 +399,13 @@ class InstalledAgent(CliAgent):
                 "its answer to the model did; the answer's is recorded")})
         return events
 
+    def program(self) -> str:
+        """The system and its release as the result keeps it, saying when it is not a tested one."""
+        if not self.version:
+            return f"{self.system.title} (release unknown)"
+        tested = "" if self.version in self.system.tested else " (untested release)"
+        return f"{self.system.title} {self.version}{tested}"
+
     def other_models(self) -> dict[str, int]:
         """The model names the program asked the gateway for besides the run's (a helper model), each with how many
         requests; the run's model served them all."""
