@@ -181,12 +181,10 @@ def test_a_command_the_program_refused_to_run_has_no_exit_code():
 
 
 @pytest.mark.slow
-def test_the_real_gemini_cli_refuses_command_substitution_and_the_step_says_so(reg, data_root, tmp_path):
-    """The installed Gemini CLI (skipped when absent): a command with `$(...)` never runs; the step's exit code is
-    unknown and its output is the program's refusal; a plain command after it runs and exits 0."""
-    from automedbench.runner import Run, RunOptions
-    from automedbench.trajectory import read_events
-
+def test_the_real_gemini_cli_refuses_command_substitution_and_the_step_says_so(cli, tmp_path):
+    """The installed Gemini CLI (skipped when absent), through the command line: a command with `$(...)` never
+    runs; the step's exit code is unknown (the terminal says so) and its output is the program's refusal; a plain
+    command after it runs and exits 0."""
     sys.path.insert(0, str(Path(__file__).parent))
     from scripted_model_server import ScriptedModelServer, Step, steps_script
 
@@ -194,17 +192,20 @@ def test_the_real_gemini_cli_refuses_command_substitution_and_the_step_says_so(r
         binary = find_binary(SYSTEMS["gemini-cli"])
     except UserError as exc:
         pytest.skip(str(exc))
-    register_toy_track()
     script = steps_script([Step("Substitute.", "echo $(echo inner) > /workspace/sub.txt"), Step("Plain.", "echo ok")])
+    out = tmp_path / "runs"
     with ScriptedModelServer(script) as server:
-        options = {"bin": str(binary), "base_url": server.url, "api_key_env": "none", "model": "scripted"}
-        runner = Run(RunOptions("toy/vowels", "lite", "gemini-cli", out=tmp_path / "runs", data_root=data_root,
-                                agent_options=options, keep_workspace=True), reg)
-        runner.execute()
-    steps = [e for e in read_events(runner.run_dir / "trajectory.jsonl")
+        result = cli("run", "--task", "toy/vowels", "--agent", "gemini-cli", "--agent-option", f"bin={binary}",
+                     "--agent-option", f"base_url={server.url}", "--agent-option", "api_key_env=none",
+                     "--agent-option", "model=scripted", "--out", out)
+    folder = next(out.glob("*/result.json")).parent
+    steps = [e for e in (json.loads(line) for line in (folder / "trajectory.jsonl").open())
              if e["type"] == "tool" and e.get("observed_by") == "gateway"]
     assert [s["exit_code"] for s in steps] == [None, 0], [(s["code"], s["exit_code"], s["stdout"]) for s in steps]
     assert "blocked" in steps[0]["stdout"] and "ok" in steps[1]["stdout"]
+    lines = result.output.splitlines()
+    at = next(n for n, line in enumerate(lines) if "execute_code  Substitute." in line)
+    assert lines[at + 1].strip().startswith("exit code unknown"), lines[at:at + 3]
 
 
 # ------------------------------------------------------------------ inspect's react agent after the run ended
