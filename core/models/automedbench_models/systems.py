@@ -104,8 +104,9 @@ def _gemini(v: dict[str, str]) -> str:
 
 
 def _qwen(v: dict[str, str]) -> str:
+    # 0.24 warns on every start that YOLO runs "with no sandbox": the harness's sandbox is around it
     return (f'export OPENAI_API_KEY="$AMB_KEY" OPENAI_BASE_URL="$AMB_URL" OPENAI_MODEL={v["model"]} '
-            'QWEN_CODE_NO_RELAUNCH=true\n'
+            'QWEN_CODE_NO_RELAUNCH=true QWEN_CODE_SUPPRESS_YOLO_WARNING=1\n'
             f'{v["bin"]} -p "$(cat "$AMB_DIR/prompt.md")" --output-format stream-json --yolo --auth-type openai '
             f'-m {v["model"]} --max-session-turns {v["turns"]} {v["args"]} < /dev/null')
 
