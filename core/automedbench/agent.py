@@ -134,6 +134,11 @@ class Agent(ABC):
         over, for the result (`Runtime.other_models`), so a reader sees helper-model calls. Default none."""
         return {}
 
+    def program(self) -> str:
+        """The agent's own program and its release (an installed system's `Codex CLI 0.171.0`), for the result
+        (`Runtime.agent_program`): which release made a run. Default none."""
+        return ""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients and processes."""
 
@@ -208,6 +213,18 @@ def other_models(agent: Agent) -> dict[str, int]:
         if isinstance(name, str) and type(count) is int and 0 < count <= MAX_REPLY_TOKENS:
             out[name[:MAX_MODEL_NAME]] = out.get(name[:MAX_MODEL_NAME], 0) + count
     return out
+
+
+def agent_program(agent: Agent) -> str:
+    """`agent.program()` as a result can hold: one line of printable text, 200 characters at most; anything else a
+    plugin returns, or its failure, is left out."""
+    try:
+        named = agent.program()
+    except Exception:
+        return ""
+    if not isinstance(named, str):
+        return ""
+    return " ".join(named.split())[:MAX_MODEL_NAME] if named.isprintable() else ""
 
 
 def _shown(value: Any) -> str:

@@ -198,6 +198,8 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
                 ticker.start(f"turn {event['turn']}: {', '.join(event['tools'])} running")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
             console.print(f"[dim]          exit {event['exit_code']} in {event.get('duration_s') or 0:.2f}s[/]")
+        elif event["kind"] == "tool" and event.get("observed"):  # a program's step whose answer gave no exit code
+            console.print("[dim]          exit code unknown (refused by the program, still running, or disputed)[/]")
         elif event["kind"] == "phase":  # scoring real volumes or an LLM judge can take minutes: say so
             console.print("[dim]scoring " + (f"{event['cases']} case(s) in the isolated evaluator…[/]"
                           if event["phase"] == "evaluate" else f"S1–S3 with the {escape(event['judge'])} judge…[/]"))

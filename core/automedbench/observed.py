@@ -137,7 +137,7 @@ class ObservedSteps:
                 for event in events:  # a one-case output is copied now, contract-checked after the run
                     self.pilots.note(event)
         for event in events:
-            self._tell({"kind": "tool", "turn": event["turn"], "name": "execute_code",
+            self._tell({"kind": "tool", "turn": event["turn"], "name": "execute_code", "observed": True,
                         "exit_code": event["exit_code"], "duration_s": event["duration_s"]})
         return events
 

@@ -488,6 +488,8 @@ class Runtime:
     # model names the agent's own program asked for besides the configured model, with how many requests each; the
     # configured model served them all (an installed agent's gateway pins every request to it)
     other_models: dict[str, int] = Factory(dict)
+    # the agent's own program and its release (an installed system's `Codex CLI 0.171.0`), or ''
+    agent_program: str = ""
 
 
 @define

@@ -59,6 +59,8 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
         console.print(f"agent: {rt.tokens_in} in / {rt.tokens_out} out tokens, ${rt.cost_usd:.4f}   "
                       f"judge: ${rt.judge_cost_usd:.4f}{judge_tokens}")
+    if rt.agent_program:  # which release of an installed system made the run
+        console.print(f"agent program: {escape(rt.agent_program)}", soft_wrap=True)
     if rt.other_models:  # helper-model calls (or any other name) the configured model answered
         named = ", ".join(f"{name} ×{count}" for name, count in sorted(rt.other_models.items()))
         console.print("the agent's program also asked for other models, all served by the run's: " + escape(named),

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import attempts, errors, interrupt, plan_artefacts, staging, steptimer
-from .agent import TOOLS, Agent, AgentContext, other_models
+from .agent import TOOLS, Agent, AgentContext, agent_program, other_models
 from .brief import KICKOFF, render_brief
 from .conversation import AgentLoop, Conversation
 from .evaluator import (
@@ -496,6 +496,7 @@ class Run:
                 st.isolation.distrust("the tripwire's event queue overflowed: opens of references may have gone unseen")
             tripwire.close()
             st.runtime.other_models = other_models(agent)  # the agent phase is over: its counts are final
+            st.runtime.agent_program = agent_program(agent)
             agent.close()
             steptimer.add(st.runtime, "sandbox_close", time.monotonic() - t_close)
             st.runtime.agent_s = round(st.runtime.agent_s, 3)

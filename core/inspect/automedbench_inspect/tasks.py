@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 from inspect_ai import Task, task
-from inspect_ai.agent import as_solver, react
+from inspect_ai.agent import AgentState, as_solver, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
@@ -114,10 +114,17 @@ def inspect_tools() -> list[Tool]:
     return [bash(), python(), submit_results()]
 
 
+async def run_still_open(state: AgentState) -> bool:
+    """react's loop goes on while the model calls tools and the run is open. Once the run has ended (its submission
+    accepted, a limit) every later call is refused: a model that kept calling tools kept inspect going for ever,
+    the run long scored (measured: 10 min, 50% of a core, until killed)."""
+    return bool(state.output.message.tool_calls) and not _run_sandbox().channel.done.is_set()
+
+
 @solver
 def automedbench_agent() -> Solver:
-    """inspect's react agent with the run's tools; it ends when the model stops calling tools."""
-    return as_solver(react(tools=automedbench_tools(), submit=False))
+    """inspect's react agent with the run's tools; it ends when the model stops calling tools or the run ends."""
+    return as_solver(react(tools=automedbench_tools(), submit=False, on_continue=run_still_open))
 
 
 # ---------------------------------------------------------------- replaying a scripted AutoMedBench agent
@@ -168,7 +175,8 @@ def replay(agent: str = "reference") -> Solver:
             return output
 
         model = get_model("mockllm/model", custom_outputs=next_output)
-        return await as_solver(react(tools=inspect_tools(), model=model, submit=False))(state, generate)
+        return await as_solver(react(tools=inspect_tools(), model=model, submit=False,
+                                           on_continue=run_still_open))(state, generate)
 
     return solve
 

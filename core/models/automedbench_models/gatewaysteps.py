@@ -75,7 +75,8 @@ CODEX_HEADER = re.compile(r"(?:Chunk ID|Wall time|Process exited with code|Proce
 def _gemini(code: str, text: str) -> tuple[int | None, str]:
     """Gemini CLI / Qwen Code `run_shell_command`: [Command: … Directory: …] Output: … then trailer lines in a
     fixed order (Error, Exit Code — left out on success by Gemini CLI —, Signal, Background PIDs, Process Group
-    PGID), read from the end: the program appends them after whatever the command printed."""
+    PGID), read from the end: the program appends them after whatever the command printed. An answer with none of
+    that frame is the program's own refusal: the command never ran, its exit code is unknown."""
     body = text.strip()
     if body.startswith("<untrusted_context>") and body.endswith("</untrusted_context>"):
         body = body[len("<untrusted_context>"):-len("</untrusted_context>")].strip("\n")
@@ -94,6 +95,10 @@ def _gemini(code: str, text: str) -> tuple[int | None, str]:
         fields[name] = value
         at -= 1
     exit_code: int | None = 0
+    if not fields and not body.startswith("Output:"):
+        # no frame at all: the program answered instead of running it (Gemini CLI 0.61 refuses any command with
+        # `$(`, a backtick or `<(` this way), so no exit code; it was recorded as a success
+        return None, body
     if "Exit Code" in fields:
         exit_code = int(fields["Exit Code"]) if re.fullmatch(r"-?\d+", fields["Exit Code"]) else None
     elif fields.get("Signal", "(none)") not in ("(none)", "0") or fields.get("Error", "(none)") != "(none)":

@@ -41,6 +41,7 @@ from .cli_agent import CLI_DIR, CliAgent, CliAgentSpec, session_exit_code, stop_
 from .gateway import RELAY, SOCKET_NAME, STOP_NAME, ModelGateway
 from .gatewaysteps import StepLedger
 from .pricing import price_table
+from .programversion import installed_version, version_line
 from .systems import AgentSystem
 from .transcripts import MAX_TRANSCRIPT_BYTES, PARSERS, Transcript
 
@@ -95,6 +96,15 @@ def missing_bytecode(binary: Path) -> str:
         if next(site.glob("*/__pycache__/*.pyc"), None) is None and next(site.glob("*/*.py"), None) is not None:
             return f"{binary.parent / 'python'} -m compileall -q {site}"
     return ""
+
+
+def reachable_program(binary: Path) -> Path:
+    """The program as the sandbox can start it: a link in a folder the sandbox does not show (`uv tool install` links
+    ~/.local/bin/openhands into the tool's virtualenv) is replaced by the file it points to, whose folders are
+    mounted. Before, such a program ended every run at once: `openhands: No such file or directory` (exit 127)."""
+    where = binary.parent.resolve()
+    shown = [*program_folders(binary), *map(Path, SYSTEM_DIRS)]
+    return binary if any(where == f or f in where.parents for f in shown) else binary.resolve()
 
 
 def _interpreter(script: Path) -> Path | None:
@@ -173,7 +183,12 @@ class InstalledAgent(CliAgent):
         self.outage_after = outage_after_seconds(outage_after, system.name)
         self.system = system
         self.address_space_mb = system.address_space_mb
-        self.binary = native_program(find_binary(system, bin))
+        found = find_binary(system, bin)
+        self.binary = reachable_program(native_program(found))
+        self.version = installed_version(system, found)
+        self.version_note = version_line(system, found, self.version)
+        if self.version_note and self.version:  # a hint, not an error: an untested release may well work (a
+            print(self.version_note, file=sys.stderr)  # release it cannot tell, a wrapper's, is only the run's note)
         compile_it = missing_bytecode(self.binary)
         if compile_it:  # a hint, not an error: the run works, only each start is slower
             print(f"{system.name}: its virtualenv holds no compiled bytecode, so every run compiles what it imports "
@@ -305,7 +320,8 @@ class InstalledAgent(CliAgent):
         self.turn += 1
         if self.turn == 1:
             args = json.dumps({"language": "bash", "code": self.script()})
-            return AgentTurn(f"Running {self.system.title} inside the sandbox with the brief (model {self.model}).",
+            title = f"{self.system.title} {self.version}" if self.version else self.system.title
+            return AgentTurn(f"Running {title} inside the sandbox with the brief (model {self.model}).",
                              [ToolCall("cli_run", "execute_code", args)], finish_reason="cli")
         if self.turn == 2:  # the answer to the session call; later answers are the harness's submit
             self.exit_code = session_exit_code(messages)
@@ -351,6 +367,7 @@ class InstalledAgent(CliAgent):
         check = self._compare_transcript(self.transcript)
         gateway = self.gateway.totals() if self.gateway is not None else {}
         summary = {"type": "model_gateway", "turn": 1, "system": self.system.name, "model": self.model, **gateway,
+                   "program": {"version": self.version, "tested": list(self.system.tested)},
                    "other_models": self.other_models(),
                    "observed": self.ledger.summary() if self.ledger is not None else {},
                    "watch_errors": self.gateway.watch_errors if self.gateway is not None else [],
@@ -360,6 +377,8 @@ class InstalledAgent(CliAgent):
                                 "unreadable_lines": self.transcript.skipped_lines, **check},
                    "records": self.gateway.records()[:500] if self.gateway is not None else []}
         events: list[dict[str, Any]] = [summary]
+        if self.version_note:  # which release made this run, beside the run's own record
+            events.append({"type": "note", "turn": 1, "note": self.version_note})
         events += [e for e in self.transcript.events if e["type"] == "cli_error"][:50]
         if self.gateway is not None and not gateway.get("calls"):
             # a program stuck before its first request ended as a bare time limit, with nothing naming it
@@ -379,6 +398,13 @@ class InstalledAgent(CliAgent):
                 f"the program's transcript gives {len(check['exit_disagreements'])} step(s) another exit code than "
                 "its answer to the model did; the answer's is recorded")})
         return events
+
+    def program(self) -> str:
+        """The system and its release as the result keeps it, saying when it is not a tested one."""
+        if not self.version:
+            return f"{self.system.title} (release unknown)"
+        tested = "" if self.version in self.system.tested else " (untested release)"
+        return f"{self.system.title} {self.version}{tested}"
 
     def other_models(self) -> dict[str, int]:
         """The model names the program asked the gateway for besides the run's (a helper model), each with how many

@@ -42,6 +42,7 @@ class AgentSystem:
     start: Callable[[dict[str, str]], str]  # bash that starts it; sees {bin} {model} {turns} {wire_api} ...
     address_space_mb: int = 0  # Node reserves ~10 GB of address space per WebAssembly memory (Agent.address_space_mb)
     python: str = "python3"  # the interpreter a private virtualenv is made with (OpenHands needs 3.12 or later)
+    tested: tuple[str, ...] = ()  # the releases this harness was run against (README's table), oldest first
 
     def private_binary(self) -> Path:
         folder = agents_home() / self.name
@@ -52,6 +53,13 @@ class AgentSystem:
         if self.kind == "npm":
             return f"npm install --prefix {folder} {self.package}"
         return f"{self.python} -m venv {folder} && {folder}/bin/pip install {self.package}"
+
+    def pinned_install(self) -> str:
+        """The private install of the newest tested release."""
+        if not self.tested:
+            return self.private_install()
+        pin = "@" if self.kind == "npm" else "=="
+        return self.private_install().removesuffix(self.package) + f"{self.package}{pin}{self.tested[-1]}"
 
     def options(self) -> tuple[str, ...]:
         """The --agent-option names this system takes: the common ones, then those only some systems read (a name
@@ -96,8 +104,9 @@ def _gemini(v: dict[str, str]) -> str:
 
 
 def _qwen(v: dict[str, str]) -> str:
+    # 0.24 warns on every start that YOLO runs "with no sandbox": the harness's sandbox is around it
     return (f'export OPENAI_API_KEY="$AMB_KEY" OPENAI_BASE_URL="$AMB_URL" OPENAI_MODEL={v["model"]} '
-            'QWEN_CODE_NO_RELAUNCH=true\n'
+            'QWEN_CODE_NO_RELAUNCH=true QWEN_CODE_SUPPRESS_YOLO_WARNING=1\n'
             f'{v["bin"]} -p "$(cat "$AMB_DIR/prompt.md")" --output-format stream-json --yolo --auth-type openai '
             f'-m {v["model"]} --max-session-turns {v["turns"]} {v["args"]} < /dev/null')
 
@@ -122,22 +131,24 @@ def _mini(v: dict[str, str]) -> str:
 SYSTEMS: dict[str, AgentSystem] = {s.name: s for s in (
     AgentSystem("claude-code", "Claude Code", "claude", "npm install -g @anthropic-ai/claude-code", "npm",
                 "@anthropic-ai/claude-code", "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
-                "claude-sonnet-4-5", "transcript.jsonl", "claude-stream-json", _claude),
+                "claude-sonnet-4-5", "transcript.jsonl", "claude-stream-json", _claude,
+                tested=("2.1.197", "2.1.337")),
     AgentSystem("codex", "Codex CLI", "codex", "npm install -g @openai/codex", "npm", "@openai/codex",
                 "openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "transcript.jsonl",
-                "codex-json", _codex),
+                "codex-json", _codex, tested=("0.171.0",)),
     AgentSystem("gemini-cli", "Gemini CLI", "gemini", "npm install -g @google/gemini-cli", "npm",
                 "@google/gemini-cli", "gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY",
-                "gemini-2.5-pro", "transcript.jsonl", "gemini-stream-json", _gemini, NODE_ADDRESS_SPACE_MB),
+                "gemini-2.5-pro", "transcript.jsonl", "gemini-stream-json", _gemini, NODE_ADDRESS_SPACE_MB,
+                tested=("0.61.0",)),
     AgentSystem("qwen-code", "Qwen Code", "qwen", "npm install -g @qwen-code/qwen-code", "npm",
                 "@qwen-code/qwen-code", "openai", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
                 "DASHSCOPE_API_KEY", "qwen3-coder-plus", "transcript.jsonl", "qwen-stream-json", _qwen,
-                NODE_ADDRESS_SPACE_MB),
+                NODE_ADDRESS_SPACE_MB, tested=("0.15.10", "0.24.4")),
     AgentSystem("openhands", "OpenHands (headless)", "openhands",
                 "uv tool install --compile-bytecode openhands --python 3.12", "pypi", "openhands", "provider",
                 "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "transcript.jsonl", "openhands-json",
-                _openhands, python="python3.12"),
+                _openhands, python="python3.12", tested=("1.16.0",)),
     AgentSystem("mini-swe-agent", "mini-swe-agent", "mini", "pip install mini-swe-agent", "pypi", "mini-swe-agent",
                 "provider", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-5", "trajectory.json",
-                "mini-trajectory", _mini),
+                "mini-trajectory", _mini, tested=("2.4.6",)),
 )}
