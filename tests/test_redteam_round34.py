@@ -49,9 +49,11 @@ from automedbench.testing import StepsAgent, register_agent, register_toy_track,
 from automedbench.tripwire import DECOYS
 from test_agent_bytes_runs import SOLVE, TASK
 
-# the victim's first call: says it is in its agent phase (its tripwire armed), then stays there a while
+# the victim's first call: says it is in its agent phase (its tripwire armed), then stays there a while: long enough
+# for the neighbour's plain call to start and walk on a loaded machine (at 8 s, under a CI run and seven other test
+# sessions, the walk came after the victim's agent phase; the sleep costs no CPU)
 VICTIM_WAITS = ("import os, pathlib, time\npathlib.Path(os.environ['WORKSPACE_DIR'], 'ready').write_text('1')\n"
-                "time.sleep(8)\n")
+                "time.sleep(25)\n")
 # the neighbour's plain call: once the victim is in its agent phase, opens every file below the victim's runs
 # folder and the harness state folder (where a `find /` would find them), and names those it read
 NEIGHBOUR_READS = r"""
