@@ -42,3 +42,21 @@ def test_a_plain_run_reads_its_data_when_docker_config_names_the_data_root(reg, 
     result, _ = run_task(TASK, StepsAgent.name, out=tmp_path / "runs", data_root=data_root, sandbox="local-plain",
                          agent_options={"steps": [["python", SOLVE]]})
     assert result.state == "scored" and result.task.strict == 1.0
+
+
+@pytest.mark.parametrize("value, stored", [(2**53 + 1, "int64"), (2**64 - 1, "uint64"), (2**31 + 3, "uint32")])
+def test_published_whole_numbers_beyond_int32_keep_their_values(tmp_path, value, stored):
+    """polish4's `publish_volume` writes each volume in the dtype its values need. Whole numbers beyond int32 went
+    to the float test, where float32 compared equal after numpy's float64 promotion: 2**53 + 1 (int64) and
+    2**64 - 1 (uint64) were published as float32 and read back changed. They keep the stored dtype now."""
+    nib = pytest.importorskip("nibabel")
+    np = pytest.importorskip("numpy")
+    from automedbench_segmentation.data.stagers import publish_volume
+
+    data = np.array([[[0, 1], [2, value]]], dtype=stored)
+    source, target = tmp_path / "in.nii.gz", tmp_path / "out.nii.gz"
+    nib.save(nib.Nifti1Image(data, np.eye(4), dtype=data.dtype), str(source))
+    publish_volume(source, target)
+    back = np.asanyarray(nib.load(str(target)).dataobj)
+    assert back.dtype.kind in "iu", back.dtype
+    assert [int(v) for v in back.reshape(-1)] == [int(v) for v in data.reshape(-1)]
