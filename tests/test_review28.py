@@ -60,3 +60,19 @@ def test_published_whole_numbers_beyond_int32_keep_their_values(tmp_path, value,
     back = np.asanyarray(nib.load(str(target)).dataobj)
     assert back.dtype.kind in "iu", back.dtype
     assert [int(v) for v in back.reshape(-1)] == [int(v) for v in data.reshape(-1)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or not local.pid_namespace_prefix(),
+                    reason="a local-plain run as root (unshare)")
+def test_a_plain_call_on_a_host_of_many_users_starts(reg, data_root, tmp_path, monkeypatch):
+    """As root, every user's ~/.ray and ~/.docker were named in the call's one-argument spec whether they existed or
+    not: 6000 accounts (a shared cluster's passwd) made it over Linux's 128 KB bound on one argument, and no call
+    could start (E2BIG). Only those that exist are named now (a missing one cannot be covered anyway)."""
+    register_toy_track()
+    register_agent(StepsAgent, reg)
+    homes = [str(tmp_path / "homes" / f"user{i:05d}") for i in range(6000)]
+    monkeypatch.setattr(local, "user_homes", lambda: homes)
+    result, _ = run_task(TASK, StepsAgent.name, out=tmp_path / "runs", data_root=data_root, sandbox="local-plain",
+                         agent_options={"steps": [["python", SOLVE]]})
+    assert (result.state, result.error, result.task.strict) == ("scored", None, 1.0)
+    assert len(local.plain_spec(tmp_path)) < 128 << 10

@@ -146,11 +146,15 @@ def service_credentials(keep: Iterable[Path | str] = ()) -> list[str]:
 
     A variable naming a folder that holds the harness's own Python or anything in `keep` (what the call is given:
     its data, the track's assets, the agent's program) is left shown: covered, the call lost it too (DOCKER_CONFIG
-    set to the data root: an empty DATA_DIR, Task 0.0 for the harness's setting, tests/test_review28.py)."""
+    set to the data root: an empty DATA_DIR, Task 0.0 for the harness's setting, tests/test_review28.py).
+
+    Only those that exist are named (`plainns` covers no other): as root, every account's two folders went into the
+    call's one-argument spec, and 6000 accounts took it past Linux's 128 KB bound on one argument (no call started)."""
     needed = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), *map(os.path.realpath, keep)}
     named = [os.path.realpath(os.environ[v]) for v in CREDENTIAL_ENV if os.environ.get(v, "").startswith("/")]
-    return [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
-            *(path for path in named if all(os.path.commonpath([path, need]) != path for need in needed))]
+    found = [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
+             *(path for path in named if all(os.path.commonpath([path, need]) != path for need in needed))]
+    return [path for path in found if os.path.lexists(path)]
 
 
 def plain_spec(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()) -> str:
