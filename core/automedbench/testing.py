@@ -172,10 +172,17 @@ def evaluate_frozen(task_id: str, outputs: Path, *, data_root: Path, work: Path,
     """The evaluation of a folder of outputs in this process: frozen into `work/submission` as a run's outputs
     are, then checked and scored by the track (its grade requests left unanswered): for metric tests."""
     from .engine import ensure_staged as ensure
-    from .engine import evaluate, freeze
 
     track, task = load_task(task_id)
-    staged = ensure(track, task, data_root)
+    return evaluate_staged(track, task, ensure(track, task, data_root), outputs, work, eval_options)
+
+
+def evaluate_staged(track: Track, task: TaskSpec, staged: StagedData, outputs: Path, work: Path,
+                    eval_options: dict[str, str] | None = None) -> Evaluation:
+    """`evaluate_frozen` for a staging a test made itself (a task evolved, a track's stager given a generated
+    download): a track's tests reach the freeze and the evaluator through this kit, never the engine."""
+    from .engine import evaluate, freeze
+
     manifest = freeze(outputs, work / "submission", submitted=True)
     return evaluate(track, task, staged, work / "submission", manifest, dict(eval_options or {}))
 
@@ -270,7 +277,7 @@ def item_values(result: Result) -> dict[str, float | None]:
 
 
 __all__ = sorted({*FROM_TESTKIT, "RulesGrading", "ensure_staged", "evaluate_frozen", "evaluate_outputs",
-                  "fresh_registry", "grade_by_rules", "grade_requests", "item_values", "load_task",
+                  "evaluate_staged", "fresh_registry", "grade_by_rules", "grade_requests", "item_values", "load_task",
                   "pytest_configure", "register_toy_track", "render_task_brief", "rubric_problems", "run_cli",
                   "run_steps", "run_task", "stage_from_folder", "stage_scores", "stage_task",
                   "warm_evaluator_installed"})

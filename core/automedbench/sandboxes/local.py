@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 
 from .. import sandboxcall
@@ -136,34 +137,41 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
-def service_credentials() -> list[str]:
+def service_credentials(keep: Iterable[Path | str] = ()) -> list[str]:
     """What a plain call covers of the credentials of the services the harness drives over the network it shares:
     every home's ~/.ray and ~/.docker, and the files RAY_AUTH_TOKEN_PATH, DOCKER_CERT_PATH and DOCKER_CONFIG name.
     Ray 2.60's local instance asks for a token it keeps in ~/.ray/auth_token (0644): with it a plain agent joined
     the sweep's local cluster (`--executor ray`) as a node of its own and ran a task on the head, outside its
-    namespace (the harness key read); a docker engine on TCP takes the TLS key in ~/.docker the same way."""
-    pythons = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    namespace (the harness key read); a docker engine on TCP takes the TLS key in ~/.docker the same way.
+
+    A variable naming a folder that holds the harness's own Python or anything in `keep` (what the call is given:
+    its data, the track's assets, the agent's program) is left shown: covered, the call lost it too (DOCKER_CONFIG
+    set to the data root: an empty DATA_DIR, Task 0.0 for the harness's setting, tests/test_review28.py).
+
+    Only those that exist are named (`plainns` covers no other): as root, every account's two folders went into the
+    call's one-argument spec, and 6000 accounts took it past Linux's 128 KB bound on one argument (no call started)."""
+    needed = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), *map(os.path.realpath, keep)}
     named = [os.path.realpath(os.environ[v]) for v in CREDENTIAL_ENV if os.environ.get(v, "").startswith("/")]
-    # a variable naming a folder the harness's own Python lies in (a home, "/") would hide the harness from the call
-    return [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
-            *(path for path in named if all(os.path.commonpath([path, python]) != path for python in pythons))]
+    found = [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
+             *(path for path in named if all(os.path.commonpath([path, need]) != path for need in needed))]
+    return [path for path in found if os.path.lexists(path)]
 
 
-def plain_spec(workspace: Path, keyctl: int = 0) -> str:
+def plain_spec(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()) -> str:
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see (the harness's
-    state, its reservations, the credentials of the services it drives); with `keyctl` (the syscall's number) it
-    joins a fresh session keyring."""
-    hide = [*map(str, known_state_dirs()), str(ledger_dir()), *service_credentials()]
+    state, its reservations, the credentials of the services it drives, unless they hold a folder of `keep`); with
+    `keyctl` (the syscall's number) it joins a fresh session keyring."""
+    hide = [*map(str, known_state_dirs()), str(ledger_dir()), *service_credentials([workspace, *keep])]
     return json.dumps({"workspace": str(workspace), "hide": hide,
                        "keyctl": keyctl,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
-def plain_prefix(workspace: Path, keyctl: int = 0) -> tuple[str, ...]:
+def plain_prefix(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()) -> tuple[str, ...]:
     """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
     `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
-    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__, plain_spec(workspace, keyctl),
-            "--")
+    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__,
+            plain_spec(workspace, keyctl, keep), "--")
 
 
 @functools.lru_cache(maxsize=4)
@@ -374,7 +382,10 @@ class LocalSession(SandboxSession):
         else:
             # plainns joins the fresh session keyring (a syscall the shell below cannot make)
             keyctl = _keyctl_number() if self._keyring is not None else 0
-            argv, popen_env, cwd = [*plain_prefix(self.spec.workspace, keyctl), *runner], env, self.spec.workspace
+            # what the call reads: a credential variable naming a folder that holds one of them leaves it shown
+            given = [self.spec.public, *([self.spec.assets] if self.spec.assets is not None else []), *self.spec.tools]
+            argv = [*plain_prefix(self.spec.workspace, keyctl, given), *runner]
+            popen_env, cwd = env, self.spec.workspace
         limit = (self.spec.address_space_mb or self.spec.memory_mb) * 1024 * 1024
         pids, memory = self.pids, self.memory
         # the session keyring is swapped here only for bubblewrap without the seccomp filter (under it no keyring

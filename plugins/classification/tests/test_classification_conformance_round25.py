@@ -25,8 +25,7 @@ from pathlib import Path
 import attrs
 import classification_layouts as layouts
 import pytest
-from automedbench.engine import evaluate, freeze
-from automedbench.testing import load_task
+from automedbench.testing import evaluate_staged, load_task
 from automedbench_classification import contract
 from automedbench_classification.data.staged import read_label
 
@@ -117,8 +116,7 @@ def test_generated_submissions_score_as_the_release(tmp_path, release_id):
     rng = random.Random(release_id)
     for n in range(12):
         read = _submission(rng, tmp_path / f"out{n}", truth, classes, abbreviations)
-        manifest = freeze(tmp_path / f"out{n}", tmp_path / f"frozen{n}", submitted=True)
-        result = evaluate(track, task, staged, tmp_path / f"frozen{n}", manifest, {})
+        result = evaluate_staged(track, task, staged, tmp_path / f"out{n}", tmp_path / f"work{n}")
         assert result.metric.partial == pytest.approx(release_value(truth, read, task.params["score_metric"]),
                                                       abs=1e-12)
         valid = {v.case_id: v.valid for v in result.cases}

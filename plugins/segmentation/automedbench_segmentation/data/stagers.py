@@ -154,6 +154,8 @@ def content_dtype(data: np.ndarray) -> np.dtype:
         for kind in (np.uint8, np.int16, np.int32):
             if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
                 return np.dtype(kind)
+        if data.dtype.kind in "biu":  # beyond int32: as stored (float32 compared equal to 2**53 + 1 after numpy's
+            return data.dtype  # float64 promotion and rounded it; tests/test_review28.py)
     for kind in (np.float32, np.float64):
         if _all(data, lambda part, kind=kind: (part.astype(kind) == part) | np.isnan(part)):  # NaN stays NaN
             return np.dtype(kind)
@@ -169,8 +171,7 @@ def publish_volume(source: Path, target: Path) -> None:
     data = np.asanyarray(image.dataobj)
     dtype = content_dtype(data)
     data = data.astype(dtype, copy=False)
-    out = nib.Nifti1Image(data, image.affine)
-    out.set_data_dtype(dtype)
+    out = nib.Nifti1Image(data, image.affine, dtype=dtype)  # named: nibabel refuses int64 data otherwise
     out.header.set_xyzt_units(*image.header.get_xyzt_units())
     raw = out.to_bytes()
     size = Path(source).stat().st_size
