@@ -1,0 +1,116 @@
+"""The agent systems people run, round 5: a Qwen Code toy run whose every command saw no /workspace.
+
+One of four identical runs (agents4, Qwen Code 0.24.4 against the scripted loopback model) scored F: each command
+the program ran found neither /workspace nor /data/public, on a read-only root. Nothing crossed runs: the run's
+own record says `sandbox local-plain` and its brief named the host's paths, because bubblewrap's start-up probe
+had failed once and the run fell back to the unisolated sandbox (whose calls keep the host's root, read-only but
+the workspace; the scripted model used the container paths). The probe bound the host's whole root, and other
+runs' workspaces are mounts below it: one unmounted and removed while bubblewrap remounted its copy read-only
+fails the probe ("Unable to apply mount flags: remount ...: No such file or directory", reproduced here under a
+mount churn, ~1 in 400). The probe now mounts what a call mounts, asks again before it believes a failure, and the
+fallback's warning says what bubblewrap answered. Fake programs throughout; real bubblewrap only where
+installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+import test_cli_newuser
+from automedbench.sandboxes import local
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner, errors as a pipe sees them), shared
+RACE = ('bwrap: Can\'t bind mount /oldroot/ on /newroot/: Unable to apply mount flags: remount '
+        '"/newroot/var/tmp/other-run/workspace": No such file or directory')
+
+
+def fake_bwrap(folder: Path, fail_first: int, always: bool = False) -> Path:
+    """A `bwrap` that logs each call's arguments, fails as the mount race does when told to bind the host's whole
+    root (`--ro-bind / /`), on its first `fail_first` calls, or always; else exits 0."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log, message, program = folder / "calls.log", folder / "race.txt", folder / "bwrap"
+    message.write_text(RACE + "\n")
+    again = "race" if always else f'[ "$(wc -l < {log})" -gt {fail_first} ] || race'
+    program.write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+race() {{ cat {message} >&2; exit 1; }}
+case " $* " in *" --ro-bind / / "*) race;; esac
+{again}
+exit 0
+""")
+    program.chmod(0o755)
+    return program
+
+
+@pytest.fixture
+def probe_afresh():
+    """The probe's answer is kept per process: each test asks anew, and leaves no fake answer behind."""
+    local._bwrap_probe.cache_clear()
+    yield
+    local._bwrap_probe.cache_clear()
+
+
+def test_a_probe_failing_once_as_a_mount_race_does_not_drop_the_run_to_the_plain_sandbox(tmp_path, monkeypatch,
+                                                                                        probe_afresh):
+    program = fake_bwrap(tmp_path / "bin", fail_first=1)
+    monkeypatch.setenv("PATH", f"{program.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(local, "BWRAP_PROBE_PAUSE_S", 0.0)
+    assert local.bwrap_path() == str(program)
+    assert local.bwrap_unusable() == ""
+    calls = (program.parent / "calls.log").read_text().splitlines()
+    assert len(calls) == 2, calls  # the race, then the answer; never asked again in this process
+    assert all(" / / " not in f" {c} " for c in calls), calls  # never the host's whole root
+    assert all("--proc /proc" in c and "--dev /dev" in c and "--ro-bind-try /usr /usr" in c for c in calls), calls
+
+
+def test_a_bwrap_that_keeps_failing_is_named_in_the_fallbacks_warning(cli, tmp_path, monkeypatch, probe_afresh):
+    """Three failures in a row are believed: the run falls back (as before) and its warning says why."""
+    if local.plain_namespace_unsupported(str(local.state_dir())):
+        pytest.skip("no namespace for a plain call here (the fallback is refused)")
+    program = fake_bwrap(tmp_path / "bin", fail_first=0, always=True)
+    monkeypatch.setenv("PATH", f"{program.parent}:{os.environ['PATH']}")
+    monkeypatch.setattr(local, "BWRAP_PROBE_PAUSE_S", 0.0)
+    assert local.bwrap_path() is None and local.bwrap_unusable() == RACE
+    assert len((program.parent / "calls.log").read_text().splitlines()) == local.BWRAP_PROBE_FAILURES
+    ran = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs")
+    assert ran.exit_code == 0, ran.output
+    said = " ".join(ran.output.split())
+    assert f"WARNING: bubblewrap is not usable here ({RACE}): the agent runs as a plain host process" in said, said
+    assert "sandbox local-plain" in said
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0, reason="real bubblewrap, mounts made as root")
+def test_the_real_probe_passes_while_other_runs_mount_and_remove_their_workspaces(tmp_path, probe_afresh):
+    """The incident's conditions: workspaces mounted, unmounted and removed beside the probe, as concurrent runs do."""
+    found = shutil.which("bwrap")
+    assert found is not None
+    probe = subprocess.run(local.probe_command(found), capture_output=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"bubblewrap does not start here: {probe.stderr.decode(errors='replace')[-200:]}")
+    stop = threading.Event()
+    where = tmp_path / "workspace"
+
+    def churn() -> None:
+        while not stop.is_set():
+            where.mkdir(exist_ok=True)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "none", str(where)], capture_output=True)
+            subprocess.run(["umount", str(where)], capture_output=True)
+            os.rmdir(where)
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    try:
+        failed = [p.stderr for p in (subprocess.run(local.probe_command(found), capture_output=True, timeout=60)
+                                     for _ in range(60)) if p.returncode != 0]
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+        if os.path.ismount(where):
+            subprocess.run(["umount", str(where)], capture_output=True)
+    assert failed == []
+    assert local.bwrap_path() == found
