@@ -8,8 +8,8 @@ the workspace; the scripted model used the container paths). The probe bound the
 runs' workspaces are mounts below it: one unmounted and removed while bubblewrap remounted its copy read-only
 fails the probe ("Unable to apply mount flags: remount ...: No such file or directory", reproduced here under a
 mount churn, ~1 in 400). The probe now mounts what a call mounts, asks again before it believes a failure, and the
-fallback's warning says what bubblewrap answered. Fake programs throughout; real bubblewrap only where
-installed.
+fallback's warning says what bubblewrap answered. Also: a program's session was printed as "turn 1" before the
+program's own first step, also "turn 1". Fake programs throughout; real bubblewrap only where installed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import test_agents_round4
 import test_cli_newuser
 from automedbench.sandboxes import local
 
@@ -114,3 +115,15 @@ def test_the_real_probe_passes_while_other_runs_mount_and_remove_their_workspace
             subprocess.run(["umount", str(where)], capture_output=True)
     assert failed == []
     assert local.bwrap_path() == found
+
+
+def test_a_programs_session_is_not_printed_as_the_turn_its_first_step_is(cli, tmp_path):
+    """The session line said "turn   1", and so did the program's first step right after it."""
+    program = test_agents_round4._venv(tmp_path / "mini", "mini_swe_agent", "2.4.6", "mini", test_agents_round4.STUB)
+    result = cli("run", "--task", "toy/vowels", "--agent", "mini-swe-agent", "--agent-option", "api_key_env=none",
+                 "--agent-option", f"bin={program}", "--agent-option", "base_url=http://127.0.0.1:9",
+                 "--time-limit", "90", "--out", tmp_path / "runs")
+    lines = result.output.splitlines()
+    (session,) = [line for line in lines if "inside the sandbox" in line]
+    assert session.startswith("session  execute_code  Running mini-swe-agent 2.4.6"), lines
+    assert not any(line.startswith("turn   1 execute_code") for line in lines), lines
