@@ -14,6 +14,7 @@ program's own first step, also "turn 1". Fake programs throughout; real bubblewr
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -127,3 +128,41 @@ def test_a_programs_session_is_not_printed_as_the_turn_its_first_step_is(cli, tm
     (session,) = [line for line in lines if "inside the sandbox" in line]
     assert session.startswith("session  execute_code  Running mini-swe-agent 2.4.6"), lines
     assert not any(line.startswith("turn   1 execute_code") for line in lines), lines
+
+
+@pytest.mark.slow  # an inspect eval of the toy task (inspect's own import and start-up: ~10 CPU-s)
+def test_inspects_results_table_names_each_score_in_an_80_column_terminal(tmp_path):
+    """Each score key had a metric of its own, shown by its package-qualified name: "automedben…  1.000" eight
+    times, nothing saying which number was which but the key above it."""
+    from automedbench.testing import register_toy_track
+    from automedbench_inspect.tasks import KEYS, automedbench_task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai._display.core.results import task_scores
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from rich.console import Console
+
+    register_toy_track()
+    write = ("import pathlib\nfor case in pathlib.Path('/data/public').iterdir():\n"
+             "    (pathlib.Path('/workspace/outputs') / case.name).mkdir(parents=True, exist_ok=True)\n"
+             "    (pathlib.Path('/workspace/outputs') / case.name / 'answer.txt').write_text('1')\n")
+    replies = [ModelOutput.for_tool_call("mockllm/model", "execute_code", {"language": "python", "code": write}),
+               ModelOutput.for_tool_call("mockllm/model", "submit_results", {})]
+    for reply in replies:  # counted here, or inspect counts the tokens with an encoding it would download
+        reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    replies = iter(replies)
+    task = automedbench_task("toy/vowels", out=str(tmp_path / "runs"), data_root=str(tmp_path / "data"))
+    (log,) = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=lambda *_: next(replies)),
+                          log_dir=str(tmp_path / "logs"), display="none")
+    (scores,) = log.results.scores
+    score = log.samples[0].scores["automedbench_scorer"]
+    assert list(scores.metrics) == list(KEYS)
+    for key in KEYS:  # each the sample's own value (one sample), a stage not scored left as NaN
+        value, mean = score.value[key], scores.metrics[key].value
+        assert math.isnan(mean) if value is None else mean == value, (key, value, mean)
+    console = Console(width=80, record=True, color_system=None)
+    for table in task_scores(log.results.scores):
+        console.print(table)
+    shown = console.export_text()
+    assert "…" not in shown, shown
+    for key in KEYS:
+        assert f"{key} " in shown and f"{scores.metrics[key].value:.3f}" in shown, shown
