@@ -14,6 +14,7 @@ program's own first step, also "turn 1". Fake programs throughout; real bubblewr
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -84,6 +85,9 @@ def test_a_bwrap_that_keeps_failing_is_named_in_the_fallbacks_warning(cli, tmp_p
     said = " ".join(ran.output.split())
     assert f"WARNING: bubblewrap is not usable here ({RACE}): the agent runs as a plain host process" in said, said
     assert "sandbox local-plain" in said
+    (record,) = (tmp_path / "runs").glob("*/result.json")
+    isolation = json.loads(record.read_text())["isolation"]
+    assert f"bubblewrap not used: {RACE}" in isolation["gaps"] and not isolation["verified"], isolation
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None or os.geteuid() != 0, reason="real bubblewrap, mounts made as root")

@@ -539,6 +539,7 @@ class LocalSession(SandboxSession):
                    "own (no block device, raw memory or console, nor any node the host makes during the call)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
                         "the tripwire detects opens of private/decoy files, and only while the agent runs",
+                        *([f"bubblewrap not used: {self.unisolated_why}"] if self.unisolated_why else []),
                         "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "
                         "abstract unix sockets are reachable",
                         *([] if self.memory.available else
