@@ -72,8 +72,9 @@ def test_inspect_eval_of_the_reference_transcript_scores_as_automedbench_run(run
     said = [e for e in read_events(run_dir / "trajectory.jsonl") if e["type"] == "assistant"]
     assert said and all(e["content"] for e in said) and all(e["tokens_in"] > 0 for e in said)
     assert result.runtime.turns == ref.runtime.turns and result.runtime.tokens_in > 0
-    # the log's metrics: one per score key, the mean over the samples scored
-    metrics = {s.name: next(iter(s.metrics.values())).value for s in log.results.scores}
+    # the log's metrics: the scorer's, one per score key, the mean over the samples scored
+    (scores,) = log.results.scores
+    metrics = {name: m.value for name, m in scores.metrics.items()}
     assert list(metrics) == [*STAGES, "Agentic", "Task", "Overall"]
     assert metrics["Overall"] == ref.aggregate.overall and metrics["S3"] == ref.stage("S3").score
 

@@ -153,7 +153,7 @@ def test_a_bwrap_probe_that_times_out_is_asked_again_not_taken_as_no_bwrap(monke
 
     monkeypatch.setattr(local.shutil, "which", lambda name: "/usr/bin/bwrap-under-test")
     monkeypatch.setattr(local.subprocess, "run", slow_then_fine)
-    local._bwrap_works.cache_clear()
+    local._bwrap_probe.cache_clear()
     try:
         assert local.bwrap_path() == "/usr/bin/bwrap-under-test"
         assert local.bwrap_path() == "/usr/bin/bwrap-under-test"  # probed once: the second answer is the first
@@ -167,4 +167,4 @@ def test_a_bwrap_probe_that_times_out_is_asked_again_not_taken_as_no_bwrap(monke
         with pytest.raises(RuntimeError, match="not falling back"):
             local.bwrap_path()
     finally:
-        local._bwrap_works.cache_clear()
+        local._bwrap_probe.cache_clear()

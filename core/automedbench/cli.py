@@ -193,9 +193,11 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
             tools = ", ".join(event["tools"]) or "no tool call"
             text = printable_text(event["content"] or "").strip().splitlines()
             line = escape(f"{tools}  {text[0][:80] if text else ''}")  # the model's words are not markup
-            console.print(f"[dim]turn {event['turn']:>3}[/] {line}")
+            label = "session " if event.get("session") else f"turn {event['turn']:>3}"
+            console.print(f"[dim]{label}[/] {line}")
             if event["tools"]:
-                ticker.start(f"turn {event['turn']}: {', '.join(event['tools'])} running")
+                ticker.start(f"{'session' if event.get('session') else 'turn ' + str(event['turn'])}: "
+                             f"{', '.join(event['tools'])} running")
         elif event["kind"] == "tool" and event.get("exit_code") is not None:
             console.print(f"[dim]          exit {event['exit_code']} in {event.get('duration_s') or 0:.2f}s[/]")
         elif event["kind"] == "tool" and event.get("observed"):  # a program's step whose answer gave no exit code

@@ -149,8 +149,11 @@ class Conversation:
                "cost_usd": reply.cost_usd, "finish_reason": reply.finish_reason,
                "latency_s": round(time.monotonic() - t_agent, 3)}, {}
         loop.messages.append(_assistant_message(reply))
-        self.progress({"kind": "turn", "turn": turn, "content": reply.content,
-                       "tools": [c.name for c in reply.tool_calls]})
+        tools = [c.name for c in reply.tool_calls]
+        # a program's whole session is one call: shown as the session, not as the turn its first step is
+        session = self.agent.session_calls and "execute_code" in tools
+        self.progress({"kind": "turn", "turn": turn, "content": reply.content, "tools": tools,
+                       **({"session": True} if session else {})})
         runtime.recovered_calls += sum(1 for c in reply.tool_calls if c.source)
         return reply
 

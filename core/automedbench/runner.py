@@ -537,7 +537,8 @@ class Run:
                                        "--sandbox docker, or pass --no-require-isolation")
             if self.o.sandbox == "local":
                 st.header.sandbox = isolation.sandbox = "local-plain"  # the backend that actually ran
-                self.progress({"kind": "warning", "text": "WARNING: bubblewrap is not usable here: the agent "
+                why = f" ({session.unisolated_why})" if session.unisolated_why else ""
+                self.progress({"kind": "warning", "text": f"WARNING: bubblewrap is not usable here{why}: the agent "
                                "runs as a plain host process with no filesystem isolation (sandbox local-plain); "
                                f"for an isolated, verified run {BWRAP_NEXT_STEP}"})
             isolation.distrust(UNVERIFIED_PLAIN)

@@ -67,6 +67,8 @@ class SandboxSession(ABC):
     # only the per-run decoys are watched, so other runs' evaluators reading the shared private data
     # are not mistaken for this agent.
     isolates_filesystem: bool = False
+    # Why a backend that isolates where it can did not here (bubblewrap's probe error), for the run's warning.
+    unisolated_why: str = ""
     # Where the track's read-only assets are inside the sandbox ("" when the run has none).
     assets_dir: str = ""
 

@@ -93,26 +93,61 @@ def bwrap_path() -> str | None:
     opened under bubblewrap); a probe that only timed out (a loaded machine) is not an answer: it is asked again
     with more time instead of silently dropping a run to the unisolated fallback."""
     found = shutil.which("bwrap")
-    return found if found and _bwrap_works(found) else None
+    return found if found and not _bwrap_probe(found) else None
+
+
+def bwrap_unusable() -> str:
+    """Why bubblewrap is not used here ("" where it is): missing, or the probe's own error, for the warning."""
+    found = shutil.which("bwrap")
+    return _bwrap_probe(found) if found else "no bwrap on PATH"
+
+
+def probe_command(found: str) -> list[str]:
+    """The probe: namespaces and mounts as a call makes them (system folders, /proc, /dev), nothing more.
+
+    Never the host's whole root: other runs' workspaces are mounts below it, and one unmounted and removed while
+    bubblewrap remounted its copy read-only failed the probe ("Unable to apply mount flags: remount ...
+    No such file or directory"), which dropped an unrelated run to the unisolated sandbox."""
+    args = [found, "--unshare-all", "--die-with-parent", "--proc", "/proc", "--dev", "/dev"]
+    for system in SYSTEM_DIRS:
+        args += ["--ro-bind-try", system, system]
+    return [*args, "true"]
 
 
 @functools.lru_cache(maxsize=4)
-def _bwrap_works(found: str) -> bool:
-    for timeout in BWRAP_PROBE_TIMEOUTS:
+def _bwrap_probe(found: str) -> str:
+    """"" where bubblewrap starts a call here, else its error; a failure is asked again (a set-up race) before
+    it is believed, a time-out with more time."""
+    why = ""
+    timeouts = list(BWRAP_PROBE_TIMEOUTS)
+    failures = 0
+    while timeouts:
         try:
-            probe = subprocess.run([found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-                                   capture_output=True, timeout=timeout)
+            probe = subprocess.run(probe_command(found), capture_output=True, timeout=timeouts[0])
         except subprocess.TimeoutExpired:
+            timeouts.pop(0)
             continue
-        except OSError:
-            return False
-        return probe.returncode == 0
+        except OSError as exc:
+            return f"bwrap did not start ({exc.strerror or type(exc).__name__})"
+        if probe.returncode == 0:
+            return ""
+        lines = probe.stderr.decode(errors="replace").strip().splitlines()
+        why = (lines[-1][-300:] if lines else "") or f"the bubblewrap probe exited {probe.returncode}"
+        failures += 1
+        if failures >= BWRAP_PROBE_FAILURES:
+            return why
+        time.sleep(BWRAP_PROBE_PAUSE_S)
     raise RuntimeError(f"bubblewrap at {found} did not start within {sum(BWRAP_PROBE_TIMEOUTS)} s "
                        "(machine overloaded?): not falling back to the unisolated sandbox")
 
 
 # Seconds for each try of the bubblewrap probe (a start takes ~10 ms on an idle machine).
 BWRAP_PROBE_TIMEOUTS = (10, 60)
+# A failing probe is believed after this many failures in a row, this far apart (a mount race passes)
+BWRAP_PROBE_FAILURES = 3
+BWRAP_PROBE_PAUSE_S = 0.2
+# What the probe mounts: the system folders a call gets (`LocalSession._bwrap_args`)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc")
 
 
 @functools.lru_cache(maxsize=1)
@@ -323,7 +358,7 @@ class LocalSession(SandboxSession):
                 args += ["--ro-bind", "/dev/null", hidden]
         for gpu_node in gpu_nodes(self.spec.gpus):  # only the GPUs the run was given
             args += ["--dev-bind", str(gpu_node), str(gpu_node)]
-        for system in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc"):
+        for system in SYSTEM_DIRS:
             args += ["--ro-bind-try", system, system]
         resolv = Path("/etc/resolv.conf")
         if self.net is not None and resolv.is_file() and not resolv.is_symlink():  # slirp's DNS forwarder
@@ -515,6 +550,7 @@ class LocalSession(SandboxSession):
                    "own (no block device, raw memory or console, nor any node the host makes during the call)"]
         return common, ["no filesystem isolation: the host filesystem (including private data) is readable; only "
                         "the tripwire detects opens of private/decoy files, and only while the agent runs",
+                        *([f"bubblewrap not used: {self.unisolated_why}"] if self.unisolated_why else []),
                         "network not restricted: services on the host's addresses (a Ray cluster's ports too) and "
                         "abstract unix sockets are reachable",
                         *([] if self.memory.available else
@@ -554,7 +590,9 @@ class LocalSandbox(Sandbox):
         if self.isolation == "none":
             return True, "plain host process (no filesystem isolation)"
         found = bwrap_path()
-        return True, ("bubblewrap at " + found) if found else "bubblewrap not usable: plain host process"
+        if found:
+            return True, f"bubblewrap at {found}"
+        return True, f"bubblewrap not usable ({bwrap_unusable()}): plain host process"
 
     def isolates(self) -> bool:
         """Whether sessions opened here get filesystem isolation (bubblewrap found and working)."""
@@ -562,4 +600,7 @@ class LocalSandbox(Sandbox):
 
     def open(self, spec: SandboxSpec) -> LocalSession:
         bwrap = bwrap_path() if self.isolation == "auto" else None
-        return LocalSession(spec, bwrap, self.name)
+        session = LocalSession(spec, bwrap, self.name)
+        if self.isolation == "auto" and not bwrap:
+            session.unisolated_why = bwrap_unusable()
+        return session

@@ -258,6 +258,7 @@ class TapSession(SandboxSession):
         self.inner, self.channel = inner, channel
         self.data_dir, self.workspace_dir = inner.data_dir, inner.workspace_dir
         self.isolates_filesystem, self.assets_dir = inner.isolates_filesystem, inner.assets_dir
+        self.unisolated_why = inner.unisolated_why
 
     def execute(self, language: str, code: str, timeout_s: float) -> ExecResult:
         result = self.inner.execute(language, code, timeout_s)

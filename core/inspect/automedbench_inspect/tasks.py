@@ -186,14 +186,25 @@ def replay(agent: str = "reference") -> Solver:
 
 @metric
 def scored_mean() -> Metric:
-    """The mean over the samples whose value is a number (a stage that could not be scored is None, never 0)."""
+    """Each score key's mean over the samples whose value for it is a number (a stage that could not be scored is
+    None, never 0), as one metric named by key: inspect's results table shows "S1 1.000", where a metric per key
+    showed its package-qualified name, cut to "automedben…" in an 80-column terminal."""
 
-    def compute(scores: list[SampleScore]) -> float:
-        values = [float(s.score.value) for s in scores
-                  if isinstance(s.score.value, int | float) and not isinstance(s.score.value, bool)]
-        return sum(values) / len(values) if values else math.nan
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        means: dict[str, float] = {}
+        for key in KEYS:
+            values = [float(v) for v in (_value_of(s, key) for s in scores) if v is not None]
+            means[key] = sum(values) / len(values) if values else math.nan
+        return means
 
     return compute
+
+
+def _value_of(sample: SampleScore, key: str) -> float | None:
+    """A sample's number for `key`, or None (not scored, or not a number)."""
+    value = sample.score.value
+    got = value.get(key) if isinstance(value, dict) else None
+    return float(got) if isinstance(got, int | float) and not isinstance(got, bool) else None
 
 
 def score_of(result: Result, run_dir: Path) -> Score:
@@ -221,7 +232,7 @@ def score_of(result: Result, run_dir: Path) -> Score:
         "turns": result.runtime.turns, "tool_calls": result.runtime.tool_calls})
 
 
-@scorer(metrics={key: [scored_mean()] for key in KEYS})
+@scorer(metrics=[scored_mean()])
 def automedbench_scorer() -> Scorer:
     """Ends the run (without submitting: only `submit_results` submits) and scores it with AutoMedBench's isolated
     evaluator and judge, as `automedbench run` does."""
