@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from automedbench.evidence import evidence_of
 from automedbench.records import ItemVerdict, JudgeVerdict
 from automedbench.runfolder import RunFolder
 from automedbench.scoring import judge_input
@@ -169,7 +170,9 @@ def test_the_reference_keeps_every_grade(judge_model, data_root, tmp_path, reg, 
     track, task = reg.task(TASK)
     inp = judge_input(RunFolder(run_dir), track, task, tier)
     rules = reg.create("judge", "rules").grade(inp)
+    read = evidence_of(inp)  # the rules' reading of the trajectory, kept with the input
     assert bound_verdict(inp, rules) == rules and all(i.value is not None for i in rules.items)
+    assert evidence_of(inp) is read  # the bound read the same facts, not a second tokenizing of the trajectory
 
 
 def test_a_bound_never_raises_a_value_and_leaves_errors_alone(reg, data_root, tmp_path):

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from .codetext import Authored, effective, literal_words, observed_output, run_scripts, written_scripts
+from .judge import JudgeInput
 from .records import RubricItem
 from .trace import Trace
 
@@ -35,6 +36,7 @@ class Evidence:
     checks (from the run folder), the pilot is the first one-case output that passed the contract."""
 
     def __init__(self, events: list[dict[str, Any]], pilot_checks: list[dict[str, Any]] | None = None) -> None:
+        self.source, self.checks_source = events, pilot_checks  # what it was read from (`evidence_of` reuses it)
         self.trace = trace = Trace(events, pilot_checks=pilot_checks)
         self.calls = trace.attempts  # every execute_code call, refused and unrun ones too (failed commands)
         self.assistant = trace.assistant
@@ -157,3 +159,17 @@ def ladder_values(item: RubricItem) -> dict[str, float]:
     partial = 0.5 if 0.5 in levels else nonzero[max(0, len(nonzero) - 2)]
     derived = {"full": levels[-1], "partial": partial, "unchecked": nonzero[0], "none": 0.0}
     return {**derived, **item.hints.get("ladder", {})}
+
+
+EVIDENCE_KEY = "_evidence"  # where `evidence_of` keeps a judge input's reading (never sent to a model)
+
+
+def evidence_of(inp: JudgeInput) -> Evidence:
+    """The judge input's trajectory read once: the rules judge and the harness's bound on the verdict
+    (`verdictcaps`) share it, so a run's trajectory is tokenized once, not once for each."""
+    pilot_checks = inp.extra.get("pilot_checks")
+    held = inp.extra.get(EVIDENCE_KEY)
+    if isinstance(held, Evidence) and held.source is inp.events and held.checks_source is pilot_checks:
+        return held
+    inp.extra[EVIDENCE_KEY] = ev = Evidence(inp.events, pilot_checks)
+    return ev

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from .evidence import Evidence, ladder_values
+from .evidence import evidence_of, ladder_values
 from .judge import JudgeInput
 from .records import ItemVerdict, JudgeVerdict, RubricItem
 
@@ -41,7 +41,7 @@ class Facts:
 
     def __init__(self, inp: JudgeInput) -> None:
         self.inp = inp
-        self.ev = Evidence(inp.events, inp.extra.get("pilot_checks"))
+        self.ev = evidence_of(inp)
         self.plan_md = bool((inp.plan_md or "").strip())
         self.plan_png = (inp.plan_png or b"").startswith(PNG_SIGNATURE)
         first = self.ev.first_output_turn

@@ -23,6 +23,7 @@ from ..evidence import (  # noqa: F401 - Evidence, ladder_values and the limits 
     PLAN_PNG,
     RULE_FILES,
     Evidence,
+    evidence_of,
     ladder_values,
 )
 from ..judge import Judge, JudgeInput
@@ -63,7 +64,7 @@ class RulesJudge(Judge):
     version = "1"
 
     def grade(self, judge_input: JudgeInput) -> JudgeVerdict:
-        ev = Evidence(judge_input.events, judge_input.extra.get("pilot_checks"))
+        ev = evidence_of(judge_input)
         items = []
         for item in judge_input.rubric:
             # a track's own item names the check it is graded by (`rule` hint): a generic one below or a
