@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "automedbench.authoring": CONTRACT,
     "automedbench.detectors": CONTRACT,  # the error-code taxonomy and the detector interface
     "automedbench.errors": CONTRACT,
+    "automedbench.evidence": CONTRACT,  # the trajectory as the rules read it (rules judge and verdict bounds)
     "automedbench.fsutil": CONTRACT,
     "automedbench.grades": CONTRACT,
     "automedbench.hookspecs": CONTRACT,
@@ -93,6 +94,7 @@ LAYERS: dict[str, int] = {
     "automedbench.scoring": ENGINE,
     "automedbench.steptimer": ENGINE,
     "automedbench.tripwire": ENGINE,
+    "automedbench.verdictcaps": ENGINE,  # every judge's verdict bounded by what the harness observed
     # built-ins: registered through the same hooks a third party uses
     "automedbench.engine": BUILTIN,  # the engine's surface for built-in distributions and third parties
     "automedbench.agents": BUILTIN,

@@ -39,6 +39,8 @@ from automedbench.testing import run_cli, run_steps, stage_scores
 from test_grading import model  # noqa: F401 (a fixture: the scripted grader model's registry)
 from test_redteam_round13 import HALF
 
+PLAN = "mkdir -p $WORKSPACE_DIR/plan && echo '# plan: half the cases' > $WORKSPACE_DIR/plan/plan.md"
+
 GENEROUS = "generous-test-judge"
 
 
@@ -76,8 +78,10 @@ def test_a_run_graded_again_by_another_judge_is_never_pooled_with_runs_graded_as
     from automedbench_campaign.store import load_table
 
     runs = tmp_path / "runs"
-    first, first_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
-    second, second_dir = run_steps("toy/vowels", [("python", HALF)], out=runs, data_root=data_root)
+    # a plan.md: the generous judge's S1 1.0 rests on one (round 35 caps plan items where the file is missing)
+    steps = [("bash", PLAN), ("python", HALF)]
+    first, first_dir = run_steps("toy/vowels", steps, out=runs, data_root=data_root)
+    second, second_dir = run_steps("toy/vowels", steps, out=runs, data_root=data_root)
     assert first.header.hashes["conditions"] == second.header.hashes["conditions"]
     rules_s1 = stage_scores(first)["S1"]
     assert rules_s1 is not None and rules_s1 < 1.0 and stage_scores(second)["S1"] == rules_s1

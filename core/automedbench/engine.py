@@ -111,6 +111,7 @@ from .stagesecret import SECRET_FILE as STAGING_SECRET_FILE
 from .staging import STAMP, check_published, default_data_root, stage, task_dir
 from .staging import ensure as ensure_staged
 from .taskfile import SEED_PARAM
+from .verdictcaps import bound_verdict, graded
 
 __all__ = [
     "DATA_ROOT_DEFAULT",  # noqa: F822
@@ -144,6 +145,7 @@ __all__ = [
     "SlirpNet",
     "SweepProgress",  # noqa: F822
     "WorkspaceQuota",
+    "bound_verdict",
     "check_bytes",
     "check_evidence",
     "check_folder",
@@ -170,6 +172,7 @@ __all__ = [
     "freeze",
     "from_cli",  # noqa: F822
     "grade_evaluation",
+    "graded",
     "harness_key",
     "install_interrupt_handlers",
     "interrupt_exit_status",

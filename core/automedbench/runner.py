@@ -63,7 +63,6 @@ from .records import (
     FiredCode,
     Header,
     Isolation,
-    JudgeVerdict,
     Result,
     Runtime,
 )
@@ -76,6 +75,7 @@ from .serialize import dumps, write_json
 from .track import StagedData, Track
 from .trajectory import MAX_AGENT_PHASE_BYTES, TrajectoryWriter
 from .tripwire import Tripwire, plant_decoys, run_decoy_dir
+from .verdictcaps import graded
 
 # Why a run without filesystem isolation is never a trusted score (result.json, terminal, reports)
 UNVERIFIED_PLAIN = ("no filesystem isolation (local-plain): the agent could read the references and the host's "
@@ -355,11 +355,8 @@ class Run:
             t_judge = time.monotonic()
             self.progress({"kind": "phase", "phase": "judge", "judge": self.o.judge})
             judge = self.judge
-            inp = judge_input(self.folder, self.track, self.task, self.o.tier)
-            try:
-                verdict = judge.grade(inp)
-            except Exception as exc:
-                verdict = JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
+            # bounded by what the harness observed: a judge cannot grade above the run's own facts
+            verdict = graded(judge, judge_input(self.folder, self.track, self.task, self.o.tier))
             st.runtime.judge_s = round(time.monotonic() - t_judge, 3)
             st.runtime.judge_cost_usd = verdict.cost_usd
             st.verdict = verdict

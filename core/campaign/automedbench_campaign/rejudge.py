@@ -24,6 +24,7 @@ from automedbench.engine import (
     ScoreInputs,
     check_or_reason,
     copy_verified,
+    graded,
     judge_input,
     mask_value,
     regraded_hashes,
@@ -39,10 +40,7 @@ def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> Judge
     track, task = reg.task(result.header.task)
     inp = judge_input(folder, track, task, result.header.tier)
     t0 = time.monotonic()
-    try:
-        verdict = judge.grade(inp)
-    except Exception as exc:  # as in a run: an unavailable judge leaves S1–S3 null
-        verdict = JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
+    verdict = graded(judge, inp)  # as in a run: bounded by the harness's facts; a judge that fails leaves S1–S3 null
     if not verdict.duration_s:
         verdict.duration_s = round(time.monotonic() - t0, 3)
     return verdict

@@ -1,0 +1,137 @@
+"""Ceilings the harness's own observations put on any judge's S1–S3 item verdicts.
+
+A model judge reads text the agent wrote (plan, messages, code, output); a weak one may obey an instruction in it
+("grade every item 1.0") or believe a claim ("Dice 0.95 on the calibration split") the run never computed. Some
+items rest on facts the harness observed itself: whether plan.md / plan.png exist, whether any call succeeded,
+how many failed before the first output, whether a one-case pilot passed the contract check and a batch followed,
+whether anything after the pilot printed a value the agent did not type. Where such a fact rules an item out, no
+judge can grade it higher: `bound_verdict` caps the value and says so in the rationale (with the judge's own).
+The rules judge reads the same facts, so its verdicts are never capped (the tests hold it to that).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+from .evidence import evidence_of, ladder_values
+from .judge import JudgeInput
+from .records import ItemVerdict, JudgeVerdict, RubricItem
+
+PLAN_MD_RULES = frozenset({"s1a", "s1b", "s1c", "plan_mentions", "plan_entrypoint"})  # items read from plan.md
+PLAN_PNG_RULES = frozenset({"s1e", "s1f"})
+RAN_RULES = frozenset({"s2a", "s2b", "s2c", "s2d", "s2e", "code_uses"})  # need a call that succeeded
+PILOT_RULES = frozenset({"s3", "pilot_first", "pilot_output", "pilot_same_entrypoint", "pilot_check", "pilot_rerun"})
+BATCH_RULES = frozenset({"pilot_first", "pilot_same_entrypoint"})  # a pilot with no batch after it earns none
+MAX_FAILURES = 5  # s2d: failed commands before the first output (the rubric's "within 5")
+# a check whose exit code is its result: Python's assert, a shell test of a file or a number
+ASSERTS = r"\bassert\b|\btest\s+-\w|\[\[?\s+-\w"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # a plan.png that is not even a PNG is no diagram
+
+
+def item_rule(item: RubricItem) -> str:
+    """The check an item is graded by, as the rules judge picks it: its `rule` hint, else its id's prefix."""
+    return str(item.hints.get("rule") or item.id.split("_", 1)[0])
+
+
+class Facts:
+    """What the harness itself observed of one run, read once for every item."""
+
+    def __init__(self, inp: JudgeInput) -> None:
+        self.inp = inp
+        self.ev = evidence_of(inp)
+        self.plan_md = bool((inp.plan_md or "").strip())
+        self.plan_png = (inp.plan_png or b"").startswith(PNG_SIGNATURE)
+        first = self.ev.first_output_turn
+        self.failures = [c for c in self.ev.before(first) if c.get("exit_code") != 0]
+        self.ok_before_output = [c for c in self.ev.ok() if first is None or c["turn"] < first]
+        # setting up, inspecting or loading shows in what a call computed (a version, a shape, a log line) or wrote
+        self.did_something = any(c.get("cases_with_outputs", 0) > 0 or c.get("changed_cases")
+                                 or self.ev.output(c).strip() for c in self.ev.ok())
+
+    def proceeded(self) -> bool:
+        return self.ev.batch_turn is not None or self.inp.task.case_count == 1
+
+    def pilot_checked(self, item: RubricItem) -> tuple[bool, bool]:
+        """(a call of the pilot window runs one of the item's checks or prints a value, one shows a result: prints a
+        word the agent never typed or asserts, so that its exit code is the check's). A validation whose figures the
+        agent typed ("Dice 0.95 on the calibration split") shows none."""
+        checks = list(item.hints.get("checks", {}).values())
+        ran = shown = False
+        for call in self.ev.pilot_window(self.inp.task.output_files):
+            code, printed = self.ev.code(call), bool(self.ev.output(call).strip())
+            ran = ran or printed or any(re.search(p, code) for p in checks)
+            shown = shown or printed or bool(re.search(ASSERTS, code))
+        return ran, shown
+
+
+def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
+    """(the highest value the harness's facts allow, why), or None when they allow any."""
+    rule, ev = item_rule(item), facts.ev
+    if rule in PLAN_MD_RULES and not facts.plan_md:
+        return 0.0, "plan/plan.md is missing or empty"
+    if rule in PLAN_PNG_RULES and not facts.plan_png:
+        return 0.0, "plan/plan.png is missing or not a PNG file"
+    if rule in RAN_RULES:
+        if not ev.ok():
+            return 0.0, "no call the harness ran succeeded"
+        if not facts.did_something:
+            return 0.0, ("no call that succeeded wrote case outputs or printed anything the agent had not typed "
+                         "itself")
+        if rule == "s2d" and len(facts.failures) > MAX_FAILURES:
+            return 0.0, f"{len(facts.failures)} failed commands before the first output (> {MAX_FAILURES})"
+        if rule == "s2b" and not facts.ok_before_output:
+            return 0.0, "no call succeeded before the first output was written"
+    if rule in PILOT_RULES:
+        if ev.pilot is None:
+            return 0.0, "the harness saw no one-case pilot pass the contract check"
+        if rule in BATCH_RULES and ev.batch_turn is None and facts.inp.task.case_count > 1:
+            return 0.0, "no batch followed the pilot"
+        if rule == "s3" and item.kind == "ladder":
+            values = ladder_values(item)
+            ran, shown = facts.pilot_checked(item)
+            if not ran:
+                return values["unchecked"], ("nothing from the pilot to the batch checked the outputs or printed a "
+                                             "value the agent did not type")
+            if not shown:
+                return values["partial"], ("no check from the pilot to the batch showed a result the run computed "
+                                           "(printed a value the agent did not type, or asserted)")
+            if not facts.proceeded():
+                return values["partial"], "the run never proceeded from the pilot to the batch"
+    return None
+
+
+def bound_verdict(inp: JudgeInput, verdict: JudgeVerdict) -> JudgeVerdict:
+    """The verdict with every item capped at what the harness's facts allow (the cap and the judge's own value
+    said in the rationale); a verdict in error, or items without a value, pass through."""
+    if verdict.error or not verdict.items:
+        return verdict
+    by_id = {i.id: i for i in inp.rubric}
+    facts = Facts(inp)
+    items: list[ItemVerdict] = []
+    for found in verdict.items:
+        item = by_id.get(found.id)
+        bound = ceiling(item, facts) if item is not None and found.value is not None else None
+        if bound is None or found.value <= bound[0]:  # type: ignore[operator]
+            items.append(found)
+            continue
+        items.append(attrs.evolve(found, value=bound[0], rationale=(
+            f"{found.rationale} [capped at {bound[0]:g} by the harness: {bound[1]}; the judge gave {found.value:g}]")))
+    return attrs.evolve(verdict, items=items)
+
+
+def graded(judge: Any, inp: JudgeInput) -> JudgeVerdict:
+    """A judge's verdict on a run, bounded by the harness's facts, as a fresh run and a re-grade both take it. A
+    judge that raises leaves S1–S3 null with its error; so does a bound that cannot be read (fail closed: never an
+    unbounded verdict, never the harness's failure)."""
+    try:
+        verdict = judge.grade(inp)
+    except Exception as exc:
+        return JudgeVerdict(judge.name, judge.version, [], error=f"{type(exc).__name__}: {exc}")
+    try:
+        return bound_verdict(inp, verdict)
+    except Exception as exc:
+        return attrs.evolve(verdict, items=[], error=f"the harness's bound on the verdict failed: "
+                                                     f"{type(exc).__name__}: {exc}")
