@@ -68,14 +68,21 @@ class Facts:
 
     def pilot_checked(self, item: RubricItem) -> tuple[bool, bool]:
         """(a call of the pilot window runs one of the item's checks or prints a value, one shows a result: prints a
-        word the agent never typed or asserts, so that its exit code is the check's). A validation whose figures the
-        agent typed ("Dice 0.95 on the calibration split") shows none."""
+        word the agent never typed or asserts, so that its exit code is the check's, or a later call before the
+        batch shows what it logged). A validation whose figures the agent typed ("Dice 0.95 on the calibration
+        split") shows none."""
         checks = list(item.hints.get("checks", {}).values())
         ran = shown = False
         for call in self.ev.pilot_window(self.inp.task.output_files):
             code, printed = self.ev.code(call), bool(self.ev.output(call).strip())
             ran = ran or printed or any(re.search(p, code) for p in checks)
             shown = shown or printed or bool(re.search(ASSERTS, code))
+        # a check's figures logged to a file are shown by a call that names no output (`cat pilot.log`): any call
+        # from the pilot to the batch that printed what the agent did not type shows them
+        pilot, end = self.ev.pilot, self.ev.batch_turn
+        assert pilot is not None
+        shown = shown or (ran and any(self.ev.output(c).strip() for c in self.ev.ok()
+                                      if c["turn"] >= pilot["turn"] and (end is None or c["turn"] < end)))
         return ran, shown
 
 
