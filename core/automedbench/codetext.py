@@ -331,8 +331,9 @@ def _split_heredocs(code: str) -> list[tuple[str, str, str]]:
     return out
 
 
-# the script a heredoc is written to: `> seg.py`, `>> "seg.py"`, `tee seg.py`, `| tee -a seg.py`
-_SCRIPT_TARGET = re.compile(r"(?:>\s*|\btee\s+(?:-a\s+)?)['\"]?([\w./-]+\.(py|sh))")
+# the script a heredoc is written to: `> seg.py`, `>> "seg.py"`, `tee seg.py`, `| tee -a seg.py`, and under a
+# variable's folder as the brief names it (`> $WORKSPACE_DIR/seg.py`, `> "${WORKSPACE_DIR}/seg.py"`)
+_SCRIPT_TARGET = re.compile(r"(?:>\s*|\btee\s+(?:-a\s+)?)['\"]?((?:\$\{?\w{1,64}\}?/)?[\w./-]+\.(py|sh))")
 
 
 def written_scripts(code: str) -> dict[str, tuple[str, str]]:

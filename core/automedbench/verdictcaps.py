@@ -26,9 +26,21 @@ RAN_RULES = frozenset({"s2a", "s2b", "s2c", "s2d", "s2e", "code_uses"})  # need 
 PILOT_RULES = frozenset({"s3", "pilot_first", "pilot_output", "pilot_same_entrypoint", "pilot_check", "pilot_rerun"})
 BATCH_RULES = frozenset({"pilot_first", "pilot_same_entrypoint"})  # a pilot with no batch after it earns none
 MAX_FAILURES = 5  # s2d: failed commands before the first output (the rubric's "within 5")
+# s2d is about environment problems: a failed call counts against it only when it shows one (an `ls` or `grep` that
+# found nothing while exploring is no environment problem; the rubric: "environment problems resolved within 5")
+ENVIRONMENT = re.compile(r"ModuleNotFoundError|ImportError|No module named|command not found|"
+                         r"Could not find a version that satisfies|No matching distribution|"
+                         r"Failed building wheel|ResolutionImpossible|CUDA error|no CUDA|not installed|"
+                         r"cannot open shared object file", re.I)
+MAX_MATCHED = 64_000  # characters of a failed call's stderr and stdout (tails) searched for an environment problem
 # a check whose exit code is its result: Python's assert, a shell test of a file or a number
 ASSERTS = r"\bassert\b|\btest\s+-\w|\[\[?\s+-\w"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # a plan.png that is not even a PNG is no diagram
+
+
+def environmental(call: dict[str, Any]) -> bool:
+    """Whether a failed call shows an environment problem (a missing module or command, an install that failed)."""
+    return any(ENVIRONMENT.search(str(call.get(stream) or "")[-MAX_MATCHED:]) for stream in ("stderr", "stdout"))
 
 
 def item_rule(item: RubricItem) -> str:
@@ -45,7 +57,7 @@ class Facts:
         self.plan_md = bool((inp.plan_md or "").strip())
         self.plan_png = (inp.plan_png or b"").startswith(PNG_SIGNATURE)
         first = self.ev.first_output_turn
-        self.failures = [c for c in self.ev.before(first) if c.get("exit_code") != 0]
+        self.failures = [c for c in self.ev.before(first) if c.get("exit_code") != 0 and environmental(c)]
         self.ok_before_output = [c for c in self.ev.ok() if first is None or c["turn"] < first]
         # setting up, inspecting or loading shows in what a call computed (a version, a shape, a log line) or wrote
         self.did_something = any(c.get("cases_with_outputs", 0) > 0 or c.get("changed_cases")
@@ -56,14 +68,21 @@ class Facts:
 
     def pilot_checked(self, item: RubricItem) -> tuple[bool, bool]:
         """(a call of the pilot window runs one of the item's checks or prints a value, one shows a result: prints a
-        word the agent never typed or asserts, so that its exit code is the check's). A validation whose figures the
-        agent typed ("Dice 0.95 on the calibration split") shows none."""
+        word the agent never typed or asserts, so that its exit code is the check's, or a later call before the
+        batch shows what it logged). A validation whose figures the agent typed ("Dice 0.95 on the calibration
+        split") shows none."""
         checks = list(item.hints.get("checks", {}).values())
         ran = shown = False
         for call in self.ev.pilot_window(self.inp.task.output_files):
             code, printed = self.ev.code(call), bool(self.ev.output(call).strip())
             ran = ran or printed or any(re.search(p, code) for p in checks)
             shown = shown or printed or bool(re.search(ASSERTS, code))
+        # a check's figures logged to a file are shown by a call that names no output (`cat pilot.log`): any call
+        # from the pilot to the batch that printed what the agent did not type shows them
+        pilot, end = self.ev.pilot, self.ev.batch_turn
+        assert pilot is not None
+        shown = shown or (ran and any(self.ev.output(c).strip() for c in self.ev.ok()
+                                      if c["turn"] >= pilot["turn"] and (end is None or c["turn"] < end)))
         return ran, shown
 
 
@@ -81,7 +100,8 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
             return 0.0, ("no call that succeeded wrote case outputs or printed anything the agent had not typed "
                          "itself")
         if rule == "s2d" and len(facts.failures) > MAX_FAILURES:
-            return 0.0, f"{len(facts.failures)} failed commands before the first output (> {MAX_FAILURES})"
+            return 0.0, (f"{len(facts.failures)} failed commands showed an environment problem before the first "
+                         f"output (> {MAX_FAILURES})")
         if rule == "s2b" and not facts.ok_before_output:
             return 0.0, "no call succeeded before the first output was written"
     if rule in PILOT_RULES:
