@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from . import commands
 from .bridge import Channel, RunEnded, Turn, start_run
 from .engine import RunOptions, open_dir, read_regular
+from .loglevels import name_every_level
 from .turns import model_turn
 
 # What a file helper reports -> what inspect's contract raises (with the errno the OS would give)
@@ -95,6 +96,7 @@ class AutoMedBenchSandbox(SandboxEnvironment):
                           metadata: dict[str, str]) -> dict[str, SandboxEnvironment]:
         if not isinstance(config, BridgeConfig):
             raise ValueError("the automedbench sandbox is configured by its task (automedbench_inspect/<task>)")
+        name_every_level()  # the run's own checks log through inspect's handler from here on
         channel = start_run(config.run_options(model=_model_name()))
         try:
             await anyio.to_thread.run_sync(channel.wait_ready, abandon_on_cancel=True)
