@@ -111,7 +111,10 @@ def probe_command(found: str) -> list[str]:
     args = [found, "--unshare-all", "--die-with-parent", "--proc", "/proc", "--dev", "/dev"]
     for system in SYSTEM_DIRS:
         args += ["--ro-bind-try", system, system]
-    return [*args, "true"]
+    # `true` from the system folders it mounts, not from the caller's PATH: a PATH folder outside them (a venv's bin,
+    # a test's PATH of links) is not in the probe, and its exec failure read as "bubblewrap unusable"
+    true = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
+    return [*args, true]
 
 
 @functools.lru_cache(maxsize=4)
