@@ -23,10 +23,12 @@ After: the attacker with the obeying judge S1 0.67, S2 0.8, S3 0.5 (Agentic 0.95
 verdicts on it are unchanged and uncapped. The reference on every release track's demo keeps S1-S3 1.0 uncapped.
 
 Left open: plan.md's content items (s1b-s1d) rest on no harness fact; a 64x64 PNG with three coloured boxes costs a
-few lines; s2a/s2c/s2e still accept any computed output (an honest `torch.__version__` reads no case either); a
-pilot of an all-ones mask is "positive" (Dice > 0 against the organ) at the cost of a one-line change, and closing
-that needs the per-case score of the trivial baselines. What an honest run loses: a pilot whose own case its model
-got wrong (no positive evidence on that case) is capped at S3 partial, even if its checks were sound.
+few lines; s2a/s2c/s2e still accept any computed output (an honest `torch.__version__` reads no case either). A
+pilot and batch of all-ones masks is "positive" (Dice > 0 against the organ): a one-line change takes the obeying
+judge back to S1 0.67, S2 0.8, S3 1.0, S5 1.0, Agentic 0.89, Task 0.019, rating C (the rules judge: Agentic 0.60).
+Closing it needs the pilot's case scored against the trivial baselines' scores on that case (two more isolated
+evaluations per run, stored for rejudge). What an honest run loses: a pilot whose own case its model got wrong (no
+positive evidence on that case) is capped at S3 partial, even if its checks were sound.
 """
 
 from __future__ import annotations
