@@ -326,7 +326,7 @@ def test_plan_png_sent_to_a_model_is_downscaled_and_fenced(reg):
 def test_plan_image_unit_limits():
     import io
 
-    from automedbench.judges.planimage import MAX_PIXELS, read_plan_png
+    from automedbench.planimage import MAX_PIXELS, read_plan_png
     from automedbench_models.llm_judge import SEND_SIDE, png_for_model
     from PIL import Image
 

@@ -83,6 +83,7 @@ LAYERS: dict[str, int] = {
     "automedbench.options": ENGINE,
     "automedbench.pilot": ENGINE,
     "automedbench.plan_artefacts": ENGINE,
+    "automedbench.planimage": ENGINE,  # plan.png read under caps, and the checks a diagram passes (s1e, s1f)
     "automedbench.provenance": ENGINE,
     "automedbench.repeats": ENGINE,  # noticing identical calls with identical answers in a row
     "automedbench.report": ENGINE,

@@ -49,7 +49,9 @@ def test_s2d_counts_only_failures_that_show_an_environment_problem(judge_model, 
         assert "environment problem" in capped[0] and "the judge gave 1" in capped[0]
 
 
-# a pilot that checks what it wrote and logs the figures to a file (no stdout), as real pipelines log
+# a pilot that checks what it wrote and logs the figures to a file (no stdout), as real pipelines log; its masks (a
+# threshold of the CT) overlap the organ, as an honest pilot's do: a pilot of empty masks stops S3 at its partial
+# level whatever its checks (tests/test_redteam_round36.py)
 PILOT = ("cat > $WORKSPACE_DIR/pilot.py <<'PY'\n"
          "import glob, logging, os, sys\nimport nibabel as nib\nimport numpy as np\n"
          "ws = os.environ['WORKSPACE_DIR']\n"
@@ -60,7 +62,8 @@ PILOT = ("cat > $WORKSPACE_DIR/pilot.py <<'PY'\n"
          "    os.makedirs(f'{ws}/outputs/{c}', exist_ok=True)\n"
          "    for name in ('organ', 'lesion'):\n"
          "        path = f'{ws}/outputs/{c}/{name}.nii.gz'\n"
-         "        nib.save(nib.Nifti1Image(np.zeros(ct.shape, np.uint8), ct.affine), path)\n"
+         "        mask = (ct.get_fdata() > ct.get_fdata().mean()).astype(np.uint8)\n"
+         "        nib.save(nib.Nifti1Image(mask, ct.affine), path)\n"
          "        out = nib.load(path).get_fdata()\n"
          "        logging.info('%s %s %s %s %s %s', c, name, out.shape, ct.shape, np.unique(out), out.max())\n"
          "PY\n"

@@ -79,7 +79,6 @@ from .interrupt import exit_status as interrupt_exit_status
 from .interrupt import install as install_interrupt_handlers
 from .interrupt import rearm as rearm_interrupt
 from .interrupt import received as interrupt_received
-from .judges.planimage import PlanImage, read_plan_png
 from .needs import ready_here, sandbox_gap
 from .nextstep import next_step
 from .pictures import INDEX as PICTURE_INDEX
@@ -87,6 +86,7 @@ from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
 from .pictures import MAX_LEGEND_LABELS, PICTURES_DIR, copy_pictures
 from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
+from .planimage import PlanImage, read_plan_png
 from .plugins import CommandContext, Registry, check_options, registry
 from .provenance import regraded_hashes
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK

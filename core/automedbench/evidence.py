@@ -6,7 +6,10 @@ the same facts, so a judge's grade is never capped where the rules' reading of t
 
 from __future__ import annotations
 
+import fnmatch
+import itertools
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .codetext import Authored, effective, literal_words, observed_output, run_scripts, written_scripts
@@ -148,6 +151,29 @@ class Evidence:
         parts = [str(a.get("content", ""))[:MAX_ANALYSED] for a in self.assistant[:len(self.calls) + 100]]
         parts += [self.text(c) for c in self.calls]
         return "\n".join(parts)
+
+
+_GLOB = re.compile(r"[\w.*?\[\]-]*\*[\w.*?\[\]-]*")  # a file-name pattern's last part (after the last '/')
+
+
+def globs_match(code: str, names: Iterable[str]) -> bool:
+    """Whether a wildcard pattern in the code (`glob('/data/public/*/*.nii.gz')`, `for f in */ct.*`) finds one of
+    the input file names: a pattern with an extension (`*.nii.gz`), not a bare `*` (`import *`, `a * b`)."""
+    bases = [n.rsplit("/", 1)[-1] for n in names]
+    for found in itertools.islice(_GLOB.finditer(code), MAX_GLOBS):
+        pattern = found.group()
+        if "." in pattern.strip("*?") and any(fnmatch.fnmatchcase(b, pattern) for b in bases):
+            return True
+    return False
+
+
+MAX_GLOBS = 200  # wildcard patterns tried per call
+
+
+def names_input(code: str, input_files: list[str]) -> bool:
+    """Whether code (as it runs: `Evidence.code`) names one of the task's input files where it uses it, or a glob
+    that finds one: the rules' s2b and the harness's bound on every judge's s2b read inputs by it."""
+    return any(re.search(re.escape(f), code) for f in input_files) or globs_match(code, input_files)
 
 
 def ladder_values(item: RubricItem) -> dict[str, float]:

@@ -246,6 +246,9 @@ def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, A
     return resolve_rubric(rubric, tier, events, track.rubric_conditions(task))
 
 
+POSITIVE_KEY = "_positive_cases"  # judge input extra: the cases the evaluation counts as positive evidence (S5)
+
+
 def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
     """What a judge sees of a stored run: plan artefacts, trajectory and brief (never the metric).
 
@@ -255,7 +258,13 @@ def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) 
     events = folder.events()
     resolved = run_rubric(track, task, tier, events)
     checks = folder.pilot_checks()
-    extra = {} if checks is None else {"pilot_checks": checks}
+    extra: dict[str, Any] = {} if checks is None else {"pilot_checks": checks}
+    try:
+        evaluation = folder.load_evaluation()
+    except Exception:  # an unreadable evaluation is no fact: the bound then does not read it
+        evaluation = None
+    if evaluation is not None:  # for the harness's bound only (`verdictcaps`): no judge is shown the metric
+        extra[POSITIVE_KEY] = positive_case_ids(track, task, evaluation)
     return JudgeInput(task, tier, resolved.graded, folder.plan_md(), folder.plan_png(), events,
                       folder.brief_text(), extra, resolved=resolved)
 

@@ -4,9 +4,13 @@ A model judge reads text the agent wrote (plan, messages, code, output); a weak 
 ("grade every item 1.0") or believe a claim ("Dice 0.95 on the calibration split") the run never computed. Some
 items rest on facts the harness observed itself: whether plan.md / plan.png exist, whether any call succeeded,
 how many failed before the first output, whether a one-case pilot passed the contract check and a batch followed,
-whether anything after the pilot printed a value the agent did not type. Where such a fact rules an item out, no
-judge can grade it higher: `bound_verdict` caps the value and says so in the rationale (with the judge's own).
-The rules judge reads the same facts, so its verdicts are never capped (the tests hold it to that).
+whether anything after the pilot printed a value the agent did not type, whether plan.png decodes as a diagram,
+whether a call read an input before the first output. Where such a fact rules an item out, no judge can grade it
+higher: `bound_verdict` caps the value and says so in the rationale (with the judge's own).
+The rules judge reads the same facts, so its verdicts are never capped (the tests hold it to that), with one
+exception no judge reads: the evaluation's verdict on the pilot's case. A pilot whose case shows no positive metric
+evidence (S5's test: empty masks, Dice 0) was "validated" by checks that passed garbage; S3 stops at its partial
+level whoever graded it (tests/test_redteam_round36.py).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 
 import attrs
 
-from .evidence import evidence_of, ladder_values
+from .evidence import evidence_of, ladder_values, names_input
 from .judge import JudgeInput
+from .planimage import diagram_problem, png_problem, read_plan_png
 from .records import ItemVerdict, JudgeVerdict, RubricItem
+from .scoring import POSITIVE_KEY
 
 PLAN_MD_RULES = frozenset({"s1a", "s1b", "s1c", "plan_mentions", "plan_entrypoint"})  # items read from plan.md
 PLAN_PNG_RULES = frozenset({"s1e", "s1f"})
@@ -35,7 +41,6 @@ ENVIRONMENT = re.compile(r"ModuleNotFoundError|ImportError|No module named|comma
 MAX_MATCHED = 64_000  # characters of a failed call's stderr and stdout (tails) searched for an environment problem
 # a check whose exit code is its result: Python's assert, a shell test of a file or a number
 ASSERTS = r"\bassert\b|\btest\s+-\w|\[\[?\s+-\w"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"  # a plan.png that is not even a PNG is no diagram
 
 
 def environmental(call: dict[str, Any]) -> bool:
@@ -55,10 +60,21 @@ class Facts:
         self.inp = inp
         self.ev = evidence_of(inp)
         self.plan_md = bool((inp.plan_md or "").strip())
-        self.plan_png = (inp.plan_png or b"").startswith(PNG_SIGNATURE)
+        # a plan.png is a diagram only if it decodes, is large enough and is drawn on a canvas (the rules judge's
+        # own structural checks): eight signature bytes or a blank page earn no judge s1e/s1f
+        self.png_problem = png_problem(inp.plan_png)
+        image = None if self.png_problem else read_plan_png(inp.plan_png).image
+        self.diagram_problem = self.png_problem or diagram_problem(image)[0]
+        # the cases the evaluation counts as positive evidence (None: no evaluation read)
+        self.positive = inp.extra.get(POSITIVE_KEY)
         first = self.ev.first_output_turn
         self.failures = [c for c in self.ev.before(first) if c.get("exit_code") != 0 and environmental(c)]
         self.ok_before_output = [c for c in self.ev.ok() if first is None or c["turn"] < first]
+        # s2b: an input inspected before the first output (a call named an input file and printed what it read or
+        # asserted): `print(1+1)` computed something but read no case
+        self.inspected = any(names_input(self.ev.code(c), inp.task.input_files)
+                             and (self.ev.output(c).strip() or re.search(ASSERTS, self.ev.code(c)))
+                             for c in self.ok_before_output)
         # setting up, inspecting or loading shows in what a call computed (a version, a shape, a log line) or wrote
         self.did_something = any(c.get("cases_with_outputs", 0) > 0 or c.get("changed_cases")
                                  or self.ev.output(c).strip() for c in self.ev.ok())
@@ -91,8 +107,8 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
     rule, ev = item_rule(item), facts.ev
     if rule in PLAN_MD_RULES and not facts.plan_md:
         return 0.0, "plan/plan.md is missing or empty"
-    if rule in PLAN_PNG_RULES and not facts.plan_png:
-        return 0.0, "plan/plan.png is missing or not a PNG file"
+    if rule in PLAN_PNG_RULES and (facts.diagram_problem if rule == "s1f" else facts.png_problem):
+        return 0.0, str(facts.diagram_problem if rule == "s1f" else facts.png_problem)
     if rule in RAN_RULES:
         if not ev.ok():
             return 0.0, "no call the harness ran succeeded"
@@ -104,6 +120,9 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
                          f"output (> {MAX_FAILURES})")
         if rule == "s2b" and not facts.ok_before_output:
             return 0.0, "no call succeeded before the first output was written"
+        if rule == "s2b" and not facts.inspected:
+            return 0.0, ("no call before the first output named an input file and printed what it read (or "
+                         "asserted)")
     if rule in PILOT_RULES:
         if ev.pilot is None:
             return 0.0, "the harness saw no one-case pilot pass the contract check"
@@ -120,6 +139,10 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
                                            "(printed a value the agent did not type, or asserted)")
             if not facts.proceeded():
                 return values["partial"], "the run never proceeded from the pilot to the batch"
+            case = ev.trace.case_of(ev.pilot)
+            if facts.positive is not None and case and case[0] not in facts.positive:
+                return values["partial"], (f"the pilot's case {case[0]} shows no positive metric evidence in the "
+                                           "evaluation: a check that passed it checked nothing that matters")
     return None
 
 

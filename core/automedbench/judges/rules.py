@@ -7,8 +7,6 @@ says so in every rationale. Same input, same verdict.
 
 from __future__ import annotations
 
-import fnmatch
-import itertools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -25,11 +23,12 @@ from ..evidence import (  # noqa: F401 - Evidence, ladder_values and the limits 
     Evidence,
     evidence_of,
     ladder_values,
+    names_input,
 )
 from ..judge import Judge, JudgeInput
+from ..planimage import diagram_problem, png_problem, read_plan_png
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import code_head
-from .planimage import read_plan_png
 
 PHASES = {
     "load": r"load|read|input",
@@ -44,21 +43,6 @@ def _any(patterns: Iterable[str], text: str) -> bool:
     return any(re.search(p, text) for p in patterns)
 
 
-_GLOB = re.compile(r"[\w.*?\[\]-]*\*[\w.*?\[\]-]*")  # a file-name pattern's last part (after the last '/')
-
-
-def _globs_match(code: str, names: Iterable[str]) -> bool:
-    """Whether a wildcard pattern in the code (`glob('/data/public/*/*.nii.gz')`, `for f in */ct.*`) finds one of
-    the input file names: a pattern with an extension (`*.nii.gz`), not a bare `*` (`import *`, `a * b`)."""
-    bases = [n.rsplit("/", 1)[-1] for n in names]
-    for found in itertools.islice(_GLOB.finditer(code), MAX_GLOBS):
-        pattern = found.group()
-        if "." in pattern.strip("*?") and any(fnmatch.fnmatchcase(b, pattern) for b in bases):
-            return True
-    return False
-
-
-MAX_GLOBS = 200  # wildcard patterns tried per call
 class RulesJudge(Judge):
     name = "rules"
     version = "1"
@@ -122,32 +106,21 @@ class RulesJudge(Judge):
         return read_plan_png(inp.plan_png).image  # header-checked before decoding (size and pixel caps)
 
     def _s1e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        image = self._png(inp)
-        if image is None:
-            return 0.0, f"plan/plan.png {read_plan_png(inp.plan_png).note}", []
-        w, h = image.size
-        if min(w, h) < 64:
-            return 0.0, f"plan.png is {w}x{h}: too small to be a diagram", []
+        problem = png_problem(inp.plan_png)
+        if problem:
+            return 0.0, problem, []
+        w, h = self._png(inp).size
         return 1.0, f"plan.png present ({w}x{h})", self._turns_writing(ev, "plan.png")
 
     def _s1f(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         image = self._png(inp)
         if image is None:
             return 0.0, "no decodable plan.png", []
-        small = image.convert("RGB").resize((128, 128))
-        colours = small.getcolors(maxcolors=128 * 128) or []
-        dominant = max(count for count, _ in colours) / (128 * 128) if colours else 1.0
-        # the canvas counted in coarse colour steps: a photographed whiteboard or a gently shaded background has
-        # no exact colour over 1%, yet one step holds most of it (noise or a full-range gradient spreads over many)
-        coarse = small.point(lambda v: v // CANVAS_STEP).getcolors(maxcolors=128 * 128) or []
-        canvas = max(count for count, _ in coarse) / (128 * 128) if coarse else 1.0
-        if canvas < MIN_CANVAS:  # boxes and arrows drawn on a canvas: noise or a gradient has none
-            return 0.0, (f"plan.png has no background canvas (largest colour band {canvas:.0%} of the image, a "
-                         f"diagram's is at least {MIN_CANVAS:.0%}): noise or a gradient, not a diagram"), []
-        if len(colours) >= 3 and dominant < 0.97:
-            return 1.0, (f"structural check only: {len(colours)} colours, background {dominant:.0%} "
-                         "(the rules judge cannot read the diagram)"), []
-        return 0.0, f"plan.png looks blank ({len(colours)} colours, background {dominant:.0%})", []
+        problem, colours, dominant = diagram_problem(image)
+        if problem:
+            return 0.0, problem, []
+        return 1.0, (f"structural check only: {colours} colours, background {dominant:.0%} "
+                     "(the rules judge cannot read the diagram)"), []
 
     @staticmethod
     def _turns_writing(ev: Evidence, name: str) -> list[int]:
@@ -182,7 +155,6 @@ class RulesJudge(Judge):
     def _s2b(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         minimum = item.hints.get("minimum", 2)
         patterns = item.hints.get("patterns", [])
-        inputs = [re.escape(f) for f in inp.task.input_files]
         pool = [c for c in ev.ok() if ev.first_output_turn is None or c["turn"] < ev.first_output_turn]
         looked = []
         for call in pool:
@@ -190,7 +162,7 @@ class RulesJudge(Judge):
             # the input named where the code uses it (a path string is data, kept), or a glob that finds it
             # (`*/*.nii.gz`): a name only in a comment or in printed text, beside shape/dtype checks of anything
             # else, inspected no input
-            if not _any(inputs, code) and not _globs_match(code, inp.task.input_files):
+            if not names_input(code, inp.task.input_files):
                 continue
             looked.append(call["turn"])
             tool = next((t for t in item.hints.get("inspectors", []) if call.get("language") == "bash"
@@ -421,11 +393,6 @@ class RulesJudge(Judge):
                 "" if proceeded else "; never proceeded to the batch"), turns + batch, pilot
         return value["unchecked"], f"pilot at turn {pilot_turn} without output checks", turns + batch, pilot
 
-
-# s1f: a diagram is drawn on a canvas, one colour over at least this share of the image (the reference plans'
-# is ~70%, matplotlib or graphviz flowcharts' more); random pixels or a gradient have no colour over 1%
-MIN_CANVAS = 0.2
-CANVAS_STEP = 32  # per channel: 8 steps, so a full-range gradient's largest share is 1/8
 
 # The generic checks a track item may name with {"rule": NAME} (built-in item checks: "s1a" ... "s3").
 CHECKS = ("plan_mentions", "code_uses", "plan_entrypoint", "pilot_first", "pilot_output", "pilot_same_entrypoint",

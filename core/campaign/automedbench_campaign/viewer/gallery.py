@@ -3,7 +3,7 @@ agent ran, and each case's picture (input, output, reference) with its texts.
 
 Images are embedded as data URIs so the page stays one offline file. An agent-made image (plan.png, a plot) is
 never embedded as it came: it is header-checked, decoded within limits and re-encoded small
-(`judges.planimage`); case pictures were drawn by the evaluator (`automedbench.pictures`) and are read back with a
+(`automedbench.planimage`); case pictures were drawn by the evaluator (`automedbench.pictures`) and are read back with a
 size cap. Every text is escaped (`page.esc`).
 """
 

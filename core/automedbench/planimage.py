@@ -71,3 +71,40 @@ def read_plan_png(data: bytes | None) -> PlanImage:
         return PlanImage(None, f"unreadable: {type(exc).__name__}: {str(exc)[:120]}", (width, height))
     return PlanImage(image, f"{width}x{height} PNG", (width, height))
 
+
+
+MIN_SIDE = 64  # a diagram narrower or lower than this holds no readable box
+# s1f: a diagram is drawn on a canvas, one colour over at least this share of the image (the reference plans'
+# is ~70%, matplotlib or graphviz flowcharts' more); random pixels or a gradient have no colour over 1%
+MIN_CANVAS = 0.2
+CANVAS_STEP = 32  # per channel: 8 steps, so a full-range gradient's largest share is 1/8
+
+
+def png_problem(data: bytes | None) -> str | None:
+    """Why plan.png is no image a diagram could be (missing, undecodable, too small), or None. The rules judge's
+    s1e and the harness's bound on every judge's s1e/s1f: eight signature bytes are no picture."""
+    found = read_plan_png(data)
+    if found.image is None:
+        return f"plan/plan.png {found.note}"
+    w, h = found.image.size  # type: ignore[attr-defined]
+    if min(w, h) < MIN_SIDE:
+        return f"plan.png is {w}x{h}: too small to be a diagram"
+    return None
+
+
+def diagram_problem(image: object) -> tuple[str | None, int, float]:
+    """(why a decoded plan.png is no diagram: noise, a gradient or a blank page; else None, its colour count,
+    its background's share): a structural check, the same for the rules judge and the bound on every judge."""
+    small = image.convert("RGB").resize((128, 128))  # type: ignore[attr-defined]
+    colours = small.getcolors(maxcolors=128 * 128) or []
+    dominant = max(count for count, _ in colours) / (128 * 128) if colours else 1.0
+    # the canvas counted in coarse colour steps: a photographed whiteboard or a gently shaded background has
+    # no exact colour over 1%, yet one step holds most of it (noise or a full-range gradient spreads over many)
+    coarse = small.point(lambda v: v // CANVAS_STEP).getcolors(maxcolors=128 * 128) or []
+    canvas = max(count for count, _ in coarse) / (128 * 128) if coarse else 1.0
+    if canvas < MIN_CANVAS:  # boxes and arrows drawn on a canvas: noise or a gradient has none
+        return (f"plan.png has no background canvas (largest colour band {canvas:.0%} of the image, a "
+                f"diagram's is at least {MIN_CANVAS:.0%}): noise or a gradient, not a diagram"), len(colours), dominant
+    if len(colours) >= 3 and dominant < 0.97:
+        return None, len(colours), dominant
+    return f"plan.png looks blank ({len(colours)} colours, background {dominant:.0%})", len(colours), dominant
