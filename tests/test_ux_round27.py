@@ -1,0 +1,86 @@
+"""A new track author's first hour, round 27: `new-track`, then a 2-D spleen segmentation written over the generated
+demo (a threshold method, a download stager), installed beside the core. A plan naming its method without the
+words "model" or "method" lost S1's s1c with "plan does not name a model/method suited to the task" and nothing on
+what the rules judge looked for (its patterns live in the core's rubric); the generated rubric.py did not show the
+hint at all. The stager conformance check's public-knowledge failure said what a replay scored, not which of
+`area.secret`'s draws the stager skipped. `run --agent reference` on the track's real task ended at "covers the
+generated demo only" with no next step."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from automedbench.stagesecret import StagingSecret
+from automedbench.testing import assert_stager_conforms, grade_by_rules, run_cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "segmentation" / "tests"))
+from test_segmentation_stager_conformance import kits  # the KiTS fixture download writer
+
+
+def _s1c(plan: str, **kwargs) -> tuple[float, str]:
+    verdict = grade_by_rules("toy/vowels", "lite", [], plan=plan, **kwargs).items["s1c_task_model"]
+    return verdict.value, verdict.rationale
+
+
+def test_a_failed_s1c_says_which_patterns_the_rules_judge_looked_for():
+    """A plan choosing "threshold at 120" names no model or method by those words: the rationale (what `show
+    --items` and the run page print) names the patterns and the item whose hints set them."""
+    value, rationale = _s1c("# Plan\n1. load image.png\n2. threshold at 120\n3. save mask.png\n")
+    assert value == 0.0
+    assert r"'\\bmodel\\b'" in rationale and r"'\\bmethod\\b'" in rationale, rationale
+    assert "rubric hints of s1c_task_model" in rationale, rationale
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_rubric_sets_s1c_for_its_own_task(tmp_path):
+    """`new-track`'s rubric.py names s1c's patterns for its demo (and says in a comment what each generic item
+    reads), so a plan stating the demo's method in its own words passes s1c; with the core's generic patterns
+    alone the same plan failed it."""
+    made = run_cli("new-track", "acme", "--dir", str(tmp_path))
+    assert made.exit_code == 0, made.output
+    package = tmp_path / "automedbench-acme" / "automedbench_acme"
+    source = (package / "rubric.py").read_text()
+    assert "s1c_task_model" in source and "plan.md matches one of `patterns`" in source
+    rubric = _load(package / "rubric.py", "ux27_acme_rubric").rubric(None)
+    plan = "# Plan: count the vowels\n1. load input.txt\n2. count a, e, i, o, u\n3. save answer.txt\n"
+    assert _s1c(plan)[0] == 0.0  # the core's generic patterns: "model" or "method" only
+    assert _s1c(plan, rubric=rubric)[0] == 1.0
+
+
+def test_a_public_order_failure_names_the_secret_draw_to_use(tmp_path, monkeypatch):
+    """A stager that numbers its cases in the download's order fails the public-knowledge replay; the failure
+    now names the draws that fix it (area.secret.case_ids / id_stream, sample / shuffled)."""
+    monkeypatch.setattr(StagingSecret, "shuffled", lambda self, items, purpose="order": list(items))
+    monkeypatch.setattr(StagingSecret, "id_stream",
+                        lambda self, prefix="case", purpose="case ids", sep="_":
+                        (f"{prefix}{sep}{i:03d}" for i in itertools.count()))
+    with pytest.raises(AssertionError) as failed:
+        assert_stager_conforms("segmentation/kidney", kits(tmp_path / "download"), tmp_path / "work", case_count=8,
+                               checks=["public-knowledge"])
+    message = str(failed.value)
+    assert "FAIL public-knowledge: replaying another staging's answers by same case id" in message, message
+    assert "area.secret.case_ids(n) or area.secret.id_stream()" in message, message
+
+
+def test_the_reference_agent_on_a_real_task_says_what_to_do_instead(tmp_path, monkeypatch):
+    """`run --agent reference` on a real task: one line, and it names `evaluate --submission` for the author's own
+    outputs (before, the line ended at "covers the phantom demos only, not segmentation/kidney")."""
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    result = run_cli("run", "--task", "segmentation/kidney", "--agent", "reference", "--out", str(tmp_path / "runs"))
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "covers the phantom demos only" in line
+    assert "automedbench evaluate --task segmentation/kidney --submission DIR" in line, line
+    assert "automedbench plugins" in line
