@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -84,3 +85,42 @@ def test_the_reference_agent_on_a_real_task_says_what_to_do_instead(tmp_path, mo
     assert "covers the phantom demos only" in line
     assert "automedbench evaluate --task segmentation/kidney --submission DIR" in line, line
     assert "automedbench plugins" in line
+
+
+def test_a_typo_in_a_task_file_is_not_reported_as_a_track_not_installed(tmp_path, monkeypatch):
+    """One task file with an unknown field (`workspace_mbs:`) hides every task of its track: `validate-task` and
+    `run` then said "no track 'amb27' is installed (installed: toy); ... pip install -e <its folder>" under the
+    plugin-problem line, sending the author to reinstall a track that is installed. Now the error says the track's
+    tasks did not load and why."""
+    from automedbench.api import hookimpl
+    from automedbench.plugins import registry
+    from automedbench.toy.track import ToyTrack
+
+    toy = Path(ToyTrack.root)
+    (tmp_path / "tasks").mkdir()
+    text = (toy / "tasks" / "vowels.yaml").read_text().replace("toy/vowels", "amb27/vowels")
+    text = text.replace("track: toy", "track: amb27") + "workspace_mbs: 256\n"
+    (tmp_path / "tasks" / "vowels.yaml").write_text(text)
+    shutil.copytree(toy / "templates", tmp_path / "templates")
+    track = type("Amb27Track", (ToyTrack,), {"name": "amb27", "root": tmp_path})
+    module = ModuleType("amb27_plugin")
+
+    @hookimpl
+    def automedbench_register_tracks(register) -> None:
+        register("amb27", track, "a track whose task file has a typo")
+
+    module.automedbench_register_tracks = automedbench_register_tracks  # type: ignore[attr-defined]
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    registry().add_plugin(module, name="amb27", distribution="amb27-dist")
+    try:
+        for args in (("validate-task", "amb27/vowels"), ("run", "--task", "amb27/vowels", "--agent", "reference",
+                                                         "--out", str(tmp_path / "runs"))):
+            result = run_cli(*args)
+            assert result.exit_code == 2, result.output
+            error = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+            assert len(error) == 1, result.stderr
+            assert "the amb27 track is installed but its tasks did not load" in error[0], error
+            assert "unknown field(s) workspace_mbs" in error[0] and "no track" not in error[0], error
+    finally:
+        registry().remove_plugin("amb27")
+        registry().problems[:] = [p for p in registry().problems if p.plugin != "amb27"]
