@@ -8,12 +8,15 @@ generated demo only" with no next step."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import shutil
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from automedbench.stagesecret import StagingSecret
@@ -87,32 +90,42 @@ def test_the_reference_agent_on_a_real_task_says_what_to_do_instead(tmp_path, mo
     assert "automedbench plugins" in line
 
 
-def test_a_typo_in_a_task_file_is_not_reported_as_a_track_not_installed(tmp_path, monkeypatch):
-    """One task file with an unknown field (`workspace_mbs:`) hides every task of its track: `validate-task` and
-    `run` then said "no track 'amb27' is installed (installed: toy); ... pip install -e <its folder>" under the
-    plugin-problem line, sending the author to reinstall a track that is installed. Now the error says the track's
-    tasks did not load and why."""
+@contextlib.contextmanager
+def _toy_copy(tmp_path: Path, name: str, task_yaml: Callable[[str], str], **overrides: Any) -> Iterator[None]:
+    """The toy track again as track `name` (a third party's, registered in code), its one task file rewritten by
+    `task_yaml`, its methods replaced by `overrides`; removed with its plugin problems afterwards."""
     from automedbench.api import hookimpl
     from automedbench.plugins import registry
     from automedbench.toy.track import ToyTrack
 
     toy = Path(ToyTrack.root)
     (tmp_path / "tasks").mkdir()
-    text = (toy / "tasks" / "vowels.yaml").read_text().replace("toy/vowels", "amb27/vowels")
-    text = text.replace("track: toy", "track: amb27") + "workspace_mbs: 256\n"
-    (tmp_path / "tasks" / "vowels.yaml").write_text(text)
+    text = (toy / "tasks" / "vowels.yaml").read_text().replace("toy/vowels", f"{name}/vowels")
+    (tmp_path / "tasks" / "vowels.yaml").write_text(task_yaml(text.replace("track: toy", f"track: {name}")))
     shutil.copytree(toy / "templates", tmp_path / "templates")
-    track = type("Amb27Track", (ToyTrack,), {"name": "amb27", "root": tmp_path})
-    module = ModuleType("amb27_plugin")
+    track = type(f"{name.capitalize()}Track", (ToyTrack,), {"name": name, "root": tmp_path, **overrides})
+    module = ModuleType(f"{name}_plugin")
 
     @hookimpl
     def automedbench_register_tracks(register) -> None:
-        register("amb27", track, "a track whose task file has a typo")
+        register(name, track, "a third party's track")
 
     module.automedbench_register_tracks = automedbench_register_tracks  # type: ignore[attr-defined]
-    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
-    registry().add_plugin(module, name="amb27", distribution="amb27-dist")
+    registry().add_plugin(module, name=name, distribution=f"{name}-dist")
     try:
+        yield
+    finally:
+        registry().remove_plugin(name)
+        registry().problems[:] = [p for p in registry().problems if p.plugin != name]
+
+
+def test_a_typo_in_a_task_file_is_not_reported_as_a_track_not_installed(tmp_path, monkeypatch):
+    """One task file with an unknown field (`workspace_mbs:`) hides every task of its track: `validate-task` and
+    `run` then said "no track 'amb27' is installed (installed: toy); ... pip install -e <its folder>" under the
+    plugin-problem line, sending the author to reinstall a track that is installed. Now the error says the track's
+    tasks did not load and why."""
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    with _toy_copy(tmp_path, "amb27", lambda text: text + "workspace_mbs: 256\n"):
         for args in (("validate-task", "amb27/vowels"), ("run", "--task", "amb27/vowels", "--agent", "reference",
                                                          "--out", str(tmp_path / "runs"))):
             result = run_cli(*args)
@@ -121,6 +134,27 @@ def test_a_typo_in_a_task_file_is_not_reported_as_a_track_not_installed(tmp_path
             assert len(error) == 1, result.stderr
             assert "the amb27 track is installed but its tasks did not load" in error[0], error
             assert "unknown field(s) workspace_mbs" in error[0] and "no track" not in error[0], error
-    finally:
-        registry().remove_plugin("amb27")
-        registry().problems[:] = [p for p in registry().problems if p.plugin != "amb27"]
+
+
+def test_a_stager_that_stages_nothing_says_what_to_check(tmp_path, monkeypatch):
+    """`stage T --from DIR` over a download whose labels folder is empty: the author's stager passes over every
+    item and the command said "error: staging produced no cases" (no task, no folder, no next step)."""
+    from automedbench.api import staging_area
+
+    def stage_source(self, task, dest, source):  # labels/ beside words/: a word without its label is passed over
+        with staging_area(dest) as area:
+            kept = [p.stem for p in sorted((source / "words").iterdir()) if (source / "labels" / p.name).exists()]
+            return area.commit(kept)
+
+    download = tmp_path / "download"
+    (download / "words").mkdir(parents=True)
+    (download / "labels").mkdir()
+    (download / "words" / "a.txt").write_text("scan\n")
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    with _toy_copy(tmp_path, "amb27b", lambda text: text.replace("demo: true", "demo: false"),
+                   stage_source=stage_source):
+        result = run_cli("stage", "amb27b/vowels", "--from", str(download))
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("error: staging produced no cases in ") and "amb27b" in line, line
+        assert "check it has the layout the task's `dataset` names" in line, line
