@@ -4,7 +4,8 @@ words "model" or "method" lost S1's s1c with "plan does not name a model/method 
 what the rules judge looked for (its patterns live in the core's rubric); the generated rubric.py did not show the
 hint at all. The stager conformance check's public-knowledge failure said what a replay scored, not which of
 `area.secret`'s draws the stager skipped. `run --agent reference` on the track's real task ended at "covers the
-generated demo only" with no next step."""
+generated demo only" with no next step. A typo in one task file (`workspace_mbs:`) made `validate-task` and `run`
+say the track was not installed; a download the stager found nothing in said "staging produced no cases"."""
 
 from __future__ import annotations
 
