@@ -159,3 +159,29 @@ def test_a_stager_that_stages_nothing_says_what_to_check(tmp_path, monkeypatch):
         (line,) = result.stderr.splitlines()
         assert line.startswith("error: staging produced no cases in ") and "amb27b" in line, line
         assert "check it has the layout the task's `dataset` names" in line, line
+
+
+def test_a_harness_started_by_a_relative_interpreter_path_runs_its_calls(tmp_path):
+    """`../../venv/bin/python -m pytest` in a track's folder (the core's venv beside it): `sys.executable` kept the
+    `..` through the track's folder, which a bwrap call does not mount, so every python call of the scripted
+    reference failed to start ("bwrap: execvp ...: No such file or directory") and the generated track's own test
+    failed at S1 0.0, S3 0.2. Run here as `automedbench run` under such an interpreter path."""
+    import json
+    import os
+    import subprocess
+
+    cwd = tmp_path / "src" / "automedbench-acme"
+    cwd.mkdir(parents=True)
+    python = os.path.relpath(sys.executable, cwd)
+    assert ".." in python
+    env = {**os.environ, "AUTOMEDBENCH_DATA": str(tmp_path / "data")}
+    done = subprocess.run([python, "-c", "from automedbench.cli import main; main()", "run", "--task", "toy/vowels",
+                           "--agent", "reference", "--out", str(tmp_path / "runs")],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = (tmp_path / "runs").glob("*/result.json")
+    record = json.loads(result.read_text())
+    trajectory = (result.parent / "trajectory.jsonl").read_text()
+    assert "No such file or directory" not in trajectory
+    assert record["aggregate"]["rating"] == "A", record["aggregate"]
+    assert all(s["score"] == 1.0 for s in record["stages"]), record["stages"]
