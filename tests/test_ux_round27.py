@@ -185,3 +185,31 @@ def test_a_harness_started_by_a_relative_interpreter_path_runs_its_calls(tmp_pat
     assert "No such file or directory" not in trajectory
     assert record["aggregate"]["rating"] == "A", record["aggregate"]
     assert all(s["score"] == 1.0 for s in record["stages"]), record["stages"]
+
+
+def test_the_generated_demo_draws_its_case_ids_from_the_staging_secret(tmp_path, monkeypatch):
+    """`new-track`'s demo numbered its cases case_00.. and seeded its words from `params.seed`, and its pilot named
+    `case_00`: an author who followed CONTRIBUTING ("every hidden choice comes from area.secret") broke the pilot.
+    The generated demo now draws both from `area.secret` and the pilot takes the first case folder; its reference
+    run still meets every stage."""
+    import importlib
+    import json
+
+    from automedbench.plugins import registry
+
+    made = run_cli("new-track", "acme27", "--dir", str(tmp_path))
+    assert made.exit_code == 0, made.output
+    monkeypatch.syspath_prepend(str(tmp_path / "automedbench-acme27"))
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    registry().add_plugin(importlib.import_module("automedbench_acme27.plugin"), name="acme27")
+    try:
+        result = run_cli("run", "--task", "acme27/demo", "--agent", "reference", "--out", str(tmp_path / "runs"))
+        assert result.exit_code == 0, result.output
+        (stored,) = (tmp_path / "runs").glob("*/result.json")
+        record = json.loads(stored.read_text())
+        assert all(s["score"] == 1.0 for s in record["stages"]), record["stages"]
+        cases = sorted(p.name for p in (tmp_path / "data" / "acme27" / "demo" / "public").iterdir())
+        assert len(cases) == 8 and "case_00" not in cases, cases
+    finally:
+        registry().remove_plugin("acme27")
+        registry().problems[:] = [p for p in registry().problems if p.plugin != "acme27"]
