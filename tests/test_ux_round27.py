@@ -5,7 +5,9 @@ what the rules judge looked for (its patterns live in the core's rubric); the ge
 hint at all. The stager conformance check's public-knowledge failure said what a replay scored, not which of
 `area.secret`'s draws the stager skipped. `run --agent reference` on the track's real task ended at "covers the
 generated demo only" with no next step. A typo in one task file (`workspace_mbs:`) made `validate-task` and `run`
-say the track was not installed; a download the stager found nothing in said "staging produced no cases"."""
+say the track was not installed; a download the stager found nothing in said "staging produced no cases". The
+generated track's own tests, run as `../../venv/bin/python -m pytest`, failed (every sandbox call failed to start),
+and its demo numbered its cases case_00.. where CONTRIBUTING asks for `area.secret`'s ids."""
 
 from __future__ import annotations
 
