@@ -332,6 +332,15 @@ class Registry:
                                                    f"tasks of track {name}: {exc}", traceback.format_exc()))
         return found
 
+    def tasks_failure(self, track: str) -> str:
+        """Why the installed track `track`'s tasks failed to load in `tasks()` ("" when they did or it is not
+        installed): a task file's unknown field hides every task of its track."""
+        prefix = f"tasks of track {track}: "
+        if track not in self.components["track"]:
+            return ""
+        found = next((p.error for p in reversed(self.problems) if p.error.startswith(prefix)), "")
+        return " ".join(found[len(prefix):].split())
+
     def task(self, task_id: str) -> tuple[Any, Any]:
         # a task's id starts with its track's name (taskfile checks it): that track's files are all a lookup reads
         name = task_id.split("/", 1)[0]
@@ -344,6 +353,10 @@ class Registry:
             broken = self.broken_part("track", track) if track not in self.components["track"] else None
             if broken:
                 raise UserError(f"{task_id!r}: {broken}")
+            unloaded = self.tasks_failure(track)
+            if unloaded:  # installed, registered, but a task file of it is wrong: not "no track is installed"
+                raise UserError(f"{task_id!r}: the {track} track is installed but its tasks did not load "
+                                f"({unloaded}): fix that, then `automedbench tasks` lists them")
             if track not in self.components["track"] and track_install_line(track):
                 known = task_id.partition("/")[2] in release_tracks()[track].get("tasks", [])
                 what = "is a task of" if known else "names"

@@ -61,7 +61,10 @@ class StagingArea:
         if self.staged is not None:
             raise RuntimeError(f"{self.dest}: this staging area was already committed")
         if not case_ids:
-            raise UserError(f"staging produced no {what}")
+            # the next step: a stager passes over every item when the download's layout is not the one it reads
+            raise UserError(f"staging produced no {what} in {self.dest}: the stager committed none (from a download: "
+                            "check it has the layout the task's `dataset` names, and which items the stager passes "
+                            "over); any previous staging is kept")
         if "public" in self.parts:
             check_published(self.public)
             relay(self.public, self.secret)

@@ -408,7 +408,10 @@ class PackagedTrack(Track):
         if not task.demo:  # real data needs a real model: no scripted method stands in for it
             from .errors import UserError
 
-            raise UserError(f"the scripted reference solution covers {self.demo_solution_scope} only, not {task.id}")
+            # the next step too: a track author's method on real data is scored as outputs or through a model agent
+            raise UserError(f"the scripted reference solution covers {self.demo_solution_scope} only, not {task.id}: "
+                            f"score your method's outputs with automedbench evaluate --task {task.id} --submission "
+                            "DIR, or run a model agent (automedbench plugins lists the agents)")
         return self.part(self.demo_solution)(task, tier, data_dir, workspace)
 
     def baselines(self) -> dict[str, str]:

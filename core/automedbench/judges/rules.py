@@ -91,7 +91,10 @@ class RulesJudge(Judge):
         hits = [p for p in patterns if re.search(p, plan, re.I)]
         if hits:
             return 1.0, f"plan names a task-suited model/method (matched {hits[0]!r})", []
-        return 0.0, "plan does not name a model/method suited to the task", []
+        # say what was looked for: a track author whose plan fails here learns which hint to set, not only that
+        looked = ", ".join(repr(p) for p in patterns[:6]) or "nothing (the item has no patterns)"
+        return 0.0, (f"plan does not name a model/method suited to the task: plan.md matches none of {looked} "
+                     f"(the track's rubric hints of {item.id} set them)"), []
 
     def _s1d(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
         minimum = item.hints.get("minimum", 3)

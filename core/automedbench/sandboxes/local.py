@@ -205,10 +205,22 @@ def plain_spec(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
 
 
+@functools.lru_cache(maxsize=1)
+def interpreter() -> str:
+    """The harness's interpreter as a call runs it: `sys.executable` without `..` components. Python started by a
+    relative path (`../venv/bin/python -m pytest` in a track's folder) keeps the folder it was started from in
+    it (`/src/track/../venv/bin/python`), which a bwrap call does not mount: every call failed to start."""
+    exe = sys.executable
+    lexical = os.path.normpath(exe)
+    if lexical != exe and not (os.path.exists(lexical) and os.path.samefile(lexical, exe)):
+        # a symlink before the `..`: the folder as the kernel resolves it, the interpreter's own name kept
+        lexical = os.path.join(os.path.realpath(os.path.dirname(exe)), os.path.basename(exe))
+    return lexical
+
 def plain_prefix(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()) -> tuple[str, ...]:
     """The command prefix of a plain call: its own PID and mount namespaces (`pid_namespace_prefix`), then
     `plainns` hides the harness's state and makes everything but the workspace read-only before the code."""
-    return (*pid_namespace_prefix(), sys.executable, "-I", "-S", plainns.__file__,
+    return (*pid_namespace_prefix(), interpreter(), "-I", "-S", plainns.__file__,
             plain_spec(workspace, keyctl, keep), "--")
 
 
@@ -310,7 +322,7 @@ class LocalSession(SandboxSession):
 
     def _env(self) -> dict[str, str]:
         tmp = "/tmp" if self.bwrap else f"{self.workspace_dir}/.tmp"
-        path = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+        path = f"{Path(interpreter()).parent}:/usr/local/bin:/usr/bin:/bin"
         extra = {"CUDA_VISIBLE_DEVICES": ",".join(self.spec.gpus), **self.spec.env, **self.sweep.env()}
         if self.assets_dir:
             extra["ASSETS_DIR"] = self.assets_dir
@@ -368,7 +380,7 @@ class LocalSession(SandboxSession):
             args += ["--ro-bind", str(self.exec_dir.path / "resolv.conf"), "/etc/resolv.conf"]
         for hidden, is_dir in _unreadable_to_others():  # root reads any file regardless of mode: hide those
             args += ["--tmpfs", hidden, "--remount-ro", hidden] if is_dir else ["--ro-bind", "/dev/null", hidden]
-        for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}):
+        for prefix in sorted({sys.base_prefix, sys.prefix, str(Path(interpreter()).resolve().parent.parent)}):
             args += ["--ro-bind", prefix, prefix]
         args += ["--ro-bind", str(self.spec.public), "/data/public",
                  "--bind", str(self.spec.workspace), "/workspace",
@@ -401,7 +413,7 @@ class LocalSession(SandboxSession):
         refused = unsupported_language(language)
         if refused is not None:
             return refused
-        runner = self.exec_dir.write_call(language, code, python=sys.executable, mounted=bool(self.bwrap))
+        runner = self.exec_dir.write_call(language, code, python=interpreter(), mounted=bool(self.bwrap))
         env = self._env()
         scratch: list[tuple[str, int]] = []
         pass_fds: tuple[int, ...] = ()
@@ -587,7 +599,7 @@ class LocalSandbox(Sandbox):
 
     def missing_modules(self, modules: list[str], track: str) -> tuple[list[str], str]:
         """The sandbox runs the harness's own interpreter (`sys.executable`, first on its PATH)."""
-        return missing_here(modules), f"the {self.name} sandbox's Python ({sys.executable})"
+        return missing_here(modules), f"the {self.name} sandbox's Python ({interpreter()})"
 
     def available(self) -> tuple[bool, str]:
         if self.isolation == "none":

@@ -215,6 +215,22 @@ def _public_orders(a: StagedData, b: StagedData) -> dict[str, dict[str, str]]:
             "same position in write order (mtime)": dict(zip(_write_order(a), _write_order(b), strict=False))}
 
 
+# what a stager changes when a replay by that order scores: the check's failure names it, so the author need not
+# read this module to learn which of `area.secret`'s draws the stager skipped
+REMEDIES = {
+    "same case id": "the case ids follow a public order (the download's names or numbering, a counter over a "
+                    "public order): name cases with area.secret.case_ids(n) or area.secret.id_stream() and choose "
+                    "items with area.secret.sample / area.secret.shuffled",
+    "same position in sorted ids": "the items go to the cases in a public order (sorted names, the download's "
+                                   "numbering): choose and order them with area.secret.sample / "
+                                   "area.secret.shuffled, and name cases with area.secret.case_ids(n)",
+    "same position in write order (mtime)": "the public files are written in an order that follows the items: "
+                                            "write every case through staging_area(dest) and its commit, in "
+                                            "area.secret.shuffled order",
+}
+RESIDUAL_REMEDY = "draw every random degradation from area.secret.generator(purpose), never a seed of your own"
+
+
 def _mappings(a: StagedData, b: StagedData) -> dict[str, dict[str, str]]:
     """The public-knowledge assignments of the attacker's cases (b) to the target's (a), each once."""
     found = _public_orders(a, b)
@@ -267,7 +283,8 @@ def _public_knowledge(p: StagerProbe) -> str:
             confirmed = _confirmed(p, bar, replay)
             if confirmed:
                 problems.append(f"replaying another staging's answers by {name} scores "
-                                f"{_scores([partial, *confirmed])} (chance {chance:.3f}, perfect 1.0)")
+                                f"{_scores([partial, *confirmed])} (chance {chance:.3f}, perfect 1.0): "
+                                f"{REMEDIES[name]}")
     shuffled = list(b.case_ids)
     np.random.default_rng(1).shuffle(shuffled)
     base = None
@@ -290,7 +307,7 @@ def _public_knowledge(p: StagerProbe) -> str:
             if confirmed:
                 problems.append(f"adding another staging's residual (reference - input) by {name} scores "
                                 f"{_scores([partial, *confirmed])} (a random item's residual {base:.3f}): the "
-                                "degradation is not secret")
+                                f"degradation is not secret: {RESIDUAL_REMEDY}")
     return "; ".join(problems)
 
 
