@@ -59,6 +59,13 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
         console.print(f"agent: {rt.tokens_in} in / {rt.tokens_out} out tokens, ${rt.cost_usd:.4f}   "
                       f"judge: ${rt.judge_cost_usd:.4f}{judge_tokens}")
+        unpriced = [who for who, tokens, cost in (("agent", rt.tokens_in + rt.tokens_out, rt.cost_usd),
+                                                  ("judge", jv.tokens_in + jv.tokens_out if jv else 0,
+                                                   rt.judge_cost_usd)) if tokens and not cost]
+        if unpriced:  # an unknown model costs 0: a $0.0000 beside thousands of tokens read as a free model
+            console.print(f"[yellow]{' and '.join(unpriced)} cost $0 for tokens spent[/]: no price is known for "
+                          "its model (or it is priced at 0); `--agent-option` / `--judge-option prices=FILE` or "
+                          "the model config's `pricing:` gives one (USD per 1M tokens)", soft_wrap=True)
     if rt.agent_program:  # which release of an installed system made the run
         console.print(f"agent program: {escape(rt.agent_program)}", soft_wrap=True)
     if rt.other_models:  # helper-model calls (or any other name) the configured model answered

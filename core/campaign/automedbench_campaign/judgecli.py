@@ -53,10 +53,12 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     """Re-grade stored runs (run folders, run ids or folders of runs): new S1–S3 verdicts, stages and aggregate
     recomputed, result.json rewritten atomically and signed again; the previous verdict is kept as
     judge.<old-judge>.<timestamp>.json. A run the harness did not write, or whose trajectory, verdict or
-    evaluation changed since, is refused (`automedbench verify` says why) before any run is rewritten."""
+    evaluation changed since, is refused (`automedbench verify` says why) before any run is rewritten. A run the
+    new judge cannot grade (endpoint down, unknown model, invalid replies) is left as it was, and the command ends
+    with exit 1."""
     from automedbench.engine import render_result as render
 
-    from .rejudge import check_genuine
+    from .rejudge import NotRegraded, check_genuine
     from .rejudge import rejudge as regrade
 
     console, err_console = context.console, context.err_console
@@ -66,13 +68,22 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
         check_genuine(folder)  # the harness wrote it and its evidence is as signed: re-signed only then
+    failed = []
     for folder in folders:
-        result = regrade(reg, folder, judge, parse_kv(judge_options))
-        if result.judge is not None and result.judge.error:
-            err_console.print(f"[yellow]{escape(str(folder))}: judge error:[/] {escape(result.judge.error)}")
+        try:
+            result = regrade(reg, folder, judge, parse_kv(judge_options))
+        except NotRegraded as exc:  # the run keeps its grade; the others are still re-graded
+            err_console.print(f"[red]{escape(str(exc))}[/]")
+            failed.append(folder)
+            continue
         render(result, console, items=items)
         cost = result.runtime.judge_cost_usd
         console.print(f"re-graded {folder} with {judge}" + (f" (judge cost ${cost:.4f})" if cost else ""))
+    if failed:
+        err_console.print(f"{len(failed)} of {len(folders)} run(s) not re-graded (left as they were). Next: check the "
+                          f"judge's model, base_url and key (`automedbench plugins {escape(judge)}` lists its "
+                          "options), then run the same rejudge command on them again.")
+        raise SystemExit(1)
 
 
 @click.command("judge-agreement")

@@ -10,6 +10,7 @@ infrastructure failures and cancelled runs are the harness's, not the agent's, a
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -309,6 +310,7 @@ def analyses(table: RunTable, *, resamples: int = 2000, seed: int = 0) -> dict[s
         "cliff": cliff_analysis(table, resamples=resamples, seed=seed),
         "recovery": recovery_analysis(table),
         "turns_per_run": round(float(np.mean(table["turns"])), 2) if len(table) else None,
+        "judges": dict(sorted(Counter(table.columns.get("judge") or []).items())),  # label -> runs it graded
     }
 
 

@@ -38,7 +38,7 @@ RESULT = RunFolder.RESULT
 RUN_MARKS = RunFolder.MARKS
 NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
            "judge_cost_usd")
-TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path")
+TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path", "judge")
 CONDITIONS_CHARS = 12  # of the conditions digest, as a leaderboard row shows it
 FINISHED = ("scored", "agent_failure")
 UNVERIFIED = ": unverified: "  # in a `RunTable.rejected` line: the harness did not write it (not a copy)
@@ -57,7 +57,7 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         # what scored it besides the options: task definition, harness and track versions, weights (empty before)
         "scoring": str((header.get("hashes") or {}).get("scoring", ""))[:CONDITIONS_CHARS],
         "end_reason": data.get("end_reason", ""),
-        "rating": agg.get("rating", ""), "path": path,
+        "rating": agg.get("rating", ""), "path": path, "judge": judge_label(header, data.get("judge")),
         "overall": agg.get("overall"), "agentic": agg.get("agentic"), "task": agg.get("task"),
         **{s: stages.get(s) for s in STAGES},
         "turns": runtime.get("turns", 0), "wall_s": runtime.get("wall_s", 0.0),
@@ -70,6 +70,14 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "command": rerun_command(header),  # the command line that makes a run like it ("" when not known)
         "attempt": attempt_of(header),
     }
+
+
+def judge_label(header: dict[str, Any], verdict: Any) -> str:
+    """Which judge graded a run's S1-S3, with its model ("openai (version 1/gpt-4o)"): a board of runs graded by
+    different judges (one re-graded) ranked them side by side with no word of it."""
+    version = verdict.get("judge_version") if isinstance(verdict, dict) else None
+    label = str(header.get("judge") or "?")[:40] + (f" (version {str(version)[:80]})" if version else "")
+    return label + (", could not grade" if isinstance(verdict, dict) and verdict.get("error") else "")
 
 
 def attempt_of(header: dict[str, Any]) -> tuple[str, str, int, str, int] | None:
