@@ -105,3 +105,28 @@ def test_a_judge_with_no_known_price_is_not_shown_as_free(cli, two_runs, fake_ll
     assert cli("rejudge", run, *_judge(fake_llm, "unpriced-judge"), "--judge-option", f"prices={prices}").exit_code == 0
     priced = " ".join(cli("show", run).output.split())
     assert "judge: $0.0004 (100 in / 20 out tokens)" in priced and "no price is known" not in priced, priced
+
+
+def test_judge_agreement_names_each_model_and_why_a_run_was_skipped(cli, two_runs, fake_llm):
+    """Before: two models of one backend were headed "openai vs openai over 2 run(s)", and a run the second judge
+    could not grade was "skipped ...: no usable verdict from one of the judges", naming neither judge nor error."""
+    def by_model(request: dict[str, Any]) -> Reply:
+        if request["body"]["model"] == "gone":
+            return Reply(404, {"error": {"message": "The model `gone` does not exist"}})
+        return _verdict(request)
+
+    fake_llm.fallback = by_model
+    sides = [*(["--judge-a", "openai"] + [a.replace("--judge-option", "--judge-a-option")
+                                          for a in _judge(fake_llm, "judge-a")[2:]]),
+             *(["--judge-b", "openai"] + [a.replace("--judge-option", "--judge-b-option")
+                                          for a in _judge(fake_llm, "judge-b")[2:]])]
+    done = cli("judge-agreement", two_runs, *sides)
+    assert done.exit_code == 0, done.output
+    assert "openai (version 1/judge-a) vs openai (version 1/judge-b) over 2 run(s)" in done.output, done.output
+    failed = cli("judge-agreement", two_runs, "--judge-a", "rules", "--judge-b", "openai",
+                 *[a.replace("--judge-option", "--judge-b-option") for a in _judge(fake_llm, "gone")[2:]])
+    said = " ".join(failed.output.split())
+    assert "rules vs openai over 0 run(s)" in said, said
+    for run in two_runs.iterdir():
+        assert f"skipped {run}: the openai judge could not grade it: openai call to gone failed: " in said, said
+    assert "no usable verdict" not in said

@@ -155,6 +155,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     items, pooled = agreement(pairs)
     if as_json:
         console.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
+                                 "versions_a": sorted({p[0].judge_version for p in pairs}),
+                                 "versions_b": sorted({p[1].judge_version for p in pairs}),
                                  "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
                                  "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
                                  "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
@@ -165,7 +167,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     for row in [*items, pooled]:
         table.add_row(row.item, str(row.n), "-" if row.agreement is None else f"{row.agreement:.3f}",
                       "undefined" if row.kappa is None else f"{row.kappa:.3f}")
-    console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)" + (
+    label_a, label_b = (_side_label(name, [p[side] for p in pairs]) for side, name in enumerate((judge_a, judge_b)))
+    console.print(f"{escape(label_a)} vs {escape(label_b)} over {len(pairs)} run(s)" + (
         f"; {len(left_out)} left out, not verified as the harness's (`automedbench verify` says why)"
         if left_out else "") + (f"; {len(once)} counted once, another folder of a run already counted" if once else ""))
     console.print(table)
@@ -201,9 +204,18 @@ def _pair(reg: Any, copy: Any, sides, judges: dict[tuple[str, str], Any], grade_
             except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
                 reasons[name] = str(exc)
                 verdict = None
-            verdict = None if verdict is None or verdict.error else verdict
+            if verdict is not None and verdict.error:  # said with the run: "no usable verdict" named no judge
+                reasons.setdefault(name, f"the {judge_name} judge could not grade it: {verdict.error}")
+                verdict = None
         pair.append(verdict)
     return pair
+
+
+def _side_label(name: str, verdicts: list[Any]) -> str:
+    """A judge as its verdicts name it, with the version (an LLM judge's model): two models of one backend were
+    headed "openai vs openai", and the table did not say which model was which."""
+    versions = sorted({v.judge_version for v in verdicts if v.judge_version})
+    return f"{name} (version {', '.join(versions)})" if versions else name
 
 
 def register(cli: click.Group) -> None:

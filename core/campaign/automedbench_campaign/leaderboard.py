@@ -310,7 +310,8 @@ def analyses(table: RunTable, *, resamples: int = 2000, seed: int = 0) -> dict[s
         "cliff": cliff_analysis(table, resamples=resamples, seed=seed),
         "recovery": recovery_analysis(table),
         "turns_per_run": round(float(np.mean(table["turns"])), 2) if len(table) else None,
-        "judges": dict(sorted(Counter(table.columns.get("judge") or []).items())),  # label -> runs it graded
+        # label -> runs it graded
+        "judges": dict(sorted(Counter(j for j in table.columns.get("judge") or [] if j).items())),
     }
 
 

@@ -38,7 +38,7 @@ RESULT = RunFolder.RESULT
 RUN_MARKS = RunFolder.MARKS
 NUMERIC = ("overall", "agentic", "task", *STAGES, "turns", "wall_s", "tokens_in", "tokens_out", "cost_usd",
            "judge_cost_usd")
-TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path", "judge")
+TEXT = ("run_id", "agent", "task_id", "track", "tier", "conditions", "state", "end_reason", "rating", "path")
 CONDITIONS_CHARS = 12  # of the conditions digest, as a leaderboard row shows it
 FINISHED = ("scored", "agent_failure")
 UNVERIFIED = ": unverified: "  # in a `RunTable.rejected` line: the harness did not write it (not a copy)
@@ -155,6 +155,7 @@ class RunTable:
         cols["codes"] = [tuple(r["codes"]) for r in rows]
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
         cols["scoring"] = [str(r.get("scoring", "")) for r in rows]
+        cols["judge"] = [str(r.get("judge", "")) for r in rows]  # "" in a row made without one (synthetic)
         cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
         cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
