@@ -130,3 +130,19 @@ def test_judge_agreement_names_each_model_and_why_a_run_was_skipped(cli, two_run
     for run in two_runs.iterdir():
         assert f"skipped {run}: the openai judge could not grade it: openai call to gone failed: " in said, said
     assert "no usable verdict" not in said
+
+
+def test_the_summary_names_the_items_the_harness_capped(cli, two_runs, fake_llm):
+    """Before: a judge that gave the agent that did nothing 1 on every item was shown as 0 everywhere, its 1 only
+    inside each item's rationale (`show --items`, the run page); the summary of `rejudge` and `show` read as the
+    judge's own zeros."""
+    fake_llm.fallback = _verdict
+    by_agent = {json.loads((run / "result.json").read_text())["header"]["agent"]: run for run in two_runs.iterdir()}
+    regraded = cli("rejudge", two_runs, *_judge(fake_llm, "generous"))
+    assert regraded.exit_code == 0, regraded.output
+    noop = " ".join(cli("show", by_agent["noop"]).output.split())
+    assert ("the harness capped 9 of the openai judge's item grade(s) to what it observed: s1a_plan_md, "
+            "s1b_plan_pipeline, s1c_task_model, s2a_model_obtained") in noop, noop
+    assert "s3_validate (why: `automedbench show <run> --items` or the run page)" in noop
+    assert "the harness capped" not in cli("show", by_agent["reference"]).output  # nothing lowered: nothing said
+    assert " ".join(regraded.output.split()).count("the harness capped 9 of") == 1

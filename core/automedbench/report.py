@@ -15,6 +15,7 @@ from .nextstep import next_step
 from .options import rerun_command
 from .records import Result
 from .scoring import truncate
+from .verdictcaps import capped_items
 
 
 def fmt(value: float | None) -> str:
@@ -107,6 +108,11 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         console.print("[yellow]  the judge could not grade:[/] " + escape(result.judge.error)
                       + f" (once it answers: automedbench rejudge <run folder> --judge {escape(h.judge)} ...)",
                       soft_wrap=True)
+    capped = capped_items(result.judge) if result.judge is not None and not result.judge.error else []
+    if capped:  # the judge's grade lowered to what the harness observed: said, not only inside each rationale
+        console.print(f"  the harness capped {len(capped)} of the {escape(h.judge)} judge's item grade(s) to what it "
+                      f"observed: {escape(', '.join(capped[:12]))}" + (" …" if len(capped) > 12 else "")
+                      + " (why: `automedbench show <run> --items` or the run page)", soft_wrap=True)
     if result.summary_plots is not None:  # Pro: asked for by the brief, reported, never scored
         plots = result.summary_plots
         console.print("summary plots (Pro, not scored): " + (escape(f"{len(plots)} present: {', '.join(plots[:8])}")
