@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 import pytest
@@ -146,3 +147,17 @@ def test_the_summary_names_the_items_the_harness_capped(cli, two_runs, fake_llm)
     assert "s3_validate (why: `automedbench show <run> --items` or the run page)" in noop
     assert "the harness capped" not in cli("show", by_agent["reference"]).output  # nothing lowered: nothing said
     assert " ".join(regraded.output.split()).count("the harness capped 9 of") == 1
+
+
+def test_the_sites_cost_chart_does_not_say_no_model_was_called_when_a_judge_was(cli, two_runs, fake_llm):
+    """Before: with one run graded by an LLM judge whose model had no price, the site's cost chart said "every run
+    here cost $0 (no model was called: scripted agents, the rules judge)"."""
+    fake_llm.fallback = _verdict
+    run = sorted(two_runs.iterdir())[0]
+    assert cli("rejudge", run, *_judge(fake_llm, "unpriced-judge")).exit_code == 0
+    made = two_runs.parent / "site"
+    assert cli("leaderboard", two_runs, "--site", made, "--quiet", "--resamples", "100").exit_code == 0
+    (caption,) = re.findall(r"<figcaption>Overall against cost[^<]*</figcaption>", (made / "index.html").read_text())
+    assert "no model was called" not in caption, caption
+    assert "every run here cost $0, though 1 run(s) spent model tokens: no price is known for their models" \
+        in caption, caption
