@@ -89,6 +89,10 @@ def test_a_leaderboard_names_the_judges_that_graded_its_runs(cli, two_runs, fake
     assert cli("leaderboard", two_runs, "--resamples", "100", "--json", report).exit_code == 0
     judges = json.loads(report.read_text())["analyses"]["judges"]
     assert judges == {"openai (version 1/judge-b)": 1, "rules (version 1)": 1}
+    made, page = two_runs.parent / "site", two_runs.parent / "board.html"
+    assert cli("leaderboard", two_runs, "--site", made, "--html", page, "--quiet", "--resamples", "100").exit_code == 0
+    for text in ((made / "index.html").read_text(), page.read_text()):  # the site's ranking, the HTML report
+        assert "S1–S3 graded by 2 judges (openai (version 1/judge-b): 1 run(s); rules (version 1): 1 run(s))" in text
 
 
 def test_a_judge_with_no_known_price_is_not_shown_as_free(cli, two_runs, fake_llm):

@@ -108,6 +108,17 @@ def conditions_words(board: Leaderboard) -> str:
     return "; ".join(f"{value} {text}" for value, text in board.conditions.items())
 
 
+def judges_words(board: Leaderboard) -> str:
+    """Which judge graded the counted runs' S1–S3, in one sentence for the terminal, the site and the HTML report
+    ("" when no run names one); more than one is flagged, since their S1–S3, Agentic and Overall do not compare."""
+    judges = board.analyses.get("judges") or {}
+    if len(judges) == 1:
+        return f"S1–S3 graded by one judge: {next(iter(judges))}, every run"
+    named = "; ".join(f"{label}: {n} run(s)" for label, n in judges.items())
+    return (f"S1–S3 graded by {len(judges)} judges ({named}): S1–S3, Agentic and Overall of rows graded by other "
+            "judges do not compare; `automedbench rejudge RUNS --judge J` grades them alike") if judges else ""
+
+
 RUN_WORDS = 8  # "automedbench run --task T --tier X --agent A" opens every command `rerun_command` gives
 MAX_CONDITION_CHARS = 600
 

@@ -34,6 +34,7 @@ from .leaderboard import (
     build,
     conditions_words,
     extremes,
+    judges_words,
     run_labels,
     tied,
 )
@@ -208,7 +209,8 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
     note = (f'<p class="note">{used} finished runs of {total}'
             + (f" ({excluded} left out: the harness's failures, not the agent's)" if excluded else "")
             + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
-              f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
+              f"{num(board.analyses.get('turns_per_run'), 2)}."
+            + (f" {esc(graders, 1200)}." if (graders := judges_words(board)) else "") + "</p>")
     # one colour per row of the ranking, for every chart and the one legend: a colour map per agent beside one per
     # agent and conditions, both from the first palette colour, gave one colour to two series (the legend named
     # another agent's bar)
