@@ -165,3 +165,16 @@ def test_the_sites_cost_chart_does_not_say_no_model_was_called_when_a_judge_was(
     assert "no model was called" not in caption, caption
     assert "every run here cost $0, though 1 run(s) spent model tokens: no price is known for their models" \
         in caption, caption
+
+
+def test_a_slow_judge_is_told_apart_and_the_run_kept(cli, two_runs, fake_llm):
+    """A judge slower than its timeout_s: the run keeps its grade, and the next step names timeout_s (the generic
+    "check the model, base_url and key" sent a user to look at settings that were right)."""
+    fake_llm.fallback = lambda request: Reply(200, _verdict(request).body, delay_s=3)
+    run = sorted(two_runs.iterdir())[0]
+    before = _digest(run / "result.json")
+    done = cli("rejudge", run, *_judge(fake_llm, "slow"), "--judge-option", "timeout_s=1",
+               "--judge-option", "max_retries=0")
+    said = " ".join(done.output.split())
+    assert done.exit_code == 1 and _digest(run / "result.json") == before, said
+    assert "timed out" in said.lower() and "a longer --judge-option timeout_s= lets it answer" in said, said

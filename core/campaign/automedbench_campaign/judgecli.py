@@ -68,13 +68,13 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
         check_genuine(folder)  # the harness wrote it and its evidence is as signed: re-signed only then
-    failed = []
+    failed: list[str] = []
     for folder in folders:
         try:
             result = regrade(reg, folder, judge, parse_kv(judge_options))
         except NotRegraded as exc:  # the run keeps its grade; the others are still re-graded
             err_console.print(f"[red]{escape(str(exc))}[/]")
-            failed.append(folder)
+            failed.append(str(exc))
             continue
         render(result, console, items=items)
         cost = result.runtime.judge_cost_usd
@@ -82,7 +82,9 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     if failed:
         err_console.print(f"{len(failed)} of {len(folders)} run(s) not re-graded (left as they were). Next: check the "
                           f"judge's model, base_url and key (`automedbench plugins {escape(judge)}` lists its "
-                          "options), then run the same rejudge command on them again.")
+                          "options), then run the same rejudge command on them again."
+                          + (" A judge that timed out may only be slow: a longer --judge-option timeout_s= lets it "
+                             "answer." if any("timed out" in why.lower() for why in failed) else ""))
         raise SystemExit(1)
 
 
