@@ -155,13 +155,24 @@ def test_a_provider_declared_down_after_the_gateway_closed_makes_no_file(tmp_pat
 
 
 def test_a_run_graded_again_keeps_the_new_judges_options_without_credentials(cli, tmp_path, monkeypatch):
-    """`rejudge --judge openai --judge-option base_url=...` stored the new judge's options in the header as typed."""
+    """`rejudge --judge openai --judge-option base_url=...` stored the new judge's options in the header as typed.
+    The judge answers now (a loopback fake): a judge that cannot grade leaves the run as it was (round 28)."""
+    from test_backends_fakes import FakeLLMServer
+    from test_ux_round28 import _verdict
+
     monkeypatch.setenv("R25_KEY", "sk-r25abcdefabcdefabcdefabcdef")
     out = tmp_path / "runs"
     assert cli("run", "--task", "toy/vowels", "--agent", "scripted", "--out", out, "--quiet").exit_code == 0
     run_dir = _only_run(out)
-    again = cli("rejudge", run_dir, "--judge", "openai", "--judge-option", f"base_url={URL}", "--judge-option",
-                "api_key_env=R25_KEY", "--judge-option", "model=x", "--judge-option", "max_retries=0")
+    server = FakeLLMServer().start()
+    server.fallback = _verdict
+    url = URL.replace("127.0.0.1:9", server.url.removeprefix("http://"))
+    try:
+        again = cli("rejudge", run_dir, "--judge", "openai", "--judge-option", f"base_url={url}", "--judge-option",
+                    "api_key_env=R25_KEY", "--judge-option", "model=x", "--judge-option", "max_retries=0")
+    finally:
+        server.stop()
+    assert server.requests, again.output  # graded by it
     assert again.exit_code == 0, again.output
     stored = (run_dir / "result.json").read_text()
     assert json.loads(stored)["header"]["judge"] == "openai"

@@ -15,6 +15,7 @@ from .nextstep import next_step
 from .options import rerun_command
 from .records import Result
 from .scoring import truncate
+from .verdictcaps import capped_items
 
 
 def fmt(value: float | None) -> str:
@@ -59,6 +60,13 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         judge_tokens = f" ({jv.tokens_in} in / {jv.tokens_out} out tokens)" if jv and jv.tokens_in else ""
         console.print(f"agent: {rt.tokens_in} in / {rt.tokens_out} out tokens, ${rt.cost_usd:.4f}   "
                       f"judge: ${rt.judge_cost_usd:.4f}{judge_tokens}")
+        unpriced = [who for who, tokens, cost in (("agent", rt.tokens_in + rt.tokens_out, rt.cost_usd),
+                                                  ("judge", jv.tokens_in + jv.tokens_out if jv else 0,
+                                                   rt.judge_cost_usd)) if tokens and not cost]
+        if unpriced:  # an unknown model costs 0: a $0.0000 beside thousands of tokens read as a free model
+            console.print(f"[yellow]{' and '.join(unpriced)} cost $0 for tokens spent[/]: no price is known for "
+                          "its model (or it is priced at 0); `--agent-option` / `--judge-option prices=FILE` or "
+                          "the model config's `pricing:` gives one (USD per 1M tokens)", soft_wrap=True)
     if rt.agent_program:  # which release of an installed system made the run
         console.print(f"agent program: {escape(rt.agent_program)}", soft_wrap=True)
     if rt.other_models:  # helper-model calls (or any other name) the configured model answered
@@ -100,6 +108,11 @@ def render(result: Result, console: Console, *, items: bool = False, command: bo
         console.print("[yellow]  the judge could not grade:[/] " + escape(result.judge.error)
                       + f" (once it answers: automedbench rejudge <run folder> --judge {escape(h.judge)} ...)",
                       soft_wrap=True)
+    capped = capped_items(result.judge) if result.judge is not None and not result.judge.error else []
+    if capped:  # the judge's grade lowered to what the harness observed: said, not only inside each rationale
+        console.print(f"  the harness capped {len(capped)} of the {escape(h.judge)} judge's item grade(s) to what it "
+                      f"observed: {escape(', '.join(capped[:12]))}" + (" …" if len(capped) > 12 else "")
+                      + " (why: `automedbench show <run> --items` or the run page)", soft_wrap=True)
     if result.summary_plots is not None:  # Pro: asked for by the brief, reported, never scored
         plots = result.summary_plots
         console.print("summary plots (Pro, not scored): " + (escape(f"{len(plots)} present: {', '.join(plots[:8])}")

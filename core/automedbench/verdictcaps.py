@@ -146,6 +146,16 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
     return None
 
 
+# the note `bound_verdict` appends to a capped item's rationale, read back to list the capped items
+CAP_NOTE = re.compile(r"\[capped at [0-9.]+ by the harness: .*; the judge gave [0-9.]+\]\Z", re.S)
+
+
+def capped_items(verdict: JudgeVerdict) -> list[str]:
+    """The ids of the items the bound lowered (their rationale ends with its note): a summary names them, since a
+    judge's 1 shown as 0 read as the judge's own grade unless one opened every item."""
+    return [i.id for i in verdict.items if CAP_NOTE.search(i.rationale[-2000:])]
+
+
 def bound_verdict(inp: JudgeInput, verdict: JudgeVerdict) -> JudgeVerdict:
     """The verdict with every item capped at what the harness's facts allow (the cap and the judge's own value
     said in the rationale); a verdict in error, or items without a value, pass through."""

@@ -15,7 +15,7 @@ import numpy as np
 from automedbench.api import STAGE_NAMES, STAGES
 
 from .colours import PALETTE, series_colours
-from .leaderboard import RATINGS, Leaderboard, run_labels
+from .leaderboard import RATINGS, Leaderboard, judges_words, run_labels
 from .render import LABELS, pct
 from .store import FINISHED, RunTable
 
@@ -234,6 +234,8 @@ def render_html(board: Leaderboard, table: RunTable, title: str = "AutoMedBench 
                         "than runs with none.")
     if a["turns_per_run"] is not None:
         findings.append(f"Turns per run: {a['turns_per_run']:.1f}.")
+    if graders := judges_words(board):
+        findings.append(graders + ".")
     stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
     # the caller left unverified runs out of `table` unless the board counts them (as the site's caller does)
     runs_plot = distribution_plot(table, include_unverified=True)

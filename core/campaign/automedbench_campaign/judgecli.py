@@ -53,10 +53,12 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     """Re-grade stored runs (run folders, run ids or folders of runs): new S1–S3 verdicts, stages and aggregate
     recomputed, result.json rewritten atomically and signed again; the previous verdict is kept as
     judge.<old-judge>.<timestamp>.json. A run the harness did not write, or whose trajectory, verdict or
-    evaluation changed since, is refused (`automedbench verify` says why) before any run is rewritten."""
+    evaluation changed since, is refused (`automedbench verify` says why) before any run is rewritten. A run the
+    new judge cannot grade (endpoint down, unknown model, invalid replies) is left as it was, and the command ends
+    with exit 1."""
     from automedbench.engine import render_result as render
 
-    from .rejudge import check_genuine
+    from .rejudge import NotRegraded, check_genuine
     from .rejudge import rejudge as regrade
 
     console, err_console = context.console, context.err_console
@@ -66,13 +68,24 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
     for folder in folders:  # every run checked before the first result.json is rewritten
         folder.check_trajectory()
         check_genuine(folder)  # the harness wrote it and its evidence is as signed: re-signed only then
+    failed: list[str] = []
     for folder in folders:
-        result = regrade(reg, folder, judge, parse_kv(judge_options))
-        if result.judge is not None and result.judge.error:
-            err_console.print(f"[yellow]{escape(str(folder))}: judge error:[/] {escape(result.judge.error)}")
+        try:
+            result = regrade(reg, folder, judge, parse_kv(judge_options))
+        except NotRegraded as exc:  # the run keeps its grade; the others are still re-graded
+            err_console.print(f"[red]{escape(str(exc))}[/]")
+            failed.append(str(exc))
+            continue
         render(result, console, items=items)
         cost = result.runtime.judge_cost_usd
         console.print(f"re-graded {folder} with {judge}" + (f" (judge cost ${cost:.4f})" if cost else ""))
+    if failed:
+        err_console.print(f"{len(failed)} of {len(folders)} run(s) not re-graded (left as they were). Next: check the "
+                          f"judge's model, base_url and key (`automedbench plugins {escape(judge)}` lists its "
+                          "options), then run the same rejudge command on them again."
+                          + (" A judge that timed out may only be slow: a longer --judge-option timeout_s= lets it "
+                             "answer." if any("timed out" in why.lower() for why in failed) else ""))
+        raise SystemExit(1)
 
 
 @click.command("judge-agreement")
@@ -144,6 +157,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     items, pooled = agreement(pairs)
     if as_json:
         console.echo(json.dumps({"judge_a": judge_a, "judge_b": judge_b, "runs": len(pairs), "skipped": skipped,
+                                 "versions_a": sorted({p[0].judge_version for p in pairs}),
+                                 "versions_b": sorted({p[1].judge_version for p in pairs}),
                                  "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
                                  "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
                                  "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
@@ -154,7 +169,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     for row in [*items, pooled]:
         table.add_row(row.item, str(row.n), "-" if row.agreement is None else f"{row.agreement:.3f}",
                       "undefined" if row.kappa is None else f"{row.kappa:.3f}")
-    console.print(f"{judge_a} vs {judge_b} over {len(pairs)} run(s)" + (
+    label_a, label_b = (_side_label(name, [p[side] for p in pairs]) for side, name in enumerate((judge_a, judge_b)))
+    console.print(f"{escape(label_a)} vs {escape(label_b)} over {len(pairs)} run(s)" + (
         f"; {len(left_out)} left out, not verified as the harness's (`automedbench verify` says why)"
         if left_out else "") + (f"; {len(once)} counted once, another folder of a run already counted" if once else ""))
     console.print(table)
@@ -190,9 +206,18 @@ def _pair(reg: Any, copy: Any, sides, judges: dict[tuple[str, str], Any], grade_
             except UserError as exc:  # e.g. a torn trajectory: skip this run, keep the others
                 reasons[name] = str(exc)
                 verdict = None
-            verdict = None if verdict is None or verdict.error else verdict
+            if verdict is not None and verdict.error:  # said with the run: "no usable verdict" named no judge
+                reasons.setdefault(name, f"the {judge_name} judge could not grade it: {verdict.error}")
+                verdict = None
         pair.append(verdict)
     return pair
+
+
+def _side_label(name: str, verdicts: list[Any]) -> str:
+    """A judge as its verdicts name it, with the version (an LLM judge's model): two models of one backend were
+    headed "openai vs openai", and the table did not say which model was which."""
+    versions = sorted({v.judge_version for v in verdicts if v.judge_version})
+    return f"{name} (version {', '.join(versions)})" if versions else name
 
 
 def register(cli: click.Group) -> None:

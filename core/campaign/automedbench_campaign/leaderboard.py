@@ -10,6 +10,7 @@ infrastructure failures and cancelled runs are the harness's, not the agent's, a
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,17 @@ def conditions_legend(table: RunTable) -> dict[str, str]:
 def conditions_words(board: Leaderboard) -> str:
     """The board's conditions legend in one line: "069f7370a2f9 the defaults; e31120c0dc80 --time-limit 3.0"."""
     return "; ".join(f"{value} {text}" for value, text in board.conditions.items())
+
+
+def judges_words(board: Leaderboard) -> str:
+    """Which judge graded the counted runs' S1–S3, in one sentence for the terminal, the site and the HTML report
+    ("" when no run names one); more than one is flagged, since their S1–S3, Agentic and Overall do not compare."""
+    judges = board.analyses.get("judges") or {}
+    if len(judges) == 1:
+        return f"S1–S3 graded by one judge: {next(iter(judges))}, every run"
+    named = "; ".join(f"{label}: {n} run(s)" for label, n in judges.items())
+    return (f"S1–S3 graded by {len(judges)} judges ({named}): S1–S3, Agentic and Overall of rows graded by other "
+            "judges do not compare; `automedbench rejudge RUNS --judge J` grades them alike") if judges else ""
 
 
 RUN_WORDS = 8  # "automedbench run --task T --tier X --agent A" opens every command `rerun_command` gives
@@ -309,6 +321,8 @@ def analyses(table: RunTable, *, resamples: int = 2000, seed: int = 0) -> dict[s
         "cliff": cliff_analysis(table, resamples=resamples, seed=seed),
         "recovery": recovery_analysis(table),
         "turns_per_run": round(float(np.mean(table["turns"])), 2) if len(table) else None,
+        # label -> runs it graded
+        "judges": dict(sorted(Counter(j for j in table.columns.get("judge") or [] if j).items())),
     }
 
 

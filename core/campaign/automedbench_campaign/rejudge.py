@@ -35,6 +35,12 @@ from automedbench.engine import (
 )
 
 
+class NotRegraded(Exception):
+    """The new judge could not grade a run (its endpoint down, an unknown model, replies it never got right): the
+    run keeps the grade it had, since a verdict of nulls in its place emptied a graded run's S1-S3 and lifted it off
+    the leaderboard's stage means with the command reporting success."""
+
+
 def grade(reg: Registry, folder: RunFolder, result: Result, judge: Any) -> JudgeVerdict:
     folder.check_trajectory()
     track, task = reg.task(result.header.task)
@@ -94,6 +100,13 @@ def _regrade(reg: Registry, folder: RunFolder, copy: RunFolder, files: dict[str,
     track, task = reg.task(result.header.task)
     judge = reg.create("judge", judge_name, **judge_options)
     verdict = grade(reg, copy, result, judge)
+    if verdict.error:
+        old = result.judge
+        version = f" (version {old.judge_version})" if old and old.judge_version else ""
+        kept = (f"its {old.judge} judge{version} grade" if old and not old.error
+                else "its S1–S3 ungraded, as they were")
+        raise NotRegraded(f"{folder.path}: not re-graded: the {judge_name} judge could not grade it: {verdict.error}; "
+                          f"the run keeps {kept}, unchanged")
     _archive_verdict(folder)
     write_verified(folder, RunFolder.JUDGE, dumps(verdict) + "\n", files)
     evaluation = copy.load_evaluation()

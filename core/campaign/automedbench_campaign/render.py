@@ -12,7 +12,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .leaderboard import RATINGS, Leaderboard, conditions_words, extremes, flat_rows, null_overall_runs
+from .leaderboard import (
+    RATINGS,
+    Leaderboard,
+    conditions_words,
+    extremes,
+    flat_rows,
+    judges_words,
+    null_overall_runs,
+)
 from .viewer.page import num
 
 LABELS = {"agent": "Agent", "task_id": "Task", "track": "Track", "tier": "Tier", "conditions": "Conditions"}
@@ -90,6 +98,8 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
                       f"(n={cliff['2+']['n']})" + (f"; one code costs {100 * drop:.0f} %" if drop is not None else ""))
     if a["turns_per_run"] is not None:
         console.print(f"Turns per run: {a['turns_per_run']:.1f}")
+    if graders := judges_words(board):
+        console.print(escape(graders), style="yellow" if len(a.get("judges") or {}) > 1 else None, soft_wrap=True)
     nulls = null_overall_runs(board)
     if nulls:
         console.print(f"[yellow]{nulls} counted run(s) have no Overall[/] (no judge verdict, or no Task): their "

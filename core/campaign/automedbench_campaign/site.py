@@ -34,6 +34,7 @@ from .leaderboard import (
     build,
     conditions_words,
     extremes,
+    judges_words,
     run_labels,
     tied,
 )
@@ -185,7 +186,11 @@ def _scatter(table: RunTable, labels: list[str | None], colours: dict[str, str],
     left_out = len(table) - len(shown)
     note = f" ({left_out} run(s) without an Overall left out)" if left_out else ""
     if shown and not any(float(cost[i]) for i in shown):  # an axis of dollars with every point on 0 said nothing
-        note += "; every run here cost $0 (no model was called: scripted agents, the rules judge)"
+        tokens = table.columns.get("model_tokens")
+        called = sum(1 for i in shown if tokens is not None and tokens[i] > 0)
+        note += ("; every run here cost $0 (no model was called: scripted agents, the rules judge)" if not called else
+                 f"; every run here cost $0, though {called} run(s) spent model tokens: no price is known for their "
+                 "models (an agent's or judge's prices=FILE, or the model config's pricing:, gives one)")
     return (f'<figure><svg viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" role="img" '
             f'aria-label="{esc(title, 200)}" font-size="11" font-family="sans-serif">{"".join(body)}</svg>'
             f"<figcaption>{esc(title + note, 400)}</figcaption></figure>")
@@ -204,7 +209,8 @@ def _ranking(table: RunTable, resamples: int, seed: int) -> str:
     note = (f'<p class="note">{used} finished runs of {total}'
             + (f" ({excluded} left out: the harness's failures, not the agent's)" if excluded else "")
             + f"; 95 % percentile-bootstrap CIs, {resamples} resamples, seed {seed}. Turns per run "
-              f"{num(board.analyses.get('turns_per_run'), 2)}.</p>")
+              f"{num(board.analyses.get('turns_per_run'), 2)}."
+            + (f" {esc(graders, 1200)}." if (graders := judges_words(board)) else "") + "</p>")
     # one colour per row of the ranking, for every chart and the one legend: a colour map per agent beside one per
     # agent and conditions, both from the first palette colour, gave one colour to two series (the legend named
     # another agent's bar)

@@ -57,12 +57,13 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         # what scored it besides the options: task definition, harness and track versions, weights (empty before)
         "scoring": str((header.get("hashes") or {}).get("scoring", ""))[:CONDITIONS_CHARS],
         "end_reason": data.get("end_reason", ""),
-        "rating": agg.get("rating", ""), "path": path,
+        "rating": agg.get("rating", ""), "path": path, "judge": judge_label(header, data.get("judge")),
         "overall": agg.get("overall"), "agentic": agg.get("agentic"), "task": agg.get("task"),
         **{s: stages.get(s) for s in STAGES},
         "turns": runtime.get("turns", 0), "wall_s": runtime.get("wall_s", 0.0),
         "tokens_in": runtime.get("tokens_in", 0), "tokens_out": runtime.get("tokens_out", 0),
         "cost_usd": runtime.get("cost_usd", 0.0), "judge_cost_usd": runtime.get("judge_cost_usd", 0.0),
+        "model_tokens": _model_tokens(runtime, data.get("judge")),
         "codes": codes, "breached": bool((data.get("isolation") or {}).get("breached")),
         "verified": (data.get("isolation") or {}).get("verified", True) is not False,
         "submitted": bool((data.get("submission") or {}).get("submitted")),
@@ -70,6 +71,22 @@ def summarise(data: dict[str, Any], path: str = "") -> dict[str, Any]:
         "command": rerun_command(header),  # the command line that makes a run like it ("" when not known)
         "attempt": attempt_of(header),
     }
+
+
+def _model_tokens(runtime: dict[str, Any], verdict: Any) -> float:
+    """The tokens the agent's and the judge's models spent: a run that called a model with no known price costs $0
+    as a scripted one does, and only its tokens tell them apart."""
+    judged = (verdict.get("tokens_in") or 0) + (verdict.get("tokens_out") or 0) if isinstance(verdict, dict) else 0
+    total = (runtime.get("tokens_in") or 0) + (runtime.get("tokens_out") or 0) + judged
+    return float(total) if isinstance(total, (int, float)) else 0.0
+
+
+def judge_label(header: dict[str, Any], verdict: Any) -> str:
+    """Which judge graded a run's S1-S3, with its model ("openai (version 1/gpt-4o)"): a board of runs graded by
+    different judges (one re-graded) ranked them side by side with no word of it."""
+    version = verdict.get("judge_version") if isinstance(verdict, dict) else None
+    label = str(header.get("judge") or "?")[:40] + (f" (version {str(version)[:80]})" if version else "")
+    return label + (", could not grade" if isinstance(verdict, dict) and verdict.get("error") else "")
 
 
 def attempt_of(header: dict[str, Any]) -> tuple[str, str, int, str, int] | None:
@@ -147,6 +164,8 @@ class RunTable:
         cols["codes"] = [tuple(r["codes"]) for r in rows]
         cols["breached"] = np.array([r["breached"] for r in rows], dtype=bool)
         cols["scoring"] = [str(r.get("scoring", "")) for r in rows]
+        cols["judge"] = [str(r.get("judge", "")) for r in rows]  # "" in a row made without one (synthetic)
+        cols["model_tokens"] = np.array([r.get("model_tokens", 0.0) for r in rows], dtype=float)
         cols["verified"] = np.array([r.get("verified", True) for r in rows], dtype=bool)
         cols["submitted"] = np.array([r["submitted"] for r in rows], dtype=bool)
         cols["public_source"] = np.array([r.get("public_source", False) for r in rows], dtype=bool)
