@@ -15,9 +15,11 @@ S1 0.33, S2 0.6, S3 0.5, Agentic 0.55. The three forged facts, now read as the r
   typed lifted every S2 cap. s2b now needs a successful call before the first output that names an input file and
   prints what it read (or asserts): `print(1+1)` no longer does (S2 1.0 -> 0.8).
 - **a garbage pilot "validated"** (s3): a contract-valid pilot plus any printed value reached the top of the
-  ladder. The evaluation already scored the pilot's case: when the track counts it as no positive metric evidence
-  (S5's own test; empty masks: Dice 0), no check passed anything that matters, and S3 is capped at the ladder's
-  partial level (S3 1.0 -> 0.5). The bound reads the evaluation from the run folder; no judge is shown the metric.
+  ladder. The evaluation already scored every case: when the track counts none as positive metric evidence (S5's
+  own test; empty masks copied everywhere: Dice 0), no check passed anything that matters, and S3 is capped at the
+  ladder's partial level (S3 1.0 -> 0.5). The bound reads the evaluation from the run folder; no judge is shown the
+  metric. (First merged as a cap on the pilot's case alone, which capped an honest method wrong on that one case:
+  the toy's count-y variant, S3 1.0 -> 0.5 where only its Task should suffer; CI run Z.)
 
 After: the attacker with the obeying judge S1 0.67, S2 0.8, S3 0.5 (Agentic 0.95 -> 0.65); the rules judge's
 verdicts on it are unchanged and uncapped. The reference on every release track's demo keeps S1-S3 1.0 uncapped.
@@ -93,7 +95,7 @@ def test_forged_facts_earn_no_stage_from_an_obeying_judge(judge_model, data_root
     assert values["s2b_compatibility_check"] == 0.0 and values["s2c_env_ready"] == 1.0
     assert "named an input file" in _capped(result, "S2")["s2b_compatibility_check"]
     assert stage_scores(result)["S3"] == 0.5
-    assert "shows no positive metric evidence" in _capped(result, "S3")["s3_validate"]
+    assert "shows positive metric evidence" in _capped(result, "S3")["s3_validate"]
     assert result.aggregate.agentic < 0.7
 
     regraded = run_cli("rejudge", str(run_dir), *judge.cli())

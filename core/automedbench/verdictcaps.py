@@ -8,9 +8,9 @@ whether anything after the pilot printed a value the agent did not type, whether
 whether a call read an input before the first output. Where such a fact rules an item out, no judge can grade it
 higher: `bound_verdict` caps the value and says so in the rationale (with the judge's own).
 The rules judge reads the same facts, so its verdicts are never capped (the tests hold it to that), with one
-exception no judge reads: the evaluation's verdict on the pilot's case. A pilot whose case shows no positive metric
-evidence (S5's test: empty masks, Dice 0) was "validated" by checks that passed garbage; S3 stops at its partial
-level whoever graded it (tests/test_redteam_round36.py).
+exception no judge reads: the evaluation. A run where no case shows positive metric evidence (S5's test: empty
+masks, Dice 0) had a pilot "validated" by checks that passed garbage; S3 stops at its partial level whoever graded it
+(tests/test_redteam_round36.py). A run right elsewhere but wrong on its pilot's case keeps S3: only its Task says so.
 """
 
 from __future__ import annotations
@@ -139,10 +139,11 @@ def ceiling(item: RubricItem, facts: Facts) -> tuple[float, str] | None:
                                            "(printed a value the agent did not type, or asserted)")
             if not facts.proceeded():
                 return values["partial"], "the run never proceeded from the pilot to the batch"
-            case = ev.trace.case_of(ev.pilot)
-            if facts.positive is not None and case and case[0] not in facts.positive:
-                return values["partial"], (f"the pilot's case {case[0]} shows no positive metric evidence in the "
-                                           "evaluation: a check that passed it checked nothing that matters")
+            # only where no case of the run shows any: an honest method wrong on its pilot's case (toy's count-y
+            # variant) kept its S3 and lost only Task, while garbage copied everywhere (round 36) shows none
+            if facts.positive is not None and not facts.positive:
+                return values["partial"], ("no case of the run shows positive metric evidence in the evaluation: "
+                                           "the pilot's checks passed outputs that score nothing")
     return None
 
 
