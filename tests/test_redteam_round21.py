@@ -80,10 +80,16 @@ GENUINE = {
 }
 
 
-def _steps(checks: dict[str, str]) -> list[tuple[str, str]]:
+# masks of a CT threshold: they overlap the organ, as an honest pilot's do (a run whose every case scores nothing has
+# its S3 stopped at the partial level whatever its checks: tests/test_redteam_round36.py)
+THRESHOLD_MASKS = EMPTY_MASKS.replace("np.zeros(img.shape, np.uint8)",
+                                      "(img.get_fdata() > img.get_fdata().mean()).astype(np.uint8)")
+
+
+def _steps(checks: dict[str, str], masks: str = EMPTY_MASKS) -> list[tuple[str, str]]:
     return [("python", PLAN), ("bash", "python3 -c 'import numpy'"), ("python", checks["inspect"]),
-            ("python", EMPTY_MASKS.replace("[:N]", "[:1]")), ("python", checks["check"]),
-            ("python", EMPTY_MASKS.replace("[:N]", ""))]
+            ("python", masks.replace("[:N]", "[:1]")), ("python", checks["check"]),
+            ("python", masks.replace("[:N]", ""))]
 
 
 @pytest.mark.slow  # two whole demo runs (~3 CPU-s each) and the reference's (cached per session)
@@ -91,7 +97,8 @@ def test_checks_of_a_subject_named_only_in_a_comment_and_a_noise_diagram_earn_no
     # the Standard tier: Lite auto-passes the plan's picture (the paper's s1d-s1f), Standard grades it
     hollow, _ = run_steps(DEMO, _steps(NAMED_IN_COMMENTS), out=tmp_path / "hollow", data_root=data_root,
                           tier="standard")
-    genuine, _ = run_steps(DEMO, _steps(GENUINE), out=tmp_path / "genuine", data_root=data_root, tier="standard")
+    genuine, _ = run_steps(DEMO, _steps(GENUINE, THRESHOLD_MASKS), out=tmp_path / "genuine", data_root=data_root,
+                           tier="standard")
     assert hollow.state == genuine.state == "scored", (hollow.error, genuine.error)
     values, s3 = item_values(hollow), next(i for s in hollow.stages for i in s.items if i.id == "s3_validate")
     assert values["s2b_compatibility_check"] == 0.0, values
