@@ -16,21 +16,34 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable
+from typing import BinaryIO
 
 MAX_RECORD_BYTES = 8 << 20  # torch's RECORD is 1.3 MB
 MAX_HASHED_BYTES = 2 << 30  # one comparison hashes at most this much (torch's own files are ~0.8 GB)
 CHUNK = 1 << 20
 
 
-def _read_file(path: str, ino: int, limit: int) -> bytes | None:
-    """The bytes of the regular file at `path` if it is still inode `ino` and at most `limit` bytes, else None."""
+def _open_same(path: str, ino: int) -> tuple[BinaryIO, int] | None:
+    """`path` opened without following a symlink, with its size, if it is still the regular file `ino`; else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_ino != ino or info.st_size > limit:
+    handle = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_ino != ino:
+        handle.close()
+        return None
+    return handle, info.st_size
+
+
+def _read_file(path: str, ino: int, limit: int) -> bytes | None:
+    """The bytes of the regular file at `path` if it is still inode `ino` and at most `limit` bytes, else None."""
+    opened = _open_same(path, ino)
+    if opened is None:
+        return None
+    with opened[0] as handle:
+        if opened[1] > limit:
             return None
         data = handle.read(limit + 1)
     return data if len(data) <= limit else None
@@ -39,14 +52,12 @@ def _read_file(path: str, ino: int, limit: int) -> bytes | None:
 def _sha256(path: str, ino: int, size: int) -> str | None:
     """RECORD's spelling of the file's SHA-256 (urlsafe base64, no padding), or None when it is no longer the
     regular file `ino` of `size` bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+    opened = _open_same(path, ino)
+    if opened is None:
         return None
     digest, read = hashlib.sha256(), 0
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_ino != ino or info.st_size != size:
+    with opened[0] as handle:
+        if opened[1] != size:
             return None
         while read <= size and (chunk := handle.read(CHUNK)):
             digest.update(chunk)
