@@ -5,8 +5,9 @@ without filesystem isolation wrote a second result beside its run, rated A, and 
 result the harness writes ends with a `proof` object over the exact bytes before it:
 
     {... the result ...,
-      "proof": {"alg": ..., "body": sha256 of the result's bytes, "files": {evidence file: sha256},
-                "folder": the run folder's name, "key": the signer's ed25519 public key, "mac": ..., "sig": ...}
+      "proof": {"alg": ..., "at": when it was signed (UTC), "body": sha256 of the result's bytes,
+                "files": {evidence file: sha256}, "folder": the run folder's name,
+                "key": the signer's ed25519 public key, "mac": ..., "sig": ...}
     }
 
 `sig` is an ed25519 signature (the `cryptography` package) so that a team can publish its public key
@@ -17,7 +18,9 @@ the evidence that `rejudge` and `codes` re-read (trajectory, verdict, evaluation
 output) and the case pictures the run page shows, and `folder` binds the run folder's name, so a genuine
 result copied to another folder, or beside edited evidence, is not genuine there. A result without a
 proof (written before results were signed, or by anyone but the harness), with a changed byte, or signed
-by a key this harness does not trust is listed with the reason and never counted.
+by a key this harness does not trust is listed with the reason and never counted. `at` orders the signed versions
+of one run (re-graded, re-tagged): a reader counts the newest, never the one a copier put first (a proof made before
+`at` was signed has none, and is older than any that has one).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import hmac
 import json
 import os
 import stat
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,7 @@ class ProofCheck:
     key: str = ""
     body: str = ""
     files: dict[str, str] = Factory(dict)
+    at: str = ""  # when the harness signed it (UTC, `signed_at`); "" for a proof made before that was signed
 
 
 def run_identity(run_id: str, files: Mapping[str, object]) -> tuple[str, str] | None:
@@ -163,12 +168,18 @@ def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None,
     mac_key = derived_key(MAC_PURPOSE, state)
     assert mac_key is not None
     files = evidence_digests(folder) if files is None else dict(sorted(files.items()))
-    claim = {"alg": ALG, "body": hashlib.sha256(body).hexdigest(), "files": files,
+    claim = {"alg": ALG, "at": signed_at(), "body": hashlib.sha256(body).hexdigest(), "files": files,
              "folder": folder.name, "key": _raw_public(signer)}
     message = _message(claim)
     sig = signer.sign(message).hex()
     proof = {**claim, "mac": _mac(mac_key, message, sig), "sig": sig}
     return body[:-2] + MARK + _proof_text(proof) + TAIL
+
+
+def signed_at(now: float | None = None) -> str:
+    """The proof's `at`: UTC to the microsecond, fixed width, so that text order is time order."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 def _mac(key: bytes, message: bytes, sig: str) -> str:
@@ -258,7 +269,7 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     body, proof = parts
     claim = {k: v for k, v in proof.items() if k not in ("mac", "sig")}
     if claim.get("alg") != ALG or not all(isinstance(claim.get(k), str) for k in ("body", "folder", "key")) \
-            or not isinstance(claim.get("files"), dict):
+            or not isinstance(claim.get("files"), dict) or not isinstance(claim.get("at", ""), str):
         return ProofCheck(False, "its proof is not in the form the harness writes")
     key = claim["key"]
     if not _signed(_message(claim), proof, key, extra_keys, state or state_dir()):
@@ -269,7 +280,7 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     if claim["folder"] != folder_name:
         return ProofCheck(False, f"the harness signed it for the run folder {claim['folder'][:120]!r}, not "
                                  f"{folder_name[:120]!r} (a copied or renamed result)", key, claim["body"])
-    return ProofCheck(True, "", key, claim["body"], dict(claim["files"]))
+    return ProofCheck(True, "", key, claim["body"], dict(claim["files"]), claim.get("at", "")[:40])
 
 
 def _signed(message: bytes, proof: dict[str, Any], key: str, extra_keys: Iterable[str], state: Path) -> bool:

@@ -1,0 +1,61 @@
+"""Red team round 37: results anyone can put on a leaderboard, through the real runner and CLI. The adversary has no
+harness key: a submitter mailing run folders, or another user who can add folders to the one a board reads.
+
+- **An older signed version replayed** (ranking): a run re-graded (`rejudge` by a stricter judge) and a copy of it
+  kept from before are two signed versions of one run; round 24 counts one, but the one found first in path order.
+  The old version put under a folder that sorts first (`runs/0-kept/<run>`) was counted and the re-graded one
+  refused as "another version": the board showed the grade the run no longer has. Every proof now signs when it was
+  made (`at`) and the newest version of a run counts, wherever it sits; the older is named as such (Overall 1.0 ->
+  0.625, the re-graded run's).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from automedbench.testing import run_cli, run_task
+from test_redteam_round26 import ZERO, zero  # noqa: F401  (the fixture registers the zero judge)
+from test_result_proof import board
+
+TASK = "toy/vowels"
+
+
+@pytest.fixture
+def own_state(tmp_path, monkeypatch):
+    """A state folder (key and attempt ledger) of this test alone: the session's is shared by every test's runs."""
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+
+
+def _overall(run_dir: Path) -> float:
+    return json.loads((run_dir / "result.json").read_text())["aggregate"]["overall"]
+
+
+def test_an_older_version_of_a_run_never_counts_over_its_newest(zero, data_root, tmp_path):  # noqa: F811
+    """Before: the version kept from before the rejudge, under runs/0-kept/, counted (Overall 1.0) and the re-graded
+    run was refused as its copy; now the re-graded one counts wherever either sits."""
+    runs = tmp_path / "runs"
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
+    kept = runs / "0-kept" / run_dir.name  # sorts before the run's own folder
+    shutil.copytree(run_dir, kept, ignore=shutil.ignore_patterns("workspace"))
+    regraded = run_cli("rejudge", str(run_dir), "--judge", ZERO)
+    assert regraded.exit_code == 0, regraded.output
+    old, new = _overall(kept), _overall(run_dir)
+    assert new < old  # the strict judge fails every S1-S3 item
+    for folder in (kept, run_dir):  # each alone is the harness's
+        assert "NOT GENUINE" not in run_cli("verify", str(folder)).output
+    data = board(runs)
+    (row,) = data["rows"]
+    assert row["n"] == 1 and row["overall"] == pytest.approx(new, abs=1e-3), (row, old, new)
+    (line,) = data["rejected"]
+    assert line.startswith(str(kept)) and "another version of the run at" in line and str(run_dir) in line
+    assert "(older: signed" in line and "counted once, there, the newest" in line
+    # the other way round (the kept copy where the run was, the re-graded one elsewhere) counts the same version
+    other = tmp_path / "other"
+    (other / "z").mkdir(parents=True)
+    shutil.move(str(run_dir), str(other / "z" / run_dir.name))
+    (row,) = board(runs, other)["rows"]
+    assert row["overall"] == pytest.approx(new, abs=1e-3)
+
