@@ -7,11 +7,16 @@ harness key: a submitter mailing run folders, or another user who can add folder
   refused as "another version": the board showed the grade the run no longer has. Every proof now signs when it was
   made (`at`) and the newest version of a run counts, wherever it sits; the older is named as such (Overall 1.0 ->
   0.625, the re-graded run's).
+- **The HTML report hides choosing** (a displayed grade without its caveat): `leaderboard --html` had no "runs made"
+  column, so one run copied out of three showed as a plain n 1 row while the terminal, --json and --site said "1 of
+  3 runs made", chosen; nor did it say how many results it refused. It now has the column, the chosen rows in words
+  and the results not counted.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -59,3 +64,29 @@ def test_an_older_version_of_a_run_never_counts_over_its_newest(zero, data_root,
     (row,) = board(runs, other)["rows"]
     assert row["overall"] == pytest.approx(new, abs=1e-3)
 
+
+def test_the_html_report_says_a_row_is_chosen_and_what_it_refused(own_state, data_root, tmp_path):
+    """Before: one run of three copied alone read as a plain n 1 row in --html, nothing about the other two, and a
+    refused result was not mentioned; now "1 of 3" with CHOSEN and the chosen row said in words, and the refusal."""
+    made = tmp_path / "made"
+    runs = [run_task(TASK, "batch-first", out=made, data_root=data_root)[1] for _ in range(3)]
+    board_dir = tmp_path / "board"
+    shutil.copytree(runs[1], board_dir / runs[1].name, ignore=shutil.ignore_patterns("workspace"))
+    forged = board_dir / "forged-run"
+    shutil.copytree(runs[2], forged, ignore=shutil.ignore_patterns("workspace"))  # renamed: not genuine here
+    page = tmp_path / "board.html"
+    done = run_cli("leaderboard", str(board_dir), "--html", str(page), "--quiet", "--resamples", "100")
+    assert done.exit_code == 0, done.output
+    text = " ".join(re.sub(r"<[^>]+>", " ", page.read_text()).split())
+    assert "Runs made" in text and "1 of 3 CHOSEN" in text, text[:3000]
+    assert "1 of 3 runs made" in text and "only some of the attempts made" in text
+    assert "Not counted: 1 not harness-written" in text
+    assert "forged-run" in text and "signed it for the run folder" in text
+    # every attempt present: no mark
+    for extra in (runs[0], runs[2]):
+        shutil.copytree(extra, board_dir / extra.name, ignore=shutil.ignore_patterns("workspace"))
+    shutil.rmtree(forged)
+    done = run_cli("leaderboard", str(board_dir), "--html", str(page), "--quiet", "--resamples", "100")
+    assert done.exit_code == 0, done.output
+    text = " ".join(re.sub(r"<[^>]+>", " ", page.read_text()).split())
+    assert "3 of 3" in text and "CHOSEN" not in text and "Not counted" not in text
