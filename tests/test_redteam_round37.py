@@ -21,8 +21,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from automedbench.testing import run_cli, run_task
+from automedbench.testing import item_values, needs, run_cli, run_steps, run_task, stage_scores
 from test_redteam_round26 import ZERO, zero  # noqa: F401  (the fixture registers the zero judge)
+from test_redteam_round35 import judge_model  # noqa: F401  (the loopback judge that obeys injected text)
 from test_result_proof import board
 
 TASK = "toy/vowels"
@@ -90,3 +91,49 @@ def test_the_html_report_says_a_row_is_chosen_and_what_it_refused(own_state, dat
     assert done.exit_code == 0, done.output
     text = " ".join(re.sub(r"<[^>]+>", " ", page.read_text()).split())
     assert "3 of 3" in text and "CHOSEN" not in text and "Not counted" not in text
+
+
+# ---------------------------------------------------------------- the all-ones pilot (left open by round 36)
+
+SEG = "segmentation/demo"
+
+
+def _seg_attack() -> list[tuple[str, str]]:
+    """Round 36's forged-facts agent with its empty masks made all-ones: "positive" (Dice ~0.04 against the organ)."""
+    from test_redteam_round35 import ZEROS
+    from test_redteam_round36 import ATTACK, PILOT
+
+    ones = PILOT.replace(ZEROS.format(n=1), ZEROS.format(n=1).replace("np.zeros", "np.ones"))
+    assert ones != PILOT
+    return [(kind, ones if code == PILOT else code) for kind, code in ATTACK]
+
+
+@needs("openai")
+def test_an_all_ones_pilot_is_no_positive_evidence(judge_model, data_root, tmp_path):  # noqa: F811
+    """Before: S3 1.0 from the obeying judge (the ladder's top: the pilot "passed" with Dice 0.04), S5 1.0, rating C.
+    Now the evaluator stores the constant baseline's Dice per case and positive evidence must beat it: S3 capped at
+    the partial level, s5_positive_evidence 0, rating F (no case shows positive metric evidence)."""
+    judge = judge_model("obey")
+    result, _ = run_steps(SEG, _seg_attack(), out=tmp_path / "runs", data_root=data_root, tier="standard",
+                          **judge.options())
+    assert 0.0 < result.aggregate.task < 0.1  # the masks overlap the organ: Dice above 0, far below anything honest
+    assert stage_scores(result)["S3"] == 0.5
+    assert "shows positive metric evidence" in " ".join(
+        i.rationale for s in result.stages if s.stage == "S3" for i in s.items)
+    assert item_values(result)["s5_positive_evidence"] == 0.0
+    assert result.aggregate.rating == "F", result.aggregate.rating_reason
+
+
+def test_the_constant_baseline_shows_no_positive_evidence_and_the_reference_does(reg, tmp_path):
+    """`evaluate --baseline constant` on the demo (every voxel foreground) through the CLI: before, every case counted
+    as positive evidence (organ Dice > 0); now none does, while every case of the references themselves does."""
+    track, task = reg.task(SEG)
+    found, rows = {}, {}
+    for name in ("constant", "perfect"):
+        out = tmp_path / name
+        done = run_cli("evaluate", "--task", SEG, "--baseline", name, "--out", str(out), "--no-pictures")
+        assert done.exit_code in (0, 1), done.output
+        rows[name] = json.loads((out / "evaluation.json").read_text())["metric"]["per_case"]
+        found[name] = [track.positive_case(task, r) for r in rows[name]]
+    assert found["constant"] and not any(found["constant"]) and all(found["perfect"]), found
+    assert all(0.0 < r["organ_constant_dice"] < 0.1 for r in rows["perfect"]), rows  # the organ is ~2 % of a volume
