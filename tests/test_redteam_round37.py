@@ -137,3 +137,20 @@ def test_the_constant_baseline_shows_no_positive_evidence_and_the_reference_does
         found[name] = [track.positive_case(task, r) for r in rows[name]]
     assert found["constant"] and not any(found["constant"]) and all(found["perfect"]), found
     assert all(0.0 < r["organ_constant_dice"] < 0.1 for r in rows["perfect"]), rows  # the organ is ~2 % of a volume
+
+
+def test_a_huge_evidence_file_is_refused_without_being_read(data_root, tmp_path):
+    """Before: a genuine run's trajectory replaced by a sparse 3 GiB file was hashed whole by every reader (the
+    leaderboard, verify, the site) before it was refused as changed: seconds a run, hours for a terabyte each. Now the
+    sizes are summed first and the run is refused, unread, as holding more evidence than the harness writes."""
+    runs = tmp_path / "runs"
+    _, run_dir = run_task(TASK, "reference", out=runs, data_root=data_root)
+    _, honest = run_task(TASK, "reference", out=runs, data_root=data_root)
+    with open(run_dir / "trajectory.jsonl", "r+b") as handle:
+        handle.truncate(3 << 30)  # sparse: no disk used
+    data = board(runs)
+    assert data["runs_used"] == 1, data
+    (line,) = data["rejected"]
+    assert line.startswith(str(run_dir)) and "more than 1024 MiB together" in line, line
+    assert "more than 1024 MiB together" in " ".join(run_cli("verify", str(run_dir)).output.split())
+    assert "NOT GENUINE" not in run_cli("verify", str(honest)).output
