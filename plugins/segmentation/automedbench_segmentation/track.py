@@ -66,8 +66,9 @@ class SegmentationTrack(PackagedTrack):
 
     def positive_evidence(self, task: TaskSpec) -> str:
         if task.params.get("kind") == "multilabel":
-            return "Dice > 0 for a label the reference contains"
-        return "organ or lesion Dice > 0 against a non-empty reference"
+            return "Dice for a label the reference contains above that label's uniform mask's on the case"
+        return ("organ or lesion Dice against a non-empty reference above the constant mask's (every voxel "
+                "foreground) on the case")
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         """S5's positive evidence: a Dice for a structure the reference contains above what a blind mask scores on
