@@ -1,0 +1,97 @@
+"""Polish round 5: the items earlier rounds named and left. A run its judge could not grade exited 0 with Overall
+null; `judge-agreement` over no usable run exited 0 with an empty table; `rejudge` named the judge without its
+model; one broken task file hid its track's every task; decoys of a SIGKILLed harness stayed in the state folder;
+a local Ray instance without token authentication only warned; the verdict's bound decoded plan.png (and read the
+evaluation) for items nobody graded; a bubblewrap that fails every call's mounts was the agent's failure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import test_cli_newuser
+from automedbench.testing import needs
+from test_backends_fakes import Reply, openai_reply, serve_fake_llm
+
+cli = test_cli_newuser.cli  # the new user's command line (CliRunner), shared
+fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
+KEY_ENV = "AMB_POLISH5_JUDGE_KEY"
+
+
+def _judge(fake_llm, model: str, flag: str = "--judge-option") -> list[str]:
+    return [flag, f"model={model}", flag, f"base_url={fake_llm.url}/v1", flag, f"api_key_env={KEY_ENV}",
+            flag, "max_retries=0", flag, "parse_retries=0"]
+
+
+def _verdict(request: dict[str, Any]) -> Reply:
+    """Every item asked for at its highest level."""
+    schema = request["body"]["response_format"]["json_schema"]["schema"]
+    asked = schema["properties"]["items"]["properties"]
+    items = {k: {"value": v["properties"]["value"]["enum"][-1], "rationale": "fine", "evidence_turns": [1],
+                 "evidence_files": []} for k, v in asked.items()}
+    return openai_reply(json.dumps({"items": items}), model=request["body"]["model"])
+
+
+FAILURES = {
+    "unknown model": lambda _r: Reply(404, {"error": {"message": "The model `gpt-4q` does not exist"}}),
+    "malformed JSON": lambda _r: openai_reply("All good, 10/10!"),
+}
+
+
+@needs("openai")
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_a_run_its_judge_cannot_grade_exits_1_recorded_with_the_next_step(cli, tmp_path, fake_llm, monkeypatch,
+                                                                         failure):
+    """Before: exit 0 with Overall null, as a graded run; a script running many runs counted it as graded."""
+    monkeypatch.setenv(KEY_ENV, "sk-polish5")
+    fake_llm.fallback = FAILURES[failure]
+    out = tmp_path / "runs"
+    done = cli("run", "--task", "toy/vowels", "--agent", "reference", "--judge", "openai",
+               *_judge(fake_llm, "gpt-4q"), "--out", out, "--quiet")
+    assert done.exit_code == 1, done.output
+    (run_dir,) = out.iterdir()
+    record = json.loads((run_dir / "result.json").read_text())
+    assert record["state"] == "scored" and record["aggregate"]["overall"] is None, record["aggregate"]
+    said = " ".join(done.stderr.split())
+    assert (f"not graded: the openai judge could not grade S1–S3, so Agentic and Overall are null; the run is "
+            f"recorded. Next, once the judge answers: automedbench rejudge {run_dir} --judge openai") in said, said
+    assert cli("verify", run_dir).exit_code == 0  # the record is the harness's, as a graded one
+
+
+def test_a_run_its_judge_graded_still_exits_0(cli, tmp_path):
+    done = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs", "--quiet")
+    assert done.exit_code == 0 and "not graded" not in done.output, done.output
+
+
+@needs("openai")
+def test_agreement_over_no_usable_run_exits_1_and_rejudge_names_the_model(cli, tmp_path, fake_llm, monkeypatch):
+    """Before: `judge-agreement` with every run skipped printed "over 0 run(s)", a table of undefined kappas, exit 0;
+    `rejudge` said "re-graded RUN with openai" whichever model graded it."""
+    monkeypatch.setenv(KEY_ENV, "sk-polish5")
+
+    def by_model(request: dict[str, Any]) -> Reply:
+        if request["body"]["model"] == "gone":
+            return Reply(404, {"error": {"message": "The model `gone` does not exist"}})
+        return _verdict(request)
+
+    fake_llm.fallback = by_model
+    out = tmp_path / "runs"
+    assert cli("run", "--task", "toy/vowels", "--agent", "noop", "--out", out, "--quiet").exit_code == 0
+    (run_dir,) = out.iterdir()
+    failed = cli("judge-agreement", out, "--judge-a", "rules", "--judge-b", "openai",
+                 *_judge(fake_llm, "gone", "--judge-b-option"))
+    said = " ".join(failed.output.split())
+    assert failed.exit_code == 1, said
+    assert ("no agreement measured: no run has verdicts by both rules and openai (every run skipped); fix what the "
+            "lines above name") in said, said
+    as_json = cli("judge-agreement", out, "--judge-a", "rules", "--judge-b", "openai", "--json",
+                  *_judge(fake_llm, "gone", "--judge-b-option"))
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["runs"] == 0, as_json.output
+    agreed = cli("judge-agreement", out, "--judge-a", "rules", "--judge-b", "openai",
+                 *_judge(fake_llm, "judge-b", "--judge-b-option"))
+    assert agreed.exit_code == 0 and "over 1 run(s)" in agreed.output, agreed.output
+    regraded = cli("rejudge", run_dir, "--judge", "openai", *_judge(fake_llm, "judge-b"))
+    assert regraded.exit_code == 0, regraded.output
+    assert f"re-graded {run_dir} with openai (version 1/judge-b)" in " ".join(regraded.output.split())
+
