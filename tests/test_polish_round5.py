@@ -95,3 +95,24 @@ def test_agreement_over_no_usable_run_exits_1_and_rejudge_names_the_model(cli, t
     assert regraded.exit_code == 0, regraded.output
     assert f"re-graded {run_dir} with openai (version 1/judge-b)" in " ".join(regraded.output.split())
 
+
+def test_a_sweep_refuses_a_local_ray_instance_without_token_authentication(cli, tmp_path, monkeypatch):
+    """Red team 34: under RAY_AUTH_MODE=disabled the sweep's local Ray instance took any process that reached it as
+    a node (a local-plain agent ran code on its head) and the sweep only warned. Now one line, before any run,
+    naming the option that accepts it."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    out = tmp_path / "sweep"
+    done = cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--executor", "ray", "--out", out)
+    assert done.exit_code == 2, done.output
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("error: ray: RAY_AUTH_MODE=disabled starts the local instance without token "
+                           "authentication") and line.endswith("unset RAY_AUTH_MODE, or pass --ray-allow-no-auth "
+                                                               "to accept that"), line
+    assert not (out / "sweep.json").exists() and not list(out.glob("*/result.json"))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # a cluster that asks for a token is not refused here
+    from automedbench.plugins import registry
+    from automedbench_campaign.sweep import SweepConfig, validate
+
+    validate(SweepConfig.of(["reference"], ["toy/vowels"], ["lite"], executor="ray", require_isolation=False),
+             registry())
+
