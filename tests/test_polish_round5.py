@@ -116,3 +116,27 @@ def test_a_sweep_refuses_a_local_ray_instance_without_token_authentication(cli, 
     validate(SweepConfig.of(["reference"], ["toy/vowels"], ["lite"], executor="ray", require_isolation=False),
              registry())
 
+
+def test_one_broken_task_file_hides_only_its_own_task(tmp_path, monkeypatch):
+    """Before: a typo in one task file (`workspace_mbs:`) hid every task of its track from `automedbench tasks`,
+    with a plugin-problem line; the track's sound tasks are listed now, and one line names the file and field."""
+    from automedbench.testing import run_cli
+    from test_ux_round27 import _toy_copy
+
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    with _toy_copy(tmp_path, "ambp5", lambda text: text):
+        good = (tmp_path / "tasks" / "vowels.yaml").read_text()
+        broken = tmp_path / "tasks" / "typo.yaml"
+        broken.write_text(good.replace("ambp5/vowels", "ambp5/typo") + "workspace_mbs: 256\n")
+        listed = run_cli("tasks")
+        assert listed.exit_code == 0, listed.output
+        assert "ambp5/vowels" in listed.stdout and "ambp5/typo" not in listed.stdout, listed.stdout
+        (line,) = [x for x in listed.stderr.splitlines() if "ambp5" in x]
+        assert f"tasks of track ambp5: task file {broken}: unknown field(s) workspace_mbs (that task is not " \
+               "listed)" in line, listed.stderr
+        ran = run_cli("validate-task", "ambp5/typo")  # the broken one itself: its own file and field
+        assert ran.exit_code == 2 and "unknown field(s) workspace_mbs" in ran.stderr, ran.output
+        assert f"task file {broken}" in ran.stderr, ran.stderr
+        mistyped = run_cli("validate-task", "ambp5/vowles")  # another id: the nearest, not the broken file
+        assert mistyped.exit_code == 2 and "did you mean 'ambp5/vowels'" in mistyped.stderr, mistyped.output
+

@@ -135,7 +135,7 @@ def print_problems(reg, problems: list | None = None) -> None:
     """Each plugin problem (one that failed to load, a name clash) on one line of stderr."""
     for problem in reg.problems if problems is None else problems:
         err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): "
-                          + escape(str(problem.error)))
+                          + escape(str(problem.error)), soft_wrap=True)  # one line: a path is not cut
 
 
 def command_context() -> CommandContext:
