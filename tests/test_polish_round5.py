@@ -140,3 +140,48 @@ def test_one_broken_task_file_hides_only_its_own_task(tmp_path, monkeypatch):
         mistyped = run_cli("validate-task", "ambp5/vowles")  # another id: the nearest, not the broken file
         assert mistyped.exit_code == 2 and "did you mean 'ambp5/vowels'" in mistyped.stderr, mistyped.output
 
+
+HOLDS_DECOYS = """
+import sys, time
+from automedbench.tripwire import run_decoy_dir
+with run_decoy_dir() as folder:
+    (folder / "README").write_text("bait")
+    print(folder, flush=True)
+    time.sleep(600)
+"""
+
+
+def _holding_decoys(env: dict[str, str]) -> tuple[Any, Any]:
+    """A harness process in its agent phase: its decoy folder made, the process alive until killed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.Popen([sys.executable, "-c", HOLDS_DECOYS], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    return proc, Path(proc.stdout.readline().strip())
+
+
+def test_decoys_of_a_killed_harness_are_reaped_by_the_next_run(cli, tmp_path, monkeypatch):
+    """Before: a harness SIGKILLed in its agent phase left its decoy folder in the state folder for good (the run
+    removes it only as it unwinds); the next run now removes it, as it unmounts a dead run's workspace, and leaves
+    a live run's alone."""
+    import os
+    import signal
+
+    monkeypatch.setenv("AUTOMEDBENCH_STATE", str(tmp_path / "state"))
+    env = dict(os.environ)
+    killed, stale = _holding_decoys(env)
+    alive, live = _holding_decoys(env)
+    try:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        assert stale.is_dir() and live.is_dir() and stale.parent == live.parent
+        ran = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs", "--quiet")
+        assert ran.exit_code == 0, ran.output
+        left = sorted(p.name for p in live.parent.iterdir())
+        assert left == sorted([live.name, f"{live.name}.lock"]), left  # the dead one's and the run's own gone
+    finally:
+        alive.kill()
+        alive.wait(timeout=30)
+
