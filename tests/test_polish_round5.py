@@ -185,3 +185,44 @@ def test_decoys_of_a_killed_harness_are_reaped_by_the_next_run(cli, tmp_path, mo
         alive.kill()
         alive.wait(timeout=30)
 
+
+def test_the_bound_decodes_plan_png_once_and_reads_the_evaluation_only_when_a_cap_asks(cli, tmp_path, monkeypatch):
+    """Before: the harness's bound on the verdict decoded plan.png (twice) and read evaluation.json for every run,
+    a Lite one grading no s1e/s1f and a run with no pilot whose S3 no evaluation could lower; a rules-judged
+    Standard run decoded plan.png in s1e, s1f and the bound. Now each is read once, when an item needs it."""
+    import automedbench.planimage as planimage
+    from automedbench.runfolder import RunFolder
+
+    reads = {"png": 0, "evaluation": 0}
+    real_png, real_evaluation = planimage.read_plan_png, RunFolder.load_evaluation
+
+    def counted_png(data):
+        reads["png"] += 1
+        return real_png(data)
+
+    def counted_evaluation(self):
+        reads["evaluation"] += 1
+        return real_evaluation(self)
+
+    monkeypatch.setattr(planimage, "read_plan_png", counted_png)
+    monkeypatch.setattr(RunFolder, "load_evaluation", counted_evaluation)
+
+    def run(agent: str, tier: str) -> dict[str, Any]:
+        reads.update(png=0, evaluation=0)
+        out = tmp_path / f"{agent}-{tier}"
+        assert cli("run", "--task", "toy/vowels", "--agent", agent, "--tier", tier, "--out", out,
+                   "--quiet").exit_code == 0
+        (record,) = out.glob("*/result.json")
+        return json.loads(record.read_text())
+
+    run("reference", "lite")
+    assert reads["png"] == 0 and reads["evaluation"] == 1, reads  # S3's last cap reads it; no s1e/s1f graded
+    noop = run("noop", "lite")
+    assert reads == {"png": 0, "evaluation": 0}, reads  # no pilot: S3 is capped at 0 before the evaluation
+    assert next(s for s in noop["stages"] if s["stage"] == "S3")["score"] == 0.0
+    standard = run("reference", "standard")
+    assert reads["png"] == 1, reads
+    items = {i["id"]: i["value"] for i in json.loads(
+        (next((tmp_path / "reference-standard").iterdir()) / "judge.json").read_text())["items"]}
+    assert items["s1e_plan_png"] == 1.0 and items["s1f_plot_pipeline"] == 1.0, items  # read, and a diagram
+    assert standard["aggregate"]["overall"] is not None
