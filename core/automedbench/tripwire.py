@@ -18,7 +18,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from .fsutil import remove_tree
+from .fsutil import lock_if_free, remove_tree
 from .harnessstate import ensure_state_dir
 
 IN_ACCESS = 0x00000001
@@ -170,13 +170,10 @@ def reap_stale_decoys(root: Path) -> list[Path]:
         if not entry.name.endswith(LOCK_SUFFIX) or entry.is_symlink() or not entry.is_file():
             continue
         try:
-            fd = os.open(entry, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
+            fd = lock_if_free(entry)
+        except BlockingIOError:  # held: that run is alive
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: that run is alive
-            os.close(fd)
+        if fd is None:
             continue
         try:
             folder = root / entry.name.removesuffix(LOCK_SUFFIX)
