@@ -13,6 +13,7 @@ import pytest
 import test_cli_newuser
 from automedbench.testing import needs
 from test_backends_fakes import Reply, openai_reply, serve_fake_llm
+from test_ux_round28 import _verdict  # every item asked for at its highest level
 
 cli = test_cli_newuser.cli  # the new user's command line (CliRunner), shared
 fake_llm = pytest.fixture(serve_fake_llm, name="fake_llm")
@@ -22,15 +23,6 @@ KEY_ENV = "AMB_POLISH5_JUDGE_KEY"
 def _judge(fake_llm, model: str, flag: str = "--judge-option") -> list[str]:
     return [flag, f"model={model}", flag, f"base_url={fake_llm.url}/v1", flag, f"api_key_env={KEY_ENV}",
             flag, "max_retries=0", flag, "parse_retries=0"]
-
-
-def _verdict(request: dict[str, Any]) -> Reply:
-    """Every item asked for at its highest level."""
-    schema = request["body"]["response_format"]["json_schema"]["schema"]
-    asked = schema["properties"]["items"]["properties"]
-    items = {k: {"value": v["properties"]["value"]["enum"][-1], "rationale": "fine", "evidence_turns": [1],
-                 "evidence_files": []} for k, v in asked.items()}
-    return openai_reply(json.dumps({"items": items}), model=request["body"]["model"])
 
 
 FAILURES = {
@@ -226,3 +218,69 @@ def test_the_bound_decodes_plan_png_once_and_reads_the_evaluation_only_when_a_ca
         (next((tmp_path / "reference-standard").iterdir()) / "judge.json").read_text())["items"]}
     assert items["s1e_plan_png"] == 1.0 and items["s1f_plot_pipeline"] == 1.0, items  # read, and a diagram
     assert standard["aggregate"]["overall"] is not None
+
+
+FAKE_BWRAP = """#!/bin/sh
+# bubblewrap that passes the start-up probe (no /workspace mount) and fails {which} with a mount error
+for last; do :; done
+case " $* " in *" /workspace "*)
+  {spare}
+  echo "bwrap: Can't bind mount /oldroot/x on /newroot/workspace: No such file or directory" >&2; exit 1;;
+esac
+exec {real} "$@"
+"""
+
+
+@pytest.fixture
+def mount_failing_bwrap(tmp_path, monkeypatch):
+    """A bubblewrap on PATH that passes the start-up probe and fails calls with the run's mounts: every such call
+    (`every`), or only the agent's, a harmless `true` with the same mounts starting (`agent`)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from automedbench.sandboxes import local
+
+    real = shutil.which("bwrap")
+    if real is None or local._bwrap_probe(real):
+        pytest.skip("no working bubblewrap here")
+
+    def install(which: str) -> None:
+        folder = tmp_path / f"bin-{which}"
+        folder.mkdir()
+        program = folder / "bwrap"
+        spare = 'case "$last" in */true) exec ' + real + ' "$@";; esac' if which == "agent" else ":"
+        program.write_text(FAKE_BWRAP.format(which=which, spare=spare, real=real))
+        program.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+        assert Path(shutil.which("bwrap") or "") == program
+
+    local._bwrap_probe.cache_clear()
+    yield install
+    local._bwrap_probe.cache_clear()
+
+
+def test_a_bwrap_that_fails_every_calls_mounts_is_an_infrastructure_failure(cli, tmp_path, mount_failing_bwrap):
+    """Before: bubblewrap passed its start-up probe (system folders only) but failed each call's own mounts; every
+    call ended with bwrap's error as the agent's, and the run was scored F (exit 0), as if the agent had failed."""
+    mount_failing_bwrap("every")
+    done = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs", "--quiet")
+    assert done.exit_code == 3, done.output
+    (record,) = (tmp_path / "runs").glob("*/result.json")
+    result = json.loads(record.read_text())
+    assert result["state"] == "infrastructure_failure", result["state"]
+    assert ("bubblewrap passed its start-up probe but cannot start a call with this run's mounts (bwrap: Can't bind "
+            "mount") in result["error"] and "a harmless call with the same mounts fails too" in result["error"]
+
+
+def test_a_call_that_alone_fails_its_mounts_stays_the_agents(cli, tmp_path, mount_failing_bwrap):
+    """What the agent's call can cause is never a retryable failure: when a harmless call with the same mounts
+    starts, the failed call's answer is the agent's, as before."""
+    mount_failing_bwrap("agent")
+    done = cli("run", "--task", "toy/vowels", "--agent", "reference", "--out", tmp_path / "runs", "--quiet")
+    assert done.exit_code == 0, done.output
+    (record,) = (tmp_path / "runs").glob("*/result.json")
+    result = json.loads(record.read_text())
+    assert result["state"] == "scored" and result["task"]["strict"] == 0.0, result["state"]
+    calls = [json.loads(line) for line in (record.parent / "trajectory.jsonl").read_text().splitlines()]
+    assert any("bwrap: Can't bind mount" in str(event.get("stderr", "")) for event in calls)
