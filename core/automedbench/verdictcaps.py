@@ -72,8 +72,10 @@ class Facts:
     def diagram_problem(self) -> str | None:
         """A plan.png is a diagram only if it decodes, is large enough and is drawn on a canvas (the rules judge's
         own structural checks): eight signature bytes or a blank page earn no judge s1e/s1f."""
+        if self.png_problem:
+            return self.png_problem
         diagram = plan_reading(self.inp.plan_png, self.inp.extra).diagram
-        return self.png_problem or (diagram[0] if diagram is not None else None)
+        return diagram[0] if diagram is not None else None
 
     @functools.cached_property
     def positive(self) -> list[str] | None:
