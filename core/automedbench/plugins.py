@@ -330,7 +330,8 @@ class Registry:
                 track = self.track(name)
                 for spec in track.tasks():
                     found[spec.id] = (track, spec)
-                for why in track.task_file_problems():  # the file and its field; the track's other tasks listed
+                # the file and its field; the track's other tasks listed (a track not made from `Track` has none)
+                for why in getattr(track, "task_file_problems", list)():
                     self._problem_once(PluginProblem(comp.plugin, comp.distribution,
                                                      f"tasks of track {name}: {why}{NOT_LISTED}", ""))
             except Exception as exc:
