@@ -10,6 +10,7 @@ that fails is evidence ("plan.png unreadable: ..."), not a judge failure.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 import warnings
@@ -83,7 +84,11 @@ CANVAS_STEP = 32  # per channel: 8 steps, so a full-range gradient's largest sha
 def png_problem(data: bytes | None) -> str | None:
     """Why plan.png is no image a diagram could be (missing, undecodable, too small), or None. The rules judge's
     s1e and the harness's bound on every judge's s1e/s1f: eight signature bytes are no picture."""
-    found = read_plan_png(data)
+    return image_problem(read_plan_png(data))
+
+
+def image_problem(found: PlanImage) -> str | None:
+    """`png_problem` of a plan.png already read."""
     if found.image is None:
         return f"plan/plan.png {found.note}"
     w, h = found.image.size  # type: ignore[attr-defined]
@@ -108,3 +113,37 @@ def diagram_problem(image: object) -> tuple[str | None, int, float]:
     if len(colours) >= 3 and dominant < 0.97:
         return None, len(colours), dominant
     return f"plan.png looks blank ({len(colours)} colours, background {dominant:.0%})", len(colours), dominant
+
+
+PLAN_KEY = "_plan_png"  # where `plan_reading` keeps a judge input's plan.png, read (never sent to a model)
+
+
+class PlanReading:
+    """One judge input's plan.png, decoded at most once and only when an item asks: the rules judge's s1e and s1f
+    and the bound on every judge each decoded it again (a Lite run, which grades neither, decoded it too)."""
+
+    def __init__(self, data: bytes | None) -> None:
+        self.data = data
+
+    @functools.cached_property
+    def found(self) -> PlanImage:
+        return read_plan_png(self.data)
+
+    @functools.cached_property
+    def problem(self) -> str | None:
+        """`png_problem`: why it is no image a diagram could be, or None."""
+        return image_problem(self.found)
+
+    @functools.cached_property
+    def diagram(self) -> tuple[str | None, int, float] | None:
+        """`diagram_problem` of the decoded image; None when it did not decode."""
+        return None if self.found.image is None else diagram_problem(self.found.image)
+
+
+def plan_reading(data: bytes | None, memo: dict) -> PlanReading:
+    """The reading of `data` kept in `memo` (a judge input's extra), made on first use."""
+    held = memo.get(PLAN_KEY)
+    if isinstance(held, PlanReading) and held.data is data:
+        return held
+    memo[PLAN_KEY] = reading = PlanReading(data)
+    return reading

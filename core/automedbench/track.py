@@ -120,6 +120,11 @@ class Track(ABC):
     def tasks(self) -> list[TaskSpec]:
         """Every task this track offers."""
 
+    def task_file_problems(self) -> list[str]:
+        """One line per task file of the track that did not load (its path and field), its other tasks listed all
+        the same; none for a track whose tasks are not files."""
+        return []
+
     def task(self, task_id: str) -> TaskSpec:
         """The track's task `task_id`; UserError (one line, with the closest ids) when it has none of that id."""
         from .errors import UserError, did_you_mean
@@ -333,14 +338,20 @@ class PackagedTrack(Track):
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskSpec] | None = None  # every task file, read on first listing
+        self._unloaded: list[str] = []  # why each task file that did not load, from that listing
         self._one: dict[str, TaskSpec] = {}  # tasks read alone by `task` before any listing
 
     def _all(self) -> dict[str, TaskSpec]:
         if self._tasks is None:
-            from .taskfile import load_task_dir
+            from .taskfile import load_task_files
 
-            self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+            specs, self._unloaded = load_task_files(self.root / "tasks")
+            self._tasks = {t.id: t for t in specs}
         return self._tasks
+
+    def task_file_problems(self) -> list[str]:
+        self._all()
+        return list(self._unloaded)
 
     def part(self, reference: str) -> Any:
         """The object a "module:attribute" reference names, the module relative to the track's package."""
