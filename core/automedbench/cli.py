@@ -308,6 +308,11 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
     render(result, console, items=items, command=True)
     console.print(escape(describe(result.header.attempt)), soft_wrap=True)
+    # where each grade's evidence is (per-case rows, pictures, the calls): the terminal shows grades, not cases
+    page = folder.path / RunFolder.VIEW
+    where = str(page) if page.is_file() else f"automedbench view {shlex.quote(str(folder.path))} writes it"
+    console.print(escape(f"page: {where} (every grade with its evidence, each case's row and picture)"),
+                  soft_wrap=True)
 
 
 @main.command()
