@@ -107,3 +107,15 @@ def test_a_release_task_page_says_what_its_data_takes():
     assert "BCCD" in text and spec.license.split(";")[0] in text
     assert "<code>automedbench stage detection/bccd --from PATH</code>" in text
     assert "<code>automedbench tasks detection/bccd</code>" in text and "disk" in text and "network" in text
+
+
+def test_show_of_an_evaluate_folder_says_no_agent_ran(data_root, tmp_path, monkeypatch):
+    """`evaluate --out DIR` then `show DIR`: it said "attempt: not numbered (a run made before attempts were
+    counted)", as if an old run; now that no agent ran, and where its page comes from."""
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
+    kept = tmp_path / "scored"
+    made = run_cli("evaluate", "--task", "toy/vowels", "--baseline", "empty", "--out", str(kept))
+    assert made.exit_code == 0, made.output
+    lines = [" ".join(line.split()) for line in run_cli("show", str(kept)).output.strip().splitlines()]
+    assert lines[-2] == "attempt: none (outputs scored by `automedbench evaluate`; no agent ran)", lines[-2:]
+    assert lines[-1].startswith(f"page: automedbench view {kept} writes it"), lines[-1]
