@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from automedbench.plugins import registry
 from automedbench.testing import run_cli
+from browser import CHROMIUM, Browser
 
 
 def test_the_report_gen_reference_on_a_release_task_names_the_next_step(tmp_path, monkeypatch):
@@ -119,3 +120,27 @@ def test_show_of_an_evaluate_folder_says_no_agent_ran(data_root, tmp_path, monke
     lines = [" ".join(line.split()) for line in run_cli("show", str(kept)).output.strip().splitlines()]
     assert lines[-2] == "attempt: none (outputs scored by `automedbench evaluate`; no agent ran)", lines[-2:]
     assert lines[-1].startswith(f"page: automedbench view {kept} writes it"), lines[-1]
+
+
+# Where each rubric item's evidence cell ends at a phone's width, and the page's width
+EVIDENCE_RIGHT = """(() => ({width: document.documentElement.clientWidth,
+  right: Math.max(...[...document.querySelectorAll('#stages + .scroll td.ev')]
+    .map(td => td.getBoundingClientRect().right)),
+  cells: document.querySelectorAll('#stages + .scroll td.ev').length}))()"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs it as root)")
+def test_a_run_pages_evidence_links_are_on_a_phones_screen(two_runs, tmp_path):
+    """At 390 px the stages table ran to ~615 px, its rationale and evidence columns (the links to the turns, files
+    and cases behind each grade) behind a sideways scroll; now each item's rationale and evidence sit under it."""
+    run_dir = sorted(p for p in two_runs.iterdir() if p.is_dir())[0]
+    browser = Browser(tmp_path / "profile", width=390, height=900)
+    try:
+        facts = browser.load((run_dir / "view.html").as_uri())
+        assert not facts["errors"], facts["errors"]
+        seen = browser.call("Runtime.evaluate", {"expression": EVIDENCE_RIGHT, "returnByValue": True},
+                            session=True)["result"]["value"]
+    finally:
+        browser.close()
+    assert seen["cells"] >= 10, seen
+    assert seen["right"] <= seen["width"], seen
