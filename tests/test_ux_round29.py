@@ -96,6 +96,12 @@ def test_a_track_page_counts_tasks_describes_the_track_and_names_its_best_run(tw
     assert best.group(1) in run_ids
     (task_page,) = (site / "task").glob("toy_vowels*.html")
     assert "Data: generated in code on its first run" in task_page.read_text()
+    tracks = (site / "tracks.html").read_text()  # every installed track in a line, linked where it has runs
+    assert re.search(r'<li><a href="track/toy[^"]*\.html">toy</a>: toy vowel-counting track[^<]*; 1 task\(s\)</li>',
+                     tracks), tracks[-3000:]
+    others = [name for name in registry().components["track"] if name != "toy"]
+    for name in others:
+        assert f"<li>{name}: " in tracks and "no runs here" in tracks, name
 
 
 def test_a_release_task_page_says_what_its_data_takes():

@@ -40,7 +40,7 @@ from .leaderboard import (
 )
 from .sitefiles import previous_pages, record_pages
 from .sitepictures import BestSamples
-from .sitetrack import best_runs, rating_bands, task_data, track_description
+from .sitetrack import best_runs, rating_bands, task_data, track_description, tracks_measured
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -508,7 +508,8 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         "index.html": _ranking(table, resamples, seed),
         "tracks.html": "<h1>Per track</h1>" + _table(tracks, ("track", "agent"), {
             "track": lambda key: _track_page(key["track"]),
-            "agent": lambda key: f"{_track_page(key['track'])}#agent-{_slug(key['agent'])}"}),
+            "agent": lambda key: f"{_track_page(key['track'])}#agent-{_slug(key['agent'])}"})
+        + tracks_measured({str(t) for t in table["track"]}, _track_page),
         "tasks.html": "<h1>Per task</h1>" + _table(board, ("task_id", "tier", "agent"), {
             "task_id": lambda key: _task_page(key["task_id"]),
             "agent": lambda key: f"{_task_page(key['task_id'])}#agent-{_slug(key['agent'])}"}),

@@ -65,3 +65,23 @@ def best_runs(table: RunTable, pages: dict[int, str], rows: list[int], up: str =
         items.append(f"<li>{esc(task_id, 200)}: {link} ({esc(table['agent'][i], 200)}, {esc(table['tier'][i])}, "
                      f"Overall {num(float(table['overall'][i]))}, rating {esc(table['rating'][i], 2)})</li>")
     return f'<h2 id="best">Best run per task</h2><ul class="best">{"".join(items)}</ul>'
+
+
+def tracks_measured(ran: set[str], page: Any) -> str:
+    """Every installed track in a line: its description and its task count, linked (`page(track)`) when it has
+    runs here; the tracks page gave a table of the tracks with runs and no word of what any of them measures."""
+    items = []
+    for name in sorted(registry().components["track"]):
+        try:
+            count = len(registry().track(name).tasks())
+        except Exception:  # a track that fails to load: `automedbench tasks` says why
+            continue
+        label = f'<a href="{page(name)}">{esc(name, 200)}</a>' if name in ran else esc(name, 200)
+        described = track_description(name)
+        items.append(f"<li>{label}: {esc(described, 400) + '; ' if described else ''}{count} task(s)"
+                     f"{'' if name in ran else ', no runs here'}</li>")
+    if not items:
+        return ""
+    return ('<h2 id="measured">What each track measures</h2><p>Each track scores its own task metric (Task) beside '
+            f'the five stages of the work; its page lists its tasks, their metrics and rating bands.</p>'
+            f'<ul class="measures">{"".join(items)}</ul>')
