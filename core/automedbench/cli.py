@@ -318,7 +318,15 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     if not found.genuine:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
     render(result, console, items=items, command=True)
-    console.print(escape(describe(result.header.attempt)), soft_wrap=True)
+    if result.end_reason == errors.END_NO_AGENT:  # `evaluate --out`: "a run made before attempts were counted" misled
+        console.print("attempt: none (outputs scored by `automedbench evaluate`; no agent ran)", soft_wrap=True)
+    else:
+        console.print(escape(describe(result.header.attempt)), soft_wrap=True)
+    # where each grade's evidence is (per-case rows, pictures, the calls): the terminal shows grades, not cases
+    page = folder.path / RunFolder.VIEW
+    where = str(page) if page.is_file() else f"automedbench view {shlex.quote(str(folder.path))} writes it"
+    console.print(escape(f"page: {where} (every grade with its evidence, each case's row and picture)"),
+                  soft_wrap=True)
 
 
 @main.command()

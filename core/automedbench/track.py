@@ -202,6 +202,15 @@ class Track(ABC):
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         raise NotImplementedError(f"track {self.name} ships no scripted reference solution")
 
+    def demo_only(self, task: TaskSpec, scope: str = "the generated demo") -> Exception:
+        """The refusal of a scripted reference on a real task, with the next step: a method on real data is scored
+        as outputs (`evaluate --submission`) or through a model agent (a bare refusal left the user nowhere)."""
+        from .errors import UserError
+
+        return UserError(f"the scripted reference solution covers {scope} only, not {task.id}: score your method's "
+                         f"outputs with automedbench evaluate --task {task.id} --submission DIR, or run a model agent "
+                         "(automedbench plugins lists the agents)")
+
     def scripted_variants(self) -> dict[str, str]:
         """This track's own flawed variants of its scripted solution, beside the core's (name -> what it
         damages, and which stage should lose points). Each one's steps are `ScriptedSolution.variants[name]`,
@@ -417,12 +426,7 @@ class PackagedTrack(Track):
         if not self.demo_solution:
             return super().reference_solution(task, tier, data_dir, workspace)
         if not task.demo:  # real data needs a real model: no scripted method stands in for it
-            from .errors import UserError
-
-            # the next step too: a track author's method on real data is scored as outputs or through a model agent
-            raise UserError(f"the scripted reference solution covers {self.demo_solution_scope} only, not {task.id}: "
-                            f"score your method's outputs with automedbench evaluate --task {task.id} --submission "
-                            "DIR, or run a model agent (automedbench plugins lists the agents)")
+            raise self.demo_only(task, self.demo_solution_scope)
         return self.part(self.demo_solution)(task, tier, data_dir, workspace)
 
     def baselines(self) -> dict[str, str]:
