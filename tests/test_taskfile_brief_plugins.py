@@ -183,3 +183,23 @@ def test_plugin_name_and_version_read_from_the_metadata_headers_match_the_full_p
         assert _name_and_version(dist) == (meta["Name"], meta["Version"] or "?"), dist
         checked += 1
     assert checked > 50
+
+
+def test_a_template_edited_between_two_runs_is_read_again(reg, tmp_path):
+    """The brief's Environment is kept per template folder (its compiled templates reused by the next run); a
+    template edited in between is still what the next run renders."""
+    import os
+
+    from automedbench.brief import environment
+
+    _track, task = reg.task("segmentation/demo")
+    (tmp_path / "task.md.j2").write_text("Case A for {{ task.id }}\n")
+    args = {"data_dir": "/d", "workspace_dir": "/w", "case_ids": ["a"]}
+    first = render_brief(task, "lite", tmp_path, **args)
+    assert environment(tmp_path) is environment(tmp_path)
+    (tmp_path / "task.md.j2").write_text("Case B for {{ task.id }}\n")
+    later = os.stat(tmp_path / "task.md.j2").st_mtime + 5
+    os.utime(tmp_path / "task.md.j2", (later, later))
+    second = render_brief(task, "lite", tmp_path, **args)
+    assert "Case A for segmentation/demo" in first and "Case B for segmentation/demo" in second
+    assert "Case A" not in second

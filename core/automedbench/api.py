@@ -12,6 +12,7 @@ from typing import Any
 from .agent import TOOLS, Agent, AgentContext, ReplyHint, continue_message, execute_code_example
 from .agenttext import AGENT_TEXT_NOTE, fence_agent_text, quote_line
 from .authoring import (
+    NIFTI_ONLY,
     flawed_batches,
     pipeline_diagram_code,
     plan_step,
@@ -169,6 +170,7 @@ __all__ = [
     "END_NO_AGENT",
     "EXEC_MOUNT",
     "E_CODES",
+    "NIFTI_ONLY",
     "NOT_TAGGED",
     "OUTAGE_AFTER_S",
     "PHASES",

@@ -37,6 +37,12 @@ def plan_step(plan_dir: str, plan_md: str, title: str, steps: list[str], say: st
     return ScriptStep("plan", "python", code, say=say)
 
 
+# The first line of a scripted step's Python that reads or writes NIfTI: nibabel imports pydicom at once for an
+# optional DICOM extension of NIfTI headers (and pydicom imports requests), about 0.17 CPU-s of every sandboxed
+# process that meets no DICOM (a scripted run makes ~7); refused, nibabel loads without it, its NIfTI the same.
+NIFTI_ONLY = "import sys; sys.modules.setdefault('pydicom', None)  # NIfTI only: nibabel's DICOM extension unused\n"
+
+
 # ------------------------------------------------------------------ the steps every solution ends with
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import NIFTI_ONLY, ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 from .multilabel import multilabel_solution
 from .reference import flawed_variants, load_pilot_map, source_constants
@@ -68,7 +68,7 @@ def airway_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Script
         "pilot": ScriptStep("pilot", "bash", f"cd {ws} && python3 segment.py {data_dir} {out} {first}",
                             say="Pilot on ONE case."),
         "validate": ScriptStep("validate", "python",
-                               "import os, nibabel as nib, numpy as np\nfrom scipy import ndimage\n"
+                               NIFTI_ONLY + "import os, nibabel as nib, numpy as np\nfrom scipy import ndimage\n"
                                + load_pilot_map(task, data_dir, out, name) +
                                "assert set(np.unique(a).tolist()) <= {0, 1}\n"
                                "voxels, parts = int(np.count_nonzero(a)), ndimage.label(a)[1]\n"

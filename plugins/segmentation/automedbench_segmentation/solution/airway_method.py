@@ -10,9 +10,11 @@ EDGE_HU (lumen blurred by the wall, never the wall itself).
 import sys
 from pathlib import Path
 
-import nibabel as nib
-import numpy as np
-from scipy import ndimage
+sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
+
+import nibabel as nib  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import ndimage  # noqa: E402
 
 CORE_HU, EDGE_HU, BODY_HU = -900.0, -450.0, -500.0
 EDGE_STEPS = 2

@@ -8,9 +8,11 @@ code, never imported by the evaluator). Usage: `python segment.py [--labels] DAT
 import sys
 from pathlib import Path
 
-import nibabel as nib
-import numpy as np
-from scipy import ndimage
+sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
+
+import nibabel as nib  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import ndimage  # noqa: E402
 
 ORGAN_MIN, ORGAN_MAX = 110.0, 400.0
 LESION_MIN, LESION_MAX = 50.0, 130.0

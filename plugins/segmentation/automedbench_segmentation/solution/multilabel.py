@@ -6,7 +6,7 @@ It is the organ + lesion solution with the label-map steps swapped in: the same 
 
 from __future__ import annotations
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, plan_step
+from automedbench.api import NIFTI_ONLY, ScriptedSolution, ScriptStep, TaskSpec, plan_step
 
 from ..labels import task_labels
 from .reference import PLAN_STEPS, PLAN_TITLE, flawed_variants, load_pilot_map, organ_lesion_solution
@@ -50,7 +50,7 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
         "pilot": ScriptStep("pilot", "bash", f"cd {ws} && python3 segment.py --labels {data_dir} {out} {first}",
                             say="Pilot on ONE case."),
         "validate": ScriptStep("validate", "python",
-                               "import os, nibabel as nib, numpy as np\n"
+                               NIFTI_ONLY + "import os, nibabel as nib, numpy as np\n"
                                + load_pilot_map(task, data_dir, out, name) +
                                f"assert set(np.unique(a).tolist()) <= set({allowed})\n"
                                f"counts = {{k: int(np.count_nonzero(a == k)) for k in {allowed[1:]}}}\n"
@@ -60,7 +60,7 @@ def multilabel_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Sc
         "batch": ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py --labels {data_dir} {out}",
                             say="Running the whole cohort."),
         "verify": ScriptStep("verify", "python",
-                             "import os, nibabel as nib, numpy as np\n"
+                             NIFTI_ONLY + "import os, nibabel as nib, numpy as np\n"
                              f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
                              "for case in cases:\n"
                              f"    shape = nib.load('{data_dir}/' + case + '/{task.input_files[0]}').shape\n"

@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 from importlib import resources
 
-from automedbench.api import ScriptedSolution, ScriptStep, TaskSpec, flawed_batches, plan_step, verify_and_submit
+from automedbench.api import (
+    NIFTI_ONLY,
+    ScriptedSolution,
+    ScriptStep,
+    TaskSpec,
+    flawed_batches,
+    plan_step,
+    verify_and_submit,
+)
 
 PLAN_MD = """# Plan: {title}
 
@@ -72,7 +80,7 @@ def flawed_variants(task: TaskSpec, ws: str, data_dir: str, out: str, flags: str
     half = f"$(ls {data_dir} | head -{max(1, task.case_count // 2)})"
     return flawed_batches(
         (method, f"Running the cohort, saving soft {what}.", (
-            "import glob, nibabel as nib, numpy as np\n"
+            NIFTI_ONLY + "import glob, nibabel as nib, numpy as np\n"
             f"for p in glob.glob('{out}/*/{name}'):\n"
             "    img = nib.load(p)\n"
             "    a = np.asanyarray(img.dataobj).astype(np.float32) * 0.9\n"
@@ -89,14 +97,15 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
     steps = [
         ScriptStep("explore", "bash",
                    f"ls {data_dir} | head; ls {data_dir}/{first}; nproc; "
-                   "python3 -c \"import numpy, scipy, nibabel; print('numpy', numpy.__version__, "
+                   "python3 -c \"import sys; sys.modules.setdefault('pydicom', None); "
+                   "import numpy, scipy, nibabel; print('numpy', numpy.__version__, "
                    "'scipy', scipy.__version__, 'nibabel', nibabel.__version__)\"",
                    say="Exploring the data and checking the environment."),
         plan_step(plan, plan_text, PLAN_TITLE, PLAN_STEPS,
                    say="Candidates: nnU-Net (KiTS19), MONAI/VISTA3D, TotalSegmentator, classical thresholds. "
                        "Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",
-                   "import glob, nibabel as nib, numpy as np\n"
+                   NIFTI_ONLY + "import glob, nibabel as nib, numpy as np\n"
                    f"path = sorted(glob.glob('{data_dir}/*/{task.input_files[0]}'))[0]\n"
                    "img = nib.load(path)\ndata = np.asanyarray(img.dataobj)\n"
                    "print(path, 'shape', data.shape, 'dtype', data.dtype, 'zooms', img.header.get_zooms())\n"
@@ -115,7 +124,7 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
                    f"cd {ws} && python3 segment.py {data_dir} {out} {first}",
                    say="Pilot on ONE case."),
         ScriptStep("validate", "python",
-                   "import glob, os, nibabel as nib, numpy as np\n"
+                   NIFTI_ONLY + "import glob, os, nibabel as nib, numpy as np\n"
                    f"case = sorted(os.listdir('{out}'))[0]\n"
                    f"ct = nib.load('{data_dir}/' + case + '/{task.input_files[0]}')\n"
                    f"organ = nib.load('{out}/' + case + '/organ.nii.gz')\n"
@@ -132,7 +141,7 @@ def organ_lesion_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> 
         ScriptStep("batch", "bash", f"cd {ws} && python3 segment.py {data_dir} {out}",
                    say="Running the whole cohort."),
         *verify_and_submit(
-            "import os, nibabel as nib, numpy as np\n"
+            NIFTI_ONLY + "import os, nibabel as nib, numpy as np\n"
             f"cases = sorted(os.listdir('{data_dir}'))\nbad = []\n"
             "for case in cases:\n"
             f"    shape = nib.load('{data_dir}/' + case + '/{task.input_files[0]}').shape\n"

@@ -97,6 +97,7 @@ def synthesize_ct(mr, mask):
 
 
 def run_case(data, out, case, scale, normalised):
+    sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
     import nibabel as nib
 
     folder = data / case

@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from automedbench.api import ScriptedSolution, ScriptStep, flawed_batches, plan_step, solution_source, verify_each_case
+from automedbench.api import (
+    NIFTI_ONLY,
+    ScriptedSolution,
+    ScriptStep,
+    flawed_batches,
+    plan_step,
+    solution_source,
+    verify_each_case,
+)
 
 if TYPE_CHECKING:
     from automedbench.api import TaskSpec
@@ -57,8 +65,7 @@ typical HU; the darkest class is bone in the outer shell of the head and air els
 6. Run the batch, verify every file, submit.
 """
 
-VALIDATE_CTSR = """
-import nibabel as nib
+VALIDATE_CTSR = NIFTI_ONLY + """import nibabel as nib
 import numpy as np
 x_img = nib.load('{data}/{case}/ct.nii.gz'); y_img = nib.load('{out}/{case}/sct.nii.gz')
 x = np.asarray(x_img.dataobj, dtype=np.float32); y = np.asarray(y_img.dataobj, dtype=np.float32)
@@ -75,8 +82,7 @@ assert second_difference(y) > 1.2 * second_difference(x), 'still a linear cross-
 print('PILOT OK: shape, affine, HU range, sharper along z than the input')
 """
 
-VALIDATE_MRCT = """
-import nibabel as nib
+VALIDATE_MRCT = NIFTI_ONLY + """import nibabel as nib
 import numpy as np
 x_img = nib.load('{data}/{case}/mr.nii.gz'); y_img = nib.load('{out}/{case}/sct.nii.gz')
 mask = np.asarray(nib.load('{data}/{case}/mask.nii.gz').dataobj) > 0
@@ -94,7 +100,7 @@ print('PILOT OK: shape, affine, HU range, bone and air where expected')
 """
 
 # every output: on its input's grid (shape and affine), finite
-VERIFY_IMPORTS = "import pathlib\nimport nibabel as nib\nimport numpy as np\n"
+VERIFY_IMPORTS = NIFTI_ONLY + "import pathlib\nimport nibabel as nib\nimport numpy as np\n"
 VERIFY_SOURCE = "source = nib.load(str(sorted((data / case).glob('*.nii.gz'))[-1]))"
 VERIFY_CHECK = """y = nib.load(str(out / case / 'sct.nii.gz'))
 v = np.asarray(y.dataobj)
@@ -112,14 +118,15 @@ def reference_solution(task: TaskSpec, tier: str, data_dir: str, ws: str) -> Scr
     steps = [
         ScriptStep("explore", "bash",
                    f"ls {data_dir} | head; ls {data_dir}/$(ls {data_dir} | head -1); nproc; "
-                   "python3 -c \"import numpy, scipy, skimage, nibabel; print('numpy', numpy.__version__, 'scipy', "
+                   "python3 -c \"import sys; sys.modules.setdefault('pydicom', None); "
+                   "import numpy, scipy, skimage, nibabel; print('numpy', numpy.__version__, 'scipy', "
                    "scipy.__version__, 'scikit-image', skimage.__version__, 'nibabel', nibabel.__version__)\"",
                    say="Exploring the cases and checking the environment."),
         plan_step(plan, plan_md, f"Pipeline: {task.title}",
                   ["NIfTI input", "preprocess", chosen, "back to HU", "sct.nii.gz", "validate"],
                   say=f"Candidates compared; {chosen} chosen. Writing plan.md and plan.png."),
         ScriptStep("inspect", "python",
-                   "import pathlib\nimport nibabel as nib\nimport numpy as np\n"
+                   NIFTI_ONLY + "import pathlib\nimport nibabel as nib\nimport numpy as np\n"
                    f"cases = sorted(p for p in pathlib.Path('{data_dir}').iterdir() if p.is_dir())\n"
                    f"img = nib.load(str(cases[0] / '{first_file}'))\nx = np.asarray(img.dataobj)\n"
                    "print(len(cases), 'cases; shape', x.shape, 'dtype', x.dtype, 'zooms', img.header.get_zooms(),"
