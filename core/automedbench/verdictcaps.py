@@ -22,7 +22,7 @@ import attrs
 
 from .evidence import evidence_of, ladder_values, names_input
 from .judge import JudgeInput
-from .planimage import diagram_problem, png_problem, read_plan_png
+from .planimage import plan_checks_of
 from .records import ItemVerdict, JudgeVerdict, RubricItem
 from .scoring import POSITIVE_KEY
 
@@ -62,9 +62,9 @@ class Facts:
         self.plan_md = bool((inp.plan_md or "").strip())
         # a plan.png is a diagram only if it decodes, is large enough and is drawn on a canvas (the rules judge's
         # own structural checks): eight signature bytes or a blank page earn no judge s1e/s1f
-        self.png_problem = png_problem(inp.plan_png)
-        image = None if self.png_problem else read_plan_png(inp.plan_png).image
-        self.diagram_problem = self.png_problem or diagram_problem(image)[0]
+        checks = plan_checks_of(inp)  # the rules judge's own reading of the same bytes, decoded once
+        self.png_problem = checks.problem
+        self.diagram_problem = self.png_problem or (checks.diagram[0] if checks.diagram else None)
         # the cases the evaluation counts as positive evidence (None: no evaluation read)
         self.positive = inp.extra.get(POSITIVE_KEY)
         first = self.ev.first_output_turn

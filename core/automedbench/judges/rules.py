@@ -26,7 +26,7 @@ from ..evidence import (  # noqa: F401 - Evidence, ladder_values and the limits 
     names_input,
 )
 from ..judge import Judge, JudgeInput
-from ..planimage import diagram_problem, png_problem, read_plan_png
+from ..planimage import plan_checks_of
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import code_head
 
@@ -105,21 +105,18 @@ class RulesJudge(Judge):
         value = 1.0 if len(found) >= minimum else 0.0
         return value, f"{len(found)} distinct candidates found (need {minimum}): {', '.join(found) or 'none'}", turns
 
-    def _png(self, inp: JudgeInput):
-        return read_plan_png(inp.plan_png).image  # header-checked before decoding (size and pixel caps)
-
     def _s1e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        problem = png_problem(inp.plan_png)
-        if problem:
-            return 0.0, problem, []
-        w, h = self._png(inp).size
+        checks = plan_checks_of(inp)  # header-checked before decoding (size and pixel caps), decoded once
+        if checks.problem:
+            return 0.0, checks.problem, []
+        w, h = checks.size
         return 1.0, f"plan.png present ({w}x{h})", self._turns_writing(ev, "plan.png")
 
     def _s1f(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        image = self._png(inp)
-        if image is None:
+        checks = plan_checks_of(inp)
+        if checks.diagram is None:
             return 0.0, "no decodable plan.png", []
-        problem, colours, dominant = diagram_problem(image)
+        problem, colours, dominant = checks.diagram
         if problem:
             return 0.0, problem, []
         return 1.0, (f"structural check only: {colours} colours, background {dominant:.0%} "
