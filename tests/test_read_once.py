@@ -37,6 +37,31 @@ def test_plan_png_is_decoded_once_for_the_rules_judge_and_the_bound(run_agent, r
     assert items["s1f_plot_pipeline"].value == 1.0, items["s1f_plot_pipeline"].rationale
 
 
+def test_each_calls_code_is_tokenized_once_for_the_rules_judge_and_the_bound(run_agent, reg, monkeypatch):
+    """Its literals, its effective text and the scripts it writes were each read from a fresh tokenizing, by the
+    rules judge and the bound alike (21 tokenizings of 7 codes on the reference's run); now once a code."""
+    import tokenize
+
+    from automedbench import codetext
+
+    _, run_dir = run_agent("reference")
+    track, task = reg.task("segmentation/demo")
+    seen: list[str] = []
+    real = tokenize.generate_tokens
+
+    def counting(readline):
+        seen.append(readline.__self__.getvalue())
+        return real(readline)
+
+    kept = getattr(codetext, "_kept_tokens", None)
+    if kept is not None:  # what an earlier test's grading kept
+        kept.cache_clear()
+    monkeypatch.setattr(tokenize, "generate_tokens", counting)
+    verdict = graded(reg.create("judge", "rules"), judge_input(RunFolder(run_dir), track, task, "standard"))
+    assert seen and len(seen) == len(set(seen)), f"{len(seen)} tokenizings of {len(set(seen))} codes"
+    assert all(i.value == 1.0 for i in verdict.items), [(i.id, i.value, i.rationale) for i in verdict.items]
+
+
 def test_a_broken_plan_png_is_still_refused_by_the_judge_and_the_bound(run_agent, reg):
     """The shared reading answers as each did: eight signature bytes earn no s1e, and a judge crediting it is
     capped with the same reason."""
