@@ -168,7 +168,7 @@ def test_judge_that_never_answers_validly_leaves_stages_null(fake_llm, judge_key
     cli = CliRunner().invoke(main, ["run", "--task", "segmentation/demo", "--agent", "noop",
                                     *_judge_args(fake_llm, "openai", "gpt-4o"), "--judge-option", "parse_retries=1",
                                     "--out", str(out), "--data-root", str(data_root), "--quiet"])
-    assert cli.exit_code == 0, cli.output
+    assert cli.exit_code == 1, cli.output  # recorded, not graded (polish5: it exited 0)
     (run_dir,) = out.iterdir()
     result = read_json(run_dir / "result.json", Result)
     assert len(fake_llm.requests) == 2
@@ -202,8 +202,8 @@ def test_rejudge_with_anthropic_then_agreement(judged, fake_llm, judge_key, tmp_
     # the archived openai verdict is outside the proof: --stored-only has none it can trust, so the run is skipped
     cli = CliRunner().invoke(main, ["judge-agreement", str(judged_run), "--judge-a", "openai", "--judge-b",
                                     "anthropic", "--stored-only", "--json"])
-    assert cli.exit_code == 0, cli.output
-    assert json.loads(cli.output)["runs"] == 0 and json.loads(cli.output)["skipped"] == [str(judged_run)]
+    assert cli.exit_code == 1, cli.output  # nothing compared (polish5: it exited 0)
+    assert json.loads(cli.stdout)["runs"] == 0 and json.loads(cli.stdout)["skipped"] == [str(judged_run)]
     # openai graded again now (the same reply), anthropic's verdict the signed judge.json: 10 of 12 items agree
     fake_llm.push(openai_reply(json.dumps(verdict_json(OPENAI_VALUES)), model="gpt-4o"))
     cli = CliRunner().invoke(main, ["judge-agreement", str(judged_run), "--judge-a", "openai", "--judge-b",

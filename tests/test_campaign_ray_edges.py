@@ -179,11 +179,16 @@ def test_joining_a_cluster_without_a_token_is_said_once(fake_ray, tmp_path, monk
 
 def test_a_local_instance_without_token_authentication_is_said(fake_ray, tmp_path, monkeypatch):
     """Round 34: with its token a local-plain agent joined the sweep's local cluster and ran a task on its head; with
-    RAY_AUTH_MODE=disabled it needs none, so starting the local instance so is said once; by default nothing is."""
+    RAY_AUTH_MODE=disabled it needs none, so starting the local instance so is refused unless accepted
+    (`allow_no_auth`, polish 5; it was only said), then said once; by default nothing is."""
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray = fake_ray()
+    with pytest.raises(UserError, match="--ray-allow-no-auth"):
+        RayExecutor(log_path=tmp_path / "ray.log")
+    assert not ray.inited
     fake_ray()
     notes: list[str] = []
-    RayExecutor(log_path=tmp_path / "ray.log", notify=notes.append)
+    RayExecutor(log_path=tmp_path / "ray.log", notify=notes.append, allow_no_auth=True)
     assert len(notes) == 1 and "RAY_AUTH_MODE=disabled" in notes[0] and "local-plain" in notes[0]
     monkeypatch.delenv("RAY_AUTH_MODE")
     fake_ray()

@@ -56,7 +56,7 @@ def test_a_runs_stored_options_and_its_rerun_command_hold_no_credential(cli, tmp
     made = cli("run", "--task", "toy/vowels", "--agent", "scripted", "--judge", "openai", "--judge-option",
                f"base_url={URL}", "--judge-option", "api_key_env=R25_KEY", "--judge-option", "model=x",
                "--judge-option", "max_retries=0", "--judge-option", "max_tokens=777", "--out", out, "--quiet")
-    assert made.exit_code == 0, made.output
+    assert made.exit_code == 1, made.output  # the judge's endpoint is down: recorded, not graded (polish5)
     run_dir = _only_run(out)
     stored = (run_dir / "result.json").read_text()
     options = json.loads(stored)["header"]["options"]["judge_options"]

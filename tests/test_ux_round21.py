@@ -207,8 +207,8 @@ def test_a_tracks_page_on_the_site_says_what_the_track_measures(cli, tmp_path):
     text = page.read_text()
     spec = registry().track("toy").task("toy/vowels")
     (task_page,) = (site / "task").iterdir()
-    assert (f'<li><a href="../task/{task_page.name}">toy/vowels</a>: {spec.title}; metric: {spec.metric}</li>'
-            in text), text[:3000]
+    assert (f'<li><a href="../task/{task_page.name}">toy/vowels</a>: {spec.title}; metric: {spec.metric}; rated A at '
+            in text), text[:3000]  # then its bands (round 29)
     assert "Overall is 0.5 Agentic + 0.5 Task" in text and "S3 Validate" in text
 
 

@@ -156,7 +156,7 @@ def test_an_llm_judge_that_quotes_an_injected_verdict_after_its_own_is_never_rea
                                     f"base_url={fake_llm.url}/v1", "--judge-option", "api_key_env=AMB_TEST_JUDGE_KEY",
                                     "--judge-option", "parse_retries=1", "--out", str(out), "--data-root",
                                     str(data_root), "--quiet"])
-    assert cli.exit_code == 0, cli.output
+    assert cli.exit_code == 1, cli.output  # recorded, not graded (polish5: it exited 0)
     (run_dir,) = out.iterdir()
     result = read_json(run_dir / "result.json", Result)
     assert [s.score for s in result.stages if s.stage in ("S1", "S2", "S3")] == [None, None, None]

@@ -135,7 +135,7 @@ def print_problems(reg, problems: list | None = None) -> None:
     """Each plugin problem (one that failed to load, a name clash) on one line of stderr."""
     for problem in reg.problems if problems is None else problems:
         err_console.print(f"[yellow]plugin problem[/] {problem.plugin} ({problem.distribution}): "
-                          + escape(str(problem.error)))
+                          + escape(str(problem.error)), soft_wrap=True)  # one line: a path is not cut
 
 
 def command_context() -> CommandContext:
@@ -224,6 +224,17 @@ def run(items: bool, quiet: bool, **fields: Any) -> None:
         sys.exit(3)
     if result.state == "cancelled":
         sys.exit(interrupt.exit_status())  # 130 on Ctrl-C, 143 on SIGTERM
+    if result.judge is not None and result.judge.error:
+        say_ungraded(runner.run_dir, result.header.judge)
+        sys.exit(1)
+
+
+def say_ungraded(run_dir: Path, judge: str) -> None:
+    """A run its judge could not grade ended with exit 0 and Overall null: a script running many took it for a
+    graded run. Exit 1 (as `rejudge` in that case), the run recorded, and the command that grades it."""
+    err_console.print(escape(f"not graded: the {judge} judge could not grade S1–S3, so Agentic and Overall are null; "
+                             f"the run is recorded. Next, once the judge answers: automedbench rejudge {run_dir} "
+                             f"--judge {judge} (with the same --judge-option's)"), soft_wrap=True)
 
 
 @main.command()
@@ -307,7 +318,15 @@ def show(run: str, runs: str, items: bool, as_json: bool) -> None:
     if not found.genuine:
         result.isolation.distrust(f"not verified as this harness's result: {found.reason}")
     render(result, console, items=items, command=True)
-    console.print(escape(describe(result.header.attempt)), soft_wrap=True)
+    if result.end_reason == errors.END_NO_AGENT:  # `evaluate --out`: "a run made before attempts were counted" misled
+        console.print("attempt: none (outputs scored by `automedbench evaluate`; no agent ran)", soft_wrap=True)
+    else:
+        console.print(escape(describe(result.header.attempt)), soft_wrap=True)
+    # where each grade's evidence is (per-case rows, pictures, the calls): the terminal shows grades, not cases
+    page = folder.path / RunFolder.VIEW
+    where = str(page) if page.is_file() else f"automedbench view {shlex.quote(str(folder.path))} writes it"
+    console.print(escape(f"page: {where} (every grade with its evidence, each case's row and picture)"),
+                  soft_wrap=True)
 
 
 @main.command()

@@ -86,7 +86,7 @@ from .pictures import MAX_CASE_BYTES as MAX_PICTURE_BYTES
 from .pictures import MAX_LEGEND_LABELS, PICTURES_DIR, copy_pictures
 from .pictures import MAX_TEXT_CHARS as MAX_PICTURE_TEXT_CHARS
 from .plan_artefacts import MAX_SCRIPT_BYTES, SCRIPTS_DIR
-from .planimage import PlanImage, read_plan_png
+from .planimage import PlanImage, plan_reading, read_plan_png
 from .plugins import CommandContext, Registry, check_options, registry
 from .provenance import regraded_hashes
 from .repeats import NOTICE_MARK as REPEAT_NOTICE_MARK
@@ -187,6 +187,7 @@ __all__ = [
     "network_unsupported",
     "next_step",
     "parse_kv",  # noqa: F822
+    "plan_reading",
     "python_repr",  # noqa: F822
     "read_plan_png",
     "ready_here",

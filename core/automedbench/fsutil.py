@@ -75,6 +75,22 @@ def append_line_locked(path: Path, line: bytes, *, mode: int = 0o600, nofollow: 
         os.close(fd)
 
 
+def lock_if_free(path: Path) -> int | None:
+    """`path` opened (no symlink followed) and locked exclusively: its descriptor, or None when it cannot be
+    opened; BlockingIOError when another process holds the lock. A run holds its lock files while it lives, so a
+    lock that can be taken is a dead run's (what `reap_stale_workspaces` and the decoys' reaper remove)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise BlockingIOError(f"{path} is locked by a live process") from None
+    return fd
+
+
 def printable(name: str) -> str:
     """A file name as valid text: bytes that are not UTF-8 (surrogate-escaped by os) become \\xNN."""
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -10,15 +10,12 @@ that fails is evidence ("plan.png unreadable: ..."), not a judge failure.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
 import warnings
-from typing import TYPE_CHECKING
 
 from attrs import define
-
-if TYPE_CHECKING:
-    from .judge import JudgeInput
 
 MAX_PNG_BYTES = 5 << 20
 MAX_PIXELS = 16_000_000  # 64 MB as RGBA; a 300-dpi page is ~8.4 million
@@ -84,40 +81,20 @@ MIN_CANVAS = 0.2
 CANVAS_STEP = 32  # per channel: 8 steps, so a full-range gradient's largest share is 1/8
 
 
-@define(frozen=True)
-class PlanChecks:
-    """What the rules judge and the harness's bound read of one plan.png, from one decode: why it is no image a
-    diagram could be (`problem`: missing, undecodable, too small; the rules judge's s1e and the bound on every
-    judge's s1e/s1f: eight signature bytes are no picture), its size, and the structural check of the decoded
-    image (`diagram`: `diagram_problem`'s answer; None where it does not decode)."""
-
-    problem: str | None
-    diagram: tuple[str | None, int, float] | None
-    size: tuple[int, int] = (0, 0)
+def png_problem(data: bytes | None) -> str | None:
+    """Why plan.png is no image a diagram could be (missing, undecodable, too small), or None. The rules judge's
+    s1e and the harness's bound on every judge's s1e/s1f: eight signature bytes are no picture."""
+    return image_problem(read_plan_png(data))
 
 
-def plan_checks(data: bytes | None) -> PlanChecks:
-    """The checks of plan.png's bytes, from one decode (`plan_checks_of` keeps them with a judge input)."""
-    found = read_plan_png(data)
+def image_problem(found: PlanImage) -> str | None:
+    """`png_problem` of a plan.png already read."""
     if found.image is None:
-        return PlanChecks(f"plan/plan.png {found.note}", None, found.size)
+        return f"plan/plan.png {found.note}"
     w, h = found.image.size  # type: ignore[attr-defined]
-    problem = f"plan.png is {w}x{h}: too small to be a diagram" if min(w, h) < MIN_SIDE else None
-    return PlanChecks(problem, diagram_problem(found.image), (w, h))
-
-
-CHECKS_KEY = "_plan_checks"  # where `plan_checks_of` keeps a judge input's reading (never sent to a model)
-
-
-def plan_checks_of(inp: JudgeInput) -> PlanChecks:
-    """The judge input's plan.png checked once: the rules judge's s1e and s1f and the harness's bound on any
-    judge's verdict (`verdictcaps`) each decoded the same bytes (three decodes and two structural checks a run)."""
-    held = inp.extra.get(CHECKS_KEY)
-    if isinstance(held, tuple) and len(held) == 2 and held[0] is inp.plan_png and isinstance(held[1], PlanChecks):
-        return held[1]
-    checks = plan_checks(inp.plan_png)
-    inp.extra[CHECKS_KEY] = (inp.plan_png, checks)
-    return checks
+    if min(w, h) < MIN_SIDE:
+        return f"plan.png is {w}x{h}: too small to be a diagram"
+    return None
 
 
 def diagram_problem(image: object) -> tuple[str | None, int, float]:
@@ -136,3 +113,37 @@ def diagram_problem(image: object) -> tuple[str | None, int, float]:
     if len(colours) >= 3 and dominant < 0.97:
         return None, len(colours), dominant
     return f"plan.png looks blank ({len(colours)} colours, background {dominant:.0%})", len(colours), dominant
+
+
+PLAN_KEY = "_plan_png"  # where `plan_reading` keeps a judge input's plan.png, read (never sent to a model)
+
+
+class PlanReading:
+    """One judge input's plan.png, decoded at most once and only when an item asks: the rules judge's s1e and s1f
+    and the bound on every judge each decoded it again (a Lite run, which grades neither, decoded it too)."""
+
+    def __init__(self, data: bytes | None) -> None:
+        self.data = data
+
+    @functools.cached_property
+    def found(self) -> PlanImage:
+        return read_plan_png(self.data)
+
+    @functools.cached_property
+    def problem(self) -> str | None:
+        """`png_problem`: why it is no image a diagram could be, or None."""
+        return image_problem(self.found)
+
+    @functools.cached_property
+    def diagram(self) -> tuple[str | None, int, float] | None:
+        """`diagram_problem` of the decoded image; None when it did not decode."""
+        return None if self.found.image is None else diagram_problem(self.found.image)
+
+
+def plan_reading(data: bytes | None, memo: dict) -> PlanReading:
+    """The reading of `data` kept in `memo` (a judge input's extra), made on first use."""
+    held = memo.get(PLAN_KEY)
+    if isinstance(held, PlanReading) and held.data is data:
+        return held
+    memo[PLAN_KEY] = reading = PlanReading(data)
+    return reading

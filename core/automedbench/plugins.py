@@ -135,6 +135,9 @@ class CommandContext:
     print_problems: Callable[[Registry], None]  # each plugin problem of that registry, one line on err_console
 
 
+NOT_LISTED = " (that task is not listed)"  # ends a plugin problem naming one task file that did not load
+
+
 @define
 class PluginProblem:
     plugin: str
@@ -323,24 +326,36 @@ class Registry:
         """Task id -> (track, TaskSpec) over every track; a track whose tasks fail to load is reported."""
         found: dict[str, Any] = {}
         for name in sorted(self.components["track"]):
+            comp = self.components["track"][name]
             try:
                 track = self.track(name)
                 for spec in track.tasks():
                     found[spec.id] = (track, spec)
+                # the file and its field; the track's other tasks listed (a track not made from `Track` has none)
+                for why in getattr(track, "task_file_problems", list)():
+                    self._problem_once(PluginProblem(comp.plugin, comp.distribution,
+                                                     f"tasks of track {name}: {why}{NOT_LISTED}", ""))
             except Exception as exc:
-                comp = self.components["track"][name]
                 self.problems.append(PluginProblem(comp.plugin, comp.distribution,
                                                    f"tasks of track {name}: {exc}", traceback.format_exc()))
         return found
 
-    def tasks_failure(self, track: str) -> str:
-        """Why the installed track `track`'s tasks failed to load in `tasks()` ("" when they did or it is not
-        installed): a task file's unknown field hides every task of its track."""
+    def _problem_once(self, problem: PluginProblem) -> None:
+        """A problem met again by a later listing in the same process is said once."""
+        if not any(p.plugin == problem.plugin and p.error == problem.error for p in self.problems):
+            self.problems.append(problem)
+
+    def tasks_failure(self, track: str, task_id: str = "") -> str:
+        """Why the installed track `track`'s tasks (`task_id`'s file first) failed to load in `tasks()` ("" when
+        they did or it is not installed)."""
         prefix = f"tasks of track {track}: "
         if track not in self.components["track"]:
             return ""
-        found = next((p.error for p in reversed(self.problems) if p.error.startswith(prefix)), "")
-        return " ".join(found[len(prefix):].split())
+        failed = [p.error for p in reversed(self.problems) if p.error.startswith(prefix)]
+        own = f"/{task_id.partition('/')[2]}.yaml:"
+        whole = [e for e in failed if not e.endswith(NOT_LISTED)]  # the track's listing itself failed
+        found = next((e for e in failed if task_id and own in e), whole[0] if whole else "")
+        return " ".join(found[len(prefix):].removesuffix(NOT_LISTED).split())
 
     def task(self, task_id: str) -> tuple[Any, Any]:
         # a task's id starts with its track's name (taskfile checks it): that track's files are all a lookup reads
@@ -354,7 +369,7 @@ class Registry:
             broken = self.broken_part("track", track) if track not in self.components["track"] else None
             if broken:
                 raise UserError(f"{task_id!r}: {broken}")
-            unloaded = self.tasks_failure(track)
+            unloaded = self.tasks_failure(track, task_id)
             if unloaded:  # installed, registered, but a task file of it is wrong: not "no track is installed"
                 raise UserError(f"{task_id!r}: the {track} track is installed but its tasks did not load "
                                 f"({unloaded}): fix that, then `automedbench tasks` lists them")

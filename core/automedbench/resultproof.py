@@ -5,8 +5,9 @@ without filesystem isolation wrote a second result beside its run, rated A, and 
 result the harness writes ends with a `proof` object over the exact bytes before it:
 
     {... the result ...,
-      "proof": {"alg": ..., "body": sha256 of the result's bytes, "files": {evidence file: sha256},
-                "folder": the run folder's name, "key": the signer's ed25519 public key, "mac": ..., "sig": ...}
+      "proof": {"alg": ..., "at": when it was signed (UTC), "body": sha256 of the result's bytes,
+                "files": {evidence file: sha256}, "folder": the run folder's name,
+                "key": the signer's ed25519 public key, "mac": ..., "sig": ...}
     }
 
 `sig` is an ed25519 signature (the `cryptography` package) so that a team can publish its public key
@@ -17,7 +18,9 @@ the evidence that `rejudge` and `codes` re-read (trajectory, verdict, evaluation
 output) and the case pictures the run page shows, and `folder` binds the run folder's name, so a genuine
 result copied to another folder, or beside edited evidence, is not genuine there. A result without a
 proof (written before results were signed, or by anyone but the harness), with a changed byte, or signed
-by a key this harness does not trust is listed with the reason and never counted.
+by a key this harness does not trust is listed with the reason and never counted. `at` orders the signed versions
+of one run (re-graded, re-tagged): a reader counts the newest, never the one a copier put first (a proof made before
+`at` was signed has none, and is older than any that has one).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import hmac
 import json
 import os
 import stat
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -55,8 +59,18 @@ EVIDENCE_FILES = (RunFolder.TRAJECTORY, RunFolder.BRIEF, RunFolder.JUDGE, RunFol
 # write the folder put another case's picture and a note of their own on a genuine run's page
 EVIDENCE_DIRS = (RunFolder.ARTEFACTS, RunFolder.TOOL_OUTPUT, PICTURES_DIR)
 MAX_EVIDENCE_FILES = 10_000
+# A run's evidence files together, as a reader checks them: the harness writes far less (the agent phase's trajectory
+# stops at 128 MiB, side files at 64 MiB, plan artefacts at 64 MiB, pictures at 8 MiB). Hashed whole, a sparse file
+# of a terabyte put beside a genuine result held every leaderboard that read the folder for as long as it took.
+MAX_EVIDENCE_BYTES = 1 << 30
+TOO_LARGE = (f"its evidence files hold more than {MAX_EVIDENCE_BYTES >> 20} MiB together, more than the harness "
+             "ever writes for a run (not read further)")
 NO_PROOF = ("no proof that this harness wrote it (a result written before results were signed, or by anyone "
             "else); run it again to count it")
+
+
+class EvidenceTooLarge(Exception):
+    """A run folder's evidence files are over the bytes a reader checks (`MAX_EVIDENCE_BYTES`)."""
 
 
 @define
@@ -70,6 +84,7 @@ class ProofCheck:
     key: str = ""
     body: str = ""
     files: dict[str, str] = Factory(dict)
+    at: str = ""  # when the harness signed it (UTC, `signed_at`); "" for a proof made before that was signed
 
 
 def run_identity(run_id: str, files: Mapping[str, object]) -> tuple[str, str] | None:
@@ -163,12 +178,18 @@ def signed_bytes(body: bytes, folder: RunFolder, state: Path | None = None,
     mac_key = derived_key(MAC_PURPOSE, state)
     assert mac_key is not None
     files = evidence_digests(folder) if files is None else dict(sorted(files.items()))
-    claim = {"alg": ALG, "body": hashlib.sha256(body).hexdigest(), "files": files,
+    claim = {"alg": ALG, "at": signed_at(), "body": hashlib.sha256(body).hexdigest(), "files": files,
              "folder": folder.name, "key": _raw_public(signer)}
     message = _message(claim)
     sig = signer.sign(message).hex()
     proof = {**claim, "mac": _mac(mac_key, message, sig), "sig": sig}
     return body[:-2] + MARK + _proof_text(proof) + TAIL
+
+
+def signed_at(now: float | None = None) -> str:
+    """The proof's `at`: UTC to the microsecond, fixed width, so that text order is time order."""
+    now = time.time() if now is None else now
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
 def _mac(key: bytes, message: bytes, sig: str) -> str:
@@ -184,15 +205,17 @@ def _proof_text(proof: dict[str, Any]) -> bytes:
     return json.dumps(proof, sort_keys=True, ensure_ascii=True).encode()
 
 
-def evidence_digests(folder: RunFolder) -> dict[str, str]:
-    """sha256 of every evidence file of the run folder (regular files only, reached without following links)."""
+def evidence_digests(folder: RunFolder, budget: int | None = None) -> dict[str, str]:
+    """sha256 of every evidence file of the run folder (regular files only, reached without following links); with
+    a `budget`, EvidenceTooLarge once the files together are over it (by their sizes, before any is read)."""
     out: dict[str, str] = {}
+    left = [budget]
     root = open_dir(folder.path)
     if root is None:
         return out
     try:
         for name in EVIDENCE_FILES:
-            digest = _digest_at(root, name)
+            digest = _digest_at(root, name, left)
             if digest is not None:
                 out[name] = digest
         for sub in EVIDENCE_DIRS:
@@ -202,7 +225,7 @@ def evidence_digests(folder: RunFolder) -> dict[str, str]:
             try:
                 for rel, dir_fd, leaf, info in walk_fd(fd, max_entries=MAX_EVIDENCE_FILES):
                     if dir_fd >= 0 and info is not None and stat.S_ISREG(info.st_mode):
-                        digest = _digest_at(dir_fd, leaf)
+                        digest = _digest_at(dir_fd, leaf, left)
                         if digest is not None:
                             out[f"{sub}/{rel}"] = digest
             finally:
@@ -212,20 +235,35 @@ def evidence_digests(folder: RunFolder) -> dict[str, str]:
     return out
 
 
-def _digest_at(dir_fd: int, name: str) -> str | None:
+def _digest_at(dir_fd: int, name: str, left: list[int | None]) -> str | None:
+    """sha256 of a regular file, charged to the budget `left[0]` (None: no budget) by its size and by what is read
+    (a file that grows while it is hashed is stopped there too)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        digest = hashlib.sha256()
+        _charge(left, info.st_size)
+        digest, read = hashlib.sha256(), 0
         while chunk := os.read(fd, 1 << 20):
+            read += len(chunk)
+            if read > info.st_size:
+                _charge(left, len(chunk))
             digest.update(chunk)
         return digest.hexdigest()
     finally:
         os.close(fd)
+
+
+def _charge(left: list[int | None], size: int) -> None:
+    if left[0] is None:
+        return
+    left[0] -= size
+    if left[0] < 0:
+        raise EvidenceTooLarge(TOO_LARGE)
 
 
 # ------------------------------------------------------------------ checking
@@ -258,7 +296,7 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     body, proof = parts
     claim = {k: v for k, v in proof.items() if k not in ("mac", "sig")}
     if claim.get("alg") != ALG or not all(isinstance(claim.get(k), str) for k in ("body", "folder", "key")) \
-            or not isinstance(claim.get("files"), dict):
+            or not isinstance(claim.get("files"), dict) or not isinstance(claim.get("at", ""), str):
         return ProofCheck(False, "its proof is not in the form the harness writes")
     key = claim["key"]
     if not _signed(_message(claim), proof, key, extra_keys, state or state_dir()):
@@ -269,7 +307,7 @@ def check_bytes(data: bytes, folder_name: str, *, extra_keys: Iterable[str] = ()
     if claim["folder"] != folder_name:
         return ProofCheck(False, f"the harness signed it for the run folder {claim['folder'][:120]!r}, not "
                                  f"{folder_name[:120]!r} (a copied or renamed result)", key, claim["body"])
-    return ProofCheck(True, "", key, claim["body"], dict(claim["files"]))
+    return ProofCheck(True, "", key, claim["body"], dict(claim["files"]), claim.get("at", "")[:40])
 
 
 def _signed(message: bytes, proof: dict[str, Any], key: str, extra_keys: Iterable[str], state: Path) -> bool:
@@ -324,7 +362,10 @@ def check_evidence(folder: RunFolder, data: bytes, found: ProofCheck) -> ProofCh
     the harness signed: a genuine result beside edited evidence (a trajectory rewritten to show other work) is
     not genuine there, for every reader (the leaderboard counted it while `verify` refused it)."""
     signed = found.files
-    now = _comparable(signed, evidence_digests(folder))
+    try:
+        now = _comparable(signed, evidence_digests(folder, MAX_EVIDENCE_BYTES))
+    except EvidenceTooLarge:
+        return ProofCheck(False, TOO_LARGE, found.key)
     for name in sorted(set(signed) | set(now)):
         if signed.get(name) != now.get(name):
             what = "missing" if name not in now else "added" if name not in signed else "changed"
@@ -370,23 +411,28 @@ def copy_verified(folder: RunFolder, into: Path) -> tuple[RunFolder, dict[str, s
     signed = found.files
     copy = RunFolder(into / folder.name)
     copy.path.mkdir(mode=0o700)
-    for name in sorted(signed):
-        parts = name.split("/")
-        if any(p in ("", ".", "..") for p in parts) or name.startswith("/"):
-            return f"its proof names an evidence file outside the folder: {name[:200]!r}"
-        got = _copy_regular(folder, name, copy.path.joinpath(*parts))
-        if got != signed[name]:
-            return f"{name[:200]} {'missing' if got is None else 'changed'} since the harness signed the result"
-    added = sorted(set(_comparable(signed, evidence_digests(folder))) - set(signed))  # unsigned pictures are left
+    left: list[int | None] = [MAX_EVIDENCE_BYTES]
+    try:
+        for name in sorted(signed):
+            parts = name.split("/")
+            if any(p in ("", ".", "..") for p in parts) or name.startswith("/"):
+                return f"its proof names an evidence file outside the folder: {name[:200]!r}"
+            got = _copy_regular(folder, name, copy.path.joinpath(*parts), left)
+            if got != signed[name]:
+                return f"{name[:200]} {'missing' if got is None else 'changed'} since the harness signed the result"
+        now = evidence_digests(folder, MAX_EVIDENCE_BYTES)
+    except EvidenceTooLarge:
+        return TOO_LARGE
+    added = sorted(set(_comparable(signed, now)) - set(signed))  # unsigned pictures are left
     if added:
         return f"{added[0][:200]} added since the harness signed the result"
     atomic_write_bytes(copy.result, data)
     return copy, dict(signed)
 
 
-def _copy_regular(folder: RunFolder, name: str, dest: Path) -> str | None:
+def _copy_regular(folder: RunFolder, name: str, dest: Path, left: list[int | None]) -> str | None:
     """Copy the regular file `name` of `folder` (reached without following links) to `dest`; its sha256, or None
-    when it is absent or not a regular file."""
+    when it is absent or not a regular file. Charged to the budget `left` as `_digest_at` is (EvidenceTooLarge)."""
     parent, _, leaf = name.rpartition("/")
     dir_fd = open_path(folder.path, parent)
     if dir_fd is None:
@@ -398,12 +444,17 @@ def _copy_regular(folder: RunFolder, name: str, dest: Path) -> str | None:
     finally:
         os.close(dir_fd)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
+        _charge(left, info.st_size)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        digest = hashlib.sha256()
+        digest, read = hashlib.sha256(), 0
         with open(dest, "xb") as out:
             while chunk := os.read(fd, 1 << 20):
+                read += len(chunk)
+                if read > info.st_size:
+                    _charge(left, len(chunk))
                 digest.update(chunk)
                 out.write(chunk)
         return digest.hexdigest()

@@ -425,12 +425,9 @@ class Run:
         """Open the sandbox, brief the agent and run its turns until it stops, submits or runs out of budget. The
         decoys are the run's own, in the harness state folder, where no other run's agent can open them (trip
         this run's wire), and go with the agent phase."""
-        decoy = run_decoy_dir()
-        try:
+        with run_decoy_dir() as decoy:  # removed with the phase; a killed harness's, by the next run
             self._prepare_workspace(st, staged, decoy)
             self._agent_session(st, staged, decoy)
-        finally:
-            remove_tree(decoy)
 
     def _agent_session(self, st: RunState, staged: StagedData, decoy: Path) -> None:
         """The agent phase in its sandbox, the decoys planted in `decoy` mounted where the references would be."""

@@ -10,6 +10,7 @@ reported beside it as a lower bound.
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
@@ -246,7 +247,8 @@ def run_rubric(track: Track, task: TaskSpec, tier: str, events: list[dict[str, A
     return resolve_rubric(rubric, tier, events, track.rubric_conditions(task))
 
 
-POSITIVE_KEY = "_positive_cases"  # judge input extra: the cases the evaluation counts as positive evidence (S5)
+# judge input extra: the cases the evaluation counts as positive evidence (S5), or the call that reads them
+POSITIVE_KEY = "_positive_cases"
 
 
 def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) -> JudgeInput:
@@ -259,12 +261,17 @@ def judge_input(run: RunFolder | Path, track: Track, task: TaskSpec, tier: str) 
     resolved = run_rubric(track, task, tier, events)
     checks = folder.pilot_checks()
     extra: dict[str, Any] = {} if checks is None else {"pilot_checks": checks}
-    try:
-        evaluation = folder.load_evaluation()
-    except Exception:  # an unreadable evaluation is no fact: the bound then does not read it
-        evaluation = None
-    if evaluation is not None:  # for the harness's bound only (`verdictcaps`): no judge is shown the metric
-        extra[POSITIVE_KEY] = positive_case_ids(track, task, evaluation)
+
+    @functools.cache
+    def positive() -> list[str] | None:
+        try:
+            evaluation = folder.load_evaluation()
+        except Exception:  # an unreadable evaluation is no fact: the bound then does not read it
+            return None
+        return None if evaluation is None else positive_case_ids(track, task, evaluation)
+
+    # for the harness's bound only (`verdictcaps`), read when its S3 cap asks: no judge is shown the metric
+    extra[POSITIVE_KEY] = positive
     return JudgeInput(task, tier, resolved.graded, folder.plan_md(), folder.plan_png(), events,
                       folder.brief_text(), extra, resolved=resolved)
 

@@ -86,3 +86,15 @@ def load_task_file(path: Path) -> TaskSpec:
 
 def load_task_dir(folder: Path) -> list[TaskSpec]:
     return [load_task_file(p) for p in sorted(folder.glob("*.yaml"))]
+
+
+def load_task_files(folder: Path) -> tuple[list[TaskSpec], list[str]]:
+    """Every task file of `folder` that loads, and one line for each that does not (its path and field): one typo
+    hid every task of its track from `automedbench tasks`."""
+    specs, problems = [], []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            specs.append(load_task_file(path))
+        except UserError as exc:
+            problems.append(str(exc))
+    return specs, problems

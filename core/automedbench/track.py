@@ -120,6 +120,11 @@ class Track(ABC):
     def tasks(self) -> list[TaskSpec]:
         """Every task this track offers."""
 
+    def task_file_problems(self) -> list[str]:
+        """One line per task file of the track that did not load (its path and field), its other tasks listed all
+        the same; none for a track whose tasks are not files."""
+        return []
+
     def task(self, task_id: str) -> TaskSpec:
         """The track's task `task_id`; UserError (one line, with the closest ids) when it has none of that id."""
         from .errors import UserError, did_you_mean
@@ -196,6 +201,15 @@ class Track(ABC):
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         raise NotImplementedError(f"track {self.name} ships no scripted reference solution")
+
+    def demo_only(self, task: TaskSpec, scope: str = "the generated demo") -> Exception:
+        """The refusal of a scripted reference on a real task, with the next step: a method on real data is scored
+        as outputs (`evaluate --submission`) or through a model agent (a bare refusal left the user nowhere)."""
+        from .errors import UserError
+
+        return UserError(f"the scripted reference solution covers {scope} only, not {task.id}: score your method's "
+                         f"outputs with automedbench evaluate --task {task.id} --submission DIR, or run a model agent "
+                         "(automedbench plugins lists the agents)")
 
     def scripted_variants(self) -> dict[str, str]:
         """This track's own flawed variants of its scripted solution, beside the core's (name -> what it
@@ -333,14 +347,20 @@ class PackagedTrack(Track):
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskSpec] | None = None  # every task file, read on first listing
+        self._unloaded: list[str] = []  # why each task file that did not load, from that listing
         self._one: dict[str, TaskSpec] = {}  # tasks read alone by `task` before any listing
 
     def _all(self) -> dict[str, TaskSpec]:
         if self._tasks is None:
-            from .taskfile import load_task_dir
+            from .taskfile import load_task_files
 
-            self._tasks = {t.id: t for t in load_task_dir(self.root / "tasks")}
+            specs, self._unloaded = load_task_files(self.root / "tasks")
+            self._tasks = {t.id: t for t in specs}
         return self._tasks
+
+    def task_file_problems(self) -> list[str]:
+        self._all()
+        return list(self._unloaded)
 
     def part(self, reference: str) -> Any:
         """The object a "module:attribute" reference names, the module relative to the track's package."""
@@ -406,12 +426,7 @@ class PackagedTrack(Track):
         if not self.demo_solution:
             return super().reference_solution(task, tier, data_dir, workspace)
         if not task.demo:  # real data needs a real model: no scripted method stands in for it
-            from .errors import UserError
-
-            # the next step too: a track author's method on real data is scored as outputs or through a model agent
-            raise UserError(f"the scripted reference solution covers {self.demo_solution_scope} only, not {task.id}: "
-                            f"score your method's outputs with automedbench evaluate --task {task.id} --submission "
-                            "DIR, or run a model agent (automedbench plugins lists the agents)")
+            raise self.demo_only(task, self.demo_solution_scope)
         return self.part(self.demo_solution)(task, tier, data_dir, workspace)
 
     def baselines(self) -> dict[str, str]:

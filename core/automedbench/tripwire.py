@@ -7,14 +7,18 @@ agent runs, so every event is the agent's.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
 import secrets
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
+from .fsutil import lock_if_free, remove_tree
 from .harnessstate import ensure_state_dir
 
 IN_ACCESS = 0x00000001
@@ -125,17 +129,61 @@ class Tripwire:
             self._fd = -1
 
 
-def run_decoy_dir() -> Path:
-    """A new, empty folder for one run's decoys, in the harness state folder (removed by the run when it ends).
+@contextlib.contextmanager
+def run_decoy_dir() -> Iterator[Path]:
+    """A new, empty folder for one run's decoys, in the harness state folder, removed when the run's agent phase
+    ends; folders left by a harness that was killed outright (SIGKILL, the OOM killer) are removed first.
 
     Not in the run folder: a `local-plain` call of any run reads the host's files, and its opening another run's
     decoy there tripped that run's wire (a concurrent verified run ended breached, Task 0). Every plain call covers
-    every state folder of the user (`plainns`), and `local` and `docker` bind only this folder, at the decoy paths."""
+    every state folder of the user (`plainns`), and `local` and `docker` bind only this folder, at the decoy paths.
+    The folder's `<name>.lock` beside it (never inside: the agent sees the folder) is flocked while the run lives,
+    as a mounted workspace's `workspace.lock` is: one that can be locked is a dead run's."""
     root = ensure_state_dir() / DECOYS
     root.mkdir(mode=0o700, exist_ok=True)
-    folder = root / secrets.token_hex(8)
-    folder.mkdir(mode=0o755)
-    return folder
+    reap_stale_decoys(root)
+    name = secrets.token_hex(8)
+    making = root / f".{name}.new"  # locked before it is named as a lock: a reaper never sees it free
+    lock = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.rename(making, root / f"{name}{LOCK_SUFFIX}")
+        folder = root / name  # made after its lock: a folder without one is never a live run's
+        folder.mkdir(mode=0o755)
+        try:
+            yield folder
+        finally:
+            remove_tree(folder)
+        (root / f"{name}{LOCK_SUFFIX}").unlink(missing_ok=True)
+    finally:
+        os.close(lock)
+
+
+LOCK_SUFFIX = ".lock"
+
+
+def reap_stale_decoys(root: Path) -> list[Path]:
+    """Remove the decoy folders under `root` whose run is gone (their lock can be taken); returns them. A folder
+    with no lock beside it (an older harness's) is left, as `reap_stale_workspaces` leaves an unlocked mount."""
+    reaped = []
+    for entry in sorted(root.iterdir()):
+        if not entry.name.endswith(LOCK_SUFFIX) or entry.is_symlink() or not entry.is_file():
+            continue
+        try:
+            fd = lock_if_free(entry)
+        except BlockingIOError:  # held: that run is alive
+            continue
+        if fd is None:
+            continue
+        try:
+            folder = root / entry.name.removesuffix(LOCK_SUFFIX)
+            if os.path.lexists(folder):
+                remove_tree(folder)
+                reaped.append(folder)
+            entry.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+    return reaped
 
 
 def plant_decoys(private: Path, decoy_root: Path, max_cases: int = 3) -> Path:

@@ -15,6 +15,7 @@ masks, Dice 0) had a pilot "validated" by checks that passed garbage; S3 stops a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -22,7 +23,7 @@ import attrs
 
 from .evidence import evidence_of, ladder_values, names_input
 from .judge import JudgeInput
-from .planimage import plan_checks_of
+from .planimage import plan_reading
 from .records import ItemVerdict, JudgeVerdict, RubricItem
 from .scoring import POSITIVE_KEY
 
@@ -54,30 +55,58 @@ def item_rule(item: RubricItem) -> str:
 
 
 class Facts:
-    """What the harness itself observed of one run, read once for every item."""
+    """What the harness itself observed of one run, each fact read once and only when an item asks for it: a Lite
+    run grades no s1e/s1f, so its plan.png is not decoded, and the evaluation is read only for S3's last cap."""
 
     def __init__(self, inp: JudgeInput) -> None:
         self.inp = inp
         self.ev = evidence_of(inp)
         self.plan_md = bool((inp.plan_md or "").strip())
-        # a plan.png is a diagram only if it decodes, is large enough and is drawn on a canvas (the rules judge's
-        # own structural checks): eight signature bytes or a blank page earn no judge s1e/s1f
-        checks = plan_checks_of(inp)  # the rules judge's own reading of the same bytes, decoded once
-        self.png_problem = checks.problem
-        self.diagram_problem = self.png_problem or (checks.diagram[0] if checks.diagram else None)
-        # the cases the evaluation counts as positive evidence (None: no evaluation read)
-        self.positive = inp.extra.get(POSITIVE_KEY)
+
+    @functools.cached_property
+    def png_problem(self) -> str | None:
+        """Why plan.png is no picture (decoded once for every reader of this input: `plan_reading`)."""
+        return plan_reading(self.inp.plan_png, self.inp.extra).problem
+
+    @functools.cached_property
+    def diagram_problem(self) -> str | None:
+        """A plan.png is a diagram only if it decodes, is large enough and is drawn on a canvas (the rules judge's
+        own structural checks): eight signature bytes or a blank page earn no judge s1e/s1f."""
+        if self.png_problem:
+            return self.png_problem
+        diagram = plan_reading(self.inp.plan_png, self.inp.extra).diagram
+        return diagram[0] if diagram is not None else None
+
+    @functools.cached_property
+    def positive(self) -> list[str] | None:
+        """The cases the evaluation counts as positive evidence (None: no evaluation read)."""
+        held = self.inp.extra.get(POSITIVE_KEY)
+        return held() if callable(held) else held
+
+    @functools.cached_property
+    def failures(self) -> list[dict[str, Any]]:
         first = self.ev.first_output_turn
-        self.failures = [c for c in self.ev.before(first) if c.get("exit_code") != 0 and environmental(c)]
-        self.ok_before_output = [c for c in self.ev.ok() if first is None or c["turn"] < first]
-        # s2b: an input inspected before the first output (a call named an input file and printed what it read or
-        # asserted): `print(1+1)` computed something but read no case
-        self.inspected = any(names_input(self.ev.code(c), inp.task.input_files)
-                             and (self.ev.output(c).strip() or re.search(ASSERTS, self.ev.code(c)))
-                             for c in self.ok_before_output)
-        # setting up, inspecting or loading shows in what a call computed (a version, a shape, a log line) or wrote
-        self.did_something = any(c.get("cases_with_outputs", 0) > 0 or c.get("changed_cases")
-                                 or self.ev.output(c).strip() for c in self.ev.ok())
+        return [c for c in self.ev.before(first) if c.get("exit_code") != 0 and environmental(c)]
+
+    @functools.cached_property
+    def ok_before_output(self) -> list[dict[str, Any]]:
+        first = self.ev.first_output_turn
+        return [c for c in self.ev.ok() if first is None or c["turn"] < first]
+
+    @functools.cached_property
+    def inspected(self) -> bool:
+        """s2b: an input inspected before the first output (a call named an input file and printed what it read or
+        asserted): `print(1+1)` computed something but read no case."""
+        return any(names_input(self.ev.code(c), self.inp.task.input_files)
+                   and (self.ev.output(c).strip() or re.search(ASSERTS, self.ev.code(c)))
+                   for c in self.ok_before_output)
+
+    @functools.cached_property
+    def did_something(self) -> bool:
+        """Setting up, inspecting or loading shows in what a call computed (a version, a shape, a log line) or
+        wrote."""
+        return any(c.get("cases_with_outputs", 0) > 0 or c.get("changed_cases") or self.ev.output(c).strip()
+                   for c in self.ev.ok())
 
     def proceeded(self) -> bool:
         return self.ev.batch_turn is not None or self.inp.task.case_count == 1

@@ -26,7 +26,7 @@ from ..evidence import (  # noqa: F401 - Evidence, ladder_values and the limits 
     names_input,
 )
 from ..judge import Judge, JudgeInput
-from ..planimage import plan_checks_of
+from ..planimage import plan_reading
 from ..records import ItemVerdict, JudgeVerdict, RubricItem
 from ..trace import code_head
 
@@ -106,17 +106,17 @@ class RulesJudge(Judge):
         return value, f"{len(found)} distinct candidates found (need {minimum}): {', '.join(found) or 'none'}", turns
 
     def _s1e(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        checks = plan_checks_of(inp)  # header-checked before decoding (size and pixel caps), decoded once
-        if checks.problem:
-            return 0.0, checks.problem, []
-        w, h = checks.size
+        plan = plan_reading(inp.plan_png, inp.extra)  # decoded once for s1e, s1f and the bound
+        if plan.problem:
+            return 0.0, plan.problem, []
+        w, h = plan.found.image.size  # type: ignore[attr-defined]
         return 1.0, f"plan.png present ({w}x{h})", self._turns_writing(ev, "plan.png")
 
     def _s1f(self, item: RubricItem, inp: JudgeInput, ev: Evidence):
-        checks = plan_checks_of(inp)
-        if checks.diagram is None:
+        diagram = plan_reading(inp.plan_png, inp.extra).diagram
+        if diagram is None:
             return 0.0, "no decodable plan.png", []
-        problem, colours, dominant = checks.diagram
+        problem, colours, dominant = diagram
         if problem:
             return 0.0, problem, []
         return 1.0, (f"structural check only: {colours} colours, background {dominant:.0%} "

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .. import sandboxcall
-from ..errors import AgentError, UserError
+from ..errors import AgentError, InfrastructureError, UserError
 from ..fsutil import open_dir, remove_tree
 from ..harnessstate import ensure_state_dir, known_state_dirs, state_dir, user_homes
 from ..needs import missing_here
@@ -111,10 +111,13 @@ def probe_command(found: str) -> list[str]:
     args = [found, "--unshare-all", "--die-with-parent", "--proc", "/proc", "--dev", "/dev"]
     for system in SYSTEM_DIRS:
         args += ["--ro-bind-try", system, system]
-    # `true` from the system folders it mounts, not from the caller's PATH: a PATH folder outside them (a venv's bin,
-    # a test's PATH of links) is not in the probe, and its exec failure read as "bubblewrap unusable"
-    true = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
-    return [*args, true]
+    return [*args, system_true()]
+
+
+def system_true() -> str:
+    """`true` from the system folders a call mounts, not from the caller's PATH: a PATH folder outside them (a
+    venv's bin, a test's PATH of links) is not in the sandbox, and its exec failure read as "bubblewrap unusable"."""
+    return next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
 
 
 @functools.lru_cache(maxsize=4)
@@ -486,11 +489,48 @@ class LocalSession(SandboxSession):
                 remove_tree(self.spec.workspace / name)
         end = CallEnd(proc.returncode, timed_out, timeout_s, "whole process group")
         result = call_result(end, out, err, round(time.monotonic() - started, 3))
+        if self.bwrap and not timed_out and result.exit_code == 1 and result.stderr.startswith("bwrap: "):
+            failed = self._mounts_fail(env)
+            if failed is not None:  # not the agent's doing: a harmless call with the same mounts fails too
+                raise InfrastructureError(
+                    f"bubblewrap passed its start-up probe but cannot start a call with this run's mounts ({failed}); "
+                    "a harmless call with the same mounts fails too, so every call of the run would: not the "
+                    "agent's failure")
         if result.exit_code == 125 and result.stderr.startswith(plainns.KEYRING_REFUSED):
             # the user's key quota is full, which an agent's earlier call may have done (keys it linked outlive
             # it): the agent's failure, never a retryable one, and no later call of the run would get a keyring
             raise AgentError(result.stderr.strip().splitlines()[0][:400])
         return result
+
+    def _mounts_fail(self, env: dict[str, str]) -> str | None:
+        """Bubblewrap's error when a harmless call (`true`) with this session's mounts and namespaces cannot start
+        either, else None. A call that ended with bubblewrap's own error ended every call of the run as the agent's
+        failure; it is the harness's only when this probe, which the agent's code has no part in, fails too."""
+        try:
+            scratch = self._scratch()
+        except OSError:  # a full workspace: what the agent wrote
+            return None
+        seccomp_fd = seccomp.program_fd() if self.seccomp_gap is None else None
+        fds = tuple(fd for _, fd in scratch) + ((seccomp_fd,) if seccomp_fd is not None else ())
+        try:
+            argv = [*self._bwrap_args(env, scratch[0][1], scratch[1][1], seccomp_fd), system_true()]
+            if self.net is not None:
+                argv = self.net.prefix() + argv
+            probe = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, env={"PATH": "/usr/bin:/bin"},
+                                   pass_fds=fds, timeout=BWRAP_PROBE_TIMEOUTS[-1])
+        except (OSError, subprocess.TimeoutExpired):  # no answer is no proof: the call's result stands
+            return None
+        finally:
+            for fd in fds:
+                os.close(fd)
+            for name, _ in scratch:
+                remove_tree(self.spec.workspace / name)
+        lines = probe.stderr.decode(errors="replace").strip().splitlines()
+        if probe.returncode == 0 or not lines or not lines[-1].startswith("bwrap: "):
+            return None
+        if any(full in lines[-1] for full in ("No space left", "Disk quota exceeded")):  # a mount point in /tmp, on
+            return None  # the workspace's disk the agent may have filled: its doing after all
+        return lines[-1][:300]
 
     def _joins_keyring(self) -> bool:
         """Whether a call gets a fresh, empty session keyring: not under bubblewrap with the seccomp filter, which

@@ -21,6 +21,7 @@ from attrs import define
 
 from ..errors import UserError
 from ..freeze import MAX_TOTAL_BYTES
+from ..fsutil import lock_if_free
 from ..pilot import MAX_PILOT_BYTES
 from ..plan_artefacts import MAX_ARTEFACT_BYTES, MAX_SCRIPT_BYTES, MAX_SCRIPTS
 from ..records import MIN_WORKSPACE_MB
@@ -125,14 +126,11 @@ def _reap_once(runs: Path) -> tuple[list[Path], int]:
             continue
         lock = mountpoint.parent / LOCK_NAME
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: the run that mounted it is alive
-            os.close(fd)
+            fd = lock_if_free(lock)
+        except BlockingIOError:  # held: the run that mounted it is alive
             held += 1
+            continue
+        if fd is None:
             continue
         try:
             if os.path.ismount(mountpoint):  # not already reaped by another process that held the lock before us

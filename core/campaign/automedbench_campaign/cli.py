@@ -36,6 +36,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="local: process pool; ray: one Ray task per run (--ray-address to join a cluster); "
                    "inline: this process, one at a time.")
 @click.option("--ray-address", default=None, help="Ray cluster address (default: start a local instance).")
+@click.option("--ray-allow-no-auth", is_flag=True,
+              help="Start the local Ray instance even under RAY_AUTH_MODE=disabled (no token: a process that reaches "
+                   "this host, a sandboxed agent's too, could join it); refused without this flag.")
 @click.option("--cpus-per-run", type=click.FloatRange(0), default=1.0, show_default=True,
               help="CPUs Ray reserves per run (a task's params.resources overrides).")
 @click.option("--gpus-per-run", type=click.FloatRange(0), default=0.0, show_default=True,
@@ -65,8 +68,8 @@ def _split(values: tuple[str, ...]) -> list[str]:
 )
 @click.option("--dry-run", is_flag=True, help="Print what would run and what is already finished, then stop.")
 @click.pass_obj
-def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, executor, ray_address, cpus_per_run,
-          gpus_per_run, retries, dry_run, **fields) -> None:
+def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, executor, ray_address, ray_allow_no_auth,
+          cpus_per_run, gpus_per_run, retries, dry_run, **fields) -> None:
     """Run the matrix agents × tasks × tiers × repeats; resumable (finished runs are skipped).
 
     Run ids are deterministic, so rerunning the same command continues where it stopped. Runs that end in
@@ -83,7 +86,8 @@ def sweep(context: CommandContext, agents, tasks, tiers, repeats, workers, execu
     context.print_problems(reg)
     config = SweepConfig.of(_split(agents), _split(tasks), _split(tiers), repeats=repeats, workers=workers,
                             executor=executor, retries=retries, cpus_per_run=cpus_per_run,
-                            gpus_per_run=gpus_per_run, ray_address=ray_address, **from_cli(fields))
+                            gpus_per_run=gpus_per_run, ray_address=ray_address,
+                            ray_allow_no_auth=ray_allow_no_auth, **from_cli(fields))
     if dry_run:
         validate(config, reg)
         done, todo = Sweep(config, reg).plan()

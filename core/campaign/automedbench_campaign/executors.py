@@ -250,6 +250,16 @@ def auth_disabled() -> bool:
     return os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled"
 
 
+NO_AUTH_OPTION = "--ray-allow-no-auth"
+
+
+def no_auth_refusal() -> str:
+    """The one line refusing a local instance without token authentication (red team 34: an agent joined it)."""
+    return ("ray: RAY_AUTH_MODE=disabled starts the local instance without token authentication: a local-plain "
+            "call, or a network-enabled sandbox that reaches this host's addresses, could join it as a node and run "
+            f"code as you, outside any sandbox; unset RAY_AUTH_MODE, or pass {NO_AUTH_OPTION} to accept that")
+
+
 def driver_has_token() -> bool:
     """Whether this process presents a Ray auth token (environment, token path, or the default file)."""
     if auth_disabled():
@@ -287,7 +297,8 @@ class RayExecutor(Executor):
     POLL_S = 1.0
 
     def __init__(self, address: str | None = None, init_options: dict[str, Any] | None = None,
-                 log_path: Path | None = None, notify: Callable[[str], None] | None = None) -> None:
+                 log_path: Path | None = None, notify: Callable[[str], None] | None = None,
+                 allow_no_auth: bool = False) -> None:
         try:
             import ray
         except ImportError:
@@ -299,6 +310,8 @@ class RayExecutor(Executor):
         self._lock = threading.Lock()
         check_ray_version(getattr(ray, "__version__", "0"))
         if not ray.is_initialized():
+            if not address and auth_disabled() and not allow_no_auth:  # refused before Ray starts anything
+                raise UserError(no_auth_refusal())
             routed = log_path is not None and self._route_output(log_path)
             try:
                 with self._stderr_to_log():  # Ray's C++ core retries a refused connection loudly on fd 2
@@ -311,11 +324,11 @@ class RayExecutor(Executor):
                 self.notify(f"ray: the cluster at {address} accepted this driver without a token: any process "
                             "that reaches its head (a network-enabled sandbox too) could join it; start every node "
                             "with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
-            elif not address and auth_disabled():  # Ray 2.60's local instance makes a token unless told not to
-                self.notify("ray: the local instance runs without token authentication (RAY_AUTH_MODE=disabled): "
-                            "a local-plain call, or a network-enabled sandbox that reaches this host's addresses, "
-                            "could join it as a node and run code as you, outside any sandbox; leave RAY_AUTH_MODE "
-                            "unset")
+            elif not address and auth_disabled():  # accepted by the user (allow_no_auth): still said once
+                self.notify("ray: the local instance runs without token authentication (RAY_AUTH_MODE=disabled, "
+                            f"accepted by {NO_AUTH_OPTION}): a local-plain call, or a network-enabled sandbox that "
+                            "reaches this host's addresses, could join it as a node and run code as you, outside any "
+                            "sandbox; leave RAY_AUTH_MODE unset")
         self.remote = ray.remote(max_retries=0)(execute_payload)
         self.alive = self._alive_nodes()
         self.outstanding: set[Any] = set()
@@ -492,11 +505,11 @@ EXECUTORS = ("local", "ray", "inline")
 
 
 def make_executor(name: str, workers: int, ray_address: str | None = None, log_path: Path | None = None,
-                  notify: Callable[[str], None] | None = None) -> Executor:
+                  notify: Callable[[str], None] | None = None, ray_allow_no_auth: bool = False) -> Executor:
     if name == "local":
         return LocalExecutor(workers)
     if name == "ray":
-        return RayExecutor(ray_address, log_path=log_path, notify=notify)
+        return RayExecutor(ray_address, log_path=log_path, notify=notify, allow_no_auth=ray_allow_no_auth)
     if name == "inline":
         return InlineExecutor()
     raise UserError(f"unknown executor {name!r}; choose {', '.join(EXECUTORS)}")

@@ -15,7 +15,15 @@ import numpy as np
 from automedbench.api import STAGE_NAMES, STAGES
 
 from .colours import PALETTE, series_colours
-from .leaderboard import RATINGS, Leaderboard, judges_words, run_labels
+from .leaderboard import (
+    RATINGS,
+    Leaderboard,
+    chosen_words,
+    conditions_words,
+    judges_words,
+    not_counted_words,
+    run_labels,
+)
 from .render import LABELS, pct
 from .store import FINISHED, RunTable
 
@@ -187,17 +195,35 @@ def cliff_plot(board: Leaderboard) -> str:
 
 def _table(board: Leaderboard) -> str:
     head = [LABELS[k] for k in board.by] + ["n", "Overall", "Agentic", "Task", *STAGES,
-                                            "A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $"]
+                                            "A/B/C/F", "Turns", "Wall s", "Tokens", "Cost $", "Runs made"]
     rows = []
     for cell in sorted(board.cells, key=lambda c: -(c.scores["overall"]["mean"] or -1)):
         keys = "".join(f'<td class="k">{_e(cell.key[k])}</td>' for k in board.by)
         scores = [_score_cell(cell.scores[m]) for m in ("overall", "agentic", "task", *STAGES)]
         rest = ["/".join(str(cell.ratings.get(r, 0)) for r in RATINGS), f"{cell.turns:.1f}", f"{cell.wall_s:.1f}",
-                f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}"]
+                f"{cell.tokens:,.0f}", f"{cell.cost_usd:.2f}", cell.attempts.short()]
         rows.append("<tr>" + keys + f"<td>{cell.n}</td>" + "".join(f"<td>{v}</td>" for v in scores) +
                     "".join(f"<td>{_e(v)}</td>" for v in rest) + "</tr>")
     return ('<div class="scroll"><table id="leaderboard"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head) +
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+MAX_REFUSED_SHOWN = 20  # results not counted named one by one; the rest counted (all are in --json)
+
+
+def _caveats(board: Leaderboard) -> str:
+    """What the terminal says under its table: rows of chosen runs, the conditions in words, what was not counted and
+    why. The report had none of it, so a best-of-three copied alone read as a plain n 1 row ("1 of 3" in the
+    terminal, --json and --site)."""
+    lines = [f"Chosen runs {chosen_words(board, cell)}" for cell in board.cells if cell.attempts.chosen]
+    if board.conditions:
+        lines.append(f"Conditions (rows of other options are never pooled): {conditions_words(board)}")
+    if not_counted := not_counted_words(board):
+        lines.append(not_counted)
+    lines += [f"Not counted {why}" for why in board.rejected[:MAX_REFUSED_SHOWN]]
+    if len(board.rejected) > MAX_REFUSED_SHOWN:
+        lines.append(f"Not counted: {len(board.rejected) - MAX_REFUSED_SHOWN} more (see --json)")
+    return f'<ul class="note" id="caveats">{"".join(f"<li>{_e(line)}</li>" for line in lines)}</ul>' if lines else ""
 
 
 def _score_cell(score: dict[str, Any]) -> str:
@@ -248,6 +274,7 @@ percentile bootstrap CIs ({board.resamples} resamples, seed {board.seed}). Gener
 <ul id="findings">{"".join(f"<li>{_e(f)}</li>" for f in findings)}</ul>
 <h2>Leaderboard</h2>
 {_table(board)}
+{_caveats(board)}
 <h2>Analyses</h2>
 <div class="plots">
 <figure>{stage_plot(board)}<figcaption>Mean score per stage per agent, with 95 % CIs.</figcaption></figure>

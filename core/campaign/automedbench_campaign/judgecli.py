@@ -78,7 +78,9 @@ def rejudge(context: CommandContext, runs: tuple[str, ...], judge: str, judge_op
             continue
         render(result, console, items=items)
         cost = result.runtime.judge_cost_usd
-        console.print(f"re-graded {folder} with {judge}" + (f" (judge cost ${cost:.4f})" if cost else ""))
+        label = _side_label(judge, [result.judge] if result.judge is not None else [])
+        console.print(escape(f"re-graded {folder} with {label}") + (f" (judge cost ${cost:.4f})" if cost else ""),
+                      soft_wrap=True)
     if failed:
         err_console.print(f"{len(failed)} of {len(folders)} run(s) not re-graded (left as they were). Next: check the "
                           f"judge's model, base_url and key (`automedbench plugins {escape(judge)}` lists its "
@@ -162,6 +164,8 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
                                  "left_out": [{"run": run, "reason": why} for run, why in left_out.items()],
                                  "counted_once": [{"run": run, "counted_at": at} for run, at in once.items()],
                                  "items": [to_dict(i) for i in items], "pooled": to_dict(pooled)}, indent=2))
+        if not pairs:
+            _nothing_compared(err_console, judge_a, judge_b, skipped, left_out, as_json=True)
         return
     table = Table(show_header=True, header_style="bold")
     for col in ("Item", "Runs", "Agreement", "Cohen's kappa"):
@@ -182,6 +186,21 @@ def judge_agreement(context: CommandContext, runs, judge_a, judge_b, a_options, 
     for folder in skipped:
         reason = reasons.get(folder, "no usable verdict from one of the judges")
         err_console.print(f"[yellow]skipped[/] {escape(folder)}: {escape(reason)}", soft_wrap=True)
+    if not pairs:
+        _nothing_compared(err_console, judge_a, judge_b, skipped, left_out)
+
+
+def _nothing_compared(err_console: Any, judge_a: str, judge_b: str, skipped: list[str],
+                      left_out: dict[str, str], as_json: bool = False) -> None:
+    """No run graded by both judges: an empty table of undefined kappas exited 0, and a script took it for an
+    agreement measured."""
+    why = ("every run skipped" if skipped else
+           "every run left out, not verified as the harness's" if left_out else "no run found")
+    where = ("the JSON's skipped and left_out name the runs (without --json, each with why)" if as_json else
+             "fix what the lines above name, then run the same command again")
+    err_console.print(f"[red]no agreement measured:[/] no run has verdicts by both {escape(judge_a)} and "
+                      f"{escape(judge_b)} ({why}); {where}", soft_wrap=True)
+    raise SystemExit(1)
 
 
 def _pair(reg: Any, copy: Any, sides, judges: dict[tuple[str, str], Any], grade_now: bool, stored_only: bool,

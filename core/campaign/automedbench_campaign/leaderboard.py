@@ -119,6 +119,21 @@ def judges_words(board: Leaderboard) -> str:
             "judges do not compare; `automedbench rejudge RUNS --judge J` grades them alike") if judges else ""
 
 
+def chosen_words(board: Leaderboard, cell: Cell) -> str:
+    """A row of runs chosen among attempts, in words, for every output that shows the row (a mark in a column alone
+    was missed; the HTML report had not even the column)."""
+    return (f"{' '.join(cell.key[k] for k in board.by)}: {cell.attempts.text()} (the folder holds only some of the "
+            "attempts made)")
+
+
+def not_counted_words(board: Leaderboard) -> str:
+    """What the board left out and why, in one line ("" when it counted every run)."""
+    if not board.excluded:
+        return ""
+    return ("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items())
+            + (" (--include-unverified counts unverified runs)" if "unverified" in board.excluded else ""))
+
+
 RUN_WORDS = 8  # "automedbench run --task T --tier X --agent A" opens every command `rerun_command` gives
 MAX_CONDITION_CHARS = 600
 

@@ -15,10 +15,12 @@ from rich.table import Table
 from .leaderboard import (
     RATINGS,
     Leaderboard,
+    chosen_words,
     conditions_words,
     extremes,
     flat_rows,
     judges_words,
+    not_counted_words,
     null_overall_runs,
 )
 from .viewer.page import num
@@ -73,9 +75,7 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
     console.print(effort)
     for cell in cells:  # a row of runs chosen among attempts: said in full, never only as a mark in a column
         if cell.attempts.chosen:
-            console.print(f"[yellow]chosen runs[/] {escape(' '.join(cell.key[k] for k in board.by))}: "
-                          f"{escape(cell.attempts.text())} (the folder holds only some of the attempts made)",
-                          soft_wrap=True)
+            console.print(f"[yellow]chosen runs[/] {escape(chosen_words(board, cell))}", soft_wrap=True)
     if board.conditions:  # the digest a row shows, in words
         console.print(escape(f"Conditions (rows of other options are never pooled): {conditions_words(board)}"),
                       soft_wrap=True)
@@ -106,8 +106,7 @@ def render_terminal(board: Leaderboard, console: Console) -> None:
                       "cells' Overall and Agentic are means over the other runs (`<metric>_n` in the CSV/JSON says "
                       "how many); `automedbench rejudge` fills a missing verdict")
     if board.excluded:
-        console.print("Not counted: " + ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in board.excluded.items())
-                      + (" (--include-unverified counts unverified runs)" if "unverified" in board.excluded else ""))
+        console.print(escape(not_counted_words(board)))
     for problem in board.skipped[:5]:
         console.print(f"[yellow]skipped[/] {escape(str(problem))}")
     for problem in board.rejected[:20]:

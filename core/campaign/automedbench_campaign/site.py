@@ -40,6 +40,7 @@ from .leaderboard import (
 )
 from .sitefiles import previous_pages, record_pages
 from .sitepictures import BestSamples
+from .sitetrack import best_runs, rating_bands, task_data, track_description, tracks_measured
 from .store import RunTable
 from .viewer.page import document, esc, num
 from .viewer.runpage import render_run
@@ -370,8 +371,10 @@ def _track(table: RunTable, track: str, pages: dict[int, str], resamples: int, s
     chart = _bars([(stage, [(a, by_agent[a]["stages"].get(stage, {}).get("mean")) for a in colours])
                    for stage in STAGES], colours, f"Mean stage score per agent on the {track} track")
     ran = {str(sub["task_id"][i]) for i in range(len(sub))}
-    return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(tasks.cells)} task(s).</p>"
-            + _measures(track, ran) + _reproduce(table, rows) + "<h2>Per agent and tier</h2>"
+    # distinct tasks: the Tasks table's rows are tasks by conditions (two trajectories of one task are two rows)
+    return (f"<h1>Track {esc(track, 200)}</h1><p>{len(rows)} run(s) on {len(ran)} task(s).</p>"
+            + _measures(track, ran) + best_runs(table, pages, rows, up="../") + _reproduce(table, rows)
+            + "<h2>Per agent and tier</h2>"
             + _table(board, ("agent", "tier"), {"agent": lambda key: f"#agent-{_slug(key['agent'])}"})
             + "<h2>Tasks</h2>"
             + _table(tasks, ("task_id",), {"task_id": lambda key: "../" + _task_page(key["task_id"])})
@@ -405,9 +408,11 @@ def _measures(track: str, ran: set[str]) -> str:
     """What the track measures: the stages every run is graded on, then each task's title and metric from the
     installed track (a task with runs here linked to its page); a track's page gave numbers only, with no word of
     what they score."""
-    intro = ("<p>Every run is graded on the five stages of its work (S1 Plan, S2 Setup, S3 Validate, S4 Inference, "
-             "S5 Submit: Agentic) and on its task's metric over the held-out cases (Task); Overall is "
-             "0.5 Agentic + 0.5 Task.</p>")
+    described = track_description(track)
+    intro = (f"<p>{esc(described, 400)}.</p>" if described else "") + (
+        "<p>Every run is graded on the five stages of its work (S1 Plan, S2 Setup, S3 Validate, S4 Inference, "
+        "S5 Submit: Agentic) and on its task's metric over the held-out cases (Task); Overall is "
+        "0.5 Agentic + 0.5 Task.</p>")
     try:
         specs = registry().track(track).tasks()
     except Exception:  # not installed here (a site built from another machine's runs): the runs still say it
@@ -417,7 +422,8 @@ def _measures(track: str, ran: set[str]) -> str:
     for spec in sorted(specs, key=lambda t: (t.id not in ran, t.id))[:MAX_MEASURED_TASKS]:
         name = (f'<a href="../{_task_page(spec.id)}">{esc(spec.id, 200)}</a>' if spec.id in ran
                 else esc(spec.id, 200))
-        items.append(f"<li>{name}: {esc(spec.title, 300)}; metric: {esc(spec.metric, MAX_METRIC_WORDS)}</li>")
+        items.append(f"<li>{name}: {esc(spec.title, 300)}; metric: {esc(spec.metric, MAX_METRIC_WORDS)}; "
+                     f"{rating_bands(spec)}</li>")
     return f'<h2 id="measures">What it measures</h2>{intro}<ul class="measures">{"".join(items)}</ul>'
 
 
@@ -434,7 +440,8 @@ def _task_measures(track: str, task_id: str) -> str:
                 "track installed here: each run's page names its task's metric.</p>")
     return (f'<h2 id="measures">What it measures</h2><p>{esc(spec.title, 300)}. Task: '
             f"{esc(spec.metric, MAX_METRIC_WORDS)}; each run is also graded on the five stages of its work (S1 Plan, "
-            "S2 Setup, S3 Validate, S4 Inference, S5 Submit: Agentic); Overall is 0.5 Agentic + 0.5 Task.</p>")
+            f"S2 Setup, S3 Validate, S4 Inference, S5 Submit: Agentic); Overall is 0.5 Agentic + 0.5 Task; "
+            f"{rating_bands(spec)}.</p>" + task_data(spec))
 
 
 def _task(table: RunTable, task_id: str, pages: dict[int, str], resamples: int, seed: int, picture: str = "") -> str:
@@ -501,7 +508,8 @@ def write_site(table: RunTable, out: Path, *, resamples: int = 2000, seed: int =
         "index.html": _ranking(table, resamples, seed),
         "tracks.html": "<h1>Per track</h1>" + _table(tracks, ("track", "agent"), {
             "track": lambda key: _track_page(key["track"]),
-            "agent": lambda key: f"{_track_page(key['track'])}#agent-{_slug(key['agent'])}"}),
+            "agent": lambda key: f"{_track_page(key['track'])}#agent-{_slug(key['agent'])}"})
+        + tracks_measured({str(t) for t in table["track"]}, _track_page),
         "tasks.html": "<h1>Per task</h1>" + _table(board, ("task_id", "tier", "agent"), {
             "task_id": lambda key: _task_page(key["task_id"]),
             "agent": lambda key: f"{_task_page(key['task_id'])}#agent-{_slug(key['agent'])}"}),

@@ -121,7 +121,7 @@ def read_summary(run_dir: Path) -> dict[str, Any]:
     if proof.genuine:  # the run pages show the evidence: a result counts only beside what the harness signed
         proof = check_evidence(folder, data, proof)
     return {**row, "genuine": proof.genuine, "proof": proof.reason, "signed_body": proof.body,
-            "identity": run_identity(row["run_id"], proof.files)}
+            "identity": run_identity(row["run_id"], proof.files), "signed_at": proof.at}
 
 
 @define
@@ -180,9 +180,6 @@ def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
     results the harness did not write, or copies of a run already loaded, in `rejected`: never counted."""
     rows, skipped, rejected = [], [], []
     seen: dict[str, str] = {}  # signed bytes -> the folder counted: a copy of a run (same bytes) counts once
-    # (run id, signed trajectory) -> the folder counted: one run's other versions (a copy kept from before it was
-    # re-graded or re-tagged, both signed) were two bodies, so the run counted twice
-    runs: dict[tuple[str, str], str] = {}
     for run_dir in find_runs(roots):
         try:
             row = read_summary(run_dir)
@@ -191,17 +188,34 @@ def load_table(roots: Iterable[Path], *, strict: bool = False) -> RunTable:
                 raise
             skipped.append(str(exc))
             continue
-        identity = row["identity"]
         if not row["genuine"]:
             rejected.append(f"{run_dir}{UNVERIFIED}{row['proof']}")
         elif row["signed_body"] in seen:
             rejected.append(f"{run_dir}: a copy of the run at {seen[row['signed_body']]} (counted once, there)")
-        elif identity is not None and identity in runs:
-            rejected.append(f"{run_dir}: another version of the run at {runs[identity]} (the same trajectory, "
-                            "graded or tagged again; counted once, there)")
         else:
             seen[row["signed_body"]] = str(run_dir)
-            if identity is not None:
-                runs[identity] = str(run_dir)
             rows.append(row)
-    return RunTable.from_rows(rows, skipped, rejected)
+    rows, older = newest_versions(rows)
+    return RunTable.from_rows(rows, skipped, rejected + older)
+
+
+def newest_versions(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the rows that count, why each other one does not): of one run's signed versions (its id and signed trajectory:
+    a copy kept from before it was re-graded or re-tagged) the newest signed counts, wherever it sits. The first found
+    counted, so an old version put in a folder that sorts first (runs/0-kept/) showed a grade the run no longer has."""
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        held = newest.get(row["identity"]) if row["identity"] is not None else None
+        if row["identity"] is not None and (held is None or row["signed_at"] > held["signed_at"]):
+            newest[row["identity"]] = row
+    kept, why = [], []
+    for row in rows:
+        top = newest.get(row["identity"], row) if row["identity"] is not None else row
+        if top is row:
+            kept.append(row)
+            continue
+        older = (f"older: signed {row['signed_at'] or 'before proofs were dated'}, that one "
+                 f"{top['signed_at']}; " if row["signed_at"] < top["signed_at"] else "")
+        why.append(f"{row['path']}: another version of the run at {top['path']} ({older}the same trajectory, graded "
+                   "or tagged again; counted once, there, the newest)")
+    return kept, why

@@ -35,7 +35,7 @@ from automedbench.engine import (
     task_dir,
 )
 
-from .executors import OUT_MARKER, Executor, make_executor
+from .executors import OUT_MARKER, Executor, auth_disabled, make_executor, no_auth_refusal
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
@@ -92,6 +92,7 @@ class SweepConfig:
     cpus_per_run: float = 1.0  # what Ray reserves per run (a task's params.resources overrides)
     gpus_per_run: float = 0.0  # Ray's reservation; the devices a run's sandbox sees are `run.gpus`
     ray_address: str | None = None
+    ray_allow_no_auth: bool = False  # a local Ray instance under RAY_AUTH_MODE=disabled, accepted by the user
     run: RunOptions = Factory(run_template)
 
     @classmethod
@@ -150,6 +151,8 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("a sweep needs at least one agent, one task and one tier")
     if config.repeats < 1 or config.workers < 1 or config.retries < 0:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
+    if config.executor == "ray" and not config.ray_address and auth_disabled() and not config.ray_allow_no_auth:
+        raise UserError(no_auth_refusal())  # before any run or manifest: as the executor itself would refuse
     for agent in config.agents:  # every agent gets the same --agent-option: each must take them all
         try:
             check_options(registry.get("agent", agent), config.run.agent_options)
@@ -406,7 +409,8 @@ class Sweep:
                        "cost_usd": cost})
         own = executor is None
         executor = executor or make_executor(self.c.executor, self.c.workers, self.c.ray_address,
-                                             log_path=self.out / RAY_LOG, notify=self.note)
+                                             log_path=self.out / RAY_LOG, notify=self.note,
+                                             ray_allow_no_auth=self.c.ray_allow_no_auth)
         probe = getattr(executor, "probe", None)
         if probe is not None:  # a cluster: every node must see the shared folders before anything runs
             probe({"output folder": (str(self.out), LOCK),

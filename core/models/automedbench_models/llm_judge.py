@@ -34,7 +34,7 @@ from automedbench.api import (
     verdict_schema,
     workspace_path,
 )
-from automedbench.engine import PlanImage, read_plan_png
+from automedbench.engine import PlanImage, plan_reading
 
 from .chat import add_usage
 from .digest import clip, digest, with_pilot_checks
@@ -149,7 +149,7 @@ def build_messages(inp: JudgeInput, items: list[RubricItem], schema: dict[str, A
             f"# plan/plan.md\n{fence_agent_text(clip(inp.plan_md, PLAN_CHARS)) if inp.plan_md else '(missing)'}\n\n"
             f"# plan/plan.png\n")
     parts: list[dict[str, Any]] = []
-    plan = read_plan_png(inp.plan_png)
+    plan = plan_reading(inp.plan_png, inp.extra).found  # decoded once: the bound on the verdict reads it too
     closing = ""
     if plan.image is not None and images:
         data = png_for_model(plan)

@@ -9,7 +9,12 @@ from automedbench.api import Register, hookimpl
 def automedbench_register_tracks(register: Register) -> None:
     from .track import ClassificationTrack
 
-    register("classification", ClassificationTrack, "2-D image classification (one label per image, balanced accuracy)")
+    register(
+        "classification",
+        ClassificationTrack,
+        "2-D image classification (one label per image; balanced accuracy for skin lesions, accuracy for the"
+        " other release tasks)",
+    )
 
 
 @hookimpl

@@ -15,7 +15,6 @@ from automedbench.api import (
     StagedData,
     TaskEvaluation,
     TaskSpec,
-    UserError,
 )
 
 from . import contract
@@ -102,7 +101,7 @@ class ReportTrack(PackagedTrack):
 
     def reference_solution(self, task: TaskSpec, tier: str, data_dir: str, workspace: str) -> ScriptedSolution:
         if not task.demo:
-            raise UserError(f"the scripted reference solution reports on the generated demo only, not {task.id}")
+            raise self.demo_only(task)
         from .solution.reference import demo_solution
 
         return demo_solution(task, tier, data_dir, workspace)

@@ -100,6 +100,12 @@ def dice_from_counts(n_pred: int, n_ref: int, n_both: int) -> float:
     return 1.0 if total == 0 else 2.0 * n_both / total
 
 
+def uniform_dice(size: int, n_ref: int) -> float:
+    """Dice of a mask that marks every one of `size` voxels against a reference of `n_ref`: what the constant
+    baseline scores on a case, known from the counts already taken (no second pass, no extra evaluation)."""
+    return dice_from_counts(size, n_ref, n_ref)
+
+
 def has_nan(array: np.ndarray) -> bool:
     """A float volume with a NaN anywhere (a broken reference: its Dice is 0, not a skipped label)."""
     return array.dtype.kind == "f" and bool(np.isnan(array).any())
@@ -118,17 +124,19 @@ def integer_labels(array: np.ndarray) -> np.ndarray:
 
 
 def dice_and_present(pred: np.ndarray, ref: np.ndarray,
-                     labels: Sequence[int] = (1,)) -> tuple[dict[int, float], list[int]]:
-    """`dice` and, from the same pass, the labels the reference contains. A float reference is read as
+                     labels: Sequence[int] = (1,)) -> tuple[dict[int, float], list[int], dict[int, int]]:
+    """`dice`, and from the same pass the labels the reference contains and its voxels of each label. A float
+    reference is read as
     rounded labels (the original's rule); a prediction is not rounded here: the contract admits integral values
     only, except where the task reads a float map rounded (FeTA), and there the caller rounds it first."""
     ref = integer_labels(ref)
     n_pred, n_ref, n_both = label_counts(pred, ref, labels)
     present = [int(k) for k, n in zip(labels, n_ref, strict=True) if n > 0]
+    voxels = {int(k): int(n) for k, n in zip(labels, n_ref, strict=True)}
     if has_nan(ref):
-        return {int(k): 0.0 for k in labels}, present
+        return {int(k): 0.0 for k in labels}, present, voxels
     counts = zip(labels, n_pred, n_ref, n_both, strict=True)
-    return {int(k): dice_from_counts(int(a), int(b), int(c)) for k, a, b, c in counts}, present
+    return {int(k): dice_from_counts(int(a), int(b), int(c)) for k, a, b, c in counts}, present, voxels
 
 
 def binary_dice(pred: np.ndarray, ref: np.ndarray) -> float:

@@ -52,6 +52,9 @@ def score_organ_lesion(task: TaskSpec, case_id: str, submitted: Path, private: P
         broken = dice.has_nan(ref)  # a NaN in the reference: Dice 0, never a skipped label
         values[f"{part}_dice"] = 0.0 if broken else dice.dice_from_counts(n_pred, n_ref, n_both)
         values[f"{part}_positive"] = n_ref > 0
+        # the constant baseline's (every voxel foreground) Dice on this case: S5's positive evidence and S3's bound
+        # ask for more, so an all-ones mask (Dice ~0.04 against the demo's organ) shows no agreement (round 37)
+        values[f"{part}_constant_dice"] = 0.0 if broken else dice.uniform_dice(int(ref.size), n_ref)
         values.update(_surface(task, part, pred, ref, ref_image.header.get_zooms()[:3]))
     return CaseScore(case_id, values)
 
@@ -64,8 +67,10 @@ def score_multilabel(task: TaskSpec, case_id: str, submitted: Path, private: Pat
     if rounds_labels(task):  # a float map read as its nearest labels, as the checker admitted it
         pred = dice.integer_labels(pred)
     ref_image, ref = cache.load(private / name)
-    per, present = dice.dice_and_present(pred, ref, labels)
+    per, present, voxels = dice.dice_and_present(pred, ref, labels)
     values: dict[str, Any] = {f"dice_{k}": v for k, v in per.items()}
+    # each label's uniform mask (label k everywhere): its Dice on this case, the bar for positive evidence (round 37)
+    values.update({f"uniform_dice_{k}": dice.uniform_dice(int(ref.size), n) for k, n in voxels.items() if k in present})
     values["macro_dice"] = float(np.mean(list(per.values())))
     values["reference_labels"] = present
     if task.params.get("surface_metrics") and not surface.unavailable():

@@ -8,6 +8,14 @@ from typing import Any
 from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, StagedData, TaskEvaluation, TaskSpec
 
 
+def _above(dice: Any, blind: Any) -> bool:
+    """A Dice above a blind mask's on the same case (or a perfect 1.0, where the structure fills the volume and the
+    two are one mask)."""
+    value = dice if isinstance(dice, (int, float)) else 0.0
+    bar = blind if isinstance(blind, (int, float)) else 0.0
+    return value > bar or (value >= 1.0 and bar > 0)
+
+
 class SegmentationTrack(PackagedTrack):
     name = "segmentation"
     demo_stager = ".data.demo:stage_demo"
@@ -58,13 +66,18 @@ class SegmentationTrack(PackagedTrack):
 
     def positive_evidence(self, task: TaskSpec) -> str:
         if task.params.get("kind") == "multilabel":
-            return "Dice > 0 for a label the reference contains"
-        return "organ or lesion Dice > 0 against a non-empty reference"
+            return "Dice for a label the reference contains above that label's uniform mask's on the case"
+        return ("organ or lesion Dice against a non-empty reference above the constant mask's (every voxel "
+                "foreground) on the case")
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
-        """S5's positive evidence: a Dice above 0 for a structure the reference contains (an empty mask scored 1.0
-        against an empty reference is no evidence). Here, not in the metric module: scoring a run in the harness
-        must not load nibabel and numpy for it."""
+        """S5's positive evidence: a Dice for a structure the reference contains above what a blind mask scores on
+        the case (an empty mask scored 1.0 against an empty reference is no evidence; nor is an all-ones mask, Dice
+        ~0.04 against the demo's organ, which lifted a garbage pilot's S3 to 1.0: round 37). The bar is the constant
+        baseline's Dice the evaluator stored per case (0 in an evaluation made before it was: any Dice above 0).
+        Here, not in the metric module: scoring a run in the harness must not load nibabel and numpy for it."""
         if task.params.get("kind") == "multilabel":
-            return any((row.get(f"dice_{k}") or 0.0) > 0 for k in row.get("reference_labels", []))
-        return any(row.get(f"{part}_positive") and (row.get(f"{part}_dice") or 0.0) > 0 for part in ("organ", "lesion"))
+            return any(_above(row.get(f"dice_{k}"), row.get(f"uniform_dice_{k}"))
+                       for k in row.get("reference_labels", []))
+        return any(row.get(f"{part}_positive") and _above(row.get(f"{part}_dice"), row.get(f"{part}_constant_dice"))
+                   for part in ("organ", "lesion"))

@@ -44,7 +44,9 @@ figure.case:target,section:target{outline:3px solid #f0b400}figure.plan img{bord
 .texts{display:grid;grid-template-columns:repeat(auto-fit,minmax(180px,1fr));gap:6px;max-width:820px}
 .texts .output pre{border-color:#ffb366}.texts .reference pre{border-color:#5cc08a}td.ev{min-width:110px}
 @media (max-width:600px){main{padding:8px}body{font-size:13px}table{font-size:12px}
-dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:4px}}
+dl.kv{grid-template-columns:1fr}dl.kv dd{margin-bottom:4px}
+table.stages tr{display:grid;grid-template-columns:1fr 4.5em 5.5em}table.stages tr.cols{display:none}
+table.stages td:nth-child(n+4){grid-column:1/-1}table.stages th:empty{display:none}}
 """
 
 

@@ -99,8 +99,8 @@ def _stages(data: dict[str, Any], anchors: Anchors) -> str:
             f'{esc(judge.get("judge_version", ""), 40)}')
     note += f' — error: {esc(judge.get("error"), 500)}</p>' if judge.get("error") else "</p>"
     note += _rubric_rules(data)
-    return ('<h2 id="stages">Stages and rubric items</h2><div class="scroll"><table><tr><th>item</th>'
-            '<th class="n">value</th><th>state</th><th>rationale</th><th>evidence</th></tr>'
+    return ('<h2 id="stages">Stages and rubric items</h2><div class="scroll"><table class="stages"><tr class="cols">'
+            '<th>item</th><th class="n">value</th><th>state</th><th>rationale</th><th>evidence</th></tr>'
             + "".join(rows) + "</table></div>" + note)
 
 

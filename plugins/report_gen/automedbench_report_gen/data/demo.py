@@ -180,8 +180,12 @@ def render(findings: Findings, view: int, seed: int, index: int, later_only: lis
 
 
 def png_bytes(image: np.ndarray) -> bytes:
+    """Stored, not compressed: every view has one file size. Compressed, each finding changed how well its
+    painted region packed, and a study's file sizes named its findings: matched to the sizes of the generator's
+    own renders (one study per case), they scored up to 0.775 (rated B) without an image opened, against 0.66-0.70
+    for the best trivial baseline (tests/test_redteam_round38.py)."""
     buffer = io.BytesIO()
-    Image.fromarray((image * 255 + 0.5).astype(np.uint8), mode="L").save(buffer, format="PNG", optimize=False)
+    Image.fromarray((image * 255 + 0.5).astype(np.uint8), mode="L").save(buffer, format="PNG", compress_level=0)
     return buffer.getvalue()
 
 
