@@ -16,6 +16,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from .distheaders import header_fields
 from .records import TaskSpec
 
 # The first bytes of a Git LFS pointer: an asset checked out without `git lfs pull` is a text stub
@@ -42,9 +43,13 @@ def unmet_requirements(distribution: str) -> tuple[str, ...]:
     `pip check` names them (a track installed with `--no-deps`); () for a name that is not installed (a track
     added in code)."""
     try:
-        requires = md.requires(distribution) or []
+        dist = md.distribution(distribution)
     except md.PackageNotFoundError:
         return ()
+    # the Requires-Dist header lines, not `md.requires`: that parses the whole file (a README) with the e-mail
+    # parser, whose import alone is ~5 ms of every one-off run; an egg-info install keeps them elsewhere: asked so
+    fields = header_fields(dist, ("Requires-Dist",))
+    requires = (fields or {}).get("Requires-Dist") or dist.requires or []
     missing = []
     for requirement in requires:
         name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip())

@@ -178,7 +178,7 @@ def pid_namespace_prefix() -> tuple[str, ...]:
     return ()
 
 
-def service_credentials(keep: Iterable[Path | str] = ()) -> list[str]:
+def service_credentials(keep: Iterable[Path | str] = (), homes: list[str] | None = None) -> list[str]:
     """What a plain call covers of the credentials of the services the harness drives over the network it shares:
     every home's ~/.ray and ~/.docker, and the files RAY_AUTH_TOKEN_PATH, DOCKER_CERT_PATH and DOCKER_CONFIG name.
     Ray 2.60's local instance asks for a token it keeps in ~/.ray/auth_token (0644): with it a plain agent joined
@@ -190,10 +190,12 @@ def service_credentials(keep: Iterable[Path | str] = ()) -> list[str]:
     set to the data root: an empty DATA_DIR, Task 0.0 for the harness's setting, tests/test_review28.py).
 
     Only those that exist are named (`plainns` covers no other): as root, every account's two folders went into the
-    call's one-argument spec, and 6000 accounts took it past Linux's 128 KB bound on one argument (no call started)."""
+    call's one-argument spec, and 6000 accounts took it past Linux's 128 KB bound on one argument (no call started).
+    `homes`: `user_homes()` when the caller has them already (one account enumeration a call, not two)."""
     needed = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), *map(os.path.realpath, keep)}
     named = [os.path.realpath(os.environ[v]) for v in CREDENTIAL_ENV if os.environ.get(v, "").startswith("/")]
-    found = [*(os.path.join(home, folder) for home in user_homes() for folder in CREDENTIAL_HOMES),
+    found = [*(os.path.join(home, folder) for home in (user_homes() if homes is None else homes)
+               for folder in CREDENTIAL_HOMES),
              *(path for path in named if all(os.path.commonpath([path, need]) != path for need in needed))]
     return [path for path in found if os.path.lexists(path)]
 
@@ -202,7 +204,8 @@ def plain_spec(workspace: Path, keyctl: int = 0, keep: Iterable[Path | str] = ()
     """The plain call's namespace (`plainns`): its writable workspace and what it must never see (the harness's
     state, its reservations, the credentials of the services it drives, unless they hold a folder of `keep`); with
     `keyctl` (the syscall's number) it joins a fresh session keyring."""
-    hide = [*map(str, known_state_dirs()), str(ledger_dir()), *service_credentials([workspace, *keep])]
+    homes = user_homes()  # every account as root: read once for both lists
+    hide = [*map(str, known_state_dirs(homes)), str(ledger_dir()), *service_credentials([workspace, *keep], homes)]
     return json.dumps({"workspace": str(workspace), "hide": hide,
                        "keyctl": keyctl,
                        "seccomp": seccomp.namespace_program().hex() if seccomp.supported() is None else ""})
