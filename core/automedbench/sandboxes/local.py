@@ -424,6 +424,7 @@ class LocalSession(SandboxSession):
         scratch: list[tuple[str, int]] = []
         pass_fds: tuple[int, ...] = ()
         if self.bwrap:
+            self._restore_workspace_mode()
             try:
                 scratch = self._scratch()
             except OSError as exc:  # a full workspace (its quota) leaves no room for the call's /tmp: the agent's
@@ -501,6 +502,13 @@ class LocalSession(SandboxSession):
             # it): the agent's failure, never a retryable one, and no later call of the run would get a keyring
             raise AgentError(result.stderr.strip().splitlines()[0][:400])
         return result
+
+    def _restore_workspace_mode(self) -> None:
+        """The workspace folder back to 0700 before a call: an earlier call may have changed its mode (its owner
+        may, capabilities or not), and bubblewrap's chdir into a 000 workspace failed for every later call and for
+        the harmless probe too, so an agent made its own run a retryable infrastructure failure (review 30)."""
+        with contextlib.suppress(OSError):  # no agent process is alive between calls to undo it again
+            os.chmod(self.spec.workspace, 0o700)
 
     def _mounts_fail(self, env: dict[str, str]) -> str | None:
         """Bubblewrap's error when a harmless call (`true`) with this session's mounts and namespaces cannot start

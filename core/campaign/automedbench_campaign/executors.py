@@ -253,6 +253,12 @@ def auth_disabled() -> bool:
 NO_AUTH_OPTION = "--ray-allow-no-auth"
 
 
+def starts_local(address: str | None) -> bool:
+    """Whether `ray.init(address)` starts a Ray instance of its own: no address, or Ray's "local" (a new instance even
+    beside a running one). `--ray-address local` took the cluster branch, so a tokenless instance only warned."""
+    return not address or address.strip().lower() == "local"
+
+
 def no_auth_refusal() -> str:
     """The one line refusing a local instance without token authentication (red team 34: an agent joined it)."""
     return ("ray: RAY_AUTH_MODE=disabled starts the local instance without token authentication: a local-plain "
@@ -310,7 +316,7 @@ class RayExecutor(Executor):
         self._lock = threading.Lock()
         check_ray_version(getattr(ray, "__version__", "0"))
         if not ray.is_initialized():
-            if not address and auth_disabled() and not allow_no_auth:  # refused before Ray starts anything
+            if starts_local(address) and auth_disabled() and not allow_no_auth:  # refused before Ray starts
                 raise UserError(no_auth_refusal())
             routed = log_path is not None and self._route_output(log_path)
             try:
@@ -320,11 +326,11 @@ class RayExecutor(Executor):
                 raise UserError(ray_init_problem(exc, address, self._log_tail())) from None
             if log_path is not None:
                 self._route_loggers()
-            if address and not driver_has_token():  # we got in without a token: so could anyone
+            if not starts_local(address) and not driver_has_token():  # we got in without a token: so could anyone
                 self.notify(f"ray: the cluster at {address} accepted this driver without a token: any process "
                             "that reaches its head (a network-enabled sandbox too) could join it; start every node "
                             "with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
-            elif not address and auth_disabled():  # accepted by the user (allow_no_auth): still said once
+            elif starts_local(address) and auth_disabled():  # accepted by the user (allow_no_auth): said once
                 self.notify("ray: the local instance runs without token authentication (RAY_AUTH_MODE=disabled, "
                             f"accepted by {NO_AUTH_OPTION}): a local-plain call, or a network-enabled sandbox that "
                             "reaches this host's addresses, could join it as a node and run code as you, outside any "

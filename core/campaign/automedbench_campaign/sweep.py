@@ -35,7 +35,7 @@ from automedbench.engine import (
     task_dir,
 )
 
-from .executors import OUT_MARKER, Executor, auth_disabled, make_executor, no_auth_refusal
+from .executors import OUT_MARKER, Executor, auth_disabled, make_executor, no_auth_refusal, starts_local
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
@@ -151,7 +151,8 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("a sweep needs at least one agent, one task and one tier")
     if config.repeats < 1 or config.workers < 1 or config.retries < 0:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
-    if config.executor == "ray" and not config.ray_address and auth_disabled() and not config.ray_allow_no_auth:
+    if config.executor == "ray" and starts_local(config.ray_address) and auth_disabled() \
+            and not config.ray_allow_no_auth:
         raise UserError(no_auth_refusal())  # before any run or manifest: as the executor itself would refuse
     for agent in config.agents:  # every agent gets the same --agent-option: each must take them all
         try:
