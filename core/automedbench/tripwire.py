@@ -8,8 +8,6 @@ agent runs, so every event is the agent's.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import fcntl
 import os
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from .fsutil import lock_if_free, remove_tree
 from .harnessstate import ensure_state_dir
+from .libc import libc as own_libc
 
 IN_ACCESS = 0x00000001
 IN_MODIFY = 0x00000002
@@ -56,11 +55,8 @@ class Tripwire:
         self.modified: set[str] = set()
         self.unwatched = 0  # paths that could not be watched (limit reached): reads of them go unseen
         self.overflowed = False  # the kernel's event queue overflowed: later events were lost
-        libname = ctypes.util.find_library("c")
-        if libname is None:
-            return
-        libc = ctypes.CDLL(libname, use_errno=True)
-        if not hasattr(libc, "inotify_init1"):
+        libc = own_libc()
+        if libc is None or not hasattr(libc, "inotify_init1"):
             return
         fd = libc.inotify_init1(IN_NONBLOCK)
         if fd < 0:

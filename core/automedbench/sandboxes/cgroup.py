@@ -124,14 +124,13 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def _make_subreaper() -> bool:
     """Orphans of our children are re-parented to this process instead of init, so they stay findable."""
-    import ctypes
-    import ctypes.util
+    from ..libc import libc
 
-    name = ctypes.util.find_library("c")
-    if name is None:
+    c = libc()
+    if c is None:
         return False
     try:
-        return ctypes.CDLL(name, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return c.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
