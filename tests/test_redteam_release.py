@@ -56,7 +56,10 @@ def test_labels_absent_from_the_field_of_view_do_not_rate_a_blind_label_map(tmp_
     """Macro Dice scores a label absent from both sides 1 (the release's rule, kept). On TotalSegmentator chest
     CTs whose field of view ends at the upper abdomen, 8 of the 14 labels are absent, so `constant` (label 1
     everywhere) scored 0.58 and was rated B without segmenting anything. Now the Dice on the structures the
-    references contain (a component) must reach the okay band too: the Task stays, the rating is held at C."""
+    references contain (a component) must reach the okay band too: the Task stays, the rating was held at C.
+    Since red team round 37 a case shows positive evidence only above the all-ones mask's Dice on it, and
+    `constant` is that mask for label 1: no case does, so the rating is F (tests/test_caps_omissions.py keeps the
+    component's hold)."""
     download = tmp_path / "Totalsegmentator_dataset_v201"
     write_totalsegmentator_thorax(download, 20)
     root = tmp_path / "data"
@@ -65,8 +68,8 @@ def test_labels_absent_from_the_field_of_view_do_not_rate_a_blind_label_map(tmp_
     assert staged.exit_code == 0, staged.output
     blind = evaluate(root, "segmentation/totalsegmentator", "constant", tmp_path / "constant")
     assert blind["task"]["strict"] > 0.5  # the Task is the release's value, unchanged
-    assert blind["aggregate"]["rating"] == "C", blind["aggregate"]["rating_reason"]
+    assert blind["aggregate"]["rating"] == "F", blind["aggregate"]["rating_reason"]
     assert blind["task"]["components"]["present_dice"] < 0.1
-    assert "absent" in blind["aggregate"]["rating_reason"]
+    assert "positive metric evidence" in blind["aggregate"]["rating_reason"]
     perfect = evaluate(root, "segmentation/totalsegmentator", "perfect", tmp_path / "perfect")
     assert perfect["aggregate"]["rating"] == "A" and perfect["task"]["components"]["present_dice"] == 1.0
