@@ -85,3 +85,22 @@ def test_headers_past_the_bound_are_not_taken_for_all_of_them():
     text = f"Name: amb-long\nVersion: 1\nRequires-Dist: numpy\n{filler}Requires-Dist: amb-after-the-cut\n\nbody\n"
     assert header_fields(Dist(text), ("Requires-Dist",)) is None
     assert header_fields(Dist(text[:2000] + "\n\nbody\n"), ("Requires-Dist",)) == {"Requires-Dist": ["numpy"]}
+
+
+def test_a_brief_template_a_track_adds_later_is_what_the_next_run_renders(reg, tmp_path):
+    """The brief's Environment is kept per template folder; a template taken from the core stayed cached after the
+    track's folder gained its own of that name (a track author's override, added while a sweep runs): every later
+    run of the process rendered the core's brief, where a fresh process rendered the track's."""
+    from automedbench.brief import render_brief
+
+    _track, task = reg.task("segmentation/demo")
+    (tmp_path / "task.md.j2").write_text("Body for {{ task.id }}\n")
+    args = {"data_dir": "/d", "workspace_dir": "/w", "case_ids": ["a"]}
+    first = render_brief(task, "lite", tmp_path, **args)
+    (tmp_path / "brief.md.j2").write_text("The track's own brief for {{ task.id }}\n")
+    second = render_brief(task, "lite", tmp_path, **args)
+    (tmp_path / "brief.md.j2").unlink()
+    third = render_brief(task, "lite", tmp_path, **args)
+    assert "Body for segmentation/demo" in first and "The track's own brief" not in first
+    assert second == "The track's own brief for segmentation/demo\n"
+    assert third == first
