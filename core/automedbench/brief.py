@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.loaders import split_template_path
 
 from .errors import UserError
 from .records import TaskSpec
@@ -21,13 +22,30 @@ KICKOFF: dict[str, str] = {
 }
 
 
+class TrackTemplates(jinja2.BaseLoader):
+    """A track's template folder first, the core's after it. A core template stays current only while the track
+    folder has none of its name: the kept Environment served the core's brief after a track added its own."""
+
+    def __init__(self, track_templates: Path) -> None:
+        self.folder = track_templates
+        self.track = jinja2.FileSystemLoader(str(track_templates))
+        self.core = jinja2.FileSystemLoader(str(CORE_TEMPLATES))
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, Any]:
+        try:
+            return self.track.get_source(environment, template)
+        except jinja2.TemplateNotFound:
+            source, filename, uptodate = self.core.get_source(environment, template)
+        shadow = self.folder.joinpath(*split_template_path(template))
+        return source, filename, lambda: (uptodate is None or bool(uptodate())) and not shadow.is_file()
+
+
 @functools.lru_cache(maxsize=32)
 def environment(track_templates: Path) -> jinja2.Environment:
     """One per template folder and process: an Environment compiles each template once and recompiles it when its
     file changes (auto_reload), where a new one every run compiled the brief's templates every run (~10 ms)."""
     return jinja2.Environment(
-        loader=jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(track_templates)),
-                                    jinja2.FileSystemLoader(str(CORE_TEMPLATES))]),
+        loader=TrackTemplates(track_templates),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

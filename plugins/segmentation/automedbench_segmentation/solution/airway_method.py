@@ -10,11 +10,12 @@ EDGE_HU (lumen blurred by the wall, never the wall itself).
 import sys
 from pathlib import Path
 
-sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
+if __name__ == "__main__":  # run as the agent's script; a process importing it keeps its own pydicom
+    sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
 
-import nibabel as nib  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy import ndimage  # noqa: E402
+import nibabel as nib
+import numpy as np
+from scipy import ndimage
 
 CORE_HU, EDGE_HU, BODY_HU = -900.0, -450.0, -500.0
 EDGE_STEPS = 2

@@ -8,11 +8,12 @@ code, never imported by the evaluator). Usage: `python segment.py [--labels] DAT
 import sys
 from pathlib import Path
 
-sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
+if __name__ == "__main__":  # run as the agent's script; a process importing it keeps its own pydicom
+    sys.modules.setdefault("pydicom", None)  # NIfTI only: nibabel's DICOM extension (pydicom, requests) unused
 
-import nibabel as nib  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy import ndimage  # noqa: E402
+import nibabel as nib
+import numpy as np
+from scipy import ndimage
 
 ORGAN_MIN, ORGAN_MAX = 110.0, 400.0
 LESION_MIN, LESION_MAX = 50.0, 130.0
