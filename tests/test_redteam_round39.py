@@ -12,8 +12,12 @@ a scripted agent with round 36's injected plan, graded by the loopback judge tha
 - **detection**: a dense grid of boxes (3878 a smear, mAP 0.013) has a true positive in every case. Its boxes match
   other images' references as often as their own (339 and 339); a run's must match its own twice as often.
 
-Report generation (a template is already no evidence) and enhancement / synthesis (SSIM above the input's on the
-case) already decide it; the tests here keep them so.
+- **synthesis MR->CT**: positive evidence was SSIM above the unchanged input's on the case, but the MR scores ~0 on
+  the HU scale, so a body outline (0 HU inside, air outside: the constant baseline, Task 0.21) was evidence in every
+  case. The evaluator now scores that outline per case too and evidence must beat both.
+
+Report generation (a template copied to most studies is no evidence) and enhancement (SSIM above the input's on the
+case; identity and identity-noise show none) already decided it.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ WRITE = {
 }
 TRIVIAL = {"classification/demo": ("constant", "majority-class", "label-prior"),
            "vqa/demo": ("constant", "label-prior", "question-prior"),
-           "detection/demo": ("constant", "prior-boxes")}
+           "detection/demo": ("constant", "prior-boxes"),
+           "synthesis/demo-mrct": ("constant",)}
 
 
 def _attack(task_id: str) -> list[tuple[str, str]]:
