@@ -100,3 +100,16 @@ def test_no_trivial_baseline_shows_positive_evidence_and_the_reference_does(task
         expected = 1.0 if name == "perfect" else 0.0
         assert items["s5_positive_evidence"] == expected, (name, result["aggregate"])
         assert (result["aggregate"]["rating"] == "F") == (name != "perfect"), (name, result["aggregate"])
+
+
+def test_one_class_throughout_leaves_every_case_to_its_row(reg):
+    """A cohort of one class: one label is the answer, so neither whole-run fact holds the reference's cases."""
+    from automedbench.api import MetricBlock
+
+    track, task = reg.task("classification/demo")
+    trivial = {"one_label_score": 1 / 7, "chance_kappa": 0.0}
+    assert track.no_positive_evidence(task, MetricBlock("balanced_accuracy", 0.143, 0.143, components=trivial))
+    alone = {"one_label_score": 1.0, "chance_kappa": 0.0}
+    assert track.no_positive_evidence(task, MetricBlock("balanced_accuracy", 1.0, 1.0, components=alone)) is None
+    old = MetricBlock("balanced_accuracy", 0.143, 0.143)  # an evaluation stored before round 39
+    assert track.no_positive_evidence(task, old) is None

@@ -46,7 +46,9 @@ class ClassificationTrack(PackagedTrack):
         by chance: S5 gave them 1 and the S3 bound let such a pilot pass (round 39). Either whole-run fact, from
         the evaluator's components (absent in an evaluation made before: no verdict here)."""
         one, kappa = metric.components.get("one_label_score"), metric.components.get("chance_kappa")
-        if isinstance(one, float) and metric.partial <= one:
+        if not isinstance(one, float) or one >= 1.0:  # made before round 39, or one class throughout: no verdict
+            return None
+        if metric.partial <= one:
             return f"Task {metric.partial:.3f} is no better than one label for every case ({one:.3f})"
         if isinstance(kappa, float) and kappa < KAPPA_MIN:
             return f"the labels agree with the reference no better than chance (kappa {kappa:.2f} < {KAPPA_MIN})"
