@@ -174,10 +174,12 @@ def truncate(value: float, places: int = 3) -> str:
 
 
 def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: RatingThresholds,
-         breached: bool, positive_cases: int | None = None, cap: str | None = None) -> tuple[str, str]:
+         breached: bool, positive_cases: int | None = None, cap: str | None = None,
+         trivial: str | None = None) -> tuple[str, str]:
     """The letter and its reason. One rule in every track: F when the submission is missing, invalid or
-    shows no positive evidence in any case (an empty or do-nothing output: `positive_cases` 0); a track's
-    `cap` (a gaming pattern its components expose) holds an A or B down to C."""
+    shows no positive evidence in any case (an empty or do-nothing output: `positive_cases` 0; `trivial` says
+    why when the track found the whole run at a trivial level); a track's `cap` (a gaming pattern its components
+    expose) holds an A or B down to C."""
     if breached:
         return "F", "isolation breach"
     if evaluation is None or metric is None:
@@ -195,7 +197,7 @@ def rate(evaluation: Evaluation | None, metric: MetricBlock | None, thresholds: 
         failing = evaluation.present_cases - evaluation.valid_cases
         return "F", f"invalid: {failing} present output(s) fail the output checker"
     if positive_cases == 0:
-        return "F", "no case shows positive metric evidence (an empty or trivial output)"
+        return "F", f"no case shows positive metric evidence ({trivial or 'an empty or trivial output'})"
     value = metric.value  # unrounded: 0.39995 is below 0.40; the reason shows it truncated, never rounded up
     if value >= thresholds.okay and cap:
         return "C", f"task {truncate(value)} held at C: {cap}"
@@ -283,6 +285,8 @@ def positive_cases(track: Track, task: TaskSpec, evaluation: Evaluation) -> int:
 
 def positive_case_ids(track: Track, task: TaskSpec, evaluation: Evaluation) -> list[str]:
     """Valid cases whose metric row the track counts as positive evidence (S5), in case order."""
+    if track.no_positive_evidence(task, evaluation.metric) is not None:  # the run is at a trivial level (round 39)
+        return []
     rows = {r.get("case_id"): r for r in evaluation.metric.per_case if isinstance(r, dict)}
     return [c.case_id for c in evaluation.cases if c.valid and track.positive_case(task, rows.get(c.case_id, {}))]
 
@@ -337,7 +341,9 @@ def score_result(inputs: ScoreInputs) -> Result:
     if isolation.breached:
         stages, metric = zero_for_breach(stages, metric)
     cap = (non_finite_cap(metric) or track.rating_cap(task, metric)) if metric is not None else None
-    rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached, positive, cap)
+    trivial = track.no_positive_evidence(task, metric) if metric is not None and not positive else None
+    rating = rate(evaluation, metric, track.rating_thresholds(task, metric), isolation.breached, positive, cap,
+                  trivial)
     agg = aggregate(stages, metric, rating) if stages else Aggregate(
         None, None, None, "F" if state != "cancelled" else "-", state.replace("_", " "), RULE)
     if isolation.breached:

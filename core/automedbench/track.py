@@ -185,6 +185,12 @@ class Track(ABC):
         """What counts as positive metric evidence in one scored case, in words (S5's first half)."""
         return "a case whose metric shows agreement with the reference (a per-case value above 0)"
 
+    def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """Why no case of this run counts as positive evidence whatever its row says (a run at a trivial
+        baseline's level: one label or answer everywhere is right on the cases of that class, which is no
+        agreement); None: each case is decided by `positive_case`. Read from the whole run's metric."""
+        return None
+
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         """Whether one valid case's metric row (`MetricBlock.per_case`) shows positive evidence: a Dice
         above 0 against a non-empty reference, a correct answer, a true positive... The default asks for

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from automedbench.api import CaseVerdict, PackagedTrack, Rubric, TaskSpec
+from automedbench.api import CaseVerdict, MetricBlock, PackagedTrack, Rubric, TaskSpec
+
+KAPPA_MIN = 0.1  # agreement beyond chance below this: no case shows positive evidence (VQA's bar too)
 
 
 class ClassificationTrack(PackagedTrack):
@@ -36,7 +38,21 @@ class ClassificationTrack(PackagedTrack):
         return classification_rubric()
 
     def positive_evidence(self, task: TaskSpec) -> str:
-        return "a correct label (the prediction equals the reference class) in a case"
+        return ("a correct label (the prediction equals the reference class) in a case, in a run above one label "
+                f"for every case and agreeing beyond chance (Cohen's kappa >= {KAPPA_MIN})")
+
+    def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """One label everywhere is right on every case of that class, and labels drawn from the prior on as many
+        by chance: S5 gave them 1 and the S3 bound let such a pilot pass (round 39). Either whole-run fact, from
+        the evaluator's components (absent in an evaluation made before: no verdict here)."""
+        one, kappa = metric.components.get("one_label_score"), metric.components.get("chance_kappa")
+        if not isinstance(one, float) or one >= 1.0:  # made before round 39, or one class throughout: no verdict
+            return None
+        if metric.partial <= one:
+            return f"Task {metric.partial:.3f} is no better than one label for every case ({one:.3f})"
+        if isinstance(kappa, float) and kappa < KAPPA_MIN:
+            return f"the labels agree with the reference no better than chance (kappa {kappa:.2f} < {KAPPA_MIN})"
+        return None
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return bool(row.get("correct"))

@@ -42,7 +42,18 @@ class DetectionTrack(PackagedTrack):
         return None
 
     def positive_evidence(self, task: TaskSpec) -> str:
-        return "a true positive (a box matching a reference box at IoU >= 0.5, at any score) in a case"
+        return ("a true positive (a box matching a reference box at IoU >= 0.5, at any score) in a case, in a run "
+                "whose boxes match their own images' references at least twice as often as other images'")
+
+    def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """A dense grid of boxes (mAP 0.013 on the demo, a true positive in every case) matches another image's
+        references as often as its own: S5 gave it 1 and the S3 bound let such a pilot pass (round 39). The boxes
+        must match their own images' references at least twice as often as other images' (and once)."""
+        matched, chance = metric.components.get("matched"), metric.components.get("matched_by_chance")
+        if isinstance(matched, float) and isinstance(chance, float) and matched < 2 * chance + 1:
+            return (f"the boxes match their own images' references ({matched:.0f}) hardly more often than other "
+                    f"images' ({chance:.1f}): placed without looking")
+        return None
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         """A true positive at any score: it lifts the mAP above 0, the original's `has_valid_results` (rows

@@ -39,11 +39,15 @@ class SynthesisTrack(PackagedTrack):
         return input_floor(task, metric)
 
     def positive_evidence(self, task: TaskSpec) -> str:
-        return "SSIM above what the unchanged input scores in a case (better than the input)"
+        return ("SSIM above what the unchanged input scores in a case (better than the input), and on MR->CT above "
+                "a body outline's (0 HU inside, air outside)")
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
-        ours, identity = row.get("ssim"), row.get("ssim_identity")
-        return isinstance(ours, float) and isinstance(identity, float) and ours > identity
+        """Above the input's SSIM on the case and, where the evaluator stored it, the constant baseline's: on
+        MR->CT the MR scores ~0 on the HU scale, so a blind body outline was positive evidence (round 39)."""
+        ours, identity, constant = row.get("ssim"), row.get("ssim_identity"), row.get("ssim_constant")
+        bar = max(identity, constant) if isinstance(identity, float) and isinstance(constant, float) else identity
+        return isinstance(ours, float) and isinstance(bar, float) and ours > bar
 
 
 def input_floor(task: TaskSpec, metric: MetricBlock | None) -> RatingThresholds:

@@ -92,7 +92,14 @@ class VQATrack(PackagedTrack):
         return None
 
     def positive_evidence(self, task: TaskSpec) -> str:
-        return "a correct answer (score 1: the right letter or yes/no, an exact or judge-equivalent answer)"
+        return ("a correct answer (score 1: the right letter or yes/no, an exact or judge-equivalent answer) in a run "
+                "that neither repeats one answer nor agrees with the gold no better than the wording explains")
+
+    def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
+        """The rating cap's facts: one answer repeated, or answers no better than the wording explains, are right
+        on the questions whose gold they happen to be, which is no agreement (S5 gave them 1 and the S3 bound let
+        a pilot of them 'pass': round 39)."""
+        return self.rating_cap(task, metric)
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return float(row.get("score") or 0.0) >= 1.0
