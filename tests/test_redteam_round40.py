@@ -15,6 +15,10 @@ attack held: no change to the victim's Task, nothing to fix this round.
   classification), compare the arrays element by element (enhancement's reference SSIM), or keep one case and
   clear it when the case changes (segmentation); a path repeats only within a run. Victim Task 0.8816 alone cold,
   0.8816 after the attacker with --workers 1 and 2.
+- **The reference's half of SSIM kept warm** (enhancement/demo-ldct's `refssim`, synthesis/demo's `refcache`):
+  every output a copy of the case's input with its mtime, so the attacker's run fills the entries the victim's
+  then reads (the identity baseline's SSIM among them). Victim Task 0.9635 (enhancement) and 0.979 (synthesis)
+  alone cold and after the attacker (attacker 0.8299 and 0.9675).
 - **A slot's hard-linked inputs** (segmentation/demo, --workers 2): writing, appending, chmod and utime on
   /data/public/* all fail (read-only file system), so the inode every slot shares keeps its bytes; victim 0.8816.
 - **Warm process killed or restarted**: a NIfTI header bomb in every mask scores the attacker 0.0 and the next run
@@ -91,7 +95,9 @@ def _sweep(data: Path, out: Path, workers: int, agents: str, task: str, attack: 
     ("segmentation/demo", "same-identity", 2),
     ("segmentation/demo", "write-public", 2),
     ("report_gen/demo", "report-protocol", 1),
-], ids=["identity-w1", "identity-w2", "write-public-w2", "meteor-w1"])
+    ("enhancement/demo-ldct", "input-copy", 1),
+    ("synthesis/demo", "input-copy", 1),
+], ids=["identity-w1", "identity-w2", "write-public-w2", "meteor-w1", "ssim-identity-w1", "refcache-w1"])
 def test_a_neighbours_attack_leaves_the_victims_task(task, attack, workers, amb_data_root, tmp_path):
     """The victim's Task and per-case figures after the attacker in one sweep equal a lone cold run's."""
     alone = _sweep(amb_data_root, tmp_path / "alone", 1, "reference", task, attack, "cold")["reference"]
