@@ -13,10 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from automedbench.agent import Agent
 from automedbench.plugins import registry
-from automedbench.records import AgentTurn, ToolCall
-from automedbench.testing import register_agent
+from automedbench.testing import StepsAgent, register_agent
 
 ATTACKS = {
     # outputs that are the staged input itself (a hard link, refused across mounts) or a copy of it with its
@@ -87,22 +85,13 @@ for case in sorted(os.listdir("/data/public")):
 }
 
 
-class Attacker(Agent):
+class Attacker(StepsAgent):
     """One call running the attack named by $RT40_ATTACK, then a submit."""
 
     name = "rt40-attacker"
 
     def __init__(self) -> None:
-        self.turn = 0
-
-    def next_turn(self, messages):
-        self.turn += 1
-        if self.turn == 1:
-            call = json.dumps({"language": "python", "code": ATTACKS[os.environ["RT40_ATTACK"]]})
-            return AgentTurn("attack", [ToolCall("c1", "execute_code", call)])
-        if self.turn == 2:
-            return AgentTurn("submit", [ToolCall("s", "submit_results", "{}")])
-        return AgentTurn("done", [])
+        super().__init__([["python", ATTACKS[os.environ["RT40_ATTACK"]]]])
 
 
 register_agent(Attacker, registry())  # in the sweep's process and in each spawned worker (which imports this)
