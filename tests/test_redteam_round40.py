@@ -21,10 +21,14 @@ attack held: no change to the victim's Task, nothing to fix this round.
   alone cold and after the attacker (attacker 0.8299 and 0.9675).
 - **A slot's hard-linked inputs** (segmentation/demo, --workers 2): writing, appending, chmod and utime on
   /data/public/* all fail (read-only file system), so the inode every slot shares keeps its bytes; victim 0.8816.
-- **Warm process killed or restarted**: a NIfTI header bomb in every mask scores the attacker 0.0 and the next run
-  is evaluated by a fresh process; its numbers equal a cold one's (0.8816).
+- **The warm process under a parser attack** (a script, not kept): a NIfTI header of 30000^3 voxels in every mask
+  scores the attacker 0.0 and the victim after it 0.8816. Three attackers in a row (5000 folders, a detached
+  `sleep`) then the victim in one process: the harness's open descriptors 9 -> 9, threads 2 -> 2, the victim 0.8816.
 
-Left alone: the model gateway is per run (its own socket, peers checked to be in the run's sandbox); Ray workers
+Left alone: segmentation's CaseCache keys a volume by path, size and mtime only (no inode or change time) and
+keeps the last case into the next request; a path repeats only within a run, staged files share the published
+mtime, and only a re-staging of equal size between two requests of one process could meet it (no agent can cause
+one). The model gateway is per run (its own socket, peers checked to be in the run's sandbox); Ray workers
 were not tried here (no cluster in this round's budget).
 """
 
