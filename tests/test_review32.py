@@ -1,0 +1,100 @@
+"""Review 32 (red team rounds 39 and 40): honest runs the round-39 whole-run facts denied positive evidence.
+
+Each test builds the run's components with the evaluator's own functions (the confusion matrix and kappa of
+classification, the repeat share and agreement beyond chance of VQA) and asks the track, as S5 and the rating do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from automedbench.api import MetricBlock
+
+# a skin-lesion-like class mix (HAM10000's shares of 1000 cases): the commonest class two thirds of the cases
+MIX = {"melanocytic_nevi": 670, "melanoma": 111, "benign_keratosis": 110, "basal_cell_carcinoma": 51,
+       "actinic_keratoses": 33, "vascular_lesions": 14, "dermatofibroma": 11}
+
+
+def _classification_metric(predict, classes: list[str]) -> MetricBlock:
+    """The evaluator's components for one run: `predict(true_class, i)` names the label of the i-th case."""
+    from automedbench_classification.metric import chance_kappa, confusion, one_label_score, scores_from_confusion
+
+    truth = [c for c in classes for _ in range(MIX[c])]
+    predicted = [predict(c, i) for i, c in enumerate(truth)]
+    matrix = confusion(truth, predicted, classes)
+    ba = float(scores_from_confusion(matrix)["balanced_accuracy"])
+    components = {"one_label_score": one_label_score(matrix, "balanced_accuracy"), "chance_kappa": chance_kappa(matrix)}
+    return MetricBlock("balanced_accuracy", ba, ba, components=components)
+
+
+def test_a_weak_classifier_that_spreads_its_labels_keeps_its_evidence(reg):
+    """Right on a quarter of each class, its mistakes spread evenly over the other classes (a class-weighted model's
+    way): balanced accuracy 0.25 against one label's 1/7, Cohen's kappa 0.08, weighted by the commonest class.
+    Before: 'no better than chance', S5 positive 0, F (C by its Task). Now the bar is balanced accuracy's own chance
+    correction (0.125), which the blind label prior (any prior: 1/classes) does not reach."""
+    track, task = reg.task("classification/skin-lesion")
+    classes = list(MIX)
+    rng = np.random.default_rng(0)
+
+    def weak(true: str, i: int) -> str:
+        others = [c for c in classes if c != true]
+        return true if rng.random() < 0.25 else others[int(rng.integers(len(others)))]
+
+    metric = _classification_metric(weak, classes)
+    assert 0.22 < metric.partial < 0.28 and metric.components["chance_kappa"] < 0.1, (metric.partial, metric.components)
+    assert track.no_positive_evidence(task, metric) is None
+
+    # labels drawn blind from the class prior, and from a uniform one: still no evidence
+    shares = np.array([MIX[c] for c in classes], float) / sum(MIX.values())
+    for prior in (shares, np.full(len(classes), 1 / len(classes))):
+        blind = _classification_metric(lambda true, i, p=prior: classes[int(rng.choice(len(classes), p=p))], classes)
+        assert track.no_positive_evidence(task, blind), blind.partial
+
+
+def test_an_accuracy_task_still_asks_cohens_kappa(reg):
+    """Accuracy is no chance correction: on those tasks Cohen's kappa stays the bar (round 39's rule)."""
+    track, task = reg.task("classification/chest-xray-pneumonia")
+    metric = MetricBlock("accuracy", 0.64, 0.64, components={"one_label_score": 0.625, "chance_kappa": 0.05})
+    assert "kappa 0.05" in (track.no_positive_evidence(task, metric) or "")
+
+
+def _vqa_metric(answers: list[str], golds: list[str]) -> MetricBlock:
+    """A yes/no set's components as the VQA evaluator computes them (one polar wording form, no template)."""
+    from automedbench_vqa.chance import agreement_beyond_chance
+    from automedbench_vqa.metric import repeat_share
+
+    pairs = enumerate(zip(answers, golds, strict=True))
+    rows = [{"kind": "closed", "answer_key": a, "gold_key": g, "score": float(a == g), "form": "polar",
+             "question_key": f"is there a finding in image {i}"} for i, (a, g) in pairs]
+    components = {"answer_repeat_share": repeat_share(rows, "answer_key"),
+                  "gold_repeat_share": repeat_share(rows, "gold_key"), **agreement_beyond_chance(rows)}
+    accuracy = sum(r["score"] for r in rows) / len(rows)
+    return MetricBlock("accuracy", accuracy, accuracy, components=components, per_case=rows)
+
+
+def test_a_yes_biased_reader_is_held_at_c_not_denied_evidence(reg):
+    """40 yes/no questions, half 'yes': a reader that says 'yes' to 32 of them (all 20 'yes' and 12 of the 'no')
+    repeats one answer 80% of the time, yet agrees beyond chance (kappa 0.4, 70% right). Before: no positive
+    evidence, F. Now S5 keeps its evidence and the rating cap still holds it at C."""
+    track, task = reg.task("vqa/demo")
+    golds = ["yes"] * 20 + ["no"] * 20
+    biased = ["yes"] * 20 + ["yes"] * 12 + ["no"] * 8
+    metric = _vqa_metric(biased, golds)
+    assert metric.components["chance_kappa"] >= 0.3 and metric.components["answer_repeat_share"] >= 0.8
+    assert track.rating_cap(task, metric)  # the cap's fact stands: held at C
+    assert track.no_positive_evidence(task, metric) is None
+
+    # the blind ones keep none: 'yes' everywhere, and 'yes' with a few random 'no' (kappa ~0)
+    assert track.no_positive_evidence(task, _vqa_metric(["yes"] * 40, golds))
+    rng = np.random.default_rng(1)
+    noisy = ["no" if rng.random() < 0.15 else "yes" for _ in golds]
+    noisy_metric = _vqa_metric(noisy, golds)
+    assert noisy_metric.components["chance_kappa"] < 0.1, noisy_metric.components
+    assert track.no_positive_evidence(task, noisy_metric)
+
+
+def test_repetition_decides_where_kappa_cannot_be_measured(reg):
+    """Fewer than QUESTIONS_MIN informative questions: kappa is None and the repeat share alone denies evidence."""
+    track, task = reg.task("vqa/demo")
+    metric = _vqa_metric(["yes"] * 10, ["yes"] * 5 + ["no"] * 5)
+    assert metric.components["chance_kappa"] is None
+    assert track.no_positive_evidence(task, metric)
