@@ -6,6 +6,8 @@ classification, the repeat share and agreement beyond chance of VQA) and asks th
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from automedbench.api import MetricBlock
 
@@ -98,3 +100,44 @@ def test_repetition_decides_where_kappa_cannot_be_measured(reg):
     metric = _vqa_metric(["yes"] * 10, ["yes"] * 5 + ["no"] * 5)
     assert metric.components["chance_kappa"] is None
     assert track.no_positive_evidence(task, metric)
+
+
+def _grid(meta: dict) -> list[dict]:
+    """Round 39's dense grid of boxes (a smear, placed without looking), at the low score of a detector's tail."""
+    boxes = []
+    for name, s in (("RBC", 40), ("WBC", 70), ("Platelets", 20)):
+        for y in range(0, int(meta["height"] - s) + 1, s // 2):
+            for x in range(0, int(meta["width"] - s) + 1, s // 2):
+                boxes.append({"class": name, "score": 0.01, "x1": x, "y1": y, "x2": x + s, "y2": y + s})
+    return boxes
+
+
+def test_a_perfect_detector_with_a_low_score_tail_keeps_its_evidence(data_root, tmp_path):
+    """The reference's boxes (score 1) plus a low-score grid, as a detector run at a score floor of 0.001 for mAP
+    writes its tail: mAP 1.0, yet its boxes at any score match other images' references about as often as their
+    own (411 vs 320). Before: no positive evidence, rating F. Now its boxes at the operating score (0.5) decide:
+    S5 positive 1, A; the grid alone, at any score, still shows none (round 39's test)."""
+    import shutil
+
+    from automedbench.testing import run_cli
+
+    perfect = tmp_path / "perfect"
+    done = run_cli("evaluate", "--task", "detection/demo", "--baseline", "perfect", "--out", str(perfect),
+                   "--no-pictures", "--data-root", str(data_root))
+    assert done.exit_code == 0, done.output
+    submission = tmp_path / "sub"
+    shutil.copytree(perfect / "submission", submission)
+    for case in sorted(p for p in submission.iterdir() if p.is_dir()):
+        meta = json.loads((data_root / "detection" / "demo" / "public" / case.name / "meta.json").read_text())
+        prediction = json.loads((case / "prediction.json").read_text())
+        prediction["boxes"] += _grid(meta)
+        (case / "prediction.json").write_text(json.dumps(prediction))
+    out = tmp_path / "tail"
+    done = run_cli("evaluate", "--task", "detection/demo", "--submission", str(submission), "--out", str(out),
+                   "--no-pictures", "--data-root", str(data_root))
+    assert done.exit_code in (0, 1), done.output
+    result = json.loads((out / "result.json").read_text())
+    components = json.loads((out / "evaluation.json").read_text())["metric"]["components"]
+    assert components["matched"] < 2 * components["matched_by_chance"] + 1, components  # the any-score count fails
+    items = {i["id"]: i["value"] for s in result["stages"] for i in s["items"]}
+    assert items["s5_positive_evidence"] == 1.0 and result["aggregate"]["rating"] == "A", result["aggregate"]
