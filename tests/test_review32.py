@@ -141,3 +141,27 @@ def test_a_perfect_detector_with_a_low_score_tail_keeps_its_evidence(data_root, 
     assert components["matched"] < 2 * components["matched_by_chance"] + 1, components  # the any-score count fails
     items = {i["id"]: i["value"] for s in result["stages"] for i in s["items"]}
     assert items["s5_positive_evidence"] == 1.0 and result["aggregate"]["rating"] == "A", result["aggregate"]
+
+
+def test_a_warm_mrct_evaluation_scores_the_body_outline_once(data_root):
+    """The body outline's SSIM (round 39's per-case bar) depends on the reference alone, yet every evaluation scored
+    it again beside the submission's: twice the SSIM work of a warm MR->CT evaluation. A kept reference now scores
+    it once; the value is the one the outline itself gets."""
+    from automedbench.testing import run_cli
+    from automedbench_synthesis import refcache
+    from automedbench_synthesis.metric import HU_HI, HU_LO
+
+    done = run_cli("evaluate", "--task", "synthesis/demo-mrct", "--baseline", "perfect", "--data-root", str(data_root))
+    assert done.exit_code == 0, done.output  # staged, and scored with the outline as S5's bar
+    private = data_root / "synthesis" / "demo-mrct" / "private"
+    case = sorted(p.name for p in private.iterdir() if p.is_dir())[0]
+    refcache.clear()
+    ref = refcache.reference(private, case, HU_LO, HU_HI)
+    calls = []
+    scorer = ref.ssim
+    ref.ssim = lambda volume: calls.append(1) or scorer(volume)
+    first = ref.outline_ssim()
+    again = refcache.reference(private, case, HU_LO, HU_HI)
+    assert again is ref and again.outline_ssim() == first and len(calls) == 1
+    outline = np.where(ref.mask > 0, 0.0, -1000.0).astype(np.float32)
+    assert first == float(scorer(outline)["ssim"]) and first < 0.9
