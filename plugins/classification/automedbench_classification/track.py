@@ -40,7 +40,7 @@ class ClassificationTrack(PackagedTrack):
     def positive_evidence(self, task: TaskSpec) -> str:
         return ("a correct label (the prediction equals the reference class) in a case, in a run above one label "
                 f"for every case and agreeing beyond chance (Cohen's kappa >= {KAPPA_MIN}; on balanced accuracy its "
-                "chance-adjusted value, (Task - 1/classes) / (1 - 1/classes) >= {KAPPA_MIN})")
+                f"chance-adjusted value, (Task - 1/classes) / (1 - 1/classes) >= {KAPPA_MIN})")
 
     def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
         """One label everywhere is right on every case of that class, and labels drawn from the prior on as many
