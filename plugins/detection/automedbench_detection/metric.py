@@ -111,7 +111,7 @@ class DetectionEvaluation(TaskEvaluation):
         components.update({f"micro_{k}_at_threshold": v for k, v in at_threshold.items()})
         components.update(self._diagnostics(det, gt, order, sizes))
         components.update(self._hedging(det, gt, n_cls))
-        components.update(self._chance(det, gt, len(order), n_cls, int(np.sum(tp))))
+        components.update(self._chance(det, gt, len(order), n_cls, tp, confident))
         components["unscored_boxes"] = float(sum(p.unscored for p in self.predictions.values()))
         components.update({"gt_boxes": float(len(gt)), "predicted_boxes": float(len(det)),
                            "iou_threshold": self.iou, "score_threshold": self.score_threshold})
@@ -139,21 +139,29 @@ class DetectionEvaluation(TaskEvaluation):
                          "fn_at_threshold": int(truth[k] - tp[k])})
         return rows
 
-    def _matches(self, det: Boxes, gt: Boxes, n_cls: int) -> int:
-        """True positives as the Task counts them (per class, or every box as `task_class`), at any score."""
+    def _matches(self, det: Boxes, gt: Boxes, n_cls: int) -> np.ndarray:
+        """True-positive flags as the Task counts them (per class, or every box as `task_class`), at any score."""
         if self.task_class:
-            return int(np.sum(mean_average_precision(_one_class(det), _one_class(gt), 1, self.iou).tp))
-        return int(np.sum(mean_average_precision(det, gt, n_cls, self.iou).tp))
+            return mean_average_precision(_one_class(det), _one_class(gt), 1, self.iou).tp
+        return mean_average_precision(det, gt, n_cls, self.iou).tp
 
-    def _chance(self, det: Boxes, gt: Boxes, n: int, n_cls: int, matched: int) -> dict[str, float | None]:
+    def _chance(self, det: Boxes, gt: Boxes, n: int, n_cls: int, tp: np.ndarray,
+                confident: np.ndarray) -> dict[str, float | None]:
         """The boxes' true positives (`matched`) beside what the same boxes match against other images' references
         (each case's boxes over the references of the case CHANCE_SHIFTS later, averaged): boxes placed without
-        looking, a dense grid, match both alike (S5's whole-run fact; round 39). None with fewer than two cases."""
+        looking, a dense grid, match both alike (S5's whole-run fact; round 39). The same counts among the boxes
+        at the operating score too: a detector's low-score tail (a score floor of 0.001, as mAP is measured) can
+        match other images as often as its own while its confident boxes do not (review32). None with fewer than
+        two cases."""
+        own = {"matched": float(np.sum(tp)), "matched_at_threshold": float(np.sum(tp & confident))}
         if n < 2 or not len(det):
-            return {"matched": float(matched), "matched_by_chance": None}
+            return own | {"matched_by_chance": None, "matched_at_threshold_by_chance": None}
         shifts = range(1, min(CHANCE_SHIFTS, n - 1) + 1)
-        counts = [self._matches(Boxes((det.image + k) % n, det.cls, det.box, det.score), gt, n_cls) for k in shifts]
-        return {"matched": float(matched), "matched_by_chance": round(float(np.mean(counts)), 4)}
+        flags = [self._matches(Boxes((det.image + k) % n, det.cls, det.box, det.score), gt, n_cls) for k in shifts]
+        chance = [np.sum(f) for f in flags]
+        confident_chance = [np.sum(f & confident) for f in flags]
+        return own | {"matched_by_chance": round(float(np.mean(chance)), 4),
+                      "matched_at_threshold_by_chance": round(float(np.mean(confident_chance)), 4)}
 
     def _hedging(self, det: Boxes, gt: Boxes, n_cls: int) -> dict[str, float]:
         """Class hedging made visible (the Task keeps the paper's uncapped mAP): the share of boxes that
@@ -188,7 +196,8 @@ class DetectionEvaluation(TaskEvaluation):
 
 # components that count boxes or cases: printed as whole numbers (a 0 duplicate reads `0`, not a score's `0.000`)
 COUNTS = ("unscored_boxes", "gt_boxes", "predicted_boxes", "cross_class_duplicates", "diag_normalised_cases",
-          "diag_tp_agnostic", "diag_tp_xy_swapped", "matched")
+          "diag_tp_agnostic", "diag_tp_xy_swapped", "matched",
+          "matched_at_threshold")
 CHANCE_SHIFTS = 3  # other images' references each box set is also matched against (averaged: a steadier chance)
 
 

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-from attrs import define
+from attrs import define, field
 
 from .axialssim import AxialSSIM
 
@@ -86,8 +86,21 @@ class CaseReference:
     target_min: float
     target_max: float
 
+    _outline: float | None = field(default=None, init=False)
+
     def nbytes(self) -> int:
         return self.target.nbytes + (self.mask.nbytes if self.mask is not None else 0) + self.ssim.nbytes()
+
+    def outline_ssim(self) -> float:
+        """SSIM of the body outline (0 HU inside the mask, air outside: MR->CT's constant baseline), S5's per-case
+        bar; it depends on the reference alone, so a kept reference scores it once (review32: it doubled the
+        SSIM work of every warm MR->CT evaluation)."""
+        if self._outline is None:
+            if self.mask is None:
+                raise ValueError("the body outline needs the case's mask (MR->CT)")
+            outline = np.where(self.mask > 0, 0.0, -1000.0).astype(np.float32)
+            self._outline = float(self.ssim(outline)["ssim"])
+        return self._outline
 
 
 _REFERENCES: collections.OrderedDict[tuple[str, ...], CaseReference] = collections.OrderedDict()

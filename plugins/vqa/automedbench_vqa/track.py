@@ -93,12 +93,18 @@ class VQATrack(PackagedTrack):
 
     def positive_evidence(self, task: TaskSpec) -> str:
         return ("a correct answer (score 1: the right letter or yes/no, an exact or judge-equivalent answer) in a run "
-                "that neither repeats one answer nor agrees with the gold no better than the wording explains")
+                "that agrees with the gold beyond what the wording explains (kappa >= 0.1; where too few questions "
+                "measure it, one that does not repeat one answer)")
 
     def no_positive_evidence(self, task: TaskSpec, metric: MetricBlock) -> str | None:
         """The rating cap's facts: one answer repeated, or answers no better than the wording explains, are right
         on the questions whose gold they happen to be, which is no agreement (S5 gave them 1 and the S3 bound let
-        a pilot of them 'pass': round 39)."""
+        a pilot of them 'pass': round 39). Repetition decides only where kappa cannot be measured: a yes-biased
+        reader on a yes/no set repeats 'yes' yet agrees beyond chance (kappa 0.4), a C, not an F (review32)."""
+        from .chance import blind_answers
+
+        if metric.components.get("chance_kappa") is not None and not blind_answers(metric.components):
+            return None
         return self.rating_cap(task, metric)
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
