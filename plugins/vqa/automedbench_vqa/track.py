@@ -105,7 +105,29 @@ class VQATrack(PackagedTrack):
 
         if metric.components.get("chance_kappa") is not None and not blind_answers(metric.components):
             return None
-        return self.rating_cap(task, metric)
+        facts = _answered_facts(metric)
+        if facts is None:
+            return self.rating_cap(task, metric)
+        if facts.get("chance_kappa") is not None and not blind_answers(facts):
+            return None
+        return self.rating_cap(task, MetricBlock(metric.name, metric.strict, metric.partial, components=facts))
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return float(row.get("score") or 0.0) >= 1.0
+
+
+def _answered_facts(metric: MetricBlock) -> dict[str, Any] | None:
+    """The cap's facts over the answered questions alone, when some were left unanswered (None otherwise or for an
+    evaluation without per-question keys). The cap counts a blank as a blind guess that missed, so a reader that
+    answered half the demo's questions, every one right, showed kappa -0.04 and lost its evidence (F; the
+    original's S5 credits any valid result and rates F only below half answered). Over the answered ones a blind
+    reader still agrees no better than chance; fewer answers than kappa needs fall back to the repeat check."""
+    from .chance import UNANSWERED, agreement_beyond_chance
+    from .metric import repeat_share
+
+    rows = [r for r in metric.per_case if isinstance(r, dict) and "answer_key" in r and "gold_key" in r]
+    answered = [r for r in rows if r["answer_key"] != UNANSWERED]
+    if not rows or len(answered) == len(rows) or not answered:
+        return None
+    return {"answer_repeat_share": repeat_share(answered, "answer_key"),
+            "gold_repeat_share": repeat_share(answered, "gold_key"), **agreement_beyond_chance(answered)}
