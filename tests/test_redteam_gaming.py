@@ -47,13 +47,14 @@ def _run(reg, data_root, out, task: str, steps) -> Result:
 def test_question_only_vqa_answers_are_held_below_b(reg, data_root, tmp_path):
     """Answers chosen from the question's wording alone vary between templates (no per-kind repeat cap fires)
     yet reached A on the demo (about 0.5 accuracy: the templates' answer priors). Their agreement with the gold
-    is no more than chance gives within each template (kappa <= 0): held at C."""
+    is no more than chance gives within each template (kappa <= 0): held at C, and since red team round 39 no
+    positive evidence either (the cap's fact decides S5's item too): rated F, with the cap's reason."""
     result = _run(reg, data_root, tmp_path, "vqa/demo", [["python", BLIND_VQA]])
     components = result.task.components
     assert result.task.partial >= 0.25, "the attack no longer reaches the okay band: test it another way"
     assert components["answer_repeat_share"] < 0.8  # the per-kind repeat cap alone does not catch it
     assert components["chance_kappa"] <= 1e-9  # chance within a template explains every right answer
-    assert result.aggregate.rating == "C", result.aggregate.rating_reason
+    assert result.aggregate.rating == "F", result.aggregate.rating_reason
     assert "no better than the question's wording" in result.aggregate.rating_reason
 
 

@@ -55,7 +55,9 @@ WRITE = {
 }
 TRIVIAL = {"classification/demo": ("constant", "majority-class", "label-prior"),
            "vqa/demo": ("constant", "label-prior", "question-prior"),
-           "detection/demo": ("constant", "prior-boxes"),
+           # prior-boxes (the same few boxes in every image) is not held: boxes about as many as the references are
+           # not judged by the own-vs-other-images count, where a perfect detector on aligned anatomy fails it too
+           "detection/demo": ("constant",),
            "synthesis/demo-mrct": ("constant",)}
 
 
