@@ -150,3 +150,16 @@ def test_a_run_pages_evidence_links_are_on_a_phones_screen(two_runs, tmp_path):
         browser.close()
     assert seen["cells"] >= 10, seen
     assert seen["right"] <= seen["width"], seen
+
+
+def test_an_evaluate_folders_page_says_no_judge_graded_it(data_root, tmp_path, monkeypatch):
+    """The page of an `evaluate --out` folder said "judge: version" with nothing after either word (ux29's note):
+    no agent ran, so nothing was judged; it says so."""
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(data_root))
+    kept = tmp_path / "scored"
+    assert run_cli("evaluate", "--task", "toy/vowels", "--baseline", "empty", "--out", str(kept)).exit_code == 0
+    viewed = run_cli("view", str(kept))
+    assert viewed.exit_code == 0, viewed.output
+    page = (kept / "view.html").read_text(encoding="utf-8")
+    note = page[page.index('id="judge-note"'):].split("</p>")[0]
+    assert "judge: none (no agent ran" in note and "version" not in note, note

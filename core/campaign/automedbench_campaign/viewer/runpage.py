@@ -95,8 +95,11 @@ def _stages(data: dict[str, Any], anchors: Anchors) -> str:
                         f'<td>{esc(item.get("rationale"), 2000)}</td>'
                         f'<td class="ev">{", ".join(item_links(item, stage, anchors))}</td></tr>')
     judge = data.get("judge") or {}
-    note = (f'<p class="note" id="judge-note">judge: {esc(judge.get("judge", ""), 80)} version '
-            f'{esc(judge.get("judge_version", ""), 40)}')
+    if judge.get("judge"):
+        note = (f'<p class="note" id="judge-note">judge: {esc(judge.get("judge", ""), 80)} version '
+                f'{esc(judge.get("judge_version", ""), 40)}')
+    else:  # `automedbench evaluate --out`: outputs scored without an agent, so nothing was judged
+        note = '<p class="note" id="judge-note">judge: none (no agent ran: S1–S3 were not graded)'
     note += f' — error: {esc(judge.get("error"), 500)}</p>' if judge.get("error") else "</p>"
     note += _rubric_rules(data)
     return ('<h2 id="stages">Stages and rubric items</h2><div class="scroll"><table class="stages"><tr class="cols">'
