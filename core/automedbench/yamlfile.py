@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
@@ -25,19 +24,18 @@ def read_yaml(path: Path, what: str) -> Any:
     try:
         # O_NONBLOCK: a FIFO or device named by mistake is refused, not waited on.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode  # before fdopen, which refuses a folder with an OSError of its own
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise UserError(f"{what} {path}: a folder, not a file" if stat.S_ISDIR(mode)
+                            else f"{what} {path}: not a regular file; not read")
         with os.fdopen(fd, "rb") as fh:
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                raise IsADirectoryError(errno.EISDIR, "a folder", str(path))
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UserError(f"{what} {path}: not a regular file; not read")
             raw = fh.read(MAX_YAML_BYTES + 1)
         if len(raw) > MAX_YAML_BYTES:
             raise UserError(f"{what} {path}: larger than {MAX_YAML_BYTES // (1024 * 1024)} MB; not read")
         return yaml.load(raw.decode("utf-8"), Loader=LOADER)
     except FileNotFoundError:
         raise UserError(f"{what} {path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{what} {path}: a folder, not a file") from None
     except OSError as exc:
         raise UserError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
