@@ -142,6 +142,13 @@ def repeat_share(rows: list[dict[str, Any]], field: str) -> float:
     return round(sum(max(groups[k].values(), default=0) + blank[k] for k in kinds) / total, 4) if total else 0.0
 
 
+def cap_facts(rows: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The rating cap's facts over `rows`: the per-kind repeat shares of the answers and of the gold, and the
+    agreement beyond chance."""
+    return {"answer_repeat_share": repeat_share(rows, "answer_key"),
+            "gold_repeat_share": repeat_share(rows, "gold_key"), **agreement_beyond_chance(rows)}
+
+
 def repeated_answers(components: dict[str, Any]) -> bool:
     """Most questions get one answer while the gold answers vary: the rating cap's and S5's fact."""
     share, gold = components.get("answer_repeat_share"), components.get("gold_repeat_share")
@@ -192,9 +199,7 @@ def aggregate(name: str, scores: list[Any], case_ids: list[str], staged: StagedD
         "placeholders": float(kinds.count("placeholder")),
     }
     comps |= by_kind
-    comps |= {"answer_repeat_share": repeat_share(rows, "answer_key"),
-              "gold_repeat_share": repeat_share(rows, "gold_key")}
-    comps |= agreement_beyond_chance(rows)
+    comps |= cap_facts(rows)
     if state.judge is not None:
         comps["judge_fallback_count"] = float(sum(bool(r.get("judge_fallback")) for r in rows))
     comps |= by_group

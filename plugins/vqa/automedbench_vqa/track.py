@@ -101,16 +101,13 @@ class VQATrack(PackagedTrack):
         on the questions whose gold they happen to be, which is no agreement (S5 gave them 1 and the S3 bound let
         a pilot of them 'pass': round 39). Repetition decides only where kappa cannot be measured: a yes-biased
         reader on a yes/no set repeats 'yes' yet agrees beyond chance (kappa 0.4), a C, not an F (review32)."""
-        from .chance import blind_answers
-
-        if metric.components.get("chance_kappa") is not None and not blind_answers(metric.components):
+        if _agrees(metric.components):
             return None
         facts = _answered_facts(metric)
         if facts is None:
             return self.rating_cap(task, metric)
-        if facts.get("chance_kappa") is not None and not blind_answers(facts):
-            return None
-        return self.rating_cap(task, MetricBlock(metric.name, metric.strict, metric.partial, components=facts))
+        return None if _agrees(facts) else self.rating_cap(task, MetricBlock(
+            metric.name, metric.strict, metric.partial, components=facts))
 
     def positive_case(self, task: TaskSpec, row: dict[str, Any]) -> bool:
         return float(row.get("score") or 0.0) >= 1.0
@@ -122,12 +119,16 @@ def _answered_facts(metric: MetricBlock) -> dict[str, Any] | None:
     answered half the demo's questions, every one right, showed kappa -0.04 and lost its evidence (F; the
     original's S5 credits any valid result and rates F only below half answered). Over the answered ones a blind
     reader still agrees no better than chance; fewer answers than kappa needs fall back to the repeat check."""
-    from .chance import UNANSWERED, agreement_beyond_chance
-    from .metric import repeat_share
+    from .chance import UNANSWERED
+    from .metric import cap_facts
 
     rows = [r for r in metric.per_case if isinstance(r, dict) and "answer_key" in r and "gold_key" in r]
     answered = [r for r in rows if r["answer_key"] != UNANSWERED]
-    if not rows or len(answered) == len(rows) or not answered:
-        return None
-    return {"answer_repeat_share": repeat_share(answered, "answer_key"),
-            "gold_repeat_share": repeat_share(answered, "gold_key"), **agreement_beyond_chance(answered)}
+    return cap_facts(answered) if answered and len(answered) < len(rows) else None
+
+
+def _agrees(facts: dict[str, Any]) -> bool:
+    """Agreement beyond the wording, measured (kappa over enough questions) and not blind."""
+    from .chance import blind_answers
+
+    return facts.get("chance_kappa") is not None and not blind_answers(facts)
