@@ -180,7 +180,10 @@ def test_evaluator_container_has_no_network_and_mounts_read_only(tmp_path, stage
                               tmp_path / "evaluation.json", backend="docker")
     assert evaluation.present_cases == 0 and evaluation.expected_cases == len(staged.case_ids)
     assert (tmp_path / "evaluation.json").is_file()
-    (kwargs,) = created
+    # a start the engine refuses under load is tried once more on a new container with the same settings
+    from automedbench_docker.sandbox import START_ATTEMPTS
+    assert 1 <= len(created) <= START_ATTEMPTS and all(k == created[0] for k in created)
+    kwargs = created[0]
     assert kwargs["network_mode"] == "none" and kwargs["read_only"] and kwargs["cap_drop"] == ["ALL"]
     writable = [m["Target"] for m in kwargs["mounts"] if not m["ReadOnly"]]
     assert writable == ["/out"]
