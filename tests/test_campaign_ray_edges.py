@@ -162,13 +162,19 @@ def test_the_old_ray_is_refused_before_connecting(fake_ray, tmp_path):
     assert executors.RAY_MIN_VERSION == (2, 60)
 
 
-def test_joining_a_cluster_without_a_token_is_said_once(fake_ray, tmp_path, monkeypatch):
+def test_joining_a_cluster_without_a_token_is_refused_unless_accepted_then_said_once(fake_ray, tmp_path, monkeypatch):
+    """A driver with no token gets in only where the cluster has no token authentication: refused before connecting
+    (polish 6; it was only said, after connecting) unless `allow_no_auth`, then said once."""
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
     for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
         monkeypatch.delenv(name, raising=False)
+    ray = fake_ray()
+    with pytest.raises(UserError, match="--ray-allow-no-auth"):
+        RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log")
+    assert not ray.inited
     fake_ray()
     notes: list[str] = []
-    RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append)
+    RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append, allow_no_auth=True)
     assert len(notes) == 1 and "without a token" in notes[0] and "RAY_AUTH_MODE=token" in notes[0]
     monkeypatch.setenv("RAY_AUTH_TOKEN", "x" * 32)
     fake_ray()

@@ -1,13 +1,17 @@
 """Polish round 6: the items earlier rounds named and left. report_gen/iu-xray staged however many studies a short
-(truncated) download held, silently; ..."""
+(truncated) download held, silently; a sweep joining a Ray cluster with no token (so only a cluster without token
+authentication would let it in) only warned, after connecting, where a local instance without one is refused; ..."""
 
 from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+from automedbench.errors import UserError
 from automedbench.testing import run_cli
 from PIL import Image
 
@@ -44,3 +48,46 @@ def test_iu_xray_refuses_a_short_download_naming_what_is_missing(tmp_path):
     assert "4 file(s) its lists name are missing (iu_xray/images/CXR3_IM-3/1.png, " in line, line
     assert "truncated or partial download" in line
     assert not list(data.rglob("manifest.json"))  # nothing staged
+
+
+NO_TOKEN = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
+
+
+@pytest.mark.parametrize("mode", ["no token anywhere", "RAY_AUTH_MODE=disabled"])
+def test_a_sweep_joining_a_cluster_with_no_token_is_refused_naming_the_option(tmp_path, monkeypatch, mode):
+    """Before: the sweep connected and said "the cluster accepted this driver without a token" (a warning), then ran;
+    a local instance without a token was refused (polish 5). Now one line before any run, as that one."""
+    from test_campaign_ray_edges import FakeRay  # the stand-in `ray` module: nothing of Ray starts or connects
+
+    ray = FakeRay()
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
+    monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
+    for name in NO_TOKEN:
+        monkeypatch.delenv(name, raising=False)
+    if mode != "no token anywhere":
+        monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    out = tmp_path / "sweep"
+    done = run_cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--executor", "ray", "--ray-address",
+                   "127.0.0.2:6379", "--out", str(out))
+    assert done.exit_code == 2, done.output
+    (line,) = done.stderr.strip().splitlines()
+    assert "can join the cluster at 127.0.0.2:6379 only if that cluster runs without token authentication" in line
+    assert line.endswith("or pass --ray-allow-no-auth to accept a cluster without one"), line
+    assert not ray.inited and not (out / "sweep.json").exists()
+
+
+def test_a_sweep_presenting_a_token_to_a_cluster_is_not_refused(tmp_path, monkeypatch):
+    """With a token the cluster checks or not: that cannot be told before connecting, and is not refused."""
+    from automedbench.plugins import registry
+    from automedbench_campaign.sweep import SweepConfig, validate
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "t" * 32)
+    config = SweepConfig.of(["reference"], ["toy/vowels"], ["lite"], executor="ray", ray_address="127.0.0.2:6379",
+                            require_isolation=False)
+    validate(config, registry())
+    monkeypatch.delenv("RAY_AUTH_TOKEN")  # token mode with no token: refused as tokenless
+    with pytest.raises(UserError, match="--ray-allow-no-auth"):
+        validate(config, registry())
