@@ -1,9 +1,11 @@
 """Polish round 6: the items earlier rounds named and left. report_gen/iu-xray staged however many studies a short
 (truncated) download held, silently; a sweep joining a Ray cluster with no token (so only a cluster without token
-authentication would let it in) only warned, after connecting, where a local instance without one is refused; ..."""
+authentication would let it in) only warned, after connecting, where a local instance without one is refused; the
+METADATA header reader read each distribution's whole file, its long description included; ..."""
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import io
 import json
 import sys
@@ -91,3 +93,68 @@ def test_a_sweep_presenting_a_token_to_a_cluster_is_not_refused(tmp_path, monkey
     monkeypatch.delenv("RAY_AUTH_TOKEN")  # token mode with no token: refused as tokenless
     with pytest.raises(UserError, match="--ray-allow-no-auth"):
         validate(config, registry())
+
+
+class _CountingFile:
+    """A metadata file that counts the characters it hands out, read whole (`read_text`) or opened."""
+
+    def __init__(self, text: str, served: list[int]) -> None:
+        self.text, self.served = text, served
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        self.served.append(len(self.text))
+        return self.text
+
+    def open(self, mode: str = "r", encoding: str = "utf-8") -> io.StringIO:
+        served, text = self.served, self.text
+
+        class Counted(io.StringIO):
+            def read(self, size: int | None = -1) -> str:
+                block = super().read(size)
+                served.append(len(block))
+                return block
+
+        return Counted(text)
+
+
+class _Folder:
+    def __init__(self, files: dict[str, str], served: list[int]) -> None:
+        self.files, self.served = files, served
+
+    def joinpath(self, name: str) -> _CountingFile:
+        if name not in self.files:
+            raise FileNotFoundError(name)
+        return _CountingFile(self.files[name], self.served)
+
+
+def test_the_metadata_headers_are_read_without_the_description_after_them():
+    """Before: the whole METADATA file was read (automedbench's is 200 KB of README) to take three header lines."""
+    from automedbench.distheaders import MAX_HEADER_CHARS, header_fields
+
+    served: list[int] = []
+    description = "A long README.\n" * (2_000_000 // 15) + "Requires-Dist: not-a-header\n"
+    metadata = "Metadata-Version: 2.1\nName: amb-big\nVersion: 3.1\nRequires-Dist: numpy\n\n" + description
+    dist = md.PathDistribution(_Folder({"METADATA": metadata}, served))
+    assert header_fields(dist, ("Name", "Version", "Requires-Dist")) == {
+        "Name": ["amb-big"], "Version": ["3.1"], "Requires-Dist": ["numpy"]}
+    assert 0 < sum(served) <= 8192, sum(served)
+    served.clear()  # headers that do not end within the bound: read one block past it, then left to the parser
+    endless = "Name: amb-endless\n" + "Classifier: x\n" * (MAX_HEADER_CHARS // 14 + 10) + "\n" + description
+    assert header_fields(md.PathDistribution(_Folder({"PKG-INFO": endless}, served)), ("Name",)) is None
+    assert MAX_HEADER_CHARS < sum(served) <= MAX_HEADER_CHARS + 8192, sum(served)
+
+
+def test_the_header_reader_agrees_with_the_email_parser_on_every_installed_distribution():
+    """Every distribution installed here: the fields the harness reads (plugins: Name, Version; needs: Requires-Dist)
+    are those `Distribution.metadata` parses, or None (then the callers ask it)."""
+    from automedbench.distheaders import header_fields
+
+    names = ("Name", "Version", "Requires-Dist")
+    checked = 0
+    for dist in md.distributions():
+        fields = header_fields(dist, names)
+        if fields is not None:
+            parsed = dist.metadata
+            assert fields == {name: parsed.get_all(name) or [] for name in names}, dist.metadata["Name"]
+            checked += 1
+    assert checked > 50
