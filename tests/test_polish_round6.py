@@ -1,7 +1,8 @@
 """Polish round 6: the items earlier rounds named and left. report_gen/iu-xray staged however many studies a short
 (truncated) download held, silently; a sweep joining a Ray cluster with no token (so only a cluster without token
 authentication would let it in) only warned, after connecting, where a local instance without one is refused; the
-METADATA header reader read each distribution's whole file, its long description included; ..."""
+METADATA header reader read each distribution's whole file, its long description included; `tasks report_gen/...`
+named the Java runtime METEOR needs only once it was missing. (One way to find libc: tests/test_libc_lookup.py.)"""
 
 from __future__ import annotations
 
@@ -158,3 +159,36 @@ def test_the_header_reader_agrees_with_the_email_parser_on_every_installed_distr
             assert fields == {name: parsed.get_all(name) or [] for name in names}, dist.metadata["Name"]
             checked += 1
     assert checked > 50
+
+
+def test_tasks_lists_what_scoring_needs_present_or_missing(tmp_path, monkeypatch):
+    """Before: `tasks report_gen/...` named the Java runtime only in "ready here: no" once it was missing; a user
+    choosing a machine saw nothing of it on one that had Java. Now listed present (where) or missing, for every
+    track whose tasks need such a program (`Track.scoring_needs`), on the card and under the listing."""
+    import shutil
+
+    java = tmp_path / "bin" / "java"
+    java.parent.mkdir()
+    java.write_text("#!/bin/sh\nexit 0\n")
+    java.chmod(0o755)
+    monkeypatch.setenv("PATH", str(java.parent))
+    card = run_cli("tasks", "report_gen/iu-xray", "--data-root", str(tmp_path / "data"))
+    assert card.exit_code == 0, card.output
+    said = " ".join(card.stdout.split())
+    assert f"needs: a Java runtime (java, for METEOR): present ({java})" in said, said
+    assert "ready here: yes" in said
+    listing = run_cli("tasks", "--data-root", str(tmp_path / "data"))
+    lines = [line for line in listing.stdout.splitlines() if line.startswith("scoring ")]
+    assert lines == [f"scoring report_gen here (a local evaluator) needs: a Java runtime (java, for METEOR): present "
+                     f"({java}) ({len(_track_tasks('report_gen'))} task(s))"], listing.stdout[-2000:]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert shutil.which("java") is None
+    card = " ".join(run_cli("tasks", "report_gen/iu-xray", "--data-root", str(tmp_path / "data")).stdout.split())
+    assert "needs: a Java runtime (java, for METEOR): missing ready here: no: METEOR needs Java" in card, card
+    assert "scoring" not in " ".join(run_cli("tasks", "segmentation/demo", "--data-root", str(tmp_path)).stdout.split())
+
+
+def _track_tasks(name: str) -> list[str]:
+    from automedbench.plugins import registry
+
+    return [task_id for task_id in registry().tasks() if task_id.startswith(f"{name}/")]
