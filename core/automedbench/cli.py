@@ -533,7 +533,7 @@ def tasks(task: str | None, data_root: str | None) -> None:
 
     With TASK (e.g. `automedbench tasks segmentation/demo`): that task's needs in full, its time and turn
     budget, the disk its workspace reserves, what its sandbox imports, network, the programs its scoring runs
-    (present or missing: Java for report_gen's METEOR), whether this machine is ready and where its data is.
+    (present or missing, such as Java for METEOR), whether this machine is ready and where its data is.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
