@@ -129,6 +129,7 @@ def test_token_authentication_refusal_says_what_to_set(fake_ray, tmp_path, monke
     (home / ".ray" / "auth_token").write_text("fake-token-for-the-test\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # Ray sends the file's token to a given address only then
     fake_ray(init_error=ConnectionError("Failed to connect to GCS: UNAUTHENTICATED: Invalid token\n  detail..."))
     with pytest.raises(UserError) as err:
         RayExecutor(address="127.0.0.1:6379", log_path=tmp_path / "ray.log")
@@ -177,6 +178,7 @@ def test_joining_a_cluster_without_a_token_is_refused_unless_accepted_then_said_
     RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append, allow_no_auth=True)
     assert len(notes) == 1 and "without a token" in notes[0] and "RAY_AUTH_MODE=token" in notes[0]
     monkeypatch.setenv("RAY_AUTH_TOKEN", "x" * 32)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
     fake_ray()
     notes.clear()
     RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append)

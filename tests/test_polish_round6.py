@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 from automedbench.errors import UserError
@@ -56,7 +57,11 @@ def test_iu_xray_refuses_a_short_download_naming_what_is_missing(tmp_path):
 NO_TOKEN = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE")
 
 
-@pytest.mark.parametrize("mode", ["no token anywhere", "RAY_AUTH_MODE=disabled"])
+TOKENLESS = {"no token anywhere": "no RAY_AUTH_TOKEN nor ", "RAY_AUTH_MODE=disabled": "RAY_AUTH_MODE=disabled",
+             "a token file, RAY_AUTH_MODE unset": "RAY_AUTH_MODE is not token"}
+
+
+@pytest.mark.parametrize("mode", sorted(TOKENLESS))
 def test_a_sweep_joining_a_cluster_with_no_token_is_refused_naming_the_option(tmp_path, monkeypatch, mode):
     """Before: the sweep connected and said "the cluster accepted this driver without a token" (a warning), then ran;
     a local instance without a token was refused (polish 5). Now one line before any run, as that one."""
@@ -68,14 +73,18 @@ def test_a_sweep_joining_a_cluster_with_no_token_is_refused_naming_the_option(tm
     monkeypatch.setenv("AUTOMEDBENCH_DATA", str(tmp_path / "data"))
     for name in NO_TOKEN:
         monkeypatch.delenv(name, raising=False)
-    if mode != "no token anywhere":
+    if mode == "RAY_AUTH_MODE=disabled":
         monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    if mode.startswith("a token file"):  # Ray sends it to a given address only under RAY_AUTH_MODE=token
+        (tmp_path / ".ray").mkdir()
+        (tmp_path / ".ray" / "auth_token").write_text("t" * 32)
     out = tmp_path / "sweep"
     done = run_cli("sweep", "--agents", "reference", "--tasks", "toy/vowels", "--executor", "ray", "--ray-address",
                    "127.0.0.2:6379", "--out", str(out))
     assert done.exit_code == 2, done.output
     (line,) = done.stderr.strip().splitlines()
-    assert "can join the cluster at 127.0.0.2:6379 only if that cluster runs without token authentication" in line
+    assert f"would join the cluster at 127.0.0.2:6379 presenting no token ({TOKENLESS[mode]}" in line, line
+    assert "which only a cluster without token authentication lets in" in line
     assert line.endswith("or pass --ray-allow-no-auth to accept a cluster without one"), line
     assert not ray.inited and not (out / "sweep.json").exists()
 
@@ -94,6 +103,11 @@ def test_a_sweep_presenting_a_token_to_a_cluster_is_not_refused(tmp_path, monkey
     monkeypatch.delenv("RAY_AUTH_TOKEN")  # token mode with no token: refused as tokenless
     with pytest.raises(UserError, match="--ray-allow-no-auth"):
         validate(config, registry())
+    (tmp_path / ".ray").mkdir()  # a token file with the mode unset: sent to a cluster Ray finds itself ("auto")
+    (tmp_path / ".ray" / "auth_token").write_text("t" * 32)
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    validate(attrs.evolve(config, ray_address="auto"), registry())
+    validate(attrs.evolve(config, ray_allow_no_auth=True), registry())  # accepted: said after connecting
 
 
 class _CountingFile:

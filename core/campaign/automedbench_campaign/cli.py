@@ -37,10 +37,10 @@ def _split(values: tuple[str, ...]) -> list[str]:
                    "inline: this process, one at a time.")
 @click.option("--ray-address", default=None,
               help="Ray cluster address (default: start a local instance). The sweep joins it with the cluster's "
-                   "token (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN, or ~/.ray/auth_token); with none it could join only "
-                   "a cluster without token authentication, so it is refused unless --ray-allow-no-auth. Whether a "
-                   "cluster checks the token it is given cannot be told from here: start every node with "
-                   "RAY_AUTH_MODE=token.")
+                   "token: RAY_AUTH_MODE=token, with RAY_AUTH_TOKEN or ~/.ray/auth_token (Ray sends none to a given "
+                   "address in another mode). With none it could join only a cluster without token authentication, "
+                   "so it is refused unless --ray-allow-no-auth. Whether a cluster checks the token it is given "
+                   "cannot be told from here: start every node with RAY_AUTH_MODE=token.")
 @click.option("--ray-allow-no-auth", is_flag=True,
               help="Accept Ray without token authentication: a local instance started under RAY_AUTH_MODE=disabled, "
                    "or a --ray-address cluster joined with no token (a process that reaches it, a sandboxed agent's "

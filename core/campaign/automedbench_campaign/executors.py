@@ -266,11 +266,19 @@ def no_auth_refusal() -> str:
             f"code as you, outside any sandbox; unset RAY_AUTH_MODE, or pass {NO_AUTH_OPTION} to accept that")
 
 
-def driver_has_token() -> bool:
-    """Whether this process presents a Ray auth token (environment, token path, or the default file)."""
-    if auth_disabled():
-        return False
-    return bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file()
+def tokenless_why(address: str | None) -> str:
+    """Why this process would join the cluster at `address` presenting no Ray auth token, or "" when it presents one.
+
+    Ray (2.6x) sends a token only in token mode: RAY_AUTH_MODE=token, or, with the mode unset, a token it finds
+    (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) for a cluster it finds itself (no address, "auto");
+    never for an address given with the mode unset."""
+    mode = os.environ.get("RAY_AUTH_MODE", "").lower()
+    if mode == "disabled":
+        return "RAY_AUTH_MODE=disabled"
+    if bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file():
+        found = mode == "token" or not address or address.strip().lower() == "auto"
+        return "" if found else "RAY_AUTH_MODE is not token: Ray sends its token to a given address only then"
+    return f"no RAY_AUTH_TOKEN nor {auth_token_file()}"
 
 
 def no_auth_problem(address: str | None) -> str:
@@ -281,13 +289,14 @@ def no_auth_problem(address: str | None) -> str:
     a token presented, whether the cluster checks it cannot be told from here: that is the cluster's own setting."""
     if starts_local(address):
         return no_auth_refusal() if auth_disabled() else ""
-    if driver_has_token():
+    why = tokenless_why(address)
+    if not why:
         return ""
-    return (f"ray: this sweep presents no token (RAY_AUTH_MODE=disabled, or no RAY_AUTH_TOKEN nor "
-            f"{auth_token_file()}), so it can join the cluster at {address} only if that cluster runs without token "
-            "authentication, where any process that reaches its head, a network-enabled sandbox's too, could join it "
-            "as a node and run code as you; give the sweep the head's token (RAY_AUTH_MODE=token and "
-            f"RAY_AUTH_TOKEN=<the head's token>), or pass {NO_AUTH_OPTION} to accept a cluster without one")
+    return (f"ray: this sweep would join the cluster at {address} presenting no token ({why}), which only a cluster "
+            "without token authentication lets in, where any process that reaches its head, a network-enabled "
+            "sandbox's too, could join it as a node and run code as you; give the sweep the head's token "
+            f"(RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<the head's token>), or pass {NO_AUTH_OPTION} to accept a "
+            "cluster without one")
 
 
 def ray_init_problem(exc: BaseException, address: str | None, log: str = "") -> str:
@@ -344,7 +353,7 @@ class RayExecutor(Executor):
                 raise UserError(ray_init_problem(exc, address, self._log_tail())) from None
             if log_path is not None:
                 self._route_loggers()
-            if not starts_local(address) and not driver_has_token():  # accepted by the user: we got in tokenless
+            if not starts_local(address) and tokenless_why(address):  # accepted by the user: we got in tokenless
                 self.notify(f"ray: the cluster at {address} accepted this driver without a token ({NO_AUTH_OPTION}): "
                             "any process that reaches its head (a network-enabled sandbox too) could join it; start "
                             "every node with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
