@@ -129,6 +129,7 @@ def test_token_authentication_refusal_says_what_to_set(fake_ray, tmp_path, monke
     (home / ".ray" / "auth_token").write_text("fake-token-for-the-test\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # Ray sends the file's token to a given address only then
     fake_ray(init_error=ConnectionError("Failed to connect to GCS: UNAUTHENTICATED: Invalid token\n  detail..."))
     with pytest.raises(UserError) as err:
         RayExecutor(address="127.0.0.1:6379", log_path=tmp_path / "ray.log")
@@ -162,15 +163,22 @@ def test_the_old_ray_is_refused_before_connecting(fake_ray, tmp_path):
     assert executors.RAY_MIN_VERSION == (2, 60)
 
 
-def test_joining_a_cluster_without_a_token_is_said_once(fake_ray, tmp_path, monkeypatch):
+def test_joining_a_cluster_without_a_token_is_refused_unless_accepted_then_said_once(fake_ray, tmp_path, monkeypatch):
+    """A driver with no token gets in only where the cluster has no token authentication: refused before connecting
+    (polish 6; it was only said, after connecting) unless `allow_no_auth`, then said once."""
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ray/auth_token
     for name in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"):
         monkeypatch.delenv(name, raising=False)
+    ray = fake_ray()
+    with pytest.raises(UserError, match="--ray-allow-no-auth"):
+        RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log")
+    assert not ray.inited
     fake_ray()
     notes: list[str] = []
-    RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append)
+    RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append, allow_no_auth=True)
     assert len(notes) == 1 and "without a token" in notes[0] and "RAY_AUTH_MODE=token" in notes[0]
     monkeypatch.setenv("RAY_AUTH_TOKEN", "x" * 32)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
     fake_ray()
     notes.clear()
     RayExecutor(address="127.0.0.2:6379", log_path=tmp_path / "ray.log", notify=notes.append)

@@ -506,6 +506,21 @@ def not_ready_lines(checked: dict[str, tuple[bool, str]]) -> list[tuple[str, str
     return [(ids[0], why, ids[1:]) for (_, why), ids in sorted(groups.items())]
 
 
+def scoring_lines(found: dict) -> list[str]:
+    """One line per track and set of programs its tasks' scoring runs (`Track.scoring_needs`), present or missing:
+    a track whose scoring needed Java said so only while Java was missing."""
+    from .taskcard import scoring_needs_said
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for task_id, (track, spec) in sorted(found.items()):
+        said = scoring_needs_said(track.scoring_needs(spec))
+        if said:
+            groups.setdefault((track.name, said), []).append(task_id)
+    return [f"scoring {name} here (a local evaluator) needs: {said} ({len(ids)} task(s)"
+            + (f": {', '.join(ids)})" if len(ids) < len([t for t in found if t.startswith(name + "/")]) else ")")
+            for (name, said), ids in sorted(groups.items())]
+
+
 @main.command()
 @click.argument("task", required=False)
 @click.option("--data-root", type=click.Path(file_okay=False), default=None,
@@ -517,8 +532,8 @@ def tasks(task: str | None, data_root: str | None) -> None:
     tasks that are not ready and the tracks not installed.
 
     With TASK (e.g. `automedbench tasks segmentation/demo`): that task's needs in full, its time and turn
-    budget, the disk its workspace reserves, what its sandbox imports, network, whether this machine is ready
-    and where its data is.
+    budget, the disk its workspace reserves, what its sandbox imports, network, the programs its scoring runs
+    (present or missing, such as Java for METEOR), whether this machine is ready and where its data is.
 
     "Public labels: yes, online" marks a task whose labelled source anyone can fetch while its runs have
     network access: an agent could look the answers up (leaderboards can set such runs apart)."""
@@ -544,6 +559,8 @@ def tasks(task: str | None, data_root: str | None) -> None:
                          + (f"; not staged: {unstaged} dataset task(s), each staged once from its download before "
                             "it runs: automedbench stage TASK --from PATH" if unstaged else "")
                          + "; a demo stages itself on its first run"), soft_wrap=True)
+    for line in scoring_lines(found):
+        console.print(escape(line), soft_wrap=True)
     for first, why, rest in not_ready_lines(checked):
         console.print(f"not ready: {first}: {escape(why)}" + (f"; the same for {', '.join(rest)}" if rest else ""),
                       soft_wrap=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 
 
@@ -16,7 +15,9 @@ def libc() -> ctypes.CDLL | None:
             return own
     except OSError:
         pass
-    name = ctypes.util.find_library("c")
+    from ctypes import util  # only here: it imports shutil and subprocess, ~10 ms each plain call's plainns spent
+
+    name = util.find_library("c")
     if name is None:
         return None
     try:

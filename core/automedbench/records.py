@@ -81,6 +81,20 @@ class SandboxNeeds:
 
 
 @define(frozen=True)
+class ScoringNeed:
+    """A program a task's metric runs in a local evaluator beyond Python (Java for METEOR), and whether this machine
+    has it: `automedbench tasks TASK` lists each, present or missing, for a user choosing a machine; a missing one is
+    the track's `scoring_gap`.
+
+    `what` names it and what it is for; `found` is where it is here (a path), "" when missing; `gap` is the one line
+    saying why the metric cannot run without it, naming the fix."""
+
+    what: str
+    found: str
+    gap: str
+
+
+@define(frozen=True)
 class TaskSpec:
     """One task as its data file declares it. Missing fields are errors, never silent defaults."""
 

@@ -1,5 +1,6 @@
 """`automedbench tasks TASK`: one task's needs in full before a run, its budget (time, turns, per call), the disk its
-workspace reserves, what its sandbox must import, network, whether this machine is ready and where its data is.
+workspace reserves, what its sandbox must import, network, the programs its scoring runs (present or missing),
+whether this machine is ready and where its data is.
 The listing's narrow columns held none of the budget or disk, and cut the rest."""
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from typing import Any
 
 from . import staging
 from .needs import install_line, ready_here
-from .records import TaskSpec
+from .records import ScoringNeed, TaskSpec
+
+
+def scoring_needs_said(needs: tuple[ScoringNeed, ...], said: str = "") -> str:
+    """Each program a task's scoring runs, present (where) or missing (with its fix, unless `said` already holds it:
+    the card's "ready here" line names the first missing one's)."""
+    return "; ".join(f"{need.what}: " + (f"present ({need.found})" if need.found else
+                                         "missing" if need.gap == said else f"missing ({need.gap})") for need in needs)
 
 
 def task_card(track: Any, spec: TaskSpec, distribution: str, data_root: Path) -> list[str]:
@@ -26,6 +34,7 @@ def task_card(track: Any, spec: TaskSpec, distribution: str, data_root: Path) ->
         data = "generated and staged on its first run (no download)"
     else:
         data = staging.unstaged(spec, data_root)
+    scoring = scoring_needs_said(track.scoring_needs(spec), why)
     return [
         f"{spec.id}: {spec.title}",
         f"  cases {spec.case_count}; tiers {', '.join(spec.tiers)}; metric: {spec.metric}",
@@ -35,6 +44,7 @@ def task_card(track: Any, spec: TaskSpec, distribution: str, data_root: Path) ->
         f"  sandbox: imports {modules}; model weights: {'needed' if needs.weights else 'none'}; network: "
         + ("yes (its labelled source is public online)" if spec.network and spec.public_source
            else "yes" if spec.network else "none"),
+        *([f"  scoring here (a local evaluator; the docker one brings its own) needs: {scoring}"] if scoring else []),
         f"  ready here: {'yes' if ready else 'no: ' + why}",
         f"  data: {data}",
     ]

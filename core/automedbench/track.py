@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from attrs import Factory, define, field
 
-from .records import CaseVerdict, GradeRequest, MetricBlock, RatingThresholds, Rubric, SandboxNeeds, TaskSpec
+from .records import (
+    CaseVerdict,
+    GradeRequest,
+    MetricBlock,
+    RatingThresholds,
+    Rubric,
+    SandboxNeeds,
+    ScoringNeed,
+    TaskSpec,
+)
 
 if TYPE_CHECKING:
     from .pictures import CasePicture
@@ -246,12 +255,19 @@ class Track(ABC):
         refuses a sandbox without it in one line, `validate-task` checks it, `automedbench tasks` shows it."""
         return task.needs
 
+    def scoring_needs(self, task: TaskSpec) -> tuple[ScoringNeed, ...]:
+        """The programs `task`'s metric runs in a local evaluator process beyond Python (Java for METEOR), each with
+        whether this machine has it: `automedbench tasks TASK` lists them present or missing (a user choosing a
+        machine sees what scoring needs before it is missing); none by default."""
+        return ()
+
     def scoring_gap(self, task: TaskSpec) -> str | None:
         """What this machine lacks to score `task` in a local evaluator process (a program its metric runs, such
         as Java for METEOR), as one line naming the fix; None when it has it all. `run`, `sweep` and `evaluate`
         refuse before the agent starts (a run scored without it would rate F through no fault of the agent;
-        the docker evaluator brings its own), and `automedbench tasks` shows it in the Ready column."""
-        return None
+        the docker evaluator brings its own), and `automedbench tasks` shows it in the Ready column. By default
+        the first missing one of `scoring_needs`."""
+        return next((need.gap for need in self.scoring_needs(task) if not need.found), None)
 
     def write_baseline(self, task: TaskSpec, name: str, staged: StagedData, dest: Path) -> None:
         raise NotImplementedError(f"track {self.name} has no baseline {name!r}")

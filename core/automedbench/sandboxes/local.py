@@ -76,12 +76,12 @@ def _session_keyring_joiner():
     it could not; None if unknown."""
     import ctypes
 
+    from ..libc import libc
+
     number = _keyctl_number()
-    if not number:
-        return None
-    try:
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
+    found = libc() if number else None
+    syscall = getattr(found, "syscall", None)
+    if syscall is None:
         return None
     return lambda: "" if syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0 else os.strerror(ctypes.get_errno())
 

@@ -35,7 +35,8 @@ agent's code runs:
 
 Run as `python -I -S plainns.py SPEC -- COMMAND...` inside `unshare`; SPEC is JSON: {"workspace", "hide": [...],
 "shm_mb", "seccomp", "keyctl" (the keyctl call's number: a fresh session keyring is joined first, or the call is
-refused: `KEYRING_REFUSED`)}. It imports only the standard library (the harness package is not on its path).
+refused: `KEYRING_REFUSED`)}. It imports only the standard library (the harness package is not on its path) and
+the harness's `libc.py` by its file (itself standard library only), so the C library is found one way everywhere.
 Where this cannot be done (no unshare, no root and no user namespaces), `local-plain` is refused with one line.
 """
 
@@ -44,6 +45,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import functools
+import importlib.util
 import json
 import os
 import stat
@@ -86,7 +89,6 @@ SKIP_RO = ("/proc", "/dev/pts", "/dev/shm")
 RUN = "/run"
 ENGINE_DIRS = ("docker", "containerd", "podman", "crio", "buildkit", "ray")  # shown empty under RUN
 
-_libc = ctypes.CDLL(None, use_errno=True)
 KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
@@ -103,6 +105,26 @@ class Refused(RuntimeError):
     """The namespace could not be made as required: the call must not run."""
 
 
+@functools.cache
+def _c() -> ctypes.CDLL:
+    """The C library as `automedbench.libc` finds it: imported from the package, or loaded from its file when this
+    runs as a script (`python -I -S`, the package not on the path); refused where none is found."""
+    if __package__:
+        from ..libc import libc
+    else:
+        where = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "libc.py")
+        spec = importlib.util.spec_from_file_location("automedbench_libc", where)
+        if spec is None or spec.loader is None:
+            raise Refused(f"cannot load {where}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        libc = module.libc
+    found = libc()
+    if found is None:
+        raise Refused("no C library found (mount, prctl and syscall are needed)")
+    return found
+
+
 class KeyringRefused(Refused):
     """No fresh session keyring could be joined (EDQUOT: the user's key quota, which an earlier call of an agent may
     have filled): run on, the call would keep the harness's keyring and every key it links."""
@@ -113,7 +135,7 @@ def _enc(text: str | None) -> bytes | None:
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    if _libc.mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)) != 0:
+    if _c().mount(_enc(source), _enc(target), _enc(fstype), ctypes.c_ulong(flags), _enc(data)) != 0:
         err = ctypes.get_errno()
         raise Refused(f"mount {target}: {os.strerror(err)}")
 
@@ -304,15 +326,15 @@ def _drop_capabilities() -> None:
     import platform
 
     for cap in DROPPED_CAPS:
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
+        if _c().prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: unknown here
             raise Refused(f"cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}")
-    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _c().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     machine = platform.machine()
     if machine not in SYS_CAPGET:
         raise Refused(f"no capset call known for {machine}")
     header = (ctypes.c_uint32 * 2)(LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()
-    if _libc.syscall(SYS_CAPGET[machine], header, data) != 0:
+    if _c().syscall(SYS_CAPGET[machine], header, data) != 0:
         raise Refused(f"capget: {os.strerror(ctypes.get_errno())}")
     mask = [0, 0]
     for cap in DROPPED_CAPS:
@@ -320,7 +342,7 @@ def _drop_capabilities() -> None:
     for word in range(2):  # data[word] = {effective, permitted, inheritable}
         for field in range(3):
             data[word * 3 + field] &= ~mask[word] & 0xFFFFFFFF
-    if _libc.syscall(SYS_CAPSET[machine], header, data) != 0:
+    if _c().syscall(SYS_CAPSET[machine], header, data) != 0:
         raise Refused(f"capset: {os.strerror(ctypes.get_errno())}")
 
 
@@ -334,18 +356,19 @@ def _load_filter(program: bytes) -> None:
         raise Refused("a seccomp program is a non-empty array of 8-byte instructions")
     code = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.addressof(code))
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
+    if _c().prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0),
                    ctypes.c_ulong(0)) != 0:
         raise Refused(f"no_new_privs: {os.strerror(ctypes.get_errno())}")
-    if _libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ctypes.c_ulong(0),
+    if _c().prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.byref(fprog), ctypes.c_ulong(0),
                    ctypes.c_ulong(0)) != 0:
         raise Refused(f"seccomp filter: {os.strerror(ctypes.get_errno())}")
 
 
 def enter(spec: dict) -> None:
     """Make this (new) mount namespace what a plain call may see, then drop what could undo it."""
+    _c()  # found (its file read) before any mount covers anything
     # a fresh, empty session keyring: the harness's (and the keys it links) stays behind
-    if spec.get("keyctl") and _libc.syscall(int(spec["keyctl"]), KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+    if spec.get("keyctl") and _c().syscall(int(spec["keyctl"]), KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         raise KeyringRefused(os.strerror(ctypes.get_errno()))
     here = os.getcwd()  # the call's working folder (the workspace), entered again once its mount exists
     workspace = os.path.realpath(spec["workspace"])

@@ -35,10 +35,16 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.option("--executor", type=click.Choice(["local", "ray", "inline"]), default="local", show_default=True,
               help="local: process pool; ray: one Ray task per run (--ray-address to join a cluster); "
                    "inline: this process, one at a time.")
-@click.option("--ray-address", default=None, help="Ray cluster address (default: start a local instance).")
+@click.option("--ray-address", default=None,
+              help="Ray cluster address (default: start a local instance). The sweep joins it with the cluster's "
+                   "token: RAY_AUTH_MODE=token, with RAY_AUTH_TOKEN or ~/.ray/auth_token (Ray sends none to a given "
+                   "address in another mode). With none it could join only a cluster without token authentication, "
+                   "so it is refused unless --ray-allow-no-auth. Whether a cluster checks the token it is given "
+                   "cannot be told from here: start every node with RAY_AUTH_MODE=token.")
 @click.option("--ray-allow-no-auth", is_flag=True,
-              help="Start the local Ray instance even under RAY_AUTH_MODE=disabled (no token: a process that reaches "
-                   "this host, a sandboxed agent's too, could join it); refused without this flag.")
+              help="Accept Ray without token authentication: a local instance started under RAY_AUTH_MODE=disabled, "
+                   "or a --ray-address cluster joined with no token (a process that reaches it, a sandboxed agent's "
+                   "too, could join it as a node); refused without this flag.")
 @click.option("--cpus-per-run", type=click.FloatRange(0), default=1.0, show_default=True,
               help="CPUs Ray reserves per run (a task's params.resources overrides).")
 @click.option("--gpus-per-run", type=click.FloatRange(0), default=0.0, show_default=True,

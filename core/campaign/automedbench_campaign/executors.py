@@ -266,11 +266,37 @@ def no_auth_refusal() -> str:
             f"code as you, outside any sandbox; unset RAY_AUTH_MODE, or pass {NO_AUTH_OPTION} to accept that")
 
 
-def driver_has_token() -> bool:
-    """Whether this process presents a Ray auth token (environment, token path, or the default file)."""
-    if auth_disabled():
-        return False
-    return bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file()
+def tokenless_why(address: str | None) -> str:
+    """Why this process would join the cluster at `address` presenting no Ray auth token, or "" when it presents one.
+
+    Ray (2.6x) sends a token only in token mode: RAY_AUTH_MODE=token, or, with the mode unset, a token it finds
+    (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) for a cluster it finds itself (no address, "auto");
+    never for an address given with the mode unset."""
+    mode = os.environ.get("RAY_AUTH_MODE", "").lower()
+    if mode == "disabled":
+        return "RAY_AUTH_MODE=disabled"
+    if bool(os.environ.get("RAY_AUTH_TOKEN")) or auth_token_file().is_file():
+        found = mode == "token" or not address or address.strip().lower() == "auto"
+        return "" if found else "RAY_AUTH_MODE is not token: Ray sends its token to a given address only then"
+    return f"no RAY_AUTH_TOKEN nor {auth_token_file()}"
+
+
+def no_auth_problem(address: str | None) -> str:
+    """The one line refusing Ray without token authentication, or "" when none is to be refused.
+
+    Told before connecting: a local instance started under RAY_AUTH_MODE=disabled has no token, and a cluster that
+    lets in a driver presenting none has no token authentication (one that has it refuses the driver anyway). With
+    a token presented, whether the cluster checks it cannot be told from here: that is the cluster's own setting."""
+    if starts_local(address):
+        return no_auth_refusal() if auth_disabled() else ""
+    why = tokenless_why(address)
+    if not why:
+        return ""
+    return (f"ray: this sweep would join the cluster at {address} presenting no token ({why}), which only a cluster "
+            "without token authentication lets in, where any process that reaches its head, a network-enabled "
+            "sandbox's too, could join it as a node and run code as you; give the sweep the head's token "
+            f"(RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<the head's token>), or pass {NO_AUTH_OPTION} to accept a "
+            "cluster without one")
 
 
 def ray_init_problem(exc: BaseException, address: str | None, log: str = "") -> str:
@@ -316,8 +342,9 @@ class RayExecutor(Executor):
         self._lock = threading.Lock()
         check_ray_version(getattr(ray, "__version__", "0"))
         if not ray.is_initialized():
-            if starts_local(address) and auth_disabled() and not allow_no_auth:  # refused before Ray starts
-                raise UserError(no_auth_refusal())
+            refusal = "" if allow_no_auth else no_auth_problem(address)
+            if refusal:  # refused before Ray starts or connects
+                raise UserError(refusal)
             routed = log_path is not None and self._route_output(log_path)
             try:
                 with self._stderr_to_log():  # Ray's C++ core retries a refused connection loudly on fd 2
@@ -326,10 +353,10 @@ class RayExecutor(Executor):
                 raise UserError(ray_init_problem(exc, address, self._log_tail())) from None
             if log_path is not None:
                 self._route_loggers()
-            if not starts_local(address) and not driver_has_token():  # we got in without a token: so could anyone
-                self.notify(f"ray: the cluster at {address} accepted this driver without a token: any process "
-                            "that reaches its head (a network-enabled sandbox too) could join it; start every node "
-                            "with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
+            if not starts_local(address) and tokenless_why(address):  # accepted by the user: we got in tokenless
+                self.notify(f"ray: the cluster at {address} accepted this driver without a token ({NO_AUTH_OPTION}): "
+                            "any process that reaches its head (a network-enabled sandbox too) could join it; start "
+                            "every node with RAY_AUTH_MODE=token and one RAY_AUTH_TOKEN")
             elif starts_local(address) and auth_disabled():  # accepted by the user (allow_no_auth): said once
                 self.notify("ray: the local instance runs without token authentication (RAY_AUTH_MODE=disabled, "
                             f"accepted by {NO_AUTH_OPTION}): a local-plain call, or a network-enabled sandbox that "

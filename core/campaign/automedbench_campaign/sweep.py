@@ -35,7 +35,7 @@ from automedbench.engine import (
     task_dir,
 )
 
-from .executors import OUT_MARKER, Executor, auth_disabled, make_executor, no_auth_refusal, starts_local
+from .executors import OUT_MARKER, Executor, make_executor, no_auth_problem
 from .slots import slot_root
 from .store import FINISHED, RESULT, read_summary
 
@@ -92,7 +92,7 @@ class SweepConfig:
     cpus_per_run: float = 1.0  # what Ray reserves per run (a task's params.resources overrides)
     gpus_per_run: float = 0.0  # Ray's reservation; the devices a run's sandbox sees are `run.gpus`
     ray_address: str | None = None
-    ray_allow_no_auth: bool = False  # a local Ray instance under RAY_AUTH_MODE=disabled, accepted by the user
+    ray_allow_no_auth: bool = False  # Ray without token authentication (a local instance or a cluster), accepted
     run: RunOptions = Factory(run_template)
 
     @classmethod
@@ -151,9 +151,9 @@ def validate(config: SweepConfig, registry: Any) -> None:
         raise UserError("a sweep needs at least one agent, one task and one tier")
     if config.repeats < 1 or config.workers < 1 or config.retries < 0:
         raise UserError("--repeats and --workers must be >= 1 and --retries >= 0")
-    if config.executor == "ray" and starts_local(config.ray_address) and auth_disabled() \
-            and not config.ray_allow_no_auth:
-        raise UserError(no_auth_refusal())  # before any run or manifest: as the executor itself would refuse
+    refusal = no_auth_problem(config.ray_address) if config.executor == "ray" and not config.ray_allow_no_auth else ""
+    if refusal:
+        raise UserError(refusal)  # before any run or manifest: as the executor itself would refuse
     for agent in config.agents:  # every agent gets the same --agent-option: each must take them all
         try:
             check_options(registry.get("agent", agent), config.run.agent_options)

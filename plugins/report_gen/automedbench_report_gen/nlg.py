@@ -11,11 +11,14 @@ import atexit
 import contextlib
 import io
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
 from .text import mlrg_preprocess
+
+if TYPE_CHECKING:
+    from automedbench.api import ScoringNeed
 
 
 class JavaMissing(RuntimeError):
@@ -94,12 +97,19 @@ def _close_meteor() -> None:
 atexit.register(_close_meteor)
 
 
+def java_need() -> ScoringNeed:
+    """METEOR's Java runtime: where `java` is on PATH ("" when it is not), and the fix when it is not."""
+    from automedbench.api import ScoringNeed
+
+    return ScoringNeed("a Java runtime (java, for METEOR)", shutil.which("java") or "",
+                       "METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
+                       "or install a headless JRE (apt-get install default-jre-headless)")
+
+
 def java_missing() -> str | None:
     """Why METEOR cannot run here (no `java` on PATH), naming the fix; None when it can."""
-    if shutil.which("java") is None:
-        return ("METEOR needs Java (java not on PATH): run plugins/report_gen/setup.sh "
-                "or install a headless JRE (apt-get install default-jre-headless)")
-    return None
+    need = java_need()
+    return None if need.found else need.gap
 
 
 def meteor(references: list[str], hypotheses: list[str]) -> tuple[float, list[float]]:

@@ -11,6 +11,7 @@ from automedbench.api import (
     PackagedTrack,
     RatingThresholds,
     Rubric,
+    ScoringNeed,
     ScriptedSolution,
     StagedData,
     TaskEvaluation,
@@ -38,11 +39,11 @@ class ReportTrack(PackagedTrack):
         present, reasons = contract.check_report_file(submitted / contract.REPORT_FILE, task)
         return CaseVerdict(case_id, present, present and not reasons, reasons)
 
-    def scoring_gap(self, task: TaskSpec) -> str | None:
+    def scoring_needs(self, task: TaskSpec) -> tuple[ScoringNeed, ...]:
         """Every task's Task holds METEOR, whose jar needs a Java runtime in the evaluator."""
-        from .nlg import java_missing
+        from .nlg import java_need
 
-        return java_missing()
+        return (java_need(),)
 
     def evaluation_options(self) -> dict[str, str]:
         return {"clinical_backend": "rules (default, offline: Task is 'mlrg-offline') or models (the real CheXbert "

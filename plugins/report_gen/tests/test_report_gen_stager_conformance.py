@@ -30,4 +30,5 @@ FIXTURES = [
 
 @pytest.mark.parametrize(("task_id", "write", "params"), sampled(FIXTURES, keep=3))
 def test_stager_conformance(tmp_path, task_id, write, params):
-    assert_stager_conforms(task_id, write(tmp_path / "download"), tmp_path / "work", params=params)
+    # 9 studies of the fixture's 12: a download with fewer usable ones is refused as short
+    assert_stager_conforms(task_id, write(tmp_path / "download"), tmp_path / "work", case_count=9, params=params)

@@ -102,10 +102,12 @@ def make_pathcap(root: Path, images: int) -> None:
     put(root / "captions.json", json.dumps(pairs))
 
 
-def stage(task_id: str, source: Path, dest: Path, **params):
+def stage(task_id: str, source: Path, dest: Path, case_count: int = 1, **params):
+    """The task staged from a small fixture: `case_count` (1 unless given) is the least it must yield without a
+    sample (a short download's refusal is tested in tests/test_polish_round6.py)."""
     track = ReportTrack()
     task = next(t for t in track.tasks() if t.id == task_id)
-    task = attrs.evolve(task, params={**task.params, **params})
+    task = attrs.evolve(task, case_count=case_count, params={**task.params, **params})
     return track.stage(task, dest, source)
 
 

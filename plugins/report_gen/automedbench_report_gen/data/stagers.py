@@ -6,6 +6,10 @@ sorted order is not the split file's, the table's or the folders'); the source i
 `private/<case>/facts.json` only. Each image is decoded and written again as PNG (the same pixels, none of
 the source's bytes or metadata: no published file matches the download's by hash).
 
+A download holding fewer usable studies than the task stages (its `params.sample`, else `case_count`: R2Gen's
+IU X-ray test split is 590) is refused in one line naming what the download lacks (a truncated or partial
+extraction), as every release stager refuses one; nothing is staged.
+
 What each stager reads (one line if it is not there):
 - MIMIC-CXR-JPG: `files/pXX/pXXXXXXXX/sXXXXXXXX/*.jpg`, `mimic-cxr-2.0.0-split.csv[.gz]`, and the report
   text files `files/pXX/pXXXXXXXX/sXXXXXXXX.txt` (from mimic-cxr-reports.zip, under the same root or `reports/`).
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,21 +50,29 @@ from .layout import finish, write_study
 MAX_IMAGE_BYTES = 64 << 20
 MAX_TABLE_BYTES = 2 << 30
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+SHOWN_MISSING = 3  # missing files named in the refusal of a short download
+
+Study = tuple[str, list[Path], str]
+# a reader: (download, task params, where it lists what a study it found lacks) -> (source id, images, reference)
+Reader = Callable[[Path, dict[str, Any], list[str]], Iterator[Study]]
 
 
 def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     kind = str(task.params.get("source_kind", ""))
-    readers = {"mimic_cxr": mimic_cxr, "iu_xray": iu_xray, "chexpert_plus": chexpert_plus, "pathcap": pathcap}
+    readers: dict[str, Reader] = {"mimic_cxr": mimic_cxr, "iu_xray": iu_xray, "chexpert_plus": chexpert_plus,
+                                  "pathcap": pathcap}
     if kind not in readers:
         raise UserError(f"{task.id}: unknown source_kind {kind!r} in the task file")
     if not source.is_dir():
         raise UserError(f"{source} is not a folder")
     # the reference always passes its own task's checker (PathCap states a shorter minimum than chest X-ray)
-    studies = [s for s in readers[kind](source, task.params)
+    missing: list[str] = []
+    studies = [s for s in readers[kind](source, task.params, missing)
                if not check_report_bytes(s[2].encode("utf-8"), *minimums(task))]
     if not studies:
         raise UserError(f"{task.id}: no usable study with a reference report under {source}")
     sample = task.params.get("sample")
+    _refuse_short(task, source, len(studies), int(sample) if sample is not None else task.case_count, missing)
     with staging_area(dest) as area:
         if sample is not None and int(sample) < len(studies):
             studies = area.secret.sample(studies, int(sample), "sample")
@@ -69,6 +81,24 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
             files = [(f"{v + 1:02d}.png", _read_image(p)) for v, p in enumerate(images)]
             write_study(area.root, case, files, reference, {"source_id": source_id})
         return finish(area, ids, task.params)
+
+
+def _refuse_short(task: TaskSpec, source: Path, usable: int, needed: int, missing: list[str]) -> None:
+    """One line when the download holds fewer usable studies than the task stages, naming the files its lists
+    point to that are not there (a truncated or partial download): staging fewer silently changes the task."""
+    if usable >= needed:
+        return
+    lacks = (f"; {len(missing)} file(s) its lists name are missing ({', '.join(missing[:SHOWN_MISSING])}"
+             f"{', ...' if len(missing) > SHOWN_MISSING else ''}): a truncated or partial download?" if missing else "")
+    raise UserError(f"{source}: only {usable} usable stud{'y' if usable == 1 else 'ies'} with images and a reference "
+                    f"report, {task.id} needs {needed}{lacks}")
+
+
+def _present(paths: list[Path], source: Path, missing: list[str]) -> bool:
+    """Whether every file is there; those that are not are listed (relative to the download) in `missing`."""
+    gone = [p for p in paths if not p.is_file()]
+    missing += [str(p.relative_to(source)) if p.is_relative_to(source) else str(p) for p in gone]
+    return not gone
 
 
 def _read_image(path: Path) -> bytes:
@@ -113,7 +143,7 @@ def findings_reference(text: str) -> str | None:
 # ------------------------------------------------------------------ MIMIC-CXR-JPG
 
 
-def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+def mimic_cxr(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
     names = ["mimic-cxr-2.0.0-split.csv.gz", "mimic-cxr-2.0.0-split.csv", "**/mimic-cxr-2.0.0-split.csv*"]
     split = _first(source, names, "mimic-cxr-2.0.0-split.csv[.gz] (MIMIC-CXR-JPG)")
     wanted = str(params.get("split", "test"))
@@ -123,11 +153,12 @@ def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[
             studies.setdefault((row["subject_id"], row["study_id"]), []).append(row["dicom_id"])
     for (subject, study), dicoms in sorted(studies.items()):
         folder = f"files/p{subject[:2]}/p{subject}/s{study}"
-        images = [inside(source, f"{folder}/{d}.jpg", str(split)) for d in sorted(dicoms)]
-        images = [p for p in images if p.is_file()]
+        listed = [inside(source, f"{folder}/{d}.jpg", str(split)) for d in sorted(dicoms)]
+        images = [p for p in listed if p.is_file()]
         texts = (inside(source, f"{folder}.txt", str(split)), inside(source, f"reports/{folder}.txt", str(split)))
         report = next((p for p in texts if p.is_file()), None)
         if not images or report is None:
+            _present([*listed, *([] if report else texts[:1])], source, missing)
             continue
         reference = findings_reference(_text(report))
         if reference:
@@ -137,7 +168,7 @@ def mimic_cxr(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[
 # ------------------------------------------------------------------ IU X-ray (Open-i / R2Gen)
 
 
-def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+def iu_xray(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
     annotation = next(iter(sorted(source.glob("**/annotation.json"))), None)
     if annotation is not None:
         data = loads_json(_text(annotation), str(annotation))
@@ -145,7 +176,7 @@ def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
             folder = annotation.parent / "images"
             images = [inside(folder, str(p), str(annotation)) for p in entry.get("image_path", [])]
             text = " ".join(str(entry.get("report", "")).split())
-            if text and images and all(p.is_file() for p in images):
+            if text and images and _present(images, source, missing):
                 yield str(entry.get("id", "")), images, f"FINDINGS: {text}"
         return
     xmls = sorted(source.glob("**/ecgen-radiology/*.xml"))
@@ -157,7 +188,10 @@ def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
         root = parse_xml(_text(xml), str(xml))  # no DOCTYPE: no entity expansion
         parts = {el.get("Label", "").upper(): (el.text or "") for el in root.iter("AbstractText")}
         findings = " ".join(parts.get("FINDINGS", "").split())
-        images = [pngs[i.get("id", "")] for i in root.iter("parentImage") if i.get("id", "") in pngs]
+        listed = [i.get("id", "") for i in root.iter("parentImage")]
+        images = [pngs[i] for i in listed if i in pngs]
+        if findings and not images:
+            missing += [f"{i}.png" for i in listed]
         if findings and images:
             yield xml.stem, images, f"FINDINGS: {findings}"
 
@@ -165,7 +199,7 @@ def iu_xray(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
 # ------------------------------------------------------------------ CheXpert Plus
 
 
-def chexpert_plus(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+def chexpert_plus(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
     table = _first(source, ["df_chexpert_plus_*.csv", "**/df_chexpert_plus_*.csv"], "df_chexpert_plus_*.csv")
     wanted = str(params.get("split", "valid"))
     studies: dict[str, tuple[list[Path], str]] = {}
@@ -175,6 +209,8 @@ def chexpert_plus(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, l
         relative = row.get("path_to_image", "")
         image = _chexpert_image(source, relative)
         report = " ".join((row.get("report") or "").split())
+        if image is None and report and _inside(relative):
+            missing.append(relative)
         if image is None or not report:
             continue
         images, _ = studies.setdefault(str(Path(relative).parent), ([], report))
@@ -198,7 +234,7 @@ def _chexpert_image(source: Path, relative: str) -> Path | None:
 CAPTION_FILES = ["captions.json", "PathCap.json", "captions.csv"]
 
 
-def pathcap(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Path], str]]:
+def pathcap(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
     found = [source / n for n in CAPTION_FILES if (source / n).is_file()]
     if not found:
         raise UserError(f"{source}: PathCap needs one of {', '.join(CAPTION_FILES)} beside its images "
@@ -213,5 +249,7 @@ def pathcap(source: Path, params: dict[str, Any]) -> Iterator[tuple[str, list[Pa
     for image, caption in pairs:
         file = inside(source, str(image), str(path)) if _inside(str(image)) else source / "-"
         text = " ".join(str(caption).split())
+        if _inside(str(image)) and file.suffix.lower() in IMAGE_SUFFIXES and len(text) >= 3 and not file.is_file():
+            missing.append(str(image))
         if _inside(str(image)) and file.suffix.lower() in IMAGE_SUFFIXES and file.is_file() and len(text) >= 3:
             yield image, [file], text
