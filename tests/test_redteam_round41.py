@@ -204,3 +204,28 @@ def test_a_prior_in_fractions_of_the_image_size_is_no_way_round(tmp_path):
     perfect = _block(task, staged, truth, tmp_path / "perfect")
     assert perfect.components["reference_matched_by_chance"] == 8.0 and perfect.components["matched"] == 16.0
     assert track.no_positive_evidence(task, perfect) is None
+
+
+def test_the_bar_is_the_references_own_and_stands_aside_where_they_are_alike():
+    """The same counts judged against two cohorts: where other images' references match 12.7 of 419 (the demo), boxes
+    matching 25 own and 25 elsewhere show no evidence and 85 against 14 do; where they match 288 of 288 (every image
+    the same boxes) no bar tells a prior from a detector and the rows decide. A run without a true positive is left to
+    its rows (no claim that its boxes were placed by luck)."""
+    from automedbench.api import MetricBlock
+
+    track, task = load_task(DEMO)
+
+    def block(matched: float, chance: float, reference: float, gt: float) -> MetricBlock:
+        comps = {"matched": matched, "matched_by_chance": chance, "matched_at_threshold": matched,
+                 "matched_at_threshold_by_chance": chance, "predicted_boxes": gt, "gt_boxes": gt,
+                 "reference_matched_by_chance": reference}
+        rows = [{"case_id": f"c{i}", "tp": 2, "tp_at_threshold": 2, "fp_at_threshold": 30} for i in range(12)]
+        return MetricBlock("map", 0.01, 0.01, components=comps, per_case=rows)
+
+    assert track.no_positive_evidence(task, block(25.0, 25.0, 12.6667, 419.0)) is not None
+    assert track.no_positive_evidence(task, block(85.0, 14.3333, 12.6667, 419.0)) is None
+    assert track.no_positive_evidence(task, block(25.0, 25.0, 288.0, 288.0)) is None  # references alike
+    assert track.no_positive_evidence(task, block(0.0, 0.0, 12.6667, 419.0)) is None
+    stored_before = block(25.0, 25.0, 12.6667, 419.0)
+    del stored_before.components["reference_matched_by_chance"]  # an evaluation made before round 41
+    assert track.no_positive_evidence(task, stored_before) is None

@@ -63,6 +63,8 @@ class DetectionTrack(PackagedTrack):
         at_threshold = sum(int(r.get("tp_at_threshold") or 0) + int(r.get("fp_at_threshold") or 0)
                            for r in metric.per_case if isinstance(r, dict))
         matched, chance = facts.get("matched"), facts.get("matched_by_chance")
+        if matched == 0:  # no true positive at all: no case row shows evidence, and nothing was placed by luck either
+            return None
         matched_thr, chance_thr = facts.get("matched_at_threshold"), facts.get("matched_at_threshold_by_chance")
         share = _prior_bar(facts)
         all_blind = (_dense(facts.get("predicted_boxes"), gt) and not _looks(matched, chance)) or not _beats(
