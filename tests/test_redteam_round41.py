@@ -14,6 +14,17 @@ Now the bar is the references' own: a run's boxes must match their own images' r
 images' by half the share the references themselves do (other images' boxes scaled to the image's size, so a prior
 in relative coordinates is no way round). Where the references are alike in every image (the BCCD fixture: every
 image the same four boxes) no bar can tell the prior from a detector and the rule stands aside.
+
+Hidden answers that public information decides, measured and left alone (no test kept): every release stager's
+conformance fixture (5 classification, 4 detection, 7 enhancement, 6 report generation, 13 segmentation, 4 synthesis,
+9 VQA tasks) staged once and every public file read. PNGs carry IHDR/IDAT/IEND and the constant `amBp` chunk only
+(no text, EXIF, ICC or time chunk), 8-bit in the mode their pixels need (a 16-bit wrist radiograph goes out 8-bit);
+JPEGs one APP0 (JFIF) segment at one quality; NIfTI volumes empty descrip/aux_file/intent_name/db_name, cal and gl
+fields 0, no extension, one datatype per file kind; .npy inputs one header and one size per task; meta.json one text
+per task (detection: the image size, which the PNG shows anyway). The id lists (VQA smoke and calibration, report
+generation's pilot) are secret draws of the ids; case ids are HMACs of their index (no order among them), the
+public tree is relaid in a secret order with one mtime and atime, and classification publishes one size, every image
+shrunk. No public file, order, time or header field was found to name a reference.
 """
 
 from __future__ import annotations
