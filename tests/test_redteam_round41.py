@@ -16,7 +16,7 @@ in relative coordinates is no way round). Where the references are alike in ever
 image the same four boxes) no bar can tell the prior from a detector and the rule stands aside.
 
 Hidden answers that public information decides, measured and left alone (no test kept): every release stager's
-conformance fixture (5 classification, 4 detection, 7 enhancement, 6 report generation, 13 segmentation, 4 synthesis,
+conformance fixture (5 classification, 4 detection, 7 enhancement, 5 report generation, 14 segmentation, 4 synthesis,
 9 VQA tasks) staged once and every public file read. PNGs carry IHDR/IDAT/IEND and the constant `amBp` chunk only
 (no text, EXIF, ICC or time chunk), 8-bit in the mode their pixels need (a 16-bit wrist radiograph goes out 8-bit);
 JPEGs one APP0 (JFIF) segment at one quality; NIfTI volumes empty descrip/aux_file/intent_name/db_name, cal and gl
