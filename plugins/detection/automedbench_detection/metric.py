@@ -111,7 +111,7 @@ class DetectionEvaluation(TaskEvaluation):
         components.update({f"micro_{k}_at_threshold": v for k, v in at_threshold.items()})
         components.update(self._diagnostics(det, gt, order, sizes))
         components.update(self._hedging(det, gt, n_cls))
-        components.update(self._chance(det, gt, len(order), n_cls, tp, confident))
+        components.update(self._chance(det, gt, sizes, n_cls, tp, confident))
         components["unscored_boxes"] = float(sum(p.unscored for p in self.predictions.values()))
         components.update({"gt_boxes": float(len(gt)), "predicted_boxes": float(len(det)),
                            "iou_threshold": self.iou, "score_threshold": self.score_threshold})
@@ -145,23 +145,33 @@ class DetectionEvaluation(TaskEvaluation):
             return mean_average_precision(_one_class(det), _one_class(gt), 1, self.iou).tp
         return mean_average_precision(det, gt, n_cls, self.iou).tp
 
-    def _chance(self, det: Boxes, gt: Boxes, n: int, n_cls: int, tp: np.ndarray,
+    def _chance(self, det: Boxes, gt: Boxes, sizes: list[tuple[int, int]], n_cls: int, tp: np.ndarray,
                 confident: np.ndarray) -> dict[str, float | None]:
         """The boxes' true positives (`matched`) beside what the same boxes match against other images' references
-        (each case's boxes over the references of the case CHANCE_SHIFTS later, averaged): boxes placed without
-        looking, a dense grid, match both alike (S5's whole-run fact; round 39). The same counts among the boxes
-        at the operating score too: a detector's low-score tail (a score floor of 0.001, as mAP is measured) can
-        match other images as often as its own while its confident boxes do not (review32). None with fewer than
-        two cases."""
-        own = {"matched": float(np.sum(tp)), "matched_at_threshold": float(np.sum(tp & confident))}
-        if n < 2 or not len(det):
-            return own | {"matched_by_chance": None, "matched_at_threshold_by_chance": None}
+        (each case's boxes over the references of the case CHANCE_SHIFTS later, scaled to that image's size,
+        averaged): boxes placed without looking, a grid or the same prior boxes in every image, match both alike
+        (S5's whole-run fact; rounds 39, 41). The same counts among the boxes at the operating score too: a
+        detector's low-score tail (a score floor of 0.001, as mAP is measured) can match other images as often as
+        its own while its confident boxes do not (review32). And the references' own count over other images'
+        (`reference_matched_by_chance`): how far a perfect detector stands above what its boxes match elsewhere
+        (near all of it where every image shows the same anatomy in the same place). None with fewer than two
+        cases."""
+        n = len(sizes)
+        own: dict[str, float | None] = {"matched": float(np.sum(tp)),
+                                        "matched_at_threshold": float(np.sum(tp & confident))}
+        if n < 2:
+            return own | {"matched_by_chance": None, "matched_at_threshold_by_chance": None,
+                          "reference_matched_by_chance": None}
         shifts = range(1, min(CHANCE_SHIFTS, n - 1) + 1)
-        flags = [self._matches(Boxes((det.image + k) % n, det.cls, det.box, det.score), gt, n_cls) for k in shifts]
-        chance = [np.sum(f) for f in flags]
-        confident_chance = [np.sum(f & confident) for f in flags]
-        return own | {"matched_by_chance": round(float(np.mean(chance)), 4),
-                      "matched_at_threshold_by_chance": round(float(np.mean(confident_chance)), 4)}
+        truth = Boxes(gt.image, gt.cls, gt.box, np.ones(len(gt)))
+        reference = [np.sum(self._matches(_moved(truth, k, sizes), gt, n_cls)) for k in shifts]
+        own["reference_matched_by_chance"] = round(float(np.mean(reference)), 4)
+        if not len(det):
+            return own | {"matched_by_chance": None, "matched_at_threshold_by_chance": None}
+        flags = [self._matches(_moved(det, k, sizes), gt, n_cls) for k in shifts]
+        return own | {"matched_by_chance": round(float(np.mean([np.sum(f) for f in flags])), 4),
+                      "matched_at_threshold_by_chance": round(float(np.mean([np.sum(f & confident) for f in flags])),
+                                                              4)}
 
     def _hedging(self, det: Boxes, gt: Boxes, n_cls: int) -> dict[str, float]:
         """Class hedging made visible (the Task keeps the paper's uncapped mAP): the share of boxes that
@@ -199,6 +209,18 @@ COUNTS = ("unscored_boxes", "gt_boxes", "predicted_boxes", "cross_class_duplicat
           "diag_tp_agnostic", "diag_tp_xy_swapped", "matched",
           "matched_at_threshold")
 CHANCE_SHIFTS = 3  # other images' references each box set is also matched against (averaged: a steadier chance)
+
+
+def _moved(boxes: Boxes, k: int, sizes: list[tuple[int, int]]) -> Boxes:
+    """Each image's boxes on the image k places later, scaled to its size: a box at a fixed fraction of the image
+    (a prior in relative coordinates) lands where it would have been written there."""
+    n = len(sizes)
+    if not len(boxes):
+        return boxes
+    wh = np.asarray(sizes, dtype=np.float64).reshape(-1, 2)
+    target = (boxes.image + k) % n
+    scale = wh[target] / np.maximum(wh[boxes.image], 1.0)
+    return Boxes(target, boxes.cls, boxes.box * np.tile(scale, 2), boxes.score)
 
 
 def _one_class(boxes: Boxes) -> Boxes:
