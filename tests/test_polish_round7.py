@@ -147,3 +147,10 @@ def test_the_missing_shards_are_those_the_names_count(tmp_path):
              "data/test-00000-of-00004.parquet", "data/test-00003-of-00004.parquet", "data/extra.parquet"]
     assert shard_gaps([tmp_path / n for n in names], tmp_path) == [
         "data/test-00001-of-00004.parquet", "data/test-00002-of-00004.parquet"]
+
+
+def test_stage_help_says_a_short_download_is_refused_by_every_track():
+    """Every track's release stagers refuse a short download now (VQA the last); `stage --help` says it once."""
+    said = " ".join(run_cli("stage", "--help").stdout.split())
+    assert "A download holding fewer usable cases than the task stages" in said, said
+    assert "is refused in one line saying what it lacks, and nothing is staged" in said, said
