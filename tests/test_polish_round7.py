@@ -154,3 +154,48 @@ def test_stage_help_says_a_short_download_is_refused_by_every_track():
     said = " ".join(run_cli("stage", "--help").stdout.split())
     assert "A download holding fewer usable cases than the task stages" in said, said
     assert "is refused in one line saying what it lacks, and nothing is staged" in said, said
+
+
+def _openi_download(root: Path, with_findings: int, without: int = 0) -> None:
+    """Open-i's extracted NLMCXR_reports + NLMCXR_png: one XML per study, one PNG each; `without` studies have
+    no FINDINGS (not staged, as R2Gen's split)."""
+    (root / "ecgen-radiology").mkdir(parents=True)
+    (root / "png").mkdir()
+    for k in range(1, with_findings + without + 1):
+        (root / "png" / f"CXR{k}_IM-{k}-1001.png").write_bytes(_png(k))
+        findings = (f'<AbstractText Label="FINDINGS">The heart size is normal. The lungs are clear {k}.</AbstractText>'
+                    if k <= with_findings else "")
+        (root / "ecgen-radiology" / f"{k}.xml").write_text(
+            f'<eCitation><Abstract>{findings}<AbstractText Label="IMPRESSION">Normal.</AbstractText></Abstract>'
+            f'<parentImage id="CXR{k}_IM-{k}-1001"/></eCitation>')
+
+
+def _sources(staged) -> set[str]:
+    return {json.loads((staged.private / case / "facts.json").read_text())["source_id"] for case in staged.case_ids}
+
+
+def test_iu_xray_from_open_i_stages_the_task_s_count_drawn_from_the_secret(tmp_path):
+    """Open-i has no split: before, every study with findings was staged (~3,300 for a card saying 590). Now the
+    task's count is drawn from those by the staging's secret, a fresh draw each staging, never the XML order."""
+    import attrs
+    from automedbench.testing import stage_from_folder
+
+    _openi_download(tmp_path / "download", with_findings=12, without=3)
+    track, task = load_task("report_gen/iu-xray")
+    task = attrs.evolve(task, case_count=5)
+    drawn = [_sources(stage_from_folder(track, task, tmp_path / f"data{k}", tmp_path / "download"))
+             for k in range(4)]
+    assert all(len(d) == 5 and d <= {str(k) for k in range(1, 13)} for d in drawn), drawn
+    assert len({frozenset(d) for d in drawn}) > 1, drawn  # drawn anew, not the same five each time
+    assert any(d != {"1", "2", "3", "4", "5"} for d in drawn), drawn  # not the first in the download's order
+
+
+@pytest.mark.slow  # stages 600 Open-i studies through the CLI: ~4 CPU-s, but ~18 s of the staging's fsyncs
+def test_iu_xray_from_open_i_stages_590_through_the_cli(tmp_path):
+    """The release's IU X-ray test set is R2Gen's test split, 590 studies (the card's case_count); before, an
+    Open-i download of 600 studies with findings staged all 600."""
+    _openi_download(tmp_path / "download", with_findings=600)
+    done = run_cli("stage", "report_gen/iu-xray", "--from", str(tmp_path / "download"), "--data-root",
+                   str(tmp_path / "data"))
+    assert done.exit_code == 0, done.output
+    assert "staged 590 case(s) of report_gen/iu-xray" in " ".join(done.stdout.split()), done.stdout
