@@ -46,6 +46,7 @@ from __future__ import annotations
 import io
 import json
 
+import attrs
 import numpy as np
 import pytest
 from automedbench.testing import load_task, run_steps, stage_from_folder
@@ -111,6 +112,7 @@ def test_a_public_fact_never_names_the_answer_to_a_modality_question(tmp_path):
     40 modality questions right (accuracy 1.0, rating A). Now neither is published (the private record keeps both
     for the breakdowns) and the agent is at chance (a quarter, four options)."""
     track, task = load_task("vqa/omnimedvqa")
+    task = attrs.evolve(task, params={**task.params, "sample": None}, case_count=40)  # all 40 (else refused as short)
     root = tmp_path / "root"
     staged = stage_from_folder(track, task, root, omnimed_modality_layout(tmp_path / "download"))
     assert len(staged.case_ids) == 40
@@ -155,6 +157,7 @@ def test_the_sub_collection_never_answers_the_instrument_question(tmp_path):
     accuracy 1.0, rating A. Now the field is gone and the agent answers No everywhere: the base rate, 0.5."""
     pytest.importorskip("pyarrow")
     track, task = load_task("vqa/kvasir-vqa")
+    task = attrs.evolve(task, params={**task.params, "sample": None}, case_count=40)  # all 40 (else refused as short)
     root = tmp_path / "root"
     staged = stage_from_folder(track, task, root, kvasir_instrument_layout(tmp_path / "download"))
     assert len(staged.case_ids) == 40

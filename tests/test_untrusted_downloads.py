@@ -187,11 +187,11 @@ def test_report_gen_stagers_refuse_bombs(tmp_path, monkeypatch):
     xml.parent.mkdir()
     xml.write_bytes(LAUGHS)
     with pytest.raises(UserError, match="DOCTYPE"):
-        list(stagers.iu_xray(tmp_path, {}, []))
+        list(stagers.iu_xray(tmp_path, {}, stagers.Found()))
     deep = tmp_path / "annotation.json"
     deep.write_text("{\"test\": " * 10_000 + "1" + "}" * 10_000)
     with pytest.raises(UserError, match="nested deeper"):
-        list(stagers.iu_xray(tmp_path, {}, []))
+        list(stagers.iu_xray(tmp_path, {}, stagers.Found()))
 
 
 def test_iu_report_archive_skips_links_and_refuses_entities(tmp_path):

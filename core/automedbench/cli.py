@@ -582,6 +582,9 @@ def tasks(task: str | None, data_root: str | None) -> None:
 def stage_cmd(task_id: str, source: str | None, data_root: str | None, force: bool) -> None:
     """Turn a dataset download into public/ (agent-visible) and private/ (scorer-only) folders.
 
+    A download holding fewer usable cases than the task stages (its sample, else its case count: a truncated or
+    partial download) is refused in one line saying what it lacks, and nothing is staged.
+
     A staging that takes more than two seconds shows its progress on stderr (files, bytes and case folders
     written): one live line on a terminal, a line every 10 s otherwise (AUTOMEDBENCH_PROGRESS_S sets it)."""
     reg = registry()

@@ -149,7 +149,7 @@ def test_iu_xray_both_layouts(tmp_path):
     staged = stage("report_gen/iu-xray", tmp_path / "r2gen", tmp_path / "a")
     assert len(staged.case_ids) == 4 and len(manifest(staged, staged.case_ids[0])["image_files"]) == 2
     make_iu_openi(tmp_path / "openi", 3)
-    staged = stage("report_gen/iu-xray", tmp_path / "openi", tmp_path / "b")
+    staged = stage("report_gen/iu-xray", tmp_path / "openi", tmp_path / "b", case_count=3)  # no split: a draw of 3
     assert len(staged.case_ids) == 3
     assert (staged.private / staged.case_ids[0] / "report.txt").read_text().startswith("FINDINGS: ")
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 pytest_plugins = ["automedbench.testing"]
@@ -38,6 +39,7 @@ def stage_medframeqa() -> Callable[[Path, list[dict[str, Any]]], tuple[Any, Any]
         path.parent.mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(rows), path)
         track, spec = load_task("vqa/medframeqa")
+        spec = attrs.evolve(spec, params={**spec.params, "sample": None}, case_count=len(rows))  # all of them
         return spec, stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
 
     return stage

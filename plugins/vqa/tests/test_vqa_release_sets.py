@@ -23,9 +23,11 @@ def png(value: int, size=(16, 12)) -> bytes:
     return buffer.getvalue()
 
 
-def task(name: str, **params):
+def task(name: str, case_count: int = 1, **params):
+    """The task for a small fixture: `case_count` (1 unless given) is the least it must hold without a sample (a
+    short download's refusal is tested in tests/test_polish_round7.py)."""
     track, spec = load_task(f"vqa/{name}")
-    return track, attrs.evolve(spec, params={**spec.params, **params})
+    return track, attrs.evolve(spec, case_count=case_count, params={**spec.params, **params})
 
 
 def questions(staged):

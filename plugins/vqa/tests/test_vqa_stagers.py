@@ -29,9 +29,11 @@ def jpeg(value: int) -> bytes:
     return buffer.getvalue()
 
 
-def task(name: str, **params):
+def task(name: str, case_count: int = 1, **params):
+    """The task for a small fixture: `case_count` (1 unless given) is the least it must hold without a sample (a
+    short download's refusal is tested in tests/test_polish_round7.py)."""
     track, spec = load_task(f"vqa/{name}")
-    return track, attrs.evolve(spec, params={**spec.params, **params})
+    return track, attrs.evolve(spec, case_count=case_count, params={**spec.params, **params})
 
 
 def staged_questions(staged):
@@ -210,7 +212,7 @@ def test_a_staged_real_layout_task_scores_through_the_evaluator(tmp_path):
              "image": [{"bytes": jpeg(i), "path": None}], "answer": "ABCDE"[i % 5], "system": "Nervous",
              "organ": "Brain", "modality": "MRI"} for i in range(6)]
     write_parquet(tmp_path / "src" / "data" / "test-00000-of-00001.parquet", rows)
-    track, spec = load_task("vqa/medframeqa")
+    track, spec = task("medframeqa", case_count=6, sample=None)
     staged = stage_from_folder(track, spec, tmp_path / "data", tmp_path / "src")
     assert len(staged.case_ids) == 6
     perfect = evaluate_outputs(spec.id, baseline="perfect", data_root=tmp_path / "data", work=tmp_path / "p")

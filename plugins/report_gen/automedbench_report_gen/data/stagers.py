@@ -1,10 +1,11 @@
 """Stagers for the official layouts. Each finds the test studies, picks a sample when the task asks for one
-(`params.sample`), writes every image of a study into `public/<case>/images/` and the reference (FINDINGS,
-or the full report / caption) to `private/`. Every hidden choice comes from the staging's secret
-(`area.secret`): which studies are sampled and the case ids (CXR_<8 hex digits>..., drawn at random, so their
-sorted order is not the split file's, the table's or the folders'); the source id is kept in
-`private/<case>/facts.json` only. Each image is decoded and written again as PNG (the same pixels, none of
-the source's bytes or metadata: no published file matches the download's by hash).
+(`params.sample`; from Open-i's IU X-ray, which has no split, its `case_count`), writes every image of a study
+into `public/<case>/images/` and the reference (FINDINGS, or the full report / caption) to `private/`. Every
+hidden choice comes from the staging's secret (`area.secret`): which studies are sampled and the case ids
+(CXR_<8 hex digits>..., drawn at random, so their sorted order is not the split file's, the table's or the
+folders'); the source id is kept in `private/<case>/facts.json` only. Each image is decoded and written again
+as PNG (the same pixels, none of the source's bytes or metadata: no published file matches the download's by
+hash).
 
 A download holding fewer usable studies than the task stages (its `params.sample`, else `case_count`: R2Gen's
 IU X-ray test split is 590) is refused in one line naming what the download lacks (a truncated or partial
@@ -29,6 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 from automedbench.api import (
     StagedData,
     TaskSpec,
@@ -53,8 +55,20 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 SHOWN_MISSING = 3  # missing files named in the refusal of a short download
 
 Study = tuple[str, list[Path], str]
-# a reader: (download, task params, where it lists what a study it found lacks) -> (source id, images, reference)
-Reader = Callable[[Path, dict[str, Any], list[str]], Iterator[Study]]
+
+
+@attrs.define
+class Found:
+    """What a reader tells besides its studies: the files its lists name that are not there (a short download's
+    refusal names them), and whether the download has no split to follow (Open-i's), so that the task's count
+    is drawn from all it holds."""
+
+    missing: list[str] = attrs.Factory(list)
+    unsplit: bool = False
+
+
+# a reader: (download, task params, what it found besides) -> (source id, images, reference)
+Reader = Callable[[Path, dict[str, Any], Found], Iterator[Study]]
 
 
 def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
@@ -66,13 +80,15 @@ def stage_dataset(task: TaskSpec, dest: Path, source: Path) -> StagedData:
     if not source.is_dir():
         raise UserError(f"{source} is not a folder")
     # the reference always passes its own task's checker (PathCap states a shorter minimum than chest X-ray)
-    missing: list[str] = []
-    studies = [s for s in readers[kind](source, task.params, missing)
+    found = Found()
+    studies = [s for s in readers[kind](source, task.params, found)
                if not check_report_bytes(s[2].encode("utf-8"), *minimums(task))]
     if not studies:
         raise UserError(f"{task.id}: no usable study with a reference report under {source}")
     sample = task.params.get("sample")
-    _refuse_short(task, source, len(studies), int(sample) if sample is not None else task.case_count, missing)
+    if sample is None and found.unsplit:  # no split to stage whole: the task's count, drawn from the secret
+        sample = task.case_count
+    _refuse_short(task, source, len(studies), int(sample) if sample is not None else task.case_count, found.missing)
     with staging_area(dest) as area:
         if sample is not None and int(sample) < len(studies):
             studies = area.secret.sample(studies, int(sample), "sample")
@@ -143,7 +159,7 @@ def findings_reference(text: str) -> str | None:
 # ------------------------------------------------------------------ MIMIC-CXR-JPG
 
 
-def mimic_cxr(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
+def mimic_cxr(source: Path, params: dict[str, Any], found: Found) -> Iterator[Study]:
     names = ["mimic-cxr-2.0.0-split.csv.gz", "mimic-cxr-2.0.0-split.csv", "**/mimic-cxr-2.0.0-split.csv*"]
     split = _first(source, names, "mimic-cxr-2.0.0-split.csv[.gz] (MIMIC-CXR-JPG)")
     wanted = str(params.get("split", "test"))
@@ -158,7 +174,7 @@ def mimic_cxr(source: Path, params: dict[str, Any], missing: list[str]) -> Itera
         texts = (inside(source, f"{folder}.txt", str(split)), inside(source, f"reports/{folder}.txt", str(split)))
         report = next((p for p in texts if p.is_file()), None)
         if not images or report is None:
-            _present([*listed, *([] if report else texts[:1])], source, missing)
+            _present([*listed, *([] if report else texts[:1])], source, found.missing)
             continue
         reference = findings_reference(_text(report))
         if reference:
@@ -168,7 +184,7 @@ def mimic_cxr(source: Path, params: dict[str, Any], missing: list[str]) -> Itera
 # ------------------------------------------------------------------ IU X-ray (Open-i / R2Gen)
 
 
-def iu_xray(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
+def iu_xray(source: Path, params: dict[str, Any], found: Found) -> Iterator[Study]:
     annotation = next(iter(sorted(source.glob("**/annotation.json"))), None)
     if annotation is not None:
         data = loads_json(_text(annotation), str(annotation))
@@ -176,13 +192,14 @@ def iu_xray(source: Path, params: dict[str, Any], missing: list[str]) -> Iterato
             folder = annotation.parent / "images"
             images = [inside(folder, str(p), str(annotation)) for p in entry.get("image_path", [])]
             text = " ".join(str(entry.get("report", "")).split())
-            if text and images and _present(images, source, missing):
+            if text and images and _present(images, source, found.missing):
                 yield str(entry.get("id", "")), images, f"FINDINGS: {text}"
         return
     xmls = sorted(source.glob("**/ecgen-radiology/*.xml"))
     if not xmls:
         raise UserError(f"{source}: neither R2Gen's annotation.json nor Open-i's ecgen-radiology/*.xml "
                         "(extract NLMCXR_reports.tgz and NLMCXR_png.tgz here)")
+    found.unsplit = True  # Open-i has no split: the task's count (R2Gen's test split's size) is drawn
     pngs = {p.stem: p for p in source.glob("**/CXR*.png")}
     for xml in xmls:
         root = parse_xml(_text(xml), str(xml))  # no DOCTYPE: no entity expansion
@@ -191,7 +208,7 @@ def iu_xray(source: Path, params: dict[str, Any], missing: list[str]) -> Iterato
         listed = [i.get("id", "") for i in root.iter("parentImage")]
         images = [pngs[i] for i in listed if i in pngs]
         if findings and not images:
-            missing += [f"{i}.png" for i in listed]
+            found.missing += [f"{i}.png" for i in listed]
         if findings and images:
             yield xml.stem, images, f"FINDINGS: {findings}"
 
@@ -199,7 +216,7 @@ def iu_xray(source: Path, params: dict[str, Any], missing: list[str]) -> Iterato
 # ------------------------------------------------------------------ CheXpert Plus
 
 
-def chexpert_plus(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
+def chexpert_plus(source: Path, params: dict[str, Any], found: Found) -> Iterator[Study]:
     table = _first(source, ["df_chexpert_plus_*.csv", "**/df_chexpert_plus_*.csv"], "df_chexpert_plus_*.csv")
     wanted = str(params.get("split", "valid"))
     studies: dict[str, tuple[list[Path], str]] = {}
@@ -210,7 +227,7 @@ def chexpert_plus(source: Path, params: dict[str, Any], missing: list[str]) -> I
         image = _chexpert_image(source, relative)
         report = " ".join((row.get("report") or "").split())
         if image is None and report and _inside(relative):
-            missing.append(relative)
+            found.missing.append(relative)
         if image is None or not report:
             continue
         images, _ = studies.setdefault(str(Path(relative).parent), ([], report))
@@ -234,7 +251,7 @@ def _chexpert_image(source: Path, relative: str) -> Path | None:
 CAPTION_FILES = ["captions.json", "PathCap.json", "captions.csv"]
 
 
-def pathcap(source: Path, params: dict[str, Any], missing: list[str]) -> Iterator[Study]:
+def pathcap(source: Path, params: dict[str, Any], found: Found) -> Iterator[Study]:
     found = [source / n for n in CAPTION_FILES if (source / n).is_file()]
     if not found:
         raise UserError(f"{source}: PathCap needs one of {', '.join(CAPTION_FILES)} beside its images "
@@ -250,6 +267,6 @@ def pathcap(source: Path, params: dict[str, Any], missing: list[str]) -> Iterato
         file = inside(source, str(image), str(path)) if _inside(str(image)) else source / "-"
         text = " ".join(str(caption).split())
         if _inside(str(image)) and file.suffix.lower() in IMAGE_SUFFIXES and len(text) >= 3 and not file.is_file():
-            missing.append(str(image))
+            found.missing.append(str(image))
         if _inside(str(image)) and file.suffix.lower() in IMAGE_SUFFIXES and file.is_file() and len(text) >= 3:
             yield image, [file], text

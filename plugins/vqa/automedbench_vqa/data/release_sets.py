@@ -29,7 +29,8 @@ from typing import Any
 from automedbench.api import StagingSecret, TaskSpec, UserError, loads_json, read_download_bytes, read_download_text
 
 from ..answers import LETTERS, OPTION_LETTERS, normalize
-from .records import safe_id, subsample
+from .records import safe_id
+from .short import draw, shard_gaps
 from .stagers import MAX_IMAGE_BYTES, PARQUET_MAX_BYTES, ImageStore, Item, _gold_label, _require
 
 CSV_MAX_BYTES = 256 << 20  # PMC-VQA's largest table (train) is ~100 MB
@@ -49,8 +50,9 @@ def read_relative(root: Path, name: str, qid: str) -> bytes:
     return read_download_bytes(path, MAX_IMAGE_BYTES)
 
 
-def parquet_rows(folder: Path, pattern: str, what: str) -> list[dict[str, Any]]:
-    """Every row of the shards `folder/<pattern>` in name order, each shard read no-follow and bounded."""
+def parquet_rows(folder: Path, pattern: str, what: str, lacks: list[str], root: Path) -> list[dict[str, Any]]:
+    """Every row of the shards `folder/<pattern>` in name order, each shard read no-follow and bounded; the shards
+    their names count that are not there are added to `lacks` (relative to `root`)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -59,6 +61,7 @@ def parquet_rows(folder: Path, pattern: str, what: str) -> list[dict[str, Any]]:
     files = sorted(p for p in folder.glob(pattern) if not p.name.startswith(".")) if folder.is_dir() else []
     if not files:
         raise UserError(f"{folder}: no parquet files matching {pattern} (expected {what})")
+    lacks += shard_gaps(files, root)
     rows: list[dict[str, Any]] = []
     for path in files:
         data = read_download_bytes(path, PARQUET_MAX_BYTES)
@@ -100,8 +103,9 @@ def kvasir_question_type(question: str) -> str:
 def kvasir(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
     folder = source / "data" if (source / "data").is_dir() else source
-    rows = parquet_rows(folder, f"{p.get('split', 'raw')}-*.parquet", "the Kvasir-VQA release's data/raw-*.parquet")
-    for index in subsample(len(rows), p.get("sample"), secret):
+    pattern, lacks = f"{p.get('split', 'raw')}-*.parquet", []
+    rows = parquet_rows(folder, pattern, "the Kvasir-VQA release's data/raw-*.parquet", lacks, source)
+    for index in draw(task, len(rows), secret, f"{source} ({pattern})", lacks):
         row = rows[index]
         _require(row, ("image", "question", "answer"), f"Kvasir-VQA row {index}")
         qid = f"kvasir_{index:05d}"
@@ -145,7 +149,7 @@ def omnimedvqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[
         if not isinstance(records, list):
             raise UserError(f"{path}: expected a list of question records")
         pool += [(path.stem, r) for r in records if isinstance(r, dict)]
-    for index in subsample(len(pool), p.get("sample"), secret):
+    for index in draw(task, len(pool), secret, f"{folder} ({len(files)} <set>.json)"):
         subset, row = pool[index]
         origin = f"OmniMedVQA {subset} record {row.get('question_id', index)}"
         _require(row, ("question", "gt_answer", "image_path", "option_A", "option_B"), origin)
@@ -204,7 +208,7 @@ def pmcvqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item
     if rows:
         _require(rows[0], PMC_COLUMNS, f"{name} header")
     images = ImageStore(source, str(p.get("images", "images")))
-    for index in subsample(len(rows), p.get("sample"), secret):
+    for index in draw(task, len(rows), secret, f"{path} (rows)"):
         row = rows[index]
         origin = f"{name} row {index + 2}"
         options = {letter: _PMC_CHOICE.sub("", row[f"Choice {letter}"]).strip() for letter in "ABCD"
@@ -250,9 +254,10 @@ def parse_options(raw: Any, origin: str) -> list[str]:
     return [str(i) for i in items]
 
 
-def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+def mmmu_items(task: TaskSpec, source: Path,
+               lacks: list[str] | None = None) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """(subject, row) of every eligible question in subject order, and how many MCQs had more options than the
-    letters A-Z (left out)."""
+    letters A-Z (left out); the shards their names count that are not there are added to `lacks`."""
     p = task.params
     split = str(p.get("split", "validation"))
     pool: list[tuple[str, dict[str, Any]]] = []
@@ -262,7 +267,9 @@ def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, 
         if not folder.is_dir():
             raise UserError(f"{source}: {subject}/ missing (expected the MMMU release: <Subject>/{split}-*.parquet "
                             f"for {', '.join(MMMU_MEDICAL)})")
-        for row in parquet_rows(folder, f"{split}-*.parquet", f"MMMU's {subject}/{split}-*.parquet"):
+        shards = parquet_rows(folder, f"{split}-*.parquet", f"MMMU's {subject}/{split}-*.parquet",
+                              [] if lacks is None else lacks, source)
+        for row in shards:
             _require(row, ("id", "question", "options", "answer", "image_1"), f"MMMU {subject} row")
             options = parse_options(row["options"], f"MMMU {row['id']}")
             if str(row.get("question_type", "")) != "open" and len(options) > len(OPTION_LETTERS):
@@ -274,8 +281,11 @@ def mmmu_items(task: TaskSpec, source: Path) -> tuple[list[tuple[str, dict[str, 
 
 def mmmu(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
-    pool, _ = mmmu_items(task, source)
-    for index in subsample(len(pool), p.get("sample"), secret):
+    lacks: list[str] = []
+    pool, too_many = mmmu_items(task, source, lacks)
+    held = f"{p.get('split', 'validation')}-*.parquet of {len(p.get('subjects', MMMU_MEDICAL))} subjects" + (
+        f", {too_many} with more options than A-Z left out" if too_many else "")
+    for index in draw(task, len(pool), secret, f"{source} ({held})", lacks):
         subject, row = pool[index]
         origin = f"MMMU {row['id']}"
         qid = safe_id(row["id"])

@@ -13,7 +13,8 @@
 Which questions are sampled, their published ids and the order of a multiple-choice question's options
 (`option_order.deal_options`) come from the staging's secret (`area.secret`): the
 dataset's question id or row goes to `private/<qid>/answer.json` only, and every image is decoded and
-written again as PNG (the same pixels, none of the source's bytes or metadata).
+written again as PNG (the same pixels, none of the source's bytes or metadata). A download holding fewer questions
+than the task stages is refused in one line before anything is written (`short.draw`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from automedbench.api import (
 
 from ..answers import OPTION_LETTERS, question_form
 from .option_order import deal_options
-from .records import finish, reencoded, safe_id, subsample, write_question
+from .records import finish, reencoded, safe_id, write_question
+from .short import draw, shard_gaps
 
 Item = tuple[str, dict[str, Any], list[tuple[str, bytes]], dict[str, str]]
 
@@ -84,7 +86,9 @@ class ImageStore:
         return read_download_bytes(path, MAX_IMAGE_BYTES)
 
 
-def _parquet_rows(source: Path, pattern: str) -> list[dict[str, Any]]:
+def _parquet_rows(source: Path, pattern: str, lacks: list[str]) -> list[dict[str, Any]]:
+    """Every row of the shards under `source` matching `pattern`; the shards their names count that are not there
+    are added to `lacks`."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -93,6 +97,7 @@ def _parquet_rows(source: Path, pattern: str) -> list[dict[str, Any]]:
     files = sorted(p for p in source.rglob(pattern) if p.is_file() or p.is_symlink())
     if not files:
         raise UserError(f"{source}: no parquet files matching {pattern} (expected the dataset's data/ folder)")
+    lacks += shard_gaps(files, source)
     rows: list[dict[str, Any]] = []
     for path in files:
         data = read_download_bytes(path, PARQUET_MAX_BYTES)  # no link, bounded: pyarrow never opens the path
@@ -127,9 +132,10 @@ def _require(row: dict[str, Any], keys: tuple[str, ...], origin: str) -> None:
 
 def parquet_vqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
-    rows = _parquet_rows(source, f"{p.get('split', 'test')}-*.parquet")
+    lacks: list[str] = []
+    rows = _parquet_rows(source, f"{p.get('split', 'test')}-*.parquet", lacks)
     prefix = p["prefix"]
-    for index in subsample(len(rows), p.get("sample"), secret):
+    for index in draw(task, len(rows), secret, f"{source} ({p.get('split', 'test')}-*.parquet)", lacks):
         row = rows[index]
         _require(row, ("image", "question", "answer"), f"{prefix} row {index}")
         qid = f"{prefix}_{index:05d}"
@@ -154,7 +160,7 @@ def slake(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]
         raise UserError(f"{path}: expected a list of question records")
     english = [r for r in records if isinstance(r, dict) and r.get("q_lang", "en") == "en"]
     images = ImageStore(source, "imgs")
-    for index in subsample(len(english), p.get("sample"), secret):
+    for index in draw(task, len(english), secret, f"{path} (English questions)"):
         row = english[index]
         _require(row, ("qid", "img_name", "question", "answer"), f"{path.name} record {index}")
         qid = f"slake_{safe_id(row['qid'])}"
@@ -212,8 +218,9 @@ def _gold_label(answer: Any, options: dict[str, str], origin: str) -> str:
 
 def medframeqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[Item]:
     p = task.params
-    rows = _parquet_rows(source, "*.parquet")
-    for index in subsample(len(rows), p.get("sample"), secret):
+    lacks: list[str] = []
+    rows = _parquet_rows(source, "*.parquet", lacks)
+    for index in draw(task, len(rows), secret, f"{source} (*.parquet)", lacks):
         row = rows[index]
         origin = f"medframeqa row {index}"
         _require(row, ("question", "options", "answer"), origin)
@@ -254,7 +261,8 @@ def medxpertqa(task: TaskSpec, source: Path, secret: StagingSecret) -> Iterator[
             except UnicodeDecodeError as exc:
                 raise UserError(f"{path}:{number}: not a valid UTF-8 JSON line ({exc})") from None
     images = ImageStore(source, "images")
-    for index in subsample(len(rows), p.get("sample"), secret):
+    held = " + ".join(f"MM/{split.strip()}.jsonl" for split in str(p.get("split", "dev,test")).split(","))
+    for index in draw(task, len(rows), secret, f"{source} ({held})"):
         split, row = rows[index]
         origin = f"MedXpertQA {split} record {row.get('id', index)}"
         _require(row, ("id", "question", "options", "label", "images"), origin)
