@@ -101,6 +101,6 @@ def test_hostile_reports_label_without_crash_and_within_bounds():
         label_text("".join(rng.choice(pieces) for _ in range(rng.randint(0, 2000))))
     # the worst repeats the scan found (a pattern rescanned from each "widen"): bounded by the text cap
     for text in ("widening" * 10_000, "mediastinal" * 10_000, "enlarged cardiomediastinal " * 3_000):
-        t0 = time.perf_counter()
+        t0 = time.process_time()  # CPU: load beside the test stretches wall time
         label_text(text)
-        assert time.perf_counter() - t0 < 5.0
+        assert time.process_time() - t0 < 5.0
