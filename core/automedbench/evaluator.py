@@ -355,7 +355,7 @@ def _entry(info: os.stat_result) -> tuple[int, ...]:
 def _list_into(found: dict[str, tuple[int, ...]], stack: list, folder: str, *, top: bool, roots: Collection[str],
                skipped: Collection[str]) -> None:
     """Record every entry of `folder` not seen or skipped yet, and stack its subfolders. Each entry is stat'ed
-    relative to the folder's descriptor (`fstatat`), not by its whole path from `/` again: a third less CPU for a
+    relative to the folder's descriptor (`fstatat`), not by its whole path from `/` again: ~30 % less CPU for a
     snapshot of a full ML environment (67 000 entries, two a run on local-plain), same values."""
     try:
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
