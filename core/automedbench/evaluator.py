@@ -309,7 +309,8 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
 
     Taken before and after the agent phase of a run without filesystem isolation: the agent runs as the
     harness's user there and could rewrite the code the evaluator imports; a difference marks the run
-    unverified (stat only: about a second for a full ML environment).
+    unverified (stat only: a third of a CPU-second for a full ML environment, 67 000 entries; past
+    `max_entries` at most one folder's entries more).
 
     A `site-packages` (or `dist-packages`) folder directly inside an import folder is left out unless it is an
     import folder itself: no import reaches it through its parent (the name is no identifier, and the evaluator
@@ -321,26 +322,66 @@ def environment_snapshot(paths: list[str], max_entries: int = 400_000,
     them, and a checkout on the import path holds them all (a concurrent run's write marked this one unverified)."""
     found: dict[str, tuple[int, ...]] = {}
     roots = set(paths)
-    # never a folder that is an import folder or holds one (`--out .` inside a checkout on the path)
+    # never a folder that is an import folder or holds one (`--out .` inside a checkout on the path); the roots
+    # resolved once, not once per skipped folder (a host's few hundred state folders made it 0.1 CPU-s a snapshot)
+    real_roots = [os.path.realpath(root) for root in roots] if skip else []
     skipped = {s for s in map(os.path.realpath, skip)
-               if not any(r == s or r.startswith(s.rstrip(os.sep) + os.sep) for r in map(os.path.realpath, roots))}
-    stack = [*paths, sys.executable, os.path.realpath(sys.executable)]
+               if not any(r == s or r.startswith(s.rstrip(os.sep) + os.sep) for r in real_roots)}
+    # (path, its lstat when taken already, from its folder's descriptor as the folder was listed)
+    stack: list[tuple[str, os.stat_result | None]] = [
+        (path, None) for path in (*paths, sys.executable, os.path.realpath(sys.executable))]
     while stack and len(found) < max_entries:
-        path = stack.pop()
-        if path in skipped or path in found:  # an import folder inside another (the venv in a checkout): once
-            continue
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            found[path] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
-            continue
-        found[path] = (info.st_ino,)
-        with contextlib.suppress(OSError), os.scandir(path) as entries:
-            stack.extend(entry.path for entry in entries if path not in roots or entry.path in roots
-                         or entry.name not in UNIMPORTED_CHILDREN)
+        path, info = stack.pop()
+        if info is None:  # a root (an import folder inside another, the venv in a checkout: once)
+            if path in skipped or path in found:
+                continue
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            found[path] = _entry(info)
+        if stat.S_ISDIR(info.st_mode):
+            _list_into(found, stack, path, top=path in roots, roots=roots, skipped=skipped)
     return found
+
+
+def _entry(info: os.stat_result) -> tuple[int, ...]:
+    """What a snapshot keeps of one lstat: (inode,) of a folder, (size, mtime, inode, ctime) of anything else."""
+    if stat.S_ISDIR(info.st_mode):
+        return (info.st_ino,)
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+
+
+def _list_into(found: dict[str, tuple[int, ...]], stack: list, folder: str, *, top: bool, roots: Collection[str],
+               skipped: Collection[str]) -> None:
+    """Record every entry of `folder` not seen or skipped yet, and stack its subfolders. Each entry is stat'ed
+    relative to the folder's descriptor (`fstatat`), not by its whole path from `/` again: ~30 % less CPU for a
+    snapshot of a full ML environment (67 000 entries, two a run on local-plain), same values."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    prefix = folder if folder.endswith(os.sep) else folder + os.sep
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                path = prefix + entry.name
+                if (top and path not in roots and entry.name in UNIMPORTED_CHILDREN) or path in skipped \
+                        or path in found:
+                    continue
+                try:
+                    info = os.stat(entry.name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):  # as `_entry`, inline: one call fewer for each of ~67 000 entries
+                    found[path] = (info.st_ino,)
+                    stack.append((path, info))
+                else:
+                    found[path] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 # inside an import folder: another interpreter's packages, and a checkout's version-control store (a commit or a
