@@ -80,7 +80,8 @@ def test_a_long_stage_reports_files_and_bytes_on_stderr_and_a_quick_one_stays_qu
     assert len(lines) >= 3, cli.stderr
     assert "file(s)" in lines[-1] and " written, " in lines[-1] and "of 6 case folder(s)" in lines[-1]
     counts = [int(line.split(": ", 1)[1].split(" ")[0]) for line in lines]
-    assert counts == sorted(counts) and counts[-1] > counts[0]  # it moved as the stager wrote
+    # it moved as the stager wrote; a listing taken while a file is renamed into place may miss that one entry
+    assert counts[-1] > counts[0] and all(c >= max(counts[:i + 1]) - 1 for i, c in enumerate(counts)), counts
     assert "staged 6 case(s)" in cli.stdout and "staging toy/vowels" not in cli.stdout  # progress stays on stderr
 
 

@@ -38,6 +38,8 @@ def tree_size(root: Path) -> tuple[int, int, int]:
         if folder == str(root):
             folders = len(dirs)
         for name in names:
+            if name.startswith(".") and name.endswith(".tmp"):
+                continue  # an atomic write still in flight (fsutil.atomic_write_bytes): counted once renamed
             try:
                 st = os.lstat(os.path.join(folder, name))
             except OSError:
