@@ -53,7 +53,10 @@ WRITE = {
                        "'x2': x + s, 'y2': y + s}})\n"
                        "    json.dump({{'boxes': boxes}}, open(f'{{ws}}/outputs/{{c}}/prediction.json', 'w'))\n"),
 }
-TRIVIAL = {"classification/demo": ("constant", "majority-class", "label-prior"),
+# classification/demo's label-prior is a random draw over a secret draw of 42 cases: its chance-corrected balanced
+# accuracy clears the 0.1 bar on a few stagings in a hundred by chance (CI run AL: Task 0.2309 against the bar's
+# 0.229), so it is no fixed verdict to assert here; the two fixed labellings are.
+TRIVIAL = {"classification/demo": ("constant", "majority-class"),
            "vqa/demo": ("constant", "label-prior", "question-prior"),
            # prior-boxes (the same few boxes in every image): held again since round 41, by the references' own bar
            "detection/demo": ("constant", "prior-boxes"),
