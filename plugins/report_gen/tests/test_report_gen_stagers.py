@@ -254,3 +254,16 @@ def png_header(width: int, height: int) -> bytes:
 
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) + chunk(
         b"IEND", b"")
+
+
+def test_pathcap_skips_a_captioned_image_the_download_lacks_and_refuses_when_too_few_remain(tmp_path):
+    """The caption list's `found` record was shadowed by the list of caption files: one missing image ended the
+    staging with AttributeError instead of skipping it (and naming it when the download is short)."""
+    from automedbench.api import UserError
+
+    make_pathcap(tmp_path / "src", 4)
+    (tmp_path / "src" / "imgs" / "0003.png").unlink()
+    staged = stage("report_gen/pathcap-100", tmp_path / "src", tmp_path / "out", case_count=3, sample=None)
+    assert len(staged.case_ids) == 3
+    with pytest.raises(UserError, match=r"only 3 usable studies.*imgs/0003\.png"):
+        stage("report_gen/pathcap-100", tmp_path / "src", tmp_path / "out2", case_count=4, sample=None)

@@ -252,11 +252,11 @@ CAPTION_FILES = ["captions.json", "PathCap.json", "captions.csv"]
 
 
 def pathcap(source: Path, params: dict[str, Any], found: Found) -> Iterator[Study]:
-    found = [source / n for n in CAPTION_FILES if (source / n).is_file()]
-    if not found:
+    tables = [source / n for n in CAPTION_FILES if (source / n).is_file()]
+    if not tables:
         raise UserError(f"{source}: PathCap needs one of {', '.join(CAPTION_FILES)} beside its images "
                         "(the caption JSON ships apart from the images on the hub)")
-    path = found[0]
+    path = tables[0]
     if path.suffix == ".csv":
         pairs = [(r.get("image", ""), r.get("caption", "")) for r in _rows(path)]
     else:
